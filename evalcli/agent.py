@@ -1,0 +1,293 @@
+"""``evalcli.Agent``: a tool-calling LLM agent over litellm, and ``evalcli.Memory``, its SQLite history.
+
+An agent turn sends the instructions, the thread's earlier turns (with memory) and the input, runs
+the tools the model asks for, sends their results back, and stops when the model answers without
+calling a tool, or fails when ``max_steps`` model calls were not enough. ``generate`` returns this
+turn's response messages in OpenAI format, which is what evalcli scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import sqlite3
+import threading
+import traceback
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from os import PathLike
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from evalcli.errors import EvalcliError
+from evalcli.llm import LLMClient, LLMSettings
+
+Message = dict[str, Any]
+Tool = Callable[..., Any]
+
+
+class AgentError(EvalcliError):
+    """An agent turn that could not finish (e.g. ``max_steps`` exhausted); the turn is an error."""
+
+    exit_code = 4
+
+
+class Memory:
+    """Message history in SQLite, per (resource, thread): a thread sees only its own earlier turns."""
+
+    def __init__(self, path: str | PathLike[str]) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        self._conn.execute("PRAGMA busy_timeout = 30000")
+        if self.path != ":memory:":
+            self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS memory_messages ("
+            " id INTEGER PRIMARY KEY, resource TEXT NOT NULL, thread TEXT NOT NULL,"
+            " message TEXT NOT NULL, created_at TEXT NOT NULL)"
+        )
+        self._conn.execute(
+            "CREATE INDEX IF NOT EXISTS memory_messages_thread ON memory_messages(resource, thread, id)"
+        )
+
+    def messages(self, resource: str, thread: str) -> list[Message]:
+        """Every stored message of this thread of this resource, oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT message FROM memory_messages WHERE resource = ? AND thread = ? ORDER BY id",
+                (resource, thread),
+            ).fetchall()
+        return [json.loads(row[0]) for row in rows]
+
+    def append(self, resource: str, thread: str, messages: Sequence[Message]) -> None:
+        """Store messages at the end of this thread, all or none."""
+        now = datetime.now(UTC).isoformat()
+        rows = [(resource, thread, json.dumps(m, default=str), now) for m in messages]
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT INTO memory_messages (resource, thread, message, created_at) VALUES (?, ?, ?, ?)", rows
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def threads(self, resource: str) -> list[str]:
+        """Threads with stored messages for this resource."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT DISTINCT thread FROM memory_messages WHERE resource = ? ORDER BY thread", (resource,)
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class _ToolModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+class FunctionTool:
+    """A Python function the model may call, with its JSON schema derived from hints and docstring."""
+
+    def __init__(self, func: Tool) -> None:
+        self.func = func
+        self.name: str = func.__name__
+        description, params = parse_docstring(inspect.getdoc(func) or "")
+        self.description = description
+        hints = get_type_hints(func)
+        fields: dict[str, Any] = {}
+        for name, param in inspect.signature(func).parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            default = ... if param.default is param.empty else param.default
+            fields[name] = (hints.get(name, Any), Field(default, description=params.get(name)))
+        self.arguments: type[BaseModel] = create_model(f"{self.name}_arguments", __base__=_ToolModel, **fields)
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry of this function."""
+        parameters = _without_titles(self.arguments.model_json_schema())
+        function: dict[str, Any] = {"name": self.name, "parameters": parameters}
+        if self.description:
+            function["description"] = self.description
+        return {"type": "function", "function": function}
+
+    def parse(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+        """The model's arguments (a JSON string), validated and converted to the hinted types."""
+        raw = json.loads(arguments or "{}") if isinstance(arguments, str) else (arguments or {})
+        values = self.arguments.model_validate(raw)
+        return {name: getattr(values, name) for name in type(values).model_fields}
+
+    async def call(self, kwargs: dict[str, Any]) -> Any:
+        """Call the function (a sync one in a worker thread, so it does not block other conversations)."""
+        if inspect.iscoroutinefunction(self.func):
+            return await self.func(**kwargs)
+        result = await asyncio.to_thread(self.func, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The first paragraph, and Google-style ``Args:`` descriptions by parameter name."""
+    paragraphs = re.split(r"\n\s*\n", doc.strip()) if doc.strip() else []
+    summary = " ".join(paragraphs[0].split()) if paragraphs and not paragraphs[0].startswith("Args:") else ""
+    params: dict[str, str] = {}
+    match = re.search(r"^(?:Args|Arguments|Parameters):\s*\n((?:[ \t]+.*\n?|\s*\n)*)", doc, re.MULTILINE)
+    if match:
+        current: str | None = None
+        for line in match.group(1).splitlines():
+            item = re.match(r"^\s{1,8}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", line)
+            if item and (current is None or len(line) - len(line.lstrip()) <= _indent_of(match.group(1))):
+                current = item.group(1)
+                params[current] = item.group(2).strip()
+            elif current and line.strip():
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    return summary, params
+
+
+def _indent_of(block: str) -> int:
+    for line in block.splitlines():
+        if line.strip():
+            return len(line) - len(line.lstrip())
+    return 0
+
+
+def _without_titles(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _without_titles(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [_without_titles(v) for v in schema]
+    return schema
+
+
+class Agent:
+    """An LLM agent with Python tools and optional memory; a valid evalcli target."""
+
+    def __init__(
+        self,
+        model: str,
+        instructions: str = "",
+        tools: Sequence[Tool] = (),
+        memory: Memory | None = None,
+        max_steps: int = 8,
+        name: str | None = None,
+        api_base: str | None = None,
+        llm: LLMClient | None = None,
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.model = model
+        self.instructions = instructions
+        self.tools = {t.name: t for t in (FunctionTool(f) for f in tools)}
+        self.memory = memory
+        self.max_steps = max_steps
+        self.name = name or "agent"
+        self.api_base = api_base
+        self._llm = llm
+
+    @property
+    def llm(self) -> LLMClient:
+        if self._llm is None:
+            self._llm = LLMClient(LLMSettings.from_env())
+        return self._llm
+
+    async def generate(
+        self,
+        input: str,
+        *,
+        memory: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        **options: Any,
+    ) -> list[Message]:
+        """Run one turn; returns its response messages (assistant messages and tool results)."""
+        scope = self._scope(memory)
+        history = self.memory.messages(*scope) if scope and self.memory else []
+        user: Message = {"role": "user", "content": input}
+        system: list[Message] = [{"role": "system", "content": self.instructions}] if self.instructions else []
+        schemas = [t.schema() for t in self.tools.values()] or None
+        produced: list[Message] = []
+        for _ in range(self.max_steps):
+            response = await self.llm.complete(
+                model=self.model,
+                messages=[*system, *history, user, *produced],
+                purpose="agent",
+                temperature=temperature,
+                max_tokens=max_tokens,
+                seed=seed,
+                tools=schemas,
+                api_base=self.api_base,
+            )
+            message = _assistant_message(response)
+            produced.append(message)
+            if not message.get("tool_calls"):
+                if scope and self.memory:
+                    self.memory.append(*scope, [user, *produced])
+                return produced
+            for call in message["tool_calls"]:
+                produced.append(await self._run_tool(call))
+        raise AgentError(
+            f"agent {self.name} did not finish within max_steps={self.max_steps} model calls",
+            "raise max_steps, or check why the model keeps calling tools",
+        )
+
+    def generate_sync(self, input: str, **kwargs: Any) -> list[Message]:
+        """``generate`` for code that is not async."""
+        return asyncio.run(self.generate(input, **kwargs))
+
+    def _scope(self, memory: dict[str, Any] | None) -> tuple[str, str] | None:
+        thread = (memory or {}).get("thread")
+        if not thread:
+            return None
+        resource = (memory or {}).get("resource") or thread
+        return str(resource), str(thread)
+
+    async def _run_tool(self, call: dict[str, Any]) -> Message:
+        function = call.get("function") or {}
+        name = function.get("name")
+        result: Message = {"role": "tool", "tool_call_id": call["id"]}
+        tool = self.tools.get(name or "")
+        if tool is None:
+            known = ", ".join(self.tools) or "none"
+            return {**result, "content": f"Error: unknown tool {name!r}; available: {known}", "is_error": True}
+        try:
+            kwargs = tool.parse(function.get("arguments"))
+        except (ValidationError, ValueError) as exc:
+            return {**result, "content": f"Error: invalid arguments for {name}: {exc}", "is_error": True}
+        try:
+            value = await tool.call(kwargs)
+        except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            return {**result, "content": f"Error: {detail}", "is_error": True}
+        content = value if isinstance(value, str) else json.dumps(value, default=str)
+        return {**result, "content": content}
+
+
+def _assistant_message(response: dict[str, Any]) -> Message:
+    try:
+        raw = response["choices"][0]["message"] or {}
+    except (KeyError, IndexError, TypeError) as exc:
+        raise AgentError(f"the model returned no message: {exc}") from None
+    message: Message = {"role": "assistant", "content": raw.get("content")}
+    calls = []
+    for call in raw.get("tool_calls") or []:
+        function = call.get("function") or {}
+        calls.append(
+            {
+                "id": call.get("id") or f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": function.get("name"), "arguments": function.get("arguments") or "{}"},
+            }
+        )
+    if calls:
+        message["tool_calls"] = calls
+    return message
