@@ -1,0 +1,34 @@
+"""evalcli: multi-turn evals of LLM agents, with gates, thresholds, verdicts and SQLite history.
+
+Public API::
+
+    from evalcli import run_evals, Agent, Memory, Score, not_scorable, ScorerRun
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .scorers.base import NotScorable, Score, ScorerRun, not_scorable
+
+__version__ = "0.1.0"
+
+__all__ = ["Agent", "Memory", "NotScorable", "RunOptions", "Score", "ScorerRun", "load_dataset", "not_scorable",
+           "run_evals", "__version__"]
+
+if TYPE_CHECKING:
+    from .agent import Agent, Memory
+    from .dataset import load_dataset
+    from .runner import RunOptions, run_evals
+
+_LAZY = {"Agent": "agent", "Memory": "agent", "run_evals": "runner", "RunOptions": "runner",
+         "load_dataset": "dataset"}
+
+
+def __getattr__(name: str) -> Any:
+    # the runner, the Agent and their dependencies load only when used, keeping `import evalcli` light
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'evalcli' has no attribute {name!r}")

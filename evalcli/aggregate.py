@@ -1,0 +1,196 @@
+"""Gates, thresholds, per-turn results and the verdict, folded from conversations in dataset order.
+
+Every mean is a plain left-to-right sum in dataset order (item order, then turn order) divided by the
+count, so a run's figures never depend on which conversation finished first. Results may arrive out
+of order: they wait in a small buffer until every earlier item has been folded in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .result import GateResult, ItemResult, Summary, ThresholdResult, TurnResult, Verdict
+from .scorers.base import Outcome
+from .scorers.registry import Threshold
+
+
+@dataclass
+class Mean:
+    """A running mean that adds in arrival order, exactly like summing a list left to right."""
+
+    total: float = 0.0
+    count: int = 0
+
+    def add(self, value: float) -> None:
+        self.total += value
+        self.count += 1
+
+    @property
+    def value(self) -> float:
+        return self.total / self.count
+
+
+@dataclass
+class Plan:
+    """The top-level assertions of a run: gate ids, scorer ids and their thresholds, in list order."""
+
+    gate_ids: list[str]
+    scorer_ids: list[str]
+    thresholds: dict[str, Any]
+    """Scorer id -> raw threshold config (number or {min, max})."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gate_ids": self.gate_ids, "scorer_ids": self.scorer_ids, "thresholds": self.thresholds}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Plan:
+        return cls(list(data["gate_ids"]), list(data["scorer_ids"]), dict(data["thresholds"]))
+
+
+def threshold_from_raw(raw: Any) -> Threshold:
+    """Rebuild a validated threshold from its echoed config."""
+    if isinstance(raw, dict):
+        return Threshold(raw.get("min"), raw.get("max"), raw)
+    return Threshold(float(raw), None, raw)
+
+
+def _numeric(outcome: Outcome) -> bool:
+    return outcome.score is not None and not outcome.not_scorable
+
+
+@dataclass
+class _TurnBucket:
+    gates: dict[str, Mean] = field(default_factory=dict)
+    thresholds: dict[str, tuple[Any, Mean]] = field(default_factory=dict)
+    scores: dict[str, Mean] = field(default_factory=dict)
+
+
+class Aggregator:
+    """Folds ``ItemResult``s (any arrival order) into a ``Summary`` that depends only on dataset order."""
+
+    def __init__(self, plan: Plan, order: list[int]) -> None:
+        self.plan = plan
+        self.order = order
+        """Item indexes in the order they are folded (the dataset order of the selected items)."""
+        self._position = {index: n for n, index in enumerate(order)}
+        self._next = 0
+        self._waiting: dict[int, ItemResult] = {}
+        self.gates: dict[str, Mean] = {g: Mean() for g in plan.gate_ids}
+        self.scores: dict[str, Mean] = {s: Mean() for s in plan.scorer_ids}
+        self.not_scorable_early: dict[str, int] = {}
+        self.not_scorable_scorers: dict[str, int] = {}
+        self.turns: dict[int, _TurnBucket] = {}
+        self.items = 0
+        self.errors = 0
+
+    def expects(self, index: int) -> bool:
+        """Whether the item with this index is part of the run."""
+        return index in self._position
+
+    def add(self, result: ItemResult) -> None:
+        """Accept one conversation's result; fold it and any results it was holding back."""
+        self._waiting[self._position[result.index]] = result
+        while self._next in self._waiting:
+            self._fold(self._waiting.pop(self._next))
+            self._next += 1
+
+    def _count(self, table: dict[str, int], key: str) -> None:
+        table[key] = table.get(key, 0) + 1
+
+    def _fold(self, result: ItemResult) -> None:
+        self.items += 1
+        if result.status != "ok":
+            self.errors += 1
+            return
+        for gate_id in self.plan.gate_ids:
+            outcome = result.gate_scores.get(gate_id)
+            if outcome is None:
+                continue
+            if _numeric(outcome):
+                self.gates[gate_id].add(outcome.score)  # type: ignore[arg-type]
+            else:
+                self._count(self.not_scorable_early, gate_id)
+        if result.form == "turns":
+            for turn in result.turns:
+                self._fold_turn(turn)
+        for scorer_id in self.plan.scorer_ids:
+            outcome = result.scores.get(scorer_id)
+            if outcome is None:
+                continue
+            if _numeric(outcome):
+                self.scores[scorer_id].add(outcome.score)  # type: ignore[arg-type]
+            else:
+                self._count(self.not_scorable_scorers, scorer_id)
+
+    def _fold_turn(self, turn: Any) -> None:
+        bucket = self.turns.setdefault(turn.index, _TurnBucket())
+        for gate_id, outcome in turn.gate_scores.items():
+            if _numeric(outcome):
+                bucket.gates.setdefault(gate_id, Mean()).add(outcome.score)
+            else:
+                self._count(self.not_scorable_early, gate_id)
+        for scorer_id, outcome in turn.scores.items():
+            if not _numeric(outcome):
+                self._count(self.not_scorable_early, scorer_id)
+                continue
+            if scorer_id in turn.thresholds:
+                config, mean = bucket.thresholds.setdefault(scorer_id, (turn.thresholds[scorer_id], Mean()))
+                mean.add(outcome.score)
+            bucket.scores.setdefault(scorer_id, Mean()).add(outcome.score)
+
+    def summary(self) -> Summary:
+        """The run's aggregate so far (call after every result has been added)."""
+        gate_results = [GateResult(g, m.value >= 1.0, m.value) for g, m in self.gates.items() if m.count]
+        threshold_results = []
+        for scorer_id, raw in self.plan.thresholds.items():
+            mean = self.scores.get(scorer_id)
+            if mean is None or not mean.count:
+                continue
+            threshold = threshold_from_raw(raw)
+            threshold_results.append(ThresholdResult(scorer_id, threshold.passed(mean.value), mean.value, raw))
+        turn_results = []
+        for index in sorted(self.turns):
+            bucket = self.turns[index]
+            turn_results.append(TurnResult(
+                index,
+                [GateResult(g, m.value >= 1.0, m.value) for g, m in bucket.gates.items()],
+                [ThresholdResult(s, threshold_from_raw(raw).passed(m.value), m.value, raw)
+                 for s, (raw, m) in bucket.thresholds.items()],
+                {s: m.value for s, m in bucket.scores.items()},
+            ))
+        not_scorable = dict(self.not_scorable_early)
+        for key, count in self.not_scorable_scorers.items():
+            not_scorable[key] = not_scorable.get(key, 0) + count
+        return Summary(
+            scores={s: m.value for s, m in self.scores.items() if m.count},
+            total_items=self.items, errors=self.errors, not_scorable=not_scorable,
+            gate_results=gate_results, threshold_results=threshold_results, turn_results=turn_results,
+            verdict=verdict(gate_results, threshold_results, turn_results),
+        )
+
+
+def verdict(gates: list[GateResult], thresholds: list[ThresholdResult], turns: list[TurnResult]) -> Verdict | None:
+    """``failed`` if any gate failed, else ``scored`` if any threshold failed, else ``passed``; none without either."""
+    all_gates = [*gates, *(g for t in turns for g in t.gate_results)]
+    all_thresholds = [*thresholds, *(r for t in turns for r in t.threshold_results)]
+    if not all_gates and not all_thresholds:
+        return None
+    if not all(g.passed for g in all_gates):
+        return "failed"
+    if not all(r.passed for r in all_thresholds):
+        return "scored"
+    return "passed"
+
+
+def exit_code(summary: Summary, *, strict: bool, max_errors: int = 0, invalid: bool = False) -> int:
+    """SPEC §9, precedence 2, then 1, then 4, then 3, then 0."""
+    if invalid:
+        return 2
+    if summary.verdict == "failed":
+        return 1
+    if summary.errors > max_errors:
+        return 4
+    if summary.verdict == "scored" and strict:
+        return 3
+    return 0

@@ -1,0 +1,80 @@
+"""Helpers over response messages in OpenAI chat format: text, tool calls and tool errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+Message = dict[str, Any]
+
+
+def message_text(message: Message) -> str:
+    """The text of one message: a string content, or the last text part of a list content."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        last = texts[-1] if texts else None
+        return last if isinstance(last, str) else ""
+    return ""
+
+
+def assistant_texts(messages: Iterable[Message]) -> list[str]:
+    """Texts of the assistant messages that have text, in order (tool-call-only turns add nothing)."""
+    texts = (message_text(m) for m in messages if m.get("role") == "assistant")
+    return [t for t in texts if t]
+
+
+def tool_calls(messages: Iterable[Message]) -> Iterator[tuple[str | None, str]]:
+    """(tool_call_id, tool name) for every tool call of every message, in order."""
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            if not isinstance(call, dict):
+                continue
+            function = call.get("function")
+            name = function.get("name") if isinstance(function, dict) else None
+            if isinstance(name, str) and name:
+                yield call.get("id"), name
+
+
+def tool_names(messages: Iterable[Message]) -> list[str]:
+    """Names of every tool called, in order."""
+    return [name for _, name in tool_calls(messages)]
+
+
+def is_error_result(message: Message) -> bool:
+    """A tool result is an error when flagged ``is_error`` or its content is a JSON object with a truthy ``error``."""
+    if message.get("is_error") is True:
+        return True
+    content = message.get("content")
+    text = content if isinstance(content, str) else message_text(message)
+    if not text or not text.lstrip().startswith("{"):
+        return False
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and bool(parsed.get("error"))
+
+
+def tool_error_count(messages: list[Message]) -> int:
+    """Tool calls that failed: an error result, or no result at all (plus error results of unknown calls)."""
+    results: dict[Any, Message] = {}
+    orphans = 0
+    call_ids = {call_id for call_id, _ in tool_calls(messages)}
+    for message in messages:
+        if message.get("role") != "tool":
+            continue
+        call_id = message.get("tool_call_id")
+        if call_id in call_ids:
+            results.setdefault(call_id, message)
+        elif is_error_result(message):
+            orphans += 1
+    errors = orphans
+    for call_id, _ in tool_calls(messages):
+        result = results.get(call_id)
+        if result is None or is_error_result(result):
+            errors += 1
+    return errors

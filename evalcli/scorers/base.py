@@ -1,0 +1,94 @@
+"""What every scorer receives and returns.
+
+A scorer is any object with ``async def score(run: ScorerRun) -> Outcome``. Checks, the LLM judge and
+custom Python scorers all end up behind that one method, so the runner treats them alike.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ScorerRun:
+    """What a scorer sees: the input, the response messages, and the item's ground truth."""
+
+    input: str
+    """The item's input; for ``inputs``/``turns`` items the FIRST input (per-turn: that turn's)."""
+    output: list[Message]
+    """Response messages (assistant and tool), in OpenAI chat format."""
+    ground_truth: Any = None
+    """The item's ``ground_truth``, unchanged."""
+    turn_index: int | None = None
+    """The turn's index for per-turn scorers; ``None`` for whole-conversation scorers."""
+
+
+@dataclass(frozen=True)
+class Score:
+    """A score with an optional human-readable reason (custom scorers may return this)."""
+
+    score: float
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class NotScorable:
+    """Returned when a scorer cannot judge this run; it is left out of every average."""
+
+    reason: str | None = None
+
+
+def not_scorable(reason: str | None = None) -> NotScorable:
+    """Mark a run as not scorable (it is counted in ``summary.not_scorable``, not averaged)."""
+    return NotScorable(reason)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one scorer on one run: a score, not scorable, or an error."""
+
+    score: float | None = None
+    reason: str | None = None
+    not_scorable: bool = False
+    error: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    """LLM usage of this scoring, if any: prompt/completion tokens, cost, cache hit."""
+
+    @property
+    def scored(self) -> bool:
+        return self.score is not None and not self.not_scorable and self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"score": finite_or_none(self.score), "reason": self.reason}
+        if self.not_scorable:
+            data["not_scorable"] = True
+        if self.error is not None:
+            data["error"] = self.error
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        score = data.get("score")
+        return cls(
+            score=math.nan if score is None and not data.get("not_scorable") and not data.get("error") else score,
+            reason=data.get("reason"),
+            not_scorable=bool(data.get("not_scorable")),
+            error=data.get("error"),
+        )
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """JSON has no NaN or infinity: those become ``null``."""
+    if value is None or not math.isfinite(value):
+        return None
+    return value
+
+
+class Scorer(Protocol):
+    """Anything that can score a run."""
+
+    async def score(self, run: ScorerRun) -> Outcome: ...

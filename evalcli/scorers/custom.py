@@ -1,0 +1,39 @@
+"""Custom Python scorers: a callable taking a ``ScorerRun`` and returning a float, ``Score`` or ``not_scorable()``."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from .base import NotScorable, Outcome, Score, ScorerRun
+
+
+def to_outcome(value: Any, name: str) -> Outcome:
+    """Accept what a custom scorer may return; anything else is that scorer's error."""
+    if isinstance(value, NotScorable):
+        return Outcome(not_scorable=True, reason=value.reason)
+    if isinstance(value, Score):
+        return Outcome(score=float(value.score), reason=value.reason)
+    if isinstance(value, (bool, int, float)):
+        return Outcome(score=float(value))
+    raise TypeError(f"scorer {name} returned {type(value).__name__}; return a float, evalcli.Score(score, reason) "
+                    "or evalcli.not_scorable(reason)")
+
+
+class PythonScorer:
+    """Wraps a user's function (sync functions run in a worker thread, so they never block the loop)."""
+
+    def __init__(self, function: Any, name: str) -> None:
+        self.fn = function if callable(function) and not hasattr(function, "score") else function.score
+        self.name = name
+        self.is_async = inspect.iscoroutinefunction(self.fn)
+
+    async def score(self, run: ScorerRun) -> Outcome:
+        if self.is_async:
+            value = await self.fn(run)
+        else:
+            value = await asyncio.to_thread(self.fn, run)
+            if inspect.isawaitable(value):
+                value = await value
+        return to_outcome(value, self.name)

@@ -1,0 +1,362 @@
+"""Scorer references: parsing them from YAML, the ``scorers.yaml`` registry, and building scorers.
+
+A scorer is always a kind plus arguments (``ScorerSpec``); that spec is what YAML holds and what
+SQLite stores beside every score. Built-in checks, the judge and custom Python scorers go through
+this one path.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path as FsPath
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import DatasetError, Problem
+from ..yamlsrc import Path, Positions, did_you_mean, load_yaml, problems_from_pydantic
+from .checks import CHECKS, CheckScorer, NoArgs, format_arg
+
+JUDGE_KINDS = ("multi_turn_judge", "judge")
+PYTHON_KIND = "python"
+LOCAL_JUDGE_MODEL = "local/gemma-3-270m"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """An inclusive bound on a scorer's average over items; ``raw`` is echoed in results."""
+
+    min: float | None
+    max: float | None
+    raw: Any
+
+    def passed(self, average: float) -> bool:
+        if not math.isfinite(average):
+            return False
+        if self.min is not None and average < self.min:
+            return False
+        return not (self.max is not None and average > self.max)
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    """One scorer as configured: kind + arguments, its id, optional threshold, and where it was written."""
+
+    id: str
+    kind: str
+    args: dict[str, Any]
+    threshold: Threshold | None = None
+    registered: bool = False
+    where: str = ""
+
+    def spec(self) -> dict[str, Any]:
+        """What is stored beside every score: enough to rebuild this exact scorer."""
+        return {"kind": self.kind, "args": self.args}
+
+
+@dataclass
+class Registry:
+    """Scorers registered in a ``scorers.yaml`` (id -> spec); empty when there is no file."""
+
+    path: str | None = None
+    scorers: dict[str, ScorerSpec] = field(default_factory=dict)
+    secret_values: set[str] = field(default_factory=set)
+
+
+def builtin_ids() -> list[str]:
+    """Check names usable as a bare string (those with no arguments)."""
+    return [name for name, check in CHECKS.items() if check.args is NoArgs]
+
+
+def _kinds() -> list[str]:
+    return [*CHECKS, *JUDGE_KINDS, PYTHON_KIND]
+
+
+def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: list[Problem]) -> Threshold | None:
+    def bound(value: Any, label: str, at: Path) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or not 0 <= value <= 1:
+            problems.append(pos.problem(at, f'{label} threshold for scorer "{scorer_id}" must be a finite number '
+                                            f"between 0 and 1, got {value}", "use a number from 0 to 1"))
+            return None
+        return float(value)
+
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        value = bound(raw, "Minimum", path)
+        return None if value is None else Threshold(value, None, raw)
+    if isinstance(raw, dict):
+        unknown = [k for k in raw if k not in ("min", "max")]
+        for key in unknown:
+            problems.append(pos.problem((*path, key), f"unknown key '{key}' in threshold{did_you_mean(str(key), ['min', 'max'])}",
+                                        "a threshold mapping has only 'min' and 'max'", key=True))
+        if raw.get("min") is None and raw.get("max") is None:
+            problems.append(pos.problem(path, f'Threshold for scorer "{scorer_id}" must specify at least one of min or max',
+                                        "write {min: 0.5}, {max: 0.9} or both"))
+            return None
+        low = bound(raw.get("min"), "Minimum", (*path, "min"))
+        high = bound(raw.get("max"), "Maximum", (*path, "max"))
+        if low is not None and high is not None and low > high:
+            problems.append(pos.problem(path, f'Threshold for scorer "{scorer_id}" has min ({raw["min"]}) greater than '
+                                              f'max ({raw["max"]})', "swap min and max"))
+            return None
+        if unknown or (raw.get("min") is not None and low is None) or (raw.get("max") is not None and high is None):
+            return None
+        return Threshold(low, high, {k: raw[k] for k in ("min", "max") if raw.get(k) is not None})
+    kind = "null" if raw is None else "an array" if isinstance(raw, list) else f"a {type(raw).__name__}"
+    problems.append(pos.problem(path, f'Threshold for scorer "{scorer_id}" must be a number or an object with min/max '
+                                      f"bounds, got {kind}", "write a number like 0.8, or {min: 0.3, max: 0.9}"))
+    return None
+
+
+def _check_args(name: str, raw: Any, path: Path, pos: Positions, problems: list[Problem]) -> tuple[dict[str, Any], str] | None:
+    check = CHECKS[name]
+    fields = list(check.args.model_fields)
+    if raw is None or raw == {}:
+        raw_args: dict[str, Any] = {}
+    elif isinstance(raw, dict):
+        raw_args = dict(raw)
+    elif check.main is None:
+        problems.append(pos.problem(path, f"{name} takes no arguments", f"write just '{name}'"))
+        return None
+    else:
+        main_type = check.args.model_fields[check.main].annotation
+        if main_type is str and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            raw = str(raw)
+        raw_args = {check.main: raw}
+    try:
+        args = check.args.model_validate(raw_args)
+    except ValidationError as exc:
+        if not isinstance(raw, dict) and raw is not None:
+            # main-argument form: point at the value itself, not at a key that was never written
+            problems.extend(Problem(pos.where(path), f"{name}: {e['msg'].removeprefix('Value error, ')}",
+                                    f"write {{{name}: {check.main.upper() if check.main else ''}}} with a valid value")
+                            for e in exc.errors())
+        else:
+            problems.extend(problems_from_pydantic(exc, path, pos, name, fields))
+        return None
+    values = args.model_dump()
+    return values, default_check_id(name, values)
+
+
+def default_check_id(name: str, values: dict[str, Any]) -> str:
+    """``includes(Brooklyn)``, ``called_tool(get_weather, times=2)``; a no-argument check is its name."""
+    check = CHECKS[name]
+    if check.main is None:
+        return name
+    parts = [format_arg(values[check.main])]
+    for key, model_field in check.args.model_fields.items():
+        if key != check.main and values[key] != model_field.default:
+            parts.append(f"{key}={format_arg(values[key])}")
+    return f"{name}({', '.join(parts)})"
+
+
+def parse_definition(raw: Any, path: Path, pos: Positions, problems: list[Problem]) -> tuple[str, dict[str, Any], str] | None:
+    """A one-key mapping ``{KIND: ARG}`` (or a bare check name) -> (kind, args, default id)."""
+    if isinstance(raw, str) and raw in CHECKS:
+        raw = {raw: None}
+    if not isinstance(raw, dict) or len(raw) != 1:
+        problems.append(pos.problem(path, "a scorer must be a one-key mapping like {includes: Brooklyn}",
+                                    f"kinds: {', '.join(_kinds())}"))
+        return None
+    (kind, arg), = raw.items()
+    at = (*path, kind)
+    if kind in CHECKS:
+        parsed = _check_args(kind, arg, at, pos, problems)
+        return None if parsed is None else (kind, parsed[0], parsed[1])
+    if kind in JUDGE_KINDS:
+        return _judge(arg, at, pos, problems)
+    if kind == PYTHON_KIND:
+        if not isinstance(arg, str) or ":" not in arg:
+            problems.append(pos.problem(at, "python needs an import path 'module:attribute'",
+                                        "write {python: my_scorers:tone}"))
+            return None
+        return PYTHON_KIND, {"function": arg}, f"python({arg})"
+    problems.append(pos.problem(path, f"unknown scorer kind '{kind}'{did_you_mean(str(kind), _kinds())}",
+                                f"kinds: {', '.join(_kinds())}", key=True))
+    return None
+
+
+def _judge(arg: Any, path: Path, pos: Positions, problems: list[Problem]) -> tuple[str, dict[str, Any], str] | None:
+    from .judge import JudgeArgs
+
+    if isinstance(arg, str):
+        arg = {"criterion": arg}
+    if not isinstance(arg, dict):
+        problems.append(pos.problem(path, "a judge needs a mapping with 'criterion' (and usually 'model')",
+                                    "write {judge: {criterion: ..., model: openai/gpt-4o-mini}}"))
+        return None
+    if "model" not in arg:
+        arg = {**arg, "model": os.environ.get("EVALCLI_JUDGE_MODEL") or LOCAL_JUDGE_MODEL}
+    try:
+        args = JudgeArgs.model_validate(arg)
+    except ValidationError as exc:
+        problems.extend(problems_from_pydantic(exc, path, pos, "judge", list(JudgeArgs.model_fields)))
+        return None
+    values = args.model_dump()
+    return "multi_turn_judge", values, f"judge({values['criterion']})"
+
+
+def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems: list[Problem],
+              *, gate: bool) -> ScorerSpec | None:
+    """Any scorer reference of SPEC §1 (string, inline, wrapper) -> a spec, or problems."""
+    where = pos.where(path)
+    if isinstance(raw, dict) and "scorer" in raw:
+        allowed = ["scorer", "id"] if gate else ["scorer", "threshold", "id"]
+        for key in raw:
+            if key == "threshold" and gate:
+                problems.append(pos.problem((*path, key), "a gate takes no threshold: a gate always needs an average of 1.0",
+                                            "remove 'threshold', or move this entry to 'scorers'", key=True))
+            elif key not in allowed:
+                problems.append(pos.problem((*path, key), f"unknown key '{key}' in scorer entry{did_you_mean(str(key), allowed)}",
+                                            f"valid keys: {', '.join(allowed)}", key=True))
+        inner = raw["scorer"]
+        if isinstance(inner, dict) and "scorer" in inner:
+            problems.append(pos.problem((*path, "scorer"), "a scorer entry cannot wrap another one",
+                                        "write {scorer: REF, threshold: T, id: NAME} once"))
+            return None
+        spec = parse_ref(inner, (*path, "scorer"), pos, registry, problems, gate=gate)
+        if spec is None:
+            return None
+        if "id" in raw:
+            if not isinstance(raw["id"], str) or not raw["id"].strip():
+                problems.append(pos.problem((*path, "id"), "'id' must be a non-empty string", "write id: my-scorer"))
+                return None
+            spec = replace(spec, id=raw["id"])
+        threshold = None
+        if "threshold" in raw and not gate:
+            threshold = _threshold(raw["threshold"], spec.id, (*path, "threshold"), pos, problems)
+        return replace(spec, threshold=threshold, where=where)
+    if isinstance(raw, str) and raw in registry.scorers:
+        return replace(registry.scorers[raw], where=where)
+    if isinstance(raw, str) and raw not in CHECKS:
+        known = [*registry.scorers, *builtin_ids()]
+        hint = f"registered: {', '.join(registry.scorers) or '(none)'}; built-in: {', '.join(builtin_ids())}"
+        if registry.path is None:
+            hint += "; no scorers.yaml was found (use --scorers PATH)"
+        problems.append(pos.problem(path, f"unknown scorer '{raw}'{did_you_mean(raw, known + list(CHECKS))}", hint))
+        return None
+    parsed = parse_definition(raw, path, pos, problems)
+    if parsed is None:
+        return None
+    kind, args, default_id = parsed
+    return ScorerSpec(id=default_id, kind=kind, args=args, where=where)
+
+
+def parse_list(raw: Any, path: Path, pos: Positions, registry: Registry, problems: list[Problem],
+               *, gate: bool) -> list[ScorerSpec]:
+    """A ``gates:`` or ``scorers:`` list; ids must be unique within it."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(pos.problem(path, f"'{path[-1]}' must be a list", f"write '{path[-1]}:' followed by '- ...' lines"))
+        return []
+    specs: list[ScorerSpec] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(raw):
+        spec = parse_ref(entry, (*path, i), pos, registry, problems, gate=gate)
+        if spec is None:
+            continue
+        if spec.id in seen:
+            problems.append(pos.problem((*path, i), f"duplicate scorer id '{spec.id}' in '{path[-1]}' (also entry {seen[spec.id]})",
+                                        "give one of them its own name: {scorer: ..., id: another-name}"))
+            continue
+        seen[spec.id] = i
+        specs.append(spec)
+    return specs
+
+
+def load_registry(path: str | FsPath | None) -> Registry:
+    """Read a ``scorers.yaml``; ``None`` gives an empty registry."""
+    if path is None:
+        return Registry()
+    file = str(path)
+    try:
+        text = FsPath(file).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError([Problem(file, f"cannot read scorer registry: {exc.strerror}", "check --scorers PATH")]) from None
+    data, pos, used = load_yaml(text, file)
+    problems: list[Problem] = []
+    registry = Registry(path=file, secret_values=used.secret_values)
+    if not isinstance(data, dict) or set(data) - {"scorers"}:
+        extra = sorted(set(data) - {"scorers"}) if isinstance(data, dict) else []
+        problems.append(pos.problem((extra[0],) if extra else (), "a scorer registry has one key, 'scorers'",
+                                    "write 'scorers:' then 'my-id: {includes: text}' entries", key=True))
+        raise DatasetError(problems)
+    entries = data.get("scorers") or {}
+    if not isinstance(entries, dict):
+        raise DatasetError([pos.problem(("scorers",), "'scorers' must be a mapping of id -> scorer",
+                                        "write 'my-id: {includes: text}' under it")])
+    for scorer_id, definition in entries.items():
+        at: Path = ("scorers", scorer_id)
+        parsed = parse_definition(definition, at, pos, problems)
+        if parsed is not None:
+            kind, args, _ = parsed
+            registry.scorers[str(scorer_id)] = ScorerSpec(str(scorer_id), kind, args, registered=True, where=pos.where(at))
+    if problems:
+        raise DatasetError(problems)
+    return registry
+
+
+def find_registry(dataset: FsPath, explicit: str | None) -> FsPath | None:
+    """``--scorers`` if given, else ``scorers.yaml`` next to the dataset, else in the current directory."""
+    if explicit:
+        return FsPath(explicit)
+    for folder in (dataset.parent, FsPath.cwd()):
+        candidate = folder / "scorers.yaml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def unregistered(specs: Sequence[ScorerSpec]) -> list[str]:
+    """Ids of scorers that score but whose rows are not stored (not in scorers.yaml)."""
+    return list(dict.fromkeys(s.id for s in specs if not s.registered))
+
+
+class Builder:
+    """Builds scorer objects from specs, once per distinct spec; the LLM client only when a judge needs it."""
+
+    def __init__(self, python_scorers: dict[str, Any], llm_factory: Any = None, use_cache: bool = True) -> None:
+        self.python_scorers = python_scorers
+        self.llm_factory = llm_factory
+        self.use_cache = use_cache
+        self._built: dict[tuple[str, str, str], Any] = {}
+        self._llm: Any = None
+
+    def llm(self) -> Any:
+        if self._llm is None:
+            if self.llm_factory is None:
+                from ..llm import LLMClient, LLMSettings
+
+                self._llm = LLMClient(LLMSettings.from_env())
+            else:
+                self._llm = self.llm_factory()
+        return self._llm
+
+    def build(self, spec: ScorerSpec) -> Any:
+        import json
+
+        key = (spec.id, spec.kind, json.dumps(spec.args, sort_keys=True, default=str))
+        scorer = self._built.get(key)
+        if scorer is None:
+            scorer = self._make(spec)
+            self._built[key] = scorer
+        return scorer
+
+    def _make(self, spec: ScorerSpec) -> Any:
+        if spec.kind in CHECKS:
+            check = CHECKS[spec.kind]
+            return CheckScorer(check, check.args.model_validate(spec.args))
+        if spec.kind == PYTHON_KIND:
+            from .custom import PythonScorer
+
+            return PythonScorer(self.python_scorers[spec.args["function"]], spec.id)
+        from .judge import JudgeArgs, MultiTurnJudge
+
+        return MultiTurnJudge(JudgeArgs.model_validate(spec.args), scorer_id=spec.id, llm=self.llm(),
+                              use_cache=self.use_cache)
