@@ -230,11 +230,10 @@ _SECRET_RE = re.compile(r"\b(sk|pk|rk|key|gsk|xai|hf)[-_][A-Za-z0-9_\-]{8,}")
 
 
 def redact(text: str) -> str:
-    """The text without anything that looks like an API key or equals a secret env value."""
-    for name, value in os.environ.items():
-        if value and len(value) >= 8 and re.search(r"(KEY|TOKEN|SECRET|PASSWORD)", name):
-            text = text.replace(value, "[redacted]")
-    return _SECRET_RE.sub("[redacted]", text)
+    """The text without secret environment values or anything that looks like an API key."""
+    from evalcli.secrets import REDACTED, Redactor
+
+    return _SECRET_RE.sub(REDACTED, Redactor()(text))
 
 
 def _status(exc: BaseException) -> int | None:
@@ -254,7 +253,8 @@ def _retryable(exc: BaseException) -> bool:
 
 def retry_after(exc: BaseException) -> float | None:
     """Seconds asked for by a ``Retry-After`` (or ``retry-after-ms``) header on the error, if any."""
-    for source in (getattr(exc, "litellm_response_headers", None), getattr(getattr(exc, "response", None), "headers", None)):
+    response_headers = getattr(getattr(exc, "response", None), "headers", None)
+    for source in (getattr(exc, "litellm_response_headers", None), response_headers):
         if not source:
             continue
         with contextlib.suppress(Exception):

