@@ -80,7 +80,9 @@ class Store:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             for sql, params in statements:
-                if params and isinstance(params, list) and isinstance(params[0], (tuple, list)):
+                if isinstance(params, list) and not params:
+                    continue  # executemany of no rows (e.g. a run with no registered scorers)
+                if isinstance(params, list) and isinstance(params[0], (tuple, list)):
                     self.conn.executemany(sql, params)
                 else:
                     self.conn.execute(sql, params)
