@@ -42,18 +42,24 @@ class Memory:
     def __init__(self, path: str | PathLike[str]) -> None:
         self.path = str(path)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-        self._conn.execute("PRAGMA busy_timeout = 30000")
-        if self.path != ":memory:":
-            self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS memory_messages ("
-            " id INTEGER PRIMARY KEY, resource TEXT NOT NULL, thread TEXT NOT NULL,"
-            " message TEXT NOT NULL, created_at TEXT NOT NULL)"
-        )
-        self._conn.execute(
-            "CREATE INDEX IF NOT EXISTS memory_messages_thread ON memory_messages(resource, thread, id)"
-        )
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        # opened on first use, so importing a module that builds an Agent creates no file
+        if self._db is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            conn.execute("PRAGMA busy_timeout = 30000")
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS memory_messages ("
+                " id INTEGER PRIMARY KEY, resource TEXT NOT NULL, thread TEXT NOT NULL,"
+                " message TEXT NOT NULL, created_at TEXT NOT NULL)"
+            )
+            conn.execute("CREATE INDEX IF NOT EXISTS memory_messages_thread ON memory_messages(resource, thread, id)")
+            self._db = conn
+        return self._db
 
     def messages(self, resource: str, thread: str) -> list[Message]:
         """Every stored message of this thread of this resource, oldest first."""
@@ -89,7 +95,9 @@ class Memory:
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
 class _ToolModel(BaseModel):
