@@ -176,7 +176,7 @@ def parse_definition(raw: Any, path: Path, pos: Positions, problems: list[Proble
                                         "write {python: my_scorers:tone}"))
             return None
         return PYTHON_KIND, {"function": arg}, f"python({arg})"
-    problems.append(pos.problem(path, f"unknown scorer kind '{kind}'{did_you_mean(str(kind), _kinds())}",
+    problems.append(pos.problem(at, f"unknown scorer kind '{kind}'{did_you_mean(str(kind), _kinds())}",
                                 f"kinds: {', '.join(_kinds())}", key=True))
     return None
 

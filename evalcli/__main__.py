@@ -1,0 +1,5 @@
+"""``python -m evalcli`` runs the CLI."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,129 @@
+"""Shared test helpers: write a dataset and an agent into a temp dir, run the real CLI there."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest_plugins = ["tests.llm_fixtures"]
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Agents used by many end-to-end tests; a test writes this module next to its dataset.
+AGENTS = '''
+import asyncio, json
+
+def echo(input, **kw):
+    """Answers with the input."""
+    return f"You said: {input}"
+
+class Echo:
+    memory = {"kind": "test"}
+    def generate(self, input, *, memory=None, **options):
+        return f"You said: {input}"
+
+echo_agent = Echo()
+
+class NoMemory:
+    def generate(self, input, *, memory=None, **options):
+        return f"You said: {input}"
+
+forgetful = NoMemory()
+
+class Recorder:
+    """Records every call (input, memory, options) to calls.jsonl next to this file."""
+    memory = True
+    def generate(self, input, *, memory=None, **options):
+        import pathlib
+        with open(pathlib.Path(__file__).with_name("calls.jsonl"), "a") as f:
+            f.write(json.dumps({"input": input, "memory": memory, "options": options}) + "\\n")
+        return "recorded " + input
+
+recorder = Recorder()
+
+async def async_echo(input, *, memory=None):
+    await asyncio.sleep(0)
+    return [{"role": "user", "content": input}, {"role": "assistant", "content": "async " + input}]
+
+def tool_agent(input, **kw):
+    """Calls get_weather once per turn, then answers."""
+    cid = "c" + str(abs(hash(input)) % 1000)
+    return {"messages": [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": cid, "content": json.dumps({"temp": 72})},
+        {"role": "assistant", "content": "It is sunny and 72°F in Brooklyn."},
+    ]}
+
+def boom(input, **kw):
+    if "boom" in input:
+        raise ValueError("kaboom from the target")
+    return "fine"
+
+def scripted(input, **kw):
+    """Replies with the text after '=>' in the input, or the input itself."""
+    return input.split("=>", 1)[1].strip() if "=>" in input else input
+'''
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+    cwd: Path
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    def db(self, name: str = "evalcli.db") -> sqlite3.Connection:
+        conn = sqlite3.connect(self.cwd / name)
+        conn.row_factory = sqlite3.Row
+        return conn
+
+
+def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> CliResult:
+    """Run the real ``evalcli`` in a subprocess (no TTY, so no colour and no progress bar)."""
+    full_env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO),
+                "COLUMNS": "200", **(env or {})}
+    full_env.pop("EVALCLI_JUDGE_MODEL", None) if env is None or "EVALCLI_JUDGE_MODEL" not in env else None
+    done = subprocess.run([sys.executable, "-m", "evalcli", *args], cwd=cwd, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+    return CliResult(done.returncode, done.stdout, done.stderr, cwd)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """A temp dir holding ``agents.py`` (the test agents)."""
+    (tmp_path / "agents.py").write_text(AGENTS)
+    return tmp_path
+
+
+@pytest.fixture
+def write(workdir: Path) -> Callable[..., Path]:
+    """``write("d.yaml", TEXT)``: write a dedented file into the work dir, return its path."""
+    def _write(name: str, text: str) -> Path:
+        path = workdir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+        return path
+    return _write
+
+
+@pytest.fixture
+def cli(workdir: Path) -> Callable[..., CliResult]:
+    """``cli("run", "d.yaml", "--json", "-")`` in the work dir."""
+    def _cli(*args: str, env: dict[str, str] | None = None) -> CliResult:
+        return run_cli(list(args), workdir, env)
+    return _cli
