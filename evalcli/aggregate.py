@@ -95,6 +95,11 @@ class Aggregator:
             self._fold(self._waiting.pop(self._next))
             self._next += 1
 
+    def flush(self) -> None:
+        """Fold every result still held back behind a missing one (an interrupted run has gaps), in order."""
+        for position in sorted(self._waiting):
+            self._fold(self._waiting.pop(position))
+
     def _count(self, table: dict[str, int], key: str) -> None:
         table[key] = table.get(key, 0) + 1
 

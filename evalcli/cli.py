@@ -6,6 +6,7 @@ Heavy imports (pydantic, yaml, sqlite, litellm) happen inside commands, so ``eva
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,7 +145,18 @@ def run(
             code = run_command(request, events, out=_console(stderr=json_out == "-"))
         finally:
             events.close()
+    if code == 130 and _hung_threads():
+        # a sync target still stuck in a call (that Python cannot cancel) must not hold up the exit
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     raise typer.Exit(code)
+
+
+def _hung_threads() -> bool:
+    import threading
+
+    return any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
 
 
 @app.command()

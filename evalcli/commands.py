@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from .ci_report import junit_document, junit_suite, markdown_summary
 from .dataset import Dataset, load_dataset
 from .errors import DatasetError, EvalcliError, UsageError
 from .report import render_run, write_json
@@ -100,34 +103,67 @@ def _options(request: RunRequest, store: Store, dataset: Dataset) -> RunOptions:
     return RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
                       use_cache=request.use_cache, strict=request.strict, max_errors=request.max_errors,
                       selection=selection, turn_timeout=request.turn_timeout, resume=resume, only_indexes=only,
-                      keep_items=False, handle_signals=True)
+                      keep_items=False, handle_signals=True, repeat=request.repeat)
 
 
 def run_command(request: RunRequest, events: Events, out: Console) -> int:
     """``evalcli run``: validate all, run each, report each; returns the combined exit code."""
     if request.resume and len(request.datasets) != 1:
         raise UsageError("--resume continues one run: name exactly one dataset", "evalcli run DATASET --resume RUN_ID")
-    if request.repeat != 1:
-        raise UsageError("--repeat is not available yet", "run without --repeat")
     datasets = load_all(request.datasets, request.scorers)
+    _prepare_outputs(request)
     redact = Redactor(extra=set().union(*(d.secret_values for d in datasets)))
     store = Store(request.db, redact)
     codes: list[int] = []
-    results: list[RunResult] = []
+    suites: list[ET.Element] = []
+    sections: list[str] = []
     try:
         for dataset in datasets:
             result = run_evals(dataset, store=store, options=_options(request, store, dataset), events=events)
             close = getattr(events, "close", None)
             if close:
                 close()
-            results.append(result)
             codes.append(result.exit_code)
             _report(request, result, dataset, store, out, redact)
+            if request.junit:
+                suites.append(junit_suite(result, store.load_items(result.run_id)))
+            if request.markdown or os.environ.get("GITHUB_STEP_SUMMARY"):
+                sections.append(markdown_summary(result, store.load_items(result.run_id)))
             if result.status == "interrupted":
                 break
     finally:
         store.close()
+        _write_ci_reports(request, suites, sections, redact)
     return combine_exit_codes(codes)
+
+
+def _prepare_outputs(request: RunRequest) -> None:
+    """Create the folders of output files before running, so a bad path fails first (exit 2), not after the run."""
+    outputs = [request.junit, request.markdown, request.db,
+               Path(request.json_out) if request.json_out and request.json_out != "-" else None]
+    for path in outputs:
+        if path is None:
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create the folder of {path}: {exc.strerror}",
+                             "choose a path in a folder you can write") from None
+
+
+def _write_ci_reports(request: RunRequest, suites: list[ET.Element], sections: list[str], redact: Redactor) -> None:
+    """JUnit and Markdown files, and the GitHub step summary (appended) when ``GITHUB_STEP_SUMMARY`` is set."""
+    if request.junit and suites:
+        request.junit.write_text(redact(junit_document(suites)), encoding="utf-8")
+    if not sections:
+        return
+    text = redact("\n".join(sections))
+    if request.markdown:
+        request.markdown.write_text(text, encoding="utf-8")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 def _report(request: RunRequest, result: RunResult, dataset: Dataset, store: Store, out: Console,

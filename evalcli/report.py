@@ -148,6 +148,9 @@ def summary_line(result: RunResult, db_path: str | None) -> Text:
     text.append(f"   conversations: {summary.total_items}   errors: {summary.errors}")
     if summary.not_scorable:
         text.append(f"   not scorable: {sum(summary.not_scorable.values())}")
+    if result.pass_at_k:
+        text.append("\npass@k (share of conversations where a gate passed in at least one of the --repeat plays): " +
+                    ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_at_k.items()))
     usage = result.usage
     if usage.get("calls"):
         text.append(f"\nLLM calls: {usage['calls']} (cache hits: {usage['cache_hits']})   tokens: "

@@ -43,6 +43,10 @@ class ItemResult:
     traceback: str | None = None
     duration_ms: float = 0.0
     usage: list[Any] = field(default_factory=list)
+    repeats: int = 1
+    """How many times the conversation was played (``--repeat``); its scores are the means."""
+    gate_passes: dict[str, int] = field(default_factory=dict)
+    """Per gate, in how many of the repeats it passed (for pass@k)."""
 
     def to_json(self) -> dict[str, Any]:
         """The item as it appears in ``items`` of the JSON result."""
@@ -130,6 +134,8 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     completed: int = 0
     selected: int = 0
+    pass_at_k: dict[str, float] = field(default_factory=dict)
+    """With ``--repeat k``: per gate, the share of conversations where at least one of the k plays passed."""
 
     @property
     def verdict(self) -> Verdict | None:

@@ -291,6 +291,7 @@ class Runner:
             self.events.item_done(result)
 
         await self._play_all(to_run, finished)
+        aggregator.flush()
         summary = aggregator.summary()
         status = "interrupted" if self.interrupted else "completed"
         code = INTERRUPTED if self.interrupted else exit_code(summary, strict=self.options.strict,
@@ -339,7 +340,10 @@ class Runner:
                         other.cancel()
                     raise task.exception()  # type: ignore[misc]
             if self.stopping and pending:
-                _, pending = await asyncio.wait(pending, timeout=self.options.grace_seconds)
+                deadline = time.monotonic() + self.options.grace_seconds
+                # re-check often: a second signal sets grace_seconds to 0 (stop now)
+                while pending and time.monotonic() < deadline and self.options.grace_seconds > 0:
+                    _, pending = await asyncio.wait(pending, timeout=min(0.1, deadline - time.monotonic()))
                 for task in pending:
                     task.cancel()
                 await asyncio.gather(*pending, return_exceptions=True)

@@ -125,7 +125,11 @@ def _check_args(name: str, raw: Any, path: Path, pos: Positions, problems: list[
         return None
     else:
         main_type = check.args.model_fields[check.main].annotation
-        if main_type is str and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        if main_type is str and isinstance(raw, bool):
+            problems.append(pos.problem(path, f"{name}: YAML reads this value as the boolean {str(raw).lower()} "
+                                              "(yes/no/on/off/true/false are booleans)", "quote it: 'yes'"))
+            return None
+        if main_type is str and isinstance(raw, (int, float)):
             raw = str(raw)
         raw_args = {check.main: raw}
     try:
