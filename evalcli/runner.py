@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .aggregate import Aggregator, Plan, exit_code
+from .aggregate import Aggregator, Mean, Plan, exit_code
 from .dataset import Dataset, Item, load_dataset
 from .errors import UsageError
 from .ids import new_run_id
 from .llm import UsageSink, current_usage
+from .repeat import reduce_repeats
 from .result import ItemResult, RunResult, TurnRecord
 from .scorers.base import Outcome, ScorerRun
 from .scorers.checks import CheckScorer
@@ -61,6 +62,8 @@ class RunOptions:
     """Install SIGINT/SIGTERM handlers that stop the run cleanly (the CLI does)."""
     grace_seconds: float = 5.0
     """After an interrupt, how long conversations in flight may take to finish before they are cancelled."""
+    repeat: int = 1
+    """Play each conversation this many times; results are reduced by mean (pass@k for gates)."""
 
 
 class Events(Protocol):
@@ -280,8 +283,13 @@ class Runner:
         registered = {s.id for s in self.dataset.all_specs() if s.registered}
         usage = UsageSink()
 
+        passes: dict[str, Mean] = {}
+
         def finished(result: ItemResult) -> None:
             aggregator.add(result)
+            if result.status == "ok":
+                for gate_id, count in result.gate_passes.items():
+                    passes.setdefault(gate_id, Mean()).add(float(count > 0))
             if self.store is not None:
                 self.store.write_item(run_id, result, registered)
             if self.options.keep_items:
@@ -301,7 +309,8 @@ class Runner:
             self.store.finish_run(run_id, summary, status, code, totals, completed=aggregator.items)
         ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status, code, ordered,
-                         totals, warnings, completed=aggregator.items, selected=len(items))
+                         totals, warnings, completed=aggregator.items, selected=len(items),
+                         pass_at_k={g: m.value for g, m in passes.items() if m.count})
 
     async def _play_all(self, items: list[Item], finished: Callable[[ItemResult], None]) -> None:
         concurrency = max(1, self.options.concurrency or self.dataset.concurrency)
@@ -317,7 +326,10 @@ class Runner:
             for item in queue:
                 if self.stopping:
                     return
-                finished(await conversation.play(item))
+                if self.options.repeat > 1:
+                    finished(reduce_repeats([await conversation.play(item) for _ in range(self.options.repeat)]))
+                else:
+                    finished(await conversation.play(item))
                 if self.stopping:
                     return
 
