@@ -138,8 +138,22 @@ def m001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
+def m002_run_item_indexes(conn: sqlite3.Connection) -> None:
+    # write_item() replaces a conversation's rows by (run_id, item_index); without these indexes each
+    # write scanned every row of the run, so a large run slowed down quadratically
+    _script(
+        conn,
+        """
+        CREATE INDEX items_run_item ON items(run_id, item_index);
+        CREATE INDEX scores_run_item ON scores(run_id, item_index);
+        CREATE INDEX llm_calls_run_item ON llm_calls(run_id, item_index);
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
+    ("002_run_item_indexes", m002_run_item_indexes),
 ]
 
 

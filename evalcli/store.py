@@ -13,9 +13,7 @@ import subprocess
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from . import migrations
 from .aggregate import Plan
@@ -23,6 +21,9 @@ from .errors import StoreError
 from .result import ItemResult, Summary, TurnRecord
 from .scorers.base import Outcome
 from .secrets import Redactor
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -69,8 +70,24 @@ class Store:
             raise StoreError(f"cannot open database {self.path}: {exc}",
                              "check --db PATH points at an evalcli SQLite file (or a new path)") from None
         self.conn = conn
-        self.db = sqlite_utils.Database(conn)
+        self._db: sqlite_utils.Database | None = None
         self.redact = redactor or Redactor()
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """The sqlite-utils view of the file, imported on first use (it pulls in numpy when installed: ~0.2 s)."""
+        if self._db is None:
+            import sqlite_utils
+
+            self._db = sqlite_utils.Database(self.conn)
+        return self._db
+
+    def query(self, sql: str, params: Any = ()) -> Iterator[dict[str, Any]]:
+        """Rows as dicts, like ``sqlite_utils.Database.query``, without importing sqlite-utils on the run path."""
+        cursor = self.conn.execute(sql, params)
+        columns = [d[0] for d in cursor.description]
+        for row in cursor:
+            yield dict(zip(columns, row, strict=True))
 
     def close(self) -> None:
         self.conn.close()
@@ -188,25 +205,25 @@ class Store:
     # -- reading ---------------------------------------------------------------------------------
 
     def run(self, run_id: str) -> dict[str, Any] | None:
-        rows = list(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
+        rows = list(self.query("SELECT * FROM runs WHERE id = ?", [run_id]))
         return rows[0] if rows else None
 
     def require_run(self, run_id: str) -> dict[str, Any]:
         row = self.run(run_id)
         if row is None:
-            matches = [r["id"] for r in self.db.query("SELECT id FROM runs WHERE id LIKE ? LIMIT 2", [f"{run_id}%"])]
+            matches = [r["id"] for r in self.query("SELECT id FROM runs WHERE id LIKE ? LIMIT 2", [f"{run_id}%"])]
             if len(matches) == 1:
                 return self.require_run(matches[0])
             raise StoreError(f"no run '{run_id}' in {self.path}", "list runs with 'evalcli runs --db PATH'")
         return row
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        return list(self.db.query("SELECT * FROM runs ORDER BY id DESC LIMIT ?", [limit]))
+        return list(self.query("SELECT * FROM runs ORDER BY id DESC LIMIT ?", [limit]))
 
     def load_items(self, run_id: str) -> Iterator[ItemResult]:
         """The stored conversations of a run, in dataset order, with their turns and outcomes."""
         turns: dict[int, list[TurnRecord]] = {}
-        for row in self.db.query("SELECT * FROM turns WHERE run_id = ? ORDER BY item_index, turn_index", [run_id]):
+        for row in self.query("SELECT * FROM turns WHERE run_id = ? ORDER BY item_index, turn_index", [run_id]):
             gates = json.loads(row["gate_scores"]).get("outcomes", {})
             scores = json.loads(row["scores"])
             turns.setdefault(row["item_index"], []).append(TurnRecord(
@@ -214,7 +231,7 @@ class Store:
                 {k: Outcome.from_json(v) for k, v in gates.items()},
                 {k: Outcome.from_json(v) for k, v in scores.get("outcomes", {}).items()},
                 scores.get("thresholds", {})))
-        for row in self.db.query("SELECT * FROM items WHERE run_id = ? ORDER BY item_index", [run_id]):
+        for row in self.query("SELECT * FROM items WHERE run_id = ? ORDER BY item_index", [run_id]):
             yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
                              row["thread_id"], row["resource_id"], turns.get(row["item_index"], []),
                              _load_outcomes(row["gate_scores"]), _load_outcomes(row["scores"]),
