@@ -183,6 +183,129 @@ def list_scorers(
         _console().print(scorers_table(scorers))
 
 
+@app.command()
+def schema() -> None:
+    """Print a JSON Schema of the dataset format (for editors: validation and completion of YAML)."""
+    with user_errors():
+        import json
+
+        from .scaffold import dataset_schema
+
+        sys.stdout.write(json.dumps(dataset_schema(), indent=2) + "\n")
+
+
+@app.command()
+def init(
+    force: Annotated[bool, typer.Option(help="Overwrite existing files.")] = False,
+) -> None:
+    """Write a starter dataset (eval.yaml), scorers.yaml, an example agent and the JSON Schema here."""
+    with user_errors():
+        from .scaffold import init_project
+
+        for path in init_project(Path.cwd(), force):
+            _console().print(f"wrote {path.name}", markup=False)
+        _console().print("next: evalcli run eval.yaml", markup=False)
+
+
+@cache_app.command("clear")
+def cache_clear(db: DbOption = DEFAULT_DB) -> None:
+    """Delete every cached judge reply in the database."""
+    with user_errors():
+        from .llm import ResponseCache
+
+        cache = ResponseCache(str(db))
+        try:
+            removed = cache.clear()
+        finally:
+            cache.close()
+        _console().print(f"removed {removed} cached judge repl{'y' if removed == 1 else 'ies'} from {db}", markup=False)
+
+
+@cache_app.command("info")
+def cache_info(db: DbOption = DEFAULT_DB) -> None:
+    """How many judge replies are cached, and how often they were reused."""
+    with user_errors():
+        from .llm import ResponseCache
+
+        cache = ResponseCache(str(db))
+        try:
+            stats = cache.stats()
+        finally:
+            cache.close()
+        _console().print(f"{stats['entries']} cached judge replies, reused {stats['hits']} times ({db})", markup=False)
+
+
+HistoryDbOption = Annotated[Path, typer.Option("--db", help="SQLite file of runs (must exist).")]
+
+
+@app.command("runs")
+def list_runs(
+    db: HistoryDbOption = DEFAULT_DB,
+    limit: Annotated[int, typer.Option(min=1, help="Show at most N runs.")] = 20,
+) -> None:
+    """List recent runs, newest first: when, dataset, target, verdict, items, scores, LLM use."""
+    with user_errors():
+        from .history import open_existing, runs_table
+
+        store = open_existing(db)
+        try:
+            _console().print(runs_table(store, limit))
+        finally:
+            store.close()
+
+
+@app.command()
+def show(
+    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix of one).")],
+    db: HistoryDbOption = DEFAULT_DB,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the run's JSON result to PATH "
+                                                                   "('-' for stdout).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
+) -> None:
+    """Show a stored run as the table 'evalcli run' prints (and its JSON with --json)."""
+    with user_errors():
+        from .history import show_run
+
+        show_run(db, run_id, json_out, verbose, out=_console(stderr=json_out == "-"))
+
+
+@app.command()
+def diff(
+    run_a: Annotated[str, typer.Argument(help="The baseline run id (or unique prefix).")],
+    run_b: Annotated[str, typer.Argument(help="The run compared with it.")],
+    db: HistoryDbOption = DEFAULT_DB,
+    tolerance: Annotated[float, typer.Option(min=0, help="Drops of averages up to this much are not "
+                                                        "regressions.")] = 0.0,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged conversations too.")] = False,
+) -> None:
+    """Compare run B with run A; exit 1 when B is worse beyond --tolerance (regressions are named)."""
+    with user_errors():
+        from .history import diff_command
+
+        code = diff_command(db, run_a, run_b, tolerance, verbose, out=_console())
+    raise typer.Exit(code)
+
+
+@app.command()
+def merge(
+    databases: Annotated[list[Path], typer.Argument(help="Databases of the shards ('evalcli run --shard I/N').")],
+    out: Annotated[Path, typer.Option("--out", help="Database the merged run is written to (created if "
+                                                    "missing).")],
+    run: Annotated[Optional[list[str]], typer.Option("--run", help="Merge these run ids (repeatable; default: "
+                                                                   "the latest run of the dataset in each "
+                                                                   "database).")] = None,
+) -> None:
+    """Merge the shard runs of one dataset into one run, recomputed as if unsharded; exits with its code."""
+    with user_errors():
+        from .history import merge_databases, merge_lines
+
+        result = merge_databases(databases, out, run)
+        console = _console()
+        for line in merge_lines(result):
+            console.print(line)
+    raise typer.Exit(result.exit_code)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
