@@ -116,7 +116,7 @@ def run(
                                                                    "dataset's 'concurrency', else 4).")] = None,
     judge_concurrency: Annotated[int, typer.Option(min=1, help="Judge calls in flight.")] = 8,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached judge replies.")] = False,
-    strict: Annotated[bool, typer.Option(help="Exit 3 when the verdict is 'scored'.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when the verdict is 'scored'.")] = False,
     max_errors: Annotated[int, typer.Option(min=0, help="Item errors tolerated before exit code 4.")] = 0,
     filter_: Annotated[Optional[str], typer.Option("--filter", help="Regex searched in each item's id, tags "
                                                                     "and first input.")] = None,
@@ -129,7 +129,7 @@ def run(
                                                               "this run id.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
-    debug: Annotated[bool, typer.Option(help="Show tracebacks of internal errors.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     """Run datasets against their targets, print the verdict, store everything, exit with a CI code."""
     with user_errors(debug):

@@ -83,3 +83,15 @@ class WeatherAgent:
 
 weather_agent = WeatherAgent()
 forgetful_agent = WeatherAgent(remember=False)
+
+
+class BrokenAgent(WeatherAgent):
+    """The weather agent with a bug: it crashes on questions about Paris (for the exit-code 4 demo)."""
+
+    def generate(self, input: str, *, memory: dict[str, Any] | None = None, **options: Any) -> list[dict[str, Any]]:
+        if "paris" in input.lower():
+            raise KeyError("paris")
+        return super().generate(input, memory=memory, **options)
+
+
+broken_agent = BrokenAgent()
