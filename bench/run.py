@@ -1,0 +1,274 @@
+"""``make bench``: evalcli's throughput, overhead and memory, against the ideal and against Mastra's runEvals.
+
+Every figure comes from the real ``evalcli run`` CLI in a subprocess (``--quiet``, a fresh ``--db``),
+on generated JSONL datasets of N conversations x T turns with check-only gates and scorers:
+
+1. throughput against a target with a fixed latency (``asyncio.sleep``), and against a loopback
+   OpenAI-compatible server with the same latency, called through litellm; efficiency = ideal / wall
+   where ideal = N*T*latency/concurrency (wall includes start-up, loading and the final report);
+2. overhead per turn with a zero-latency target (SQLite writes included);
+3. peak RSS of a 20,000-conversation run (and of a 10x smaller one, to show it stays flat);
+4. Mastra's ``runEvals`` (Node, ``@mastra/core`` from npm, installed into ``bench/mastra/node_modules``
+   on first use) on the identical workload, with evalcli/Mastra wall-time ratios.
+
+Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
+[--only sleep,http,zero,memory,mastra] [--mastra-sizes 100x3,1000x3] [--repeat K]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.workload import BENCH, Measure, Workload, measure, run_evalcli, write_dataset
+
+MASTRA = BENCH / "mastra"
+SECTIONS = ("sleep", "http", "zero", "memory", "mastra")
+
+
+@dataclass
+class Row:
+    """One line of a results table."""
+
+    case: str
+    work: Workload
+    result: Measure
+
+    @property
+    def conversations_per_second(self) -> float:
+        return self.work.n / self.result.wall
+
+    @property
+    def efficiency(self) -> float | None:
+        return self.work.ideal / self.result.wall if self.work.latency else None
+
+    @property
+    def run_efficiency(self) -> float | None:
+        run = self.result.run_seconds
+        return self.work.ideal / run if self.work.latency and run else None
+
+
+def sizes(text: str) -> list[tuple[int, int]]:
+    """``1000x3,3000x3`` -> [(1000, 3), (3000, 3)]."""
+    out = []
+    for part in text.split(","):
+        n, _, t = part.strip().lower().partition("x")
+        out.append((int(n), int(t or 1)))
+    return out
+
+
+def best(runs: int, once: Callable[[], Measure]) -> Measure:
+    """The fastest of ``runs`` measurements (the machine's noise only ever adds time)."""
+    results = [once() for _ in range(max(1, runs))]
+    return min(results, key=lambda m: m.wall)
+
+
+def check(result: Measure, what: str) -> Measure:
+    if result.exit_code != 0:
+        raise SystemExit(f"{what} failed (exit {result.exit_code}):\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
+    return result
+
+
+def evalcli_row(case: str, work: Workload, repeat: int, api_base: str | None = None) -> Row:
+    dataset = write_dataset(work, api_base)
+    result = best(repeat, lambda: check(run_evalcli(dataset), f"evalcli run {dataset.name}"))
+    return Row(case, work, result)
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    print(f"\n{title}")
+    print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+    sys.stdout.flush()
+
+
+def throughput_table(title: str, rows: list[Row]) -> None:
+    print_table(title, ["case", "conv x turns", "conc", "latency", "ideal s", "wall s", "run s", "conv/s",
+                        "peak RSS MB", "efficiency", "(run only)"],
+                [[r.case, r.work.name, str(r.work.concurrency), f"{r.work.latency * 1000:g} ms", fmt(r.work.ideal),
+                  fmt(r.result.wall), fmt(r.result.run_seconds), f"{r.conversations_per_second:.0f}",
+                  f"{r.result.peak_rss_mb:.0f}", fmt(r.efficiency, 3), fmt(r.run_efficiency, 3)] for r in rows])
+
+
+@contextmanager
+def openai_server(latency: float) -> Iterator[str]:
+    """The loopback OpenAI-compatible server (a subprocess) answering after ``latency``; yields its base URL."""
+    process = subprocess.Popen([sys.executable, str(BENCH / "openai_server.py"), "--latency", str(latency)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith("PORT "):
+            raise SystemExit(f"the benchmark's OpenAI-compatible server did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+
+def sleep_section(args: argparse.Namespace) -> list[Row]:
+    rows = [evalcli_row("sleep", Workload(n, t, args.latency, args.concurrency), args.repeat)
+            for n, t in sizes(args.sizes)]
+    throughput_table(f"evalcli run, async target sleeping {args.latency * 1000:g} ms per turn", rows)
+    return rows
+
+
+def http_section(args: argparse.Namespace) -> list[Row]:
+    with openai_server(args.latency) as api_base:
+        rows = [evalcli_row("http", Workload(n, t, args.latency, args.concurrency, target="http"), args.repeat,
+                            api_base) for n, t in sizes(args.http_sizes)]
+    throughput_table(f"evalcli run, target calling a loopback OpenAI-compatible server ({args.latency * 1000:g} ms) "
+                     "through litellm", rows)
+    return rows
+
+
+def zero_section(args: argparse.Namespace) -> None:
+    (small_n, turns), (big_n, _) = sizes(args.zero_sizes)
+    small = evalcli_row("zero", Workload(small_n, turns, 0.0, args.concurrency), args.repeat)
+    big = evalcli_row("zero", Workload(big_n, turns, 0.0, args.concurrency), args.repeat)
+    rows = []
+    for row in (small, big):
+        turns_total = row.work.n * row.work.turns
+        run = row.result.run_seconds or row.result.wall
+        rows.append([row.work.name, fmt(row.result.wall), fmt(run), f"{row.conversations_per_second:.0f}",
+                     f"{row.result.wall / turns_total * 1000:.3f}", f"{run / turns_total * 1000:.3f}",
+                     f"{row.result.peak_rss_mb:.0f}"])
+    marginal = (big.result.wall - small.result.wall) / ((big.work.n - small.work.n) * turns) * 1000
+    print_table(f"Overhead with a zero-latency target (concurrency {args.concurrency}; SQLite writes included)",
+                ["conv x turns", "wall s", "run s", "conv/s", "ms/turn (wall)", "ms/turn (run)", "peak RSS MB"], rows)
+    print(f"  marginal cost per turn ({small.work.name} -> {big.work.name}, start-up excluded): {marginal:.3f} ms "
+          f"(target < 1 ms); start-up + load + report of a tiny run: {small.result.wall:.2f} s")
+
+
+def memory_section(args: argparse.Namespace) -> None:
+    big_n, turns = sizes(args.memory_size)[0]
+    rows = [evalcli_row("memory", Workload(n, turns, 0.0, args.concurrency), 1) for n in (big_n // 10, big_n)]
+    print_table("Memory: peak RSS of the evalcli process (zero-latency target)",
+                ["conv x turns", "wall s", "conv/s", "peak RSS MB"],
+                [[r.work.name, fmt(r.result.wall), f"{r.conversations_per_second:.0f}", f"{r.result.peak_rss_mb:.0f}"]
+                 for r in rows])
+    print(f"  {rows[1].work.n} conversations: {rows[1].result.peak_rss_mb:.0f} MB (target < 300 MB); "
+          f"10x fewer: {rows[0].result.peak_rss_mb:.0f} MB")
+
+
+def mastra_ready() -> str | None:
+    """None when Mastra can run, else why not (Node missing, npm install failed)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        return "node/npm not found on PATH"
+    if not (MASTRA / "node_modules" / "@mastra" / "core").is_dir():
+        print("\ninstalling @mastra/core, @mastra/evals and the AI SDK into bench/mastra/node_modules (npm) ...",
+              flush=True)
+        done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=MASTRA,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            return f"npm install failed: {(done.stderr or done.stdout).strip()[-500:]}"
+    return None
+
+
+def run_mastra(work: Workload, api_base: str | None) -> Measure:
+    command = ["node", str(MASTRA / "run.mjs"), "--n", str(work.n), "--turns", str(work.turns),
+               "--latency", str(work.latency), "--concurrency", str(work.concurrency),
+               "--model", work.target, *(["--api-base", api_base] if api_base else [])]
+    result = check(measure(command, cwd=MASTRA), f"Mastra runEvals {work.name}")
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    if figures.get("verdict") != "passed" or figures.get("totalItems") != work.n:
+        raise SystemExit(f"Mastra runEvals did not pass every item: {figures}")
+    result.run_seconds = figures["runSeconds"]
+    return result
+
+
+def mastra_section(args: argparse.Namespace) -> None:
+    why = mastra_ready()
+    if why:
+        print(f"\nMastra comparison skipped: {why}")
+        return
+    rows = []
+    for target in ("sleep", "http"):
+        server = openai_server(args.latency) if target == "http" else None
+        api_base = server.__enter__() if server else None
+        try:
+            for n, t in sizes(args.mastra_sizes):
+                work = Workload(n, t, args.latency, args.concurrency, target=target, tools=False)
+                ours = evalcli_row(target, work, args.repeat, api_base).result
+                theirs = best(args.repeat, lambda w=work, a=api_base: run_mastra(w, a))
+                rows.append([target, work.name, str(work.concurrency), f"{work.latency * 1000:g} ms", fmt(work.ideal),
+                             fmt(ours.wall), fmt(theirs.wall), f"{ours.wall / theirs.wall:.2f}",
+                             fmt(ours.run_seconds), fmt(theirs.run_seconds),
+                             f"{(ours.run_seconds or ours.wall) / theirs.run_seconds:.2f}",
+                             f"{ours.peak_rss_mb:.0f}", f"{theirs.peak_rss_mb:.0f}"])
+        finally:
+            if server:
+                server.__exit__(None, None, None)
+    print_table("evalcli vs Mastra runEvals (@mastra/core on Node " + _node_version() + "), identical workload; "
+                "ratio < 1 means evalcli is faster",
+                ["model", "conv x turns", "conc", "latency", "ideal s", "evalcli s", "Mastra s", "ratio",
+                 "evalcli run s", "Mastra run s", "run ratio", "evalcli MB", "Mastra MB"], rows)
+    print("  wall = whole process (start-up, imports, run, report); run = runEvals() call / evalcli's run phase")
+
+
+def _node_version() -> str:
+    try:
+        return subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes only: a smoke run of every section")
+    parser.add_argument("--sizes", default="100x3,1000x3,3000x3,10000x3", help="sleep-target sizes, NxT,...")
+    parser.add_argument("--http-sizes", default="100x3,1000x3,3000x3", help="HTTP/litellm-target sizes")
+    parser.add_argument("--zero-sizes", default="100x3,3000x3", help="two zero-latency sizes (small,big)")
+    parser.add_argument("--memory-size", default="20000x3", help="the large run whose peak RSS is reported")
+    parser.add_argument("--mastra-sizes", default="100x3,1000x3", help="sizes run on both evalcli and Mastra")
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds per turn (default 0.05)")
+    parser.add_argument("--concurrency", type=int, default=64, help="conversations in flight (default 64)")
+    parser.add_argument("--repeat", type=int, default=1, help="measure each case K times and keep the fastest")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run: {','.join(SECTIONS)}")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.http_sizes, args.zero_sizes = "50x3,300x3", "50x3", "20x3,300x3"
+        args.memory_size, args.mastra_sizes = "2000x3", "20x3"
+    only = {s.strip() for s in args.only.split(",")}
+    unknown = only - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
+    started = time.perf_counter()
+    print(f"evalcli benchmark: Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; "
+          f"latency {args.latency * 1000:g} ms, concurrency {args.concurrency}; datasets in {BENCH / 'out'}")
+    if "sleep" in only:
+        sleep_section(args)
+    if "http" in only:
+        http_section(args)
+    if "zero" in only:
+        zero_section(args)
+    if "memory" in only:
+        memory_section(args)
+    if "mastra" in only:
+        mastra_section(args)
+    print(f"\nbenchmark done in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

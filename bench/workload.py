@@ -1,0 +1,154 @@
+"""Benchmark workloads: N conversations x T turns as a JSONL dataset, and running ``evalcli run`` on it.
+
+A dataset is a JSONL file (a header line, then one item a line): even items are ``inputs``
+conversations, odd items ``turns`` conversations with a per-turn gate, so both multi-turn paths
+are exercised. Every gate and scorer is a check (no LLM judge), so the figures measure evalcli's
+own overhead and its concurrency, never a model's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+OUT = BENCH / "out"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One benchmark case."""
+
+    n: int
+    turns: int
+    latency: float
+    concurrency: int
+    target: str = "sleep"
+    """``sleep`` (asyncio.sleep in the target) or ``http`` (a model call through litellm to the loopback server)."""
+    tools: bool = True
+    """Replies carry a get_weather tool call (checked with called_tool); ``False``: one text message."""
+
+    @property
+    def ideal(self) -> float:
+        """Seconds a perfect runner needs: every turn's latency, ``concurrency`` at a time."""
+        return self.n * self.turns * self.latency / self.concurrency
+
+    @property
+    def name(self) -> str:
+        return f"{self.n}x{self.turns}"
+
+
+def _checks(tools: bool) -> tuple[list[Any], list[Any]]:
+    """(gates, scorers) of the header: check-only, so no LLM is involved in scoring."""
+    if tools:
+        return ["bench-called-weather"], ["bench-mentions-brooklyn", {"scorer": "bench-few-tool-calls", "threshold": 1}]
+    return ["bench-mentions-brooklyn"], ["bench-no-error"]
+
+
+def turn_inputs(i: int, turns: int) -> list[str]:
+    return [f"Conversation {i}, turn {t}: what is the weather in Brooklyn?" for t in range(turns)]
+
+
+def write_dataset(work: Workload, api_base: str | None = None) -> Path:
+    """Write the workload's JSONL dataset under ``bench/out`` (reused when it already exists)."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    options: dict[str, Any] = {"latency": work.latency}
+    if api_base:
+        options["api_base"] = api_base
+    if not work.tools:
+        options["tools"] = False
+    gates, scorers = _checks(work.tools)
+    turn_gate = gates[0]
+    header = {"target": f"bench.targets:{work.target}_agent", "target_options": options,
+              "concurrency": work.concurrency, "gates": gates, "scorers": scorers}
+    key = f"{work.target}-{'tools' if work.tools else 'text'}-{work.name}-l{work.latency:g}-c{work.concurrency}"
+    digest = hashlib.sha256(json.dumps(header, sort_keys=True).encode()).hexdigest()[:8]
+    path = OUT / f"{key}-{digest}.jsonl"
+    if path.exists():
+        return path
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        out.write(json.dumps(header) + "\n")
+        for i in range(work.n):
+            inputs = turn_inputs(i, work.turns)
+            if i % 2 == 0:
+                item: dict[str, Any] = {"id": f"c{i}", "inputs": inputs}
+            else:
+                item = {"id": f"c{i}", "turns": [{"input": text, "gates": [turn_gate]} for text in inputs]}
+            out.write(json.dumps(item) + "\n")
+    tmp.replace(path)
+    return path
+
+
+@dataclass
+class Measure:
+    """What one benchmarked subprocess took."""
+
+    wall: float
+    peak_rss_mb: float
+    exit_code: int
+    stdout: str
+    stderr: str
+    run_seconds: float | None = None
+    """evalcli: the run itself (run started to verdict), read back from the store."""
+
+
+def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> Measure:
+    """Run a command to completion: wall time and the child's own peak RSS (``os.wait4``, not all children)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **(env or {})},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    chunks: dict[str, bytes] = {}
+
+    def drain(name: str, stream: Any) -> None:
+        chunks[name] = stream.read()
+
+    readers = [threading.Thread(target=drain, args=(name, stream))
+               for name, stream in (("out", process.stdout), ("err", process.stderr))]
+    for reader in readers:
+        reader.start()
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    for reader in readers:
+        reader.join()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Measure(wall, usage.ru_maxrss / 1024, process.returncode,
+                   chunks.get("out", b"").decode(errors="replace"), chunks.get("err", b"").decode(errors="replace"))
+
+
+def run_evalcli(dataset: Path, *, extra_args: list[str] | None = None, profile: Path | None = None) -> Measure:
+    """Run the real ``evalcli run`` CLI (``--quiet``, a fresh ``--db`` in a temporary folder) and measure it."""
+    with tempfile.TemporaryDirectory(prefix="evalcli-bench-") as tmp:
+        db = Path(tmp) / "bench.db"
+        prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else [sys.executable]
+        command = [*prefix, "-m", "evalcli", "run", str(dataset), "--db", str(db),
+                   "--scorers", str(BENCH / "scorers.yaml"), "--quiet", *(extra_args or [])]
+        result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key"})
+        result.run_seconds = _run_seconds(db)
+    return result
+
+
+def _run_seconds(db: Path) -> float | None:
+    import sqlite3
+    from datetime import datetime
+
+    if not db.exists():
+        return None
+    conn = sqlite3.connect(db)
+    try:
+        row = conn.execute("SELECT started_at, finished_at FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    if not row or not row[1]:
+        return None
+    return (datetime.fromisoformat(row[1]) - datetime.fromisoformat(row[0])).total_seconds()
