@@ -72,6 +72,8 @@ class Store:
         self.conn = conn
         self._db: sqlite_utils.Database | None = None
         self.redact = redactor or Redactor()
+        self._fresh: dict[str, set[int]] = {}
+        """Runs begun (not resumed) by this store, with the item indexes written so far: nothing to replace."""
 
     @property
     def db(self) -> sqlite_utils.Database:
@@ -129,6 +131,7 @@ class Store:
             "only_indexes": sorted(getattr(options, "only_indexes", None) or []) or None,
         }
         registered = {s.id: s for s in dataset.all_specs() if s.registered}
+        self._fresh[run_id] = set()
         self._write([
             ("INSERT INTO runs (id, dataset, dataset_hash, target, started_at, status, options, git_commit) "
              "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
@@ -142,11 +145,18 @@ class Store:
         """One finished conversation: its item row, turns, registered scores and LLM calls, in one transaction."""
         stamp = now()
         key = (run_id, result.index)
-        statements: list[tuple[str, Any]] = [
+        written = self._fresh.get(run_id)
+        first_write = written is not None and result.index not in written
+        if written is not None:
+            written.add(result.index)
+        statements: list[tuple[str, Any]] = [] if first_write else [
+            # a resumed or re-run conversation replaces its earlier rows (a new run has none to replace)
             ("DELETE FROM scores WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM turns WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM llm_calls WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM items WHERE run_id = ? AND item_index = ?", key),
+        ]
+        statements += [
             ("INSERT INTO items (run_id, item_index, item_id, tags, form, status, error, traceback, thread_id, "
              "resource_id, input, gate_scores, scores, duration_ms, finished_at) "
              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
