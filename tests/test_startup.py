@@ -1,0 +1,54 @@
+"""Start-up stays light: ``evalcli --help`` and a check-only run never import litellm (nor sqlite-utils,
+which pulls in numpy). Which modules got imported is checked in a subprocess; no timing is asserted here
+(``make bench`` measures time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+# Runs the CLI like the console script does, then reports which heavy modules were imported.
+PROBE = """
+import atexit, json, sys
+HEAVY = ["litellm", "sqlite_utils", "numpy"]
+atexit.register(lambda: print("MODULES " + json.dumps({m: m in sys.modules for m in HEAVY}), file=sys.stderr))
+sys.argv = ["evalcli", *sys.argv[1:]]
+from evalcli.cli import main
+main()
+"""
+
+
+def imported(args: list[str], cwd: Path) -> tuple[int, dict[str, bool]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120)
+    line = next(line for line in done.stderr.splitlines() if line.startswith("MODULES "))
+    return done.returncode, json.loads(line.removeprefix("MODULES "))
+
+
+def test_help_imports_no_heavy_module(tmp_path: Path) -> None:
+    code, modules = imported(["--help"], tmp_path)
+    assert code == 0
+    assert not any(modules.values()), modules
+
+
+def test_check_only_run_imports_neither_litellm_nor_sqlite_utils(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(
+        "async def answer(input, *, memory=None):\n"
+        "    return [{'role': 'assistant', 'content': 'Sunny in Brooklyn.'}]\n"
+    )
+    (tmp_path / "scorers.yaml").write_text("scorers:\n  mentions-brooklyn:\n    includes: Brooklyn\n")
+    (tmp_path / "d.jsonl").write_text(
+        '{"target": "agent:answer", "gates": ["mentions-brooklyn"], "scorers": [{"excludes": "rain"}]}\n'
+        '{"input": "Weather?"}\n'
+        '{"inputs": ["Hi", "Weather?"]}\n'
+        '{"turns": [{"input": "Hi"}, {"input": "Weather?", "gates": [{"includes": "sunny"}]}]}\n'
+    )
+    code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
+    assert code == 0
+    assert not any(modules.values()), modules
