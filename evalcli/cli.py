@@ -145,18 +145,24 @@ def run(
             code = run_command(request, events, out=_console(stderr=json_out == "-"))
         finally:
             events.close()
-    if code == 130 and _hung_threads():
-        # a sync target still stuck in a call (that Python cannot cancel) must not hold up the exit
+    if _hung_target_threads():
+        # a sync target stuck in a call Python cannot cancel (after --turn-timeout or an interrupt) must
+        # not hold up the exit: everything is written and reported by now
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     raise typer.Exit(code)
 
 
-def _hung_threads() -> bool:
+def _hung_target_threads() -> bool:
     import threading
+    import time
 
-    return any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
+    workers = [t for t in threading.enumerate() if t.name.startswith("evalcli-target")]
+    deadline = time.monotonic() + 0.5  # idle workers end at once after the executor's shutdown
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    return any(t.is_alive() for t in workers)
 
 
 @app.command()

@@ -158,6 +158,7 @@ class Conversation:
                 return
             except BadReply as exc:
                 result.status, result.error = "error", f"turn {index}: {exc}"
+                result.traceback = "".join(traceback.format_exception(exc))
                 return
             except Exception as exc:  # noqa: BLE001 - the target's failure is this conversation's error
                 result.status, result.error = "error", f"turn {index}: the target raised {_describe(exc)}"
@@ -340,7 +341,9 @@ class Runner:
         finally:
             if restore:
                 restore()
-            executor.shutdown(wait=not self.interrupted, cancel_futures=True)
+            # every conversation is over; a sync target call that timed out or was cancelled may still
+            # run in its thread, and Python cannot stop it: do not wait for it
+            executor.shutdown(wait=False, cancel_futures=True)
 
     async def _wait(self, tasks: list[asyncio.Future[None]]) -> None:
         pending = set(tasks)
