@@ -13,8 +13,18 @@ from .scorers.base import NotScorable, Score, ScorerRun, not_scorable
 
 __version__ = "0.1.0"
 
-__all__ = ["Agent", "Memory", "NotScorable", "RunOptions", "Score", "ScorerRun", "load_dataset", "not_scorable",
-           "run_evals", "__version__"]
+__all__ = [
+    "Agent",
+    "Memory",
+    "NotScorable",
+    "RunOptions",
+    "Score",
+    "ScorerRun",
+    "__version__",
+    "load_dataset",
+    "not_scorable",
+    "run_evals",
+]
 
 if TYPE_CHECKING:
     from .agent import Agent, Memory

@@ -140,7 +140,7 @@ class Aggregator:
                 self._count(self.not_scorable_early, scorer_id)
                 continue
             if scorer_id in turn.thresholds:
-                config, mean = bucket.thresholds.setdefault(scorer_id, (turn.thresholds[scorer_id], Mean()))
+                _, mean = bucket.thresholds.setdefault(scorer_id, (turn.thresholds[scorer_id], Mean()))
                 mean.add(outcome.score)
             bucket.scores.setdefault(scorer_id, Mean()).add(outcome.score)
 

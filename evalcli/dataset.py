@@ -211,7 +211,7 @@ def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[An
         header: Any = None
         header_pos = Positions(str(file))
         items: list[tuple[Any, Positions, Path]] = []
-        for number, value, pos in _jsonl_items(file, header=True):
+        for _, value, pos in _jsonl_items(file, header=True):
             if header is None and isinstance(value, dict) and "target" in value:
                 header, header_pos = value, pos
             else:

@@ -88,7 +88,8 @@ class Target:
 def _is_async(fn: Callable[..., Any]) -> bool:
     while isinstance(fn, functools.partial):
         fn = fn.func
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    # an object whose __call__ is async is an async target too
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(type(fn), "__call__", None))  # noqa: B004
 
 
 def _accepted_keywords(fn: Callable[..., Any]) -> set[str] | None:

@@ -191,7 +191,7 @@ def test_unregistered_warning_names_scorers_and_registered_rows_are_stored(write
     rows = result.db().execute("SELECT scorer_id, item_index, turn_index, thread_id, score FROM scores").fetchall()
     assert sorted((r[0], r[1], -1 if r[2] is None else r[2]) for r in rows) == [
         ("said", 0, -1), ("said", 1, -1), ("said", 1, 0)]
-    per_turn = [r for r in rows if r["turn_index"] == 0][0]
+    per_turn = next(r for r in rows if r["turn_index"] == 0)
     assert per_turn["thread_id"] is not None
     spec = result.db().execute("SELECT kind, spec FROM scorers").fetchone()
     assert spec["kind"] == "includes" and json.loads(spec["spec"])["args"]["value"] == "said"
