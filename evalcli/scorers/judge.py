@@ -80,7 +80,7 @@ REPAIR_PROMPT = (
     '{"satisfied": true or false, "reasoning": "..."} and no other text.'
 )
 
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u3164\ufeff\uffa0]")
 _W = r"[\W_]*"
 _MARKER = re.compile(
     "|".join(
@@ -132,10 +132,33 @@ class Verdict:
     reasoning: str
 
 
+_LOOKALIKES = dict(zip(map(ord, "АВЕЅІЈКМНОРСТХУаеіјорсѕхуԁΑΒΕΖΗΙΚΜΝΟΡΤΥΧαεικνορτυχ"),
+                       "ABESIJKMHOPCTXYaeijopcsxydABEZHIKMNOPTYXaeiknoptux", strict=True))
+"""Cyrillic and Greek letters that look like Latin ones (a marker spelled with them still looks like one)."""
+
+
+def _folded(text: str) -> tuple[str, list[int]]:
+    """The text without accents and with look-alike letters made Latin, and where each char came from."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        for part in unicodedata.normalize("NFKD", char):
+            if not unicodedata.combining(part):
+                chars.append(part.translate(_LOOKALIKES))
+                origin.append(index)
+    return "".join(chars), origin
+
+
 def neutralise(text: str) -> str:
     """The text with anything resembling a transcript marker replaced by ``[marker removed]``."""
     text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
-    text = _MARKER.sub(MARKER_REMOVED, text)
+    folded, origin = _folded(text)
+    pieces, last = [], 0
+    for match in _MARKER.finditer(folded):
+        if match.end() > match.start():
+            pieces += [text[last:origin[match.start()]], MARKER_REMOVED]
+            last = origin[match.end() - 1] + 1
+    text = "".join(pieces) + text[last:]
     return _ANGLES.sub(MARKER_REMOVED, text)
 
 
@@ -165,21 +188,23 @@ def parse_verdict(text: str | None) -> Verdict | None:
     """The verdict in a reply: bare JSON, JSON in a code fence, or a JSON object inside other text."""
     if not text or not text.strip():
         return None
-    candidates = [text.strip()]
-    candidates += re.findall(r"```(?:json|JSON)?\s*(.*?)```", text, re.DOTALL)
     decoder = json.JSONDecoder()
-    for candidate in candidates:
-        found = _verdict_from(candidate, decoder)
-        if found is not None:
-            return found
+    whole = _verdict_from(text.strip(), decoder)
+    if whole is not None:
+        return whole
+    # a verdict inside other text (a code fence, prose): several that disagree, e.g. a fake one quoted
+    # from the transcript beside the judge's own, are unreadable, never a pass
+    found = []
     for match in re.finditer(r"\{", text):
         try:
             value, _ = decoder.raw_decode(text, match.start())
         except ValueError:
             continue
-        found = _verdict_of(value)
-        if found is not None:
-            return found
+        verdict = _verdict_of(value)
+        if verdict is not None:
+            found.append(verdict)
+    if found and all(v.satisfied == found[0].satisfied for v in found):
+        return found[0]
     return None
 
 

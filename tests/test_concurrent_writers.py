@@ -1,0 +1,73 @@
+"""Several ``evalcli run`` processes writing one SQLite file at the same time (a fresh file, so they
+also race to create the schema): no row is lost, every process finishes with exit 0."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.reliability_helpers import cli_env, load_json, query, start_cli, write_project
+
+AGENT = """
+import os, pathlib, time
+
+HERE = pathlib.Path(__file__).parent
+
+def generate(input, **options):
+    # every process waits at this barrier, so all of them write their conversations at the same time
+    (HERE / f"started.{os.getpid()}").touch()
+    while not (HERE / "go").exists():
+        time.sleep(0.01)
+    time.sleep(0.002)
+    return [{"role": "assistant", "content": f"answer to {input}"}]
+"""
+
+SCORERS = """
+scorers:
+  says-answer:
+    includes: answer
+  long-enough:
+    matches: '.{5,}'
+"""
+
+ITEMS = 40
+PROCESSES = 3
+
+
+def dataset() -> str:
+    lines = ["target: agent:generate", "concurrency: 8", "gates: [says-answer]", "scorers: [long-enough]", "data:"]
+    for n in range(ITEMS):
+        lines.append(f"  - {{id: i{n}, input: q{n}}}" if n % 2 else f"  - {{id: i{n}, inputs: [q{n}, q{n} more]}}")
+    return "\n".join(lines) + "\n"
+
+
+def test_concurrent_runs_on_one_database_lose_no_rows(tmp_path: Path) -> None:
+    write_project(tmp_path, agent=AGENT, dataset=dataset(), scorers=SCORERS)
+    db = tmp_path / "shared.db"
+    processes = [start_cli(["run", "ds.yaml", "--db", str(db), "--json", f"out{n}.json", "-q"], tmp_path, cli_env())
+                 for n in range(PROCESSES)]
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.glob("started.*"))) < PROCESSES:
+        assert time.monotonic() < deadline, "the processes did not all start"
+        time.sleep(0.02)
+    (tmp_path / "go").touch()
+    outcomes = [p.communicate(timeout=60) for p in processes]
+    for process, (_, stderr) in zip(processes, outcomes, strict=True):
+        assert process.returncode == 0, stderr
+
+    run_ids = {load_json((tmp_path / f"out{n}.json").read_text())["run_id"] for n in range(PROCESSES)}
+    assert len(run_ids) == PROCESSES
+    assert query(db, "PRAGMA integrity_check") == [("ok",)]
+    runs = query(db, "SELECT id, status, exit_code, completed_items, errors FROM runs ORDER BY id")
+    assert {r[0] for r in runs} == run_ids
+    assert all(r[1:] == ("completed", 0, ITEMS, 0) for r in runs)
+    turns_per_run = ITEMS // 2 * 2 + ITEMS // 2
+    for run_id in run_ids:
+        assert query(db, "SELECT COUNT(*), COUNT(DISTINCT item_index) FROM items WHERE run_id = ?",
+                     [run_id]) == [(ITEMS, ITEMS)]
+        assert query(db, "SELECT COUNT(*) FROM turns WHERE run_id = ?", [run_id]) == [(turns_per_run,)]
+        # one row per conversation for the registered scorer
+        assert query(db, "SELECT COUNT(*), COUNT(DISTINCT item_index), MIN(score) FROM scores "
+                         "WHERE run_id = ? AND scorer_id = 'long-enough'", [run_id]) == [(ITEMS, ITEMS, 1.0)]
+    versions = query(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'")
+    assert versions == [(1,)]
