@@ -1,0 +1,85 @@
+"""The remaining ``evalcli run`` flags, each through the real CLI: what they change, observably."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import CliResult
+from tests.llm_server import LLMServer, Reply, verdict
+
+MANY = "target: agents:scripted\ngates: [{excludes: bad}]\ndata:\n" + "\n".join(
+    f"  - {{id: item-{i}, input: 'q=>{'bad' if i in (3, 7) else 'good'} {i}'}}" for i in range(60)) + "\n"
+
+
+def test_quiet_prints_only_the_verdict_line_and_verbose_every_row(write: Callable[..., Path],
+                                                                 cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", MANY)
+    quiet = cli("run", "d.yaml", "--quiet")
+    assert quiet.code == 1
+    assert quiet.stdout.startswith("verdict: failed") and "Conversations" not in quiet.stdout
+    normal = cli("run", "d.yaml")
+    assert "... 10 more passing conversations" in normal.stdout
+    assert "item-3 " in normal.stdout and "item-7 " in normal.stdout  # failures always shown
+    verbose = cli("run", "d.yaml", "--verbose")
+    assert "more passing" not in verbose.stdout and "item-59" in verbose.stdout
+
+
+def test_rerun_failed_runs_only_what_failed_or_errored(write: Callable[..., Path],
+                                                       cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", MANY)
+    first = cli("run", "d.yaml", "--json", "-")
+    run_id = first.json["run_id"]
+    again = cli("run", "d.yaml", "--rerun-failed", run_id[:12], "--json", "-")
+    assert [i["id"] for i in again.json["items"]] == ["item-3", "item-7"]
+    assert again.json["run_id"] != run_id and again.code == 1
+    unknown = cli("run", "d.yaml", "--rerun-failed", "NOPE")
+    assert unknown.code == 2 and "no run 'NOPE'" in unknown.stderr
+
+
+def test_scorers_option_chooses_the_registry(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("regs/mine.yaml", "scorers:\n  is-good: {includes: good}\n")
+    write("d.yaml", "target: agents:scripted\nscorers: [is-good]\ndata: [{input: 'q=>good'}]\n")
+    missing = cli("run", "d.yaml")
+    assert missing.code == 2 and "unknown scorer 'is-good'" in missing.stderr and "--scorers" in missing.stderr
+    found = cli("run", "d.yaml", "--scorers", "regs/mine.yaml", "--json", "-")
+    assert found.code == 0 and found.json["scores"] == {"is-good": 1.0}
+
+
+def test_max_errors_on_the_command_line(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "target: agents:boom\nscorers: [{includes: fine}]\ndata: [{input: ok}, {input: boom}, {input: boom!}]\n")
+    assert cli("run", "d.yaml").code == 4
+    assert cli("run", "d.yaml", "--max-errors", "1").code == 4
+    assert cli("run", "d.yaml", "--max-errors", "2").code == 0
+
+
+def test_judge_concurrency_bounds_judge_calls_in_flight(llm_server: LLMServer, write: Callable[..., Path],
+                                                        cli: Callable[..., CliResult]) -> None:
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def responder(request: object) -> Reply:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.3)
+        with lock:
+            state["now"] -= 1
+        return verdict(True)
+
+    llm_server.responder = responder
+    write("d.yaml", f"""
+        target: agents:echo
+        concurrency: 8
+        scorers:
+          - judge: {{criterion: It answered., model: openai/j, api_base: "{llm_server.url}"}}
+        data: [{", ".join(f"{{input: q{i}}}" for i in range(8))}]
+    """)
+    env = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1"}
+    assert cli("run", "d.yaml", "--judge-concurrency", "2", "--no-cache", env=env).code == 0
+    assert state["peak"] == 2
+    state["peak"] = 0
+    assert cli("run", "d.yaml", "--judge-concurrency", "8", "--no-cache", env=env).code == 0
+    assert state["peak"] > 2
