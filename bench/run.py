@@ -12,7 +12,7 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
    on first use) on the identical workload, with evalcli/Mastra wall-time ratios.
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
-[--only sleep,http,zero,memory,mastra] [--mastra-sizes 100x3,1000x3] [--repeat K]``.
+[--only startup,sleep,http,zero,memory,mastra] [--mastra-sizes 100x3,1000x3] [--repeat K]``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.workload import BENCH, Measure, Workload, measure, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
-SECTIONS = ("sleep", "http", "zero", "memory", "mastra")
+SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra")
 
 
 @dataclass
@@ -125,6 +125,14 @@ def openai_server(latency: float) -> Iterator[str]:
 
 
 # -- sections ------------------------------------------------------------------------------------
+
+
+def startup_section(args: argparse.Namespace) -> None:
+    command = [shutil.which("evalcli") or sys.executable, *([] if shutil.which("evalcli") else ["-m", "evalcli"]), "--help"]
+    result = best(5, lambda: check(measure(command, cwd=BENCH), "evalcli --help"))
+    print(f"\nStart-up: 'evalcli --help' {result.wall:.3f} s (best of 5; target < 0.5 s), peak RSS "
+          f"{result.peak_rss_mb:.0f} MB; litellm is never imported by --help or check-only runs "
+          "(tests/test_startup.py)")
 
 
 def sleep_section(args: argparse.Namespace) -> list[Row]:
@@ -257,6 +265,8 @@ def main() -> None:
     started = time.perf_counter()
     print(f"evalcli benchmark: Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; "
           f"latency {args.latency * 1000:g} ms, concurrency {args.concurrency}; datasets in {BENCH / 'out'}")
+    if "startup" in only:
+        startup_section(args)
     if "sleep" in only:
         sleep_section(args)
     if "http" in only:
