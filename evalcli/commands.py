@@ -93,6 +93,9 @@ def _options(request: RunRequest, store: Store, dataset: Dataset) -> RunOptions:
     if request.resume:
         stored = store.require_run(request.resume)
         resume = stored["id"]
+        if stored["dataset_hash"] and stored["dataset_hash"] != dataset.hash:
+            raise UsageError(f"{dataset.path} changed since run {resume} started: its results would not add up",
+                             f"run it afresh (evalcli run {dataset.path}) instead of resuming")
         import json
 
         saved = json.loads(stored["options"] or "{}")

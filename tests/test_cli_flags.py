@@ -83,3 +83,13 @@ def test_judge_concurrency_bounds_judge_calls_in_flight(llm_server: LLMServer, w
     state["peak"] = 0
     assert cli("run", "d.yaml", "--judge-concurrency", "8", "--no-cache", env=env).code == 0
     assert state["peak"] > 2
+
+
+def test_resume_refuses_a_dataset_that_changed(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", MANY)
+    run_id = cli("run", "d.yaml", "--json", "-").json["run_id"]
+    same = cli("run", "d.yaml", "--resume", run_id, "--json", "-")
+    assert same.json["run_id"] == run_id and len(same.json["items"]) == 60
+    write("d.yaml", MANY.replace("good 0", "changed 0"))
+    changed = cli("run", "d.yaml", "--resume", run_id)
+    assert changed.code == 2 and "changed since run" in changed.stderr
