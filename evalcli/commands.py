@@ -100,7 +100,7 @@ def _options(request: RunRequest, store: Store, dataset: Dataset) -> RunOptions:
 
         saved = json.loads(stored["options"] or "{}")
         shard = tuple(saved["shard"]) if saved.get("shard") else None
-        selection = Selection(saved.get("filter"), shard, saved.get("limit"))  # type: ignore[arg-type]
+        selection = Selection(saved.get("filter"), shard, saved.get("limit"))
         if saved.get("only_indexes"):
             only = set(saved["only_indexes"])
     return RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,

@@ -345,7 +345,7 @@ class Runner:
             # run in its thread, and Python cannot stop it: do not wait for it
             executor.shutdown(wait=False, cancel_futures=True)
 
-    async def _wait(self, tasks: list[asyncio.Future[None]]) -> None:
+    async def _wait(self, tasks: list[asyncio.Task[None]]) -> None:
         pending = set(tasks)
         while pending:
             done, pending = await asyncio.wait(pending, timeout=0.2, return_when=asyncio.FIRST_EXCEPTION)
