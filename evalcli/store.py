@@ -44,6 +44,15 @@ def _load_outcomes(text: str | None) -> dict[str, Outcome]:
     return {key: Outcome.from_json(value) for key, value in json.loads(text or "{}").items()}
 
 
+def _turn_record(row: dict[str, Any]) -> TurnRecord:
+    gates = json.loads(row["gate_scores"]).get("outcomes", {})
+    scores = json.loads(row["scores"])
+    return TurnRecord(row["turn_index"], row["input"], json.loads(row["output"]), row["duration_ms"] or 0.0,
+                      {k: Outcome.from_json(v) for k, v in gates.items()},
+                      {k: Outcome.from_json(v) for k, v in scores.get("outcomes", {}).items()},
+                      scores.get("thresholds", {}))
+
+
 def git_commit(folder: Path) -> str | None:
     """The current git commit of the folder holding the dataset, if it is in a repository."""
     try:
@@ -175,7 +184,7 @@ class Store:
               self._text({"outcomes": _outcomes(t.gate_scores)}),
               self._text({"outcomes": _outcomes(t.scores), "thresholds": t.thresholds}))
              for t in result.turns]))
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         if result.status == "ok":
             for scorer_id, outcome in result.scores.items():
                 if scorer_id in registered and not outcome.not_scorable:
@@ -231,19 +240,21 @@ class Store:
         return list(self.query("SELECT * FROM runs ORDER BY id DESC LIMIT ?", [limit]))
 
     def load_items(self, run_id: str) -> Iterator[ItemResult]:
-        """The stored conversations of a run, in dataset order, with their turns and outcomes."""
-        turns: dict[int, list[TurnRecord]] = {}
-        for row in self.query("SELECT * FROM turns WHERE run_id = ? ORDER BY item_index, turn_index", [run_id]):
-            gates = json.loads(row["gate_scores"]).get("outcomes", {})
-            scores = json.loads(row["scores"])
-            turns.setdefault(row["item_index"], []).append(TurnRecord(
-                row["turn_index"], row["input"], json.loads(row["output"]), row["duration_ms"] or 0.0,
-                {k: Outcome.from_json(v) for k, v in gates.items()},
-                {k: Outcome.from_json(v) for k, v in scores.get("outcomes", {}).items()},
-                scores.get("thresholds", {})))
+        """The stored conversations of a run, in dataset order, with their turns and outcomes.
+
+        Streamed: items and turns are read side by side (both ordered by item index), so reading back
+        a large run holds one conversation at a time, never the whole run.
+        """
+        turn_rows = self.query("SELECT * FROM turns WHERE run_id = ? ORDER BY item_index, turn_index", [run_id])
+        pending = next(turn_rows, None)
         for row in self.query("SELECT * FROM items WHERE run_id = ? ORDER BY item_index", [run_id]):
+            turns: list[TurnRecord] = []
+            while pending is not None and pending["item_index"] <= row["item_index"]:
+                if pending["item_index"] == row["item_index"]:
+                    turns.append(_turn_record(pending))
+                pending = next(turn_rows, None)
             yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
-                             row["thread_id"], row["resource_id"], turns.get(row["item_index"], []),
+                             row["thread_id"], row["resource_id"], turns,
                              _load_outcomes(row["gate_scores"]), _load_outcomes(row["scores"]),
                              row["error"], row["traceback"], row["duration_ms"] or 0.0)
 
