@@ -225,8 +225,13 @@ def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[An
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise DatasetError([Problem(str(file), f"cannot read dataset: {exc.strerror}", "check the path")]) from None
-    except UnicodeDecodeError:
-        raise DatasetError([Problem(str(file), "the file is not UTF-8 text", "save it as UTF-8")]) from None
+    except UnicodeDecodeError as exc:
+        before = file.read_bytes()[:exc.start]
+        line, line_start = before.count(b"\n") + 1, before.rfind(b"\n") + 1
+        column = len(before[line_start:].decode("utf-8", "replace")) + 1
+        raise DatasetError([Problem(f"{file}:{line}:{column}",
+                                    f"the file is not UTF-8 text (byte {exc.object[exc.start]:#04x})",
+                                    "save it as UTF-8")]) from None
     data, pos, used = load_yaml(text, str(file))
     return data, pos, used, None
 

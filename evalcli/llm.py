@@ -151,7 +151,8 @@ class ResponseCache:
 
     def put(self, key: str, model: str, response: dict[str, Any]) -> None:
         """Store (or replace) a response."""
-        data = json.dumps(response, sort_keys=True, default=str)
+        # a reply may repeat a key it was shown (the judge quoting the transcript): never store it
+        data = redact(json.dumps(response, sort_keys=True, default=str))
         now = datetime.now(UTC).isoformat()
         with self._lock:
             self._conn.execute(

@@ -22,6 +22,7 @@ Path = tuple[str | int, ...]
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_ALIAS_VISITS = 100_000
 MAX_DEPTH = 64
+MAX_EXPANDED_CHARS = 4 * MAX_FILE_BYTES
 
 _INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -77,9 +78,11 @@ class _Walker:
         self.problems: list[Problem] = []
         self.seen: set[int] = set()
         self.alias_visits = 0
+        self.expanded_chars = 0
 
     def walk(self, node: yaml.Node, path: Path) -> Any:
-        if id(node) in self.seen:
+        revisit = id(node) in self.seen
+        if revisit:
             self.alias_visits += 1
         self.seen.add(id(node))
         if self.alias_visits > MAX_ALIAS_VISITS:
@@ -93,10 +96,27 @@ class _Walker:
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
             return [self.walk(child, (*path, i)) for i, child in enumerate(node.value)]
-        value = self.loader.construct_object(node)
+        value = self._construct(node, path)
+        if revisit and isinstance(value, str):
+            # few aliases of one long string expand to as much text as many aliases of short ones
+            self.expanded_chars += len(value)
+            if self.expanded_chars > MAX_EXPANDED_CHARS:
+                raise DatasetError([self.positions.problem(
+                    path, "the document expands to too much text through aliases (a YAML alias bomb?)",
+                    "write the data out instead of repeating a long aliased value")])
         if isinstance(value, str) and "${" in value:
             return self._interpolate(value, path)
         return value
+
+    def _construct(self, node: yaml.Node, path: Path) -> Any:
+        try:
+            return self.loader.construct_object(node)
+        except yaml.YAMLError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - PyYAML's constructors raise plain errors on some bad values
+            raise DatasetError([Problem(f"{self.positions.file}:{node.start_mark.line + 1}:{node.start_mark.column + 1}",
+                                        f"cannot read this value as {node.tag.rsplit(':', 1)[-1]}: {exc}",
+                                        "fix the value, or remove its '!!' tag")]) from None
 
     def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[Any, Any]:
         self.loader.flatten_mapping(node)
@@ -106,7 +126,7 @@ class _Walker:
                 self.problems.append(self.positions.problem(path, "a mapping key must be a plain value",
                                                             "use a string key"))
                 continue
-            key = self.loader.construct_object(key_node)
+            key = self._construct(key_node, path)
             if not isinstance(key, (str, int, float, bool)) and key is not None:
                 key = str(key)
             child = (*path, key if isinstance(key, (str, int)) else str(key))
@@ -142,7 +162,14 @@ def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[
         raise DatasetError([Problem(file, f"file is {len(text) // (1024 * 1024)} MB; the limit is "
                                           f"{MAX_FILE_BYTES // (1024 * 1024)} MB",
                                     "split the data into a JSONL file named by 'data_file:'")])
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a control character anywhere: the reader checks the whole text
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - text.rfind("\n", 0, exc.position)
+        raise DatasetError([Problem(f"{file}:{line}:{column}", f"not valid YAML: control character "
+                                                              f"{exc.character:#04x} is not allowed",
+                                    "remove it (inside double quotes it may be written as an escape, e.g. \\t)")]) from None
     walker = _Walker(file, loader, dict(os.environ) if env is None else env)
     try:
         node = loader.get_single_node()
@@ -155,7 +182,10 @@ def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[
     except yaml.YAMLError as exc:
         raise DatasetError([Problem(file, f"not valid YAML: {exc}", "check the file's syntax")]) from None
     except RecursionError:
-        raise DatasetError([Problem(file, "the document is nested too deeply", "flatten the structure")]) from None
+        mark = loader.get_mark()  # where the parser gave up: inside the deepest part
+        raise DatasetError([Problem(f"{file}:{mark.line + 1}:{mark.column + 1}",
+                                    f"the document is nested too deeply (the limit is {MAX_DEPTH} levels)",
+                                    "flatten the structure")]) from None
     finally:
         loader.dispose()
     if walker.problems:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 def write_project(folder: Path, *, agent: str, dataset: str, scorers: str | None = None,
                   dataset_name: str = "ds.yaml") -> Path:
@@ -30,6 +32,8 @@ def write_project(folder: Path, *, agent: str, dataset: str, scorers: str | None
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment for a CLI subprocess: no proxies for loopback, litellm's local cost map."""
     env = dict(os.environ)
+    # this working tree, whatever the installed evalcli points at
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.update({"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"})
     env.update(extra)
