@@ -126,13 +126,15 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None)
                    chunks.get("out", b"").decode(errors="replace"), chunks.get("err", b"").decode(errors="replace"))
 
 
-def run_evalcli(dataset: Path, *, extra_args: list[str] | None = None, profile: Path | None = None) -> Measure:
-    """Run the real ``evalcli run`` CLI (``--quiet``, a fresh ``--db`` in a temporary folder) and measure it."""
+def run_evalcli(dataset: Path, *, extra_args: list[str] | None = None, profile: Path | None = None,
+                quiet: bool = True) -> Measure:
+    """Run the real ``evalcli run`` CLI (``--quiet`` unless asked, a fresh ``--db`` in a temporary folder)."""
     with tempfile.TemporaryDirectory(prefix="evalcli-bench-") as tmp:
         db = Path(tmp) / "bench.db"
         prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else [sys.executable]
         command = [*prefix, "-m", "evalcli", "run", str(dataset), "--db", str(db),
-                   "--scorers", str(BENCH / "scorers.yaml"), "--quiet", *(extra_args or [])]
+                   "--scorers", str(BENCH / "scorers.yaml"),
+                   *(["--quiet"] if quiet else []), *(extra_args or [])]
         result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key"})
         result.run_seconds = _run_seconds(db)
     return result
