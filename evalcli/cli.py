@@ -75,6 +75,7 @@ class CliEvents:
         self.quiet = quiet
         self.progress: Any = None
         self.task: Any = None
+        self.signals = 0
 
     def started(self, run_id: str, total: int, done: int) -> None:
         if self.quiet or not self.err.is_terminal:
@@ -94,8 +95,10 @@ class CliEvents:
         self.err.print("warning: " + text, style="yellow", markup=False)
 
     def stopping(self) -> None:
-        self.err.print("interrupted: finishing conversations in flight (press Ctrl-C again to stop now)...",
-                       style="yellow", markup=False)
+        self.signals += 1
+        text = ("interrupted: finishing conversations in flight (press Ctrl-C again to stop now)..."
+                if self.signals == 1 else "stopping now: cancelling conversations in flight...")
+        self.err.print(text, style="yellow", markup=False)
 
     def close(self) -> None:
         if self.progress is not None:

@@ -186,10 +186,11 @@ class Store:
              for t in result.turns]))
         rows: list[tuple[Any, ...]] = []
         if result.status == "ok":
-            for scorer_id, outcome in result.scores.items():
-                if scorer_id in registered and not outcome.not_scorable:
-                    rows.append((run_id, result.index, result.id, None, result.thread_id, scorer_id, "scorer",
-                                 outcome.score, self.redact(outcome.reason) if outcome.reason else None, stamp))
+            for role, outcomes in (("gate", result.gate_scores), ("scorer", result.scores)):
+                for scorer_id, outcome in outcomes.items():
+                    if scorer_id in registered and not outcome.not_scorable:
+                        rows.append((run_id, result.index, result.id, None, result.thread_id, scorer_id, role,
+                                     outcome.score, self.redact(outcome.reason) if outcome.reason else None, stamp))
             for turn in result.turns:
                 for role, outcomes in (("gate", turn.gate_scores), ("scorer", turn.scores)):
                     for scorer_id, outcome in outcomes.items():

@@ -38,6 +38,9 @@ def test_demo_dataset_runs_and_stores_everything(tmp_path: Path) -> None:
     stored = {(r["scorer_id"], r["item_id"], r["turn_index"]) for r in rows}
     assert ("gave-temperature", "brooklyn-now", None) in stored
     assert ("mentions-brooklyn", "london-two-days", 0) in stored
+    gate_rows = [r for r in rows if r["role"] == "gate"]  # the registered gate no-tool-errors, per conversation
+    assert sorted(r["item_id"] for r in gate_rows if r["scorer_id"] == "no-tool-errors") == [
+        "brooklyn-now", "favourite-city", "london-two-days"]
     assert not any(r["scorer_id"].startswith(("similarity", "includes", "called_tool")) for r in rows)
     assert "not registered" in result.stderr and result.stderr.count("not registered") == 1
 
