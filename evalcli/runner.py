@@ -27,7 +27,7 @@ from .llm import UsageSink, current_usage
 from .repeat import reduce_repeats
 from .result import ItemResult, RunResult, TurnRecord
 from .scorers.base import Outcome, ScorerRun
-from .scorers.checks import CheckScorer
+from .scorers.checks import CHECKS, CheckScorer
 from .scorers.registry import Builder, ScorerSpec
 from .select import Selection
 from .target import BadReply
@@ -196,7 +196,7 @@ class Conversation:
                 return Outcome(score=0.0, reason=outcome.reason, error=outcome.error, usage=outcome.usage)
             return outcome
 
-        outcomes = await _gather([gate(s) for s in specs])
+        outcomes = await _gather([gate(s) for s in specs], concurrent=not _checks_only(specs))
         return {s.id: o for s, o in zip(specs, outcomes, strict=True)}
 
     async def _scorers(self, specs: list[ScorerSpec], run: ScorerRun) -> dict[str, Outcome]:
@@ -210,14 +210,26 @@ class Conversation:
                 raise ScorerFailed(f"{where} failed: {outcome.error}")
             return outcome
 
-        outcomes = await _gather([score(s) for s in specs])
+        outcomes = await _gather([score(s) for s in specs], concurrent=not _checks_only(specs))
         return {s.id: o for s, o in zip(specs, outcomes, strict=True)}
 
 
-async def _gather(coroutines: list[Any]) -> list[Any]:
-    if len(coroutines) == 1:
-        return [await coroutines[0]]
-    return list(await asyncio.gather(*coroutines))
+def _checks_only(specs: list[ScorerSpec]) -> bool:
+    return all(spec.kind in CHECKS for spec in specs)
+
+
+async def _gather(coroutines: list[Any], *, concurrent: bool = True) -> list[Any]:
+    if len(coroutines) > 1 and concurrent:
+        return list(await asyncio.gather(*coroutines))
+    # checks never wait on anything: awaiting them in turn spares gather's tasks and event-loop round trips
+    results: list[Any] = []
+    try:
+        for coroutine in coroutines:
+            results.append(await coroutine)
+    finally:
+        for coroutine in coroutines[len(results) + 1:]:
+            coroutine.close()
+    return results
 
 
 def memory_warning(dataset: Dataset, items: list[Item]) -> str | None:
