@@ -10,6 +10,7 @@ Nothing here is imported unless litellm is (see ``evalcli.llm.import_litellm``).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import threading
@@ -80,7 +81,16 @@ def load(name: str = "gemma-3-270m") -> Any:
                     chat_format="gemma",  # the GGUF has no chat template; llama-cpp would guess llama-2
                     verbose=False,
                 )
+                if len(_models) == 1:
+                    # free llama.cpp while the interpreter is whole: its __del__ at teardown finds it gone
+                    atexit.register(_close_all)
         return _models[name]
+
+
+def _close_all() -> None:
+    for model in _models.values():
+        model.close()
+    _models.clear()
 
 
 def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
