@@ -47,6 +47,16 @@ def _case(suite: ET.Element, classname: str, name: str, seconds: float) -> ET.El
     return ET.SubElement(suite, "testcase", classname=_clean(classname), name=_clean(name), time=f"{seconds:.3f}")
 
 
+def _outcomes(case: ET.Element, gates: dict[str, Outcome], scores: dict[str, Outcome]) -> None:
+    """A ``<failure>`` listing the missed gates, and the scores (with reasons) as ``<system-out>``."""
+    missed = _missed(gates)
+    if missed:
+        failure = ET.SubElement(case, "failure", message=_clean(missed[0]), type="GateFailed")
+        failure.text = _clean("\n".join(missed))
+    if scores:
+        ET.SubElement(case, "system-out").text = _clean(_scores_text(scores))
+
+
 def junit_suite(result: RunResult, items: Iterable[ItemResult]) -> ET.Element:
     """One ``<testsuite>`` for a run."""
     suite = ET.Element("testsuite", name=_clean(result.dataset))
@@ -59,22 +69,13 @@ def junit_suite(result: RunResult, items: Iterable[ItemResult]) -> ET.Element:
         if item.status != "ok":
             error = ET.SubElement(case, "error", message=_clean(item.error or "error"), type="ItemError")
             error.text = _clean(item.traceback or item.error or "")
+            _outcomes(case, {}, item.scores)
         else:
-            missed = _missed(item.gate_scores)
-            if missed:
-                failure = ET.SubElement(case, "failure", message=_clean(missed[0]), type="GateFailed")
-                failure.text = _clean("\n".join(missed))
-        if item.scores:
-            ET.SubElement(case, "system-out").text = _clean(_scores_text(item.scores))
+            _outcomes(case, item.gate_scores, item.scores)
         if item.form == "turns" and item.status == "ok":
             for turn in item.turns:
                 turn_case = _case(suite, classname, f"{item.id} / turn {turn.index}", turn.duration_ms / 1000)
-                missed = _missed(turn.gate_scores)
-                if missed:
-                    failure = ET.SubElement(turn_case, "failure", message=_clean(missed[0]), type="GateFailed")
-                    failure.text = _clean("\n".join(missed))
-                if turn.scores:
-                    ET.SubElement(turn_case, "system-out").text = _clean(_scores_text(turn.scores))
+                _outcomes(turn_case, turn.gate_scores, turn.scores)
     summary = result.summary
     thresholds = [(f"threshold {t.id}", t) for t in summary.threshold_results]
     thresholds += [(f"turn {turn.index} threshold {t.id}", t) for turn in summary.turn_results

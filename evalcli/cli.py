@@ -222,11 +222,8 @@ def cache_clear(db: DbOption = DEFAULT_DB) -> None:
     with user_errors():
         from .llm import ResponseCache
 
-        cache = ResponseCache(str(db))
-        try:
+        with contextlib.closing(ResponseCache(str(db))) as cache:
             removed = cache.clear()
-        finally:
-            cache.close()
         _console().print(f"removed {removed} cached judge repl{'y' if removed == 1 else 'ies'} from {db}", markup=False)
 
 
@@ -236,11 +233,8 @@ def cache_info(db: DbOption = DEFAULT_DB) -> None:
     with user_errors():
         from .llm import ResponseCache
 
-        cache = ResponseCache(str(db))
-        try:
+        with contextlib.closing(ResponseCache(str(db))) as cache:
             stats = cache.stats()
-        finally:
-            cache.close()
         _console().print(f"{stats['entries']} cached judge replies, reused {stats['hits']} times ({db})", markup=False)
 
 

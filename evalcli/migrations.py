@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -176,7 +176,7 @@ def apply(conn: sqlite3.Connection) -> list[str]:
             migration(conn)
             conn.execute(
                 "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
-                (name, datetime.now(timezone.utc).isoformat()),
+                (name, datetime.now(UTC).isoformat()),
             )
             conn.execute("COMMIT")
         except BaseException:

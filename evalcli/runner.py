@@ -8,7 +8,6 @@ conversation is handed to the store at once, so an interrupted run keeps what fi
 from __future__ import annotations
 
 import asyncio
-
 import signal
 import time
 import traceback

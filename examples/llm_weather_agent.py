@@ -12,13 +12,7 @@ import os
 from typing import Any
 
 from evalcli.agent import Agent, Memory
-
-FORECASTS = {
-    "brooklyn": {"today": ("sunny", 72), "tomorrow": ("rainy", 64)},
-    "london": {"today": ("rainy", 54), "tomorrow": ("cloudy", 57)},
-    "paris": {"today": ("sunny", 68), "tomorrow": ("sunny", 70)},
-    "tokyo": {"today": ("cloudy", 61), "tomorrow": ("rainy", 59)},
-}
+from examples.weather_agent import FORECASTS  # the same forecasts as the deterministic demo agent
 
 
 def get_weather(city: str, day: str = "today") -> dict[str, Any]:
