@@ -283,7 +283,7 @@ def diff(
 ) -> None:
     """Compare run B with run A; exit 1 when B is worse beyond --tolerance (regressions are named)."""
     with user_errors():
-        from .history import diff_command
+        from .diff import diff_command
 
         code = diff_command(db, run_a, run_b, tolerance, verbose, out=_console())
     raise typer.Exit(code)
@@ -300,7 +300,7 @@ def merge(
 ) -> None:
     """Merge the shard runs of one dataset into one run, recomputed as if unsharded; exits with its code."""
     with user_errors():
-        from .history import merge_databases, merge_lines
+        from .merge import merge_databases, merge_lines
 
         result = merge_databases(databases, out, run)
         console = _console()
