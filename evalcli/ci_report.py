@@ -77,14 +77,15 @@ def junit_suite(result: RunResult, items: Iterable[ItemResult]) -> ET.Element:
                 turn_case = _case(suite, classname, f"{item.id} / turn {turn.index}", turn.duration_ms / 1000)
                 _outcomes(turn_case, turn.gate_scores, turn.scores)
     summary = result.summary
-    thresholds = [(f"threshold {t.id}", t) for t in summary.threshold_results]
-    thresholds += [(f"turn {turn.index} threshold {t.id}", t) for turn in summary.turn_results
-                   for t in turn.threshold_results]
+    # thresholds are aggregates, not per conversation: each missed one is one extra failing testcase
+    thresholds = [(t.id, t) for t in summary.threshold_results]
+    thresholds += [(f"{t.id} (turn {turn.index})", t) for turn in summary.turn_results for t in turn.threshold_results]
     for name, threshold in thresholds:
-        case = _case(suite, classname, name, 0.0)
-        if not threshold.passed:
-            message = (f"average {fmt(threshold.average_score)} misses threshold {json.dumps(threshold.threshold)}")
-            ET.SubElement(case, "failure", message=message, type="ThresholdMissed").text = message
+        if threshold.passed:
+            continue
+        case = _case(suite, f"{classname}.thresholds", name, 0.0)
+        message = f"average {fmt(threshold.average_score)} misses threshold {json.dumps(threshold.threshold)}"
+        ET.SubElement(case, "failure", message=message, type="ThresholdMissed").text = message
     cases = suite.findall("testcase")
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))

@@ -49,7 +49,7 @@ def test_junit_report_parses_with_cases_failures_and_errors(write: Callable[...,
     assert suite is not None
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert set(cases) == {"fine", "broken-one", "chat", "chat / turn 0", "chat / turn 1", "crash",
-                          "threshold includes(good)"}
+                          "includes(good)"}
     assert cases["fine"].find("failure") is None and cases["fine"].find("error") is None
     failure = cases["broken-one"].find("failure")
     assert failure is not None and "gate excludes(broken): score 0" in (failure.get("message") or "")
@@ -57,7 +57,8 @@ def test_junit_report_parses_with_cases_failures_and_errors(write: Callable[...,
     error = cases["crash"].find("error")
     assert error is not None and "target fell over" in (error.get("message") or "")
     assert "Traceback" in (error.text or "")
-    threshold = cases["threshold includes(good)"].find("failure")
+    assert cases["includes(good)"].get("classname") == "d.thresholds"
+    threshold = cases["includes(good)"].find("failure")
     assert threshold is not None and "misses threshold 0.9" in (threshold.get("message") or "")
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("7", "3", "1")
     assert root.get("tests") == "7"
@@ -115,3 +116,15 @@ def test_init_writes_a_starter_that_runs_and_passes(tmp_path: Path) -> None:
     assert result.json["verdict"] == "passed"
     again = run_cli(["init"], cwd=tmp_path)
     assert again.code == 2 and "already exist" in again.stderr
+
+
+def test_junit_has_a_case_per_conversation_and_turn_and_none_for_met_thresholds(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    result = run_cli(["run", str(REPO / "datasets/scored.yaml"), str(REPO / "datasets/forgetful.yaml"), "--db",
+                      str(tmp_path / "r.db"), "--junit", str(tmp_path / "j.xml")], cwd=REPO)
+    assert result.code == 1
+    suites = ET.parse(tmp_path / "j.xml").getroot().findall("testsuite")
+    names = [[c.get("name") for c in s.findall("testcase")] for s in suites]
+    assert names == [["0", "1", "includes(sunny)"], ["london-two-days", "london-two-days / turn 0",
+                                                     "london-two-days / turn 1"]]
