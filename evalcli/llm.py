@@ -351,24 +351,28 @@ class LLMClient:
     async def _call_with_retries(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
         litellm = import_litellm()
         model = str(kwargs["model"])
+        if model in _unpriced_models:
+            # litellm prices every response while returning it; for a model it has no price for, that
+            # fails (and formats a traceback) on every call. A zero price costs nothing and changes
+            # nothing: such calls are recorded at cost 0 either way, and the request is the same.
+            kwargs = {**kwargs, **_ZERO_PRICE}
         attempts = self.settings.retries + 1
         last: BaseException | None = None
         for attempt in range(1, attempts + 1):
             await self._wait_for_model(model)
             try:
-                raw = await asyncio.wait_for(
-                    litellm.acompletion(
+                # asyncio.timeout, unlike wait_for, does not wrap every call in a task of its own
+                async with asyncio.timeout(self.settings.timeout + 1):
+                    raw = await litellm.acompletion(
                         **kwargs, num_retries=0, timeout=self.settings.timeout, drop_params=True
-                    ),
-                    self.settings.timeout + 1,
-                )
+                    )
             except Exception as exc:  # noqa: BLE001 - a provider may raise anything; classified below
                 last = exc
                 if not _retryable(exc) or attempt == attempts:
                     break
                 await asyncio.sleep(self._backoff(model, exc, attempt))
                 continue
-            return _as_dict(raw), _cost(litellm, raw)
+            return _as_dict(raw), _cost(litellm, raw, model)
         assert last is not None
         raise LLMError(
             f"model {model} failed after {attempt} attempt{'s' if attempt != 1 else ''}: {_describe(last)}",
@@ -406,10 +410,25 @@ def _as_dict(raw: Any) -> dict[str, Any]:
     return {k: v for k, v in result.items() if not k.startswith("_")}
 
 
-def _cost(litellm: Any, raw: Any) -> float:
+_unpriced_models: set[str] = set()
+"""Models litellm has no price for (it said so once): asking again would raise on every call."""
+
+_ZERO_PRICE = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+
+
+def _cost(litellm: Any, raw: Any, model: str) -> float:
+    # litellm already priced the response while returning it; pricing it again costs ~1 ms a call
+    hidden = getattr(raw, "_hidden_params", None)
+    stamped = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    if isinstance(stamped, (int, float)):
+        return float(stamped)
+    if model in _unpriced_models:
+        return 0.0
     try:
         return float(litellm.completion_cost(completion_response=raw) or 0.0)
-    except Exception:  # noqa: BLE001  # litellm does not know every price
+    except Exception as exc:  # noqa: BLE001  # litellm does not know every price
+        if isinstance(exc, getattr(litellm, "ModelNotMappedError", ())) or "isn't mapped" in str(exc):
+            _unpriced_models.add(model)
         return 0.0
 
 

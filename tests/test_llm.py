@@ -125,6 +125,24 @@ def test_tokens_and_cost_are_recorded(llm_server: LLMServer) -> None:
     assert sink.totals()["calls"] == 2
 
 
+def test_an_unpriced_model_stays_at_cost_zero_with_the_same_request(llm_server: LLMServer) -> None:
+    llm_server.push(text("one"), text("two"), text("three"))
+    sink = UsageSink()
+    client = LLMClient(fast())
+
+    async def go() -> None:
+        current_usage.set(sink)
+        for _ in range(3):  # after the first call evalcli knows litellm has no price for it
+            await client.complete(model="openai/unpriced-twice", messages=USER, purpose="agent",
+                                  api_base=llm_server.url)
+
+    asyncio.run(go())
+    assert [r.cost for r in sink.records] == [0.0, 0.0, 0.0]
+    assert [r.prompt_tokens for r in sink.records] == [11, 11, 11]
+    bodies = [request.body for request in llm_server.requests]
+    assert bodies[0] == bodies[1] == bodies[2] and "input_cost_per_token" not in bodies[2]
+
+
 def test_request_shape_and_evalcli_keys_stripped(llm_server: LLMServer) -> None:
     llm_server.push(text("ok"))
     messages = [*USER, {"role": "tool", "tool_call_id": "c1", "content": "boom", "is_error": True}]
