@@ -7,6 +7,7 @@ this one path.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -51,6 +52,9 @@ class ScorerSpec:
     threshold: Threshold | None = None
     registered: bool = False
     where: str = ""
+    """FILE:LINE:COL of the reference, for error messages. Identical references share one spec (see
+    ``parse_list``), which keeps the first one's; only python scorers, whose import errors name it,
+    always keep their own."""
 
     def spec(self) -> dict[str, Any]:
         """What is stored beside every score: enough to rebuild this exact scorer."""
@@ -64,6 +68,8 @@ class Registry:
     path: str | None = None
     scorers: dict[str, ScorerSpec] = field(default_factory=dict)
     secret_values: set[str] = field(default_factory=set)
+    shared: dict[tuple[Any, ...], ScorerSpec] = field(default_factory=dict, repr=False, compare=False)
+    """The one spec kept for each distinct reference parsed against this registry (see ``parse_list``)."""
 
 
 def builtin_ids() -> list[str]:
@@ -270,8 +276,19 @@ def parse_list(raw: Any, path: Path, pos: Positions, registry: Registry, problem
                                         "give one of them its own name: {scorer: ..., id: another-name}"))
             continue
         seen[spec.id] = i
-        specs.append(spec)
+        specs.append(_shared(spec, registry))
     return specs
+
+
+def _shared(spec: ScorerSpec, registry: Registry) -> ScorerSpec:
+    """The spec already parsed for an identical reference, if any: a gate on every turn of a large
+    dataset is then one object, not one per turn (memory stays flat in the number of items)."""
+    if spec.kind == PYTHON_KIND:
+        return spec  # an import error names this reference's own place
+    threshold = spec.threshold
+    key = (spec.id, spec.kind, json.dumps(spec.args, sort_keys=True, default=repr), spec.registered,
+           None if threshold is None else (threshold.min, threshold.max, repr(threshold.raw)))
+    return registry.shared.setdefault(key, spec)
 
 
 def load_registry(path: str | FsPath | None) -> Registry:
