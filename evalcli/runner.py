@@ -137,6 +137,10 @@ class Conversation:
         except ScorerFailed as exc:
             result.status, result.error = "error", str(exc)
             result.traceback = "".join(traceback.format_exception(exc.__cause__ or exc))
+            # an errored conversation is left out of scoring: show no partial scores for it either
+            result.gate_scores, result.scores = {}, {}
+            for record in result.turns:
+                record.gate_scores, record.scores = {}, {}
         finally:
             current_usage.reset(token)
         result.usage = list(sink)

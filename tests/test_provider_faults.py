@@ -98,8 +98,7 @@ def test_judge_faults_are_bounded_item_errors_never_passes(llm_server: LLMServer
     assert {k for k, i in items.items() if i["status"] == "ok"} == {"ok", "rate", "flaky"}
     for key, message in JUDGE_ERRORS.items():
         assert items[key]["status"] == "error" and message in items[key]["error"], (key, items[key]["error"])
-        if key != "refused":  # (its top-level judge did answer; its per-turn judge could not)
-            assert items[key]["scores"] == {}, "a conversation whose judge failed has no score"
+        assert items[key]["scores"] == {}, "a conversation whose judge failed has no score"
     assert all(items[k]["scores"] == {"fair-judge": 1.0} for k in ("ok", "rate", "flaky"))
     assert result["summary"]["errors"] == len(JUDGE_ERRORS)
     assert result["scores"] == {"fair-judge": 1.0}  # only what was judged counts
