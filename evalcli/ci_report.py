@@ -27,7 +27,7 @@ def _clean(text: str) -> str:
 def _missed(outcomes: dict[str, Outcome]) -> list[str]:
     lines = []
     for gate_id, outcome in outcomes.items():
-        if outcome.not_scorable or (outcome.score is not None and outcome.score >= 1.0):
+        if not outcome.missed_gate:
             continue
         detail = f"gate {gate_id}: score {fmt(outcome.score)} (needs 1)"
         if outcome.error:

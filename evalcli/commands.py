@@ -7,7 +7,6 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -74,12 +73,8 @@ def combine_exit_codes(codes: list[int]) -> int:
 
 def failed_item_ids(store: Store, run_id: str) -> set[str]:
     """Items of a stored run that errored or missed a gate (top level or on any turn)."""
-    def missed(outcomes: dict[str, Any]) -> bool:
-        return any(not o.not_scorable and (o.score is None or not o.score >= 1.0) for o in outcomes.values())
-
     store.require_run(run_id)
-    return {item.id for item in store.load_items(run_id)
-            if item.status != "ok" or missed(item.gate_scores) or any(missed(t.gate_scores) for t in item.turns)}
+    return {item.id for item in store.load_items(run_id) if not item.passed}
 
 
 def _options(request: RunRequest, store: Store, dataset: Dataset) -> RunOptions:

@@ -67,8 +67,7 @@ class RunDiff:
 
 def item_passed(item: ItemResult) -> bool:
     """Status ok and every scorable gate (top level and per turn) at least 1."""
-    outcomes = [*item.gate_scores.values(), *(o for t in item.turns for o in t.gate_scores.values())]
-    return item.status == "ok" and all(o.score is not None and o.score >= 1.0 for o in outcomes if not o.not_scorable)
+    return item.passed
 
 
 def _changes(a: dict[str, float], b: dict[str, float], tolerance: float) -> list[Change]:

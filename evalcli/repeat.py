@@ -49,7 +49,7 @@ def reduce_repeats(results: list[ItemResult]) -> ItemResult:
                                 mean_outcomes([t.gate_scores for t in same]), mean_outcomes([t.scores for t in same]),
                                 turn.thresholds))
     passes = {gate_id: sum(1 for r in results if (o := r.gate_scores.get(gate_id)) is not None
-                           and o.score is not None and not o.not_scorable and o.score >= 1.0)
+                           and not o.not_scorable and not o.missed_gate)
               for gate_id in first.gate_scores}
     return replace(first, turns=turns, gate_scores=mean_outcomes([r.gate_scores for r in results]),
                    scores=mean_outcomes([r.scores for r in results]), usage=usage, duration_ms=duration,

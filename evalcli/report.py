@@ -45,8 +45,7 @@ def items_table(items: Iterable[ItemResult], scorer_ids: list[str], gate_ids: li
     table.add_column("status")
     shown = 0
     for item in items:
-        gates_ok = all(o.score is not None and o.score >= 1.0 for o in item.gate_scores.values() if not o.not_scorable)
-        if not verbose and shown >= MAX_ROWS and item.status == "ok" and gates_ok:
+        if not verbose and shown >= MAX_ROWS and item.passed:
             continue
         shown += 1
         cells: list[Any] = [item.id, item.form, str(len(item.turns))]
@@ -54,8 +53,8 @@ def items_table(items: Iterable[ItemResult], scorer_ids: list[str], gate_ids: li
             outcome = item.scores.get(scorer_id)
             cells.append("n/s" if outcome is not None and outcome.not_scorable else fmt(outcome.score if outcome else None))
         if gate_ids:
-            passed = sum(1 for o in item.gate_scores.values() if o.score is not None and o.score >= 1.0)
             scorable = sum(1 for o in item.gate_scores.values() if not o.not_scorable)
+            passed = scorable - sum(1 for o in item.gate_scores.values() if o.missed_gate)
             cells.append(Text(f"{passed}/{scorable}", style="green" if passed == scorable else "red"))
         cells.append(Text("ok", style="green") if item.status == "ok" else Text("error", style="bold red"))
         table.add_row(*cells)

@@ -48,6 +48,12 @@ class ItemResult:
     gate_passes: dict[str, int] = field(default_factory=dict)
     """Per gate, in how many of the repeats it passed (for pass@k)."""
 
+    @property
+    def passed(self) -> bool:
+        """Status ok and no gate missed, at the top level or on any turn."""
+        gates = [*self.gate_scores.values(), *(o for t in self.turns for o in t.gate_scores.values())]
+        return self.status == "ok" and not any(o.missed_gate for o in gates)
+
     def to_json(self) -> dict[str, Any]:
         """The item as it appears in ``items`` of the JSON result."""
         return {

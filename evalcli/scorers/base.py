@@ -59,6 +59,11 @@ class Outcome:
     """LLM usage of this scoring, if any: prompt/completion tokens, cost, cache hit."""
 
     @property
+    def missed_gate(self) -> bool:
+        """As a gate on one conversation: scorable, and below 1.0 (or without a score)."""
+        return not self.not_scorable and (self.score is None or not self.score >= 1.0)
+
+    @property
     def scored(self) -> bool:
         return self.score is not None and not self.not_scorable and self.error is None
 
