@@ -108,25 +108,22 @@ class Aggregator:
         if result.status != "ok":
             self.errors += 1
             return
-        for gate_id in self.plan.gate_ids:
-            outcome = result.gate_scores.get(gate_id)
-            if outcome is None:
-                continue
-            if _numeric(outcome):
-                self.gates[gate_id].add(outcome.score)  # type: ignore[arg-type]
-            else:
-                self._count(self.not_scorable_early, gate_id)
+        # the order of not-scorable counts follows Mastra: top-level gates, per-turn ones, then scorers
+        self._fold_top(result.gate_scores, self.gates, self.not_scorable_early)
         if result.form == "turns":
             for turn in result.turns:
                 self._fold_turn(turn)
-        for scorer_id in self.plan.scorer_ids:
-            outcome = result.scores.get(scorer_id)
+        self._fold_top(result.scores, self.scores, self.not_scorable_scorers)
+
+    def _fold_top(self, outcomes: dict[str, Outcome], means: dict[str, Mean], not_scorable: dict[str, int]) -> None:
+        for key, mean in means.items():
+            outcome = outcomes.get(key)
             if outcome is None:
                 continue
             if _numeric(outcome):
-                self.scores[scorer_id].add(outcome.score)  # type: ignore[arg-type]
+                mean.add(outcome.score)  # type: ignore[arg-type]
             else:
-                self._count(self.not_scorable_scorers, scorer_id)
+                self._count(not_scorable, key)
 
     def _fold_turn(self, turn: Any) -> None:
         bucket = self.turns.setdefault(turn.index, _TurnBucket())
