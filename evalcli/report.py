@@ -143,7 +143,7 @@ def summary_line(result: RunResult, db_path: str | None) -> Text:
         text.append(f"after {result.completed} of {result.selected} conversations; "
                     f"continue with: evalcli run {result.dataset} --resume {result.run_id}\n")
     text.append("verdict: ")
-    text.append(summary.verdict or "none (no gates or thresholds)", style=VERDICT_STYLE.get(summary.verdict or "", ""))
+    text.append(summary.verdict or "none (no gate or threshold results)", style=VERDICT_STYLE.get(summary.verdict or "", ""))
     text.append(f"   conversations: {summary.total_items}   errors: {summary.errors}")
     if summary.not_scorable:
         text.append(f"   not scorable: {sum(summary.not_scorable.values())}")
