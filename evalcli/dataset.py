@@ -81,7 +81,6 @@ class Item:
     """Every user message, in order (one for ``input`` items)."""
     turns: list[Turn] | None
     ground_truth: Any
-    where: str
 
     @property
     def first_input(self) -> str:
@@ -183,7 +182,7 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
         return None
     form: Form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
     item_id = str(model.id) if model.id is not None else str(index)
-    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, pos.where(path))
+    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth)
 
 
 def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
