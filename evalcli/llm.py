@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import sqlite3
 import threading
 import time
@@ -227,14 +226,11 @@ def supports_json_mode(model: str) -> bool:
         return False
 
 
-_SECRET_RE = re.compile(r"\b(sk|pk|rk|key|gsk|xai|hf)[-_][A-Za-z0-9_\-]{8,}")
-
-
 def redact(text: str) -> str:
     """The text without secret environment values or anything that looks like an API key."""
-    from evalcli.secrets import REDACTED, Redactor
+    from evalcli.secrets import redact_text
 
-    return _SECRET_RE.sub(REDACTED, Redactor()(text))
+    return redact_text(text)
 
 
 def _status(exc: BaseException) -> int | None:

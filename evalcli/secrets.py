@@ -10,9 +10,19 @@ import os
 import re
 from collections.abc import Iterable
 
-from .yamlsrc import looks_secret
-
 REDACTED = "[redacted]"
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH(?!OR)", re.IGNORECASE)
+"""Names of environment variables that hold credentials."""
+KEY_SHAPE = re.compile(r"\b(sk|pk|rk|key|gsk|xai|hf|ghp|gho|xox[abp])[-_][A-Za-z0-9_\-]{8,}")
+"""Provider API keys by their look (``sk-...``, ``ghp_...``, ``xoxb-...``)."""
+
+
+def looks_secret(name: str, value: str) -> bool:
+    """A value that is probably a credential: named like one, or shaped like a provider key."""
+    if len(value) < 8:
+        return False
+    return bool(SECRET_NAME.search(name)) or KEY_SHAPE.match(value) is not None
 
 
 class Redactor:
@@ -20,7 +30,7 @@ class Redactor:
 
     def __init__(self, extra: Iterable[str] = (), env: dict[str, str] | None = None) -> None:
         source = os.environ if env is None else env
-        values = {v for k, v in source.items() if looks_secret(k, v) and _named_secret(k)}
+        values = {v for k, v in source.items() if len(v) >= 8 and SECRET_NAME.search(k)}
         values.update(v for v in extra if len(v) >= 8)
         ordered = sorted(values, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
@@ -31,5 +41,6 @@ class Redactor:
         return self._pattern.sub(REDACTED, text)
 
 
-def _named_secret(name: str) -> bool:
-    return bool(re.search(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", name, re.IGNORECASE))
+def redact_text(text: str) -> str:
+    """Secret environment values and anything shaped like a provider key, replaced (for error texts)."""
+    return KEY_SHAPE.sub(REDACTED, Redactor()(text))

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from .errors import DatasetError, Problem
+from .secrets import looks_secret
 
 Path = tuple[str | int, ...]
 
@@ -57,16 +58,6 @@ class Interpolated:
 
     names: set[str] = field(default_factory=set)
     secret_values: set[str] = field(default_factory=set)
-
-
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
-
-
-def looks_secret(name: str, value: str) -> bool:
-    """Env values that are probably credentials: by name, or by a provider-key shape."""
-    if len(value) < 8:
-        return False
-    return bool(_SECRET_NAME.search(name)) or bool(re.match(r"^(sk|pk|rk|ghp|gho|xox[abp])[-_]", value))
 
 
 class _Walker:
