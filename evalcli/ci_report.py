@@ -6,12 +6,11 @@ Pure functions of a run's result and its conversations; the caller writes the te
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
-from .report import fmt
+from .report import fmt, threshold_text
 from .result import ItemResult, RunResult
 from .scorers.base import Outcome
 
@@ -84,7 +83,7 @@ def junit_suite(result: RunResult, items: Iterable[ItemResult]) -> ET.Element:
         if threshold.passed:
             continue
         case = _case(suite, f"{classname}.thresholds", name, 0.0)
-        message = f"average {fmt(threshold.average_score)} misses threshold {json.dumps(threshold.threshold)}"
+        message = f"average {fmt(threshold.average_score)} misses threshold {threshold_text(threshold.threshold)}"
         ET.SubElement(case, "failure", message=message, type="ThresholdMissed").text = message
     cases = suite.findall("testcase")
     suite.set("tests", str(len(cases)))
@@ -126,7 +125,7 @@ def markdown_summary(result: RunResult, items: Iterable[ItemResult]) -> str:
         lines += ["| scorer | mean | threshold | |", "|---|---:|---|---|"]
         for scorer_id, mean in summary.scores.items():
             t = thresholds.get(scorer_id)
-            lines.append(f"| {_cell(scorer_id)} | {fmt(mean)} | {json.dumps(t.threshold) if t else ''} | "
+            lines.append(f"| {_cell(scorer_id)} | {fmt(mean)} | {threshold_text(t.threshold) if t else ''} | "
                          f"{('✅' if t.passed else '❌') if t else ''} |")
         lines.append("")
     turn_lines = []

@@ -28,6 +28,16 @@ def fmt(score: float | None) -> str:
     return f"{score:.3f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:.0f}"
 
 
+def threshold_text(raw: Any) -> str:
+    """``>= 0.8`` for a minimum, ``0.3..0.9`` / ``<= 0.9`` for bounds."""
+    if isinstance(raw, dict):
+        low, high = raw.get("min"), raw.get("max")
+        if low is not None and high is not None:
+            return f"{fmt(low)}..{fmt(high)}"
+        return f">= {fmt(low)}" if low is not None else f"<= {fmt(high)}"
+    return f">= {fmt(raw)}"
+
+
 def _mark(passed: bool) -> Text:
     return Text("pass", style="green") if passed else Text("FAIL", style="bold red")
 
@@ -81,7 +91,7 @@ def aggregate_tables(summary: Summary) -> list[Table]:
         thresholds = {t.id: t for t in summary.threshold_results}
         for scorer_id, mean in summary.scores.items():
             result = thresholds.get(scorer_id)
-            scores.add_row(scorer_id, fmt(mean), json.dumps(result.threshold) if result else "",
+            scores.add_row(scorer_id, fmt(mean), threshold_text(result.threshold) if result else "",
                            _mark(result.passed) if result else "")
         tables.append(scores)
     if summary.turn_results:
@@ -94,7 +104,7 @@ def aggregate_tables(summary: Summary) -> list[Table]:
                 gates_text.append(f"{g.id}={fmt(g.score)} ", style="green" if g.passed else "bold red")
             thresholds_text = Text()
             for t in turn.threshold_results:
-                thresholds_text.append(f"{t.id}={fmt(t.average_score)} (>= {json.dumps(t.threshold)}) ",
+                thresholds_text.append(f"{t.id}={fmt(t.average_score)} ({threshold_text(t.threshold)}) ",
                                        style="green" if t.passed else "bold red")
             turns.add_row(str(turn.index), gates_text, thresholds_text,
                           " ".join(f"{k}={fmt(v)}" for k, v in turn.scores.items()))
