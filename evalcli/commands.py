@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -91,8 +92,6 @@ def _options(request: RunRequest, store: Store, dataset: Dataset) -> RunOptions:
         if stored["dataset_hash"] and stored["dataset_hash"] != dataset.hash:
             raise UsageError(f"{dataset.path} changed since run {resume} started: its results would not add up",
                              f"run it afresh (evalcli run {dataset.path}) instead of resuming")
-        import json
-
         saved = json.loads(stored["options"] or "{}")
         shard = tuple(saved["shard"]) if saved.get("shard") else None
         selection = Selection(saved.get("filter"), shard, saved.get("limit"))
@@ -206,8 +205,6 @@ def scorers_table(path: Path | None) -> Table:
     table = Table(title=f"Registered scorers ({registry.path or 'no scorers.yaml found'})", title_justify="left")
     for column in ("id", "kind", "arguments"):
         table.add_column(column)
-    import json
-
     for spec in registry.scorers.values():
         table.add_row(spec.id, spec.kind, json.dumps(spec.args, ensure_ascii=False))
     for name, check in CHECKS.items():

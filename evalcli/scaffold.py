@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -139,8 +140,6 @@ scorers:
 
 def init_project(folder: Path, force: bool = False) -> list[Path]:
     """Write a starter dataset, registry, agent and schema; never overwrite without ``force``."""
-    import json
-
     files = {"eval.yaml": STARTER_DATASET, "scorers.yaml": STARTER_SCORERS, "agent.py": STARTER_AGENT,
              "evalcli.schema.json": json.dumps(dataset_schema(), indent=2) + "\n"}
     existing = [name for name in files if (folder / name).exists()]

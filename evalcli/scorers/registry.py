@@ -347,6 +347,8 @@ class Builder:
         self.llm_factory = llm_factory
         self.use_cache = use_cache
         self._built: dict[tuple[str, str, str], Any] = {}
+        self._by_identity: dict[int, tuple[ScorerSpec, Any]] = {}
+        """Specs seen before, by identity: the per-conversation lookup, without serialising arguments."""
         self._llm: Any = None
 
     def llm(self) -> Any:
@@ -360,13 +362,15 @@ class Builder:
         return self._llm
 
     def build(self, spec: ScorerSpec) -> Any:
-        import json
-
+        known = self._by_identity.get(id(spec))
+        if known is not None and known[0] is spec:
+            return known[1]
         key = (spec.id, spec.kind, json.dumps(spec.args, sort_keys=True, default=str))
         scorer = self._built.get(key)
         if scorer is None:
             scorer = self._make(spec)
             self._built[key] = scorer
+        self._by_identity[id(spec)] = (spec, scorer)  # holding the spec keeps its id from being reused
         return scorer
 
     def _make(self, spec: ScorerSpec) -> Any:
