@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from evalcli.errors import EvalcliError
 from evalcli.llm import LLMClient, LLMSettings
+from evalcli.messages import Message
 
-Message = dict[str, Any]
 Tool = Callable[..., Any]
 
 
@@ -219,7 +219,8 @@ class Agent:
     ) -> list[Message]:
         """Run one turn; returns its response messages (assistant messages and tool results)."""
         scope = self._scope(memory)
-        history = self.memory.messages(*scope) if scope and self.memory else []
+        # SQLite work happens off the event loop: a busy memory file never stalls other conversations
+        history = await asyncio.to_thread(self.memory.messages, *scope) if scope and self.memory else []
         user: Message = {"role": "user", "content": input}
         system: list[Message] = [{"role": "system", "content": self.instructions}] if self.instructions else []
         schemas = [t.schema() for t in self.tools.values()] or None
@@ -239,7 +240,7 @@ class Agent:
             produced.append(message)
             if not message.get("tool_calls"):
                 if scope and self.memory:
-                    self.memory.append(*scope, [user, *produced])
+                    await asyncio.to_thread(self.memory.append, *scope, [user, *produced])
                 return produced
             for call in message["tool_calls"]:
                 produced.append(await self._run_tool(call))

@@ -56,14 +56,19 @@ def _outcomes(case: ET.Element, gates: dict[str, Outcome], scores: dict[str, Out
         ET.SubElement(case, "system-out").text = _clean(_scores_text(scores))
 
 
-def junit_suite(result: RunResult, items: Iterable[ItemResult]) -> ET.Element:
-    """One ``<testsuite>`` for a run."""
-    suite = ET.Element("testsuite", name=_clean(result.dataset))
-    props = ET.SubElement(suite, "properties")
-    for key, value in (("run_id", result.run_id), ("target", result.target), ("verdict", str(result.verdict))):
-        ET.SubElement(props, "property", name=key, value=_clean(value))
-    classname = re.sub(r"\.(ya?ml|jsonl)$", "", result.dataset).replace("/", ".")
-    for item in items:
+class JUnitSuite:
+    """One ``<testsuite>`` for a run, built as its conversations stream past (``element`` when done)."""
+
+    def __init__(self, result: RunResult) -> None:
+        self.result = result
+        self.element = ET.Element("testsuite", name=_clean(result.dataset))
+        props = ET.SubElement(self.element, "properties")
+        for key, value in (("run_id", result.run_id), ("target", result.target), ("verdict", str(result.verdict))):
+            ET.SubElement(props, "property", name=key, value=_clean(value))
+        self.classname = re.sub(r"\.(ya?ml|jsonl)$", "", result.dataset).replace("/", ".")
+
+    def item(self, item: ItemResult) -> None:
+        suite, classname = self.element, self.classname
         case = _case(suite, classname, item.id, item.duration_ms / 1000)
         if item.status != "ok":
             error = ET.SubElement(case, "error", message=_clean(item.error or "error"), type="ItemError")
@@ -75,23 +80,34 @@ def junit_suite(result: RunResult, items: Iterable[ItemResult]) -> ET.Element:
             for turn in item.turns:
                 turn_case = _case(suite, classname, f"{item.id} / turn {turn.index}", turn.duration_ms / 1000)
                 _outcomes(turn_case, turn.gate_scores, turn.scores)
-    summary = result.summary
-    # thresholds are aggregates, not per conversation: each missed one is one extra failing testcase
-    thresholds = [(t.id, t) for t in summary.threshold_results]
-    thresholds += [(f"{t.id} (turn {turn.index})", t) for turn in summary.turn_results for t in turn.threshold_results]
-    for name, threshold in thresholds:
-        if threshold.passed:
-            continue
-        case = _case(suite, f"{classname}.thresholds", name, 0.0)
-        message = f"average {fmt(threshold.average_score)} misses threshold {threshold_text(threshold.threshold)}"
-        ET.SubElement(case, "failure", message=message, type="ThresholdMissed").text = message
-    cases = suite.findall("testcase")
-    suite.set("tests", str(len(cases)))
-    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
-    suite.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
-    suite.set("skipped", "0")
-    suite.set("time", f"{sum(float(c.get('time') or 0) for c in cases):.3f}")
-    return suite
+
+    def close(self) -> ET.Element:
+        suite, summary = self.element, self.result.summary
+        # thresholds are aggregates, not per conversation: each missed one is one extra failing testcase
+        thresholds = [(t.id, t) for t in summary.threshold_results]
+        thresholds += [(f"{t.id} (turn {turn.index})", t) for turn in summary.turn_results
+                       for t in turn.threshold_results]
+        for name, threshold in thresholds:
+            if threshold.passed:
+                continue
+            case = _case(suite, f"{self.classname}.thresholds", name, 0.0)
+            message = f"average {fmt(threshold.average_score)} misses threshold {threshold_text(threshold.threshold)}"
+            ET.SubElement(case, "failure", message=message, type="ThresholdMissed").text = message
+        cases = suite.findall("testcase")
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+        suite.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
+        suite.set("skipped", "0")
+        suite.set("time", f"{sum(float(c.get('time') or 0) for c in cases):.3f}")
+        return suite
+
+
+def junit_suite(result: RunResult, items: Iterable[ItemResult]) -> ET.Element:
+    """One ``<testsuite>`` for a run."""
+    suite = JUnitSuite(result)
+    for item in items:
+        suite.item(item)
+    return suite.close()
 
 
 def junit_document(suites: list[ET.Element]) -> str:
@@ -108,45 +124,65 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+class MarkdownSummary:
+    """A Markdown section for a CI step summary or a PR comment, built as conversations stream past."""
+
+    def __init__(self, result: RunResult) -> None:
+        self.result = result
+        self.problems: list[str] = []
+
+    def item(self, item: ItemResult) -> None:
+        if item.status != "ok":
+            self.problems.append(f"- `{item.id}`: error: {_cell(item.error or '')}")
+            return
+        missed = _missed(item.gate_scores) + [f"turn {t.index} {m}" for t in item.turns for m in _missed(t.gate_scores)]
+        if missed:
+            self.problems.append(f"- `{item.id}`{' (simulated, ' + item.stop_reason + ')' if item.stop_reason else ''}: "
+                                 f"{_cell('; '.join(missed))}")
+
+    def close(self) -> str:
+        result, summary = self.result, self.result.summary
+        lines = [f"### {VERDICT_ICON[summary.verdict]} evalcli `{result.dataset}`: **{summary.verdict or 'no verdict'}**",
+                 "",
+                 f"Run `{result.run_id}` · target `{result.target}` · {summary.total_items} conversations · "
+                 f"{summary.errors} errors" + (f" · status **{result.status}**" if result.status != "completed" else ""),
+                 ""]
+        if summary.gate_results:
+            lines += ["| gate | score | |", "|---|---:|---|"]
+            lines += [f"| {_cell(g.id)} | {fmt(g.score)} | {'✅' if g.passed else '❌'} |" for g in summary.gate_results]
+            lines.append("")
+        if summary.scores:
+            thresholds = {t.id: t for t in summary.threshold_results}
+            lines += ["| scorer | mean | threshold | |", "|---|---:|---|---|"]
+            for scorer_id, mean in summary.scores.items():
+                t = thresholds.get(scorer_id)
+                lines.append(f"| {_cell(scorer_id)} | {fmt(mean)} | {threshold_text(t.threshold) if t else ''} | "
+                             f"{('✅' if t.passed else '❌') if t else ''} |")
+            lines.append("")
+        if result.pass_at_k:
+            lines += ["| gate | pass@k | pass^k |", "|---|---:|---:|"]
+            lines += [f"| {_cell(g)} | {fmt(v)} | {fmt(result.pass_all_k.get(g))} |" for g, v in result.pass_at_k.items()]
+            lines.append("")
+        turn_lines = []
+        for turn in summary.turn_results:
+            parts = [f"{g.id} {fmt(g.score)} {'✅' if g.passed else '❌'}" for g in turn.gate_results]
+            parts += [f"{t.id} {fmt(t.average_score)} {'✅' if t.passed else '❌'}" for t in turn.threshold_results]
+            if parts:
+                turn_lines.append(f"| {turn.index} | {_cell('; '.join(parts))} |")
+        if turn_lines:
+            lines += ["| turn | gates and thresholds |", "|---:|---|", *turn_lines, ""]
+        problems = self.problems
+        if problems:
+            shown = problems[:20]
+            lines += ["<details><summary>Failing conversations "
+                      f"({len(problems)})</summary>", "", *shown,
+                      *([f"- ... and {len(problems) - 20} more"] if len(problems) > 20 else []), "", "</details>", ""]
+        return "\n".join(lines) + "\n"
+
+
 def markdown_summary(result: RunResult, items: Iterable[ItemResult]) -> str:
     """A Markdown section for a CI step summary or a PR comment."""
-    summary = result.summary
-    lines = [f"### {VERDICT_ICON[summary.verdict]} evalcli `{result.dataset}`: **{summary.verdict or 'no verdict'}**",
-             "",
-             f"Run `{result.run_id}` · target `{result.target}` · {summary.total_items} conversations · "
-             f"{summary.errors} errors" + (f" · status **{result.status}**" if result.status != "completed" else ""),
-             ""]
-    if summary.gate_results:
-        lines += ["| gate | score | |", "|---|---:|---|"]
-        lines += [f"| {_cell(g.id)} | {fmt(g.score)} | {'✅' if g.passed else '❌'} |" for g in summary.gate_results]
-        lines.append("")
-    if summary.scores:
-        thresholds = {t.id: t for t in summary.threshold_results}
-        lines += ["| scorer | mean | threshold | |", "|---|---:|---|---|"]
-        for scorer_id, mean in summary.scores.items():
-            t = thresholds.get(scorer_id)
-            lines.append(f"| {_cell(scorer_id)} | {fmt(mean)} | {threshold_text(t.threshold) if t else ''} | "
-                         f"{('✅' if t.passed else '❌') if t else ''} |")
-        lines.append("")
-    turn_lines = []
-    for turn in summary.turn_results:
-        parts = [f"{g.id} {fmt(g.score)} {'✅' if g.passed else '❌'}" for g in turn.gate_results]
-        parts += [f"{t.id} {fmt(t.average_score)} {'✅' if t.passed else '❌'}" for t in turn.threshold_results]
-        if parts:
-            turn_lines.append(f"| {turn.index} | {_cell('; '.join(parts))} |")
-    if turn_lines:
-        lines += ["| turn | gates and thresholds |", "|---:|---|", *turn_lines, ""]
-    problems = []
+    section = MarkdownSummary(result)
     for item in items:
-        if item.status != "ok":
-            problems.append(f"- `{item.id}`: error: {_cell(item.error or '')}")
-        else:
-            missed = _missed(item.gate_scores) + [f"turn {t.index} {m}" for t in item.turns for m in _missed(t.gate_scores)]
-            if missed:
-                problems.append(f"- `{item.id}`: {_cell('; '.join(missed))}")
-    if problems:
-        shown = problems[:20]
-        lines += ["<details><summary>Failing conversations "
-                  f"({len(problems)})</summary>", "", *shown,
-                  *([f"- ... and {len(problems) - 20} more"] if len(problems) > 20 else []), "", "</details>", ""]
-    return "\n".join(lines) + "\n"
+        section.item(item)
+    return section.close()

@@ -6,7 +6,6 @@ Heavy imports (pydantic, yaml, sqlite, litellm) happen inside commands, so ``eva
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,8 @@ if TYPE_CHECKING:
 
     from .result import ItemResult
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
 app = typer.Typer(
     name="evalcli",
     help="Run multi-turn evals of LLM agents from YAML datasets; verdicts, SQLite history and CI exit codes.",
@@ -26,13 +27,32 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings=HELP_OPTIONS,
 )
-cache_app = typer.Typer(help="The judge response cache.", no_args_is_help=True)
-app.add_typer(cache_app, name="cache")
+cache_app = typer.Typer(help="The judge and simulator response cache.", no_args_is_help=True,
+                        context_settings=HELP_OPTIONS)
+app.add_typer(cache_app, name="cache", short_help="The judge and simulator response cache (clear, info).")
 
-DbOption = Annotated[Path, typer.Option("--db", help="SQLite file of runs (created if missing).")]
+DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
+                                                                     "its folder must exist).")]
 DEFAULT_DB = Path("evalcli.db")
 INTERNAL_ERROR = 70
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"evalcli {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Run multi-turn evals of LLM agents from YAML datasets; verdicts, SQLite history and CI exit codes."""
 
 
 def _console(stderr: bool = False) -> Console:
@@ -40,7 +60,7 @@ def _console(stderr: bool = False) -> Console:
 
     console = Console(stderr=stderr, highlight=False, soft_wrap=False)
     if not console.is_terminal:
-        # a log or a pipe has no width to fit: keep rows whole instead of 80 columns
+        # a log or a pipe has no width to fit: tables get 160 columns, and lines of text are never wrapped
         console = Console(stderr=stderr, highlight=False, soft_wrap=False, width=160)
     return console
 
@@ -54,7 +74,7 @@ def user_errors(debug: bool = False) -> Iterator[None]:
         yield
     except EvalcliError as exc:
         err = _console(stderr=True)
-        err.print("error: " + str(exc), style="red", markup=False)
+        err.print("error: " + str(exc), style="red", markup=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
@@ -63,7 +83,7 @@ def user_errors(debug: bool = False) -> Iterator[None]:
             raise
         _console(stderr=True).print(f"internal error: {type(exc).__name__}: {exc}\n"
                                     "  this is a bug in evalcli; run again with --debug for the traceback",
-                                    style="red", markup=False)
+                                    style="red", markup=False, soft_wrap=True)
         raise typer.Exit(INTERNAL_ERROR) from None
 
 
@@ -92,13 +112,14 @@ class CliEvents:
             self.progress.advance(self.task)
 
     def warning(self, text: str) -> None:
-        self.err.print("warning: " + text, style="yellow", markup=False)
+        if not self.quiet:
+            self.err.print("warning: " + text, style="yellow", markup=False, soft_wrap=True)
 
     def stopping(self) -> None:
         self.signals += 1
         text = ("interrupted: finishing conversations in flight (press Ctrl-C again to stop now)..."
                 if self.signals == 1 else "stopping now: cancelling conversations in flight...")
-        self.err.print(text, style="yellow", markup=False)
+        self.err.print(text, style="yellow", markup=False, soft_wrap=True)
 
     def close(self) -> None:
         if self.progress is not None:
@@ -106,93 +127,96 @@ class CliEvents:
             self.progress = None
 
 
-@app.command()
+
+@app.command(short_help="Run datasets against their agents; print, store, exit with a CI code.")
 def run(
-    datasets: Annotated[list[Path], typer.Argument(help="Dataset files (YAML, or JSONL with a header line).")],
+    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET...", show_default=False,
+                                                   help="Dataset files (YAML, or JSONL with a header line).")],
     db: DbOption = DEFAULT_DB,
-    scorers: Annotated[Optional[Path], typer.Option(help="scorers.yaml registry (default: next to the dataset, "
-                                                         "else in the current directory).")] = None,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the JSON result to PATH ('-' for stdout).")] = None,
-    junit: Annotated[Optional[Path], typer.Option(help="Write a JUnit XML report to PATH.")] = None,
-    markdown: Annotated[Optional[Path], typer.Option(help="Write a Markdown summary to PATH.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations in flight (default: the "
-                                                                   "dataset's 'concurrency', else 4).")] = None,
-    judge_concurrency: Annotated[int, typer.Option(min=1, help="Judge calls in flight.")] = 8,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached judge replies.")] = False,
+    scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to "
+                                                                         "the dataset, else in the current "
+                                                                         "directory).")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the JSON result to PATH "
+                                                                                   "('-' for stdout).")] = None,
+    junit: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a JUnit XML report to PATH.")] = None,
+    markdown: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a Markdown summary to PATH.")] = None,
+    html: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a self-contained HTML report to "
+                                                                      "PATH.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Conversations in flight (default: "
+                                                                                "the dataset's 'concurrency', else "
+                                                                                "4).")] = None,
+    judge_concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="Judge calls in flight.")] = 8,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the models again instead of reusing cached "
+                                                              "judge and simulator replies.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when the verdict is 'scored'.")] = False,
-    max_errors: Annotated[int, typer.Option(min=0, help="Item errors tolerated before exit code 4.")] = 0,
-    filter_: Annotated[Optional[str], typer.Option("--filter", help="Regex searched in each item's id, tags "
-                                                                    "and first input.")] = None,
-    limit: Annotated[Optional[int], typer.Option(min=0, help="Run at most N items.")] = None,
-    shard: Annotated[Optional[str], typer.Option(help="Run shard I of N (I/N), a stable split by item id.")] = None,
-    repeat: Annotated[int, typer.Option(min=1, help="Run each conversation N times (scores averaged).")] = 1,
-    turn_timeout: Annotated[Optional[float], typer.Option(min=0.001, help="Seconds one target call may take.")] = None,
-    resume: Annotated[Optional[str], typer.Option(help="Continue this interrupted run id.")] = None,
-    rerun_failed: Annotated[Optional[str], typer.Option(help="Run only the items that failed or errored in "
-                                                              "this run id.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line.")] = False,
+    max_errors: Annotated[int, typer.Option(min=0, metavar="N", help="Item errors tolerated before exit code "
+                                                                     "4.")] = 0,
+    filter_: Annotated[Optional[str], typer.Option("--filter", metavar="REGEX", help="Regex searched in each "
+                                                                                     "item's id, tags and first "
+                                                                                     "input.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Run at most N items.")] = None,
+    shard: Annotated[Optional[str], typer.Option(metavar="I/N", help="Run shard I of N, a stable split by item "
+                                                                     "id.")] = None,
+    repeat: Annotated[int, typer.Option(min=1, metavar="N", help="Play each conversation N times (scores "
+                                                                 "averaged; pass@k and pass^k per gate).")] = 1,
+    turn_timeout: Annotated[Optional[float], typer.Option(min=0.001, metavar="SECONDS",
+                                                          help="Seconds one call of the agent may take (default: "
+                                                               "no limit).")] = None,
+    resume: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Continue this interrupted run.")] = None,
+    rerun_failed: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
+                                                                               "errored in this run.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line (and errors).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
 ) -> None:
-    """Run datasets against their targets, print the verdict, store everything, exit with a CI code."""
+    """Run datasets against their agents, print the verdict, store everything, exit with a CI code."""
     with user_errors(debug):
         from .commands import RunRequest, run_command
 
         request = RunRequest(datasets=datasets, db=db, scorers=scorers, json_out=json_out, junit=junit,
-                             markdown=markdown, concurrency=concurrency, judge_concurrency=judge_concurrency,
-                             use_cache=not no_cache, strict=strict, max_errors=max_errors, filter=filter_,
-                             limit=limit, shard=shard, repeat=repeat, turn_timeout=turn_timeout, resume=resume,
-                             rerun_failed=rerun_failed, quiet=quiet, verbose=verbose)
+                             markdown=markdown, html=html, concurrency=concurrency,
+                             judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
+                             max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
+                             turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
+                             verbose=verbose)
         events = CliEvents(quiet)
         try:
             code = run_command(request, events, out=_console(stderr=json_out == "-"))
         finally:
             events.close()
-    if _hung_target_threads():
-        # a sync target stuck in a call Python cannot cancel (after --turn-timeout or an interrupt) must
-        # not hold up the exit: everything is written and reported by now
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
     raise typer.Exit(code)
 
 
-def _hung_target_threads() -> bool:
-    import threading
-    import time
-
-    workers = [t for t in threading.enumerate() if t.name.startswith("evalcli-target")]
-    deadline = time.monotonic() + 0.5  # idle workers end at once after the executor's shutdown
-    for worker in workers:
-        worker.join(max(0.0, deadline - time.monotonic()))
-    return any(t.is_alive() for t in workers)
-
-
-@app.command()
+@app.command(short_help="Check datasets, their registry, agent and scorers without running anything.")
 def validate(
-    datasets: Annotated[list[Path], typer.Argument(help="Dataset files to check.")],
-    scorers: Annotated[Optional[Path], typer.Option(help="scorers.yaml registry.")] = None,
+    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET...", show_default=False,
+                                                   help="Dataset files to check.")],
+    scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry.")] = None,
 ) -> None:
     """Check datasets (and their registry, target and custom scorers) without running anything."""
     with user_errors():
         from .commands import validate_command
 
-        for line in validate_command(datasets, scorers):
-            _console().print(line, markup=False)
+        lines, warnings = validate_command(datasets, scorers)
+        for line in lines:
+            _console().print(line, markup=False, soft_wrap=True)
+        for warning in warnings:
+            _console(stderr=True).print("warning: " + warning, style="yellow", markup=False, soft_wrap=True)
 
 
-@app.command("scorers")
+@app.command("scorers", short_help="List registered scorers and every scorer kind with its arguments.")
 def list_scorers(
-    scorers: Annotated[Optional[Path], typer.Option(help="scorers.yaml registry (default: ./scorers.yaml).")] = None,
+    scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: "
+                                                                         "./scorers.yaml).")] = None,
 ) -> None:
-    """List registered scorers and the built-in checks."""
+    """List registered scorers, then every built-in kind (checks and judges) with its arguments."""
     with user_errors():
         from .commands import scorers_table
 
         _console().print(scorers_table(scorers))
 
 
-@app.command()
+@app.command(short_help="Print a JSON Schema of the dataset format (for editors).")
 def schema() -> None:
     """Print a JSON Schema of the dataset format (for editors: validation and completion of YAML)."""
     with user_errors():
@@ -203,7 +227,7 @@ def schema() -> None:
         sys.stdout.write(json.dumps(dataset_schema(), indent=2) + "\n")
 
 
-@app.command()
+@app.command(short_help="Write a starter dataset, registry and agent here (existing files are kept).")
 def init(
     force: Annotated[bool, typer.Option(help="Overwrite existing files.")] = False,
 ) -> None:
@@ -211,40 +235,46 @@ def init(
     with user_errors():
         from .scaffold import init_project
 
-        for path in init_project(Path.cwd(), force):
+        written, skipped = init_project(Path.cwd(), force)
+        for path in written:
             _console().print(f"wrote {path.name}", markup=False)
+        for path in skipped:
+            _console().print(f"kept {path.name} (it exists; --force overwrites it)", markup=False)
         _console().print("next: evalcli run eval.yaml", markup=False)
 
 
-@cache_app.command("clear")
+@cache_app.command("clear", short_help="Delete every cached reply in the database.")
 def cache_clear(db: DbOption = DEFAULT_DB) -> None:
-    """Delete every cached judge reply in the database."""
+    """Delete every cached judge and simulator reply in the database."""
     with user_errors():
-        from .llm import ResponseCache
+        from .history import open_cache
 
-        with contextlib.closing(ResponseCache(str(db))) as cache:
+        with contextlib.closing(open_cache(db, write=True)) as cache:
             removed = cache.clear()
-        _console().print(f"removed {removed} cached judge repl{'y' if removed == 1 else 'ies'} from {db}", markup=False)
+        _console().print(f"removed {removed} cached repl{'y' if removed == 1 else 'ies'} from {db}", markup=False)
 
 
-@cache_app.command("info")
+@cache_app.command("info", short_help="How many replies are cached, and how often they were reused.")
 def cache_info(db: DbOption = DEFAULT_DB) -> None:
-    """How many judge replies are cached, and how often they were reused."""
+    """How many judge and simulator replies are cached, and how often they were reused."""
     with user_errors():
-        from .llm import ResponseCache
+        from .history import open_cache
 
-        with contextlib.closing(ResponseCache(str(db))) as cache:
+        with contextlib.closing(open_cache(db, write=False)) as cache:
             stats = cache.stats()
-        _console().print(f"{stats['entries']} cached judge replies, reused {stats['hits']} times ({db})", markup=False)
+        _console().print(f"{stats['entries']} cached repl{'y' if stats['entries'] == 1 else 'ies'}, reused "
+                         f"{stats['hits']} time{'' if stats['hits'] == 1 else 's'} ({db})", markup=False)
 
 
-HistoryDbOption = Annotated[Path, typer.Option("--db", help="SQLite file of runs (must exist).")]
+HistoryDbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (must exist).")]
+RunIdArgument = Annotated[str, typer.Argument(metavar="RUN_ID", show_default=False,
+                                              help="A run id, a unique prefix of one, or 'latest'.")]
 
 
-@app.command("runs")
+@app.command("runs", short_help="List recent runs, newest first.")
 def list_runs(
     db: HistoryDbOption = DEFAULT_DB,
-    limit: Annotated[int, typer.Option(min=1, help="Show at most N runs.")] = 20,
+    limit: Annotated[int, typer.Option(min=1, metavar="N", help="Show at most N runs.")] = 20,
 ) -> None:
     """List recent runs, newest first: when, dataset, target, verdict, items, scores, LLM use."""
     with user_errors():
@@ -257,46 +287,59 @@ def list_runs(
             store.close()
 
 
-@app.command()
+@app.command(short_help="Show a stored run, or one conversation of it turn by turn.")
 def show(
-    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix of one).")],
+    run_id: RunIdArgument,
+    item: Annotated[Optional[str], typer.Argument(metavar="[ITEM]", show_default=False,
+                                                  help="An item id or index: show that conversation turn by "
+                                                       "turn.")] = None,
     db: HistoryDbOption = DEFAULT_DB,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the run's JSON result to PATH "
-                                                                   "('-' for stdout).")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the run's (or the "
+                                                                                   "conversation's) JSON to PATH "
+                                                                                   "('-' for stdout).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
 ) -> None:
-    """Show a stored run as the table 'evalcli run' prints (and its JSON with --json)."""
+    """Show a stored run as 'evalcli run' prints it, or one conversation turn by turn (with ITEM)."""
     with user_errors():
-        from .history import show_run
+        from .history import show_item, show_run
 
-        show_run(db, run_id, json_out, verbose, out=_console(stderr=json_out == "-"))
+        out = _console(stderr=json_out == "-")
+        if item is None:
+            show_run(db, run_id, json_out, verbose, out=out)
+        else:
+            show_item(db, run_id, item, json_out, out=out)
 
 
-@app.command()
+@app.command(short_help="Compare run B with run A; exit 1 when B is worse.")
 def diff(
-    run_a: Annotated[str, typer.Argument(help="The baseline run id (or unique prefix).")],
-    run_b: Annotated[str, typer.Argument(help="The run compared with it.")],
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", show_default=False,
+                                         help="The baseline run id (a prefix, or 'latest').")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", show_default=False, help="The run compared with it.")],
     db: HistoryDbOption = DEFAULT_DB,
-    tolerance: Annotated[float, typer.Option(min=0, help="Drops of averages up to this much are not "
-                                                        "regressions.")] = 0.0,
+    tolerance: Annotated[float, typer.Option(min=0, metavar="X", help="Drops of averages up to this much are not "
+                                                                      "regressions.")] = 0.0,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare runs of different "
+                                                                           "datasets.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged conversations too.")] = False,
 ) -> None:
     """Compare run B with run A; exit 1 when B is worse beyond --tolerance (regressions are named)."""
     with user_errors():
         from .diff import diff_command
 
-        code = diff_command(db, run_a, run_b, tolerance, verbose, out=_console())
+        code = diff_command(db, run_a, run_b, tolerance, verbose, out=_console(), allow_different=allow_different)
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(short_help="Merge the shard runs of one dataset into one run.")
 def merge(
-    databases: Annotated[list[Path], typer.Argument(help="Databases of the shards ('evalcli run --shard I/N').")],
-    out: Annotated[Path, typer.Option("--out", help="Database the merged run is written to (created if "
-                                                    "missing).")],
-    run: Annotated[Optional[list[str]], typer.Option("--run", help="Merge these run ids (repeatable; default: "
-                                                                   "the latest run of the dataset in each "
-                                                                   "database).")] = None,
+    databases: Annotated[list[Path], typer.Argument(metavar="DB...", show_default=False,
+                                                    help="Databases of the shards ('evalcli run --shard I/N').")],
+    out: Annotated[Path, typer.Option("--out", metavar="PATH", help="Database the merged run is written to "
+                                                                    "(created if missing).")],
+    run: Annotated[Optional[list[str]], typer.Option("--run", metavar="RUN_ID", help="Merge these run ids "
+                                                                                     "(repeatable; default: the "
+                                                                                     "latest run of the dataset in "
+                                                                                     "each database).")] = None,
 ) -> None:
     """Merge the shard runs of one dataset into one run, recomputed as if unsharded; exits with its code."""
     with user_errors():
@@ -305,7 +348,7 @@ def merge(
         result = merge_databases(databases, out, run)
         console = _console()
         for line in merge_lines(result):
-            console.print(line)
+            console.print(line, soft_wrap=True)
     raise typer.Exit(result.exit_code)
 
 

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from .ci_report import junit_document, junit_suite, markdown_summary
+from .ci_report import JUnitSuite, MarkdownSummary, junit_document
 from .dataset import Dataset, load_dataset
-from .errors import DatasetError, EvalcliError, UsageError
-from .report import render_run, write_json
-from .result import ItemResult, RunResult
+from .errors import DatasetError, EvalcliError, Problem, UsageError
+from .outputs import JsonReport, JsonStream, check_writable, deliver, open_for_writing, per_dataset, stdout_for_json
+from .report import TerminalReport, plural
 from .runner import INTERRUPTED, Events, RunOptions, run_evals
-from .scorers.checks import CHECKS
+from .scorers.kinds import all_kinds
 from .scorers.registry import find_registry, load_registry
 from .secrets import Redactor
 from .select import Selection, check_filter, parse_shard
@@ -35,6 +36,7 @@ class RunRequest:
     json_out: str | None = None
     junit: Path | None = None
     markdown: Path | None = None
+    html: Path | None = None
     concurrency: int | None = None
     judge_concurrency: int = 8
     use_cache: bool = True
@@ -51,14 +53,40 @@ class RunRequest:
     verbose: bool = False
 
 
+@dataclass
+class Outputs:
+    """The files a run writes, per dataset (checked writable before anything runs)."""
+
+    json: list[Path | None]
+    junit: list[Path | None]
+    markdown: list[Path | None]
+    html: list[Path | None]
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def plan(cls, request: RunRequest) -> Outputs:
+        def paths(value: Path | None, what: str) -> list[Path | None]:
+            if value is None:
+                return [None] * len(request.datasets)
+            chosen = per_dataset(value, request.datasets)
+            for path in chosen:
+                check_writable(path, what)
+            return list(chosen)
+
+        json_path = Path(request.json_out) if request.json_out and request.json_out != "-" else None
+        return cls(paths(json_path, "--json"), paths(request.junit, "--junit"), paths(request.markdown, "--markdown"),
+                   paths(request.html, "--html"))
+
+
 def load_all(paths: list[Path], scorers: Path | None) -> list[Dataset]:
-    """Validate every dataset before running any; all problems of all files in one error."""
-    datasets, problems = [], []
+    """Validate every dataset before running any; every problem of every file in one error."""
+    datasets: list[Dataset] = []
+    problems: list[Problem] = []
     for path in paths:
         try:
             datasets.append(load_dataset(path, str(scorers) if scorers else None))
         except DatasetError as exc:
-            problems.extend(exc.problems)
+            problems.extend(p for p in exc.problems if p not in problems)  # a shared registry's, once
     if problems:
         raise DatasetError(problems)
     return datasets
@@ -78,8 +106,27 @@ def failed_item_ids(store: Store, run_id: str) -> set[str]:
     return {item.id for item in store.load_items(run_id) if not item.passed}
 
 
-def _options(request: RunRequest, store: Store, dataset: Dataset) -> RunOptions:
+def check_request(request: RunRequest) -> None:
+    """Flags that cannot go together, and a database that cannot be opened where asked."""
+    if request.quiet and request.verbose:
+        raise UsageError("--quiet and --verbose cannot be used together", "choose one")
+    if request.resume and len(request.datasets) != 1:
+        raise UsageError("--resume continues one run: name exactly one dataset", "evalcli run DATASET --resume RUN_ID")
+    if request.resume and request.rerun_failed:
+        raise UsageError("--resume and --rerun-failed cannot be used together", "choose one")
     check_filter(request.filter)
+    if request.shard:
+        parse_shard(request.shard)
+    db = request.db
+    if db.is_dir():
+        raise UsageError(f"--db {db} is a directory", f"give a database file, e.g. --db {db / 'evalcli.db'}")
+    if not db.parent.is_dir():
+        raise UsageError(f"--db {db}: the folder {db.parent} does not exist", "create it first, or choose another path")
+    if not os.access(db if db.exists() else db.parent, os.W_OK):
+        raise UsageError(f"--db {db} cannot be written (permission denied)", "choose a database path you can write")
+
+
+def _options(request: RunRequest, store: Store, dataset: Dataset) -> RunOptions:
     selection = Selection(request.filter, parse_shard(request.shard) if request.shard else None, request.limit)
     only = None
     if request.rerun_failed:
@@ -89,6 +136,9 @@ def _options(request: RunRequest, store: Store, dataset: Dataset) -> RunOptions:
     if request.resume:
         stored = store.require_run(request.resume)
         resume = stored["id"]
+        if stored["dataset"] not in (dataset.name, dataset.path):
+            raise UsageError(f"run {resume} is of dataset {stored['dataset']}, not {dataset.name}",
+                             f"resume it with: evalcli run {stored['dataset_path'] or stored['dataset']} --resume {resume}")
         if stored["dataset_hash"] and stored["dataset_hash"] != dataset.hash:
             raise UsageError(f"{dataset.path} changed since run {resume} started: its results would not add up",
                              f"run it afresh (evalcli run {dataset.path}) instead of resuming")
@@ -103,113 +153,136 @@ def _options(request: RunRequest, store: Store, dataset: Dataset) -> RunOptions:
                       keep_items=False, handle_signals=True, repeat=request.repeat)
 
 
+def _selected(dataset: Dataset, options: RunOptions) -> tuple[int, str | None]:
+    """How many conversations the options select, and why none when none (``None``: an empty shard)."""
+    selection = options.selection
+    items = dataset.items
+    if options.only_indexes is not None:
+        items = [i for i in items if i.index in options.only_indexes]
+        if not items:
+            return 0, None
+    if selection.filter and not Selection(filter=selection.filter).apply(items):
+        return 0, f"--filter '{selection.filter}' matches no conversation of {dataset.path} (it searches ids, " \
+                  "tags and first inputs)"
+    if selection.limit == 0:
+        return 0, "--limit 0 selects no conversation"
+    return len(selection.apply(items)), None
+
+
 def run_command(request: RunRequest, events: Events, out: Console) -> int:
-    """``evalcli run``: validate all, run each, report each; returns the combined exit code."""
-    if request.resume and len(request.datasets) != 1:
-        raise UsageError("--resume continues one run: name exactly one dataset", "evalcli run DATASET --resume RUN_ID")
+    """``evalcli run``: validate all, check every output, run each dataset, report each; the combined exit code."""
+    check_request(request)
     datasets = load_all(request.datasets, request.scorers)
-    _prepare_outputs(request)
+    outputs = Outputs.plan(request)
     redact = Redactor(extra=set().union(*(d.secret_values for d in datasets)))
     store = Store(request.db, redact)
     codes: list[int] = []
-    suites: list[ET.Element] = []
-    sections: list[str] = []
+    suites: list[tuple[Path | None, ET.Element]] = []
+    sections: list[tuple[Path | None, str]] = []
     try:
-        for dataset in datasets:
-            result = run_evals(dataset, store=store, options=_options(request, store, dataset), events=events)
-            close = getattr(events, "close", None)
-            if close:
-                close()
-            codes.append(result.exit_code)
-            _report(request, result, dataset, store, out, redact)
-            if request.junit:
-                suites.append(junit_suite(result, store.load_items(result.run_id)))
-            if request.markdown or os.environ.get("GITHUB_STEP_SUMMARY"):
-                sections.append(markdown_summary(result, store.load_items(result.run_id)))
-            if result.status == "interrupted":
-                break
+        plans = [(d, _options(request, store, d)) for d in datasets]
+        counts = [_selected(d, o) for d, o in plans]
+        reasons = [why for n, why in counts if why]
+        if reasons and sum(n for n, _ in counts) == 0:
+            raise UsageError(reasons[0], "loosen --filter or --limit; nothing was run or stored")
+        with stdout_for_json(request.json_out == "-") as stdout:
+            stream = JsonStream(stdout, several=len(datasets) > 1) if stdout is not None else None
+            for n, ((dataset, options), (count, why)) in enumerate(zip(plans, counts, strict=True)):
+                if count == 0:
+                    events.warning(why or _empty_note(request, dataset))
+                    continue
+                result = run_evals(dataset, store=store, options=options, events=events)
+                close = getattr(events, "close", None)
+                if close:
+                    close()
+                codes.append(result.exit_code)
+                suite, section = _report(request, result, dataset, store, out, redact, outputs, n, stream)
+                if suite is not None:
+                    suites.append((outputs.junit[n], suite))
+                if section is not None:
+                    sections.append((outputs.markdown[n], section))
+                if result.status == "interrupted":
+                    break
+            if stream is not None:
+                stream.close()
     finally:
         store.close()
-        _write_ci_reports(request, suites, sections, redact)
+        _write_ci_reports(suites, sections, redact)
     return combine_exit_codes(codes)
 
 
-def _prepare_outputs(request: RunRequest) -> None:
-    """Create the folders of output files before running, so a bad path fails first (exit 2), not after the run."""
-    outputs = [request.junit, request.markdown, request.db,
-               Path(request.json_out) if request.json_out and request.json_out != "-" else None]
-    for path in outputs:
-        if path is None:
-            continue
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"cannot create the folder of {path}: {exc.strerror}",
-                             "choose a path in a folder you can write") from None
+def _empty_note(request: RunRequest, dataset: Dataset) -> str:
+    if request.rerun_failed:
+        return f"run {request.rerun_failed} has no failed conversation of {dataset.path}: nothing to re-run"
+    return f"shard {request.shard} of {dataset.path} holds no conversation ({plural(len(dataset.items), 'item')} " \
+           "in all): nothing to run"
 
 
-def _write_ci_reports(request: RunRequest, suites: list[ET.Element], sections: list[str], redact: Redactor) -> None:
-    """JUnit and Markdown files, and the GitHub step summary (appended) when ``GITHUB_STEP_SUMMARY`` is set."""
-    if request.junit and suites:
-        request.junit.write_text(redact(junit_document(suites)), encoding="utf-8")
-    if not sections:
-        return
-    text = redact("\n".join(sections))
-    if request.markdown:
-        request.markdown.write_text(text, encoding="utf-8")
+def _report(request: RunRequest, result: Any, dataset: Dataset, store: Store, out: Console, redact: Redactor,
+            outputs: Outputs, n: int, stream: JsonStream | None) -> tuple[ET.Element | None, str | None]:
+    """Read the run's conversations once and feed every report; returns its JUnit suite and Markdown section."""
+    terminal = TerminalReport(out, result, [s.id for s in dataset.scorers], [g.id for g in dataset.gates],
+                              verbose=request.verbose, quiet=request.quiet, db_path=str(request.db))
+    junit = JUnitSuite(result) if outputs.junit[n] else None
+    markdown = MarkdownSummary(result) if outputs.markdown[n] or os.environ.get("GITHUB_STEP_SUMMARY") else None
+    json_reports = [stream.report(result, redact)] if stream is not None else []
+    json_path = outputs.json[n]
+    with contextlib.ExitStack() as files:
+        if json_path is not None:
+            json_reports.append(JsonReport(files.enter_context(open_for_writing(json_path)), result, redact))
+        reports = [r for r in (terminal, *json_reports, junit, markdown) if r is not None]
+        deliver(store.load_items(result.run_id), reports)
+        for report in json_reports:
+            report.close()
+    terminal.close()
+    return (junit.close() if junit else None), (markdown.close() if markdown else None)
+
+
+def _write_ci_reports(suites: list[tuple[Path | None, ET.Element]], sections: list[tuple[Path | None, str]],
+                      redact: Redactor) -> None:
+    """JUnit and Markdown files (one per dataset), and the GitHub step summary (appended) when set."""
+    for path, suite in suites:
+        if path is not None:
+            with open_for_writing(path) as handle:
+                handle.write(redact(junit_document([suite])))
+    for path, text in sections:
+        if path is not None:
+            with open_for_writing(path) as handle:
+                handle.write(redact(text))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
+    if step_summary and sections:
         with open(step_summary, "a", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.write(redact("\n".join(text for _, text in sections)))
 
 
-def _report(request: RunRequest, result: RunResult, dataset: Dataset, store: Store, out: Console,
-            redact: Redactor) -> None:
-    def items() -> Iterator[ItemResult]:
-        return store.load_items(result.run_id)
+def validate_command(paths: list[Path], scorers: Path | None) -> tuple[list[str], list[str]]:
+    """``evalcli validate``: one line per valid dataset, and warnings (an invalid dataset raises with every problem)."""
+    from .preflight import reachability_warnings
 
-    scorer_ids = [s.id for s in dataset.scorers]
-    gate_ids = [g.id for g in dataset.gates]
-    if request.quiet:
-        from .report import summary_line
-
-        out.print(summary_line(result, None))
-    else:
-        render_run(out, result, items(), scorer_ids=scorer_ids, gate_ids=gate_ids, verbose=request.verbose,
-                   db_path=str(request.db))
-    if request.json_out:
-        destination = request.json_out
-        if destination != "-" and len(request.datasets) > 1:
-            destination = _per_dataset(Path(destination), Path(dataset.path))
-        write_json(result, items(), destination, redact)
-
-
-def _per_dataset(path: Path, dataset: Path) -> str:
-    """With several datasets, ``--json out.json`` writes ``out.<dataset>.json`` for each."""
-    return str(path.with_name(f"{path.stem}.{dataset.stem}{path.suffix or '.json'}"))
-
-
-def validate_command(paths: list[Path], scorers: Path | None) -> list[str]:
-    """``evalcli validate``: one line per valid dataset (an invalid one raises with every problem)."""
-    lines = []
+    lines, warnings = [], []
     for dataset in load_all(paths, scorers):
         specs = list(dataset.all_specs())
-        lines.append(f"{dataset.path}: ok ({len(dataset.items)} items, {len(specs)} gates/scorers, "
-                     f"target {dataset.target_spec})")
-    return lines
+        lines.append(f"{dataset.path}: ok ({plural(len(dataset.items), 'item')}, "
+                     f"{plural(len(specs), 'gate/scorer', 'gates/scorers')}, target {dataset.target_spec})")
+        warnings += [w for w in reachability_warnings(dataset) if w not in warnings]
+    return lines, warnings
 
 
 def scorers_table(path: Path | None) -> Table:
-    """``evalcli scorers``: the registry's scorers, then the built-in checks."""
+    """``evalcli scorers``: the registry's scorers, then every kind with its arguments."""
     registry = load_registry(find_registry(Path.cwd() / "_", str(path) if path else None))
+    if registry.problems:
+        raise DatasetError(registry.problems)
     table = Table(title=f"Registered scorers ({registry.path or 'no scorers.yaml found'})", title_justify="left")
-    for column in ("id", "kind", "arguments"):
+    for column in ("id", "kind", "arguments / description"):
         table.add_column(column)
     for spec in registry.scorers.values():
         table.add_row(spec.id, spec.kind, json.dumps(spec.args, ensure_ascii=False))
-    for name, check in CHECKS.items():
-        args = ", ".join(check.args.model_fields)
-        table.add_row(name, "built-in check", f"({args}) {check.summary}", style="dim")
+    for kind in all_kinds():
+        args = ", ".join(f"{name}" + ("" if default == "required" else f"={default}")
+                         for name, default, _ in kind.argument_docs())
+        label = {"check": "check", "judge": "LLM judge", "custom": "custom"}[kind.group]
+        table.add_row(kind.name, label, f"({args}) {kind.summary}", style="dim")
     return table
 
 

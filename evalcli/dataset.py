@@ -1,13 +1,15 @@
 """Dataset files: strict models of the YAML, and loading with file:line:col errors.
 
 ``load_dataset`` reads and validates everything before anything runs: structure, items, every
-scorer reference, the registry, the target's import and custom scorers' imports. It raises one
-``DatasetError`` listing every problem found, or returns a ``Dataset`` the rest of the code trusts.
+scorer reference, the registry, the target's import and custom scorers' imports. Mistakes that do
+not depend on each other are all found in one pass; it raises one ``DatasetError`` listing every
+problem, or returns a ``Dataset`` the rest of the code trusts.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,12 +18,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import DatasetError, EvalcliError, Problem
+from .adapters import Adapter, extra_hint, make_adapter
+from .drivers import Driver, Scripted
+from .errors import DatasetError, EvalcliError, Problem, TargetError
+from .imports import ImportScope
 from .scorers.registry import PYTHON_KIND, Registry, ScorerSpec, find_registry, load_registry, parse_list
-from .target import Target, resolve_import
 from .yamlsrc import Interpolated, Path, Positions, load_yaml, problems_from_pydantic
 
-Form = Literal["input", "inputs", "turns"]
+Form = Literal["input", "inputs", "turns", "simulate"]
 MAX_JSONL_LINE = 8 * 1024 * 1024
 
 
@@ -43,7 +47,10 @@ class ItemFile(BaseModel):
     input: Any = Field(default=None, description="A single-turn question.")
     inputs: Any = Field(default=None, description="Several turns on one thread, scored as a whole.")
     turns: Any = Field(default=None, description="Several turns, each with its own gates and scorers.")
+    simulate: Any = Field(default=None, description="An LLM plays the user toward a goal (SPEC §13).")
     ground_truth: Any = Field(default=None, description="Passed to scorers unchanged.")
+    expected_outcome: str | None = Field(default=None, description="What should have happened; read by "
+                                                                   "goal_achieved.")
 
 
 class DatasetFile(BaseModel):
@@ -51,7 +58,8 @@ class DatasetFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     target: str = Field(description="Import path 'module:attribute' of the agent under test.")
-    target_options: dict[str, Any] = Field(default_factory=dict, description="Keyword options for generate().")
+    target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
+                                                                              "(and memory, adapter, keep_checkpointer).")
     concurrency: int = Field(default=4, ge=1, le=10_000, description="Conversations run in parallel.")
     gates: list[Any] | None = Field(default=None, description="Each must average exactly >= 1.0 over items.")
     scorers: list[Any] | None = Field(default=None, description="Tracked scorers, optionally with a threshold.")
@@ -78,13 +86,18 @@ class Item:
     tags: list[str]
     form: Form
     inputs: list[str]
-    """Every user message, in order (one for ``input`` items)."""
+    """Every scripted user message, in order (one for ``input`` items; the opening, if any, of ``simulate``)."""
     turns: list[Turn] | None
     ground_truth: Any
+    driver: Driver
+    """Who writes the user's side of this conversation."""
+    expected_outcome: str | None = None
+    goal: str | None = None
+    """``simulate.goal`` for simulated conversations."""
 
     @property
     def first_input(self) -> str:
-        return self.inputs[0]
+        return self.driver.first_input
 
 
 @dataclass
@@ -92,8 +105,9 @@ class Dataset:
     """A validated dataset, ready to run."""
 
     path: str
+    """The dataset file as named on the command line."""
     target_spec: str
-    target: Target
+    target: Adapter
     target_options: dict[str, Any]
     concurrency: int
     gates: list[ScorerSpec]
@@ -101,8 +115,13 @@ class Dataset:
     items: list[Item]
     registry: Registry
     hash: str
+    """sha256 of the file's bytes (and of its ``data_file``)."""
+    name: str = ""
+    """Its stable name: the path relative to the repository root (or the resolved path outside one)."""
     python_scorers: dict[str, Any] = field(default_factory=dict)
     secret_values: set[str] = field(default_factory=set)
+    scope: ImportScope | None = None
+    """The dataset's own modules and ``sys.path``: entered while it runs."""
 
     def all_specs(self) -> Iterator[ScorerSpec]:
         """Every scorer and gate configured anywhere: top level, then per turn."""
@@ -129,11 +148,13 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
         return None
     if model.id is not None:
         label = f"item {index} ({model.id})"
-    present = [key for key in ("input", "inputs", "turns") if key in raw]
+    present = [key for key in ("input", "inputs", "turns", "simulate") if key in raw]
     if not present:
         problems.append(pos.problem(path, f"{label} must have 'input', 'inputs', or 'turns'",
-                                    "add 'input: ...' (one turn), 'inputs: [...]' or 'turns: [...]'"))
+                                    "add 'input: ...' (one turn), 'inputs: [...]', 'turns: [...]' or 'simulate: {goal: ...}'"))
         return None
+    if "simulate" in raw:
+        return _simulated_item(raw, model, index, label, path, pos, problems)
     if "inputs" in raw and (not isinstance(raw["inputs"], list) or not raw["inputs"]):
         problems.append(pos.problem((*path, "inputs"), f"{label}: 'inputs' must be a non-empty array",
                                     "list at least one user message under 'inputs:'"))
@@ -182,7 +203,32 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
         return None
     form: Form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
     item_id = str(model.id) if model.id is not None else str(index)
-    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth)
+    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth,
+                Scripted(tuple(inputs), multi_turn=form != "input"), model.expected_outcome)
+
+
+def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
+                    problems: list[Problem]) -> Item | None:
+    """A ``simulate`` item: an LLM plays the user (SPEC §13)."""
+    scripted = [key for key in ("input", "inputs", "turns") if key in raw]
+    if scripted:
+        problems.append(pos.problem((*path, "simulate"), f"{label}: 'simulate' cannot be combined with "
+                                                         f"'{scripted[0]}'",
+                                    "keep 'simulate' (an LLM plays the user) or script the messages, not both", key=True))
+        return None
+    try:
+        from .simulate import parse_simulation
+    except ModuleNotFoundError:
+        problems.append(pos.problem((*path, "simulate"), f"{label}: simulated users are not available in this version",
+                                    "script the conversation with 'inputs' or 'turns'", key=True))
+        return None
+    driver = parse_simulation(raw["simulate"], (*path, "simulate"), pos, label, problems)
+    if driver is None:
+        return None
+    item_id = str(model.id) if model.id is not None else str(index)
+    opening = [driver.first_input] if driver.first_input else []
+    return Item(index, item_id, list(model.tags), "simulate", opening, None, model.ground_truth, driver,
+                model.expected_outcome, getattr(driver, "goal", None))
 
 
 def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
@@ -236,21 +282,30 @@ def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[An
 
 
 def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset:
-    """Read and validate a dataset (YAML, or JSONL with a header line) and its scorer registry."""
+    """Read and validate a dataset (YAML, or JSONL with a header line) and its scorer registry.
+
+    Every independent mistake, in the dataset and in its registry, is reported in one ``DatasetError``.
+    """
     file = FsPath(path)
+    if file.is_dir():
+        raise DatasetError([Problem(str(path), "this is a directory, not a dataset file",
+                                    f"name the YAML files in it, e.g. {FsPath(path) / '*.yaml'}")])
     if not file.is_file():
         raise DatasetError([Problem(str(path), "no such dataset file", "check the path (e.g. datasets/weather.yaml)")])
-    registry_path = find_registry(file, scorers_path)
-    registry = load_registry(registry_path)
-    data, pos, used, jsonl_items = _read_top(file)
-    problems: list[Problem] = []
-    if not isinstance(data, dict):
-        raise DatasetError([pos.problem((), "a dataset must be a mapping with 'target' and 'data'",
-                                        "start with 'target: module:attribute' then 'data:'")])
+    if file.stat().st_size == 0:
+        raise DatasetError([Problem(str(path), "the file is empty",
+                                    "write 'target: module:attribute', 'scorers:' and 'data:' (see 'evalcli init')")])
+    registry = load_registry(find_registry(file, scorers_path))
+    problems: list[Problem] = list(registry.problems)
     try:
-        top = DatasetFile.model_validate(data)
-    except ValidationError as exc:
-        raise DatasetError(problems_from_pydantic(exc, (), pos, "dataset", list(DatasetFile.model_fields))) from None
+        data, pos, used, jsonl_items = _read_top(file)
+    except DatasetError as exc:
+        raise DatasetError([*exc.problems, *problems]) from None
+    problems.extend(used.problems)
+    if not isinstance(data, dict):
+        raise DatasetError([*problems, pos.problem((), "a dataset must be a mapping with 'target' and 'data'",
+                                                   "start with 'target: module:attribute' then 'data:'")])
+    top, bad_keys = _top_level(data, pos, problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
     hasher = hashlib.sha256(file.read_bytes())
@@ -269,62 +324,119 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset
         raw_items = [(value, p, ()) for _, value, p in _jsonl_items(data_path, header=False)]
     else:
         raw_items = [(raw, pos, ("data", i)) for i, raw in enumerate(top.data or [])]
-    if not raw_items:
+    if not raw_items and "data" not in bad_keys:
         problems.append(pos.problem(("data",), "'data' is empty: there is nothing to run",
                                     "add at least one item, e.g. '- input: What is the weather?'"))
-    items: list[Item] = []
-    ids: dict[str, int] = {}
-    for index, (raw, item_pos, at) in enumerate(raw_items):
-        item = _item(raw, index, at, item_pos, registry, problems)
-        if item is None:
-            continue
-        if item.id in ids:
-            problems.append(item_pos.problem((*at, "id"), f"item {index}: id '{item.id}' is already used by item {ids[item.id]}",
-                                             "give every item its own id"))
-        ids[item.id] = index
-        items.append(item)
+    items = _items(raw_items, registry, problems)
     has_turn_assertions = any(t.gates or t.scorers for i in items for t in i.turns or ())
     if raw_items and not gates and not scorers and not has_turn_assertions and not problems:
         problems.append(pos.problem((), "At least one scorer or gate must be provided",
                                     "add 'scorers:' or 'gates:' (e.g. '- includes: Brooklyn')"))
-    target = _resolve_target(top.target, file, pos, problems)
-    python_scorers = _resolve_python_scorers([*gates, *scorers, *(s for i in items for t in i.turns or ()
-                                                                   for s in (*t.gates, *t.scorers))],
-                                             file, registry, problems)
+    scope = ImportScope(search_paths(file, registry))
+    with scope:
+        target = _resolve_target(top.target, top.target_options, pos, problems) if top.target else None
+        python_scorers = _resolve_python_scorers([*gates, *scorers, *(s for i in items for t in i.turns or ()
+                                                                       for s in (*t.gates, *t.scorers))],
+                                                 scope, problems)
     if problems:
         raise DatasetError(problems)
     assert target is not None
     return Dataset(path=str(path), target_spec=top.target, target=target, target_options=top.target_options,
                    concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
-                   hash=hasher.hexdigest(), python_scorers=python_scorers,
-                   secret_values=used.secret_values | registry.secret_values)
+                   hash=hasher.hexdigest(), name=dataset_name(file), python_scorers=python_scorers,
+                   secret_values=used.secret_values | registry.secret_values, scope=scope)
 
 
-def search_paths(file: FsPath) -> list[FsPath]:
-    """Where targets and custom scorers are imported from: the dataset's folder, then the current directory."""
-    return [file.parent, FsPath.cwd()]
-
-
-def _resolve_target(spec: str, file: FsPath, pos: Positions, problems: list[Problem]) -> Target | None:
+def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
+    """The top-level keys, and those that were wrong: a wrong or unknown key is reported and left out,
+    so the rest of the file is still checked."""
     try:
-        return Target(spec, resolve_import(spec, search_paths(file)))
+        return DatasetFile.model_validate(data), set()
+    except ValidationError as exc:
+        problems.extend(problems_from_pydantic(exc, (), pos, "dataset", list(DatasetFile.model_fields)))
+        bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+    kept = {k: v for k, v in data.items() if k not in bad and k in DatasetFile.model_fields}
+    kept.setdefault("target", "")
+    try:
+        return DatasetFile.model_validate(kept), bad
+    except ValidationError:  # pragma: no cover - every failing key was left out
+        return DatasetFile(target=""), bad
+
+
+def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, problems: list[Problem]) -> list[Item]:
+    items: list[Item] = []
+    ids: dict[str, int] = {}
+    for index, (raw, item_pos, at) in enumerate(raw_items):
+        item = _item(raw, index, at, item_pos, registry, problems)
+        raw_id = raw.get("id") if isinstance(raw, dict) else None
+        item_id = item.id if item is not None else (str(raw_id) if isinstance(raw_id, (str, int)) else None)
+        if item_id is None:
+            continue
+        if item_id in ids:
+            problems.append(item_pos.problem((*at, "id"), f"item {index}: id '{item_id}' is already used by item "
+                                                          f"{ids[item_id]}", "give every item its own id"))
+        ids.setdefault(item_id, index)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def dataset_name(file: FsPath) -> str:
+    """The dataset's stable name: its path relative to the repository root holding it, else its resolved path."""
+    resolved = file.resolve()
+    for folder in resolved.parents:
+        if (folder / ".git").exists():
+            return resolved.relative_to(folder).as_posix()
+    return resolved.as_posix()
+
+
+def search_paths(file: FsPath, registry: Registry | None = None) -> list[FsPath]:
+    """Where targets and custom scorers are imported from: the dataset's folder, the registry's, the current directory."""
+    paths = [file.parent]
+    if registry is not None and registry.path:
+        paths.append(FsPath(registry.path).parent)
+    return [*paths, FsPath.cwd()]
+
+
+def resolve_import(spec: str, what: str = "target") -> Any:
+    """Import ``module:attribute`` (inside the dataset's ``ImportScope``)."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise TargetError(f"{what} '{spec}' is not an import path", "write it as module:attribute, e.g. examples.agent:agent")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import-time failure is the user's to see, shortened
+        hint = extra_hint(exc.name) if isinstance(exc, ModuleNotFoundError) else None
+        raise TargetError(f"{what} '{spec}' does not import: {type(exc).__name__}: {exc}",
+                          hint or f"check that module '{module_name}' exists and imports cleanly "
+                                  "(searched the dataset's folder and the current directory)") from None
+    value: Any = module
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise TargetError(f"{what} '{spec}': module '{module_name}' has no attribute '{attribute}'",
+                              "check the name after the colon") from None
+    return value
+
+
+def _resolve_target(spec: str, options: dict[str, Any], pos: Positions, problems: list[Problem]) -> Adapter | None:
+    try:
+        return make_adapter(spec, resolve_import(spec), options)
     except EvalcliError as exc:
-        problems.append(pos.problem(("target",), exc.message, exc.hint))
+        at = ("target_options", "adapter") if "adapter" in exc.message and "adapter" in options else ("target",)
+        problems.append(pos.problem(at, exc.message, exc.hint))
         return None
 
 
-def _resolve_python_scorers(specs: list[ScorerSpec], file: FsPath, registry: Registry,
-                            problems: list[Problem]) -> dict[str, Any]:
+def _resolve_python_scorers(specs: list[ScorerSpec], scope: ImportScope, problems: list[Problem]) -> dict[str, Any]:
     resolved: dict[str, Any] = {}
-    paths = search_paths(file)
-    if registry.path:
-        paths.insert(1, FsPath(registry.path).parent)
     for spec in specs:
         function = spec.args.get("function") if spec.kind == PYTHON_KIND else None
         if function is None or function in resolved:
             continue
         try:
-            value = resolve_import(function, paths, what="python scorer")
+            value = resolve_import(function, what="python scorer")
         except EvalcliError as exc:
             problems.append(Problem(spec.where, exc.message, exc.hint))
             continue

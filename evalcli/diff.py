@@ -102,11 +102,20 @@ def _item_changes(a: list[ItemResult], b: list[ItemResult], tolerance: float) ->
     return changes
 
 
-def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0) -> RunDiff:
-    """Compare run B with run A; ``regressions`` says why B is worse beyond ``tolerance`` (empty if not)."""
+def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0, *,
+              allow_different: bool = False) -> RunDiff:
+    """Compare run B with run A; ``regressions`` says why B is worse beyond ``tolerance`` (empty if not).
+
+    Runs of different datasets are refused unless ``allow_different``; a conversation of A that B lacks
+    is a regression.
+    """
     if not (tolerance >= 0 and math.isfinite(tolerance)):
         raise UsageError(f"--tolerance {tolerance} must be a finite number >= 0", "write e.g. --tolerance 0.05")
     a, b = load_run(store, run_a), load_run(store, run_b)
+    if a.result.dataset_id != b.result.dataset_id and not allow_different:
+        raise UsageError(f"run {a.result.run_id} is of {a.result.dataset} but run {b.result.run_id} is of "
+                         f"{b.result.dataset}: they are not runs of one dataset",
+                         "compare runs of the same dataset, or pass --allow-different")
     diff = RunDiff(a.result, b.result, tolerance,
                    _changes(a.result.summary.scores, b.result.summary.scores, tolerance),
                    _changes(_gate_scores(a.result.summary), _gate_scores(b.result.summary), tolerance),
@@ -120,6 +129,8 @@ def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0) -> R
     if VERDICT_RANK[b.result.verdict] > VERDICT_RANK[a.result.verdict]:
         diff.regressions.append(f"verdict: {a.result.verdict or 'none'} -> {b.result.verdict}")
     diff.regressions.extend(f"item {item.id}: passed in A, fails in B" for item in diff.items if item.newly_failing)
+    diff.regressions.extend(f"item {item.id}: in A, missing from B" for item in diff.items
+                            if item.passed_a is not None and item.passed_b is None)
     return diff
 
 
@@ -155,7 +166,7 @@ def render_diff(console: Console, diff: RunDiff, *, verbose: bool = False) -> No
     console.print(verdict)
     console.print(_items_table(diff, verbose))
     for line in diff.regressions:
-        console.print(Text.assemble(("  regression ", "bold red"), line))
+        console.print(Text.assemble(("  regression ", "bold red"), line), soft_wrap=True)
     tolerance = f" (tolerance {fmt(diff.tolerance)})" if diff.tolerance else ""
     console.print(f"B is worse than A{tolerance}: exit 1" if diff.regressions
                   else f"B is not worse than A{tolerance}: exit 0")
@@ -181,11 +192,12 @@ def _items_table(diff: RunDiff, verbose: bool) -> Table:
     return table
 
 
-def diff_command(db: Path, run_a: str, run_b: str, tolerance: float, verbose: bool, out: Console) -> int:
+def diff_command(db: Path, run_a: str, run_b: str, tolerance: float, verbose: bool, out: Console, *,
+                 allow_different: bool = False) -> int:
     """``evalcli diff``: print the comparison and return its exit code (1 when B is worse than A)."""
     store = open_existing(db)
     try:
-        diff = diff_runs(store, run_a, run_b, tolerance)
+        diff = diff_runs(store, run_a, run_b, tolerance, allow_different=allow_different)
     finally:
         store.close()
     render_diff(out, diff, verbose=verbose)

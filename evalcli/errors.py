@@ -8,6 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+INTERNAL_ERROR = 70
+"""The exit code of a bug in evalcli (never of a user mistake); such a run is stored as ``failed``."""
+
+
+def describe(exc: BaseException) -> str:
+    """``TypeName: message`` (or just the type name when there is no message), on one line."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
 
 @dataclass(frozen=True)
 class Problem:

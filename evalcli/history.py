@@ -6,8 +6,10 @@ JSON of its summary; a run without one (never finished) is recomputed with ``Agg
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,17 +21,42 @@ from rich.text import Text
 
 from .aggregate import Aggregator, Plan
 from .errors import StoreError
-from .report import VERDICT_STYLE, fmt, render_run, write_json
+from .outputs import JsonReport, deliver, open_for_writing
+from .report import VERDICT_STYLE, TerminalReport, fmt
 from .result import GateResult, ItemResult, RunResult, Summary, ThresholdResult, TurnResult
 from .secrets import Redactor
 from .store import Store
+from .transcript import item_document, render_item
 
 
 def open_existing(path: str | Path) -> Store:
-    """Open a database that must already exist (reading history never creates an empty file)."""
-    if not Path(path).is_file():
-        raise StoreError(f"no database at {path}", "pass --db PATH of a file written by 'evalcli run'")
-    return Store(path)
+    """Open a database that must already exist, read-only (reading history never creates or changes a file)."""
+    return Store.existing(path)
+
+
+def open_cache(path: str | Path, *, write: bool) -> Any:
+    """The response cache of an existing database (``cache clear`` needs to write it, ``cache info`` only reads)."""
+    from .llm import ResponseCache
+
+    store = Store.existing(path, write=write)
+    if not write:
+        return _ReadOnlyCache(store)
+    store.close()
+    return ResponseCache(str(path))
+
+
+class _ReadOnlyCache:
+    """``cache info`` on a database opened read-only."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def stats(self) -> dict[str, int]:
+        entries, hits = self.store.conn.execute("SELECT COUNT(*), COALESCE(SUM(hits), 0) FROM llm_cache").fetchone()
+        return {"entries": int(entries), "hits": int(hits)}
+
+    def close(self) -> None:
+        self.store.close()
 
 
 def _float(value: Any) -> float:
@@ -90,23 +117,68 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     usage = {"calls": row["llm_calls"], "cache_hits": row["cache_hits"], "prompt_tokens": row["prompt_tokens"],
              "completion_tokens": row["completion_tokens"], "cost": row["cost"]}
     completed = row["completed_items"] or summary.total_items
-    result = RunResult(row["id"], row["dataset"], row["target"], summary, row["status"],
+    result = RunResult(row["id"], row.get("dataset_path") or row["dataset"], row["target"], summary, row["status"],
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
-                       completed=completed, selected=max(completed, row["total_items"] or 0))
+                       completed=completed, selected=max(completed, row["total_items"] or 0),
+                       dataset_id=row["dataset"])
     return StoredRun(store, result, plan, row)
 
 
 def show_run(db: Path, run_id: str, json_out: str | None, verbose: bool, out: Console) -> None:
-    """``evalcli show``: the stored run as the table ``evalcli run`` prints, and optionally its JSON."""
+    """``evalcli show RUN``: the stored run as the table ``evalcli run`` prints, and optionally its JSON."""
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
-        render_run(out, run.result, run.items(), scorer_ids=run.plan.scorer_ids, gate_ids=run.plan.gate_ids,
-                   verbose=verbose, db_path=str(db))
-        if json_out:
-            write_json(run.result, run.items(), json_out, Redactor())
+        terminal = TerminalReport(out, run.result, run.plan.scorer_ids, run.plan.gate_ids, verbose=verbose,
+                                  db_path=str(db))
+        with contextlib.ExitStack() as files:
+            reports: list[Any] = [terminal]
+            if json_out:
+                stream = sys.stdout if json_out == "-" else files.enter_context(open_for_writing(Path(json_out)))
+                json_report = JsonReport(stream, run.result, Redactor())
+                reports.append(json_report)
+            deliver(run.items(), reports)
+            if json_out:
+                json_report.close()
+                stream.write("\n")
+        terminal.close()
     finally:
         store.close()
+
+
+def find_item(store: Store, run_id: str, key: str) -> ItemResult:
+    """A conversation of a stored run by item id, or else by index."""
+    query = "SELECT item_index FROM items WHERE run_id = ? AND item_id = ?"
+    rows = list(store.query(query, [run_id, key]))
+    if not rows and key.isdigit():
+        rows = list(store.query("SELECT item_index FROM items WHERE run_id = ? AND item_index = ?", [run_id, int(key)]))
+    if not rows:
+        known = [r["item_id"] for r in store.query("SELECT item_id FROM items WHERE run_id = ? ORDER BY item_index "
+                                                   "LIMIT 8", [run_id])]
+        raise StoreError(f"run {run_id} has no conversation '{key}'",
+                         f"give an item id or index; ids include: {', '.join(known) or '(none stored)'}")
+    index = rows[0]["item_index"]
+    return next(item for item in store.load_items(run_id) if item.index == index)
+
+
+def show_item(db: Path, run_id: str, key: str, json_out: str | None, out: Console) -> None:
+    """``evalcli show RUN ITEM``: one conversation turn by turn, with every gate's and scorer's reason."""
+    store = open_existing(db)
+    try:
+        run = load_run(store, run_id)
+        item = find_item(store, run.result.run_id, key)
+    finally:
+        store.close()
+    if json_out:
+        text = json.dumps(item_document(run.result, item), ensure_ascii=False, indent=2) + "\n"
+        if json_out == "-":
+            sys.stdout.write(text)
+        else:
+            with open_for_writing(Path(json_out)) as handle:
+                handle.write(text)
+        if json_out == "-":
+            return
+    out.print(render_item(run.result, item))
 
 
 def runs_table(store: Store, limit: int = 20) -> Table:
@@ -117,7 +189,7 @@ def runs_table(store: Store, limit: int = 20) -> Table:
         table.add_column(column, justify="right" if column == "items" else "left")
     for row in store.runs(limit):
         options = json.loads(row["options"] or "{}")
-        dataset = row["dataset"] + (f" (shard {options['shard'][0]}/{options['shard'][1]})"
+        dataset = (row.get("dataset_path") or row["dataset"]) + (f" (shard {options['shard'][0]}/{options['shard'][1]})"
                                     if options.get("shard") else "")
         if options.get("merged_from"):
             dataset += f" (merged {len(options['merged_from'])})"

@@ -23,9 +23,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalcli import migrations
-from evalcli.errors import EvalcliError
-
-Message = dict[str, Any]
+from evalcli.errors import EvalcliError, describe
+from evalcli.messages import Message
 
 EVALCLI_ONLY_KEYS = frozenset({"is_error"})
 """Message keys evalcli uses itself; they are stripped before messages reach a provider."""
@@ -85,6 +84,8 @@ class CallRecord:
     cost: float
     cache_hit: bool
     duration_ms: float
+    turn_index: int | None = None
+    """The conversation's turn the call was made for (simulator calls), if any."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,16 +122,26 @@ current_usage: ContextVar[UsageSink | None] = ContextVar("evalcli_current_usage"
 
 
 class ResponseCache:
-    """Model responses in SQLite (table ``llm_cache``), keyed on everything that changes the answer."""
+    """Model responses in SQLite (table ``llm_cache``), keyed on everything that changes the answer.
 
-    def __init__(self, path: str) -> None:
+    During a run, writes (new replies, hit counts) go through the run's ``StoreWriter`` thread, and a
+    read waits at most ``READ_BUSY_TIMEOUT_MS`` for a lock, then counts as a miss: the event loop never
+    stalls on a database another process holds.
+    """
+
+    def __init__(self, path: str, writer: Any = None) -> None:
+        from evalcli.store import BUSY_TIMEOUT_MS, READ_BUSY_TIMEOUT_MS
+
         self.path = path
+        self.writer = writer
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-        self._conn.execute("PRAGMA busy_timeout = 30000")
+        wait = READ_BUSY_TIMEOUT_MS if writer is not None else BUSY_TIMEOUT_MS
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=wait / 1000)
+        self._conn.execute(f"PRAGMA busy_timeout = {wait}")
         if path != ":memory:":
             self._conn.execute("PRAGMA journal_mode = WAL")
-        migrations.apply(self._conn)
+        if writer is None:
+            migrations.apply(self._conn)
 
     @staticmethod
     def key_for(**parts: Any) -> str:
@@ -138,13 +149,23 @@ class ResponseCache:
         canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The cached response, counting the hit; ``None`` when absent."""
+    def _change(self, sql: str, params: tuple[Any, ...]) -> None:
+        if self.writer is not None:
+            self.writer.submit(lambda conn: conn.execute(sql, params))
+            return
         with self._lock:
-            row = self._conn.execute("SELECT response FROM llm_cache WHERE key = ?", (key,)).fetchone()
-            if row is None:
-                return None
-            self._conn.execute("UPDATE llm_cache SET hits = hits + 1 WHERE key = ?", (key,))
+            self._conn.execute(sql, params)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The cached response, counting the hit; ``None`` when absent (or the database is too busy to say)."""
+        try:
+            with self._lock:
+                row = self._conn.execute("SELECT response FROM llm_cache WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return None
+        if row is None:
+            return None
+        self._change("UPDATE llm_cache SET hits = hits + 1 WHERE key = ?", (key,))
         value = json.loads(row[0])
         return value if isinstance(value, dict) else None
 
@@ -153,15 +174,11 @@ class ResponseCache:
         # a reply may repeat a key it was shown (the judge quoting the transcript): never store it
         data = redact(json.dumps(response, sort_keys=True, default=str))
         now = datetime.now(UTC).isoformat()
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO llm_cache (key, model, response, created_at, hits) VALUES (?, ?, ?, ?, 0)",
-                (key, model, data, now),
-            )
+        self._change("INSERT OR REPLACE INTO llm_cache (key, model, response, created_at, hits) VALUES (?, ?, ?, ?, 0)",
+                     (key, model, data, now))
 
     def delete(self, key: str) -> None:
-        with self._lock:
-            self._conn.execute("DELETE FROM llm_cache WHERE key = ?", (key,))
+        self._change("DELETE FROM llm_cache WHERE key = ?", (key,))
 
     def clear(self) -> int:
         """Delete every cached response; returns how many there were."""
@@ -281,6 +298,9 @@ class LLMClient:
         self._paused_until: dict[str, float] = {}
         """Per model: the ``time.monotonic()`` moment before which no call starts (after a 429)."""
         self._judge_slots: asyncio.Semaphore | None = None
+        self._reachability: dict[str, str | None] = {}
+        self.unpriced: set[str] = set()
+        """Models litellm has no price for (it said so once): asking again would raise on every call."""
 
     def _judge_semaphore(self) -> asyncio.Semaphore:
         if self._judge_slots is None:
@@ -344,10 +364,21 @@ class LLMClient:
         if extra is not None and extra is not sink:
             extra.record(rec)
 
+    def _unreachable(self, model: str) -> str | None:
+        """A missing package or key for this model (checked once per model): retrying cannot fix it."""
+        if model not in self._reachability:
+            from evalcli.preflight import model_problem
+
+            self._reachability[model] = model_problem(model)
+        return self._reachability[model]
+
     async def _call_with_retries(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        litellm = import_litellm()
         model = str(kwargs["model"])
-        if model in _unpriced_models:
+        problem = self._unreachable(model)
+        if problem:
+            raise LLMError(problem, "install what it names, or choose another model")
+        litellm = import_litellm()
+        if model in self.unpriced:
             # litellm prices every response while returning it; for a model it has no price for, that
             # fails (and formats a traceback) on every call. A zero price costs nothing and changes
             # nothing: such calls are recorded at cost 0 either way, and the request is the same.
@@ -368,7 +399,7 @@ class LLMClient:
                     break
                 await asyncio.sleep(self._backoff(model, exc, attempt))
                 continue
-            return _as_dict(raw), _cost(litellm, raw, model)
+            return _as_dict(raw), _cost(litellm, raw, model, self.unpriced)
         assert last is not None
         raise LLMError(
             f"model {model} failed after {attempt} attempt{'s' if attempt != 1 else ''}: {_describe(last)}",
@@ -406,32 +437,29 @@ def _as_dict(raw: Any) -> dict[str, Any]:
     return {k: v for k, v in result.items() if not k.startswith("_")}
 
 
-_unpriced_models: set[str] = set()
-"""Models litellm has no price for (it said so once): asking again would raise on every call."""
-
 _ZERO_PRICE = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
 
 
-def _cost(litellm: Any, raw: Any, model: str) -> float:
+def _cost(litellm: Any, raw: Any, model: str, unpriced: set[str]) -> float:
     # litellm already priced the response while returning it; pricing it again costs ~1 ms a call
     hidden = getattr(raw, "_hidden_params", None)
     stamped = hidden.get("response_cost") if isinstance(hidden, dict) else None
     if isinstance(stamped, (int, float)):
         return float(stamped)
-    if model in _unpriced_models:
+    if model in unpriced:
         return 0.0
     try:
         return float(litellm.completion_cost(completion_response=raw) or 0.0)
     except Exception as exc:  # noqa: BLE001  # litellm does not know every price
         if isinstance(exc, getattr(litellm, "ModelNotMappedError", ())) or "isn't mapped" in str(exc):
-            _unpriced_models.add(model)
+            unpriced.add(model)
         return 0.0
 
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return "timed out"
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = describe(exc)
     if len(text) > 500:
         text = text[:500] + "..."
-    return redact(f"{type(exc).__name__}: {text}")
+    return redact(text)

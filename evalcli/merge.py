@@ -141,9 +141,9 @@ def _write_merged(out: Store, run_id: str, picked: list[tuple[Store, dict[str, A
     conn = out.conn
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute("INSERT INTO runs (id, dataset, dataset_hash, target, started_at, status, options, git_commit) "
-                     "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-                     (run_id, first["dataset"], first["dataset_hash"], first["target"],
+        conn.execute("INSERT INTO runs (id, dataset, dataset_path, dataset_hash, target, started_at, status, options, "
+                     "git_commit) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+                     (run_id, first["dataset"], first.get("dataset_path"), first["dataset_hash"], first["target"],
                       min(row["started_at"] for _, row in picked), json.dumps(options),
                       commits.pop() if len(commits) == 1 else None))
         conn.executemany("INSERT INTO scorers (run_id, scorer_id, kind, spec) VALUES (?, ?, ?, ?)",
@@ -155,7 +155,7 @@ def _write_merged(out: Store, run_id: str, picked: list[tuple[Store, dict[str, A
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    out.finish_run(run_id, summary, "completed", code, {}, completed=summary.total_items)
+    out.finish_run(run_id, summary, "completed", code, completed=summary.total_items)
 
 
 def _copy_rows(source: Store, out: Store, table: str, from_run: str, to_run: str) -> None:

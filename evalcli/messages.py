@@ -21,9 +21,14 @@ def message_text(message: Message) -> str:
     return ""
 
 
-def assistant_texts(messages: Iterable[Message]) -> list[str]:
-    """Texts of the assistant messages that have text, in order (tool-call-only turns add nothing)."""
+def assistant_texts(messages: Iterable[Message], *, strip: bool = False) -> list[str]:
+    """Texts of the assistant messages that have text, in order (tool-call-only turns add nothing).
+
+    With ``strip`` each text is trimmed and whitespace-only ones are dropped (what judges read).
+    """
     texts = (message_text(m) for m in messages if m.get("role") == "assistant")
+    if strip:
+        texts = (t.strip() for t in texts)
     return [t for t in texts if t]
 
 
@@ -59,11 +64,12 @@ def is_error_result(message: Message) -> bool:
     return isinstance(parsed, dict) and bool(parsed.get("error"))
 
 
-def tool_error_count(messages: list[Message]) -> int:
-    """Tool calls that failed: an error result, or no result at all (plus error results of unknown calls)."""
+def tool_errors(messages: list[Message]) -> list[str]:
+    """Every failed tool call, described: an error result, no result at all, or an error result of an unknown call."""
     results: dict[Any, Message] = {}
-    orphans = 0
-    call_ids = {call_id for call_id, _ in tool_calls(messages)}
+    orphans: list[str] = []
+    calls = list(tool_calls(messages))
+    call_ids = {call_id for call_id, _ in calls}
     for message in messages:
         if message.get("role") != "tool":
             continue
@@ -71,10 +77,23 @@ def tool_error_count(messages: list[Message]) -> int:
         if call_id in call_ids:
             results.setdefault(call_id, message)
         elif is_error_result(message):
-            orphans += 1
-    errors = orphans
-    for call_id, _ in tool_calls(messages):
+            orphans.append(f"an error result for unknown call {call_id}: {excerpt(message_text(message))}")
+    errors = []
+    for call_id, name in calls:
         result = results.get(call_id)
-        if result is None or is_error_result(result):
-            errors += 1
-    return errors
+        if result is None:
+            errors.append(f"{name} ({call_id}) has no result")
+        elif is_error_result(result):
+            errors.append(f"{name} ({call_id}) failed: {excerpt(message_text(result))}")
+    return errors + orphans
+
+
+def tool_error_count(messages: list[Message]) -> int:
+    """Tool calls that failed: an error result, or no result at all (plus error results of unknown calls)."""
+    return len(tool_errors(messages))
+
+
+def excerpt(text: str, width: int = 160) -> str:
+    """The text on one line, cut to ``width`` characters, quoted."""
+    flat = " ".join(text.split())
+    return '"' + (flat if len(flat) <= width else flat[: width - 1] + "…") + '"'

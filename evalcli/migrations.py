@@ -5,9 +5,11 @@ Never edit a migration that has shipped: add a new one at the end of ``MIGRATION
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -151,21 +153,89 @@ def m002_run_item_indexes(conn: sqlite3.Connection) -> None:
     )
 
 
+def m003_outcomes_and_identity(conn: sqlite3.Connection) -> None:
+    """Items and turns share one outcomes layout (``outcomes`` JSON beside ``gate_scores``/``scores`` maps
+    of id -> score, and ``passed``); turns carry their ``item_id`` and ``simulated`` flag; items their
+    ``stop_reason``; runs the dataset as typed (``dataset`` becomes its stable name). Rows written by
+    earlier versions are converted."""
+    import sqlite_utils
+
+    db = sqlite_utils.Database(conn)
+    items, turns, runs = db.table("items"), db.table("turns"), db.table("runs")
+    items.add_column("passed", int)
+    items.add_column("outcomes", str)
+    items.add_column("stop_reason", str)
+    turns.add_column("item_id", str)
+    turns.add_column("simulated", int, not_null_default=0)
+    turns.add_column("passed", int)
+    turns.add_column("outcomes", str)
+    runs.add_column("dataset_path", str)
+    conn.execute("UPDATE runs SET dataset_path = dataset")
+    for row in list(db.query("SELECT id, status, gate_scores, scores FROM items")):
+        gates, scorers = json.loads(row["gate_scores"] or "{}"), json.loads(row["scores"] or "{}")
+        items.update(row["id"], {"outcomes": json.dumps({"gates": _gates(gates), "scorers": scorers}),
+                                 "gate_scores": json.dumps(_numbers(gates)), "scores": json.dumps(_numbers(scorers)),
+                                 "passed": int(row["status"] == "ok" and not _missed(gates))})
+    for row in list(db.query("SELECT id, gate_scores, scores FROM turns")):
+        gates = json.loads(row["gate_scores"] or "{}").get("outcomes", {})
+        scored = json.loads(row["scores"] or "{}")
+        scorers, thresholds = scored.get("outcomes", {}), scored.get("thresholds", {})
+        for key, threshold in thresholds.items():
+            if key in scorers:
+                scorers[key]["threshold"] = threshold
+        turns.update(row["id"], {"outcomes": json.dumps({"gates": _gates(gates), "scorers": scorers}),
+                                 "gate_scores": json.dumps(_numbers(gates)), "scores": json.dumps(_numbers(scorers)),
+                                 "passed": int(not _missed(gates))})
+    conn.execute("UPDATE turns SET item_id = (SELECT items.item_id FROM items WHERE items.run_id = turns.run_id "
+                 "AND items.item_index = turns.item_index)")
+    turns.create_index(["run_id", "item_id"], index_name="turns_run_item_id")
+    items.create_index(["run_id", "passed"], index_name="items_run_passed")
+    runs.create_index(["dataset", "id"], index_name="runs_dataset")
+
+
+def _numbers(outcomes: dict[str, Any]) -> dict[str, Any]:
+    return {key: value.get("score") for key, value in outcomes.items()}
+
+
+def _gate_missed(outcome: dict[str, Any]) -> bool:
+    score = outcome.get("score")
+    return not outcome.get("not_scorable") and (score is None or not score >= 1.0)
+
+
+def _gates(outcomes: dict[str, Any]) -> dict[str, Any]:
+    return {key: {**value, "passed": None if value.get("not_scorable") else not _gate_missed(value)}
+            for key, value in outcomes.items()}
+
+
+def _missed(outcomes: dict[str, Any]) -> bool:
+    return any(_gate_missed(value) for value in outcomes.values())
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
     ("002_run_item_indexes", m002_run_item_indexes),
+    ("003_outcomes_and_identity", m003_outcomes_and_identity),
 ]
+
+
+def pending(conn: sqlite3.Connection) -> list[str]:
+    """Names of the migrations not yet applied to this database (read-only: changes nothing)."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone()
+    done = {row[0] for row in conn.execute("SELECT name FROM migrations")} if exists else set()
+    return [name for name, _ in MIGRATIONS if name not in done]
 
 
 def apply(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration not yet recorded, each in its own transaction; returns their names."""
+    todo = set(pending(conn))
+    if not todo:
+        return []
     conn.execute(
         "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
-    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
     applied = []
     for name, migration in MIGRATIONS:
-        if name in done:
+        if name not in todo:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -1,23 +1,25 @@
-"""Rendering a run: the rich tables and the JSON file. Pure functions of a result; nothing is computed here."""
+"""The terminal report of a run: rich tables, the failing conversations, the verdict line.
+
+``TerminalReport`` is fed the run's conversations once, in dataset order (with the other reports,
+see ``outputs``), and prints when closed. Nothing is computed here that the result does not hold.
+"""
 
 from __future__ import annotations
 
-import json
 import math
-import sys
-from collections.abc import Iterable
-from pathlib import Path
-from typing import Any, TextIO
+from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from .result import ItemResult, RunResult, Summary
-from .secrets import Redactor
 
 VERDICT_STYLE = {"passed": "bold green", "scored": "bold yellow", "failed": "bold red"}
 MAX_ROWS = 50
+MAX_FAILING = 10
+NOT_SCORABLE = "n/s"
 
 
 def fmt(score: float | None) -> str:
@@ -38,44 +40,159 @@ def threshold_text(raw: Any) -> str:
     return f">= {fmt(raw)}"
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 conversation``, ``2 conversations``."""
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
 def _mark(passed: bool) -> Text:
     return Text("pass", style="green") if passed else Text("FAIL", style="bold red")
-
-
-def items_table(items: Iterable[ItemResult], scorer_ids: list[str], gate_ids: list[str], *, verbose: bool,
-                total: int) -> tuple[Table, int]:
-    """One row per conversation (at most ``MAX_ROWS`` unless verbose, errors and gate failures always shown)."""
-    table = Table(title="Conversations", title_justify="left", show_lines=False)
-    for name, justify in (("item", "left"), ("form", "left"), ("turns", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for scorer_id in scorer_ids:
-        table.add_column(_short(scorer_id), justify="right")
-    if gate_ids:
-        table.add_column("gates", justify="right")
-    table.add_column("status")
-    shown = 0
-    for item in items:
-        if not verbose and shown >= MAX_ROWS and item.passed:
-            continue
-        shown += 1
-        cells: list[Any] = [item.id, item.form, str(len(item.turns))]
-        for scorer_id in scorer_ids:
-            outcome = item.scores.get(scorer_id)
-            cells.append("n/s" if outcome is not None and outcome.not_scorable else fmt(outcome.score if outcome else None))
-        if gate_ids:
-            scorable = sum(1 for o in item.gate_scores.values() if not o.not_scorable)
-            passed = scorable - sum(1 for o in item.gate_scores.values() if o.missed_gate)
-            cells.append(Text(f"{passed}/{scorable}", style="green" if passed == scorable else "red"))
-        cells.append(Text("ok", style="green") if item.status == "ok" else Text("error", style="bold red"))
-        table.add_row(*cells)
-    return table, total - shown
 
 
 def _short(text: str, width: int = 28) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def aggregate_tables(summary: Summary) -> list[Table]:
+def one_line(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def why_failed(item: ItemResult) -> str:
+    """The first reason a conversation failed: its error, or its first missed gate (with the gate's reason)."""
+    if item.status != "ok":
+        return f"error: {item.error or 'unknown error'}"
+    levels = [("", item.gate_scores), *((f"turn {t.index} ", t.gate_scores) for t in item.turns)]
+    for where, gates in levels:
+        for gate_id, outcome in gates.items():
+            if outcome.missed_gate:
+                detail = outcome.error or outcome.reason
+                return f"{where}gate {gate_id} scored {fmt(outcome.score)}" + (f": {detail}" if detail else "")
+    return "failed"
+
+
+@dataclass
+class TerminalReport:
+    """Collects what the terminal shows while the conversations stream past; ``close`` prints it."""
+
+    console: Console
+    result: RunResult
+    scorer_ids: list[str]
+    gate_ids: list[str]
+    verbose: bool = False
+    quiet: bool = False
+    db_path: str | None = None
+    rows: list[list[Any]] = field(default_factory=list)
+    hidden: int = 0
+    not_scorable_shown: bool = False
+    failing: list[ItemResult] = field(default_factory=list)
+    failing_count: int = 0
+    gate_errors: list[str] = field(default_factory=list)
+    turn_misses: dict[tuple[int, str], list[str]] = field(default_factory=dict)
+
+    def item(self, item: ItemResult) -> None:
+        if not item.passed:
+            self.failing_count += 1
+            if len(self.failing) < MAX_FAILING:
+                self.failing.append(_light(item))
+        for turn in item.turns:
+            for gate_id, outcome in turn.gate_scores.items():
+                if outcome.missed_gate and item.status == "ok":
+                    self.turn_misses.setdefault((turn.index, gate_id), []).append(item.id)
+        for where, gates in (("", item.gate_scores), *((f" turn {t.index}", t.gate_scores) for t in item.turns)):
+            self.gate_errors.extend(f"{item.id}{where}: gate {gate_id} raised (scored 0): {one_line(o.error)}"
+                                    for gate_id, o in gates.items() if o.error)
+        if self.quiet:
+            return
+        if not self.verbose and len(self.rows) >= MAX_ROWS and item.passed:
+            self.hidden += 1
+            return
+        self.rows.append(self._row(item))
+
+    def _row(self, item: ItemResult) -> list[Any]:
+        cells: list[Any] = [item.id, item.form, str(len(item.turns))]
+        for scorer_id in self.scorer_ids:
+            outcome = item.scores.get(scorer_id)
+            if outcome is not None and outcome.not_scorable:
+                self.not_scorable_shown = True
+                cells.append(NOT_SCORABLE)
+            else:
+                cells.append(fmt(outcome.score if outcome else None))
+        if self.gate_ids:
+            scorable = sum(1 for o in item.gate_scores.values() if not o.not_scorable)
+            passed = scorable - sum(1 for o in item.gate_scores.values() if o.missed_gate)
+            cells.append(Text(f"{passed}/{scorable}", style="green" if passed == scorable else "red"))
+        cells.append(Text("ok", style="green") if item.status == "ok" else Text("error", style="bold red"))
+        return cells
+
+    def close(self) -> None:
+        console = self.console
+        if self.quiet:
+            console.print(summary_line(self.result, None), soft_wrap=True)
+            return
+        console.print()
+        console.print(Text.assemble(("Run ", "bold"), (self.result.run_id, "cyan"),
+                                    f"  {self.result.dataset}  ->  {self.result.target}"), soft_wrap=True)
+        console.print(self._items_table())
+        if self.hidden > 0:
+            console.print(f"  ... {plural(self.hidden, 'more passing conversation')} (--verbose shows all; "
+                          f"'evalcli show {self.result.run_id} ITEM' shows one)", soft_wrap=True)
+        for line in self.gate_errors[:20]:
+            console.print(Text.assemble(("  gate error ", "bold yellow"), line), soft_wrap=True)
+        for table in aggregate_tables(self.result.summary, self.turn_misses):
+            console.print(table)
+        self._print_failing()
+        console.print(summary_line(self.result, self.db_path), soft_wrap=True)
+
+    def _items_table(self) -> Table:
+        table = Table(title="Conversations", title_justify="left", show_lines=False)
+        for name, justify in (("item", "left"), ("form", "left"), ("turns", "right")):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for scorer_id in self.scorer_ids:
+            table.add_column(_short(scorer_id), justify="right")
+        if self.gate_ids:
+            table.add_column("gates", justify="right")
+        table.add_column("status")
+        for row in self.rows:
+            table.add_row(*row)
+        legend = []
+        if self.not_scorable_shown:
+            legend.append(f"{NOT_SCORABLE} = not scorable on that conversation (left out of the mean)")
+        if self.gate_ids:
+            legend.append("gates = passed/scorable top-level gates")
+        table.caption = "; ".join(legend) or None
+        table.caption_justify = "left"
+        return table
+
+    def _print_failing(self) -> None:
+        if not self.failing_count or not (self.result.verdict == "failed" or self.result.summary.errors):
+            return
+        self.console.print(Text(f"Failing conversations ({self.failing_count}):", style="bold red"), soft_wrap=True)
+        for item in self.failing:
+            self.console.print(Text.assemble(("  ", ""), (item.id, "bold"), f"  {one_line(why_failed(item))}"),
+                               soft_wrap=True)
+            self.console.print(Text(f"    evalcli show {self.result.run_id} {_quoted(item.id)}", style="dim"),
+                               soft_wrap=True)
+        if self.failing_count > len(self.failing):
+            self.console.print(f"  ... and {self.failing_count - len(self.failing)} more "
+                               f"(evalcli show {self.result.run_id} -v lists every conversation)", soft_wrap=True)
+
+
+def _light(item: ItemResult) -> ItemResult:
+    """A failing conversation kept for the list, without its (possibly large) messages."""
+    from dataclasses import replace
+
+    turns = [replace(t, output=[]) for t in item.turns]
+    return replace(item, turns=turns, usage=[])
+
+
+def _quoted(item_id: str) -> str:
+    import shlex
+
+    return shlex.quote(item_id)
+
+
+def aggregate_tables(summary: Summary, turn_misses: dict[tuple[int, str], list[str]] | None = None) -> list[Table]:
     tables = []
     if summary.gate_results:
         gates = Table(title="Gates (each must average >= 1.0)", title_justify="left")
@@ -95,54 +212,31 @@ def aggregate_tables(summary: Summary) -> list[Table]:
                            _mark(result.passed) if result else "")
         tables.append(scores)
     if summary.turn_results:
-        turns = Table(title="Turn results (mean per turn index across conversations)", title_justify="left")
-        for column in ("turn", "gates", "thresholds", "scores"):
-            turns.add_column(column)
-        for turn in summary.turn_results:
-            gates_text = Text()
-            for g in turn.gate_results:
-                gates_text.append(f"{g.id}={fmt(g.score)} ", style="green" if g.passed else "bold red")
-            thresholds_text = Text()
-            for t in turn.threshold_results:
-                thresholds_text.append(f"{t.id}={fmt(t.average_score)} ({threshold_text(t.threshold)}) ",
-                                       style="green" if t.passed else "bold red")
-            turns.add_row(str(turn.index), gates_text, thresholds_text,
-                          " ".join(f"{k}={fmt(v)}" for k, v in turn.scores.items()))
-        tables.append(turns)
+        tables.append(_turns_table(summary, turn_misses or {}))
     return tables
 
 
-def render_run(console: Console, result: RunResult, items: Iterable[ItemResult], *, scorer_ids: list[str],
-               gate_ids: list[str], verbose: bool = False, db_path: str | None = None) -> None:
-    """The whole terminal report of one run."""
-    summary = result.summary
-    console.print()
-    console.print(Text.assemble(("Run ", "bold"), (result.run_id, "cyan"), f"  {result.dataset}  ->  {result.target}"))
-    errors: list[ItemResult] = []
-    gate_errors: list[str] = []
-
-    def remember_errors(stream: Iterable[ItemResult]) -> Iterable[ItemResult]:
-        for item in stream:
-            if item.status != "ok":
-                errors.append(item)
-            gate_errors.extend(f"{item.id}: gate {gate_id} raised (scored 0): {o.error}"
-                               for gate_id, o in item.gate_scores.items() if o.error)
-            gate_errors.extend(f"{item.id} turn {t.index}: gate {gate_id} raised (scored 0): {o.error}"
-                               for t in item.turns for gate_id, o in t.gate_scores.items() if o.error)
-            yield item
-
-    table, hidden = items_table(remember_errors(items), scorer_ids, gate_ids, verbose=verbose, total=result.completed)
-    console.print(table)
-    if hidden > 0:
-        console.print(f"  ... {hidden} more passing conversations (--verbose shows all; "
-                      f"'evalcli show {result.run_id}' later)")
-    for item in errors[:20]:
-        console.print(Text.assemble(("  error ", "bold red"), (f"{item.id}: ", "bold"), item.error or ""))
-    for line in gate_errors[:20]:
-        console.print(Text.assemble(("  gate error ", "bold yellow"), line))
-    for table in aggregate_tables(summary):
-        console.print(table)
-    console.print(summary_line(result, db_path))
+def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]) -> Table:
+    turns = Table(title="Turn results (mean per turn index across conversations)", title_justify="left")
+    for column in ("turn", "gates", "thresholds", "scores"):
+        turns.add_column(column)
+    for turn in summary.turn_results:
+        gates_text = Text()
+        for g in turn.gate_results:
+            if g.passed:
+                gates_text.append(f"{g.id}={fmt(g.score)} ", style="green")
+                continue
+            missed = turn_misses.get((turn.index, g.id), [])
+            names = ", ".join(missed[:3]) + (f" +{len(missed) - 3} more" if len(missed) > 3 else "")
+            gates_text.append(f"FAIL {g.id}={fmt(g.score)}" + (f" (failed by {names})" if names else "") + " ",
+                              style="bold red")
+        thresholds_text = Text()
+        for t in turn.threshold_results:
+            thresholds_text.append(f"{'' if t.passed else 'FAIL '}{t.id}={fmt(t.average_score)} "
+                                   f"({threshold_text(t.threshold)}) ", style="green" if t.passed else "bold red")
+        turns.add_row(str(turn.index), gates_text, thresholds_text,
+                      " ".join(f"{k}={fmt(v)}" for k, v in turn.scores.items()))
+    return turns
 
 
 def summary_line(result: RunResult, db_path: str | None) -> Text:
@@ -150,16 +244,19 @@ def summary_line(result: RunResult, db_path: str | None) -> Text:
     text = Text()
     if result.status == "interrupted":
         text.append("INTERRUPTED ", style="bold red")
-        text.append(f"after {result.completed} of {result.selected} conversations; "
-                    f"continue with: evalcli run {result.dataset} --resume {result.run_id}\n")
+        text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}; "
+                    f"continue with: evalcli run {result.dataset} --resume {result.run_id}"
+                    + (f" --db {db_path}" if db_path and db_path != "evalcli.db" else "") + "\n")
     text.append("verdict: ")
     text.append(summary.verdict or "none (no gate or threshold results)", style=VERDICT_STYLE.get(summary.verdict or "", ""))
     text.append(f"   conversations: {summary.total_items}   errors: {summary.errors}")
     if summary.not_scorable:
         text.append(f"   not scorable: {sum(summary.not_scorable.values())}")
     if result.pass_at_k:
-        text.append("\npass@k (share of conversations where a gate passed in at least one of the --repeat plays): " +
+        text.append("\npass@k (a gate passed in at least one of the --repeat plays): " +
                     ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_at_k.items()))
+        text.append("\npass^k (a gate passed in all of the --repeat plays): " +
+                    ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_all_k.items()))
     usage = result.usage
     if usage.get("calls"):
         text.append(f"\nLLM calls: {usage['calls']} (cache hits: {usage['cache_hits']})   tokens: "
@@ -168,19 +265,3 @@ def summary_line(result: RunResult, db_path: str | None) -> Text:
         text.append(f"\nstored in {db_path} (run {result.run_id})", style="dim")
     text.append(f"   exit code {result.exit_code}", style="dim")
     return text
-
-
-def write_json(result: RunResult, items: Iterable[ItemResult], destination: str, redact: Redactor) -> None:
-    """The JSON result of SPEC §7 to a file, or to stdout for ``-``; items are streamed, not held."""
-    head = result.to_json(items=[])
-    head.pop("items")
-    out: TextIO = sys.stdout if destination == "-" else Path(destination).open("w", encoding="utf-8")
-    try:
-        body = json.dumps(head, ensure_ascii=False, indent=2)
-        out.write(redact(body[:-2]) + ',\n  "items": [')
-        for n, item in enumerate(items):
-            out.write(("," if n else "") + "\n    " + redact(json.dumps(item.to_json(), ensure_ascii=False, default=str)))
-        out.write("\n  ]\n}\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()

@@ -2,13 +2,54 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .messages import Message
 from .scorers.base import Outcome, finite_or_none
 
-Message = dict[str, Any]
 Verdict = Literal["passed", "scored", "failed"]
+
+
+def threshold_passed(raw: Any, average: float | None) -> bool:
+    """Whether a score meets a threshold config (a number = inclusive minimum, or ``{min, max}`` inclusive)."""
+    if average is None or not math.isfinite(average):
+        return False
+    if isinstance(raw, dict):
+        low, high = raw.get("min"), raw.get("max")
+        return not ((low is not None and average < low) or (high is not None and average > high))
+    return bool(average >= raw)
+
+
+def outcome_json(outcome: Outcome, *, gate: bool = False, threshold: Any = None) -> dict[str, Any]:
+    """One gate's or scorer's outcome, in the layout shared by items, turns, the JSON and the database."""
+    data: dict[str, Any] = {"score": finite_or_none(outcome.score), "reason": outcome.reason}
+    if outcome.not_scorable:
+        data["not_scorable"] = True
+    if outcome.error is not None:
+        data["error"] = outcome.error
+    if threshold is not None:
+        data["threshold"] = threshold
+    if gate:
+        data["passed"] = None if outcome.not_scorable else not outcome.missed_gate
+    elif threshold is not None:
+        data["passed"] = None if outcome.not_scorable else threshold_passed(threshold, outcome.score)
+    return data
+
+
+def outcomes_json(gates: dict[str, Outcome], scores: dict[str, Outcome], thresholds: dict[str, Any]) -> dict[str, Any]:
+    """``{"gates": {id: outcome}, "scorers": {id: outcome}}`` (see ``outcome_json``)."""
+    return {"gates": {k: outcome_json(o, gate=True) for k, o in gates.items()},
+            "scorers": {k: outcome_json(o, threshold=thresholds.get(k)) for k, o in scores.items()}}
+
+
+def outcomes_from_json(data: dict[str, Any]) -> tuple[dict[str, Outcome], dict[str, Outcome], dict[str, Any]]:
+    """Gates, scorers and thresholds back from ``outcomes_json``."""
+    scorers = data.get("scorers", {})
+    thresholds = {k: v["threshold"] for k, v in scorers.items() if v.get("threshold") is not None}
+    return ({k: Outcome.from_json(v) for k, v in data.get("gates", {}).items()},
+            {k: Outcome.from_json(v) for k, v in scorers.items()}, thresholds)
 
 
 @dataclass
@@ -23,6 +64,20 @@ class TurnRecord:
     scores: dict[str, Outcome] = field(default_factory=dict)
     thresholds: dict[str, Any] = field(default_factory=dict)
     """Raw threshold config of this turn's thresholded scorers (id -> number or {min, max})."""
+    simulated: bool = False
+    """Whether a simulated user wrote this turn's input (SPEC §13)."""
+
+    @property
+    def passed(self) -> bool:
+        """No gate of this turn missed."""
+        return not any(o.missed_gate for o in self.gate_scores.values())
+
+    def outcomes(self) -> dict[str, Any]:
+        return outcomes_json(self.gate_scores, self.scores, self.thresholds)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "input": self.input, "output": self.output, "simulated": self.simulated,
+                "duration_ms": round(self.duration_ms, 3), "outcomes": self.outcomes()}
 
 
 @dataclass
@@ -46,7 +101,11 @@ class ItemResult:
     repeats: int = 1
     """How many times the conversation was played (``--repeat``); its scores are the means."""
     gate_passes: dict[str, int] = field(default_factory=dict)
-    """Per gate, in how many of the repeats it passed (for pass@k)."""
+    """Per gate, in how many of the repeats it passed (for pass@k and pass^k)."""
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    """Raw threshold config of the run's thresholded top-level scorers (id -> number or {min, max})."""
+    stop_reason: str | None = None
+    """Why a simulated conversation ended (``user_stop``, ``max_turns``, ``loop``); ``None`` when scripted."""
 
     @property
     def passed(self) -> bool:
@@ -54,14 +113,20 @@ class ItemResult:
         gates = [*self.gate_scores.values(), *(o for t in self.turns for o in t.gate_scores.values())]
         return self.status == "ok" and not any(o.missed_gate for o in gates)
 
+    def outcomes(self) -> dict[str, Any]:
+        """Gates and scorers of the whole conversation with scores, reasons, thresholds and pass/fail."""
+        return outcomes_json(self.gate_scores, self.scores, self.thresholds)
+
     def to_json(self) -> dict[str, Any]:
-        """The item as it appears in ``items`` of the JSON result."""
+        """The item as it appears in ``items`` of the JSON result (SPEC §7 keys, then evalcli's own)."""
         return {
             "index": self.index, "id": self.id, "tags": self.tags, "form": self.form, "status": self.status,
             "thread_id": self.thread_id, "resource_id": self.resource_id, "error": self.error,
             "scores": {k: finite_or_none(o.score) for k, o in self.scores.items()},
             "gate_scores": {k: finite_or_none(o.score) for k, o in self.gate_scores.items()},
-            "turns": [{"index": t.index, "input": t.input, "output": t.output} for t in self.turns],
+            "turns": [t.to_json() for t in self.turns],
+            "passed": self.passed, "stop_reason": self.stop_reason, "outcomes": self.outcomes(),
+            "duration_ms": round(self.duration_ms, 3), "traceback": self.traceback,
         }
 
 
@@ -142,6 +207,11 @@ class RunResult:
     selected: int = 0
     pass_at_k: dict[str, float] = field(default_factory=dict)
     """With ``--repeat k``: per gate, the share of conversations where at least one of the k plays passed."""
+    pass_all_k: dict[str, float] = field(default_factory=dict)
+    """With ``--repeat k``: per gate, the share of conversations where all k plays passed (pass^k)."""
+    dataset_id: str = ""
+    """The dataset's stable name (path relative to the repository root, or resolved); ``dataset`` is the
+    path as named when it was run."""
 
     @property
     def verdict(self) -> Verdict | None:

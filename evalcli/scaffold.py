@@ -7,37 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from .dataset import DatasetFile, ItemFile, TurnFile
-from .errors import UsageError
-from .scorers.checks import CHECKS
+from .scorers.kinds import all_kinds
 
 REF = {"$ref": "#/$defs/ScorerRef"}
 GATE_REF = {"$ref": "#/$defs/GateRef"}
 
 
 def _definitions() -> list[dict[str, Any]]:
-    from .scorers.judge import JudgeArgs
-
-    kinds: list[dict[str, Any]] = []
-    for name, check in CHECKS.items():
-        args = check.args.model_json_schema()
-        args.pop("title", None)
-        options: list[dict[str, Any]] = [args]
-        if check.main is None:
-            options += [{"type": "null"}]
-        else:
-            options.append({k: v for k, v in args["properties"][check.main].items() if k != "description"})
-        kinds.append({"type": "object", "description": check.summary,
-                      "properties": {name: {"anyOf": options}}, "required": [name], "additionalProperties": False})
-    judge = JudgeArgs.model_json_schema()
-    judge.pop("title", None)
-    for key in ("judge", "multi_turn_judge"):
-        kinds.append({"type": "object", "description": "An LLM judge of the whole conversation against one criterion.",
-                      "properties": {key: {"anyOf": [judge, {"type": "string"}]}}, "required": [key],
-                      "additionalProperties": False})
-    kinds.append({"type": "object", "description": "A custom Python scorer: 'module:attribute'.",
-                  "properties": {"python": {"type": "string", "pattern": "^[^:]+:.+$"}}, "required": ["python"],
-                  "additionalProperties": False})
-    return kinds
+    """The inline form ``{kind: ARG}`` of every scorer kind, from the kinds' own declarations."""
+    return [kind.schema() for kind in all_kinds()]
 
 
 def dataset_schema() -> dict[str, Any]:
@@ -66,7 +44,11 @@ def dataset_schema() -> dict[str, Any]:
     item["properties"]["input"] = {"type": "string", "description": "A single-turn question."}
     item["properties"]["inputs"] = {"type": "array", "items": {"type": "string"}, "minItems": 1}
     item["properties"]["turns"] = {"type": "array", "items": {"$ref": "#/$defs/Turn"}, "minItems": 1}
-    item["oneOf"] = [{"required": ["input"]}, {"required": ["inputs"]}, {"required": ["turns"]}]
+    item["oneOf"] = [{"required": ["input"]}, {"required": ["inputs"]}, {"required": ["turns"]},
+                     {"required": ["simulate"]}]
+    simulation = _simulation_schema()
+    if simulation is not None:
+        item["properties"]["simulate"] = simulation
     defs["Turn"] = turn
     defs["Item"] = item
     props = schema["properties"]
@@ -75,6 +57,16 @@ def dataset_schema() -> dict[str, Any]:
     props["data"] = {"type": "array", "items": {"$ref": "#/$defs/Item"}, "minItems": 1}
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "evalcli dataset"
+    return schema
+
+
+def _simulation_schema() -> dict[str, Any] | None:
+    try:
+        from .simulate import SimulateFile
+    except ModuleNotFoundError:
+        return None
+    schema = SimulateFile.model_json_schema()
+    schema.pop("title", None)
     return schema
 
 
@@ -115,12 +107,12 @@ agent = EchoAgent()
 STARTER_DATASET = '''# yaml-language-server: $schema=evalcli.schema.json
 # Run it: evalcli run eval.yaml
 target: agent:agent
-gates:
-  - includes: "You said"
+gates:                            # each must pass on every conversation
+  - echoed                        # registered in scorers.yaml (as every scorer here)
 scorers:
-  - scorer: said-hello            # registered in scorers.yaml
+  - scorer: said-hello
     threshold: 1                  # its average over conversations must be >= 1
-  - similarity: "You said: hello" # tracked only
+  - close-to-hello                # tracked only: no threshold
 data:
   - id: hello
     input: hello
@@ -128,26 +120,33 @@ data:
     turns:
       - input: hello
       - input: how are you?
-        gates: [{includes: "message 2"}]
+        gates: [second-message]
 '''
 
-STARTER_SCORERS = '''# Registered scorers: their scores are stored per item and per turn, comparable across runs.
+STARTER_SCORERS = '''# Registered scorers: their scores are stored per item and per turn under these ids,
+# comparable across runs. Any inline reference ({includes: ...}) works too, but is not stored.
 scorers:
+  echoed:
+    includes: "You said"
   said-hello:
     includes: hello
+  close-to-hello:
+    similarity: "You said: hello"
+  second-message:
+    includes: "message 2"
 '''
 
 
-def init_project(folder: Path, force: bool = False) -> list[Path]:
-    """Write a starter dataset, registry, agent and schema; never overwrite without ``force``."""
+def init_project(folder: Path, force: bool = False) -> tuple[list[Path], list[Path]]:
+    """Write the starter files that are missing (all of them with ``force``); returns (written, kept)."""
     files = {"eval.yaml": STARTER_DATASET, "scorers.yaml": STARTER_SCORERS, "agent.py": STARTER_AGENT,
              "evalcli.schema.json": json.dumps(dataset_schema(), indent=2) + "\n"}
-    existing = [name for name in files if (folder / name).exists()]
-    if existing and not force:
-        raise UsageError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''} in {folder}",
-                         "run 'evalcli init' in an empty folder, or pass --force to overwrite")
-    written = []
+    written, kept = [], []
     for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8")
-        written.append(folder / name)
-    return written
+        path = folder / name
+        if path.exists() and not force:
+            kept.append(path)
+            continue
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written, kept

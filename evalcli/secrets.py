@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from typing import Any
 
 REDACTED = "[redacted]"
 
@@ -39,6 +40,19 @@ class Redactor:
         if self._pattern is None or not text:
             return text
         return self._pattern.sub(REDACTED, text)
+
+    def value(self, value: Any) -> Any:
+        """A copy of a JSON-like value with every string (keys included) redacted; done before serialising,
+        so a secret holding quotes or backslashes is still found."""
+        if self._pattern is None:
+            return value
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            return {self(k) if isinstance(k, str) else k: self.value(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(v) for v in value]
+        return value
 
 
 def redact_text(text: str) -> str:

@@ -1,16 +1,25 @@
 """SQLite storage through sqlite-utils: runs, items, turns, scores, scorers, LLM calls.
 
-The schema lives in ``migrations.py`` and is applied whenever a store opens. WAL mode and a busy
-timeout let several processes write one file; each finished conversation is written in one
-``BEGIN IMMEDIATE`` transaction, so an interrupted run keeps everything that finished.
+The schema lives in ``migrations.py`` and is applied whenever a store opens for writing. WAL mode
+and a busy timeout let several processes write one file. During a run every write goes through a
+``StoreWriter``: one thread with its own connection, fed by a queue, so a database locked by another
+process never stalls the event loop (conversations, timeouts, Ctrl-C). Each finished conversation
+is written whole in one transaction, so an interrupted run keeps everything that finished.
+
+Reading (``evalcli runs``, ``show``, ``diff``, ``report``) never creates or changes a file: a
+read-only database, or one in a read-only folder, is opened read-only (migrated in memory if it
+is older than this version).
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import sqlite3
 import subprocess
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,14 +27,20 @@ from typing import TYPE_CHECKING, Any
 from . import migrations
 from .aggregate import Plan
 from .errors import StoreError
-from .result import ItemResult, Summary, TurnRecord
-from .scorers.base import Outcome
+from .result import ItemResult, Summary, TurnRecord, outcomes_from_json
+from .scorers.base import Outcome, finite_or_none
 from .secrets import Redactor
 
 if TYPE_CHECKING:
     import sqlite_utils
 
 BUSY_TIMEOUT_MS = 30_000
+READ_BUSY_TIMEOUT_MS = 250
+"""Reads that must happen on the event loop wait at most this long for a lock, then give up."""
+
+Statement = tuple[str, Any]
+Job = Callable[[Any], Any]
+"""A write: a function of a connection (or of the batch's shared transaction)."""
 
 
 def now() -> str:
@@ -36,21 +51,8 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _outcomes(outcomes: dict[str, Outcome]) -> dict[str, Any]:
-    return {key: outcome.to_json() for key, outcome in outcomes.items()}
-
-
-def _load_outcomes(text: str | None) -> dict[str, Outcome]:
-    return {key: Outcome.from_json(value) for key, value in json.loads(text or "{}").items()}
-
-
-def _turn_record(row: dict[str, Any]) -> TurnRecord:
-    gates = json.loads(row["gate_scores"]).get("outcomes", {})
-    scores = json.loads(row["scores"])
-    return TurnRecord(row["turn_index"], row["input"], json.loads(row["output"]), row["duration_ms"] or 0.0,
-                      {k: Outcome.from_json(v) for k, v in gates.items()},
-                      {k: Outcome.from_json(v) for k, v in scores.get("outcomes", {}).items()},
-                      scores.get("thresholds", {}))
+def _scores(outcomes: dict[str, Outcome]) -> dict[str, float | None]:
+    return {key: finite_or_none(outcome.score) for key, outcome in outcomes.items()}
 
 
 def git_commit(folder: Path) -> str | None:
@@ -62,19 +64,47 @@ def git_commit(folder: Path) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-class Store:
-    """One SQLite file of runs. Open it, write runs as they happen, read them back."""
+def connect(path: str, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """A connection for writing: WAL, busy timeout, foreign keys, autocommit (transactions are explicit)."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=timeout_ms / 1000, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
 
-    def __init__(self, path: str | Path, redactor: Redactor | None = None) -> None:
+
+def _open_readonly(path: str) -> sqlite3.Connection:
+    """A read-only connection; a WAL file in a read-only folder is read as immutable; an old schema is
+    migrated in a copy in memory (the file is never touched)."""
+    uri = Path(path).resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if migrations.pending(conn):
+        memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        conn.backup(memory)
+        conn.close()
+        migrations.apply(memory)
+        conn = memory
+    return conn
+
+
+class Store:
+    """One SQLite file of runs. Open it, write runs as they happen (through a ``StoreWriter``), read them back."""
+
+    def __init__(self, path: str | Path, redactor: Redactor | None = None, *, readonly: bool = False) -> None:
         self.path = str(path)
+        self.readonly = readonly
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
-                                   check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            migrations.apply(conn)
+            if readonly:
+                conn = _open_readonly(self.path)
+            else:
+                conn = connect(self.path)
+                migrations.apply(conn)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open database {self.path}: {exc}",
                              "check --db PATH points at an evalcli SQLite file (or a new path)") from None
@@ -84,9 +114,24 @@ class Store:
         self._fresh: dict[str, set[int]] = {}
         """Runs begun (not resumed) by this store, with the item indexes written so far: nothing to replace."""
 
+    @classmethod
+    def existing(cls, path: str | Path, redactor: Redactor | None = None, *, write: bool = False) -> Store:
+        """Open a database that must already exist (history never creates an empty file); read-only unless
+        ``write``, and read-only anyway when the file or its folder cannot be written."""
+        file = Path(path)
+        if not file.is_file():
+            raise StoreError(f"no database at {path}: it does not exist",
+                             "pass --db PATH of a file written by 'evalcli run' (default: ./evalcli.db)")
+        import os
+
+        writable = os.access(file, os.W_OK) and os.access(file.parent, os.W_OK)
+        if write and not writable:
+            raise StoreError(f"database {path} is read-only", "check the file's and its folder's permissions")
+        return cls(path, redactor, readonly=not (write and writable))
+
     @property
     def db(self) -> sqlite_utils.Database:
-        """The sqlite-utils view of the file, imported on first use (it pulls in numpy when installed: ~0.2 s)."""
+        """The sqlite-utils view of the file, imported on first use (it pulls in numpy when installed: ~0.1 s)."""
         if self._db is None:
             import sqlite_utils
 
@@ -94,7 +139,8 @@ class Store:
         return self._db
 
     def query(self, sql: str, params: Any = ()) -> Iterator[dict[str, Any]]:
-        """Rows as dicts, like ``sqlite_utils.Database.query``, without importing sqlite-utils on the run path."""
+        """Rows as dicts, like sqlite-utils' ``Database.query`` (which history, diff and reports use through
+        ``db``), without importing sqlite-utils on the path of a run."""
         cursor = self.conn.execute(sql, params)
         columns = [d[0] for d in cursor.description]
         for row in cursor:
@@ -103,114 +149,103 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
-    def _write(self, statements: list[tuple[str, Any]]) -> None:
-        """Run statements in one immediate transaction (taken at once, so writers queue instead of deadlocking)."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            for sql, params in statements:
-                if isinstance(params, list) and not params:
-                    continue  # executemany of no rows (e.g. a run with no registered scorers)
-                if isinstance(params, list) and isinstance(params[0], (tuple, list)):
-                    self.conn.executemany(sql, params)
-                else:
-                    self.conn.execute(sql, params)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+    def writer(self) -> StoreWriter:
+        """A writer thread for a run, with its own connection to this file."""
+        if self.readonly:
+            raise StoreError(f"database {self.path} is open read-only", "run with a --db you can write")
+        return StoreWriter(self)
 
     def _text(self, value: Any) -> str:
-        return self.redact(value if isinstance(value, str) else _dumps(value))
+        """Secrets redacted from the values, then serialised (a secret holding quotes or backslashes is
+        found in the value, not in its escaped JSON text)."""
+        return _dumps(self.redact.value(value))
 
-    # -- writing a run ---------------------------------------------------------------------------
+    # -- writing a run (these build statements; a StoreWriter runs them) ---------------------------
 
-    def begin_run(self, run_id: str, dataset: Any, plan: Plan, options: Any, *, resume: bool = False) -> None:
-        """Record a new run (status ``running``) with its registered scorers, or reopen one to resume."""
-        if resume:
-            if self.run(run_id) is None:
-                raise StoreError(f"no run {run_id} in {self.path}", "see 'evalcli runs' for the ids")
-            self._write([("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))])
-            return
+    def begin_statements(self, run_id: str, dataset: Any, plan: Plan, options: Any) -> list[Statement]:
+        """Record a new run (status ``running``) with its registered scorers."""
         selection = getattr(options, "selection", None)
         stored_options = {
             "plan": plan.to_json(),
             "filter": getattr(selection, "filter", None), "shard": getattr(selection, "shard", None),
             "limit": getattr(selection, "limit", None), "strict": getattr(options, "strict", False),
-            "max_errors": getattr(options, "max_errors", 0),
+            "max_errors": getattr(options, "max_errors", 0), "repeat": getattr(options, "repeat", 1),
             "only_indexes": sorted(getattr(options, "only_indexes", None) or []) or None,
         }
         registered = {s.id: s for s in dataset.all_specs() if s.registered}
         self._fresh[run_id] = set()
-        self._write([
-            ("INSERT INTO runs (id, dataset, dataset_hash, target, started_at, status, options, git_commit) "
-             "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-             (run_id, dataset.path, dataset.hash, dataset.target_spec, now(), _dumps(stored_options),
-              git_commit(Path(dataset.path).resolve().parent))),
+        return [
+            ("INSERT INTO runs (id, dataset, dataset_path, dataset_hash, target, started_at, status, options, "
+             "git_commit) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+             (run_id, dataset.name or dataset.path, dataset.path, dataset.hash, dataset.target_spec, now(),
+              _dumps(stored_options), git_commit(Path(dataset.path).resolve().parent))),
             ("INSERT INTO scorers (run_id, scorer_id, kind, spec) VALUES (?, ?, ?, ?)",
              [(run_id, s.id, s.kind, self._text(s.spec())) for s in registered.values()]),
-        ])
+        ]
 
-    def write_item(self, run_id: str, result: ItemResult, registered: set[str]) -> None:
-        """One finished conversation: its item row, turns, registered scores and LLM calls, in one transaction."""
+    def resume_statements(self, run_id: str) -> list[Statement]:
+        if self.run(run_id) is None:
+            raise StoreError(f"no run {run_id} in {self.path}", "see 'evalcli runs' for the ids")
+        return [("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))]
+
+    def item_statements(self, run_id: str, result: ItemResult, registered: set[str]) -> list[Statement]:
+        """One finished conversation: its item row, turns, registered scores and LLM calls."""
         stamp = now()
         key = (run_id, result.index)
         written = self._fresh.get(run_id)
         first_write = written is not None and result.index not in written
         if written is not None:
             written.add(result.index)
-        statements: list[tuple[str, Any]] = [] if first_write else [
+        statements: list[Statement] = [] if first_write else [
             # a resumed or re-run conversation replaces its earlier rows (a new run has none to replace)
             ("DELETE FROM scores WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM turns WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM llm_calls WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM items WHERE run_id = ? AND item_index = ?", key),
         ]
-        statements += [
-            ("INSERT INTO items (run_id, item_index, item_id, tags, form, status, error, traceback, thread_id, "
-             "resource_id, input, gate_scores, scores, duration_ms, finished_at) "
-             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-             (run_id, result.index, result.id, _dumps(result.tags), result.form, result.status,
-              self.redact(result.error) if result.error else None,
-              self.redact(result.traceback) if result.traceback else None,
-              result.thread_id, result.resource_id, self.redact(result.turns[0].input) if result.turns else None,
-              self._text(_outcomes(result.gate_scores)), self._text(_outcomes(result.scores)),
-              result.duration_ms, stamp)),
-        ]
+        redact = self.redact
         statements.append((
-            "INSERT INTO turns (run_id, item_index, turn_index, input, output, thread_id, resource_id, duration_ms, "
-            "gate_scores, scores) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, result.index, t.index, self.redact(t.input), self._text(t.output), result.thread_id,
-              result.resource_id, t.duration_ms,
-              self._text({"outcomes": _outcomes(t.gate_scores)}),
-              self._text({"outcomes": _outcomes(t.scores), "thresholds": t.thresholds}))
+            "INSERT INTO items (run_id, item_index, item_id, tags, form, status, passed, error, traceback, thread_id, "
+            "resource_id, input, gate_scores, scores, outcomes, stop_reason, duration_ms, finished_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, result.index, result.id, _dumps(result.tags), result.form, result.status, int(result.passed),
+             redact(result.error) if result.error else None, redact(result.traceback) if result.traceback else None,
+             result.thread_id, result.resource_id, redact(result.turns[0].input) if result.turns else None,
+             self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(result.outcomes()),
+             result.stop_reason, result.duration_ms, stamp)))
+        statements.append((
+            "INSERT INTO turns (run_id, item_index, item_id, turn_index, input, output, simulated, thread_id, "
+            "resource_id, duration_ms, passed, gate_scores, scores, outcomes) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, result.index, result.id, t.index, redact(t.input), self._text(t.output), int(t.simulated),
+              result.thread_id, result.resource_id, t.duration_ms, int(t.passed), self._text(_scores(t.gate_scores)),
+              self._text(_scores(t.scores)), self._text(t.outcomes()))
              for t in result.turns]))
         rows: list[tuple[Any, ...]] = []
         if result.status == "ok":
-            for role, outcomes in (("gate", result.gate_scores), ("scorer", result.scores)):
-                for scorer_id, outcome in outcomes.items():
-                    if scorer_id in registered and not outcome.not_scorable:
-                        rows.append((run_id, result.index, result.id, None, result.thread_id, scorer_id, role,
-                                     outcome.score, self.redact(outcome.reason) if outcome.reason else None, stamp))
-            for turn in result.turns:
-                for role, outcomes in (("gate", turn.gate_scores), ("scorer", turn.scores)):
+            levels = [(None, result.gate_scores, result.scores), *((t.index, t.gate_scores, t.scores)
+                                                                  for t in result.turns)]
+            for turn_index, gates, scores in levels:
+                for role, outcomes in (("gate", gates), ("scorer", scores)):
                     for scorer_id, outcome in outcomes.items():
                         if scorer_id in registered and not outcome.not_scorable:
-                            rows.append((run_id, result.index, result.id, turn.index, result.thread_id, scorer_id,
-                                         role, outcome.score,
-                                         self.redact(outcome.reason) if outcome.reason else None, stamp))
+                            rows.append((run_id, result.index, result.id, turn_index, result.thread_id, scorer_id,
+                                         role, outcome.score, redact(outcome.reason) if outcome.reason else None,
+                                         stamp))
         statements.append(("INSERT INTO scores (run_id, item_index, item_id, turn_index, thread_id, scorer_id, role, "
                            "score, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows))
         statements.append((
             "INSERT INTO llm_calls (run_id, item_index, turn_index, purpose, model, prompt_tokens, completion_tokens, "
-            "cost, cache_hit, duration_ms, created_at) VALUES (?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, result.index, r.purpose, r.model, r.prompt_tokens, r.completion_tokens, r.cost,
+            "cost, cache_hit, duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, result.index, r.turn_index, r.purpose, r.model, r.prompt_tokens, r.completion_tokens, r.cost,
               int(r.cache_hit), r.duration_ms, stamp) for r in result.usage]))
-        self._write([s for s in statements if not (isinstance(s[1], list) and not s[1])])
+        return [s for s in statements if not (isinstance(s[1], list) and not s[1])]
 
-    def finish_run(self, run_id: str, summary: Summary, status: str, exit_code: int, usage: dict[str, Any],
-                   completed: int) -> None:
+    def finish_statements(self, run_id: str, summary: Summary, status: str, exit_code: int,
+                          completed: int) -> list[Statement]:
         """The run's verdict, aggregate and totals; totals of LLM use are summed from its stored calls."""
-        self._write([(
+        data = summary.to_json()
+        return [(
             "UPDATE runs SET finished_at = ?, status = ?, verdict = ?, exit_code = ?, total_items = ?, "
             "completed_items = ?, errors = ?, scores = ?, summary = ?, result = ?, "
             "llm_calls = (SELECT COUNT(*) FROM llm_calls WHERE run_id = runs.id), "
@@ -219,8 +254,15 @@ class Store:
             "completion_tokens = (SELECT COALESCE(SUM(completion_tokens), 0) FROM llm_calls WHERE run_id = runs.id), "
             "cost = (SELECT COALESCE(SUM(cost), 0) FROM llm_calls WHERE run_id = runs.id) WHERE id = ?",
             (now(), status, summary.verdict, exit_code, summary.total_items, completed, summary.errors,
-             _dumps(summary.to_json()["scores"]), _dumps(summary.to_json()["summary"]), self._text(summary.to_json()),
-             run_id))])
+             _dumps(data["scores"]), _dumps(data["summary"]), self._text(data), run_id))]
+
+    def execute(self, statements: list[Statement], conn: sqlite3.Connection | None = None) -> None:
+        """Run statements in one immediate transaction (taken at once, so writers queue instead of deadlocking)."""
+        run(conn or self.conn, statements)
+
+    def finish_run(self, run_id: str, summary: Summary, status: str, exit_code: int, completed: int) -> None:
+        """Write a run's end directly (for ``merge``, which writes no conversations of its own)."""
+        self.execute(self.finish_statements(run_id, summary, status, exit_code, completed))
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -229,16 +271,28 @@ class Store:
         return rows[0] if rows else None
 
     def require_run(self, run_id: str) -> dict[str, Any]:
+        """A run by id, unique id prefix, or ``latest``; an ambiguous prefix names its matches."""
+        if run_id == "latest":
+            latest = self.runs(1)
+            if not latest:
+                raise StoreError(f"no runs in {self.path} yet", "run 'evalcli run DATASET' first")
+            return latest[0]
         row = self.run(run_id)
-        if row is None:
-            matches = [r["id"] for r in self.query("SELECT id FROM runs WHERE id LIKE ? LIMIT 2", [f"{run_id}%"])]
-            if len(matches) == 1:
-                return self.require_run(matches[0])
-            raise StoreError(f"no run '{run_id}' in {self.path}", "list runs with 'evalcli runs --db PATH'")
-        return row
+        if row is not None:
+            return row
+        matches = [r["id"] for r in self.query("SELECT id FROM runs WHERE id LIKE ? ORDER BY id LIMIT 6",
+                                               [f"{run_id}%"])]
+        if len(matches) == 1:
+            return self.require_run(matches[0])
+        if matches:
+            shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+            raise StoreError(f"run id '{run_id}' is ambiguous: matches {shown}", "type more characters of the id")
+        raise StoreError(f"no run '{run_id}' in {self.path}", "list runs with 'evalcli runs --db PATH'")
 
-    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        return list(self.query("SELECT * FROM runs ORDER BY id DESC LIMIT ?", [limit]))
+    def runs(self, limit: int = 20, dataset: str | None = None) -> list[dict[str, Any]]:
+        """The newest runs first (of one dataset, by its stable name, when given)."""
+        where, params = ("dataset = ?", [dataset]) if dataset else (None, [])
+        return list(self.db.table("runs").rows_where(where, params, order_by="id desc", limit=limit))
 
     def load_items(self, run_id: str) -> Iterator[ItemResult]:
         """The stored conversations of a run, in dataset order, with their turns and outcomes.
@@ -254,11 +308,131 @@ class Store:
                 if pending["item_index"] == row["item_index"]:
                     turns.append(_turn_record(pending))
                 pending = next(turn_rows, None)
+            gates, scores, thresholds = outcomes_from_json(json.loads(row["outcomes"] or "{}"))
             yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
-                             row["thread_id"], row["resource_id"], turns,
-                             _load_outcomes(row["gate_scores"]), _load_outcomes(row["scores"]),
-                             row["error"], row["traceback"], row["duration_ms"] or 0.0)
+                             row["thread_id"], row["resource_id"], turns, gates, scores, row["error"],
+                             row["traceback"], row["duration_ms"] or 0.0, thresholds=thresholds,
+                             stop_reason=row["stop_reason"])
 
     def plan(self, run_id: str) -> Plan:
         options = json.loads(self.require_run(run_id)["options"] or "{}")
         return Plan.from_json(options["plan"])
+
+
+def _turn_record(row: dict[str, Any]) -> TurnRecord:
+    gates, scores, thresholds = outcomes_from_json(json.loads(row["outcomes"] or "{}"))
+    return TurnRecord(row["turn_index"], row["input"], json.loads(row["output"]), row["duration_ms"] or 0.0,
+                      gates, scores, thresholds, simulated=bool(row["simulated"]))
+
+
+def run(conn: Any, statements: list[Statement]) -> None:
+    """Statements in one ``BEGIN IMMEDIATE`` transaction; a list of parameter rows is an ``executemany``."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, params in statements:
+            if isinstance(params, list) and params and isinstance(params[0], (tuple, list)):
+                conn.executemany(sql, params)
+            elif not (isinstance(params, list) and not params):
+                conn.execute(sql, params)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+class StoreWriter:
+    """The one thread that writes during a run, fed by a queue; the event loop never waits on SQLite.
+
+    ``submit`` hands over a job (a function of a connection, run inside a transaction) and returns a
+    future. Jobs already waiting are written together in one transaction; if that fails, each is retried
+    on its own so one bad job cannot take others down. The first error is kept and raised by ``close``.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._jobs: queue.SimpleQueue[tuple[Job, Future[Any]] | None] = queue.SimpleQueue()
+        self._ready: Future[None] = Future()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, name="evalcli-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Job) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._jobs.put((job, future))
+        return future
+
+    def statements(self, build: Callable[[], list[Statement]]) -> Future[Any]:
+        """Build statements in the writer thread (serialising and redacting off the loop), then write them."""
+        return self.submit(lambda conn: run(conn, build()))
+
+    def _work(self) -> None:
+        try:
+            conn = connect(self.store.path)
+        except sqlite3.Error as exc:
+            self.error = exc
+            conn = None
+        while True:
+            first = self._jobs.get()
+            if first is None:
+                break
+            batch = [first]
+            while len(batch) < 256:
+                try:
+                    more = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._jobs.put(None)
+                    break
+                batch.append(more)
+            self._write(conn, batch)
+        if conn is not None:
+            conn.close()
+
+    def _write(self, conn: sqlite3.Connection | None, batch: list[tuple[Job, Future[Any]]]) -> None:
+        if conn is None:
+            for _, future in batch:
+                future.set_exception(self.error or StoreError("the database cannot be written"))
+            return
+        if len(batch) > 1:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                results = [job(_Nested(conn)) for job, _ in batch]
+                conn.execute("COMMIT")
+            except BaseException:  # noqa: BLE001 - retried one by one below, where the culprit is told
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            else:
+                for (_, future), value in zip(batch, results, strict=True):
+                    future.set_result(value)
+                return
+        for job, future in batch:
+            try:
+                future.set_result(job(conn))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, and kept for close()
+                if self.error is None:
+                    self.error = exc
+                future.set_exception(exc)
+
+    def close(self) -> None:
+        """Write everything queued, stop the thread; raise the first write error, if any."""
+        self._jobs.put(None)
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+class _Nested:
+    """A connection inside an outer transaction: ``run`` skips its own BEGIN/COMMIT there."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.in_transaction = True
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        if sql in ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"):
+            return None  # the batch's own transaction decides (a failing job's error reaches the batch)
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, params: Any) -> Any:
+        return self.conn.executemany(sql, params)

@@ -54,10 +54,13 @@ class Positions:
 
 @dataclass
 class Interpolated:
-    """Environment variables a document used: names, and the values that must never be shown."""
+    """What loading noticed besides the data: environment variables used, secret values that must never
+    be shown, and mistakes that do not stop the rest of the file from being checked (an unset
+    variable, a duplicate key)."""
 
     names: set[str] = field(default_factory=set)
     secret_values: set[str] = field(default_factory=set)
+    problems: list[Problem] = field(default_factory=list)
 
 
 class _Walker:
@@ -148,7 +151,8 @@ class _Walker:
 
 
 def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[Any, Positions, Interpolated]:
-    """Parse one YAML document safely; raise ``DatasetError`` with file:line:col on any problem."""
+    """Parse one YAML document safely. A document that cannot be read raises ``DatasetError`` with
+    file:line:col; mistakes that leave it readable are returned in ``problems`` of the third value."""
     if len(text) > MAX_FILE_BYTES:
         raise DatasetError([Problem(file, f"file is {len(text) // (1024 * 1024)} MB; the limit is "
                                           f"{MAX_FILE_BYTES // (1024 * 1024)} MB",
@@ -179,8 +183,7 @@ def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[
                                     "flatten the structure")]) from None
     finally:
         loader.dispose()
-    if walker.problems:
-        raise DatasetError(walker.problems)
+    walker.used.problems.extend(walker.problems)
     return data, walker.positions, walker.used
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from evalcli.errors import DatasetError
 from evalcli.scorers.base import ScorerRun
-from evalcli.scorers.checks import CHECKS, CheckScorer, dice_similarity
-from evalcli.scorers.registry import Registry, parse_ref
+from evalcli.scorers.checks import dice_similarity
+from evalcli.scorers.registry import Builder, Registry, parse_ref
 from evalcli.yamlsrc import Positions
 
 
@@ -37,7 +37,7 @@ def score(check: str, arg: Any, output: list[dict[str, Any]]) -> float:
     spec = parse_ref({check: arg} if arg is not ... else check, (), Positions("t"), Registry(), problems, gate=False)
     assert not problems, problems
     assert spec is not None
-    scorer = CheckScorer(CHECKS[spec.kind], CHECKS[spec.kind].args.model_validate(spec.args))
+    scorer = Builder({}, llm=lambda: None).build(spec)
     outcome = asyncio.run(scorer.score(ScorerRun("q", output)))
     assert outcome.score is not None
     return outcome.score

@@ -114,8 +114,14 @@ def test_init_writes_a_starter_that_runs_and_passes(tmp_path: Path) -> None:
     result = run_cli(["run", "eval.yaml", "--json", "-"], cwd=tmp_path)
     assert result.code == 0, result.stderr
     assert result.json["verdict"] == "passed"
+    assert "warning" not in result.stderr  # the starter registers what it uses: a first run warns of nothing
+    (tmp_path / "agent.py").write_text("# mine\n")
+    (tmp_path / "evalcli.schema.json").unlink()
     again = run_cli(["init"], cwd=tmp_path)
-    assert again.code == 2 and "already exist" in again.stderr
+    assert again.code == 0
+    assert "kept agent.py" in again.stdout and "kept eval.yaml" in again.stdout
+    assert "wrote evalcli.schema.json" in again.stdout
+    assert (tmp_path / "agent.py").read_text() == "# mine\n" and (tmp_path / "evalcli.schema.json").is_file()
 
 
 def test_junit_has_a_case_per_conversation_and_turn_and_none_for_met_thresholds(tmp_path: Path) -> None:
@@ -124,7 +130,9 @@ def test_junit_has_a_case_per_conversation_and_turn_and_none_for_met_thresholds(
     result = run_cli(["run", str(REPO / "datasets/scored.yaml"), str(REPO / "datasets/forgetful.yaml"), "--db",
                       str(tmp_path / "r.db"), "--junit", str(tmp_path / "j.xml")], cwd=REPO)
     assert result.code == 1
-    suites = ET.parse(tmp_path / "j.xml").getroot().findall("testsuite")
-    names = [[c.get("name") for c in s.findall("testcase")] for s in suites]
+    # several datasets: one JUnit file each, named after the dataset
+    assert not (tmp_path / "j.xml").exists()
+    suites = [ET.parse(tmp_path / name).getroot().find("testsuite") for name in ("j.scored.xml", "j.forgetful.xml")]
+    names = [[c.get("name") for c in s.findall("testcase")] for s in suites if s is not None]
     assert names == [["0", "1", "includes(sunny)"], ["london-two-days", "london-two-days / turn 0",
                                                      "london-two-days / turn 1"]]

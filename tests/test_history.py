@@ -116,8 +116,13 @@ RUN_ID = re.compile(r"Run ([0-9A-Z]{26})")
 
 
 def _comparable(result: dict[str, Any]) -> dict[str, Any]:
-    """The JSON result without what differs between any two runs: the run id and memory thread ids."""
-    result = dict(result, items=[{k: v for k, v in item.items() if k not in ("thread_id", "resource_id")}
+    """The JSON result without what differs between any two runs: the run id, memory thread ids and timings."""
+    def turn(t: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in t.items() if k != "duration_ms"}
+
+    result = dict(result, items=[{**{k: v for k, v in item.items()
+                                     if k not in ("thread_id", "resource_id", "duration_ms")},
+                                  "turns": [turn(t) for t in item["turns"]]}
                                  for item in result["items"]])
     result.pop("run_id")
     return result
@@ -245,6 +250,9 @@ def test_database_is_a_plain_sqlite_utils_database(workdir: Path, write: Callabl
         assert {"run_id", "item_index"} <= _indexed_columns(db, table), table
     assert "turn_index" in _indexed_columns(db, "turns")
     item = next(db.table("items").rows)
-    assert json.loads(item["scores"])["similarity(sunny and warm)"]["score"] == 1.0
+    assert json.loads(item["scores"])["similarity(sunny and warm)"] == 1.0
+    outcome = json.loads(item["outcomes"])["scorers"]["similarity(sunny and warm)"]
+    assert outcome["score"] == 1.0 and "similarity 1.000 between" in outcome["reason"]
     turn = next(db.table("turns").rows)
+    assert turn["item_id"] == item["item_id"] and json.loads(turn["outcomes"]) == {"gates": {}, "scorers": {}}
     assert json.loads(turn["output"]) == [{"role": "assistant", "content": "sunny and warm"}]

@@ -1,6 +1,7 @@
-"""Start-up stays light: ``evalcli --help`` and a check-only run never import litellm (nor sqlite-utils,
-which pulls in numpy). Which modules got imported is checked in a subprocess; no timing is asserted here
-(``make bench`` measures time)."""
+"""Start-up stays light: ``evalcli --help`` and a check-only run never import litellm, and a check-only run
+on an existing database does not import sqlite-utils (which pulls in numpy; it creates and migrates
+databases). Which modules got imported is checked in a subprocess; no timing is asserted here (``make
+bench`` measures time)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,9 @@ def test_check_only_run_imports_neither_litellm_nor_sqlite_utils(tmp_path: Path)
         '{"inputs": ["Hi", "Weather?"]}\n'
         '{"turns": [{"input": "Hi"}, {"input": "Weather?", "gates": [{"includes": "sunny"}]}]}\n'
     )
+    code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
+    assert code == 0
+    assert modules["sqlite_utils"] and not modules["litellm"], modules  # a new database: migrations
     code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
     assert code == 0
     assert not any(modules.values()), modules

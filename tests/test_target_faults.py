@@ -60,7 +60,8 @@ FAULTS = {
     "score-raise": "scorer picky raised KeyError: 'scorer blew up'",
 }
 TRACEBACK_SAYS = {"raise": "ValueError: kaboom from the target", "multi": "RuntimeError: the second turn broke",
-                  "hang": "TimeoutError", "int": "BadReply", "score-raise": "KeyError: 'scorer blew up'"}
+                  "hang": "TurnTimedOut: the target did not answer within", "int": "BadReply",
+                  "score-raise": "KeyError: 'scorer blew up'"}
 
 
 def dataset(target: str) -> str:
@@ -97,7 +98,7 @@ def test_target_faults_are_item_errors_with_tracebacks_and_the_run_goes_on(tmp_p
     # the first turn of the failed multi-turn conversation is kept
     assert query(tmp_path / "evalcli.db", "SELECT t.turn_index, t.input FROM turns t JOIN items i "
                  "USING (run_id, item_index) WHERE i.item_id = 'multi'") == [(0, "first turn")]
-    assert "error multi: turn 1: the target raised RuntimeError" in done.stderr  # the table, with --json -
+    assert "multi  error: turn 1: the target raised RuntimeError" in done.stderr  # the failing list, with --json -
 
 
 def test_an_async_hang_is_cancelled_and_max_errors_tolerates_exactly_n(tmp_path: Path) -> None:

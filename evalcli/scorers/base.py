@@ -8,23 +8,47 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-Message = dict[str, Any]
+from ..messages import Message
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """One turn as scorers see it: the user's message and this turn's response messages."""
+
+    index: int
+    input: str
+    """What the user said (scripted, or written by the simulated user)."""
+    output: list[Message]
+    """This turn's response messages (assistant and tool), in OpenAI chat format."""
+    simulated: bool = False
+    """Whether a simulated user wrote ``input`` (SPEC §13)."""
 
 
 @dataclass(frozen=True)
 class ScorerRun:
-    """What a scorer sees: the input, the response messages, and the item's ground truth."""
+    """What a scorer sees: the input, the response messages, every turn, and the item's expectations."""
 
     input: str
-    """The item's input; for ``inputs``/``turns`` items the FIRST input (per-turn: that turn's)."""
+    """The item's input; for multi-turn items the FIRST input (per-turn: that turn's)."""
     output: list[Message]
-    """Response messages (assistant and tool), in OpenAI chat format."""
+    """Response messages (assistant and tool), in OpenAI chat format: all turns' (per-turn: that turn's)."""
     ground_truth: Any = None
     """The item's ``ground_truth``, unchanged."""
     turn_index: int | None = None
     """The turn's index for per-turn scorers; ``None`` for whole-conversation scorers."""
+    turns: tuple[TurnView, ...] = ()
+    """The turns being scored, in order: every turn of the conversation (per-turn: just that one)."""
+    expected_outcome: str | None = None
+    """The item's ``expected_outcome``, if it has one (SPEC §14)."""
+    goal: str | None = None
+    """The simulated user's goal for ``simulate`` items (SPEC §13), else ``None``."""
+
+    @property
+    def user_messages(self) -> list[str]:
+        """What the user said on each scored turn, in order."""
+        return [turn.input for turn in self.turns]
 
 
 @dataclass(frozen=True)
@@ -91,9 +115,3 @@ def finite_or_none(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return value
-
-
-class Scorer(Protocol):
-    """Anything that can score a run."""
-
-    async def score(self, run: ScorerRun) -> Outcome: ...

@@ -1,7 +1,7 @@
 """The eleven deterministic checks (SPEC §4). No LLM; each is a pure function of the run.
 
-Each check is declared once in ``CHECKS`` with a strict pydantic model of its arguments, the name
-of its main argument (what ``{check: ARG}`` sets) and its scoring function.
+Each check is declared once as a ``Kind`` (its argument model, main argument and summary) and
+returns a score with a reason that says what it saw, so a failing gate explains itself.
 """
 
 from __future__ import annotations
@@ -9,31 +9,29 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..messages import assistant_texts, tool_error_count, tool_names
+from ..messages import assistant_texts, excerpt, tool_errors, tool_names
 from .base import Outcome, ScorerRun
+from .kinds import BuildContext, Kind, register
 
 
-class _Args(BaseModel):
+class CheckArgs(BaseModel):
+    """Base of every check's arguments: unknown keys are errors."""
+
     model_config = ConfigDict(extra="forbid", strict=False)
 
 
-class TextArgs(_Args):
-    value: str
-    """The text to look for."""
-    ignore_case: bool = True
-    """Lower-case both sides before comparing."""
+class TextArgs(CheckArgs):
+    value: str = Field(description="The text to look for.")
+    ignore_case: bool = Field(default=True, description="Lower-case both sides before comparing.")
 
 
-class MatchesArgs(_Args):
-    pattern: str
-    """A Python regular expression."""
-    exact: bool = False
-    """Require the whole text to match (``re.fullmatch``) rather than a match anywhere."""
+class MatchesArgs(CheckArgs):
+    pattern: str = Field(description="A Python regular expression.")
+    exact: bool = Field(default=False, description="Require the whole text to match (re.fullmatch).")
 
     @field_validator("pattern")
     @classmethod
@@ -45,48 +43,49 @@ class MatchesArgs(_Args):
         return pattern
 
 
-class SimilarityArgs(_Args):
-    expected: str
-    """The text to compare the response with."""
-    threshold: float | None = Field(default=None, ge=0, le=1)
-    """If set, score 1 when the similarity is >= threshold, else 0."""
-    ignore_case: bool = True
-    """Lower-case both sides before comparing."""
+class SimilarityArgs(CheckArgs):
+    expected: str = Field(description="The text to compare the response with.")
+    threshold: float | None = Field(default=None, ge=0, le=1,
+                                    description="If set, score 1 when the similarity is >= threshold, else 0.")
+    ignore_case: bool = Field(default=True, description="Lower-case both sides before comparing.")
 
 
-class CalledToolArgs(_Args):
-    name: str
-    """The tool's name."""
-    times: int = Field(default=1, ge=1)
-    """The minimum number of calls."""
+class CalledToolArgs(CheckArgs):
+    name: str = Field(description="The tool's name.")
+    times: int = Field(default=1, ge=1, description="The minimum number of calls.")
 
 
-class ToolNameArgs(_Args):
-    name: str
-    """The tool's name."""
+class ToolNameArgs(CheckArgs):
+    name: str = Field(description="The tool's name.")
 
 
-class ToolOrderArgs(_Args):
-    names: list[str]
-    """Tool names that must occur in this order (others may come between)."""
+class ToolOrderArgs(CheckArgs):
+    names: list[str] = Field(description="Tool names that must occur in this order (others may come between).")
 
 
-class MaxToolCallsArgs(_Args):
-    max: int = Field(ge=0)
-    """The largest number of tool calls allowed."""
+class MaxToolCallsArgs(CheckArgs):
+    max: int = Field(ge=0, description="The largest number of tool calls allowed.")
 
 
-class NoArgs(_Args):
+class NoArgs(CheckArgs):
     pass
 
 
-def _joined(run: ScorerRun, separator: str, ignore_case: bool) -> str:
+def _texts(run: ScorerRun, separator: str, ignore_case: bool) -> str:
     text = separator.join(assistant_texts(run.output))
     return text.lower() if ignore_case else text
 
 
 def _fold(value: str, ignore_case: bool) -> str:
     return value.lower() if ignore_case else value
+
+
+def _seen(text: str) -> str:
+    return excerpt(text) if text else "(no assistant text)"
+
+
+def _calls(names: list[str]) -> str:
+    return ", ".join(names) if names else "none"
 
 
 def dice_similarity(a: str, b: str) -> float:
@@ -107,107 +106,129 @@ def dice_similarity(a: str, b: str) -> float:
     return 2.0 * shared / (len(a) + len(b) - 2)
 
 
-def _includes(run: ScorerRun, a: TextArgs) -> float:
-    return float(_fold(a.value, a.ignore_case) in _joined(run, " ", a.ignore_case))
+def includes(run: ScorerRun, a: TextArgs) -> Outcome:
+    text = _texts(run, " ", a.ignore_case)
+    found = _fold(a.value, a.ignore_case) in text
+    return Outcome(score=float(found), reason=f"{a.value!r} {'found' if found else 'not found'} in {_seen(text)}")
 
 
-def _excludes(run: ScorerRun, a: TextArgs) -> float:
-    return float(_fold(a.value, a.ignore_case) not in _joined(run, " ", a.ignore_case))
+def excludes(run: ScorerRun, a: TextArgs) -> Outcome:
+    text = _texts(run, " ", a.ignore_case)
+    found = _fold(a.value, a.ignore_case) in text
+    return Outcome(score=float(not found), reason=f"{a.value!r} {'found' if found else 'not found'} in {_seen(text)}")
 
 
-def _equals(run: ScorerRun, a: TextArgs) -> float:
-    return float(_joined(run, "", a.ignore_case) == _fold(a.value, a.ignore_case))
+def equals(run: ScorerRun, a: TextArgs) -> Outcome:
+    text = _texts(run, "", a.ignore_case)
+    same = text == _fold(a.value, a.ignore_case)
+    return Outcome(score=float(same), reason=f"the text {_seen(text)} {'equals' if same else 'is not'} {a.value!r}")
 
 
-def _matches(run: ScorerRun, a: MatchesArgs) -> float:
-    text = _joined(run, "", False)
+def matches(run: ScorerRun, a: MatchesArgs) -> Outcome:
+    text = _texts(run, "", False)
     found = re.fullmatch(a.pattern, text) if a.exact else re.search(a.pattern, text)
-    return float(found is not None)
+    if found is not None:
+        return Outcome(score=1.0, reason=f"/{a.pattern}/ matched {excerpt(found.group(0))}")
+    where = "the whole of" if a.exact else "anywhere in"
+    return Outcome(score=0.0, reason=f"/{a.pattern}/ does not match {where} {_seen(text)}")
 
 
-def _similarity(run: ScorerRun, a: SimilarityArgs) -> float:
-    similarity = dice_similarity(_joined(run, " ", a.ignore_case), _fold(a.expected, a.ignore_case))
+def similarity(run: ScorerRun, a: SimilarityArgs) -> Outcome:
+    text = _texts(run, " ", a.ignore_case)
+    value = dice_similarity(text, _fold(a.expected, a.ignore_case))
+    reason = f"similarity {value:.3f} between {_seen(text)} and {excerpt(a.expected)}"
     if a.threshold is None:
-        return similarity
-    return float(similarity >= a.threshold)
+        return Outcome(score=value, reason=reason)
+    return Outcome(score=float(value >= a.threshold), reason=f"{reason} (threshold {a.threshold:g})")
 
 
-def _called_tool(run: ScorerRun, a: CalledToolArgs) -> float:
-    return float(tool_names(run.output).count(a.name) >= a.times)
+def called_tool(run: ScorerRun, a: CalledToolArgs) -> Outcome:
+    names = tool_names(run.output)
+    count = names.count(a.name)
+    return Outcome(score=float(count >= a.times),
+                   reason=f"{a.name} called {count} time{'s' if count != 1 else ''} (needs {a.times}); "
+                          f"calls: {_calls(names)}")
 
 
-def _did_not_call(run: ScorerRun, a: ToolNameArgs) -> float:
-    return float(a.name not in tool_names(run.output))
+def did_not_call(run: ScorerRun, a: ToolNameArgs) -> Outcome:
+    names = tool_names(run.output)
+    count = names.count(a.name)
+    return Outcome(score=float(count == 0), reason=f"{a.name} called {count} time{'s' if count != 1 else ''}; "
+                                                  f"calls: {_calls(names)}")
 
 
-def _tool_order(run: ScorerRun, a: ToolOrderArgs) -> float:
+def tool_order(run: ScorerRun, a: ToolOrderArgs) -> Outcome:
+    names = tool_names(run.output)
     position = 0
-    for name in tool_names(run.output):
+    for name in names:
         if position < len(a.names) and name == a.names[position]:
             position += 1
-    return float(position == len(a.names))
+    wanted = " -> ".join(a.names) or "(nothing)"
+    if position == len(a.names):
+        return Outcome(score=1.0, reason=f"{wanted} found in order; calls: {_calls(names)}")
+    return Outcome(score=0.0, reason=f"{wanted} not found in order (matched {position} of {len(a.names)}, "
+                                     f"missing {a.names[position]}); calls: {_calls(names)}")
 
 
-def _max_tool_calls(run: ScorerRun, a: MaxToolCallsArgs) -> float:
-    return float(len(tool_names(run.output)) <= a.max)
+def max_tool_calls(run: ScorerRun, a: MaxToolCallsArgs) -> Outcome:
+    names = tool_names(run.output)
+    return Outcome(score=float(len(names) <= a.max), reason=f"{len(names)} tool call{'s' if len(names) != 1 else ''} "
+                                                            f"(max {a.max}); calls: {_calls(names)}")
 
 
-def _used_no_tools(run: ScorerRun, a: NoArgs) -> float:
-    return float(not tool_names(run.output))
+def used_no_tools(run: ScorerRun, a: NoArgs) -> Outcome:
+    names = tool_names(run.output)
+    return Outcome(score=float(not names), reason=f"calls: {_calls(names)}")
 
 
-def _no_tool_errors(run: ScorerRun, a: NoArgs) -> float:
-    return float(tool_error_count(run.output) == 0)
-
-
-@dataclass(frozen=True)
-class CheckDef:
-    """A check: its argument model, its main argument, and how it scores."""
-
-    name: str
-    args: type[_Args]
-    main: str | None
-    fn: Callable[[ScorerRun, Any], float]
-    summary: str
-
-
-CHECKS: dict[str, CheckDef] = {
-    c.name: c
-    for c in [
-        CheckDef("includes", TextArgs, "value", _includes, "1 if the text contains value"),
-        CheckDef("excludes", TextArgs, "value", _excludes, "1 if the text does not contain value"),
-        CheckDef("equals", TextArgs, "value", _equals, "1 if the text equals value exactly"),
-        CheckDef("matches", MatchesArgs, "pattern", _matches, "1 if the regex matches (anywhere, or whole with exact)"),
-        CheckDef("similarity", SimilarityArgs, "expected", _similarity, "Dice bigram similarity to expected"),
-        CheckDef("called_tool", CalledToolArgs, "name", _called_tool, "1 if the tool was called at least `times` times"),
-        CheckDef("did_not_call", ToolNameArgs, "name", _did_not_call, "1 if the tool was never called"),
-        CheckDef("tool_order", ToolOrderArgs, "names", _tool_order, "1 if the tools occur in this order"),
-        CheckDef("max_tool_calls", MaxToolCallsArgs, "max", _max_tool_calls, "1 if there are at most `max` tool calls"),
-        CheckDef("used_no_tools", NoArgs, None, _used_no_tools, "1 if no tool was called"),
-        CheckDef("no_tool_errors", NoArgs, None, _no_tool_errors, "1 if no tool call failed"),
-    ]
-}
+def no_tool_errors(run: ScorerRun, a: NoArgs) -> Outcome:
+    errors = tool_errors(run.output)
+    if errors:
+        return Outcome(score=0.0, reason="; ".join(errors))
+    count = len(tool_names(run.output))
+    return Outcome(score=1.0, reason=f"{count} tool call{'s' if count != 1 else ''}, no errors")
 
 
 class CheckScorer:
     """A check bound to its validated arguments."""
 
-    def __init__(self, check: CheckDef, args: _Args) -> None:
-        self.check = check
+    def __init__(self, fn: Callable[[ScorerRun, Any], Outcome], args: BaseModel) -> None:
+        self.fn = fn
         self.args = args
 
     async def score(self, run: ScorerRun) -> Outcome:
-        return Outcome(score=self.check.fn(run, self.args))
+        return self.fn(run, self.args)
 
     def score_now(self, run: ScorerRun) -> Outcome:
         """Checks need no waiting: the runner calls this directly, skipping a coroutine."""
-        return Outcome(score=self.check.fn(run, self.args))
+        return self.fn(run, self.args)
 
 
-def format_arg(value: Any) -> str:
-    """How an argument reads inside a default id: ``includes(Brooklyn)``, ``times=2``, ``ignore_case=false``."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(format_arg(v) for v in value) + "]"
-    return repr(value) if isinstance(value, float) else str(value)
+def check(name: str, args: type[CheckArgs], main: str | None, fn: Callable[[ScorerRun, Any], Outcome],
+          summary: str, example: str) -> Kind:
+    """Declare a deterministic check."""
+    def build(values: Any, context: BuildContext) -> CheckScorer:
+        return CheckScorer(fn, values)
+
+    return register(Kind(name=name, args=args, main=main, summary=summary, build=build, example=example))
+
+
+check("includes", TextArgs, "value", includes, "1 if the text contains value", "includes: Brooklyn")
+check("excludes", TextArgs, "value", excludes, "1 if the text does not contain value", "excludes: error")
+check("equals", TextArgs, "value", equals, "1 if the text equals value exactly (no trimming)", "equals: Hello!")
+check("matches", MatchesArgs, "pattern", matches, "1 if the regex matches anywhere (with exact: the whole text)",
+      r"matches: '\d+°F'")
+check("similarity", SimilarityArgs, "expected", similarity,
+      "Dice coefficient of character bigrams with expected (with threshold: 1 if >= threshold)",
+      "similarity: sunny 72°F")
+check("called_tool", CalledToolArgs, "name", called_tool, "1 if the tool was called at least `times` times",
+      "called_tool: get_weather")
+check("did_not_call", ToolNameArgs, "name", did_not_call, "1 if the tool was never called",
+      "did_not_call: delete_user")
+check("tool_order", ToolOrderArgs, "names", tool_order, "1 if the tools occur in this order (others may come between)",
+      "tool_order: [search, summarize]")
+check("max_tool_calls", MaxToolCallsArgs, "max", max_tool_calls, "1 if there are at most `max` tool calls",
+      "max_tool_calls: 3")
+check("used_no_tools", NoArgs, None, used_no_tools, "1 if no tool was called", "used_no_tools")
+check("no_tool_errors", NoArgs, None, no_tool_errors, "1 if no tool call failed (error result or no result)",
+      "no_tool_errors")

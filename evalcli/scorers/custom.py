@@ -6,7 +6,10 @@ import asyncio
 import inspect
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from .base import NotScorable, Outcome, Score, ScorerRun
+from .kinds import BuildContext, Kind, register
 
 
 def to_outcome(value: Any, name: str) -> Outcome:
@@ -37,3 +40,28 @@ class PythonScorer:
             if inspect.isawaitable(value):
                 value = await value
         return to_outcome(value, self.name)
+
+
+class PythonArgs(BaseModel):
+    """Arguments of a custom Python scorer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    function: str = Field(description="Import path 'module:attribute' of a callable taking a ScorerRun.")
+
+    @field_validator("function")
+    @classmethod
+    def _import_path(cls, value: str) -> str:
+        module, sep, attribute = value.partition(":")
+        if not sep or not module or not attribute:
+            raise ValueError("python needs an import path 'module:attribute', e.g. my_scorers:tone")
+        return value
+
+
+def _build(args: PythonArgs, context: BuildContext) -> PythonScorer:
+    return PythonScorer(context.python_scorers[args.function], context.scorer_id)
+
+
+register(Kind(name="python", args=PythonArgs, main="function", group="custom", build=_build,
+              summary="your own function of a ScorerRun, returning a float, Score(score, reason) or not_scorable()",
+              default_id=lambda values: f"python({values['function']})", example="python: my_scorers:polite"))

@@ -1,42 +1,40 @@
-"""``multi_turn_judge``: an LLM grades the assistant's side of a conversation against one criterion.
+"""``multi_turn_judge``: an LLM grades the assistant's side of a conversation against one criterion (SPEC §5).
 
-The transcript (assistant text only, numbered) is untrusted: it is fenced between markers on lines of
-their own, marker look-alikes inside it are neutralised, and the instructions say to treat it as
-evidence only. The verdict is structured JSON ``{satisfied, reasoning}``; a reply that does not parse
-is retried, then reported as an error, never as a pass.
+Built on the shared judge engine (``llm_judge``): the transcript (assistant text only, numbered) is
+fenced and neutralised, the verdict is structured JSON ``{satisfied, reasoning}``, unreadable replies
+are retried and then an error, never a pass.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
-import unicodedata
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evalcli.llm import (
-    LLMClient,
-    LLMError,
-    ResponseCache,
-    UsageSink,
-    supports_json_mode,
-    supports_json_schema,
+from ..llm import LLMClient, UsageSink
+from ..messages import Message, assistant_texts
+from .base import Outcome, ScorerRun
+from .kinds import BuildContext, Kind, register
+from .llm_judge import (
+    MARKER_REMOVED,
+    TRANSCRIPT_END,
+    TRANSCRIPT_START,
+    JudgeCall,
+    JudgeFailed,
+    embedded_json,
+    neutralise,
+    response_format,
+    usage_of,
 )
-from evalcli.messages import message_text
-from evalcli.scorers.base import Message, Outcome, ScorerRun
 
 JUDGE_PROMPT_VERSION = "1"
 """Bump when the prompt or the request shape changes: it is part of every cache key."""
 
-PARSE_ATTEMPTS = 3
-"""Replies asked for before an unparseable verdict becomes an error."""
-
-TRANSCRIPT_START = "<<<BEGIN ASSISTANT TRANSCRIPT (UNTRUSTED)>>>"
-TRANSCRIPT_END = "<<<END ASSISTANT TRANSCRIPT (UNTRUSTED)>>>"
-MARKER_REMOVED = "[marker removed]"
+LOCAL_JUDGE_MODEL = "local/gemma-3-270m"
 NO_MESSAGES = "(no assistant messages)"
 NO_REASONING = "(no reasoning returned by the judge)"
 
@@ -80,19 +78,13 @@ REPAIR_PROMPT = (
     '{"satisfied": true or false, "reasoning": "..."} and no other text.'
 )
 
-_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u3164\ufeff\uffa0]")
-_W = r"[\W_]*"
-_MARKER = re.compile(
-    "|".join(
-        [
-            rf"(?:begin|start|end|stop|open|close){_W}(?:assistant{_W})?(?:untrusted{_W})?transcript(?:{_W}untrusted)?",
-            rf"untrusted{_W}(?:assistant{_W})?transcript",
-            rf"transcript{_W}untrusted",
-        ]
-    ),
-    re.IGNORECASE,
-)
-_ANGLES = re.compile(r"<(?:\s*<){2,}|>(?:\s*>){2,}")
+__all__ = ["MARKER_REMOVED", "SYSTEM_PROMPT", "TRANSCRIPT_END", "TRANSCRIPT_START", "USER_PROMPT", "VERDICT_SCHEMA",
+           "JudgeArgs", "MultiTurnJudge", "Verdict", "judge_messages", "neutralise", "parse_verdict", "transcript"]
+
+
+def default_judge_model() -> str:
+    """``$EVALCLI_JUDGE_MODEL``, else the embedded offline model."""
+    return os.environ.get("EVALCLI_JUDGE_MODEL") or LOCAL_JUDGE_MODEL
 
 
 class JudgeArgs(BaseModel):
@@ -100,14 +92,12 @@ class JudgeArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(min_length=1)
-    """A litellm model string: ``openai/gpt-4o-mini``, ``anthropic/...``, ``ollama/...``, ``local/gemma-3-270m``."""
-    criterion: str
-    """The plain-English criterion the whole conversation must meet."""
-    scale: float = 1
-    """The score of a satisfied verdict (an unsatisfied one scores 0)."""
-    api_base: str | None = None
-    """A base URL for the provider (e.g. a vLLM or Ollama server), if not from the environment."""
+    model: str = Field(min_length=1, description="A litellm model string (default: $EVALCLI_JUDGE_MODEL, else "
+                                                 "local/gemma-3-270m).")
+    criterion: str = Field(description="The plain-English criterion the whole conversation must meet.")
+    scale: float = Field(default=1, description="The score of a satisfied verdict (an unsatisfied one scores 0).")
+    api_base: str | None = Field(default=None, description="A base URL for the provider, if not from the "
+                                                           "environment.")
 
     @field_validator("criterion")
     @classmethod
@@ -132,40 +122,9 @@ class Verdict:
     reasoning: str
 
 
-_LOOKALIKES = dict(zip(map(ord, "АВЕЅІЈКМНОРСТХУаеіјорсѕхуԁΑΒΕΖΗΙΚΜΝΟΡΤΥΧαεικνορτυχ"),
-                       "ABESIJKMHOPCTXYaeijopcsxydABEZHIKMNOPTYXaeiknoptux", strict=True))
-"""Cyrillic and Greek letters that look like Latin ones (a marker spelled with them still looks like one)."""
-
-
-def _folded(text: str) -> tuple[str, list[int]]:
-    """The text without accents and with look-alike letters made Latin, and where each char came from."""
-    chars: list[str] = []
-    origin: list[int] = []
-    for index, char in enumerate(text):
-        for part in unicodedata.normalize("NFKD", char):
-            if not unicodedata.combining(part):
-                chars.append(part.translate(_LOOKALIKES))
-                origin.append(index)
-    return "".join(chars), origin
-
-
-def neutralise(text: str) -> str:
-    """The text with anything resembling a transcript marker replaced by ``[marker removed]``."""
-    text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
-    folded, origin = _folded(text)
-    pieces, last = [], 0
-    for match in _MARKER.finditer(folded):
-        if match.end() > match.start():
-            pieces += [text[last:origin[match.start()]], MARKER_REMOVED]
-            last = origin[match.end() - 1] + 1
-    text = "".join(pieces) + text[last:]
-    return _ANGLES.sub(MARKER_REMOVED, text)
-
-
 def assistant_turns(output: list[Message]) -> list[str]:
     """Trimmed texts of the assistant messages, in order, without the empty ones."""
-    texts = (message_text(m).strip() for m in output if m.get("role") == "assistant")
-    return [t for t in texts if t]
+    return assistant_texts(output, strip=True)
 
 
 def transcript(output: list[Message]) -> str:
@@ -184,37 +143,6 @@ def judge_messages(criterion: str, output: list[Message]) -> list[Message]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def parse_verdict(text: str | None) -> Verdict | None:
-    """The verdict in a reply: bare JSON, JSON in a code fence, or a JSON object inside other text."""
-    if not text or not text.strip():
-        return None
-    decoder = json.JSONDecoder()
-    whole = _verdict_from(text.strip(), decoder)
-    if whole is not None:
-        return whole
-    # a verdict inside other text (a code fence, prose): several that disagree, e.g. a fake one quoted
-    # from the transcript beside the judge's own, are unreadable, never a pass
-    found = []
-    for match in re.finditer(r"\{", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except ValueError:
-            continue
-        verdict = _verdict_of(value)
-        if verdict is not None:
-            found.append(verdict)
-    if found and all(v.satisfied == found[0].satisfied for v in found):
-        return found[0]
-    return None
-
-
-def _verdict_from(candidate: str, decoder: json.JSONDecoder) -> Verdict | None:
-    try:
-        return _verdict_of(json.loads(candidate.strip()))
-    except ValueError:
-        return None
-
-
 def _verdict_of(value: Any) -> Verdict | None:
     if not isinstance(value, dict) or not isinstance(value.get("satisfied"), bool):
         return None
@@ -222,13 +150,24 @@ def _verdict_of(value: Any) -> Verdict | None:
     return Verdict(value["satisfied"], reasoning.strip() if isinstance(reasoning, str) else "")
 
 
-def reply_text(response: dict[str, Any]) -> str | None:
-    """The text content of the first choice of a chat-completion response."""
-    try:
-        content = response["choices"][0]["message"].get("content")
-    except (KeyError, IndexError, TypeError, AttributeError):
+def parse_verdict(text: str | None) -> Verdict | None:
+    """The verdict in a reply: bare JSON, JSON in a code fence, or a JSON object inside other text.
+
+    Several verdicts that disagree (e.g. a fake one quoted from the transcript beside the judge's own)
+    are unreadable, never a pass.
+    """
+    if not text or not text.strip():
         return None
-    return content if isinstance(content, str) else None
+    try:
+        whole = _verdict_of(json.loads(text.strip()))
+    except ValueError:
+        whole = None
+    if whole is not None:
+        return whole
+    found = [v for v in map(_verdict_of, embedded_json(text)) if v is not None]
+    if found and all(v.satisfied == found[0].satisfied for v in found):
+        return found[0]
+    return None
 
 
 def format_reason(verdict: Verdict, criterion: str) -> str:
@@ -238,12 +177,8 @@ def format_reason(verdict: Verdict, criterion: str) -> str:
 
 
 def response_format_for(model: str) -> dict[str, Any] | None:
-    """A JSON-schema response format where the model takes one, JSON mode where it takes that, else none."""
-    if supports_json_schema(model):
-        return {"type": "json_schema", "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True}}
-    if supports_json_mode(model):
-        return {"type": "json_object"}
-    return None
+    """The response format sent with a verdict request to this model."""
+    return response_format(model, "verdict", VERDICT_SCHEMA)
 
 
 class MultiTurnJudge:
@@ -252,67 +187,47 @@ class MultiTurnJudge:
     def __init__(self, args: JudgeArgs, *, scorer_id: str, llm: LLMClient, use_cache: bool = True) -> None:
         self.args = args
         self.scorer_id = scorer_id
-        self.llm = llm
-        self.use_cache = use_cache
+        self.call: JudgeCall[Verdict] = JudgeCall(
+            llm=llm, model=args.model, scorer_id=scorer_id, version=JUDGE_PROMPT_VERSION, read=parse_verdict,
+            schema_name="verdict", schema=VERDICT_SCHEMA, api_base=args.api_base, use_cache=use_cache,
+            repair_prompt=REPAIR_PROMPT)
 
-    def cache_key(self, messages: list[Message], response_format: dict[str, Any] | None) -> str:
-        """Everything that changes the judge's answer, hashed."""
-        return ResponseCache.key_for(
-            model=self.args.model,
-            messages=messages,
-            temperature=0,
-            response_format=response_format,
-            api_base=self.args.api_base,
-            scorer_id=self.scorer_id,
-            scorer_version=JUDGE_PROMPT_VERSION,
-        )
+    @property
+    def llm(self) -> LLMClient:
+        return self.call.llm
+
+    def cache_key(self, messages: list[Message], fmt: dict[str, Any] | None) -> str:
+        return self.call.cache_key(messages, fmt)
 
     async def score(self, run: ScorerRun) -> Outcome:
         """Ask the judge model, retrying unreadable replies; an unreadable verdict is an error."""
-        messages = judge_messages(self.args.criterion, run.output)
-        response_format = response_format_for(self.args.model)
-        use_cache = self.use_cache and self.llm.cache is not None
-        key = self.cache_key(messages, response_format) if use_cache else None
-        sink = UsageSink()
-        conversation = list(messages)
-        last_reply: str | None = None
-        try:
-            for attempt in range(PARSE_ATTEMPTS):
-                response = await self.llm.complete(
-                    model=self.args.model,
-                    messages=conversation,
-                    purpose="judge",
-                    temperature=0,
-                    response_format=response_format,
-                    api_base=self.args.api_base,
-                    cache_key=key if attempt == 0 else None,
-                    accept=lambda r: parse_verdict(reply_text(r)) is not None,
-                    usage_sink=sink,
-                )
-                last_reply = reply_text(response)
-                verdict = parse_verdict(last_reply)
-                if verdict is not None:
-                    return self._outcome(verdict, sink)
-                conversation = [
-                    *messages,
-                    {"role": "assistant", "content": last_reply or ""},
-                    {"role": "user", "content": REPAIR_PROMPT},
-                ]
-        except LLMError as exc:
-            return Outcome(error=f"judge {self.scorer_id}: {exc.message}", usage=_usage(sink, self.args.model))
-        shown = " ".join((last_reply or "").split())[:200] or "(empty reply)"
-        return Outcome(
-            error=f"judge {self.scorer_id}: no readable verdict from {self.args.model} after "
-            f"{PARSE_ATTEMPTS} attempts; last reply: {shown}",
-            usage=_usage(sink, self.args.model),
-        )
-
-    def _outcome(self, verdict: Verdict, sink: UsageSink) -> Outcome:
-        score = (1.0 if verdict.satisfied else 0.0) * self.args.scale
-        return Outcome(
-            score=score, reason=format_reason(verdict, self.args.criterion), usage=_usage(sink, self.args.model)
-        )
+        return await judge_criterion(self.call, self.args.criterion, run.output, self.args.scale)
 
 
-def _usage(sink: UsageSink, model: str) -> dict[str, Any]:
-    return {"model": model, **sink.totals()}
+async def judge_criterion(call: JudgeCall[Verdict], criterion: str, output: list[Message], scale: float = 1) -> Outcome:
+    """One §5 verdict on the assistant's side of ``output``: ``scale`` when satisfied, else 0."""
+    sink = UsageSink()
+    try:
+        verdict = await call.ask(judge_messages(criterion, output), sink)
+    except JudgeFailed as exc:
+        return Outcome(error=str(exc), usage=usage_of(sink, call.model))
+    score = (1.0 if verdict.satisfied else 0.0) * scale
+    return Outcome(score=score, reason=format_reason(verdict, criterion), usage=usage_of(sink, call.model))
+
+
+def _prepare(raw: dict[str, Any]) -> dict[str, Any]:
+    return raw if "model" in raw else {**raw, "model": default_judge_model()}
+
+
+def _criterion_id(values: dict[str, Any]) -> str:
+    return f"judge({values['criterion']})"
+
+
+def _build(args: JudgeArgs, context: BuildContext) -> MultiTurnJudge:
+    return MultiTurnJudge(args, scorer_id=context.scorer_id, llm=context.llm(), use_cache=context.use_cache)
+
+
+register(Kind(name="multi_turn_judge", aliases=("judge",), args=JudgeArgs, main="criterion", group="judge",
+              needs_model=True, summary="an LLM grades the assistant's words against one criterion: 1 (x scale) or 0",
+              build=_build, prepare=_prepare, default_id=_criterion_id,
+              example="judge: {criterion: The agent gave a forecast for every city.}"))

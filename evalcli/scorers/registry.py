@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path as FsPath
 from typing import Any
@@ -19,11 +18,11 @@ from pydantic import ValidationError
 
 from ..errors import DatasetError, Problem
 from ..yamlsrc import Path, Positions, did_you_mean, load_yaml, problems_from_pydantic
-from .checks import CHECKS, CheckScorer, NoArgs, format_arg
+from .kinds import BuildContext, Kind, Scorer, no_argument_kinds
+from .kinds import find as find_kind
+from .kinds import names as kind_names
 
-JUDGE_KINDS = ("multi_turn_judge", "judge")
 PYTHON_KIND = "python"
-LOCAL_JUDGE_MODEL = "local/gemma-3-270m"
 
 
 @dataclass(frozen=True)
@@ -70,15 +69,15 @@ class Registry:
     secret_values: set[str] = field(default_factory=set)
     shared: dict[tuple[Any, ...], ScorerSpec] = field(default_factory=dict, repr=False, compare=False)
     """The one spec kept for each distinct reference parsed against this registry (see ``parse_list``)."""
+    problems: list[Problem] = field(default_factory=list)
+    """Mistakes in the registry file; datasets report them beside their own."""
+    broken: set[str] = field(default_factory=set)
+    """Ids whose definitions are wrong: references to them report nothing more."""
 
 
 def builtin_ids() -> list[str]:
-    """Check names usable as a bare string (those with no arguments)."""
-    return [name for name, check in CHECKS.items() if check.args is NoArgs]
-
-
-def _kinds() -> list[str]:
-    return [*CHECKS, *JUDGE_KINDS, PYTHON_KIND]
+    """Kinds usable as a bare string (those with no arguments)."""
+    return no_argument_kinds()
 
 
 def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: list[Problem]) -> Threshold | None:
@@ -119,96 +118,59 @@ def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: l
     return None
 
 
-def _check_args(name: str, raw: Any, path: Path, pos: Positions, problems: list[Problem]) -> tuple[dict[str, Any], str] | None:
-    check = CHECKS[name]
-    fields = list(check.args.model_fields)
+def _arguments(kind: Kind, raw: Any, path: Path, pos: Positions, problems: list[Problem]) -> dict[str, Any] | None:
+    """The validated arguments of ``{kind: raw}``: ``raw`` is the main argument or a mapping of arguments."""
+    fields = list(kind.args.model_fields)
+    main_form = False
     if raw is None or raw == {}:
         raw_args: dict[str, Any] = {}
     elif isinstance(raw, dict):
         raw_args = dict(raw)
-    elif check.main is None:
-        problems.append(pos.problem(path, f"{name} takes no arguments", f"write just '{name}'"))
+    elif kind.main is None:
+        problems.append(pos.problem(path, f"{kind.name} takes no arguments", f"write just '{kind.name}'"))
         return None
     else:
-        main_type = check.args.model_fields[check.main].annotation
+        main_type = kind.args.model_fields[kind.main].annotation
         if main_type is str and isinstance(raw, bool):
-            problems.append(pos.problem(path, f"{name}: YAML reads this value as the boolean {str(raw).lower()} "
+            problems.append(pos.problem(path, f"{kind.name}: YAML reads this value as the boolean {str(raw).lower()} "
                                               "(yes/no/on/off/true/false are booleans)", "quote it: 'yes'"))
             return None
         if main_type is str and isinstance(raw, (int, float)):
             raw = str(raw)
-        raw_args = {check.main: raw}
+        raw_args, main_form = {kind.main: raw}, True
+    if kind.prepare is not None:
+        raw_args = kind.prepare(raw_args)
     try:
-        args = check.args.model_validate(raw_args)
+        args = kind.args.model_validate(raw_args)
     except ValidationError as exc:
-        if not isinstance(raw, dict) and raw is not None:
+        if main_form:
             # main-argument form: point at the value itself, not at a key that was never written
-            problems.extend(Problem(pos.where(path), f"{name}: {e['msg'].removeprefix('Value error, ')}",
-                                    f"write {{{name}: {check.main.upper() if check.main else ''}}} with a valid value")
+            problems.extend(Problem(pos.where(path), f"{kind.name}: {e['msg'].removeprefix('Value error, ')}",
+                                    f"write {{{kind.name}: {(kind.main or '').upper()}}} with a valid value")
                             for e in exc.errors())
         else:
-            problems.extend(problems_from_pydantic(exc, path, pos, name, fields))
+            problems.extend(problems_from_pydantic(exc, path, pos, kind.name, fields))
         return None
-    values = args.model_dump()
-    return values, default_check_id(name, values)
-
-
-def default_check_id(name: str, values: dict[str, Any]) -> str:
-    """``includes(Brooklyn)``, ``called_tool(get_weather, times=2)``; a no-argument check is its name."""
-    check = CHECKS[name]
-    if check.main is None:
-        return name
-    parts = [format_arg(values[check.main])]
-    for key, model_field in check.args.model_fields.items():
-        if key != check.main and values[key] != model_field.default:
-            parts.append(f"{key}={format_arg(values[key])}")
-    return f"{name}({', '.join(parts)})"
+    return args.model_dump()
 
 
 def parse_definition(raw: Any, path: Path, pos: Positions, problems: list[Problem]) -> tuple[str, dict[str, Any], str] | None:
-    """A one-key mapping ``{KIND: ARG}`` (or a bare check name) -> (kind, args, default id)."""
-    if isinstance(raw, str) and raw in CHECKS:
+    """A one-key mapping ``{KIND: ARG}`` (or a bare no-argument kind) -> (kind, args, default id)."""
+    if isinstance(raw, str) and find_kind(raw) is not None:
         raw = {raw: None}
     if not isinstance(raw, dict) or len(raw) != 1:
         problems.append(pos.problem(path, "a scorer must be a one-key mapping like {includes: Brooklyn}",
-                                    f"kinds: {', '.join(_kinds())}"))
+                                    f"kinds: {', '.join(kind_names())}"))
         return None
-    (kind, arg), = raw.items()
-    at = (*path, kind)
-    if kind in CHECKS:
-        parsed = _check_args(kind, arg, at, pos, problems)
-        return None if parsed is None else (kind, parsed[0], parsed[1])
-    if kind in JUDGE_KINDS:
-        return _judge(arg, at, pos, problems)
-    if kind == PYTHON_KIND:
-        if not isinstance(arg, str) or ":" not in arg:
-            problems.append(pos.problem(at, "python needs an import path 'module:attribute'",
-                                        "write {python: my_scorers:tone}"))
-            return None
-        return PYTHON_KIND, {"function": arg}, f"python({arg})"
-    problems.append(pos.problem(at, f"unknown scorer kind '{kind}'{did_you_mean(str(kind), _kinds())}",
-                                f"kinds: {', '.join(_kinds())}", key=True))
-    return None
-
-
-def _judge(arg: Any, path: Path, pos: Positions, problems: list[Problem]) -> tuple[str, dict[str, Any], str] | None:
-    from .judge import JudgeArgs
-
-    if isinstance(arg, str):
-        arg = {"criterion": arg}
-    if not isinstance(arg, dict):
-        problems.append(pos.problem(path, "a judge needs a mapping with 'criterion' (and usually 'model')",
-                                    "write {judge: {criterion: ..., model: openai/gpt-4o-mini}}"))
+    (name, arg), = raw.items()
+    at = (*path, name)
+    kind = find_kind(str(name))
+    if kind is None:
+        problems.append(pos.problem(at, f"unknown scorer kind '{name}'{did_you_mean(str(name), kind_names())}",
+                                    f"kinds: {', '.join(kind_names())}", key=True))
         return None
-    if "model" not in arg:
-        arg = {**arg, "model": os.environ.get("EVALCLI_JUDGE_MODEL") or LOCAL_JUDGE_MODEL}
-    try:
-        args = JudgeArgs.model_validate(arg)
-    except ValidationError as exc:
-        problems.extend(problems_from_pydantic(exc, path, pos, "judge", list(JudgeArgs.model_fields)))
-        return None
-    values = args.model_dump()
-    return "multi_turn_judge", values, f"judge({values['criterion']})"
+    values = _arguments(kind, arg, at, pos, problems)
+    return None if values is None else (kind.name, values, kind.make_id(values))
 
 
 def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems: list[Problem],
@@ -243,12 +205,14 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
         return replace(spec, threshold=threshold, where=where)
     if isinstance(raw, str) and raw in registry.scorers:
         return replace(registry.scorers[raw], where=where)
-    if isinstance(raw, str) and raw not in CHECKS:
+    if isinstance(raw, str) and raw in registry.broken:
+        return None  # its definition's mistake is reported where it is written
+    if isinstance(raw, str) and find_kind(raw) is None:
         known = [*registry.scorers, *builtin_ids()]
         hint = f"registered: {', '.join(registry.scorers) or '(none)'}; built-in: {', '.join(builtin_ids())}"
         if registry.path is None:
             hint += "; no scorers.yaml was found (use --scorers PATH)"
-        problems.append(pos.problem(path, f"unknown scorer '{raw}'{did_you_mean(raw, known + list(CHECKS))}", hint))
+        problems.append(pos.problem(path, f"unknown scorer '{raw}'{did_you_mean(raw, known + kind_names())}", hint))
         return None
     parsed = parse_definition(raw, path, pos, problems)
     if parsed is None:
@@ -292,34 +256,52 @@ def _shared(spec: ScorerSpec, registry: Registry) -> ScorerSpec:
 
 
 def load_registry(path: str | FsPath | None) -> Registry:
-    """Read a ``scorers.yaml``; ``None`` gives an empty registry."""
+    """Read a ``scorers.yaml``; ``None`` gives an empty registry. Mistakes are kept in ``problems``
+    (a definition that is wrong is left out and its id marked ``broken``), so a dataset using the
+    registry can report them together with its own."""
     if path is None:
         return Registry()
     file = str(path)
+    registry = Registry(path=file)
     try:
         text = FsPath(file).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError([Problem(file, f"cannot read scorer registry: {exc.strerror}", "check --scorers PATH")]) from None
-    data, pos, used = load_yaml(text, file)
-    problems: list[Problem] = []
-    registry = Registry(path=file, secret_values=used.secret_values)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "it is not UTF-8 text"
+        registry.problems.append(Problem(file, f"cannot read scorer registry: {reason}", "check --scorers PATH"))
+        return registry
+    try:
+        data, pos, used = load_yaml(text, file)
+    except DatasetError as exc:
+        registry.problems.extend(exc.problems)
+        return registry
+    registry.problems.extend(used.problems)
+    registry.secret_values = used.secret_values
     if not isinstance(data, dict) or set(data) - {"scorers"}:
-        extra = sorted(set(data) - {"scorers"}) if isinstance(data, dict) else []
-        problems.append(pos.problem((extra[0],) if extra else (), "a scorer registry has one key, 'scorers'",
-                                    "write 'scorers:' then 'my-id: {includes: text}' entries", key=True))
-        raise DatasetError(problems)
+        extra = sorted(map(str, set(data) - {"scorers"})) if isinstance(data, dict) else []
+        registry.problems.append(pos.problem((extra[0],) if extra else (), "a scorer registry has one key, 'scorers'",
+                                             "write 'scorers:' then 'my-id: {includes: text}' entries", key=True))
+        if not isinstance(data, dict):
+            return registry
     entries = data.get("scorers") or {}
     if not isinstance(entries, dict):
-        raise DatasetError([pos.problem(("scorers",), "'scorers' must be a mapping of id -> scorer",
-                                        "write 'my-id: {includes: text}' under it")])
+        registry.problems.append(pos.problem(("scorers",), "'scorers' must be a mapping of id -> scorer",
+                                             "write 'my-id: {includes: text}' under it"))
+        return registry
     for scorer_id, definition in entries.items():
         at: Path = ("scorers", scorer_id)
-        parsed = parse_definition(definition, at, pos, problems)
-        if parsed is not None:
-            kind, args, _ = parsed
-            registry.scorers[str(scorer_id)] = ScorerSpec(str(scorer_id), kind, args, registered=True, where=pos.where(at))
-    if problems:
-        raise DatasetError(problems)
+        parsed = parse_definition(definition, at, pos, registry.problems)
+        if parsed is None:
+            registry.broken.add(str(scorer_id))
+            continue
+        kind, args, _ = parsed
+        registry.scorers[str(scorer_id)] = ScorerSpec(str(scorer_id), kind, args, registered=True, where=pos.where(at))
+    return registry
+
+
+def check_registry(registry: Registry) -> Registry:
+    """The registry, or a ``DatasetError`` with its mistakes (for callers that want it whole)."""
+    if registry.problems:
+        raise DatasetError(registry.problems)
     return registry
 
 
@@ -342,29 +324,19 @@ def unregistered(specs: Sequence[ScorerSpec]) -> list[str]:
 class Builder:
     """Builds scorer objects from specs, once per distinct spec; the LLM client only when a judge needs it."""
 
-    def __init__(self, python_scorers: dict[str, Any], llm_factory: Any = None, use_cache: bool = True) -> None:
+    def __init__(self, python_scorers: dict[str, Any], llm: Callable[[], Any], use_cache: bool = True) -> None:
         self.python_scorers = python_scorers
-        self.llm_factory = llm_factory
+        self.llm = llm
+        """Returns the run's LLM client (made on first call)."""
         self.use_cache = use_cache
-        self._built: dict[tuple[str, str, str], Any] = {}
+        self._built: dict[tuple[str, str, str], Scorer] = {}
         self._by_identity: dict[int, tuple[ScorerSpec, Any]] = {}
         """Specs seen before, by identity: the per-conversation lookup, without serialising arguments."""
-        self._llm: Any = None
 
-    def llm(self) -> Any:
-        if self._llm is None:
-            if self.llm_factory is None:
-                from ..llm import LLMClient, LLMSettings
-
-                self._llm = LLMClient(LLMSettings.from_env())
-            else:
-                self._llm = self.llm_factory()
-        return self._llm
-
-    def build(self, spec: ScorerSpec) -> Any:
+    def build(self, spec: ScorerSpec) -> Scorer:
         known = self._by_identity.get(id(spec))
         if known is not None and known[0] is spec:
-            return known[1]
+            return known[1]  # type: ignore[no-any-return]
         key = (spec.id, spec.kind, json.dumps(spec.args, sort_keys=True, default=str))
         scorer = self._built.get(key)
         if scorer is None:
@@ -373,15 +345,9 @@ class Builder:
         self._by_identity[id(spec)] = (spec, scorer)  # holding the spec keeps its id from being reused
         return scorer
 
-    def _make(self, spec: ScorerSpec) -> Any:
-        if spec.kind in CHECKS:
-            check = CHECKS[spec.kind]
-            return CheckScorer(check, check.args.model_validate(spec.args))
-        if spec.kind == PYTHON_KIND:
-            from .custom import PythonScorer
-
-            return PythonScorer(self.python_scorers[spec.args["function"]], spec.id)
-        from .judge import JudgeArgs, MultiTurnJudge
-
-        return MultiTurnJudge(JudgeArgs.model_validate(spec.args), scorer_id=spec.id, llm=self.llm(),
-                              use_cache=self.use_cache)
+    def _make(self, spec: ScorerSpec) -> Scorer:
+        kind = find_kind(spec.kind)
+        if kind is None:  # specs come from parsing, which knows every kind
+            raise ValueError(f"unknown scorer kind {spec.kind!r}")
+        return kind.build(kind.args.model_validate(spec.args),
+                          BuildContext(spec.id, self.llm, self.use_cache, self.python_scorers))

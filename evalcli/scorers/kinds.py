@@ -1,0 +1,173 @@
+"""Scorer kinds, each declared once (SPEC §14).
+
+A ``Kind`` is a name, a strict pydantic model of its arguments, its main argument (what
+``{kind: ARG}`` sets), a one-line summary, whether it needs a model, how its default id reads and
+how to build a scorer from validated arguments. Parsing YAML references, building scorers,
+``evalcli scorers``, ``evalcli schema`` and the README's scorer table all read these declarations:
+adding a kind is one ``register(Kind(...))`` call in the module that implements it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from .base import Outcome, ScorerRun
+
+Group = Literal["check", "judge", "custom"]
+
+KIND_MODULES = ("evalcli.scorers.checks", "evalcli.scorers.library", "evalcli.scorers.judge",
+                "evalcli.scorers.judges", "evalcli.scorers.custom")
+"""Modules that declare kinds, imported the first time kinds are looked up (a missing one is skipped)."""
+
+
+class Scorer(Protocol):
+    """Anything that can score a run (checks also offer a synchronous ``score_now``)."""
+
+    async def score(self, run: ScorerRun) -> Outcome: ...
+
+
+@dataclass
+class BuildContext:
+    """What building a scorer may need: its id, the run's LLM client (made on first use), custom functions."""
+
+    scorer_id: str
+    llm: Callable[[], Any]
+    """Returns the run's ``LLMClient`` (created on first call)."""
+    use_cache: bool = True
+    python_scorers: dict[str, Any] = field(default_factory=dict)
+    """Resolved custom scorer functions by import path."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One scorer kind: everything that parsing, building, listing and documenting it needs."""
+
+    name: str
+    args: type[BaseModel]
+    summary: str
+    """One line for ``evalcli scorers`` and the README table."""
+    build: Callable[[Any, BuildContext], Scorer]
+    """Validated arguments (an instance of ``args``) + context -> a scorer."""
+    group: Group = "check"
+    main: str | None = None
+    """The argument that ``{name: ARG}`` sets; ``None`` when the kind takes no arguments."""
+    needs_model: bool = False
+    aliases: tuple[str, ...] = ()
+    """Other names accepted in YAML (``judge`` for ``multi_turn_judge``)."""
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """Adjust raw arguments before validation (e.g. a model default from the environment)."""
+    default_id: Callable[[dict[str, Any]], str] | None = None
+    """The id an inline reference gets; default: ``name(main, other=non-default, ...)``."""
+    example: str = ""
+    """A short YAML example of an inline reference, for docs."""
+
+    def make_id(self, values: dict[str, Any]) -> str:
+        if self.default_id is not None:
+            return self.default_id(values)
+        if self.main is None:
+            return self.name
+        parts = [format_arg(values[self.main])]
+        for key, model_field in self.args.model_fields.items():
+            if key != self.main and values.get(key) != model_field.default:
+                parts.append(f"{key}={format_arg(values[key])}")
+        return f"{self.name}({', '.join(parts)})"
+
+    def argument_docs(self) -> list[tuple[str, str, str]]:
+        """(name, default or 'required', description) of each argument, in declaration order."""
+        rows = []
+        for key, model_field in self.args.model_fields.items():
+            default = "required" if model_field.is_required() else _json_default(model_field.get_default(
+                call_default_factory=True))
+            rows.append((key, default, (model_field.description or "").strip()))
+        return rows
+
+    def schema(self) -> dict[str, Any]:
+        """JSON Schema of the inline reference ``{name: ARG}`` (ARG: the main argument or the arguments)."""
+        arguments = self.args.model_json_schema()
+        arguments.pop("title", None)
+        options: list[dict[str, Any]] = [arguments]
+        if self.main is not None:
+            options.insert(0, self.args.model_json_schema()["properties"][self.main])
+        else:
+            options.append({"type": "null"})
+        value = options[0] if len(options) == 1 else {"anyOf": options}
+        return {"type": "object", "properties": {name: value for name in (self.name, *self.aliases)},
+                "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
+                "description": self.summary}
+
+
+def format_arg(value: Any) -> str:
+    """How an argument reads inside a default id: ``includes(Brooklyn)``, ``times=2``, ``ignore_case=false``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(format_arg(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {format_arg(v)}" for k, v in value.items()) + "}"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _json_default(value: Any) -> str:
+    if value is None:
+        return "none"
+    return format_arg(value)
+
+
+_KINDS: dict[str, Kind] = {}
+_ALIASES: dict[str, str] = {}
+_loaded = False
+
+
+def register(kind: Kind) -> Kind:
+    """Declare a kind (done once, where it is implemented)."""
+    for name in (kind.name, *kind.aliases):
+        owner = _ALIASES.get(name)
+        if owner is not None and owner != kind.name:
+            raise ValueError(f"scorer kind name '{name}' is already taken by '{owner}'")
+        _ALIASES[name] = kind.name
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in KIND_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def find(name: str) -> Kind | None:
+    """The kind called ``name`` (or one of its aliases), if any."""
+    _load()
+    canonical = _ALIASES.get(name)
+    return _KINDS[canonical] if canonical is not None else None
+
+
+def all_kinds() -> list[Kind]:
+    """Every kind: checks, then judges, then custom, each in declaration order."""
+    _load()
+    order = {"check": 0, "judge": 1, "custom": 2}
+    return sorted(_KINDS.values(), key=lambda k: order[k.group])
+
+
+def names() -> list[str]:
+    """Every name a reference may use (kinds and aliases)."""
+    _load()
+    return [name for kind in all_kinds() for name in (kind.name, *kind.aliases)]
+
+
+def no_argument_kinds() -> list[str]:
+    """Kinds usable as a bare string (``used_no_tools``): those without arguments."""
+    return [k.name for k in all_kinds() if k.main is None and not any(
+        f.is_required() for f in k.args.model_fields.values())]
