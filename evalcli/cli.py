@@ -20,6 +20,26 @@ if TYPE_CHECKING:
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+
+def _plain_argument_help() -> None:
+    """Arguments read ``DATASET...`` and ``RUN_ID`` in help, as options do: typer would add Python types
+    (``<list[Path]>``) and braces (``{DATASET}...``)."""
+    import typer.core
+
+    argument = typer.core.TyperArgument
+    if hasattr(argument, "display_type_rich"):
+        argument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign,assignment]
+    if hasattr(argument, "_usage_display_name"):
+        def usage_name(self: typer.core.TyperArgument) -> str:
+            name = str(self.metavar or self.name).upper()
+            name = name if self.required else f"[{name}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        argument._usage_display_name = usage_name  # type: ignore[method-assign]
+
+
+_plain_argument_help()
+
 app = typer.Typer(
     name="evalcli",
     help="Run multi-turn evals of LLM agents from YAML datasets; verdicts, SQLite history and CI exit codes.",
@@ -130,7 +150,7 @@ class CliEvents:
 
 @app.command(short_help="Run datasets against their agents; print, store, exit with a CI code.")
 def run(
-    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET...", show_default=False,
+    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
                                                    help="Dataset files (YAML, or JSONL with a header line).")],
     db: DbOption = DEFAULT_DB,
     scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to "
@@ -189,7 +209,7 @@ def run(
 
 @app.command(short_help="Check datasets, their registry, agent and scorers without running anything.")
 def validate(
-    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET...", show_default=False,
+    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
                                                    help="Dataset files to check.")],
     scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry.")] = None,
 ) -> None:
@@ -290,7 +310,7 @@ def list_runs(
 @app.command(short_help="Show a stored run, or one conversation of it turn by turn.")
 def show(
     run_id: RunIdArgument,
-    item: Annotated[Optional[str], typer.Argument(metavar="[ITEM]", show_default=False,
+    item: Annotated[Optional[str], typer.Argument(metavar="ITEM", show_default=False,
                                                   help="An item id or index: show that conversation turn by "
                                                        "turn.")] = None,
     db: HistoryDbOption = DEFAULT_DB,
@@ -332,7 +352,7 @@ def diff(
 
 @app.command(short_help="Merge the shard runs of one dataset into one run.")
 def merge(
-    databases: Annotated[list[Path], typer.Argument(metavar="DB...", show_default=False,
+    databases: Annotated[list[Path], typer.Argument(metavar="DB", show_default=False,
                                                     help="Databases of the shards ('evalcli run --shard I/N').")],
     out: Annotated[Path, typer.Option("--out", metavar="PATH", help="Database the merged run is written to "
                                                                     "(created if missing).")],

@@ -75,8 +75,10 @@ def test_a_run_that_dies_never_stays_running(error: BaseException, status: str, 
     with pytest.raises(type(error)):
         run_evals(path, store=store, options=RunOptions(concurrency=1), events=ExplodingEvents(error))  # type: ignore[arg-type]
     store.close()
-    row = sqlite3.connect(workdir / "runs.db").execute("SELECT status, exit_code, finished_at FROM runs").fetchone()
+    row = sqlite3.connect(workdir / "runs.db").execute(
+        "SELECT status, exit_code, finished_at, total_items FROM runs").fetchone()
     assert row[0] == status and row[1] == code and row[2] is not None
+    assert row[3] == 1  # the conversation that finished before the failure is counted
 
 
 HANGING = '''
