@@ -101,11 +101,21 @@ class Measure:
     stderr: str
     run_seconds: float | None = None
     """evalcli: the run itself (run started to verdict), read back from the store."""
+    spawned_at: float = 0.0
+    """``time.time()`` when the process was started."""
+    startup_seconds: float | None = None
+    """evalcli: process start to the run's start (imports, validation, opening the database)."""
+
+    @property
+    def after_startup(self) -> float | None:
+        """Wall time without start-up: the run, writing its last rows, and the report."""
+        return None if self.startup_seconds is None else self.wall - self.startup_seconds
 
 
 def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> Measure:
     """Run a command to completion: wall time and the child's own peak RSS (``os.wait4``, not all children)."""
     started = time.perf_counter()
+    spawned_at = time.time()
     process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **(env or {})},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     chunks: dict[str, bytes] = {}
@@ -123,7 +133,8 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None)
         reader.join()
     process.returncode = os.waitstatus_to_exitcode(status)
     return Measure(wall, usage.ru_maxrss / 1024, process.returncode,
-                   chunks.get("out", b"").decode(errors="replace"), chunks.get("err", b"").decode(errors="replace"))
+                   chunks.get("out", b"").decode(errors="replace"), chunks.get("err", b"").decode(errors="replace"),
+                   spawned_at=spawned_at)
 
 
 def run_evalcli(dataset: Path, *, extra_args: list[str] | None = None, profile: Path | None = None,
@@ -136,11 +147,16 @@ def run_evalcli(dataset: Path, *, extra_args: list[str] | None = None, profile: 
                    "--scorers", str(BENCH / "scorers.yaml"),
                    *(["--quiet"] if quiet else []), *(extra_args or [])]
         result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key"})
-        result.run_seconds = _run_seconds(db)
+        times = _run_times(db)
+        if times is not None:
+            started, finished = times
+            result.run_seconds = finished - started
+            result.startup_seconds = started - result.spawned_at
     return result
 
 
-def _run_seconds(db: Path) -> float | None:
+def _run_times(db: Path) -> tuple[float, float] | None:
+    """(started, finished) of the run stored in ``db``, as epoch seconds."""
     import sqlite3
     from datetime import datetime
 
@@ -153,4 +169,4 @@ def _run_seconds(db: Path) -> float | None:
         conn.close()
     if not row or not row[1]:
         return None
-    return (datetime.fromisoformat(row[1]) - datetime.fromisoformat(row[0])).total_seconds()
+    return datetime.fromisoformat(row[0]).timestamp(), datetime.fromisoformat(row[1]).timestamp()

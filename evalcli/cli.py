@@ -28,7 +28,7 @@ def _plain_argument_help() -> None:
 
     argument = typer.core.TyperArgument
     if hasattr(argument, "display_type_rich"):
-        argument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign,assignment]
+        argument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
     if hasattr(argument, "_usage_display_name"):
         def usage_name(self: typer.core.TyperArgument) -> str:
             name = str(self.metavar or self.name).upper()

@@ -231,7 +231,8 @@ def _report(request: RunRequest, result: Any, dataset: Dataset, store: Store, ou
         if json_path is not None:
             json_reports.append(JsonReport(files.enter_context(open_for_writing(json_path)), result, redact))
         reports = [r for r in (terminal, *json_reports, junit, markdown) if r is not None]
-        deliver(store.load_items(result.run_id), reports)
+        if len(reports) > 1 or not request.quiet:
+            deliver(store.load_items(result.run_id), reports)  # --quiet alone prints only the verdict line
         for report in json_reports:
             report.close()
     terminal.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -104,12 +105,20 @@ def plan_of(dataset: Dataset) -> Plan:
                 {s.id: s.threshold.raw for s in dataset.scorers if s.threshold is not None})
 
 
+SWITCH_INTERVAL = 0.0005
+"""Seconds a thread may hold the GIL while another waits, during a run (Python's default is 5 ms): the
+writer and target threads share the GIL with the event loop, and a long hand-over would make every
+timer and every reply wait behind them."""
+
+
 class RunContext:
     """Everything one run holds, closed when it ends: target threads, the writer, the LLM client and cache."""
 
     def __init__(self, store: Any, options: RunOptions) -> None:
         self.store = store
         self.options = options
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL))
         self.threads = TargetThreads()
         self.calls = TargetCalls(self.threads, options.turn_timeout)
         self.writer = store.writer() if store is not None else None
@@ -148,6 +157,7 @@ class RunContext:
             if self._llm is not None and self._llm.cache is not None:
                 self._llm.cache.close()
             self.threads.close()
+            sys.setswitchinterval(self._switch_interval)
 
 
 class Conversation:

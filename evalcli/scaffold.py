@@ -65,7 +65,7 @@ def _simulation_schema() -> dict[str, Any] | None:
         from .simulate import SimulateFile
     except ModuleNotFoundError:
         return None
-    schema = SimulateFile.model_json_schema()
+    schema: dict[str, Any] = SimulateFile.model_json_schema()
     schema.pop("title", None)
     return schema
 
