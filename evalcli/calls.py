@@ -69,11 +69,6 @@ class TargetThreads:
         for _ in range(count):
             self._jobs.put(None)
 
-    def busy(self) -> int:
-        """Workers still inside a call (e.g. hung past the timeout)."""
-        with self._lock:
-            return sum(1 for t in self._threads if t.is_alive()) - self._idle
-
 
 class TargetCalls:
     """The ``Calls`` of one run: sync functions on ``TargetThreads``, coroutines awaited, both timed out."""

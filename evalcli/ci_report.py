@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
 
 from .report import fmt, threshold_text
 from .result import ItemResult, RunResult
@@ -102,14 +101,6 @@ class JUnitSuite:
         return suite
 
 
-def junit_suite(result: RunResult, items: Iterable[ItemResult]) -> ET.Element:
-    """One ``<testsuite>`` for a run."""
-    suite = JUnitSuite(result)
-    for item in items:
-        suite.item(item)
-    return suite.close()
-
-
 def junit_document(suites: list[ET.Element]) -> str:
     """The whole JUnit XML file for one or more runs."""
     root = ET.Element("testsuites", name="evalcli")
@@ -178,11 +169,3 @@ class MarkdownSummary:
                       f"({len(problems)})</summary>", "", *shown,
                       *([f"- ... and {len(problems) - 20} more"] if len(problems) > 20 else []), "", "</details>", ""]
         return "\n".join(lines) + "\n"
-
-
-def markdown_summary(result: RunResult, items: Iterable[ItemResult]) -> str:
-    """A Markdown section for a CI step summary or a PR comment."""
-    section = MarkdownSummary(result)
-    for item in items:
-        section.item(item)
-    return section.close()

@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,6 @@ class Outputs:
     junit: list[Path | None]
     markdown: list[Path | None]
     html: list[Path | None]
-    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def plan(cls, request: RunRequest) -> Outputs:

@@ -177,9 +177,6 @@ class ResponseCache:
         self._change("INSERT OR REPLACE INTO llm_cache (key, model, response, created_at, hits) VALUES (?, ?, ?, ?, 0)",
                      (key, model, data, now))
 
-    def delete(self, key: str) -> None:
-        self._change("DELETE FROM llm_cache WHERE key = ?", (key,))
-
     def clear(self) -> int:
         """Delete every cached response; returns how many there were."""
         with self._lock:

@@ -29,7 +29,7 @@ class Report(Protocol):
 
 
 def deliver(items: Iterable[ItemResult], reports: list[Any]) -> None:
-    """Hand each conversation to every report, reading the conversations once."""
+    """Hand each conversation to every report (each a ``Report``), reading the conversations once."""
     for item in items:
         for report in reports:
             report.item(item)

@@ -214,7 +214,7 @@ def extra_hint(missing_module: str | None) -> str | None:
 
 
 def unknown_options(given: Sequence[str], accepted: Sequence[str], framework: str) -> list[str]:
-    """One message per option a framework's run call does not take, naming those it does."""
+    """For adapters' ``option_problems``: one message per option a framework's run call does not take, naming those it does."""
     return [f"'{name}' is not an option of {framework} (it takes: {', '.join(accepted) or 'none'})"
             for name in given if name not in accepted and name not in RESERVED_OPTIONS]
 

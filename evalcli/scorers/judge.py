@@ -27,7 +27,6 @@ from .llm_judge import (
     JudgeFailed,
     embedded_json,
     neutralise,
-    response_format,
     usage_of,
 )
 
@@ -174,11 +173,6 @@ def format_reason(verdict: Verdict, criterion: str) -> str:
     """Verdict line, blank line, the criterion, blank line, the judge's reasoning."""
     header = "Criterion satisfied." if verdict.satisfied else "Criterion not satisfied."
     return f"{header}\n\n{criterion.strip()}\n\n{verdict.reasoning or NO_REASONING}"
-
-
-def response_format_for(model: str) -> dict[str, Any] | None:
-    """The response format sent with a verdict request to this model."""
-    return response_format(model, "verdict", VERDICT_SCHEMA)
 
 
 class MultiTurnJudge:
