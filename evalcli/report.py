@@ -53,7 +53,7 @@ def _short(text: str, width: int = 28) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def one_line(text: str, width: int = 160) -> str:
+def one_line(text: str, width: int = 1000) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 

@@ -356,7 +356,8 @@ def _inline_yaml(spec: ScorerSpec) -> str:
 
     kind = find(spec.kind)
     args = dict(spec.args)
-    if kind is not None:
+    if kind is not None and kind.main is None and not args:
+        return spec.kind
         defaults = {k: f.get_default(call_default_factory=True) for k, f in kind.args.model_fields.items()
                     if not f.is_required()}
         args = {k: v for k, v in args.items() if k not in defaults or defaults[k] != v}
