@@ -23,6 +23,14 @@
     return value ? value.split(" ") : [];
   }
 
+  function terms(text) {
+    var found = [], pattern = /"([^"]+)"|(\S+)/g, match;
+    while ((match = pattern.exec(text)) !== null) {
+      found.push(match[1] !== undefined ? match[1].replace(/\s+/g, " ").trim() : match[2]);
+    }
+    return found.filter(function (term) { return term.length > 0; });
+  }
+
   function el(tag, className, text) {
     var node = document.createElement(tag);
     if (className) { node.className = className; }
@@ -67,7 +75,7 @@
     var wanted = {
       status: controls.status.value, gate: controls.gate.value, tag: controls.tag.value,
       change: controls.change ? controls.change.value : "",
-      terms: words(controls.text.value.trim().toLowerCase().replace(/\s+/g, " "))
+      terms: terms(controls.text.value.toLowerCase())
     };
     var shown = 0;
     rows.forEach(function (entry) {
