@@ -159,6 +159,8 @@ def test_baseline_regressions_in_the_browser(browser: Any, project: Path, llm_se
         assert opened.visible_ids() == ["paris"]
         page.click("#baseline-conversations a:text-is('brooklyn')")  # the link opens its transcript
         page.wait_for_selector("#conversation-list tr.detail")
+        assert len(opened.visible_ids()) == 7  # the filter that hid it was cleared
+        assert page.inner_text("#f-count") == "showing 7 of 7 conversations"
         assert "FORBIDDEN" in page.inner_text("#conversation-list tr.detail")
         history = page.inner_text("#charts")
         assert "gave-temperature" in history and "No earlier run" not in history

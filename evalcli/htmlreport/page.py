@@ -128,7 +128,7 @@ class HtmlReport:
                          "runs.")
             return None, notes
         series = {label: [point.means.get(label) for point in history] for label in labels}
-        x_labels = [(point.started_at or point.run_id)[5:16].replace("T", " ") for point in history]
+        x_labels = [(point.started_at or point.run_id)[5:19].replace("T", " ") for point in history]
         chart = charts.line_chart("Registered scorers across runs", x_labels, series, highlight_last=True)
         return chart, notes
 

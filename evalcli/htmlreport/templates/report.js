@@ -170,11 +170,18 @@
     entry.button.setAttribute("aria-expanded", entry.open ? "true" : "false");
   }
 
+  function clearFilters() {
+    [controls.status, controls.gate, controls.tag, controls.change, controls.text].forEach(function (control) {
+      if (control) { control.value = ""; }
+    });
+    apply();
+  }
+
   function openFromHash() {
     var match = /^#c-(\d+)$/.exec(window.location.hash);
     var entry = match ? rows[Number(match[1])] : undefined;
     if (entry) {
-      entry.row.hidden = false;
+      if (entry.row.hidden) { clearFilters(); }
       toggle(entry, true);
       entry.row.scrollIntoView();
     }
@@ -202,12 +209,7 @@
     [controls.status, controls.gate, controls.tag, controls.change].forEach(function (control) {
       if (control) { control.addEventListener("change", apply); }
     });
-    document.getElementById("f-clear").addEventListener("click", function () {
-      [controls.status, controls.gate, controls.tag, controls.change, controls.text].forEach(function (control) {
-        if (control) { control.value = ""; }
-      });
-      apply();
-    });
+    document.getElementById("f-clear").addEventListener("click", clearFilters);
     window.addEventListener("hashchange", openFromHash);
     document.getElementById("filters").hidden = false;
     apply();
