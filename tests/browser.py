@@ -89,6 +89,7 @@ def open_report(browser: Any, path: Path, *, javascript: bool = True) -> Iterato
 def screenshot(page: Any, name: str) -> Path:
     """A full-page screenshot kept under ``tests/artifacts`` (or $EVALCLI_TEST_ARTIFACTS); the path is printed."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / ".gitignore").write_text("*\n")  # artifacts are kept for people and CI, never committed
     path = ARTIFACTS / name
     page.screenshot(path=str(path), full_page=True)
     print(f"screenshot: {path}")
