@@ -350,6 +350,27 @@ def diff(
     raise typer.Exit(code)
 
 
+@app.command(short_help="Write a self-contained HTML report of a stored run (charts, transcripts, baseline).")
+def report(
+    run_id: RunIdArgument,
+    html: Annotated[Path, typer.Option("--html", metavar="PATH", help="Write the HTML report to PATH.")],
+    baseline: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Show regressions and improvements "
+                                                                          "against this run (as 'evalcli diff').")] = None,
+    db: HistoryDbOption = DEFAULT_DB,
+    tolerance: Annotated[float, typer.Option(min=0, metavar="X", help="With --baseline: drops up to this much are "
+                                                                      "not regressions.")] = 0.0,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="Allow a baseline of another "
+                                                                           "dataset.")] = False,
+) -> None:
+    """Write one self-contained HTML file of a stored run: header, results, charts, a filterable list of
+    conversations with their transcripts, and with --baseline the regressions against that run."""
+    with user_errors():
+        from .htmlreport import report_command
+
+        written = report_command(db, run_id, html, baseline, tolerance, allow_different=allow_different)
+        _console().print(written.line(), markup=False, soft_wrap=True)
+
+
 @app.command(short_help="Merge the shard runs of one dataset into one run.")
 def merge(
     databases: Annotated[list[Path], typer.Argument(metavar="DB", show_default=False,

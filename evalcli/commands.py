@@ -225,17 +225,26 @@ def _report(request: RunRequest, result: Any, dataset: Dataset, store: Store, ou
     junit = JUnitSuite(result) if outputs.junit[n] else None
     markdown = MarkdownSummary(result) if outputs.markdown[n] or os.environ.get("GITHUB_STEP_SUMMARY") else None
     json_reports = [stream.report(result, redact)] if stream is not None else []
-    json_path = outputs.json[n]
+    json_path, html_path = outputs.json[n], outputs.html[n]
+    html = _html_report(store, result, redact) if html_path is not None else None
     with contextlib.ExitStack() as files:
         if json_path is not None:
             json_reports.append(JsonReport(files.enter_context(open_for_writing(json_path)), result, redact))
-        reports = [r for r in (terminal, *json_reports, junit, markdown) if r is not None]
+        reports = [r for r in (terminal, *json_reports, junit, markdown, html) if r is not None]
         if len(reports) > 1 or not request.quiet:
             deliver(store.load_items(result.run_id), reports)  # --quiet alone prints only the verdict line
         for report in json_reports:
             report.close()
+    if html is not None and html_path is not None:
+        html.write(html_path)
     terminal.close()
     return (junit.close() if junit else None), (markdown.close() if markdown else None)
+
+
+def _html_report(store: Store, result: Any, redact: Redactor) -> Any:
+    from .htmlreport import report_for_run  # jinja2 is imported only when a run asks for HTML
+
+    return report_for_run(store, result, redact)
 
 
 def _write_ci_reports(suites: list[tuple[Path | None, ET.Element]], sections: list[tuple[Path | None, str]],

@@ -1,0 +1,16 @@
+"""The HTML report of a run (SPEC §15): one self-contained file, written by ``evalcli run --html`` and
+``evalcli report RUN [--baseline RUN] --html PATH``.
+
+``HtmlReport`` is a report like the others in ``outputs``: it is handed each conversation once, in
+dataset order, and renders jinja2 templates (autoescaped) into a page with inline CSS, script and
+SVG that loads nothing from anywhere. ``report_sources`` reads what else the page shows from the
+database (the run's row, registered scorers across earlier runs, the baseline diff).
+"""
+
+from __future__ import annotations
+
+from .command import report_command, report_for_run
+from .page import HtmlReport
+from .sources import ReportSources, report_sources
+
+__all__ = ["HtmlReport", "ReportSources", "report_command", "report_for_run", "report_sources"]
