@@ -19,7 +19,15 @@ from typing import Any
 from .drivers import ConversationFailed
 from .llm import LLMClient, LLMError, ResponseCache
 from .messages import Message, assistant_texts
-from .scorers.llm_judge import MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START, fence, neutralise_labels, reply_text
+from .scorers.llm_judge import (
+    LABEL_ESCAPED,
+    MARKER_REMOVED,
+    TRANSCRIPT_END,
+    TRANSCRIPT_START,
+    fence,
+    neutralise_labels,
+    reply_text,
+)
 
 SIMULATOR_PROMPT_VERSION = "1"
 """Bump when the instructions or the request's shape change: it is part of every cache key."""
@@ -35,6 +43,7 @@ models get no limit (a reasoning model's limit would count its thinking too)."""
 
 NO_TEXT = "(the assistant sent no text)"
 _STOP_LOOKALIKE = re.compile(r"#{2,}\s*stop\s*#{2,}", re.IGNORECASE)
+_SYSTEM_LABEL = re.compile(r"^(\s*)((?:system|developer)\b[^:\n]{0,40}:)", re.IGNORECASE | re.MULTILINE)
 
 INSTRUCTIONS = """\
 You are role-playing a human user who is chatting with an AI assistant, to test that assistant. \
@@ -106,7 +115,10 @@ def agent_words(output: list[Message]) -> str:
 
 def fenced(words: str) -> str:
     """The agent's words as the simulator sees them: neutralised (markers, role labels, the stop marker), fenced."""
-    body = _STOP_LOOKALIKE.sub(MARKER_REMOVED, neutralise_labels(words)) if words else NO_TEXT
+    if not words:
+        return fence(NO_TEXT, TRANSCRIPT_START, TRANSCRIPT_END)
+    body = _SYSTEM_LABEL.sub(lambda m: m.group(1) + LABEL_ESCAPED + m.group(2), neutralise_labels(words))
+    body = _STOP_LOOKALIKE.sub(MARKER_REMOVED, body)
     return fence(body, TRANSCRIPT_START, TRANSCRIPT_END)
 
 
