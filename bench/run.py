@@ -9,10 +9,13 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
 2. overhead per turn with a zero-latency target (SQLite writes included);
 3. peak RSS of a 20,000-conversation run (and of a 10x smaller one, to show it stays flat);
 4. Mastra's ``runEvals`` (Node, ``@mastra/core`` from npm, installed into ``bench/mastra/node_modules``
-   on first use) on the identical workload, with evalcli/Mastra wall-time ratios.
+   on first use) on the identical workload, with evalcli/Mastra wall-time ratios;
+5. simulated users (``bench/simulate.py``): simulator and agent each one model call per turn to a loopback
+   server, against the serial turn chain of each conversation.
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
-[--only startup,sleep,http,zero,memory,mastra] [--mastra-sizes 100x3,1000x3] [--repeat K]``.
+[--only startup,sleep,http,zero,memory,mastra,simulate] [--mastra-sizes 100x3,1000x3]
+[--simulate-cases 256x8@0.05,128x8@0.5] [--repeat K]``.
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import simulate
 from bench.workload import BENCH, Measure, Workload, measure, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
-SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra")
+SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "simulate")
 
 
 @dataclass
@@ -252,6 +256,9 @@ def main() -> None:
     parser.add_argument("--zero-sizes", default="100x3,3000x3", help="two zero-latency sizes (small,big)")
     parser.add_argument("--memory-size", default="20000x3", help="the large run whose peak RSS is reported")
     parser.add_argument("--mastra-sizes", default="100x3,1000x3", help="sizes run on both evalcli and Mastra")
+    parser.add_argument("--simulate-cases", default=simulate.DEFAULT_CASES,
+                        help="simulated-user cases, NxT@latency,... (simulator and agent each take the latency)")
+    parser.add_argument("--simulate-concurrency", type=int, default=32, help="conversations in flight (simulate)")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per turn (default 0.05)")
     parser.add_argument("--concurrency", type=int, default=64, help="conversations in flight (default 64)")
     parser.add_argument("--repeat", type=int, default=1, help="measure each case K times and keep the fastest")
@@ -259,7 +266,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.http_sizes, args.zero_sizes = "50x3,300x3", "50x3", "20x3,300x3"
-        args.memory_size, args.mastra_sizes = "2000x3", "20x3"
+        args.memory_size, args.mastra_sizes, args.simulate_cases = "2000x3", "20x3", "32x8@0.05"
     only = {s.strip() for s in args.only.split(",")}
     unknown = only - set(SECTIONS)
     if unknown:
@@ -279,6 +286,8 @@ def main() -> None:
         memory_section(args)
     if "mastra" in only:
         mastra_section(args)
+    if "simulate" in only:
+        simulate.section(simulate.cases(args.simulate_cases), args.simulate_concurrency, args.repeat)
     print(f"\nbenchmark done in {time.perf_counter() - started:.0f} s")
 
 

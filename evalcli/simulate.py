@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .drivers import ConversationFailed, PlayContext, Send
 from .errors import Problem
-from .simulator import STOP_MARKER, Character, Simulator, agent_words, render_fact, simulator_messages
+from .simulator import STOP_MARKER, Character, Simulator, agent_words, fenced, render_fact, simulator_messages
 from .yamlsrc import Path, Positions, problems_from_pydantic
 
 SIMULATOR_MODEL_ENV = "EVALCLI_SIMULATOR_MODEL"
@@ -132,5 +132,5 @@ class SimulatedUser:
             except ConversationFailed as exc:
                 raise ConversationFailed(exc.message, exc.cause, stop_reason="error") from None
             said.append(text)
-            heard.append(agent_words(output))
+            heard.append(fenced(agent_words(output)))
         return "max_turns"

@@ -125,12 +125,13 @@ def fenced(words: str) -> str:
 def simulator_messages(character: Character, said: list[str], heard: list[str]) -> list[Message]:
     """The request for the next user message: instructions, then the conversation with roles flipped.
 
-    ``said[i]`` is the user's i-th message, ``heard[i]`` the agent's words in reply to it.
+    ``said[i]`` is the user's i-th message, ``heard[i]`` the agent's reply to it as ``fenced`` made it (each
+    reply is fenced once, when it arrives, not again on every later turn).
     """
     messages: list[Message] = [{"role": "system", "content": instructions(character)},
                                {"role": "user", "content": KICKOFF}]
     for n, (mine, theirs) in enumerate(zip(said, heard, strict=True)):
-        shown = fenced(theirs) + ("\n\n" + REMINDER if n == len(said) - 1 else "")
+        shown = theirs + ("\n\n" + REMINDER if n == len(said) - 1 else "")
         messages += [{"role": "assistant", "content": mine}, {"role": "user", "content": shown}]
     return messages
 

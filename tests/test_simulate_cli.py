@@ -8,6 +8,7 @@ import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import REPO, CliResult, run_cli
 from tests.llm_server import LLMServer, Request, verdict
@@ -35,8 +36,8 @@ def weather_user(heard: str | None, request: Request) -> str:
     return "###STOP###"
 
 
-def turns_of(out: dict[str, object]) -> list[list[tuple[str, bool]]]:
-    return [[(t["input"], t["simulated"]) for t in item["turns"]] for item in out["items"]]  # type: ignore[index]
+def turns_of(out: dict[str, Any]) -> list[list[tuple[str, bool]]]:
+    return [[(t["input"], t["simulated"]) for t in item["turns"]] for item in out["items"]]
 
 
 def test_a_second_run_replays_from_the_cache_and_no_cache_asks_again(

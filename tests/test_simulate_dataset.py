@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
 
@@ -95,8 +95,8 @@ def test_a_valid_block_gives_a_simulated_item_with_its_defaults(write: Callable[
     assert isinstance(driver, SimulatedUser) and driver.multi_turn
     assert (driver.max_turns, driver.model) == (8, "local/gemma-3-270m")
     assert driver.character.facts == (("order_id", "1234"), ("items", "2"))
-    assert (second.inputs, second.first_input, second.driver.model) == ([], "", "openai/gpt-4o-mini")
     assert isinstance(second.driver, SimulatedUser) and second.driver.max_turns == 50
+    assert (second.inputs, second.first_input, second.driver.model) == ([], "", "openai/gpt-4o-mini")
 
 
 def test_the_simulators_model_comes_from_the_block_then_the_environment_then_the_judge_default(

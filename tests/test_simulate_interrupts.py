@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,8 +51,8 @@ def lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def conversations(result: dict[str, object]) -> list[list[str]]:
-    return [[t["input"] for t in item["turns"]] for item in result["items"]]  # type: ignore[index]
+def conversations(result: dict[str, Any]) -> list[list[str]]:
+    return [[t["input"] for t in item["turns"]] for item in result["items"]]
 
 
 @pytest.fixture
