@@ -15,7 +15,7 @@ from evalcli.dataset import load_dataset
 from evalcli.result import ItemResult, RunResult
 from evalcli.runner import RunOptions, run_evals
 from evalcli.scorers.llm_judge import MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START
-from evalcli.simulator import KICKOFF, REMINDER, REPAIR, SIMULATOR_SEED, STOP_MARKER
+from evalcli.simulator import KICKOFF, REMINDER, REPAIR, SIMULATOR_SEED, STOP_MARKER, fenced
 from tests.llm_server import LLMServer, Reply, Request, empty, slow, status, text
 from tests.sim_helpers import (
     SIM_MODEL,
@@ -25,6 +25,7 @@ from tests.sim_helpers import (
     simulator_requests,
     user_said,
 )
+from tests.test_hostile_transcripts import CASES, LOOKALIKE, folded
 
 GOAL = "Learn the weekend forecast for GOAL-CITY-MARKER."
 PERSONA = "PERSONA-MARKER: a retired sailor who writes tersely."
@@ -271,3 +272,15 @@ def test_fifty_simulated_conversations_are_in_flight_at_once(env: LLMServer, pla
     assert overlap == 50, f"at most {overlap} simulator calls were in flight together"
     spread = arrivals[-1] - arrivals[0]
     assert spread < 2 * delay + 1.0, f"three rounds of simulator calls spread over {spread:.1f}s"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_the_red_team_replies_cannot_break_out_of_the_simulators_fence(case: dict[str, Any]) -> None:
+    for words in case["turns"]:
+        shown = fenced(words.strip())
+        lines = shown.splitlines()
+        assert lines[0] == TRANSCRIPT_START and lines[-1] == TRANSCRIPT_END
+        assert shown.count(TRANSCRIPT_START) == 1 and shown.count(TRANSCRIPT_END) == 1
+        inside = "\n".join(lines[1:-1])
+        assert "<<<" not in inside and ">>>" not in inside and STOP_MARKER not in inside
+        assert not LOOKALIKE.search(folded(inside)), f"a marker look-alike survived: {inside!r}"
