@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -143,8 +144,9 @@ def section(workloads: list[SimWorkload], concurrency: int, repeat: int = 1) -> 
         rows.append([work.name, str(concurrency), f"{work.latency * 1000:g}+{work.latency * 1000:g} ms",
                      f"{work.ideal:.2f}", f"{best.wall:.2f}", f"{run_s:.2f}", f"{calls / run_s:.0f}",
                      f"{work.ideal / best.wall:.3f}", f"{work.ideal / run_s:.3f}", f"{best.peak_rss_mb:.0f}"])
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     _print(f"Simulated users: {SIM_MODEL} and an agent, each one call per turn to a loopback server through "
-           f"litellm; ideal = serial turn chain per conversation", rows)
+           f"litellm; ideal = serial turn chain per conversation (load average after: {load})", rows)
     return rows
 
 
