@@ -11,11 +11,13 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
 4. Mastra's ``runEvals`` (Node, ``@mastra/core`` from npm, installed into ``bench/mastra/node_modules``
    on first use) on the identical workload, with evalcli/Mastra wall-time ratios;
 5. the HTML report of a stored 1,000 x 3 run: time to write it, its size, and its load time in headless
-   Chromium (``bench/report.py``).
+   Chromium (``bench/report.py``);
+6. simulated users (``bench/simulate.py``): simulator and agent each one model call per turn to a loopback
+   server, against the serial turn chain of each conversation.
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
-[--only startup,sleep,http,zero,memory,mastra,report] [--mastra-sizes 100x3,1000x3] [--report-size 1000x3]
-[--repeat K]``.
+[--only startup,sleep,http,zero,memory,mastra,report,simulate] [--mastra-sizes 100x3,1000x3]
+[--report-size 1000x3] [--simulate-cases 256x8@0.05,128x8@0.5] [--repeat K]``.
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import simulate
 from bench.report import report_section
 from bench.workload import BENCH, Measure, Workload, measure, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
-SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report")
+SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate")
 
 
 @dataclass
@@ -267,6 +270,9 @@ def main() -> None:
     parser.add_argument("--memory-size", default="20000x3", help="the large run whose peak RSS is reported")
     parser.add_argument("--mastra-sizes", default="100x3,1000x3", help="sizes run on both evalcli and Mastra")
     parser.add_argument("--report-size", default="1000x3", help="the stored run whose HTML report is measured")
+    parser.add_argument("--simulate-cases", default=simulate.DEFAULT_CASES,
+                        help="simulated-user cases, NxT@latency,... (simulator and agent each take the latency)")
+    parser.add_argument("--simulate-concurrency", type=int, default=32, help="conversations in flight (simulate)")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per turn (default 0.05)")
     parser.add_argument("--concurrency", type=int, default=64, help="conversations in flight (default 64)")
     parser.add_argument("--repeat", type=int, default=1, help="measure each case K times and keep the fastest")
@@ -275,6 +281,7 @@ def main() -> None:
     if args.quick:
         args.sizes, args.http_sizes, args.zero_sizes = "50x3,300x3", "50x3", "20x3,300x3"
         args.memory_size, args.mastra_sizes, args.report_size = "2000x3", "20x3", "200x3"
+        args.simulate_cases = "32x8@0.05"
     only = {s.strip() for s in args.only.split(",")}
     unknown = only - set(SECTIONS)
     if unknown:
@@ -296,6 +303,8 @@ def main() -> None:
         mastra_section(args)
     if "report" in only:
         report_section(sizes(args.report_size)[0], args.concurrency, args.repeat)
+    if "simulate" in only:
+        simulate.section(simulate.cases(args.simulate_cases), args.simulate_concurrency, args.repeat)
     print(f"\nbenchmark done in {time.perf_counter() - started:.0f} s")
 
 

@@ -69,6 +69,10 @@ class JUnitSuite:
     def item(self, item: ItemResult) -> None:
         suite, classname = self.element, self.classname
         case = _case(suite, classname, item.id, item.duration_ms / 1000)
+        if item.stop_reason is not None:
+            props = ET.SubElement(case, "properties")
+            for key, value in (("form", item.form), ("stop_reason", item.stop_reason), ("turns", str(len(item.turns)))):
+                ET.SubElement(props, "property", name=key, value=value)
         if item.status != "ok":
             error = ET.SubElement(case, "error", message=_clean(item.error or "error"), type="ItemError")
             error.text = _clean(item.traceback or item.error or "")

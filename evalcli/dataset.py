@@ -215,7 +215,6 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
         problems.append(pos.problem((*path, "simulate"), f"{label}: 'simulate' cannot be combined with "
                                                          f"'{scripted[0]}'",
                                     "keep 'simulate' (an LLM plays the user) or script the messages, not both", key=True))
-        return None
     try:
         from .simulate import parse_simulation
     except ModuleNotFoundError:
@@ -223,7 +222,7 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
                                     "script the conversation with 'inputs' or 'turns'", key=True))
         return None
     driver = parse_simulation(raw["simulate"], (*path, "simulate"), pos, label, problems)
-    if driver is None:
+    if driver is None or scripted:
         return None
     item_id = str(model.id) if model.id is not None else str(index)
     opening = [driver.first_input] if driver.first_input else []

@@ -20,12 +20,14 @@ Send = Callable[[str, bool], Awaitable[list[Message]]]
 
 class ConversationFailed(Exception):
     """The conversation cannot go on: the agent or the simulated user failed. ``message`` is what the
-    conversation's error says; ``cause`` the exception behind it (its traceback is stored)."""
+    conversation's error says; ``cause`` the exception behind it (its traceback is stored);
+    ``stop_reason`` what the item records as its stop reason (simulated conversations say ``error``)."""
 
-    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+    def __init__(self, message: str, cause: BaseException | None = None, stop_reason: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.cause = cause
+        self.stop_reason = stop_reason
 
 
 @dataclass

@@ -319,19 +319,20 @@ class LLMClient:
         cache_key: str | None = None,
         accept: Callable[[dict[str, Any]], bool] | None = None,
         usage_sink: UsageSink | None = None,
+        turn_index: int | None = None,
     ) -> dict[str, Any]:
         """One chat completion as a plain OpenAI-format dict.
 
         With ``cache_key`` and a cache, a stored response is returned (recorded as a cache hit) and a
         fresh one is stored, but only when ``accept`` (if given) approves it. Every call is recorded
-        in ``current_usage`` and in ``usage_sink``.
+        in ``current_usage`` and in ``usage_sink``, with ``turn_index`` when the call was made for a turn.
         """
         started = time.monotonic()
         cache = self.cache if cache_key else None
         if cache is not None and cache_key is not None:
             cached = cache.get(cache_key)
             if cached is not None and (accept is None or accept(cached)):
-                self._record(CallRecord(purpose, model, 0, 0, 0.0, True, _ms(started)), usage_sink)
+                self._record(CallRecord(purpose, model, 0, 0, 0.0, True, _ms(started), turn_index), usage_sink)
                 return cached
         kwargs: dict[str, Any] = {"model": model, "messages": provider_messages(messages)}
         optional = {
@@ -348,7 +349,8 @@ class LLMClient:
             response, cost = await self._call_with_retries(kwargs)
         prompt_tokens, completion_tokens = _usage(response)
         self._record(
-            CallRecord(purpose, model, prompt_tokens, completion_tokens, cost, False, _ms(started)), usage_sink
+            CallRecord(purpose, model, prompt_tokens, completion_tokens, cost, False, _ms(started), turn_index),
+            usage_sink,
         )
         if cache is not None and cache_key is not None and (accept is None or accept(response)):
             cache.put(cache_key, model, response)

@@ -47,7 +47,7 @@ def reduce_repeats(results: list[ItemResult]) -> ItemResult:
         same = [r.turns[index] for r in results if len(r.turns) > index]
         turns.append(TurnRecord(turn.index, turn.input, turn.output, turn.duration_ms,
                                 mean_outcomes([t.gate_scores for t in same]), mean_outcomes([t.scores for t in same]),
-                                turn.thresholds))
+                                turn.thresholds, turn.simulated))
     passes = {gate_id: sum(1 for r in results if (o := r.gate_scores.get(gate_id)) is not None
                            and not o.not_scorable and not o.missed_gate)
               for gate_id in first.gate_scores}

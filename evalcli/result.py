@@ -209,6 +209,8 @@ class RunResult:
     """With ``--repeat k``: per gate, the share of conversations where at least one of the k plays passed."""
     pass_all_k: dict[str, float] = field(default_factory=dict)
     """With ``--repeat k``: per gate, the share of conversations where all k plays passed (pass^k)."""
+    repeat: int = 1
+    """How many times each conversation was played (``--repeat``)."""
     dataset_id: str = ""
     """The dataset's stable name (path relative to the repository root, or resolved); ``dataset`` is the
     path as named when it was run."""
@@ -220,5 +222,7 @@ class RunResult:
     def to_json(self, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON result of SPEC §7; ``items`` may be given already rendered (e.g. read back from the store)."""
         rendered = items if items is not None else [i.to_json() for i in self.items or []]
+        repeats = ({"repeat": self.repeat, "pass_at_k": self.pass_at_k, "pass_all_k": self.pass_all_k}
+                   if self.repeat > 1 else {})
         return {"run_id": self.run_id, "dataset": self.dataset, "target": self.target,
-                **self.summary.to_json(), "items": rendered}
+                **self.summary.to_json(), **repeats, "items": rendered}

@@ -215,6 +215,7 @@ class Conversation:
         try:
             result.stop_reason = await item.driver.play(send, self.play_context)
         except ConversationFailed as exc:
+            result.stop_reason = exc.stop_reason
             self._fail(result, exc.message, exc.cause or exc)
         finally:
             try:
@@ -471,7 +472,7 @@ class Runner:
                          code, ordered, usage.totals(), warnings, completed=aggregator.items, selected=len(items),
                          pass_at_k={g: m.value for g, m in passes.items() if m.count},
                          pass_all_k={g: m.value for g, m in all_passes.items() if m.count},
-                         dataset_id=self.dataset.name)
+                         repeat=self.options.repeat, dataset_id=self.dataset.name)
 
     async def _play_all(self, items: list[Item], finished: Callable[[ItemResult], None], context: RunContext,
                         plan: Plan) -> None:

@@ -121,6 +121,10 @@ def slow(reply: Reply, seconds: float) -> Reply:
     return Reply(reply.status, reply.body, dict(reply.headers), seconds)
 
 
+class _WideServer(ThreadingHTTPServer):
+    request_queue_size = 256  # the default backlog of 5 drops bursts of connections (retried a second later)
+
+
 class LLMServer:
     """The scripted server. Use ``push`` to queue replies; ``requests`` holds what arrived."""
 
@@ -130,7 +134,7 @@ class LLMServer:
         self.responder: Responder | None = None
         """Answers when the script is empty (default: a 500 saying the script ran out)."""
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd = _WideServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
