@@ -32,6 +32,8 @@ OWNED = ("starting_agent", "input", "session", "previous_response_id", "auto_pre
 FAILED_KINDS = frozenset({"tool_exception", "tool_not_found"})
 """Kinds of ``ToolErrorFormatterArgs`` that mean the tool failed (a rejected approval is a decision, not an error)."""
 TIMEOUT_TEXT = re.compile(r"^Tool '[^']*' timed out after [\d.]+ seconds\.$")
+HAS_FORMATTER = any(f.name == "tool_error_formatter" for f in dataclasses.fields(RunConfig))
+"""Whether this SDK reports handled tool failures to a ``RunConfig.tool_error_formatter`` (else: the text only)."""
 
 
 def default_failure_text() -> str:
@@ -80,7 +82,9 @@ class OpenAIAgentsSession:
         self.calls = calls
         self.session = SQLiteSession(thread)
         self.failed: set[str] = set()
-        self.run_config = dataclasses.replace(adapter.run_config, tool_error_formatter=self._recorder())
+        self.run_config = adapter.run_config
+        if HAS_FORMATTER:
+            self.run_config = dataclasses.replace(adapter.run_config, tool_error_formatter=self._recorder())
 
     def _recorder(self) -> Any:
         """A ``tool_error_formatter`` that notes failed call ids and keeps the text (the user's own formatter's, if any)."""

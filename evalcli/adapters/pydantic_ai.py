@@ -51,8 +51,8 @@ class PydanticAIAdapter(Adapter):
         if not problems:
             try:
                 run_options(obj, options)
-            except (ValidationError, TypeError) as exc:
-                problems.append(str(exc).splitlines()[0])
+            except (ValueError, TypeError) as exc:
+                problems.append(str(exc))
         return problems
 
     def open(self, *, multi_turn: bool, calls: Calls) -> PydanticAISession:
@@ -104,12 +104,24 @@ def run_options(agent: Any, options: dict[str, Any]) -> dict[str, Any]:
     kwargs = {k: v for k, v in options.items() if k not in RESERVED_OPTIONS}
     deps_type = getattr(agent, "deps_type", None)
     if "deps" in kwargs and isinstance(deps_type, type) and deps_type is not type(None):
-        kwargs["deps"] = TypeAdapter(deps_type).validate_python(kwargs["deps"])
+        kwargs["deps"] = as_deps(deps_type, kwargs["deps"])
     if isinstance(kwargs.get("usage_limits"), dict):
         from pydantic_ai.usage import UsageLimits
 
-        kwargs["usage_limits"] = UsageLimits(**kwargs["usage_limits"])
+        try:
+            kwargs["usage_limits"] = UsageLimits(**kwargs["usage_limits"])
+        except TypeError as exc:
+            raise ValueError(f"'usage_limits': {exc}") from None
     return kwargs
+
+
+def as_deps(deps_type: type, value: Any) -> Any:
+    """``deps`` as written in YAML, validated into the agent's ``deps_type`` (a dataclass, a model...)."""
+    try:
+        return TypeAdapter(deps_type).validate_python(value)
+    except ValidationError as exc:
+        found = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"'deps' does not fit the agent's deps_type {deps_type.__name__} ({found})") from None
 
 
 def output_tool_names(agent: Any) -> frozenset[str]:
