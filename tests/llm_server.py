@@ -234,3 +234,11 @@ class InFlight:
         finally:
             with self._lock:
                 self.now -= 1
+
+
+class BusyLLMServer(LLMServer):
+    """The scripted server with a listen backlog for many simultaneous connections (``socketserver`` keeps 5)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._httpd.socket.listen(1024)
