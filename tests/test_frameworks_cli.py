@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO, CliResult, run_cli
 from tests.framework_agents import KEY, no_crosstalk
-from tests.llm_server import BusyLLMServer, InFlight, LLMServer, scripted_weather, tool_call
+from tests.llm_server import BusyLLMServer, InFlight, LLMServer, scripted_weather, slow, text, tool_call
 
 FRAMEWORKS = ["pydantic_ai", "openai_agents", "langgraph"]
 
@@ -172,3 +172,14 @@ def test_forcing_a_framework_adapter_on_a_plain_function_fails(write: Callable[.
                     "data: [{input: hi}]\n")
     done = cli("validate", "d.yaml")
     assert done.code == 2 and "which the pydantic_ai adapter does not take" in done.stderr
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_turn_timeout_applies_to_the_frameworks_run(framework: str, llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.responder = lambda request: slow(text("too late"), 5)
+    write_agent(tmp_path)
+    path = dataset(tmp_path, "target: fw_agent:agent\ngates: [used_no_tools]\ndata: [{id: slow, input: hi}]\n")
+    done = run_cli(["run", path, "--db", str(tmp_path / "x.db"), "--json", "-", "--turn-timeout", "0.5"], tmp_path,
+                   {**env(llm_server), "FRAMEWORK": framework})
+    assert done.code == 4, done.stderr[-3000:]
+    assert "did not answer within 0.5s" in done.json["items"][0]["error"]
