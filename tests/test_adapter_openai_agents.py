@@ -1,16 +1,19 @@
 """The OpenAI Agents SDK adapter with a real ``agents.Agent`` over real HTTP (Chat Completions) to the loopback
-server (no mocks): tool calls, one session per thread, tool errors, errors mid-run and options."""
+server (no mocks): tool calls, one session per thread, tool errors, errors mid-run and options.
+
+The SDK's package is named ``agents``, like the test agents module that other tests import in-process
+(``tests/conftest.py``): it is imported only while this module's tests run, and taken out of ``sys.modules`` after.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agents import Agent, OpenAIChatCompletionsModel, RunContextWrapper, function_tool
-from agents.exceptions import MaxTurnsExceeded
-from openai import AsyncOpenAI
 
 from evalcli.adapters import recognise
 from evalcli.errors import TargetError
@@ -31,26 +34,42 @@ from tests.framework_agents import (
 from tests.llm_server import LLMServer, scripted_weather, status, text, tool_call, tool_calls
 
 
-def model(server: LLMServer) -> OpenAIChatCompletionsModel:
+def _sdk_modules() -> dict[str, Any]:
+    return {n: m for n, m in sys.modules.items() if n == "agents" or n.startswith("agents.")}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sdk() -> Iterator[None]:
+    before = _sdk_modules()
+    yield
+    for name in _sdk_modules():
+        del sys.modules[name]
+    sys.modules.update(before)
+
+
+def model(server: LLMServer) -> Any:
+    from agents import OpenAIChatCompletionsModel
+    from openai import AsyncOpenAI
+
     client = AsyncOpenAI(base_url=server.url, api_key=KEY, max_retries=0)
     return OpenAIChatCompletionsModel(model="scripted", openai_client=client)
 
 
-@function_tool
 def get_weather(city: str, day: str = "today") -> str:
     """The forecast for a city."""
     return json.dumps(weather(city, day))
 
 
-@function_tool(failure_error_function=None)
 def fragile(city: str) -> str:
     """A tool whose exception ends the run."""
     raise RuntimeError("the fragile service is down")
 
 
-def weather_agent(server: LLMServer, **kwargs: Any) -> Agent[Any]:
+def weather_agent(server: LLMServer, **kwargs: Any) -> Any:
+    from agents import Agent, function_tool
+
     return Agent(name="weather", instructions="You are a weather assistant.", model=model(server),
-                 tools=[get_weather, fragile], **kwargs)
+                 tools=[function_tool(get_weather), function_tool(fragile, failure_error_function=None)], **kwargs)
 
 
 def test_recognised_by_class_and_turn_is_tool_call_result_and_answer(llm_server: LLMServer) -> None:
@@ -134,12 +153,15 @@ def test_provider_error_mid_run_keeps_the_earlier_steps(llm_server: LLMServer) -
 
 
 def test_context_and_max_turns_reach_the_run_call(llm_server: LLMServer) -> None:
-    @function_tool
-    def whoami(ctx: RunContextWrapper[Any]) -> str:
+    from agents import Agent, RunContextWrapper, function_tool
+    from agents.exceptions import MaxTurnsExceeded
+
+    def whoami(ctx: Any) -> str:
         """Who is asking."""
         return f"you are {ctx.context['name']}"
 
-    agent = Agent(name="w", model=model(llm_server), tools=[whoami])
+    whoami.__annotations__ = {"ctx": RunContextWrapper[Any], "return": str}  # the SDK passes the run's context
+    agent = Agent(name="w", model=model(llm_server), tools=[function_tool(whoami)])
     llm_server.push(tool_call("whoami", {}, "c1"), text("done"), tool_call("whoami", {}, "c2"), text("never reached"))
 
     async def both() -> tuple[list[list[Message]], tuple[BaseException, list[Message]]]:
