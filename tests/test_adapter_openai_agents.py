@@ -179,3 +179,12 @@ def test_unknown_option_names_what_runner_run_takes(llm_server: LLMServer) -> No
     message = failed.value.message
     assert "'deps' is not an option of the Agents SDK's Runner.run" in message
     assert "context" in message and "max_turns" in message and "session" not in message
+
+
+def test_run_config_as_a_mapping_reaches_the_model(llm_server: LLMServer) -> None:
+    llm_server.push(text("Hello."))
+    adapter = adapter_for(weather_agent(llm_server), run_config={"model_settings": {"temperature": 0.25}})
+    [[turn]] = converse(adapter, ["Hi"])
+    assert texts_of(turn) == ["Hello."] and llm_server.requests[0].body["temperature"] == 0.25
+    with pytest.raises(TargetError, match=r"run_config: .*model_setings"):
+        adapter_for(weather_agent(llm_server), run_config={"model_setings": {}})

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agents import RunConfig, Runner, SQLiteSession
+from agents import ModelSettings, RunConfig, Runner, SQLiteSession
 
 from . import RECOGNISED, RESERVED_OPTIONS, Adapter, Calls, Message, TurnFailed, fresh_thread, unknown_options
 from .openai_format import assistant, keyword_names, tool_call, tool_result
@@ -139,10 +139,14 @@ def accepted_options() -> list[str]:
 
 
 def run_options(options: dict[str, Any]) -> tuple[dict[str, Any], RunConfig]:
-    """The options for ``Runner.run``, and the ``RunConfig`` (written as a mapping in YAML) kept apart."""
+    """The options for ``Runner.run``, and the ``RunConfig`` kept apart (a mapping in YAML becomes one, its
+    ``model_settings`` a ``ModelSettings``)."""
     kwargs = {k: v for k, v in options.items() if k not in RESERVED_OPTIONS}
     config = kwargs.pop("run_config", None)
     if isinstance(config, dict):
+        config = dict(config)
+        if isinstance(config.get("model_settings"), dict):
+            config["model_settings"] = ModelSettings(**config["model_settings"])
         config = RunConfig(**config)
     return kwargs, config if isinstance(config, RunConfig) else RunConfig()
 
