@@ -118,8 +118,9 @@ class OpenAIAgentsSession:
         except Exception:  # noqa: BLE001 - the turn's error is the run's, not the session's
             items = []
         starts = [i for i, item in enumerate(items) if item.get("role") == "user" and item.get("content") == text]
-        if starts:
-            return self._convert(items[starts[-1] + 1:])
+        saved = self._convert(items[starts[-1] + 1:]) if starts else []
+        if saved:
+            return saved
         run_data = getattr(exc, "run_data", None)
         return self._convert(item.to_input_item() for item in getattr(run_data, "new_items", None) or ())
 
