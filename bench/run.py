@@ -13,11 +13,14 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
 5. the HTML report of a stored 1,000 x 3 run: time to write it, its size, and its load time in headless
    Chromium (``bench/report.py``);
 6. simulated users (``bench/simulate.py``): simulator and agent each one model call per turn to a loopback
-   server, against the serial turn chain of each conversation.
+   server, against the serial turn chain of each conversation;
+7. the framework adapters' overhead: each framework's agent played directly and through evalcli's adapter on the
+   same loopback server (``bench/adapters.py``), both walls and their ratio.
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
-[--only startup,sleep,http,zero,memory,mastra,report,simulate] [--mastra-sizes 100x3,1000x3]
-[--report-size 1000x3] [--simulate-cases 256x8@0.05,128x8@0.5] [--repeat K]``.
+[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters] [--mastra-sizes 100x3,1000x3]
+[--report-size 1000x3] [--simulate-cases 256x8@0.05,128x8@0.5] [--adapter-size 1000x3] [--adapter-concurrency 32]
+[--adapter-repeat 3] [--repeat K]``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ from bench.report import report_section
 from bench.workload import BENCH, Measure, Workload, measure, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
-SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate")
+SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters")
+FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph")
 
 
 @dataclass
@@ -261,6 +265,38 @@ def _node_version() -> str:
         return "?"
 
 
+def adapters_section(args: argparse.Namespace) -> None:
+    (n, turns), = sizes(args.adapter_size)
+    process = subprocess.Popen([sys.executable, str(BENCH / "adapters.py"), "--serve"], stdout=subprocess.PIPE, text=True)
+    rows = []
+    try:
+        assert process.stdout is not None
+        api_base = f"http://127.0.0.1:{int(process.stdout.readline().split()[1])}/v1"
+        for framework in FRAMEWORKS:
+            command = [sys.executable, str(BENCH / "adapters.py"), "--framework", framework, "--api-base", api_base,
+                       "--n", str(n), "--turns", str(turns), "--concurrency", str(args.adapter_concurrency),
+                       "--repeat", str(args.adapter_repeat)]
+            result = check(measure(command, cwd=BENCH.parent, env={"OPENAI_AGENTS_DISABLE_TRACING": "1"}),
+                           f"adapter benchmark ({framework})")
+            figures = json.loads(result.stdout.strip().splitlines()[-1])
+            direct, adapter = figures["direct"], figures["adapter"]
+            direct_cpu, adapter_cpu = figures["direct_cpu"], figures["adapter_cpu"]
+            rows.append([framework, f"{n}x{turns}", str(args.adapter_concurrency), fmt(direct), fmt(adapter),
+                         f"{adapter / direct:.3f}", fmt(direct_cpu), fmt(adapter_cpu), f"{adapter_cpu / direct_cpu:.3f}",
+                         f"{(adapter_cpu - direct_cpu) / (n * turns) * 1000:+.3f}"])
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    print_table("Framework adapters: the same agent object played directly and through evalcli's adapter (one "
+                "loopback model server, a get_weather call per turn; interleaved batches, fastest of "
+                f"{args.adapter_repeat} round{'s' if args.adapter_repeat > 1 else ''})",
+                ["framework", "conv x turns", "conc", "direct s", "adapter s", "ratio", "direct CPU s", "adapter CPU s",
+                 "CPU ratio", "CPU ms/turn added"], rows)
+    print("  ratio = adapter wall / direct wall (target <= 1.10); CPU = the agent process's own CPU time, which the "
+          "machine's other load disturbs less; direct = the framework's own thread per conversation "
+          "(message_history, SQLiteSession, checkpointer thread_id)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only: a smoke run of every section")
@@ -276,12 +312,16 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per turn (default 0.05)")
     parser.add_argument("--concurrency", type=int, default=64, help="conversations in flight (default 64)")
     parser.add_argument("--repeat", type=int, default=1, help="measure each case K times and keep the fastest")
+    parser.add_argument("--adapter-size", default="1000x3", help="conversations x turns per adapter measurement")
+    parser.add_argument("--adapter-concurrency", type=int, default=32, help="conversations in flight (adapters)")
+    parser.add_argument("--adapter-repeat", type=int, default=1, help="adapters: rounds of both ways, fastest kept")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run: {','.join(SECTIONS)}")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.http_sizes, args.zero_sizes = "50x3,300x3", "50x3", "20x3,300x3"
         args.memory_size, args.mastra_sizes, args.report_size = "2000x3", "20x3", "200x3"
         args.simulate_cases = "32x8@0.05"
+        args.adapter_size, args.adapter_repeat = "100x3", 1
     only = {s.strip() for s in args.only.split(",")}
     unknown = only - set(SECTIONS)
     if unknown:
@@ -305,6 +345,8 @@ def main() -> None:
         report_section(sizes(args.report_size)[0], args.concurrency, args.repeat)
     if "simulate" in only:
         simulate.section(simulate.cases(args.simulate_cases), args.simulate_concurrency, args.repeat)
+    if "adapters" in only:
+        adapters_section(args)
     print(f"\nbenchmark done in {time.perf_counter() - started:.0f} s")
 
 

@@ -204,3 +204,45 @@ class LLMServer:
                     pass  # the client gave up (a timeout test)
 
         return Handler
+
+
+# -- helpers for the framework adapters' tests (SPEC §12) ------------------------------------------
+
+
+def scripted_weather(request: Request) -> Reply:
+    """A responder playing the weather model from the request's own messages only
+    (``examples/frameworks/scripted_model.py``): recall works only if the agent sent the earlier turns."""
+    from examples.frameworks.scripted_model import completion as body
+    from examples.frameworks.scripted_model import next_message
+
+    return Reply(body=body(next_message(request.messages), str(request.body.get("model", "scripted"))))
+
+
+class InFlight:
+    """Wraps a responder: holds each answer ``delay`` seconds and counts the requests in flight (``peak``)."""
+
+    def __init__(self, responder: Responder, delay: float) -> None:
+        self.responder = responder
+        self.delay = delay
+        self.now = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Request) -> Reply:
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        try:
+            time.sleep(self.delay)
+            return self.responder(request)
+        finally:
+            with self._lock:
+                self.now -= 1
+
+
+class BusyLLMServer(LLMServer):
+    """The scripted server with a listen backlog for many simultaneous connections (``socketserver`` keeps 5)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._httpd.socket.listen(1024)

@@ -1,0 +1,137 @@
+"""Adapter overhead: each framework's agent driven directly and through evalcli's adapter, same server, same loop.
+
+``python bench/adapters.py --serve [--latency S]`` starts the model: a loopback OpenAI-compatible server (aiohttp)
+that plays the weather assistant from each request's own messages (``examples/frameworks/scripted_model.py``):
+every turn is a ``get_weather`` call, the tool's result, then the answer (two model requests). It prints
+``PORT <n>``.
+
+``python bench/adapters.py --framework pydantic_ai --api-base URL [--n 1000 --turns 3 --concurrency 32]`` builds
+one agent object and plays N conversations of T turns, ``concurrency`` at a time, twice over: directly with the
+framework (``bench/framework_agents.py``) and through the adapter's sessions (``open``, ``send`` per turn,
+``close``, with evalcli's ``TargetCalls`` as in a run). Both in one event loop, warmed up, in interleaved batches
+(``--batches``), ``--repeat`` rounds (fastest kept). Prints one JSON line: both walls (and CPU seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.framework_agents import Conversation, build, direct
+from examples.frameworks.scripted_model import completion, next_message
+
+TURNS = ["What is the weather in Brooklyn?", "What about tomorrow?", "What is the weather in Paris?"]
+
+
+def through_adapter(agent: Any) -> Conversation:
+    """One conversation through evalcli's adapter for the agent, as the runner plays it."""
+    from evalcli.adapters import make_adapter
+    from evalcli.calls import TargetCalls, TargetThreads
+
+    adapter = make_adapter("bench", agent, {})
+    calls = TargetCalls(TargetThreads())
+
+    async def conversation(turns: list[str]) -> list[Any]:
+        session = adapter.open(multi_turn=True, calls=calls)
+        try:
+            return [await session.send(text) for text in turns]
+        finally:
+            await session.close()
+
+    return conversation
+
+
+async def timed(conversation: Conversation, n: int, turns: int, concurrency: int) -> tuple[float, float]:
+    """Wall and CPU seconds to play ``n`` conversations, ``concurrency`` at a time; checks each last answer."""
+    pending = iter(range(n))
+    texts = (TURNS * turns)[:turns]
+
+    async def worker() -> None:
+        for _ in pending:
+            outputs = await conversation(texts)
+            if len(outputs) != turns or "°F" not in json.dumps(outputs[-1], default=str, ensure_ascii=False):
+                raise SystemExit(f"a conversation did not get its forecast: {outputs[-1]!r}"[:2000])
+
+    gc.collect()
+    started, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+async def compare(args: argparse.Namespace) -> dict[str, Any]:
+    """Both ways over N conversations, played in interleaved batches (the machine's load drifts: each batch of one
+    way runs next to a batch of the other, in alternating order); the sums, fastest of ``--repeat`` rounds."""
+    agent = build(args.framework, args.api_base)
+    ways = {"direct": direct(args.framework, agent), "adapter": through_adapter(agent)}
+    for conversation in ways.values():  # warm-up: imports, connection pools, caches
+        await timed(conversation, args.concurrency, args.turns, args.concurrency)
+    batches = max(1, min(args.batches, args.n // args.concurrency))
+    sizes = [args.n // batches + (1 if i < args.n % batches else 0) for i in range(batches)]
+    rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
+    for _ in range(args.repeat):
+        totals = {name: [0.0, 0.0] for name in ways}
+        for i, size in enumerate(sizes):
+            for name in (list(ways) if i % 2 == 0 else list(reversed(ways))):
+                wall, cpu = await timed(ways[name], size, args.turns, args.concurrency)
+                totals[name][0] += wall
+                totals[name][1] += cpu
+        for name, (wall, cpu) in totals.items():
+            rounds[name].append((wall, cpu))
+    best = {name: min(values) for name, values in rounds.items()}
+    return {"framework": args.framework, "n": args.n, "turns": args.turns, "concurrency": args.concurrency,
+            "direct": best["direct"][0], "adapter": best["adapter"][0],
+            "direct_cpu": best["direct"][1], "adapter_cpu": best["adapter"][1], "rounds": rounds}
+
+
+def serve(latency: float) -> None:
+    from aiohttp import web
+
+    async def completions(request: web.Request) -> web.Response:
+        body = await request.json()
+        if latency > 0:
+            await asyncio.sleep(latency)
+        return web.json_response(completion(next_message(body.get("messages") or []), str(body.get("model", "bench"))))
+
+    async def run() -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", completions)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        await site.start()
+        print(f"PORT {site._server.sockets[0].getsockname()[1]}", flush=True)  # type: ignore[union-attr]
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--serve", action="store_true", help="run the scripted model server")
+    parser.add_argument("--latency", type=float, default=0.0, help="server: seconds before each answer")
+    parser.add_argument("--framework", choices=["pydantic_ai", "openai_agents", "langgraph"])
+    parser.add_argument("--api-base", help="the server's base URL (http://127.0.0.1:PORT/v1)")
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of both ways; the fastest is kept")
+    parser.add_argument("--batches", type=int, default=10, help="interleaved batches per round")
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.latency)
+    elif not args.framework or not args.api_base:
+        parser.error("--framework and --api-base are needed (or --serve)")
+    else:
+        print(json.dumps(asyncio.run(compare(args))), flush=True)
+
+
+if __name__ == "__main__":
+    main()

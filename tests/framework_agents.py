@@ -1,0 +1,111 @@
+"""Test helpers for the framework adapters: real framework agents pointed at the loopback server, and a
+conversation driven through an adapter's sessions exactly as the runner drives it (``open``, ``send``
+per turn, ``close``), with evalcli's own ``TargetCalls``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from evalcli.adapters import Adapter, make_adapter
+from evalcli.calls import TargetCalls, TargetThreads
+from evalcli.messages import Message
+from examples.weather_agent import FORECASTS
+
+os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+KEY = "sk-test-not-a-real-key-0123456789"
+
+
+def weather(city: str, day: str = "today") -> dict[str, Any]:
+    """The demo forecast; ``LookupError`` for an unknown city."""
+    found = FORECASTS.get(city.lower())
+    if found is None:
+        raise LookupError(f"no forecast for {city}")
+    condition, temperature = found[day]
+    return {"city": city, "day": day, "condition": condition, "temperature_f": temperature}
+
+
+def adapter_for(obj: Any, **options: Any) -> Adapter:
+    return make_adapter("tests:agent", obj, options)
+
+
+async def aconverse(adapter: Adapter, turns: list[str], *, multi_turn: bool = True,
+                    timeout: float | None = None) -> list[list[Message]]:
+    """Play one conversation; the messages of each turn."""
+    session = adapter.open(multi_turn=multi_turn, calls=TargetCalls(TargetThreads(), timeout))
+    try:
+        return [await session.send(text) for text in turns]
+    finally:
+        await session.close()
+
+
+def converse(adapter: Adapter, *conversations: list[str], **kwargs: Any) -> list[list[list[Message]]]:
+    """Play conversations one after the other in one event loop (a framework's HTTP client belongs to the loop
+    it first ran in); the messages of each turn of each."""
+    async def play() -> list[list[list[Message]]]:
+        return [await aconverse(adapter, turns, **kwargs) for turns in conversations]
+
+    return asyncio.run(play())
+
+
+async def afailed_turn(adapter: Adapter, turns: list[str]) -> tuple[BaseException, list[Message]]:
+    """Play turns until one raises ``TurnFailed``: its cause and the messages it kept."""
+    from evalcli.adapters import TurnFailed
+
+    try:
+        await aconverse(adapter, turns)
+    except TurnFailed as exc:
+        return exc.cause, exc.messages
+    raise AssertionError("no turn failed")
+
+
+def failed_turn(adapter: Adapter, turns: list[str]) -> tuple[BaseException, list[Message]]:
+    return asyncio.run(afailed_turn(adapter, turns))
+
+
+def calls_of(messages: list[Message]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(id, name, parsed arguments) of every tool call, in order."""
+    return [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for m in messages for c in m.get("tool_calls") or ()]
+
+
+def texts_of(messages: list[Message]) -> list[str]:
+    return [m["content"] for m in messages if m["role"] == "assistant" and m.get("content")]
+
+
+def results_of(messages: list[Message]) -> list[Message]:
+    return [m for m in messages if m["role"] == "tool"]
+
+
+def user_texts(request_messages: list[dict[str, Any]]) -> list[str]:
+    return [m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
+            for m in request_messages if m.get("role") == "user"]
+
+
+def request_with(server: Any, text: str) -> list[dict[str, Any]]:
+    """The messages of the first request whose last user message is ``text``."""
+    for request in server.requests:
+        users = user_texts(request.messages)
+        if users and users[-1] == text:
+            return request.messages
+    raise AssertionError(f"no request ends with the user message {text!r}")
+
+
+def no_crosstalk() -> Callable[[Any], Any]:
+    """A responder for concurrency tests: turn 1 "Remember the code CODE." is acknowledged; turn 2 "What is
+    the code?" is answered with every code found in that request's own user messages (one, if no crosstalk)."""
+    import re
+
+    from tests.llm_server import text
+
+    def respond(request: Any) -> Any:
+        said = user_texts(request.messages)
+        codes = [m for s in said for m in re.findall(r"code (K\d+)", s)]
+        if said and said[-1].startswith("Remember"):
+            return text(f"Noted {codes[-1]}.")
+        return text(f"The code is {' and '.join(codes) or 'unknown'}.")
+
+    return respond
