@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -18,7 +19,7 @@ from .dataset import Dataset, load_dataset
 from .errors import DatasetError, EvalcliError, Problem, UsageError
 from .outputs import JsonReport, JsonStream, check_writable, deliver, open_for_writing, per_dataset, stdout_for_json
 from .report import TerminalReport, plural
-from .runner import INTERRUPTED, Events, RunOptions, run_evals
+from .runner import INTERRUPTED, Events, RunOptions, arun_evals
 from .scorers.kinds import all_kinds
 from .scorers.registry import find_registry, load_registry
 from .secrets import Redactor
@@ -125,14 +126,14 @@ def check_request(request: RunRequest) -> None:
         raise UsageError(f"--db {db} cannot be written (permission denied)", "choose a database path you can write")
 
 
-def _options(request: RunRequest, store: Store, dataset: Dataset) -> RunOptions:
+def _options(request: RunRequest, store: Store | None, dataset: Dataset) -> RunOptions:
     selection = Selection(request.filter, parse_shard(request.shard) if request.shard else None, request.limit)
     only = None
-    if request.rerun_failed:
+    if request.rerun_failed and store is not None:
         ids = failed_item_ids(store, store.require_run(request.rerun_failed)["id"])
         only = {item.index for item in dataset.items if item.id in ids}
     resume = None
-    if request.resume:
+    if request.resume and store is not None:
         stored = store.require_run(request.resume)
         resume = stored["id"]
         if stored["dataset"] not in (dataset.name, dataset.path):
@@ -174,7 +175,10 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     datasets = load_all(request.datasets, request.scorers)
     outputs = Outputs.plan(request)
     redact = Redactor(extra=set().union(*(d.secret_values for d in datasets)))
-    store = Store(request.db, redact)
+    history = request.resume or request.rerun_failed
+    # a run that continues or re-runs another needs its database; otherwise nothing is created before the
+    # selection is known to hold a conversation
+    store = Store(request.db, redact) if history else None
     codes: list[int] = []
     suites: list[tuple[Path | None, ET.Element]] = []
     sections: list[tuple[Path | None, str]] = []
@@ -184,13 +188,15 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
         reasons = [why for n, why in counts if why]
         if reasons and sum(n for n, _ in counts) == 0:
             raise UsageError(reasons[0], "loosen --filter or --limit; nothing was run or stored")
-        with stdout_for_json(request.json_out == "-") as stdout:
+        store = store or Store(request.db, redact)
+        # one event loop for every dataset: clients a framework keeps per process stay bound to a live loop
+        with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
             stream = JsonStream(stdout, several=len(datasets) > 1) if stdout is not None else None
             for n, ((dataset, options), (count, why)) in enumerate(zip(plans, counts, strict=True)):
                 if count == 0:
                     events.warning(why or _empty_note(request, dataset))
                     continue
-                result = run_evals(dataset, store=store, options=options, events=events)
+                result = loop.run(arun_evals(dataset, store=store, options=options, events=events))
                 close = getattr(events, "close", None)
                 if close:
                     close()
@@ -205,7 +211,8 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
             if stream is not None:
                 stream.close()
     finally:
-        store.close()
+        if store is not None:
+            store.close()
         _write_ci_reports(suites, sections, redact)
     return combine_exit_codes(codes)
 

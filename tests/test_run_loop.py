@@ -141,16 +141,16 @@ SIBLINGS = '''
 import asyncio, os, pathlib
 
 async def boom(run):
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(1.0)
     raise ValueError("scorer blew up")
 
 async def slow(run):
-    await asyncio.sleep(1.5)
+    await asyncio.sleep(2.5)
     pathlib.Path(os.environ["MARKER"]).write_text("still ran")
     return 1.0
 
 async def agent(input, **kw):
-    await asyncio.sleep(3 if input == "long" else 0)
+    await asyncio.sleep(4 if input == "long" else 0)
     return "answer"
 '''
 
@@ -158,8 +158,8 @@ async def agent(input, **kw):
 def test_a_failing_scorer_cancels_its_siblings(workdir: Path, write: Callable[..., Path],
                                                cli: Callable[..., CliResult]) -> None:
     write("sib.py", SIBLINGS)
-    # a's scorers fail at 0.3 s; the run goes on until b answers at 3 s: a's slow sibling, left running,
-    # would write its marker at 1.5 s, long after its conversation ended
+    # a's scorers fail at 1 s; the run goes on until b answers at 4 s: a's slow sibling, left running,
+    # would write its marker at 2.5 s, long after its conversation ended
     write("d.yaml", "target: sib:agent\nconcurrency: 2\nscorers:\n  - python: sib:slow\n  - python: sib:boom\n"
           "data: [{id: a, input: q}, {id: b, input: long}]\n")
     marker = workdir / "marker.txt"
