@@ -183,3 +183,17 @@ def test_turn_timeout_applies_to_the_frameworks_run(framework: str, llm_server: 
                    {**env(llm_server), "FRAMEWORK": framework})
     assert done.code == 4, done.stderr[-3000:]
     assert "did not answer within 0.5s" in done.json["items"][0]["error"]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_one_invocation_runs_the_same_framework_dataset_twice(framework: str, llm_server: LLMServer,
+                                                              tmp_path: Path) -> None:
+    """Frameworks keep HTTP clients per process; every dataset of one invocation shares one event loop, so the
+    second dataset's conversations find those clients on a live loop."""
+    llm_server.responder = scripted_weather
+    path = f"datasets/frameworks/{framework}.yaml"
+    done = run_cli(["run", path, path, "--db", str(tmp_path / "twice.db"), "--json", "-"], REPO, env(llm_server))
+    assert done.code == 0, done.stderr[-3000:]
+    runs = done.json["runs"]
+    assert [run["summary"]["errors"] for run in runs] == [0, 0]
+    assert all(run["verdict"] == "passed" for run in runs)
