@@ -295,13 +295,17 @@ class LLMClient:
         self._paused_until: dict[str, float] = {}
         """Per model: the ``time.monotonic()`` moment before which no call starts (after a 429)."""
         self._judge_slots: asyncio.Semaphore | None = None
+        self._judge_loop: asyncio.AbstractEventLoop | None = None
         self._reachability: dict[str, str | None] = {}
         self.unpriced: set[str] = set()
         """Models litellm has no price for (it said so once): asking again would raise on every call."""
 
     def _judge_semaphore(self) -> asyncio.Semaphore:
-        if self._judge_slots is None:
+        # a semaphore belongs to one event loop: a client used again by a later run gets a fresh one
+        loop = asyncio.get_running_loop()
+        if self._judge_slots is None or self._judge_loop is not loop:
             self._judge_slots = asyncio.Semaphore(max(1, self.settings.judge_concurrency))
+            self._judge_loop = loop
         return self._judge_slots
 
     async def complete(

@@ -13,27 +13,23 @@ import asyncio
 import signal
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .adapters import Session, TurnFailed, TurnTimedOut
-from .adapters.callable import BadReply
 from .aggregate import Aggregator, Mean, Plan, exit_code
 from .calls import TargetCalls, TargetThreads
+from .conversation import Conversation
 from .dataset import Dataset, Item, load_dataset
-from .drivers import ConversationFailed, PlayContext
-from .errors import INTERNAL_ERROR, UsageError, describe
+from .drivers import PlayContext
+from .errors import INTERNAL_ERROR, UsageError
 from .ids import new_run_id
-from .llm import UsageSink, current_usage
-from .messages import Message
+from .llm import UsageSink
+from .notices import memory_warning, unregistered_warning
 from .repeat import reduce_repeats
-from .result import ItemResult, RunResult, TurnRecord
-from .scorers.base import Outcome, ScorerRun, TurnView
-from .scorers.kinds import Scorer
-from .scorers.registry import Builder, ScorerSpec
+from .result import ItemResult, RunResult
+from .scorers.registry import Builder
 from .select import Selection
 
 INTERRUPTED = 130
@@ -96,10 +92,6 @@ class QuietEvents:
         pass
 
 
-class ScorerFailed(Exception):
-    """A scorer (not a gate) raised or errored: the conversation becomes an error."""
-
-
 def plan_of(dataset: Dataset) -> Plan:
     return Plan([g.id for g in dataset.gates], [s.id for s in dataset.scorers],
                 {s.id: s.threshold.raw for s in dataset.scorers if s.threshold is not None})
@@ -158,221 +150,6 @@ class RunContext:
                 self._llm.cache.close()
             self.threads.close()
             sys.setswitchinterval(self._switch_interval)
-
-
-class Conversation:
-    """Plays one item against the target through a session, and scores it."""
-
-    def __init__(self, dataset: Dataset, builder: Builder, context: RunContext, plan: Plan) -> None:
-        self.dataset = dataset
-        self.builder = builder
-        self.context = context
-        self.thresholds = plan.thresholds
-        self.play_context = PlayContext(context.llm, context.options.use_cache)
-
-    async def play(self, item: Item) -> ItemResult:
-        started = time.perf_counter()
-        sink = UsageSink()
-        token = current_usage.set(sink)
-        session = self.dataset.target.open(multi_turn=item.driver.multi_turn, calls=self.context.calls)
-        result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok", thread_id=session.thread_id,
-                            resource_id=session.resource_id, thresholds=self.thresholds)
-        try:
-            await self._converse(item, session, result)
-            if result.status == "ok":
-                await self._score(item, result)
-        except ScorerFailed as exc:
-            self._fail(result, str(exc), exc.__cause__ or exc)
-            # an errored conversation is left out of scoring: show no partial scores for it either
-            result.gate_scores, result.scores = {}, {}
-            for record in result.turns:
-                record.gate_scores, record.scores = {}, {}
-        finally:
-            current_usage.reset(token)
-        result.usage = list(sink)
-        result.duration_ms = (time.perf_counter() - started) * 1000
-        return result
-
-    async def _converse(self, item: Item, session: Session, result: ItemResult) -> None:
-        async def send(text: str, simulated: bool) -> list[Message]:
-            index = len(result.turns)
-            started = time.perf_counter()
-            try:
-                output = await session.send(text)
-            except TurnTimedOut as exc:
-                raise ConversationFailed(f"turn {index}: {exc}", exc) from None
-            except TurnFailed as exc:
-                # the agent's run ended with an exception: keep the messages it produced before it
-                result.turns.append(TurnRecord(index, text, exc.messages, _ms(started), simulated=simulated))
-                raise ConversationFailed(f"turn {index}: the target raised {describe(exc.cause)}", exc.cause) from None
-            except BadReply as exc:
-                raise ConversationFailed(f"turn {index}: {exc}", exc) from None
-            except Exception as exc:  # noqa: BLE001 - the target's failure is this conversation's error
-                raise ConversationFailed(f"turn {index}: the target raised {describe(exc)}", exc) from None
-            result.turns.append(TurnRecord(index, text, output, _ms(started), simulated=simulated))
-            return output
-
-        try:
-            result.stop_reason = await item.driver.play(send, self.play_context)
-        except ConversationFailed as exc:
-            result.stop_reason = exc.stop_reason
-            self._fail(result, exc.message, exc.cause or exc)
-        finally:
-            try:
-                await session.close()
-            except Exception as exc:  # noqa: BLE001 - a session that cannot close is this conversation's error
-                if result.status == "ok":
-                    self._fail(result, f"closing the conversation failed: {describe(exc)}", exc)
-
-    @staticmethod
-    def _fail(result: ItemResult, message: str, cause: BaseException) -> None:
-        result.status, result.error = "error", message
-        result.traceback = "".join(traceback.format_exception(cause))
-
-    async def _score(self, item: Item, result: ItemResult) -> None:
-        views = tuple(TurnView(t.index, t.input, t.output, t.simulated) for t in result.turns)
-        accumulated = [m for turn in result.turns for m in turn.output]
-        first = result.turns[0].input if result.turns else item.first_input
-        whole = ScorerRun(first, accumulated, item.ground_truth, None, views, item.expected_outcome, item.goal)
-        result.gate_scores = await self._gates(self.dataset.gates, whole)
-        result.scores = await self._scorers(self.dataset.scorers, whole)
-        for turn, record, view in zip(item.turns or (), result.turns, views, strict=False):
-            run = ScorerRun(record.input, record.output, item.ground_truth, record.index, (view,),
-                            item.expected_outcome, item.goal)
-            record.gate_scores = await self._gates(turn.gates, run)
-            record.scores = await self._scorers(turn.scorers, run)
-            record.thresholds = {s.id: s.threshold.raw for s in turn.scorers if s.threshold is not None}
-
-    async def _gates(self, specs: list[ScorerSpec], run: ScorerRun) -> dict[str, Outcome]:
-        def settle(outcome: Outcome) -> Outcome:
-            if outcome.error is not None:
-                return Outcome(score=0.0, reason=outcome.reason, error=outcome.error, usage=outcome.usage)
-            return outcome
-
-        async def gate(spec: ScorerSpec, scorer: Scorer) -> Outcome:
-            try:
-                return settle(await scorer.score(run))
-            except Exception as exc:  # noqa: BLE001 - a gate that raises scores 0, with its error shown
-                return Outcome(score=0.0, error=describe(exc))
-
-        scorers = [self.builder.build(s) for s in specs]
-        if all(hasattr(s, "score_now") for s in scorers):
-            # checks never wait on anything: scoring them in turn spares tasks and event-loop round trips
-            outcomes = {}
-            for spec, scorer in zip(specs, scorers, strict=True):
-                try:
-                    outcomes[spec.id] = settle(scorer.score_now(run))  # type: ignore[attr-defined]
-                except Exception as exc:  # noqa: BLE001 - as above
-                    outcomes[spec.id] = Outcome(score=0.0, error=describe(exc))
-            return outcomes
-        results = await asyncio.gather(*(gate(s, scorer) for s, scorer in zip(specs, scorers, strict=True)))
-        return {s.id: o for s, o in zip(specs, results, strict=True)}
-
-    async def _scorers(self, specs: list[ScorerSpec], run: ScorerRun) -> dict[str, Outcome]:
-        where = "" if run.turn_index is None else f" (turn {run.turn_index})"
-
-        def settle(spec: ScorerSpec, outcome: Outcome) -> Outcome:
-            if outcome.error is not None:
-                raise ScorerFailed(f"scorer {spec.id}{where} failed: {outcome.error}")
-            return outcome
-
-        async def score(spec: ScorerSpec, scorer: Scorer) -> Outcome:
-            try:
-                outcome = await scorer.score(run)
-            except Exception as exc:
-                raise ScorerFailed(f"scorer {spec.id}{where} raised {describe(exc)}") from exc
-            return settle(spec, outcome)
-
-        scorers = [self.builder.build(s) for s in specs]
-        if all(hasattr(s, "score_now") for s in scorers):
-            outcomes = {}
-            for spec, scorer in zip(specs, scorers, strict=True):
-                try:
-                    outcome = scorer.score_now(run)  # type: ignore[attr-defined]
-                except Exception as exc:
-                    raise ScorerFailed(f"scorer {spec.id}{where} raised {describe(exc)}") from exc
-                outcomes[spec.id] = settle(spec, outcome)
-            return outcomes
-        # one scorer failing makes the conversation an error: its siblings are cancelled, not left spending
-        tasks: list[asyncio.Task[Outcome]] = []
-        try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(score(s, scorer)) for s, scorer in zip(specs, scorers, strict=True)]
-        except BaseExceptionGroup as failed:
-            first = _first_failure(failed, tasks)
-            if first is not None:
-                raise first from first.__cause__
-            raise
-        return {s.id: t.result() for s, t in zip(specs, tasks, strict=True)}
-
-
-def _first_failure(group: BaseExceptionGroup[Any], tasks: list[asyncio.Task[Outcome]]) -> ScorerFailed | None:
-    """The failure of the first scorer in list order (what the conversation's error names)."""
-    for task in tasks:
-        if task.done() and not task.cancelled() and isinstance(task.exception(), ScorerFailed):
-            return task.exception()  # type: ignore[return-value]
-    matched, _ = group.split(ScorerFailed)
-    return matched.exceptions[0] if matched else None  # type: ignore[return-value]
-
-
-def _ms(started: float) -> float:
-    return (time.perf_counter() - started) * 1000
-
-
-def memory_warning(dataset: Dataset, items: list[Item]) -> str | None:
-    """Once per run: multi-turn conversations against a target that cannot remember."""
-    count = sum(1 for i in items if i.driver.multi_turn)
-    if not count or dataset.target.has_memory:
-        return None
-    return (f"target {dataset.target_spec} has no memory: its {count} multi-turn "
-            f"conversation{'s' if count != 1 else ''} will run, but no turn can recall the earlier ones "
-            "(give the target a 'memory' attribute, e.g. evalcli.Memory)")
-
-
-def unregistered_warning(dataset: Dataset) -> str | None:
-    """Once per run, one line: which inline gates and scorers score without storing rows, and how to register
-    the first of them (an example built from the user's own reference)."""
-    specs = [s for s in dataset.all_specs() if not s.registered]
-    if not specs:
-        return None
-    gates = {s.id for s in (*dataset.gates, *(g for i in dataset.items for t in i.turns or () for g in t.gates))}
-    gate_ids = list(dict.fromkeys(s.id for s in specs if s.id in gates))
-    scorer_ids = list(dict.fromkeys(s.id for s in specs if s.id not in gates))
-    parts = [f"{label}{'s' if len(ids) > 1 else ''} {', '.join(ids)}"
-             for label, ids in (("gate", gate_ids), ("scorer", scorer_ids)) if ids]
-    count = len(gate_ids) + len(scorer_ids)
-    where = Path(dataset.registry.path).name if dataset.registry.path else "scorers.yaml"
-    first = specs[0]
-    name = _slug(first.id)
-    return (f"{' and '.join(parts)} {'is' if count == 1 else 'are'} not registered in {where}: scored, but not stored; "
-            f"to compare across runs add e.g. '{name}: {_inline_yaml(first)}' under 'scorers:' in {where} and refer "
-            f"to it as {name}")
-
-
-def _inline_yaml(spec: ScorerSpec) -> str:
-    """The reference as one line of YAML: ``{includes: Brooklyn}``, ``{called_tool: {name: x, times: 2}}``."""
-    import yaml
-
-    from .scorers.kinds import find
-
-    kind = find(spec.kind)
-    args = dict(spec.args)
-    if kind is not None and kind.main is None and not args:
-        return spec.kind
-        defaults = {k: f.get_default(call_default_factory=True) for k, f in kind.args.model_fields.items()
-                    if not f.is_required()}
-        args = {k: v for k, v in args.items() if k not in defaults or defaults[k] != v}
-        if kind.main is not None and list(args) == [kind.main]:
-            return yaml.safe_dump({spec.kind: args[kind.main]}, default_flow_style=True, allow_unicode=True,
-                                  width=10_000).strip()
-    return yaml.safe_dump({spec.kind: args or None}, default_flow_style=True, allow_unicode=True, width=10_000).strip()
-
-
-def _slug(text: str) -> str:
-    import re
-
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:40].rstrip("-") or "my-scorer"
 
 
 class Runner:
@@ -481,7 +258,8 @@ class Runner:
         if not workers:
             return
         builder = Builder(self.dataset.python_scorers, context.llm, self.options.use_cache)
-        conversation = Conversation(self.dataset, builder, context, plan)
+        conversation = Conversation(self.dataset, builder, context.calls,
+                                    PlayContext(context.llm, self.options.use_cache), plan.thresholds)
         queue = iter(items)
 
         async def worker() -> None:
