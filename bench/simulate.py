@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.workload import BENCH, OUT, ROOT, Measure, _run_seconds, measure
+from bench.workload import BENCH, OUT, ROOT, Measure, measure, record_run_times
 
 SIM_MODEL = "openai/bench-sim"
 DEFAULT_CASES = "256x8@0.05,128x8@0.5"
@@ -80,7 +80,7 @@ def run(work: SimWorkload, api_base: str) -> Measure:
                    "--scorers", str(BENCH / "scorers.yaml")]
         result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key",
                                                  "OPENAI_API_BASE": api_base})
-        result.run_seconds = _run_seconds(db)
+        record_run_times(result, db)
         if result.exit_code == 0:
             result.stdout += _turns_played(db, work)
     return result

@@ -147,12 +147,17 @@ def run_evalcli(dataset: Path, *, extra_args: list[str] | None = None, profile: 
                    "--scorers", str(BENCH / "scorers.yaml"),
                    *(["--quiet"] if quiet else []), *(extra_args or [])]
         result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key"})
-        times = _run_times(db)
-        if times is not None:
-            started, finished = times
-            result.run_seconds = finished - started
-            result.startup_seconds = started - result.spawned_at
+        record_run_times(result, db)
     return result
+
+
+def record_run_times(result: Measure, db: Path) -> None:
+    """The run's own seconds and the start-up before it, read from the run stored in ``db``."""
+    times = _run_times(db)
+    if times is not None:
+        started, finished = times
+        result.run_seconds = finished - started
+        result.startup_seconds = started - result.spawned_at
 
 
 def _run_times(db: Path) -> tuple[float, float] | None:
