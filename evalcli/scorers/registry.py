@@ -137,7 +137,7 @@ def _arguments(kind: Kind, raw: Any, path: Path, pos: Positions, problems: list[
             return None
         if main_type is str and isinstance(raw, (int, float)):
             raw = str(raw)
-        raw_args, main_form = {kind.main: raw}, True
+        raw_args, main_form = {kind.key(kind.main): raw}, True
     if kind.prepare is not None:
         raw_args = kind.prepare(raw_args)
     try:
@@ -151,7 +151,7 @@ def _arguments(kind: Kind, raw: Any, path: Path, pos: Positions, problems: list[
         else:
             problems.extend(problems_from_pydantic(exc, path, pos, kind.name, fields))
         return None
-    return args.model_dump()
+    return args.model_dump(by_alias=True)
 
 
 def parse_definition(raw: Any, path: Path, pos: Positions, problems: list[Problem]) -> tuple[str, dict[str, Any], str] | None:
