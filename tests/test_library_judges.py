@@ -27,6 +27,8 @@ from evalcli.scorers.llm_judge import (
     TRANSCRIPT_END,
     TRANSCRIPT_START,
 )
+from evalcli.scorers.registry import Registry, parse_ref
+from evalcli.yamlsrc import Positions
 from tests.llm_server import LLMServer, Reply, text
 
 MODEL = "openai/judge-model"
@@ -432,3 +434,56 @@ def test_judges_with_the_same_id_and_model_do_not_share_cached_replies(llm_serve
     criterion = {"criterion": run.expected_outcome}
     assert score(make(llm_server, "multi_turn_judge", criterion, cache=cache, scorer_id="same"), run).score == 0.0
     assert len(llm_server.requests) == 2
+
+
+# --- arguments and default ids ---------------------------------------------------------------------
+
+def parsed(ref: Any) -> tuple[Any, list[str]]:
+    problems: list[Any] = []
+    spec = parse_ref(ref, (), Positions("t.yaml"), Registry(), problems, gate=False)
+    return spec, [p.message for p in problems]
+
+
+@pytest.mark.parametrize(("ref", "expected"), [
+    ({"rubric": ["Cites a source", {"criterion": "Is polite", "required": True}, {"criterion": "Short", "weight": 2}]},
+     "rubric(Cites a source; Is polite (required); Short (weight 2))"),
+    ({"rubric": ["Says: hello"]}, 'rubric("Says: hello")'),
+    ("completeness", "completeness"),
+    ({"knowledge_retention": {"model": "openai/x"}}, "knowledge_retention"),
+    ({"role_adherence": "A pirate"}, "role_adherence(A pirate)"),
+    ("grounded", "grounded"),
+    ("factuality", "factuality"),
+    ({"factuality": "Paris is the capital."}, "factuality(Paris is the capital.)"),
+    ("goal_achieved", "goal_achieved"),
+])
+def test_judge_default_ids(ref: Any, expected: str) -> None:
+    spec, problems = parsed(ref)
+    assert not problems and spec is not None and spec.id == expected
+
+
+def test_judge_model_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCLI_JUDGE_MODEL", "openai/from-env")
+    for name in GOOD:
+        spec, problems = parsed({name: GOOD[name][0] or None})
+        assert not problems and spec is not None and spec.args["model"] == "openai/from-env", name
+    monkeypatch.delenv("EVALCLI_JUDGE_MODEL")
+    spec, _ = parsed("grounded")
+    assert spec is not None and spec.args == {"model": "local/gemma-3-270m", "api_base": None}
+
+
+@pytest.mark.parametrize(("ref", "fragment"), [
+    ({"rubric": []}, "at least 1 item"),
+    ({"rubric": ["  "]}, "criterion must not be empty"),
+    ({"rubric": [{"criterion": "a", "weight": 0}]}, "weight"),
+    ({"rubric": [{"criterion": "a", "weight": -1}]}, "weight"),
+    ({"rubric": {"criteria": [{"criterion": "a", "weight": float("inf")}]}}, "weight"),
+    ({"rubric": [{"criterion": "a", "mandatory": True}]}, "mandatory"),
+    ({"role_adherence": " "}, "role must not be empty"),
+    ({"factuality": {"reference": ""}}, "reference must not be empty"),
+    ({"completeness": {"modle": "x"}}, "modle"),
+    ({"goal_achieved": {"criterion": "x"}}, "criterion"),
+    ({"grounded": {"model": ""}}, "model"),
+])
+def test_invalid_judge_arguments_are_load_errors(ref: Any, fragment: str) -> None:
+    _, problems = parsed(ref)
+    assert problems and any(fragment in m for m in problems), problems

@@ -9,9 +9,9 @@ seven are declared at the end of this file, in SPEC order. What a judge reads is
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from .base import Outcome, ScorerRun
 from .judge import REPAIR_PROMPT as VERDICT_REPAIR_PROMPT
@@ -49,22 +49,27 @@ class Criterion(BaseModel):
     required: bool = Field(default=False, description="If not met, the score is 0 whatever the others.")
 
 
+    @field_validator("criterion")
+    @classmethod
+    def _not_blank(cls, criterion: str) -> str:
+        if not criterion.strip():
+            raise ValueError("a criterion must not be empty: write what the assistant's words must meet")
+        return criterion
+
+
+def _criterion(value: Any) -> Any:
+    return {"criterion": value} if isinstance(value, str) else value
+
+
+RubricCriterion = Annotated[Criterion, BeforeValidator(_criterion, json_schema_input_type=str | Criterion)]
+"""A plain string is a criterion of weight 1, not required."""
+
+
 class RubricArgs(JudgeArgs):
-    criteria: list[str | Criterion] = Field(min_length=1, description="Criteria: plain strings (weight 1) or "
+    criteria: list[RubricCriterion] = Field(min_length=1, description="Criteria: plain strings (weight 1) or "
                                                                       "{criterion, weight, required}.")
     model: str = model_field()
     api_base: str | None = api_base_field()
-
-    @field_validator("criteria")
-    @classmethod
-    def _not_blank(cls, criteria: list[str | Criterion]) -> list[str | Criterion]:
-        if any(not (c if isinstance(c, str) else c.criterion).strip() for c in criteria):
-            raise ValueError("a criterion must not be empty: write what the assistant's words must meet")
-        return criteria
-
-    def items(self) -> list[Criterion]:
-        """Every criterion as a mapping (a plain string has weight 1 and is not required)."""
-        return [Criterion(criterion=c) if isinstance(c, str) else c for c in self.criteria]
 
 
 class CriterionVerdict(Verdicts):
@@ -81,7 +86,7 @@ RUBRIC_TASK = "You decide, for each criterion of a rubric, whether what the assi
 
 
 async def rubric(asking: Asking, args: RubricArgs, run: ScorerRun) -> Outcome:
-    criteria = args.items()
+    criteria = args.criteria
     wanted = list(range(1, len(criteria) + 1))
     listed = "\n".join(f"{i}. {c.criterion.strip()}" for i, c in zip(wanted, criteria, strict=True))
     prompt = (f"Criteria:\n{listed}\n\nThe assistant's side of the conversation follows. {EVIDENCE}\n"
@@ -109,7 +114,7 @@ def _labelled(c: Criterion, text: str | None = None) -> str:
 
 
 def _rubric_id(values: dict[str, Any]) -> str:
-    criteria = RubricArgs.model_validate(values).items()
+    criteria = RubricArgs.model_validate(values).criteria
     return f"rubric({shortened('; '.join(_labelled(c, id_text(c.criterion)) for c in criteria))})"
 
 

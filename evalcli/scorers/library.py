@@ -10,10 +10,10 @@ import json
 import re
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import jsonschema
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 
 from ..messages import assistant_texts, excerpt
 from .base import Outcome, ScorerRun
@@ -39,15 +39,19 @@ class ExpectedCall(CheckArgs):
     args: dict[str, Any] | None = Field(default=None, description="Its arguments, compared under the `args` mode.")
 
 
+def _named(value: Any) -> Any:
+    return {"name": value} if isinstance(value, str) else value
+
+
+ExpectedEntry = Annotated[ExpectedCall, BeforeValidator(_named, json_schema_input_type=str | ExpectedCall)]
+"""A bare tool name is a call of that name with any arguments."""
+
+
 class TrajectoryArgs(CheckArgs):
-    expected: list[str | ExpectedCall] = Field(description="The expected calls: tool names or {name, args} mappings.")
+    expected: list[ExpectedEntry] = Field(description="The expected calls: tool names or {name, args} mappings.")
     mode: TrajectoryMode = Field(default="in_order", description="strict, in_order, unordered, superset or subset.")
     args: ArgsMode = Field(default="ignore", description="How {name, args} entries compare arguments: ignore, "
                                                          "partial or exact.")
-
-    def calls(self) -> list[ExpectedCall]:
-        """The expected calls, a bare name being a call of that name with any arguments."""
-        return [ExpectedCall(name=e) if isinstance(e, str) else e for e in self.expected]
 
 
 class ToolF1Args(CheckArgs):
@@ -129,7 +133,7 @@ def _matched(expected: list[ExpectedCall], calls: list[Call], mode: TrajectoryMo
 
 
 def trajectory(run: ScorerRun, a: TrajectoryArgs) -> Outcome:
-    expected = a.calls()
+    expected = a.expected
     calls = calls_of(run.output)
 
     def fits(i: int, j: int) -> bool:
@@ -217,7 +221,7 @@ def _build_json_output(args: JsonOutputArgs, context: BuildContext) -> CheckScor
 
 def _trajectory_id(values: dict[str, Any]) -> str:
     args = TrajectoryArgs.model_validate(values)
-    listed = ", ".join(map(_entry_text, args.calls())) or "[]"
+    listed = ", ".join(map(_entry_text, args.expected)) or "[]"
     extra = "" if args.args == "ignore" else f"; args={args.args}"
     return f"trajectory({args.mode}: {listed}{extra})"
 

@@ -144,10 +144,13 @@ def _arguments(kind: Kind, raw: Any, path: Path, pos: Positions, problems: list[
         args = kind.args.model_validate(raw_args)
     except ValidationError as exc:
         if main_form:
-            # main-argument form: point at the value itself, not at a key that was never written
-            problems.extend(Problem(pos.where(path), f"{kind.name}: {e['msg'].removeprefix('Value error, ')}",
-                                    f"write {{{kind.name}: {(kind.main or '').upper()}}} with a valid value")
-                            for e in exc.errors())
+            # main-argument form: point at the value itself (or inside it), not at a key that was never written
+            for e in exc.errors():
+                inside = tuple(e["loc"])[1:]
+                where = ".".join(map(str, inside))
+                problems.append(Problem(pos.where((*path, *inside)), f"{kind.name}: {where + ': ' if where else ''}"
+                                                                     f"{e['msg'].removeprefix('Value error, ')}",
+                                        f"write {{{kind.name}: {(kind.main or '').upper()}}} with a valid value"))
         else:
             problems.extend(problems_from_pydantic(exc, path, pos, kind.name, fields))
         return None
