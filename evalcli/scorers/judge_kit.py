@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..llm import LLMClient, UsageSink
-from ..messages import Message, assistant_texts, message_text
+from ..messages import Message, assistant_texts, is_error_result, message_text
 from .base import Outcome, ScorerRun, TurnView
 from .judge import LOCAL_JUDGE_MODEL, default_judge_model
 from .kinds import BuildContext, Kind, register
@@ -132,14 +132,16 @@ def conversation_transcript(turns: Sequence[Turn]) -> str:
 
 
 def tool_results(output: list[Message]) -> list[str]:
-    """Each tool result, labelled with the call it answers ("get_weather({"city": "Paris"})")."""
+    """Each tool result, labelled with the call it answers ("get_weather({"city": "Paris"})") and marked when
+    it is an error."""
     calls = {call.id: call for call in calls_of(output)}
     results = []
     for message in output:
         if message.get("role") == "tool":
             call = calls.get(message.get("tool_call_id"))
             source = call.describe() if call is not None else "an unknown call"
-            results.append(f"Result of {neutralise_labels(source)}: {_said(message_text(message))}")
+            what = "Error result" if is_error_result(message) else "Result"
+            results.append(f"{what} of {neutralise_labels(source)}: {_said(message_text(message))}")
     return results
 
 
