@@ -8,7 +8,7 @@ They are declared in ``judges.py``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from .base import Outcome, ScorerRun
 from .judge_kit import (
@@ -103,7 +103,8 @@ LIST_FACTS_TASK = "You list the facts the user gave the assistant."
 JUDGE_LAPSES_TASK = "You decide, for assistant turns, whether the assistant forgot or contradicted what the user told it."
 
 
-def _facts_reader(user_turns: set[int]) -> Any:
+def _facts_reader(user_turns: set[int]) -> Callable[[str | None], Facts | None]:
+    """Facts read strictly, each naming a user turn that exists."""
     read = reader(Facts)
 
     def parse(text: str | None) -> Facts | None:
