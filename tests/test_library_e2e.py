@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from tests.conftest import CliResult
+from tests.conftest import REPO, CliResult, run_cli
 from tests.llm_server import LLMServer, Reply, Request, text
 
 AGENT = '''
@@ -240,3 +240,13 @@ def test_schema_validates_datasets_using_the_library(write: Callable[..., Path],
                 {"rubric": {"criteria": [{"criterion": "a", "weight": 0}]}}, {"tool_f1": "search"},
                 {"factuality": {"reference": "x", "typo": 1}}, {"tool_args": {"name": "f", "args": [1]}}):
         assert list(validator.iter_errors({**good, "scorers": [bad]})), bad
+
+
+def test_library_demo_dataset(tmp_path: Path) -> None:
+    result = run_cli(["run", str(REPO / "datasets/library.yaml"), "--db", str(tmp_path / "d.db"), "--json", "-"],
+                     cwd=REPO)
+    assert result.code == 0, result.stderr
+    out = result.json
+    assert out["verdict"] == "passed"
+    assert out["scores"] == {"tool_f1([get_weather])": 1.0, "exact-brooklyn": 0.5, "answered-in-json": 0.0}
+    assert [len(t["gate_results"]) for t in out["turn_results"]] == [1, 1]
