@@ -233,6 +233,8 @@ def test_schema_validates_datasets_using_the_library(write: Callable[..., Path],
     result = cli("schema")
     assert result.code == 0
     schema = json.loads(result.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert '"$ref": "#/$defs/ExpectedCall"' not in result.stdout  # nested argument models are inlined
     validator = jsonschema.Draft202012Validator(schema)
     good: Any = yaml.safe_load(DATASET.format(url="http://127.0.0.1:1/v1"))
     assert list(validator.iter_errors(good)) == []
