@@ -70,7 +70,7 @@ async def main(model: str, only: list[str]) -> None:
         total = sum(tally.values())
         agree = tally["tp"] + tally["tn"]
         print(f"{kind:20} {agree:>3}/{total:<3} = {agree / total:4.0%}  {tally['tp']:>9}  {tally['tn']:>9}  "
-              f"{tally['fp']:>9}  {tally['fn']:>9}  {tally['error']:>6}")
+              f"{tally['fn']:>9}  {tally['fp']:>9}  {tally['error']:>6}")
     print("(columns: label/judge, e.g. full/less = labelled full marks, judged less)")
 
 

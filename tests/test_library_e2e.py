@@ -56,7 +56,7 @@ def judge(request: Request) -> Reply:
     asked = re.search(r"for each of (?:criteria|intentions|claims|assistant turns) (\d+(?:(?:, | and )\d+)*)", prompt,
                       re.IGNORECASE)
     assert asked is not None, prompt
-    key, flag = re.findall(r'"(\w+)": <', shape)[0], re.findall(r'"(\w+)": <true or false>', shape)[0]
+    key, flag = re.findall(r'\[\{"(\w+)": ', shape)[0], re.findall(r'"(\w+)": <true or false>', shape)[0]
     verdicts = []
     for n in map(int, re.findall(r"\d+", asked.group(1))):
         item = re.search(rf"^(?:{n}\. |Assistant turn {n}: )(.*)$", prompt, re.MULTILINE)

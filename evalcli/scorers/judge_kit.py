@@ -162,6 +162,12 @@ def reply_shape(shape: str) -> str:
     return f"Reply with JSON only, in this shape:\n{shape}"
 
 
+def verdict_shape(key: str, wanted: Sequence[int], flag: str) -> str:
+    """The JSON shape of a numbered verdict set, with one entry per number asked for (small models copy it)."""
+    items = ", ".join(f'{{"{key}": {n}, "reasoning": "<one sentence>", "{flag}": <true or false>}}' for n in wanted)
+    return reply_shape(f'{{"verdicts": [{items}]}}')
+
+
 def verdict_lines(rows: Sequence[tuple[str, str, str]]) -> str:
     """``1. [met] Book a flight: reasoning`` for each (label, subject, reasoning): what a reason lists."""
     return "\n".join(f"{i}. [{label}] {subject}: {reasoning.strip() or '(no reasoning)'}"

@@ -32,6 +32,7 @@ from .judge_kit import (
     reply_shape,
     turns_of,
     verdict_lines,
+    verdict_shape,
 )
 from .listing_judges import completeness, grounded, knowledge_retention
 from .llm_judge import TRANSCRIPT_END, TRANSCRIPT_START, JudgeCall, Verdicts, fence, neutralise_labels, reader
@@ -92,8 +93,7 @@ async def rubric(asking: Asking, args: RubricArgs, run: ScorerRun) -> Outcome:
     prompt = (f"Criteria:\n{listed}\n\nThe assistant's side of the conversation follows. {EVIDENCE}\n"
               f"{assistant_transcript(turns_of(run))}\n\nFor each criterion, decide whether the assistant's turns, "
               f"taken together, meet it; if unsure, it is not met. Give exactly one verdict for each of criteria "
-              f"{numbers(wanted)}.\n" + reply_shape('{"verdicts": [{"criterion": <number>, "reasoning": '
-                                                    '"<one sentence>", "satisfied": <true or false>}]}'))
+              f"{numbers(wanted)}.\n" + verdict_shape("criterion", wanted, "satisfied"))
     verdicts: list[CriterionVerdict] = await asking.ask(
         RUBRIC_TASK, prompt, RubricVerdicts, numbered(RubricVerdicts, "verdicts", "criterion", wanted))
     total = sum(c.weight for c in criteria)
@@ -155,9 +155,7 @@ async def role_adherence(asking: Asking, args: RoleArgs, run: ScorerRun) -> Outc
               f"follows. {EVIDENCE}\n{assistant_transcript(turns)}\n\nFor each of assistant turns {numbers(judged)}, "
               "decide whether the assistant stays in that role in that turn: in character, within the role's scope "
               "and manner. A turn that breaks character, claims to be something else or goes outside the role is out "
-              "of role. Give exactly one verdict for each of those turns.\n"
-              + reply_shape('{"verdicts": [{"turn": <number>, "reasoning": "<one sentence>", "in_role": <true or '
-                            'false>}]}'))
+              "of role. Give exactly one verdict for each of those turns.\n" + verdict_shape("turn", judged, "in_role"))
     verdicts: list[RoleVerdict] = await asking.ask(ROLE_TASK, prompt, RoleVerdicts,
                                                    numbered(RoleVerdicts, "verdicts", "turn", judged))
     kept = sum(v.in_role for v in verdicts)

@@ -28,6 +28,7 @@ from .judge_kit import (
     turns_of,
     user_transcript,
     verdict_lines,
+    verdict_shape,
 )
 from .llm_judge import Verdicts, reader
 
@@ -66,8 +67,7 @@ async def completeness(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> 
               f"as listed from the user's messages:\n{fenced_list(intentions)}\n\nFor each intention, decide whether "
               "the assistant met it by the end of the conversation: it did what was asked or gave what was wanted. "
               "A refusal, an excuse or a promise to do it later does not meet it. Give exactly one verdict for each "
-              f"of intentions {numbers(wanted)}.\n" + reply_shape('{"verdicts": [{"intention": <number>, "reasoning": '
-                                                                   '"<one sentence>", "met": <true or false>}]}'))
+              f"of intentions {numbers(wanted)}.\n" + verdict_shape("intention", wanted, "met"))
     verdicts: list[IntentionVerdict] = await asking.ask(
         JUDGE_INTENTIONS_TASK, prompt, IntentionVerdicts, numbered(IntentionVerdicts, "verdicts", "intention", wanted))
     met = sum(v.met for v in verdicts)
@@ -135,8 +135,7 @@ async def knowledge_retention(asking: Asking, args: PlainJudgeArgs, run: ScorerR
               f"{numbers(judged)}, decide whether it has a lapse: it forgets a fact the user had given by then (in "
               "that turn or earlier), for example by asking for it again or ignoring it, or it contradicts such a "
               "fact. A turn that needs no fact has no lapse. Give exactly one verdict for each of those turns.\n"
-              + reply_shape('{"verdicts": [{"turn": <assistant turn number>, "reasoning": "<one sentence>", '
-                            '"lapse": <true or false>}]}'))
+              + verdict_shape("turn", judged, "lapse"))
     verdicts: list[LapseVerdict] = await asking.ask(
         JUDGE_LAPSES_TASK, prompt, LapseVerdicts, numbered(LapseVerdicts, "verdicts", "turn", judged))
     lapses = sum(v.lapse for v in verdicts)
@@ -190,8 +189,7 @@ async def grounded(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outc
               f"Claims the assistant made, as listed from its replies:\n{fenced_list(claims)}\n\nFor each claim, "
               "decide whether the tool results support it: a result states it or directly implies it. A claim that no "
               "result mentions, or that a result contradicts, is not supported. Give exactly one verdict for each of "
-              f"claims {numbers(wanted)}.\n" + reply_shape('{"verdicts": [{"claim": <number>, "reasoning": "<one '
-                                                           'sentence>", "supported": <true or false>}]}'))
+              f"claims {numbers(wanted)}.\n" + verdict_shape("claim", wanted, "supported"))
     verdicts: list[ClaimVerdict] = await asking.ask(
         JUDGE_CLAIMS_TASK, prompt, ClaimVerdicts, numbered(ClaimVerdicts, "verdicts", "claim", wanted))
     supported = sum(v.supported for v in verdicts)
