@@ -91,8 +91,8 @@ class JudgeArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(min_length=1, description="A litellm model string (default: $EVALCLI_JUDGE_MODEL, else "
-                                                 "local/gemma-3-270m).")
+    model: str = Field(default=LOCAL_JUDGE_MODEL, min_length=1,
+                       description="A litellm model string (default: $EVALCLI_JUDGE_MODEL, else local/gemma-3-270m).")
     criterion: str = Field(description="The plain-English criterion the whole conversation must meet.")
     scale: float = Field(default=1, description="The score of a satisfied verdict (an unsatisfied one scores 0).")
     api_base: str | None = Field(default=None, description="A base URL for the provider, if not from the "

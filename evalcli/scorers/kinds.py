@@ -71,11 +71,16 @@ class Kind:
             return self.default_id(values)
         if self.main is None:
             return self.name
-        parts = [format_arg(values[self.main])]
-        for key, model_field in self.args.model_fields.items():
-            if key != self.main and values.get(key) != model_field.default:
+        parts = [format_arg(values[self.key(self.main)])]
+        for name, model_field in self.args.model_fields.items():
+            key = model_field.alias or name
+            if name != self.main and values.get(key) != model_field.default:
                 parts.append(f"{key}={format_arg(values[key])}")
         return f"{self.name}({', '.join(parts)})"
+
+    def key(self, field_name: str) -> str:
+        """How an argument is written in YAML: its alias if it has one (``schema``), else its name."""
+        return self.args.model_fields[field_name].alias or field_name
 
     def argument_docs(self) -> list[tuple[str, str, str]]:
         """(name, default or 'required', description) of each argument, in declaration order."""
@@ -83,22 +88,41 @@ class Kind:
         for key, model_field in self.args.model_fields.items():
             default = "required" if model_field.is_required() else _json_default(model_field.get_default(
                 call_default_factory=True))
-            rows.append((key, default, (model_field.description or "").strip()))
+            rows.append((model_field.alias or key, default, (model_field.description or "").strip()))
         return rows
 
     def schema(self) -> dict[str, Any]:
         """JSON Schema of the inline reference ``{name: ARG}`` (ARG: the main argument or the arguments)."""
-        arguments = self.args.model_json_schema()
+        arguments = inline_refs(self.args.model_json_schema())
         arguments.pop("title", None)
         options: list[dict[str, Any]] = [arguments]
         if self.main is not None:
-            options.insert(0, self.args.model_json_schema()["properties"][self.main])
+            options.insert(0, arguments["properties"][self.key(self.main)])
         else:
             options.append({"type": "null"})
         value = options[0] if len(options) == 1 else {"anyOf": options}
         return {"type": "object", "properties": {name: value for name in (self.name, *self.aliases)},
                 "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
                 "description": self.summary}
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with every local ``$ref`` replaced by its definition and ``$defs`` dropped, so it can be
+    embedded in another document (the dataset schema) without dangling references."""
+    defs = schema.get("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                target = {k: v for k, v in defs[ref.removeprefix("#/$defs/")].items() if k != "title"}
+                return resolve({**target, **{k: v for k, v in node.items() if k != "$ref"}})
+            return {k: resolve(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    return resolve(schema)  # type: ignore[no-any-return]
 
 
 def format_arg(value: Any) -> str:

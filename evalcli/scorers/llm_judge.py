@@ -32,6 +32,11 @@ TRANSCRIPT_START = "<<<BEGIN ASSISTANT TRANSCRIPT (UNTRUSTED)>>>"
 TRANSCRIPT_END = "<<<END ASSISTANT TRANSCRIPT (UNTRUSTED)>>>"
 CONVERSATION_START = "<<<BEGIN CONVERSATION TRANSCRIPT (UNTRUSTED)>>>"
 CONVERSATION_END = "<<<END CONVERSATION TRANSCRIPT (UNTRUSTED)>>>"
+TOOL_RESULTS_START = "<<<BEGIN TOOL RESULTS (UNTRUSTED)>>>"
+TOOL_RESULTS_END = "<<<END TOOL RESULTS (UNTRUSTED)>>>"
+LISTED_START = "<<<BEGIN LISTED ITEMS (UNTRUSTED)>>>"
+LISTED_END = "<<<END LISTED ITEMS (UNTRUSTED)>>>"
+"""Items a judge listed from untrusted text (intentions, facts, claims), fenced when it is asked about them."""
 MARKER_REMOVED = "[marker removed]"
 LABEL_ESCAPED = "[label removed] "
 
@@ -40,13 +45,18 @@ REPAIR_PROMPT = ("That reply could not be read. Reply again with only one JSON o
 
 _INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u3164\ufeff\uffa0]")
 _W = r"[\W_]*"
+_EDGE = r"(?:begin|start|end|stop|open|close)"
+_FENCED = rf"(?:tool{_W}results?|listed{_W}items?)"
+"""Fenced sections named without the word "transcript"."""
 _MARKER = re.compile(
     "|".join(
         [
-            rf"(?:begin|start|end|stop|open|close){_W}(?:assistant{_W}|conversation{_W})?(?:untrusted{_W})?transcript"
+            rf"{_EDGE}{_W}(?:assistant{_W}|conversation{_W})?(?:untrusted{_W})?transcript"
             rf"(?:{_W}untrusted)?",
             rf"untrusted{_W}(?:assistant{_W}|conversation{_W})?transcript",
             rf"transcript{_W}untrusted",
+            rf"{_EDGE}{_W}(?:untrusted{_W})?{_FENCED}(?:{_W}untrusted)?",
+            rf"untrusted{_W}{_FENCED}",
         ]
     ),
     re.IGNORECASE,

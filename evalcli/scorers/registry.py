@@ -137,21 +137,24 @@ def _arguments(kind: Kind, raw: Any, path: Path, pos: Positions, problems: list[
             return None
         if main_type is str and isinstance(raw, (int, float)):
             raw = str(raw)
-        raw_args, main_form = {kind.main: raw}, True
+        raw_args, main_form = {kind.key(kind.main): raw}, True
     if kind.prepare is not None:
         raw_args = kind.prepare(raw_args)
     try:
         args = kind.args.model_validate(raw_args)
     except ValidationError as exc:
         if main_form:
-            # main-argument form: point at the value itself, not at a key that was never written
-            problems.extend(Problem(pos.where(path), f"{kind.name}: {e['msg'].removeprefix('Value error, ')}",
-                                    f"write {{{kind.name}: {(kind.main or '').upper()}}} with a valid value")
-                            for e in exc.errors())
+            # main-argument form: point at the value itself (or inside it), not at a key that was never written
+            for e in exc.errors():
+                inside = tuple(e["loc"])[1:]
+                where = ".".join(map(str, inside))
+                problems.append(Problem(pos.where((*path, *inside)), f"{kind.name}: {where + ': ' if where else ''}"
+                                                                     f"{e['msg'].removeprefix('Value error, ')}",
+                                        f"write {{{kind.name}: {(kind.main or '').upper()}}} with a valid value"))
         else:
             problems.extend(problems_from_pydantic(exc, path, pos, kind.name, fields))
         return None
-    return args.model_dump()
+    return args.model_dump(by_alias=True)
 
 
 def parse_definition(raw: Any, path: Path, pos: Positions, problems: list[Problem]) -> tuple[str, dict[str, Any], str] | None:

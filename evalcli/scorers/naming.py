@@ -1,0 +1,54 @@
+"""How argument values read inside the default ids of the scorer library (``tool_args(get_weather, {city: Paris})``).
+
+Values are written like YAML flow: a string is bare when it cannot be read as anything else, and
+JSON-quoted when it could (``"1"``, ``"true"``, ``"Paris, France"``), so different arguments never
+share an id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import yaml
+
+_SPECIAL = set(",:;{}[]()\"'#&*!|>%@`\n\t")
+LONG_ID = 80
+"""Beyond this many characters an argument in an id is shortened to a prefix and a hash."""
+
+
+def id_text(value: str) -> str:
+    """A string as it reads in an id: bare when unambiguous, else JSON-quoted."""
+    if not value or value != value.strip() or _SPECIAL & set(value) or value.startswith(("-", "?", "~")):
+        return json.dumps(value, ensure_ascii=False)
+    try:
+        plain = yaml.safe_load(value) == value
+    except yaml.YAMLError:
+        plain = False
+    return value if plain else json.dumps(value, ensure_ascii=False)
+
+
+def id_value(value: Any) -> str:
+    """Any JSON value as it reads in an id: ``{city: Paris, days: 2}``, ``[search, book]``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return id_text(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(id_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{id_text(str(k))}: {id_value(v)}" for k, v in value.items()) + "}"
+    return id_text(str(value))
+
+
+def shortened(text: str) -> str:
+    """``text`` if short, else its start and a hash of the whole (still unique, still readable)."""
+    if len(text) <= LONG_ID:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+    return f"{text[:LONG_ID - 12]}… #{digest}"

@@ -1,0 +1,63 @@
+"""The README's scorer table is generated from the kind declarations: it must not drift from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalcli.scorers.docs import END, START, main, scorer_table, with_table
+from evalcli.scorers.kinds import all_kinds
+from tests.conftest import REPO
+
+README = REPO / "README.md"
+LIBRARY = ["tool_args", "trajectory", "tool_f1", "json_output", "rubric", "completeness", "knowledge_retention",
+           "role_adherence", "grounded", "factuality", "goal_achieved"]
+
+
+def test_readme_table_matches_the_declarations() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert with_table(text) == text, "README's scorer table is stale: run python -m evalcli.scorers.docs --write"
+    assert main(["--check", "--readme", str(README)]) == 0
+
+
+def test_the_table_has_every_kind_with_its_arguments() -> None:
+    table = scorer_table()
+    rows = table.splitlines()[2:]
+    assert len(rows) == len(all_kinds())
+    for kind in all_kinds():
+        row = next(r for r in rows if r.startswith(f"| `{kind.name}`"))
+        assert kind.summary.replace("|", "\\|") in row
+        for name, default, _ in kind.argument_docs():
+            assert f"`{name}`" + ("" if default == "required" else f" = `{default}`") in row
+    assert {name for name in LIBRARY} <= {kind.name for kind in all_kinds()}
+    trajectory = next(r for r in rows if r.startswith("| `trajectory`"))
+    assert "`expected`, `mode` = `in_order`, `args` = `ignore`" in trajectory
+    assert "`model` = `local/gemma-3-270m`" in next(r for r in rows if r.startswith("| `rubric`"))
+
+
+def test_check_fails_on_drift_and_write_repairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "README.md"
+    table = scorer_table()
+    stale = README.read_text(encoding="utf-8").replace(table, table.replace("`tool_f1`", "`tool_f2`"))
+    assert "`tool_f2`" in stale
+    copy.write_text(stale, encoding="utf-8")
+    assert main(["--check", "--readme", str(copy)]) == 1
+    assert "out of date" in capsys.readouterr().err
+    assert main(["--write", "--readme", str(copy)]) == 0
+    assert main(["--check", "--readme", str(copy)]) == 0
+    assert copy.read_text(encoding="utf-8") == README.read_text(encoding="utf-8")
+
+
+def test_markers_are_required() -> None:
+    with pytest.raises(ValueError, match="markers"):
+        with_table("# no table here\n")
+    with pytest.raises(ValueError, match="markers"):
+        with_table(f"{END}\n{START}\n")
+
+
+def test_readme_describes_every_library_kind() -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Scorer library", 1)[1].split("### Every scorer kind", 1)[0]
+    for name in LIBRARY:
+        assert f"| `{name}` |" in section, name
