@@ -13,7 +13,9 @@ import asyncio
 import signal
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -102,6 +104,9 @@ SWITCH_INTERVAL = 0.0005
 writer and target threads share the GIL with the event loop, and a long hand-over would make every
 timer and every reply wait behind them."""
 
+WRITE_BACKLOG = 512
+"""Item writes queued at most: conversations that outrun SQLite wait for the writer (bounded memory)."""
+
 
 class RunContext:
     """Everything one run holds, closed when it ends: target threads, the writer, the LLM client and cache."""
@@ -115,6 +120,7 @@ class RunContext:
         self.calls = TargetCalls(self.threads, options.turn_timeout)
         self.writer = store.writer() if store is not None else None
         self._llm: Any = None
+        self._queued: deque[Future[Any]] = deque(maxlen=WRITE_BACKLOG)
 
     def llm(self) -> Any:
         """The run's LLM client (litellm is imported only now), with the response cache of the run's database."""
@@ -138,7 +144,13 @@ class RunContext:
     def write_later(self, build: Callable[[], list[Any]]) -> None:
         """Statements handed to the writer thread; nobody waits (errors surface when the run closes)."""
         if self.writer is not None:
-            self.writer.statements(build)
+            self._queued.append(self.writer.statements(build))
+
+    async def keep_up(self) -> None:
+        """Wait while ``WRITE_BACKLOG`` writes are queued, so results cannot pile up in memory faster than
+        SQLite takes them (with a zero-latency target the conversations outrun the writer)."""
+        if len(self._queued) == WRITE_BACKLOG and not self._queued[0].done():
+            await asyncio.wrap_future(self._queued[0])
 
     async def aclose(self) -> None:
         """Flush and stop the writer (off the loop), close the cache, let idle target threads end."""
@@ -270,6 +282,7 @@ class Runner:
                     finished(reduce_repeats([await conversation.play(item) for _ in range(self.options.repeat)]))
                 else:
                     finished(await conversation.play(item))
+                await context.keep_up()
                 if self.stopping:
                     return
 

@@ -323,3 +323,30 @@ def test_secrets_with_quotes_and_backslashes_never_reach_the_json(write: Callabl
     assert result.code == 0, result.stderr
     assert result.json["items"][0]["turns"][0]["output"][0]["content"] == "key: [redacted]"
     assert json.dumps(secret)[1:-1] not in result.stdout and secret not in result.stdout
+
+
+def test_conversations_wait_for_a_writer_that_falls_behind(tmp_path: Path) -> None:
+    """Results cannot pile up in memory faster than SQLite takes them: past WRITE_BACKLOG queued item
+    writes, the next conversation waits for the writer (a zero-latency target would otherwise queue them all)."""
+    import asyncio
+    import threading
+
+    from evalcli.runner import WRITE_BACKLOG, RunContext
+
+    async def scenario() -> None:
+        context = RunContext(Store(tmp_path / "w.db"), RunOptions())
+        assert context.writer is not None
+        held = threading.Event()
+        context.writer.submit(lambda conn: held.wait(30))  # the writer is stuck behind this job
+        for _ in range(WRITE_BACKLOG - 1):
+            context.write_later(lambda: [])
+            await context.keep_up()  # still room: returns at once
+        context.write_later(lambda: [])
+        waiting = asyncio.ensure_future(context.keep_up())
+        await asyncio.sleep(0.3)
+        assert not waiting.done()  # full: the conversation waits for the writer
+        held.set()
+        await asyncio.wait_for(waiting, 10)
+        await context.aclose()
+
+    asyncio.run(scenario())

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Annotated, Any, Literal
 
-import jsonschema
 from pydantic import BeforeValidator, Field, field_validator
 
 from ..messages import assistant_texts, excerpt
@@ -66,6 +65,8 @@ class JsonOutputArgs(CheckArgs):
     @classmethod
     def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is not None:
+            import jsonschema  # only for datasets that use a schema: it costs 50 ms to import
+
             try:
                 jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
             except jsonschema.SchemaError as exc:
@@ -204,6 +205,8 @@ def json_output(run: ScorerRun, a: JsonOutputArgs, validator: Any = None) -> Out
     value, where = found
     if validator is None:
         return Outcome(score=1.0, reason=f"{where} is JSON ({json_type(value)})")
+    import jsonschema  # imported by the scorer's build already
+
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is None:
         return Outcome(score=1.0, reason=f"{where} is JSON and valid against the schema")
@@ -215,6 +218,8 @@ def _build_json_output(args: JsonOutputArgs, context: BuildContext) -> CheckScor
     schema = args.json_schema
     validator = None
     if schema is not None:
+        import jsonschema
+
         validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
     return CheckScorer(partial(json_output, validator=validator), args)
 
