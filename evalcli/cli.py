@@ -78,10 +78,10 @@ def main_options(
 def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
-    console = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    console = Console(stderr=stderr, highlight=False, markup=False, soft_wrap=False)
     if not console.is_terminal:
         # a log or a pipe has no width to fit: tables get 160 columns, and lines of text are never wrapped
-        console = Console(stderr=stderr, highlight=False, soft_wrap=False, width=160)
+        console = Console(stderr=stderr, highlight=False, markup=False, soft_wrap=False, width=160)
     return console
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from .dataset import Dataset, Item
 from .scorers.registry import ScorerSpec
@@ -40,22 +41,27 @@ def unregistered_warning(dataset: Dataset) -> str | None:
 
 
 def _inline_yaml(spec: ScorerSpec) -> str:
-    """The reference as one line of YAML: ``{includes: Brooklyn}``, ``{called_tool: {name: x, times: 2}}``."""
-    import yaml
-
+    """The reference as one line of YAML, defaults left out: ``{includes: Brooklyn}``, ``{called_tool: {name: x,
+    times: 2}}``, ``{trajectory: [search, book]}``."""
     from .scorers.kinds import find
 
     kind = find(spec.kind)
     args = dict(spec.args)
-    if kind is not None and kind.main is None and not args:
-        return spec.kind
-        defaults = {k: f.get_default(call_default_factory=True) for k, f in kind.args.model_fields.items()
+    if kind is not None:
+        defaults = {kind.key(k): f.get_default(call_default_factory=True) for k, f in kind.args.model_fields.items()
                     if not f.is_required()}
         args = {k: v for k, v in args.items() if k not in defaults or defaults[k] != v}
-        if kind.main is not None and list(args) == [kind.main]:
-            return yaml.safe_dump({spec.kind: args[kind.main]}, default_flow_style=True, allow_unicode=True,
-                                  width=10_000).strip()
-    return yaml.safe_dump({spec.kind: args or None}, default_flow_style=True, allow_unicode=True, width=10_000).strip()
+        if kind.main is None and not args:
+            return spec.kind
+        if kind.main is not None and list(args) == [kind.key(kind.main)]:
+            return _flow({spec.kind: args[kind.key(kind.main)]})
+    return _flow({spec.kind: args or None})
+
+
+def _flow(value: Any) -> str:
+    import yaml
+
+    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000, sort_keys=False).strip()
 
 
 def _slug(text: str) -> str:

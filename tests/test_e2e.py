@@ -177,6 +177,56 @@ def test_filter_limit_and_shard(write: Callable[..., Path], cli: Callable[..., C
     assert bad.code == 2 and "--shard" in bad.stderr
 
 
+def test_terminal_output_shows_square_brackets_as_written(write: Callable[..., Path],
+                                                         cli: Callable[..., CliResult]) -> None:
+    # ids, item ids and transcripts are text, never console markup ("[get_weather]" once vanished)
+    write("d.yaml", """
+        target: agents:echo
+        scorers: [{tool_f1: [get_weather]}, {includes: "[1]"}]
+        data:
+          - id: "[draft] case"
+            input: "Say [1] and [bold]x[/bold]"
+    """)
+    result = cli("run", "d.yaml")
+    assert result.code == 0, result.stderr
+    assert "tool_f1([get_weather])" in result.stdout and "includes([1])" in result.stdout
+    assert "[draft] case" in result.stdout
+    shown = cli("show", "latest", "[draft] case")
+    assert shown.code == 0, shown.stderr
+    assert "Say [1] and [bold]x[/bold]" in shown.stdout
+
+
+def test_the_registration_example_is_the_reference_as_written(write: Callable[..., Path],
+                                                             cli: Callable[..., CliResult]) -> None:
+    # defaults left out, nested entries as written: copying the example registers the same scorer
+    write("d.yaml", """
+        target: agents:echo
+        gates: [{trajectory: {expected: [search, {name: book, args: {n: 2}}], mode: in_order}}]
+        data:
+          - input: a
+    """)
+    example = "{trajectory: [search, {name: book, args: {n: 2}}]}"
+    assert example in cli("run", "d.yaml").stderr
+    write("scorers.yaml", f"scorers:\n  ordered: {example}\n")
+    write("e.yaml", "target: agents:echo\ngates: [ordered]\ndata:\n  - input: a\n")
+    assert cli("validate", "e.yaml").code == 0
+    first = cli("run", "d.yaml", "--json", "-").json["gate_results"]
+    again = cli("run", "e.yaml", "--json", "-").json["gate_results"]
+    assert [g["score"] for g in first] == [g["score"] for g in again] == [0.0]
+
+
+def test_nested_arguments_are_stored_as_written() -> None:
+    from evalcli.scorers.judges import RubricArgs
+    from evalcli.scorers.library import TrajectoryArgs
+
+    criteria = RubricArgs.model_validate({"criteria": ["Polite", {"criterion": "Short", "weight": 2}]})
+    assert criteria.model_dump(by_alias=True)["criteria"] == ["Polite", {"criterion": "Short", "weight": 2.0,
+                                                                         "required": False}]
+    calls = TrajectoryArgs.model_validate({"expected": ["search", {"name": "book", "args": {}}]})
+    assert calls.model_dump()["expected"] == ["search", {"name": "book", "args": {}}]
+    assert TrajectoryArgs.model_validate(calls.model_dump()) == calls  # read back the same
+
+
 def test_unregistered_warning_names_scorers_and_registered_rows_are_stored(write: Callable[..., Path],
                                                                           cli: Callable[..., CliResult]) -> None:
     write("scorers.yaml", "scorers:\n  said: {includes: said}\n")

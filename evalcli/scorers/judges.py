@@ -11,7 +11,15 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from .base import Outcome, ScorerRun
 from .judge import REPAIR_PROMPT as VERDICT_REPAIR_PROMPT
@@ -56,6 +64,11 @@ class Criterion(BaseModel):
         if not criterion.strip():
             raise ValueError("a criterion must not be empty: write what the assistant's words must meet")
         return criterion
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A criterion of weight 1, not required, dumps as its plain text (how it is usually written)."""
+        return self.criterion if self.weight == 1 and not self.required else handler(self)
 
 
 def _criterion(value: Any) -> Any:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from ..messages import assistant_texts, excerpt
 from .base import Outcome, ScorerRun
@@ -36,6 +36,11 @@ class ExpectedCall(CheckArgs):
 
     name: str = Field(min_length=1, description="The tool's name.")
     args: dict[str, Any] | None = Field(default=None, description="Its arguments, compared under the `args` mode.")
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A call without arguments dumps as its bare name, the way it is written (and read back)."""
+        return self.name if self.args is None else handler(self)
 
 
 def _named(value: Any) -> Any:
