@@ -10,6 +10,7 @@ consumer: the aggregate, the store (through its writer thread) and the events.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 import time
@@ -150,7 +151,8 @@ class RunContext:
         """Wait while ``WRITE_BACKLOG`` writes are queued, so results cannot pile up in memory faster than
         SQLite takes them (with a zero-latency target the conversations outrun the writer)."""
         if len(self._queued) == WRITE_BACKLOG and not self._queued[0].done():
-            await asyncio.wrap_future(self._queued[0])
+            with contextlib.suppress(Exception):  # a failed write is raised by the writer's close (its first error)
+                await asyncio.wrap_future(self._queued[0])
 
     async def aclose(self) -> None:
         """Flush and stop the writer (off the loop), close the cache, let idle target threads end."""
