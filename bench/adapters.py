@@ -94,23 +94,15 @@ async def compare(args: argparse.Namespace) -> dict[str, Any]:
 def serve(latency: float) -> None:
     from aiohttp import web
 
+    from bench import openai_server
+
     async def completions(request: web.Request) -> web.Response:
         body = await request.json()
         if latency > 0:
             await asyncio.sleep(latency)
         return web.json_response(completion(next_message(body.get("messages") or []), str(body.get("model", "bench"))))
 
-    async def run() -> None:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", completions)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-        await site.start()
-        print(f"PORT {site._server.sockets[0].getsockname()[1]}", flush=True)  # type: ignore[union-attr]
-        await asyncio.Event().wait()
-
-    asyncio.run(run())
+    openai_server.serve(completions)
 
 
 def main() -> None:

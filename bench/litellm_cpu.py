@@ -19,12 +19,14 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.workload import model_server
 
 PRICED = "openai/gpt-4o-mini"
 UNPRICED = "openai/bench"
@@ -50,31 +52,11 @@ def serve() -> None:
                                 "function": {"name": "get_weather", "arguments": '{"city": "Brooklyn"}'}}]}}],
             "usage": {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37}})
 
-    async def main() -> None:
-        app = web.Application()
-        app["latency"] = 0.0
-        app.router.add_post("/v1/chat/completions", completions)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-        await site.start()
-        print(f"PORT {site._server.sockets[0].getsockname()[1]}", flush=True)  # type: ignore[union-attr]
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
+    openai_server.serve(completions)
 
 
-@contextmanager
-def server() -> Iterator[str]:
-    process = subprocess.Popen([sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("PORT "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def server() -> AbstractContextManager[str]:
+    return model_server([sys.executable, __file__, "--serve"], "the loopback server")
 
 
 # --- variants: each sets litellm up (after import) and may wrap the call ------------------------------------

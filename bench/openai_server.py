@@ -13,6 +13,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
@@ -51,16 +52,18 @@ async def completions(request: web.Request) -> web.StreamResponse:
     return response
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--latency", type=float, default=0.05, help="seconds before each answer")
-    args = parser.parse_args()
-    app = web.Application()
-    app["latency"] = args.latency
-    app.router.add_post("/v1/chat/completions", completions)
-    app.router.add_post("/chat/completions", completions)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-    async def serve() -> None:
+
+def serve(handler: Handler, latency: float = 0.0) -> None:
+    """Serve ``handler`` at ``/v1/chat/completions`` on 127.0.0.1 (a free port, printed as ``PORT <n>`` once it
+    listens; ``request.app["latency"]`` holds ``latency``) until the process is stopped."""
+    app = web.Application()
+    app["latency"] = latency
+    app.router.add_post("/v1/chat/completions", handler)
+    app.router.add_post("/chat/completions", handler)
+
+    async def run() -> None:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
@@ -70,9 +73,15 @@ def main() -> None:
         await asyncio.Event().wait()
 
     try:
-        asyncio.run(serve())
+        asyncio.run(run())
     except KeyboardInterrupt:
         sys.exit(0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds before each answer")
+    serve(completions, parser.parse_args().latency)
 
 
 if __name__ == "__main__":

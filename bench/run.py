@@ -32,8 +32,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import simulate
 from bench.report import report_section
-from bench.workload import BENCH, Measure, Workload, measure, run_evalcli, write_dataset
+from bench.workload import BENCH, Measure, Workload, measure, model_server, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
 SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters")
@@ -126,20 +126,10 @@ def throughput_table(title: str, rows: list[Row]) -> None:
                   fmt(r.efficiency_after_startup, 3), fmt(r.run_efficiency, 3)] for r in rows])
 
 
-@contextmanager
-def openai_server(latency: float) -> Iterator[str]:
+def openai_server(latency: float) -> AbstractContextManager[str]:
     """The loopback OpenAI-compatible server (a subprocess) answering after ``latency``; yields its base URL."""
-    process = subprocess.Popen([sys.executable, str(BENCH / "openai_server.py"), "--latency", str(latency)],
-                               stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line.startswith("PORT "):
-            raise SystemExit(f"the benchmark's OpenAI-compatible server did not start: {line!r}")
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    return model_server([sys.executable, str(BENCH / "openai_server.py"), "--latency", str(latency)],
+                        "the benchmark's OpenAI-compatible server")
 
 
 # -- sections ------------------------------------------------------------------------------------
@@ -267,11 +257,8 @@ def _node_version() -> str:
 
 def adapters_section(args: argparse.Namespace) -> None:
     (n, turns), = sizes(args.adapter_size)
-    process = subprocess.Popen([sys.executable, str(BENCH / "adapters.py"), "--serve"], stdout=subprocess.PIPE, text=True)
     rows = []
-    try:
-        assert process.stdout is not None
-        api_base = f"http://127.0.0.1:{int(process.stdout.readline().split()[1])}/v1"
+    with model_server([sys.executable, str(BENCH / "adapters.py"), "--serve"], "the adapters' model server") as api_base:
         for framework in FRAMEWORKS:
             command = [sys.executable, str(BENCH / "adapters.py"), "--framework", framework, "--api-base", api_base,
                        "--n", str(n), "--turns", str(turns), "--concurrency", str(args.adapter_concurrency),
@@ -284,9 +271,6 @@ def adapters_section(args: argparse.Namespace) -> None:
             rows.append([framework, f"{n}x{turns}", str(args.adapter_concurrency), fmt(direct), fmt(adapter),
                          f"{adapter / direct:.3f}", fmt(direct_cpu), fmt(adapter_cpu), f"{adapter_cpu / direct_cpu:.3f}",
                          f"{(adapter_cpu - direct_cpu) / (n * turns) * 1000:+.3f}"])
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
     print_table("Framework adapters: the same agent object played directly and through evalcli's adapter (one "
                 "loopback model server, a get_weather call per turn; interleaved batches, fastest of "
                 f"{args.adapter_repeat} round{'s' if args.adapter_repeat > 1 else ''})",

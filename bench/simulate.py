@@ -20,18 +20,16 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.workload import BENCH, OUT, ROOT, Measure, measure, record_run_times
+from bench.workload import BENCH, OUT, ROOT, Measure, measure, model_server, record_run_times
 
 SIM_MODEL = "openai/bench-sim"
 DEFAULT_CASES = "256x8@0.05,128x8@0.5"
@@ -101,20 +99,10 @@ def _turns_played(db: Path, work: SimWorkload) -> str:
     return f"\n{simulated} simulated turns"
 
 
-@contextmanager
-def server(latency: float) -> Iterator[str]:
+def server(latency: float) -> AbstractContextManager[str]:
     """The loopback server (a subprocess of this file); yields its base URL."""
-    process = subprocess.Popen([sys.executable, __file__, "--serve", "--latency", str(latency)],
-                               stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line.startswith("PORT "):
-            raise SystemExit(f"the simulation benchmark's server did not start: {line!r}")
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    return model_server([sys.executable, __file__, "--serve", "--latency", str(latency)],
+                        "the simulation benchmark's server")
 
 
 def cases(text: str) -> list[SimWorkload]:
@@ -164,6 +152,8 @@ def serve(latency: float) -> None:
     """Answer every chat completion after ``latency`` with a text naming how many messages it was sent."""
     from aiohttp import web
 
+    from bench import openai_server
+
     async def completions(request: web.Request) -> web.Response:
         body = await request.json()
         await asyncio.sleep(latency)
@@ -174,20 +164,7 @@ def serve(latency: float) -> None:
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49}})
 
-    async def main() -> None:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", completions)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-        await site.start()
-        print(f"PORT {site._server.sockets[0].getsockname()[1]}", flush=True)  # type: ignore[union-attr]
-        await asyncio.Event().wait()
-
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        sys.exit(0)
+    openai_server.serve(completions)
 
 
 def main() -> None:

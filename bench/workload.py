@@ -16,6 +16,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,3 +177,18 @@ def _run_times(db: Path) -> tuple[float, float] | None:
     if not row or not row[1]:
         return None
     return datetime.fromisoformat(row[0]).timestamp(), datetime.fromisoformat(row[1]).timestamp()
+
+
+@contextmanager
+def model_server(command: list[str], what: str) -> Iterator[str]:
+    """A loopback model server run as ``command`` (it prints ``PORT <n>`` once it listens); yields its base URL."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith("PORT "):
+            raise SystemExit(f"{what} did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
