@@ -33,8 +33,8 @@ TURNS = ["What is the weather in Brooklyn?", "What about tomorrow?", "What is th
 
 def through_adapter(agent: Any) -> Conversation:
     """One conversation through evalcli's adapter for the agent, as the runner plays it."""
-    from evalcli.adapters import make_adapter
-    from evalcli.calls import TargetCalls, TargetThreads
+    from evalcli.targets.calls import TargetCalls, TargetThreads
+    from evalcli.targets.session import make_adapter
 
     adapter = make_adapter("bench", agent, {})
     calls = TargetCalls(TargetThreads())

@@ -20,9 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 from judge_cases import CASES, Case  # bench/ is on sys.path when this file runs as a script
 
-from evalcli.llm import LLMClient, LLMSettings
+from evalcli.llm.client import LLMClient, LLMSettings
+from evalcli.results import Outcome
 from evalcli.scorers import kinds
-from evalcli.scorers.base import Outcome, ScorerRun, TurnView
+from evalcli.scorers.base import ScorerRun, TurnView
 from evalcli.scorers.kinds import BuildContext
 
 

@@ -74,10 +74,10 @@ class _Litellm:
 
 def _replace_acompletion(litellm: Any, acompletion: Callable[..., Any]) -> None:
     """Make evalcli's LLM layer call ``acompletion`` instead of ``litellm.acompletion`` (litellm itself unchanged)."""
-    import evalcli.llm
+    import evalcli.llm.client
 
     wrapped = _Litellm(litellm, acompletion)
-    evalcli.llm.import_litellm = lambda: wrapped
+    evalcli.llm.client.import_litellm = lambda: wrapped
 
 
 def _wrap_acompletion(litellm: Any, change: Callable[[dict[str, Any]], None]) -> None:
@@ -196,7 +196,7 @@ ENV = {"LITELLM_LOG=ERROR": {"LITELLM_LOG": "ERROR"}}
 
 
 def _client(variant: str) -> Any:
-    from evalcli.llm import LLMClient, LLMSettings, import_litellm
+    from evalcli.llm.client import LLMClient, LLMSettings, import_litellm
 
     litellm = import_litellm()
     VARIANTS[variant](litellm)
@@ -209,7 +209,7 @@ def _call(client: Any, api_base: str, model: str, tools: bool = False) -> Any:
 
 
 async def _measure(variant: str, api_base: str, model: str, calls: int) -> dict[str, float]:
-    from evalcli.llm import UsageSink, current_usage
+    from evalcli.llm.client import UsageSink, current_usage
 
     client = _client(variant)
     current_usage.set(UsageSink())
@@ -232,7 +232,7 @@ async def _measure(variant: str, api_base: str, model: str, calls: int) -> dict[
 
 
 async def _outputs(variant: str, api_base: str) -> list[Any]:
-    from evalcli.llm import UsageSink
+    from evalcli.llm.client import UsageSink
 
     client = _client(variant)
     out = []

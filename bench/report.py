@@ -21,7 +21,7 @@ from bench.workload import BENCH, ROOT, Measure, Workload, measure, write_datase
 RENDER = """
 import json, sys, time
 started = time.perf_counter()
-from evalcli.htmlreport import report_command
+from evalcli.cli.commands import report_command
 imported = time.perf_counter()
 report_command(__import__("pathlib").Path(sys.argv[1]), "latest", __import__("pathlib").Path(sys.argv[2]))
 print(json.dumps({"import": imported - started, "report": time.perf_counter() - imported}))

@@ -58,7 +58,7 @@ class HttpAgent:
     async def generate(self, input: str, *, memory: dict[str, Any] | None = None, api_base: str = "",
                        latency: float = 0.0, tools: bool = True) -> Any:
         if self._client is None:
-            from evalcli.llm import LLMClient, LLMSettings
+            from evalcli.llm.client import LLMClient, LLMSettings
 
             self._client = LLMClient(LLMSettings(retries=0, timeout=30))
         response = await self._client.complete(model="openai/bench", api_base=api_base, purpose="target",

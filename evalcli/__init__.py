@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .scorers.base import NotScorable, Score, ScorerRun, not_scorable
+from .scorers import NotScorable, Score, ScorerRun, not_scorable
 
 __version__ = "0.1.0"
 
@@ -29,10 +29,9 @@ __all__ = [
 if TYPE_CHECKING:
     from .agent import Agent, Memory
     from .dataset import load_dataset
-    from .runner import RunOptions, run_evals
+    from .run import RunOptions, run_evals
 
-_LAZY = {"Agent": "agent", "Memory": "agent", "run_evals": "runner", "RunOptions": "runner",
-         "load_dataset": "dataset"}
+_LAZY = {"Agent": "agent", "Memory": "agent", "run_evals": "run", "RunOptions": "run", "load_dataset": "dataset"}
 
 
 def __getattr__(name: str) -> Any:

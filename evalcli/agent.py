@@ -23,9 +23,9 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from evalcli.errors import EvalcliError
-from evalcli.llm import LLMClient, LLMSettings
-from evalcli.messages import Message
+from .errors import EvalcliError
+from .llm import LLMClient, LLMSettings
+from .messages import Message
 
 Tool = Callable[..., Any]
 

@@ -1,4 +1,4 @@
-"""Gates, thresholds, per-turn results and the verdict, folded from conversations in dataset order.
+"""Gates, thresholds, per-turn results and the verdict (SPEC §6), folded from conversations in dataset order.
 
 Every mean is a plain left-to-right sum in dataset order (item order, then turn order) divided by the
 count, so a run's figures never depend on which conversation finished first. Results may arrive out
@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .result import GateResult, ItemResult, Summary, ThresholdResult, TurnResult, Verdict
-from .scorers.base import Outcome
-from .scorers.registry import Threshold
+from .results import GateResult, ItemResult, Outcome, Plan, Summary, Threshold, ThresholdResult, TurnRecord, TurnResult, Verdict
 
 
 @dataclass
@@ -31,32 +29,9 @@ class Mean:
         return self.total / self.count
 
 
-@dataclass
-class Plan:
-    """The top-level assertions of a run: gate ids, scorer ids and their thresholds, in list order."""
-
-    gate_ids: list[str]
-    scorer_ids: list[str]
-    thresholds: dict[str, Any]
-    """Scorer id -> raw threshold config (number or {min, max})."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"gate_ids": self.gate_ids, "scorer_ids": self.scorer_ids, "thresholds": self.thresholds}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Plan:
-        return cls(list(data["gate_ids"]), list(data["scorer_ids"]), dict(data["thresholds"]))
-
-
-def threshold_from_raw(raw: Any) -> Threshold:
-    """Rebuild a validated threshold from its echoed config."""
-    if isinstance(raw, dict):
-        return Threshold(raw.get("min"), raw.get("max"), raw)
-    return Threshold(float(raw), None, raw)
-
-
-def _numeric(outcome: Outcome) -> bool:
-    return outcome.score is not None and not outcome.not_scorable
+def _numeric(outcome: Outcome) -> float | None:
+    """The score to average, or ``None`` when the outcome is not scorable (counted apart)."""
+    return None if outcome.not_scorable else outcome.score
 
 
 @dataclass
@@ -110,7 +85,7 @@ class Aggregator:
             return
         # the order of not-scorable counts follows Mastra: top-level gates, per-turn ones, then scorers
         self._fold_top(result.gate_scores, self.gates, self.not_scorable_early)
-        if result.form == "turns":
+        if result.per_turn:
             for turn in result.turns:
                 self._fold_turn(turn)
         self._fold_top(result.scores, self.scores, self.not_scorable_scorers)
@@ -120,26 +95,29 @@ class Aggregator:
             outcome = outcomes.get(key)
             if outcome is None:
                 continue
-            if _numeric(outcome):
-                mean.add(outcome.score)  # type: ignore[arg-type]
+            value = _numeric(outcome)
+            if value is not None:
+                mean.add(value)
             else:
                 self._count(not_scorable, key)
 
-    def _fold_turn(self, turn: Any) -> None:
+    def _fold_turn(self, turn: TurnRecord) -> None:
         bucket = self.turns.setdefault(turn.index, _TurnBucket())
         for gate_id, outcome in turn.gate_scores.items():
-            if _numeric(outcome):
-                bucket.gates.setdefault(gate_id, Mean()).add(outcome.score)
+            value = _numeric(outcome)
+            if value is not None:
+                bucket.gates.setdefault(gate_id, Mean()).add(value)
             else:
                 self._count(self.not_scorable_early, gate_id)
         for scorer_id, outcome in turn.scores.items():
-            if not _numeric(outcome):
+            value = _numeric(outcome)
+            if value is None:
                 self._count(self.not_scorable_early, scorer_id)
                 continue
             if scorer_id in turn.thresholds:
                 _, mean = bucket.thresholds.setdefault(scorer_id, (turn.thresholds[scorer_id], Mean()))
-                mean.add(outcome.score)
-            bucket.scores.setdefault(scorer_id, Mean()).add(outcome.score)
+                mean.add(value)
+            bucket.scores.setdefault(scorer_id, Mean()).add(value)
 
     def summary(self) -> Summary:
         """The run's aggregate so far (call after every result has been added)."""
@@ -149,7 +127,7 @@ class Aggregator:
             mean = self.scores.get(scorer_id)
             if mean is None or not mean.count:
                 continue
-            threshold = threshold_from_raw(raw)
+            threshold = Threshold.from_raw(raw)
             threshold_results.append(ThresholdResult(scorer_id, threshold.passed(mean.value), mean.value, raw))
         turn_results = []
         for index in sorted(self.turns):
@@ -157,7 +135,7 @@ class Aggregator:
             turn_results.append(TurnResult(
                 index,
                 [GateResult(g, m.value >= 1.0, m.value) for g, m in bucket.gates.items()],
-                [ThresholdResult(s, threshold_from_raw(raw).passed(m.value), m.value, raw)
+                [ThresholdResult(s, Threshold.from_raw(raw).passed(m.value), m.value, raw)
                  for s, (raw, m) in bucket.thresholds.items()],
                 {s: m.value for s, m in bucket.scores.items()},
             ))

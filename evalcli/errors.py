@@ -6,7 +6,9 @@ escapes is a bug and keeps its traceback (behind ``--debug``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 INTERNAL_ERROR = 70
 """The exit code of a bug in evalcli (never of a user mistake); such a run is stored as ``failed``."""
@@ -66,3 +68,14 @@ class UsageError(EvalcliError):
 
 class StoreError(EvalcliError):
     """The SQLite store cannot be opened or does not hold what was asked for."""
+
+
+def not_blank(message: str) -> Callable[[Any], Any]:
+    """A check for a pydantic ``AfterValidator``: a string that is empty or only white space is a mistake, and
+    ``message`` says what to write instead (``None``, for an optional field, passes)."""
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(message)
+        return value
+
+    return check

@@ -88,11 +88,6 @@ def tool_errors(messages: list[Message]) -> list[str]:
     return errors + orphans
 
 
-def tool_error_count(messages: list[Message]) -> int:
-    """Tool calls that failed: an error result, or no result at all (plus error results of unknown calls)."""
-    return len(tool_errors(messages))
-
-
 def excerpt(text: str, width: int = 160) -> str:
     """The text on one line, cut to ``width`` characters, quoted."""
     flat = " ".join(text.split())

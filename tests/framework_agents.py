@@ -10,9 +10,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from evalcli.adapters import Adapter, make_adapter
-from evalcli.calls import TargetCalls, TargetThreads
 from evalcli.messages import Message
+from evalcli.targets.calls import TargetCalls, TargetThreads
+from evalcli.targets.session import Adapter, make_adapter
 from examples.weather_agent import FORECASTS
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
@@ -53,7 +53,7 @@ def converse(adapter: Adapter, *conversations: list[str], **kwargs: Any) -> list
 
 async def afailed_turn(adapter: Adapter, turns: list[str]) -> tuple[BaseException, list[Message]]:
     """Play turns until one raises ``TurnFailed``: its cause and the messages it kept."""
-    from evalcli.adapters import TurnFailed
+    from evalcli.targets.session import TurnFailed
 
     try:
         await aconverse(adapter, turns)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from evalcli.scorers.llm_judge import TRANSCRIPT_END, TRANSCRIPT_START
+from evalcli.llm.fence import TRANSCRIPT_END, TRANSCRIPT_START
 from tests.llm_server import LLMServer, Reply, Request, status, text
 
 SIM_MODEL = "openai/sim-model"

@@ -19,9 +19,9 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
-from evalcli.adapters import recognise
 from evalcli.errors import TargetError
 from evalcli.messages import Message
+from evalcli.targets.session import recognise
 from tests.framework_agents import (
     KEY,
     aconverse,
@@ -118,7 +118,7 @@ def test_thread_and_resource_reach_the_config(llm_server: LLMServer) -> None:
     llm_server.push(tool_call("where_am_i", {}, "c1"), text("here"), tool_call("where_am_i", {}, "c2"), text("here"))
 
     async def play() -> tuple[str | None, list[Any], list[Any]]:
-        from evalcli.calls import TargetCalls, TargetThreads
+        from evalcli.targets.calls import TargetCalls, TargetThreads
 
         adapter = adapter_for(weather_graph(llm_server), memory={"resource": "user-42"})
         session = adapter.open(multi_turn=True, calls=TargetCalls(TargetThreads()))

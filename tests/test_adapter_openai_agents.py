@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from evalcli.adapters import recognise
 from evalcli.errors import TargetError
 from evalcli.messages import Message
+from evalcli.targets.session import recognise
 from tests.framework_agents import (
     KEY,
     aconverse,

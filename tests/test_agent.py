@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from evalcli.agent import Agent, AgentError, FunctionTool, Memory
-from evalcli.llm import LLMClient, LLMSettings
-from evalcli.messages import tool_error_count, tool_names
+from evalcli.llm.client import LLMClient, LLMSettings
+from evalcli.messages import tool_errors, tool_names
 from tests.llm_server import LLMServer, text, tool_call, tool_calls
 
 
@@ -52,7 +52,7 @@ def test_tool_loop_sends_tool_results_back(llm_server: LLMServer) -> None:
     assert [m["role"] for m in first.messages] == ["system", "user"]
     assert [m["role"] for m in second.messages] == ["system", "user", "assistant", "tool"]
     assert second.messages[3]["tool_call_id"] == "call_a" and "sunny" in second.messages[3]["content"]
-    assert tool_names(out) == ["get_weather"] and tool_error_count(out) == 0
+    assert tool_names(out) == ["get_weather"] and not tool_errors(out)
 
 
 def test_tool_exception_becomes_an_error_result_the_model_sees(llm_server: LLMServer) -> None:
@@ -66,7 +66,7 @@ def test_tool_exception_becomes_an_error_result_the_model_sees(llm_server: LLMSe
     assert [r["is_error"] for r in results] == [True, True, True]
     assert "kaboom: test" in results[0]["content"] and "RuntimeError" in results[0]["content"]
     assert "invalid arguments" in results[1]["content"] and "unknown tool 'nope'" in results[2]["content"]
-    assert tool_error_count(out) == 3
+    assert len(tool_errors(out)) == 3
     sent = llm_server.requests[1].messages
     assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ["c1", "c2", "c3"]
     assert all("is_error" not in m for m in sent)

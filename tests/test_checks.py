@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from evalcli.dataset import parse_ref
+from evalcli.dataset.yamlsrc import Positions
 from evalcli.errors import DatasetError
 from evalcli.scorers.base import ScorerRun
-from evalcli.scorers.checks import dice_similarity
-from evalcli.scorers.registry import Builder, Registry, parse_ref
-from evalcli.yamlsrc import Positions
+from evalcli.scorers.checks.basic import dice_similarity
+from evalcli.scorers.registry import Builder, Registry
 
 
 def say(*texts: str) -> list[dict[str, Any]]:

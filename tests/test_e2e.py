@@ -216,8 +216,8 @@ def test_the_registration_example_is_the_reference_as_written(write: Callable[..
 
 
 def test_nested_arguments_are_stored_as_written() -> None:
-    from evalcli.scorers.judges import RubricArgs
-    from evalcli.scorers.library import TrajectoryArgs
+    from evalcli.scorers.checks.tools import TrajectoryArgs
+    from evalcli.scorers.judges.library import RubricArgs
 
     criteria = RubricArgs.model_validate({"criteria": ["Polite", {"criterion": "Short", "weight": 2}]})
     assert criteria.model_dump(by_alias=True)["criteria"] == ["Polite", {"criterion": "Short", "weight": 2.0,

@@ -18,9 +18,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalcli.dataset import Dataset, load_dataset
+from evalcli.dataset import Dataset, load_dataset, load_registry
 from evalcli.errors import DatasetError
-from evalcli.scorers.registry import load_registry
 from tests.reliability_helpers import run_cli
 
 VALID = """\

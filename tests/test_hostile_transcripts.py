@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from evalcli.dataset import load_dataset
-from evalcli.llm import LLMClient, LLMSettings
-from evalcli.runner import RunOptions, run_evals
+from evalcli.llm.client import LLMClient, LLMSettings
+from evalcli.run.runner import RunOptions, run_evals
 from evalcli.scorers.base import ScorerRun
-from evalcli.scorers.judge import (
+from evalcli.scorers.judges.criterion import (
     MARKER_REMOVED,
     SYSTEM_PROMPT,
     TRANSCRIPT_END,
@@ -32,7 +32,7 @@ from evalcli.scorers.judge import (
     MultiTurnJudge,
     neutralise,
 )
-from evalcli.store import Store
+from evalcli.store.store import Store
 from tests.llm_server import LLMServer, Request, text, verdict
 
 CASES: list[dict[str, Any]] = yaml.safe_load(

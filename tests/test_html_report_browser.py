@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from evalcli.htmlreport import report_command
+from evalcli.cli.commands import report_command
 from tests.browser import OpenedPage, chromium, chromium_missing, open_report, screenshot
 from tests.conftest import CliResult, run_cli
 from tests.llm_server import LLMServer

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evalcli.llm import LLMClient, LLMSettings, ResponseCache
-from evalcli.scorers.base import Outcome, ScorerRun
-from evalcli.scorers.judge import (
+from evalcli.llm.cache import ResponseCache
+from evalcli.llm.client import LLMClient, LLMSettings
+from evalcli.results import Outcome
+from evalcli.scorers.base import ScorerRun
+from evalcli.scorers.judges.criterion import (
     TRANSCRIPT_END,
     TRANSCRIPT_START,
     JudgeArgs,
@@ -19,6 +21,7 @@ from evalcli.scorers.judge import (
     parse_verdict,
     transcript,
 )
+from evalcli.store import Store
 from tests.llm_server import LLMServer, empty, status, text, verdict
 
 CRITERION = "The agent gave a forecast for Brooklyn."
@@ -161,7 +164,7 @@ def test_provider_failure_is_an_error_outcome(llm_server: LLMServer) -> None:
 
 
 def test_cache_hit_on_second_call_and_bypass(llm_server: LLMServer, llm_cache_path: str) -> None:
-    cache = ResponseCache(llm_cache_path)
+    cache = Store(llm_cache_path).response_cache()
     llm_server.push(verdict(True, "first"))
     first = score(make_judge(llm_server, cache))
     second = score(make_judge(llm_server, cache))
@@ -178,7 +181,7 @@ def test_cache_hit_on_second_call_and_bypass(llm_server: LLMServer, llm_cache_pa
 
 
 def test_unparseable_replies_are_not_cached(llm_server: LLMServer, llm_cache_path: str) -> None:
-    cache = ResponseCache(llm_cache_path)
+    cache = Store(llm_cache_path).response_cache()
     llm_server.push(text("nope"), text("nope"), text("nope"), verdict(True))
     assert score(make_judge(llm_server, cache)).error is not None
     assert score(make_judge(llm_server, cache)).score == 1.0

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from evalcli.scorers.base import Outcome, ScorerRun
-from evalcli.scorers.matching import Call, maximum_matching, values_match
-from evalcli.scorers.registry import Builder, Registry, ScorerSpec, parse_ref
-from evalcli.yamlsrc import Positions
+from evalcli.dataset import parse_ref
+from evalcli.dataset.yamlsrc import Positions
+from evalcli.results import Outcome
+from evalcli.scorers.base import ScorerRun
+from evalcli.scorers.checks.matching import Call, maximum_matching, values_match
+from evalcli.scorers.registry import Builder, Registry, ScorerSpec
 
 
 def call(name: str, arguments: Any = None, call_id: str = "c") -> dict[str, Any]:

@@ -11,24 +11,28 @@ from typing import Any
 
 import pytest
 
-from evalcli.llm import LLMClient, LLMSettings, ResponseCache
-from evalcli.scorers import kinds
-from evalcli.scorers.base import Outcome, ScorerRun, TurnView
-from evalcli.scorers.judge_kit import PROMPT_VERSIONS
-from evalcli.scorers.kinds import BuildContext, Scorer
-from evalcli.scorers.llm_judge import (
+from evalcli.dataset import parse_ref
+from evalcli.dataset.yamlsrc import Positions
+from evalcli.llm.cache import ResponseCache
+from evalcli.llm.client import LLMClient, LLMSettings
+from evalcli.llm.fence import (
     CONVERSATION_END,
     CONVERSATION_START,
     LISTED_END,
     LISTED_START,
-    REPAIR_PROMPT,
     TOOL_RESULTS_END,
     TOOL_RESULTS_START,
     TRANSCRIPT_END,
     TRANSCRIPT_START,
 )
-from evalcli.scorers.registry import Registry, parse_ref
-from evalcli.yamlsrc import Positions
+from evalcli.results import Outcome
+from evalcli.scorers import kinds
+from evalcli.scorers.base import ScorerRun, TurnView
+from evalcli.scorers.judges.engine import REPAIR_PROMPT
+from evalcli.scorers.judges.kit import PROMPT_VERSIONS
+from evalcli.scorers.kinds import BuildContext, Scorer
+from evalcli.scorers.registry import Registry
+from evalcli.store import Store
 from tests.llm_server import LLMServer, Reply, text
 
 MODEL = "openai/judge-model"
@@ -421,7 +425,7 @@ def test_every_judge_has_its_own_prompt_version() -> None:
 @pytest.mark.parametrize("kind", list(GOOD))
 def test_cache_hits_and_prompt_version_in_the_key(llm_server: LLMServer, llm_cache_path: str, kind: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = ResponseCache(llm_cache_path)
+    cache = Store(llm_cache_path).response_cache()
     args, replies = GOOD[kind]
     llm_server.push(*replies)
     first = score(make(llm_server, kind, args, cache=cache))
@@ -439,7 +443,7 @@ def test_cache_hits_and_prompt_version_in_the_key(llm_server: LLMServer, llm_cac
 
 def test_judges_with_the_same_id_and_model_do_not_share_cached_replies(llm_server: LLMServer,
                                                                       llm_cache_path: str) -> None:
-    cache = ResponseCache(llm_cache_path)
+    cache = Store(llm_cache_path).response_cache()
     llm_server.push(reply({"satisfied": True, "reasoning": "a"}), reply({"satisfied": False, "reasoning": "b"}))
     run = conversation()
     assert score(make(llm_server, "goal_achieved", cache=cache, scorer_id="same"), run).score == 1.0

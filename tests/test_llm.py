@@ -10,15 +10,9 @@ from typing import Any
 
 import pytest
 
-from evalcli.llm import (
-    LLMClient,
-    LLMError,
-    LLMSettings,
-    ResponseCache,
-    UsageSink,
-    current_usage,
-    provider_messages,
-)
+from evalcli.llm.cache import ResponseCache
+from evalcli.llm.client import LLMClient, LLMError, LLMSettings, UsageSink, current_usage, provider_messages
+from evalcli.store import Store
 from tests.llm_server import LLMServer, malformed, slow, status, text
 
 USER = [{"role": "user", "content": "hi"}]
@@ -41,7 +35,7 @@ def content(response: dict[str, Any]) -> str:
 
 
 def test_importing_evalcli_llm_does_not_import_litellm() -> None:
-    code = "import sys, evalcli.llm, evalcli.scorers.judge, evalcli.agent; print('litellm' in sys.modules)"
+    code = "import sys, evalcli.llm, evalcli.scorers.judges.criterion, evalcli.agent; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -168,7 +162,7 @@ def test_judge_calls_are_limited_by_judge_concurrency(llm_server: LLMServer) -> 
 
 def test_cache_hit_skips_the_provider_and_is_recorded(llm_server: LLMServer, llm_cache_path: str) -> None:
     llm_server.push(text("cached answer"))
-    cache = ResponseCache(llm_cache_path)
+    cache = Store(llm_cache_path).response_cache()
     client = LLMClient(fast(), cache)
     key = cache.key_for(model="openai/c", messages=USER, scorer_id="s", scorer_version="1")
     sink = UsageSink()

@@ -6,10 +6,11 @@ import asyncio
 import json
 from typing import Any
 
-from evalcli.llm import LLMClient, LLMSettings, UsageSink, current_usage
-from evalcli.local_model import chat_messages, llama_response_format
-from evalcli.scorers.base import Outcome, ScorerRun
-from evalcli.scorers.judge import VERDICT_SCHEMA, JudgeArgs, MultiTurnJudge
+from evalcli.llm.client import LLMClient, LLMSettings, UsageSink, current_usage
+from evalcli.llm.local_model import chat_messages, llama_response_format
+from evalcli.results import Outcome
+from evalcli.scorers.base import ScorerRun
+from evalcli.scorers.judges.criterion import VERDICT_SCHEMA, JudgeArgs, MultiTurnJudge
 
 MODEL = "local/gemma-3-270m"
 

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from evalcli.htmlreport.sources import score_history
-from evalcli.store import Store
+from evalcli.reports.html.sources import score_history
+from evalcli.store.store import Store
 from tests.conftest import REPO, CliResult
 from tests.report_fixtures import run_ids, transcripts
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import math
 
-from evalcli.diff import Change, ItemChange
-from evalcli.htmlreport.charts import histogram, line_chart
-from evalcli.htmlreport.conversation import message_entries
-from evalcli.htmlreport.page import embedded_json
-from evalcli.htmlreport.sources import conversation_change
+from evalcli.reports.html.charts import histogram, line_chart
+from evalcli.reports.html.conversation import message_entries
+from evalcli.reports.html.page import embedded_json
+from evalcli.reports.html.sources import conversation_change
+from evalcli.store.diff import Change, ItemChange
 
 
 def test_histogram_bins_cover_zero_to_one_and_widen_for_larger_scores() -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from evalcli.runner import RunOptions, run_evals
-from evalcli.store import Store
+from evalcli.run.runner import RunOptions, run_evals
+from evalcli.store.store import Store
 from tests.conftest import REPO, CliResult
 
 TIMEOUTS = '''
@@ -331,7 +331,7 @@ def test_conversations_wait_for_a_writer_that_falls_behind(tmp_path: Path) -> No
     import asyncio
     import threading
 
-    from evalcli.runner import WRITE_BACKLOG, RunContext
+    from evalcli.run.runner import WRITE_BACKLOG, RunContext
 
     async def scenario() -> None:
         context = RunContext(Store(tmp_path / "w.db"), RunOptions())

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from evalcli.dataset import load_dataset
-from evalcli.result import ItemResult, RunResult
-from evalcli.runner import RunOptions, run_evals
-from evalcli.scorers.llm_judge import MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START
-from evalcli.simulator import KICKOFF, REMINDER, REPAIR, SIMULATOR_SEED, STOP_MARKER, fenced
+from evalcli.llm.fence import MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START
+from evalcli.results import ItemResult, RunResult
+from evalcli.run.runner import RunOptions, run_evals
+from evalcli.run.simulator import KICKOFF, REMINDER, REPAIR, SIMULATOR_SEED, STOP_MARKER, fenced
 from tests.llm_server import LLMServer, Reply, Request, empty, slow, status, text
 from tests.sim_helpers import (
     SIM_MODEL,

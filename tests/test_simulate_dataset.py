@@ -13,7 +13,8 @@ import yaml
 
 from evalcli.dataset import load_dataset
 from evalcli.errors import DatasetError
-from evalcli.simulate import SimulatedUser
+from evalcli.run.drivers import driver_for
+from evalcli.run.simulated import SimulatedUser
 from tests.conftest import REPO, CliResult
 
 HEAD = "target: agents:echo_agent\nscorers: [{includes: x}]\ndata:\n"
@@ -91,12 +92,13 @@ def test_a_valid_block_gives_a_simulated_item_with_its_defaults(write: Callable[
                                                                             ["my order arrived broken"], None)
     assert first.goal == "Get a refund for order 1234." and first.expected_outcome == "A refund was confirmed."
     assert first.first_input == "my order arrived broken"
-    driver = first.driver
-    assert isinstance(driver, SimulatedUser) and driver.multi_turn
-    assert (driver.max_turns, driver.model) == (8, "local/gemma-3-270m")
-    assert driver.character.facts == (("order_id", "1234"), ("items", "2"))
-    assert isinstance(second.driver, SimulatedUser) and second.driver.max_turns == 50
-    assert (second.inputs, second.first_input, second.driver.model) == ([], "", "openai/gpt-4o-mini")
+    simulation = first.simulation
+    assert isinstance(driver_for(first), SimulatedUser) and first.multi_turn and simulation is not None
+    assert (simulation.max_turns, simulation.model) == (8, "local/gemma-3-270m")
+    assert simulation.facts == (("order_id", "1234"), ("items", "2"))
+    assert isinstance(driver_for(second), SimulatedUser) and second.simulation is not None
+    assert second.simulation.max_turns == 50
+    assert (second.inputs, second.first_input, second.simulation.model) == ([], "", "openai/gpt-4o-mini")
 
 
 def test_the_simulators_model_comes_from_the_block_then_the_environment_then_the_judge_default(
@@ -106,10 +108,10 @@ def test_the_simulators_model_comes_from_the_block_then_the_environment_then_the
     monkeypatch.delenv("SIM_MODEL_VAR", raising=False)
     monkeypatch.setenv("EVALCLI_JUDGE_MODEL", "openai/the-judge")
     monkeypatch.delenv("EVALCLI_SIMULATOR_MODEL", raising=False)
-    assert [i.driver.model for i in load_dataset(path).items] == ["openai/the-judge", "openai/own",  # type: ignore
-                                                                  "openai/fallback"]
+    assert [i.simulation.model for i in load_dataset(path).items] == ["openai/the-judge", "openai/own",  # type: ignore
+                                                                      "openai/fallback"]
     monkeypatch.setenv("EVALCLI_SIMULATOR_MODEL", "openai/the-simulator")
-    assert load_dataset(path).items[0].driver.model == "openai/the-simulator"  # type: ignore[attr-defined]
+    assert load_dataset(path).items[0].simulation.model == "openai/the-simulator"  # type: ignore[union-attr]
 
 
 def test_filter_searches_the_opening(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:

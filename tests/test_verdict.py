@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from evalcli.aggregate import Aggregator, Plan, exit_code, verdict
-from evalcli.result import GateResult, ItemResult, ThresholdResult, TurnResult
-from evalcli.runner import RunOptions, run_evals
-from evalcli.scorers.base import Outcome
+from evalcli.aggregate import Aggregator, exit_code, verdict
+from evalcli.results import GateResult, ItemResult, Outcome, Plan, ThresholdResult, TurnResult
+from evalcli.run.runner import RunOptions, run_evals
 
 FIXED = '''
 import asyncio

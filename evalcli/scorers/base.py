@@ -1,13 +1,13 @@
 """What every scorer receives and returns.
 
-A scorer is any object with ``async def score(run: ScorerRun) -> Outcome``. Checks, the LLM judge and
-custom Python scorers all end up behind that one method, so the runner treats them alike.
+A scorer is any object with ``async def score(run: ScorerRun) -> Outcome`` (``Outcome`` is in
+``evalcli.results``). Checks, the LLM judges and custom Python scorers all end up behind that one method,
+so the runner treats them alike.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..messages import Message
@@ -69,49 +69,3 @@ class NotScorable:
 def not_scorable(reason: str | None = None) -> NotScorable:
     """Mark a run as not scorable (it is counted in ``summary.not_scorable``, not averaged)."""
     return NotScorable(reason)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """The result of one scorer on one run: a score, not scorable, or an error."""
-
-    score: float | None = None
-    reason: str | None = None
-    not_scorable: bool = False
-    error: str | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
-    """LLM usage of this scoring, if any: prompt/completion tokens, cost, cache hit."""
-
-    @property
-    def missed_gate(self) -> bool:
-        """As a gate on one conversation: scorable, and below 1.0 (or without a score)."""
-        return not self.not_scorable and (self.score is None or not self.score >= 1.0)
-
-    @property
-    def scored(self) -> bool:
-        return self.score is not None and not self.not_scorable and self.error is None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"score": finite_or_none(self.score), "reason": self.reason}
-        if self.not_scorable:
-            data["not_scorable"] = True
-        if self.error is not None:
-            data["error"] = self.error
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Outcome:
-        score = data.get("score")
-        return cls(
-            score=math.nan if score is None and not data.get("not_scorable") and not data.get("error") else score,
-            reason=data.get("reason"),
-            not_scorable=bool(data.get("not_scorable")),
-            error=data.get("error"),
-        )
-
-
-def finite_or_none(value: float | None) -> float | None:
-    """JSON has no NaN or infinity: those become ``null``."""
-    if value is None or not math.isfinite(value):
-        return None
-    return value

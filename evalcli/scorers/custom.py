@@ -8,7 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .base import NotScorable, Outcome, Score, ScorerRun
+from ..results import Outcome
+from .base import NotScorable, Score, ScorerRun
 from .kinds import BuildContext, Kind, register
 
 
@@ -59,9 +60,9 @@ class PythonArgs(BaseModel):
 
 
 def _build(args: PythonArgs, context: BuildContext) -> PythonScorer:
-    return PythonScorer(context.python_scorers[args.function], context.scorer_id)
+    return PythonScorer(context.imported[args.function], context.scorer_id)
 
 
-register(Kind(name="python", args=PythonArgs, main="function", group="custom", build=_build,
+register(Kind(name="python", args=PythonArgs, main="function", group="custom", build=_build, imports="function",
               summary="your own function of a ScorerRun, returning a float, Score(score, reason) or not_scorable()",
               default_id=lambda values: f"python({values['function']})", example="python: my_scorers:polite"))

@@ -16,12 +16,15 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from .base import Outcome, ScorerRun
+from ..llm import LLMClient
+from ..results import Outcome
+from .base import ScorerRun
+from .naming import id_arg, id_value
 
 Group = Literal["check", "judge", "custom"]
 
-KIND_MODULES = ("evalcli.scorers.checks", "evalcli.scorers.library", "evalcli.scorers.judge",
-                "evalcli.scorers.judges", "evalcli.scorers.custom")
+KIND_MODULES = ("evalcli.scorers.checks.basic", "evalcli.scorers.checks.tools", "evalcli.scorers.judges.criterion",
+                "evalcli.scorers.judges.library", "evalcli.scorers.custom")
 """Modules that declare kinds, imported the first time kinds are looked up (a missing one is skipped)."""
 
 
@@ -36,11 +39,11 @@ class BuildContext:
     """What building a scorer may need: its id, the run's LLM client (made on first use), custom functions."""
 
     scorer_id: str
-    llm: Callable[[], Any]
-    """Returns the run's ``LLMClient`` (created on first call)."""
+    llm: Callable[[], LLMClient]
+    """Returns the run's LLM client (created on first call)."""
     use_cache: bool = True
-    python_scorers: dict[str, Any] = field(default_factory=dict)
-    """Resolved custom scorer functions by import path."""
+    imported: dict[str, Any] = field(default_factory=dict)
+    """What the dataset's import paths name (custom scorers' functions), by import path."""
 
 
 @dataclass(frozen=True)
@@ -65,17 +68,20 @@ class Kind:
     """The id an inline reference gets; default: ``name(main, other=non-default, ...)``."""
     example: str = ""
     """A short YAML example of an inline reference, for docs."""
+    imports: str | None = None
+    """The argument that holds an import path (``module:attribute``), imported when the dataset is validated (a
+    custom scorer's ``function``); ``BuildContext.imported`` has what it names."""
 
     def make_id(self, values: dict[str, Any]) -> str:
         if self.default_id is not None:
             return self.default_id(values)
         if self.main is None:
             return self.name
-        parts = [format_arg(values[self.key(self.main)])]
+        parts = [id_arg(values[self.key(self.main)])]
         for name, model_field in self.args.model_fields.items():
             key = model_field.alias or name
             if name != self.main and values.get(key) != model_field.default:
-                parts.append(f"{key}={format_arg(values[key])}")
+                parts.append(f"{key}={id_value(values[key])}")
         return f"{self.name}({', '.join(parts)})"
 
     def key(self, field_name: str) -> str:
@@ -125,21 +131,8 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return resolve(schema)  # type: ignore[no-any-return]
 
 
-def format_arg(value: Any) -> str:
-    """How an argument reads inside a default id: ``includes(Brooklyn)``, ``times=2``, ``ignore_case=false``."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(format_arg(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {format_arg(v)}" for k, v in value.items()) + "}"
-    return repr(value) if isinstance(value, float) else str(value)
-
-
 def _json_default(value: Any) -> str:
-    if value is None:
-        return "none"
-    return format_arg(value)
+    return "none" if value is None else id_value(value)
 
 
 _KINDS: dict[str, Kind] = {}

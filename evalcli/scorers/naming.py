@@ -1,8 +1,10 @@
-"""How argument values read inside the default ids of the scorer library (``tool_args(get_weather, {city: Paris})``).
+r"""How argument values read inside default ids (``includes(Brooklyn)``, ``tool_args(get_weather, {city: Paris})``).
 
-Values are written like YAML flow: a string is bare when it cannot be read as anything else, and
-JSON-quoted when it could (``"1"``, ``"true"``, ``"Paris, France"``), so different arguments never
-share an id.
+One rule for every kind: values are written like YAML flow, a string bare when it cannot be read as
+anything else and JSON-quoted when it could (``"1"``, ``"true"``, ``"Paris, France"``), so different
+arguments never share an id. The one exception is a kind's main argument when it is a string: it is
+written as is (SPEC §4's ``includes(Brooklyn)``, ``matches(\d+°F)``), since nothing follows it that it
+could be confused with.
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ def id_value(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{id_text(str(k))}: {id_value(v)}" for k, v in value.items()) + "}"
     return id_text(str(value))
+
+
+def id_arg(value: Any) -> str:
+    """A kind's main argument in its default id: a string as written, anything else as ``id_value``."""
+    return value if isinstance(value, str) else id_value(value)
 
 
 def shortened(text: str) -> str:

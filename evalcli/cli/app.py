@@ -1,0 +1,326 @@
+"""The ``evalcli`` command: parse, call the library, print, map errors to exit codes.
+
+Heavy imports (pydantic, yaml, sqlite, litellm) happen inside commands, so ``evalcli --help`` is quick.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .console import CliEvents, make_console, user_errors
+
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _plain_argument_help() -> None:
+    """Arguments read ``DATASET...`` and ``RUN_ID`` in help, as options do: typer would add Python types
+    (``<list[Path]>``) and braces (``{DATASET}...``)."""
+    import typer.core
+
+    argument = typer.core.TyperArgument
+    if hasattr(argument, "display_type_rich"):
+        argument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+    if hasattr(argument, "_usage_display_name"):
+        def usage_name(self: typer.core.TyperArgument) -> str:
+            name = str(self.metavar or self.name).upper()
+            name = name if self.required else f"[{name}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        argument._usage_display_name = usage_name  # type: ignore[method-assign]
+
+
+_plain_argument_help()
+
+app = typer.Typer(
+    name="evalcli",
+    help="Run multi-turn evals of LLM agents from YAML datasets; verdicts, SQLite history and CI exit codes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings=HELP_OPTIONS,
+)
+cache_app = typer.Typer(help="The judge and simulator response cache.", no_args_is_help=True,
+                        context_settings=HELP_OPTIONS)
+app.add_typer(cache_app, name="cache", short_help="The judge and simulator response cache (clear, info).")
+
+DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
+                                                                     "its folder must exist).")]
+DEFAULT_DB = Path("evalcli.db")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        print(f"evalcli {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Run multi-turn evals of LLM agents from YAML datasets; verdicts, SQLite history and CI exit codes."""
+
+
+@app.command(short_help="Run datasets against their agents; print, store, exit with a CI code.")
+def run(
+    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
+                                                   help="Dataset files (YAML, or JSONL with a header line).")],
+    db: DbOption = DEFAULT_DB,
+    scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to "
+                                                                         "the dataset, else in the current "
+                                                                         "directory).")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the JSON result to PATH "
+                                                                                   "('-' for stdout).")] = None,
+    junit: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a JUnit XML report to PATH.")] = None,
+    markdown: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a Markdown summary to PATH.")] = None,
+    html: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a self-contained HTML report to "
+                                                                      "PATH.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Conversations in flight (default: "
+                                                                                "the dataset's 'concurrency', else "
+                                                                                "4).")] = None,
+    judge_concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="Judge calls in flight.")] = 8,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the models again instead of reusing cached "
+                                                              "judge and simulator replies.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when the verdict is 'scored'.")] = False,
+    max_errors: Annotated[int, typer.Option(min=0, metavar="N", help="Item errors tolerated before exit code "
+                                                                     "4.")] = 0,
+    filter_: Annotated[Optional[str], typer.Option("--filter", metavar="REGEX", help="Regex searched in each "
+                                                                                     "item's id, tags and first "
+                                                                                     "input.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Run at most N items.")] = None,
+    shard: Annotated[Optional[str], typer.Option(metavar="I/N", help="Run shard I of N, a stable split by item "
+                                                                     "id.")] = None,
+    repeat: Annotated[int, typer.Option(min=1, metavar="N", help="Play each conversation N times (scores "
+                                                                 "averaged; pass@k and pass^k per gate).")] = 1,
+    turn_timeout: Annotated[Optional[float], typer.Option(min=0.001, metavar="SECONDS",
+                                                          help="Seconds one call of the agent may take (default: "
+                                                               "no limit).")] = None,
+    resume: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Continue this interrupted run.")] = None,
+    rerun_failed: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
+                                                                               "errored in this run.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line (and errors).")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+) -> None:
+    """Run datasets against their agents, print the verdict, store everything, exit with a CI code."""
+    with user_errors(debug):
+        from .run import RunRequest, run_command
+
+        request = RunRequest(datasets=datasets, db=db, scorers=scorers, json_out=json_out, junit=junit,
+                             markdown=markdown, html=html, concurrency=concurrency,
+                             judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
+                             max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
+                             turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
+                             verbose=verbose)
+        events = CliEvents(quiet)
+        try:
+            code = run_command(request, events, out=make_console(stderr=json_out == "-"))
+        finally:
+            events.close()
+    raise typer.Exit(code)
+
+
+@app.command(short_help="Check datasets, their registry, agent and scorers without running anything.")
+def validate(
+    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
+                                                   help="Dataset files to check.")],
+    scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry.")] = None,
+) -> None:
+    """Check datasets (and their registry, target and custom scorers) without running anything."""
+    with user_errors():
+        from .commands import validate_command
+
+        lines, warnings = validate_command(datasets, scorers)
+        for line in lines:
+            make_console().print(line, markup=False, soft_wrap=True)
+        for warning in warnings:
+            make_console(stderr=True).print("warning: " + warning, style="yellow", markup=False, soft_wrap=True)
+
+
+@app.command("scorers", short_help="List registered scorers and every scorer kind with its arguments.")
+def list_scorers(
+    scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: "
+                                                                         "./scorers.yaml).")] = None,
+) -> None:
+    """List registered scorers, then every built-in kind (checks and judges) with its arguments."""
+    with user_errors():
+        from .commands import scorers_table
+
+        make_console().print(scorers_table(scorers))
+
+
+@app.command(short_help="Print a JSON Schema of the dataset format (for editors).")
+def schema() -> None:
+    """Print a JSON Schema of the dataset format (for editors: validation and completion of YAML)."""
+    with user_errors():
+        import json
+
+        from ..dataset.scaffold import dataset_schema
+
+        sys.stdout.write(json.dumps(dataset_schema(), indent=2) + "\n")
+
+
+@app.command(short_help="Write a starter dataset, registry and agent here (existing files are kept).")
+def init(
+    force: Annotated[bool, typer.Option(help="Overwrite existing files.")] = False,
+) -> None:
+    """Write a starter dataset (eval.yaml), scorers.yaml, an example agent and the JSON Schema here."""
+    with user_errors():
+        from ..dataset.scaffold import init_project
+
+        written, skipped = init_project(Path.cwd(), force)
+        for path in written:
+            make_console().print(f"wrote {path.name}", markup=False)
+        for path in skipped:
+            make_console().print(f"kept {path.name} (it exists; --force overwrites it)", markup=False)
+        make_console().print("next: evalcli run eval.yaml", markup=False)
+
+
+@cache_app.command("clear", short_help="Delete every cached reply in the database.")
+def cache_clear(db: DbOption = DEFAULT_DB) -> None:
+    """Delete every cached judge and simulator reply in the database."""
+    with user_errors():
+        from ..store import open_cache
+
+        with contextlib.closing(open_cache(db, write=True)) as cache:
+            removed = cache.clear()
+        make_console().print(f"removed {removed} cached repl{'y' if removed == 1 else 'ies'} from {db}", markup=False)
+
+
+@cache_app.command("info", short_help="How many replies are cached, and how often they were reused.")
+def cache_info(db: DbOption = DEFAULT_DB) -> None:
+    """How many judge and simulator replies are cached, and how often they were reused."""
+    with user_errors():
+        from ..store import open_cache
+
+        with contextlib.closing(open_cache(db, write=False)) as cache:
+            stats = cache.stats()
+        make_console().print(f"{stats['entries']} cached repl{'y' if stats['entries'] == 1 else 'ies'}, reused "
+                         f"{stats['hits']} time{'' if stats['hits'] == 1 else 's'} ({db})", markup=False)
+
+
+HistoryDbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (must exist).")]
+RunIdArgument = Annotated[str, typer.Argument(metavar="RUN_ID", show_default=False,
+                                              help="A run id, a unique prefix of one, or 'latest'.")]
+
+
+@app.command("runs", short_help="List recent runs, newest first.")
+def list_runs(
+    db: HistoryDbOption = DEFAULT_DB,
+    limit: Annotated[int, typer.Option(min=1, metavar="N", help="Show at most N runs.")] = 20,
+) -> None:
+    """List recent runs, newest first: when, dataset, target, verdict, items, scores, LLM use."""
+    with user_errors():
+        from ..reports import runs_table
+        from ..store import open_existing
+
+        store = open_existing(db)
+        try:
+            make_console().print(runs_table(store, limit))
+        finally:
+            store.close()
+
+
+@app.command(short_help="Show a stored run, or one conversation of it turn by turn.")
+def show(
+    run_id: RunIdArgument,
+    item: Annotated[Optional[str], typer.Argument(metavar="ITEM", show_default=False,
+                                                  help="An item id or index: show that conversation turn by "
+                                                       "turn.")] = None,
+    db: HistoryDbOption = DEFAULT_DB,
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the run's (or the "
+                                                                                   "conversation's) JSON to PATH "
+                                                                                   "('-' for stdout).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
+) -> None:
+    """Show a stored run as 'evalcli run' prints it, or one conversation turn by turn (with ITEM)."""
+    with user_errors():
+        from .commands import show_item, show_run
+
+        out = make_console(stderr=json_out == "-")
+        if item is None:
+            show_run(db, run_id, json_out, verbose, out=out)
+        else:
+            show_item(db, run_id, item, json_out, out=out)
+
+
+@app.command(short_help="Compare run B with run A; exit 1 when B is worse.")
+def diff(
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", show_default=False,
+                                         help="The baseline run id (a prefix, or 'latest').")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", show_default=False, help="The run compared with it.")],
+    db: HistoryDbOption = DEFAULT_DB,
+    tolerance: Annotated[float, typer.Option(min=0, metavar="X", help="Drops of averages up to this much are not "
+                                                                      "regressions.")] = 0.0,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare runs of different "
+                                                                           "datasets.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged conversations too.")] = False,
+) -> None:
+    """Compare run B with run A; exit 1 when B is worse beyond --tolerance (regressions are named)."""
+    with user_errors():
+        from .commands import diff_command
+
+        code = diff_command(db, run_a, run_b, tolerance, verbose, out=make_console(), allow_different=allow_different)
+    raise typer.Exit(code)
+
+
+@app.command(short_help="Write a self-contained HTML report of a stored run (charts, transcripts, baseline).")
+def report(
+    run_id: RunIdArgument,
+    html: Annotated[Path, typer.Option("--html", metavar="PATH", help="Write the HTML report to PATH.")],
+    baseline: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Show regressions and improvements "
+                                                                          "against this run (as 'evalcli diff').")] = None,
+    db: HistoryDbOption = DEFAULT_DB,
+    tolerance: Annotated[float, typer.Option(min=0, metavar="X", help="With --baseline: drops up to this much are "
+                                                                      "not regressions.")] = 0.0,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="Allow a baseline of another "
+                                                                           "dataset.")] = False,
+) -> None:
+    """Write one self-contained HTML file of a stored run: header, results, charts, a filterable list of
+    conversations with their transcripts, and with --baseline the regressions against that run."""
+    with user_errors():
+        from .commands import report_command
+
+        written = report_command(db, run_id, html, baseline, tolerance, allow_different=allow_different)
+        make_console().print(written.line(), markup=False, soft_wrap=True)
+
+
+@app.command(short_help="Merge the shard runs of one dataset into one run.")
+def merge(
+    databases: Annotated[list[Path], typer.Argument(metavar="DB", show_default=False,
+                                                    help="Databases of the shards ('evalcli run --shard I/N').")],
+    out: Annotated[Path, typer.Option("--out", metavar="PATH", help="Database the merged run is written to "
+                                                                    "(created if missing).")],
+    run: Annotated[Optional[list[str]], typer.Option("--run", metavar="RUN_ID", help="Merge these run ids "
+                                                                                     "(repeatable; default: the "
+                                                                                     "latest run of the dataset in "
+                                                                                     "each database).")] = None,
+) -> None:
+    """Merge the shard runs of one dataset into one run, recomputed as if unsharded; exits with its code."""
+    with user_errors():
+        from ..reports import merge_lines
+        from ..store import merge_databases
+
+        result = merge_databases(databases, out, run)
+        console = make_console()
+        for line in merge_lines(result):
+            console.print(line, soft_wrap=True)
+    raise typer.Exit(result.exit_code)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,142 @@
+"""What each command but ``run`` does, as plain functions over the library (``app`` only parses and prints)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..dataset import find_registry, load_registry
+from ..dataset.warnings import reachability_warnings
+from ..errors import DatasetError
+from ..reports import JsonReport, TerminalReport, deliver, item_document, plural, render_diff, render_item
+from ..reports.html import HtmlReport, report_sources
+from ..scorers import all_kinds
+from ..secrets import Redactor
+from ..store import diff_runs, find_item, load_run, open_existing
+from .outputs import check_writable, open_for_writing
+from .run import load_all
+
+
+def validate_command(paths: list[Path], scorers: Path | None) -> tuple[list[str], list[str]]:
+    """``evalcli validate``: one line per valid dataset, and warnings (an invalid dataset raises with every problem)."""
+    lines, warnings = [], []
+    for dataset in load_all(paths, scorers):
+        specs = list(dataset.all_specs())
+        lines.append(f"{dataset.path}: ok ({plural(len(dataset.items), 'item')}, "
+                     f"{plural(len(specs), 'gate/scorer', 'gates/scorers')}, target {dataset.target_spec})")
+        warnings += [w for w in reachability_warnings(dataset) if w not in warnings]
+    return lines, warnings
+
+
+def scorers_table(path: Path | None) -> Table:
+    """``evalcli scorers``: the registry's scorers, then every kind with its arguments."""
+    registry = load_registry(find_registry(Path.cwd() / "_", str(path) if path else None))
+    if registry.problems:
+        raise DatasetError(registry.problems)
+    table = Table(title=f"Registered scorers ({registry.path or 'no scorers.yaml found'})", title_justify="left")
+    for column in ("id", "kind", "arguments / description"):
+        table.add_column(column)
+    for spec in registry.scorers.values():
+        table.add_row(spec.id, spec.kind, json.dumps(spec.args, ensure_ascii=False))
+    for kind in all_kinds():
+        args = ", ".join(f"{name}" + ("" if default == "required" else f"={default}")
+                         for name, default, _ in kind.argument_docs())
+        label = {"check": "check", "judge": "LLM judge", "custom": "custom"}[kind.group]
+        table.add_row(kind.name, label, f"({args}) {kind.summary}", style="dim")
+    return table
+
+
+
+def show_run(db: Path, run_id: str, json_out: str | None, verbose: bool, out: Console) -> None:
+    """``evalcli show RUN``: the stored run as the table ``evalcli run`` prints, and optionally its JSON."""
+    store = open_existing(db)
+    try:
+        run = load_run(store, run_id)
+        terminal = TerminalReport(out, run.result, run.plan.scorer_ids, run.plan.gate_ids, verbose=verbose,
+                                  db_path=str(db))
+        with contextlib.ExitStack() as files:
+            reports: list[Any] = [terminal]
+            if json_out:
+                stream = sys.stdout if json_out == "-" else files.enter_context(open_for_writing(Path(json_out)))
+                json_report = JsonReport(stream, run.result, Redactor())
+                reports.append(json_report)
+            deliver(run.items(), reports)
+            if json_out:
+                json_report.close()
+                stream.write("\n")
+        terminal.close()
+    finally:
+        store.close()
+
+
+
+def show_item(db: Path, run_id: str, key: str, json_out: str | None, out: Console) -> None:
+    """``evalcli show RUN ITEM``: one conversation turn by turn, with every gate's and scorer's reason."""
+    store = open_existing(db)
+    try:
+        run = load_run(store, run_id)
+        item = find_item(store, run.result.run_id, key)
+    finally:
+        store.close()
+    if json_out:
+        text = json.dumps(item_document(run.result, item), ensure_ascii=False, indent=2) + "\n"
+        if json_out == "-":
+            sys.stdout.write(text)
+        else:
+            with open_for_writing(Path(json_out)) as handle:
+                handle.write(text)
+        if json_out == "-":
+            return
+    out.print(render_item(run.result, item))
+
+
+def diff_command(db: Path, run_a: str, run_b: str, tolerance: float, verbose: bool, out: Console, *,
+                 allow_different: bool = False) -> int:
+    """``evalcli diff``: print the comparison and return its exit code (1 when B is worse than A)."""
+    store = open_existing(db)
+    try:
+        diff = diff_runs(store, run_a, run_b, tolerance, allow_different=allow_different)
+    finally:
+        store.close()
+    render_diff(out, diff, verbose=verbose)
+    return diff.exit_code
+
+
+@dataclass(frozen=True)
+class Written:
+    """What ``evalcli report`` wrote."""
+
+    path: Path
+    run_id: str
+    dataset: str
+    conversations: int
+    baseline: str | None
+
+    def line(self) -> str:
+        against = f", compared with run {self.baseline}" if self.baseline else ""
+        return (f"wrote {self.path}: run {self.run_id} of {self.dataset}, {self.conversations} "
+                f"conversation{'' if self.conversations == 1 else 's'}{against}")
+
+
+def report_command(db: Path, run_id: str, html: Path, baseline: str | None = None, tolerance: float = 0.0, *,
+                   allow_different: bool = False) -> Written:
+    """``evalcli report``: read the stored run (read-only) and write its HTML report to ``html``."""
+    check_writable(html, "--html")
+    store = open_existing(db)
+    try:
+        run = load_run(store, run_id)
+        sources = report_sources(store, run.result.run_id, baseline, tolerance, allow_different=allow_different)
+        report = HtmlReport(run.result, sources, Redactor())
+        deliver(run.items(), [report])
+    finally:
+        store.close()
+    report.write(html)
+    base = sources.baseline.diff.a.run_id if sources.baseline else None
+    return Written(html, run.result.run_id, run.result.dataset_path, len(report.rows), base)

@@ -1,0 +1,88 @@
+"""The console of the ``evalcli`` command: where output goes, the progress bar and warnings, and the one place
+user errors become messages and exit codes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from ..errors import INTERNAL_ERROR, EvalcliError
+
+if TYPE_CHECKING:  # rich is imported when something is printed: `evalcli --help` never loads it
+    from rich.console import Console
+
+    from ..results import ItemResult
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console for stdout or stderr: no markup, no highlighting; off a terminal 160 columns and no wrapping."""
+    from rich.console import Console
+
+    console = Console(stderr=stderr, highlight=False, markup=False, soft_wrap=False)
+    if not console.is_terminal:
+        # a log or a pipe has no width to fit: tables get 160 columns, and lines of text are never wrapped
+        console = Console(stderr=stderr, highlight=False, markup=False, soft_wrap=False, width=160)
+    return console
+
+
+@contextlib.contextmanager
+def user_errors(debug: bool = False) -> Iterator[None]:
+    """The one place user errors become messages and exit codes; bugs keep their traceback behind --debug."""
+    try:
+        yield
+    except EvalcliError as exc:
+        err = make_console(stderr=True)
+        err.print("error: " + str(exc), style="red", markup=False, soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        if debug:
+            raise
+        make_console(stderr=True).print(f"internal error: {type(exc).__name__}: {exc}\n"
+                                    "  this is a bug in evalcli; run again with --debug for the traceback",
+                                    style="red", markup=False, soft_wrap=True)
+        raise typer.Exit(INTERNAL_ERROR) from None
+
+
+class CliEvents:
+    """Progress bar (only on a terminal) and warnings, on stderr."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.err = make_console(stderr=True)
+        self.quiet = quiet
+        self.progress: Any = None
+        self.task: Any = None
+        self.signals = 0
+
+    def started(self, run_id: str, total: int, done: int) -> None:
+        if self.quiet or not self.err.is_terminal:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("conversations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 console=self.err, transient=True)
+        self.progress.start()
+        self.task = self.progress.add_task("run", total=total, completed=done)
+
+    def item_done(self, result: ItemResult) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task)
+
+    def warning(self, text: str) -> None:
+        if not self.quiet:
+            self.err.print("warning: " + text, style="yellow", markup=False, soft_wrap=True)
+
+    def stopping(self) -> None:
+        self.signals += 1
+        text = ("interrupted: finishing conversations in flight (press Ctrl-C again to stop now)..."
+                if self.signals == 1 else "stopping now: cancelling conversations in flight...")
+        self.err.print(text, style="yellow", markup=False, soft_wrap=True)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None

@@ -1,0 +1,268 @@
+"""What each CLI command does, as plain functions over the library (the CLI only parses and prints)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from ..dataset import Dataset, Selection, check_filter, load_dataset, parse_shard
+from ..errors import DatasetError, Problem, UsageError
+from ..reports import JsonReport, JsonStream, JUnitSuite, MarkdownSummary, TerminalReport, deliver, junit_document, plural
+from ..results import RunResult
+from ..run import INTERRUPTED, Events, RunOptions, arun_evals
+from ..secrets import Redactor
+from ..store import Store
+from .outputs import check_writable, open_for_writing, per_dataset, stdout_for_json
+
+if TYPE_CHECKING:
+    from ..reports.html import HtmlReport
+
+
+@dataclass
+class RunRequest:
+    """Everything ``evalcli run`` was asked to do."""
+
+    datasets: list[Path]
+    db: Path
+    scorers: Path | None = None
+    json_out: str | None = None
+    junit: Path | None = None
+    markdown: Path | None = None
+    html: Path | None = None
+    concurrency: int | None = None
+    judge_concurrency: int = 8
+    use_cache: bool = True
+    strict: bool = False
+    max_errors: int = 0
+    filter: str | None = None
+    limit: int | None = None
+    shard: str | None = None
+    repeat: int = 1
+    turn_timeout: float | None = None
+    resume: str | None = None
+    rerun_failed: str | None = None
+    quiet: bool = False
+    verbose: bool = False
+
+
+@dataclass
+class Outputs:
+    """The files a run writes, per dataset (checked writable before anything runs)."""
+
+    json: list[Path | None]
+    junit: list[Path | None]
+    markdown: list[Path | None]
+    html: list[Path | None]
+
+    @classmethod
+    def plan(cls, request: RunRequest) -> Outputs:
+        def paths(value: Path | None, what: str) -> list[Path | None]:
+            if value is None:
+                return [None] * len(request.datasets)
+            chosen = per_dataset(value, request.datasets)
+            for path in chosen:
+                check_writable(path, what)
+            return list(chosen)
+
+        json_path = Path(request.json_out) if request.json_out and request.json_out != "-" else None
+        return cls(paths(json_path, "--json"), paths(request.junit, "--junit"), paths(request.markdown, "--markdown"),
+                   paths(request.html, "--html"))
+
+
+def load_all(paths: list[Path], scorers: Path | None) -> list[Dataset]:
+    """Validate every dataset before running any; every problem of every file in one error."""
+    datasets: list[Dataset] = []
+    problems: list[Problem] = []
+    for path in paths:
+        try:
+            datasets.append(load_dataset(path, str(scorers) if scorers else None))
+        except DatasetError as exc:
+            problems.extend(p for p in exc.problems if p not in problems)  # a shared registry's, once
+    if problems:
+        raise DatasetError(problems)
+    return datasets
+
+
+def combine_exit_codes(codes: list[int]) -> int:
+    """One exit code for several runs: 130, then 2, 1, 4, 3, 0 (the worst wins)."""
+    for code in (INTERRUPTED, 2, 1, 4, 3):
+        if code in codes:
+            return code
+    return 0
+
+
+def failed_item_ids(store: Store, run_id: str) -> set[str]:
+    """Items of a stored run that errored or missed a gate (top level or on any turn)."""
+    store.require_run(run_id)
+    return {item.id for item in store.load_items(run_id) if not item.passed}
+
+
+def check_request(request: RunRequest) -> None:
+    """Flags that cannot go together, and a database that cannot be opened where asked."""
+    if request.quiet and request.verbose:
+        raise UsageError("--quiet and --verbose cannot be used together", "choose one")
+    if request.resume and len(request.datasets) != 1:
+        raise UsageError("--resume continues one run: name exactly one dataset", "evalcli run DATASET --resume RUN_ID")
+    if request.resume and request.rerun_failed:
+        raise UsageError("--resume and --rerun-failed cannot be used together", "choose one")
+    check_filter(request.filter)
+    if request.shard:
+        parse_shard(request.shard)
+    db = request.db
+    if db.is_dir():
+        raise UsageError(f"--db {db} is a directory", f"give a database file, e.g. --db {db / 'evalcli.db'}")
+    if not db.parent.is_dir():
+        raise UsageError(f"--db {db}: the folder {db.parent} does not exist", "create it first, or choose another path")
+    if not os.access(db if db.exists() else db.parent, os.W_OK):
+        raise UsageError(f"--db {db} cannot be written (permission denied)", "choose a database path you can write")
+
+
+def _options(request: RunRequest, store: Store | None, dataset: Dataset) -> RunOptions:
+    selection = Selection(request.filter, parse_shard(request.shard) if request.shard else None, request.limit)
+    only = None
+    if request.rerun_failed and store is not None:
+        ids = failed_item_ids(store, store.require_run(request.rerun_failed)["id"])
+        only = {item.index for item in dataset.items if item.id in ids}
+    resume = None
+    if request.resume and store is not None:
+        stored = store.require_run(request.resume)
+        resume = stored["id"]
+        if stored["dataset"] not in (dataset.name, dataset.path):
+            raise UsageError(f"run {resume} is of dataset {stored['dataset']}, not {dataset.name}",
+                             f"resume it with: evalcli run {stored['dataset_path'] or stored['dataset']} --resume {resume}")
+        if stored["dataset_hash"] and stored["dataset_hash"] != dataset.hash:
+            raise UsageError(f"{dataset.path} changed since run {resume} started: its results would not add up",
+                             f"run it afresh (evalcli run {dataset.path}) instead of resuming")
+        saved = store.options(resume)
+        selection = Selection(saved.filter, saved.shard, saved.limit)
+        if saved.only_indexes:
+            only = set(saved.only_indexes)
+    return RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
+                      use_cache=request.use_cache, strict=request.strict, max_errors=request.max_errors,
+                      selection=selection, turn_timeout=request.turn_timeout, resume=resume, only_indexes=only,
+                      keep_items=False, handle_signals=True, repeat=request.repeat)
+
+
+def _selected(dataset: Dataset, options: RunOptions) -> tuple[int, str | None]:
+    """How many conversations the options select, and why none when none (``None``: an empty shard)."""
+    selection = options.selection
+    items = dataset.items
+    if options.only_indexes is not None:
+        items = [i for i in items if i.index in options.only_indexes]
+        if not items:
+            return 0, None
+    if selection.filter and not Selection(filter=selection.filter).apply(items):
+        return 0, f"--filter '{selection.filter}' matches no conversation of {dataset.path} (it searches ids, " \
+                  "tags and first inputs)"
+    if selection.limit == 0:
+        return 0, "--limit 0 selects no conversation"
+    return len(selection.apply(items)), None
+
+
+def run_command(request: RunRequest, events: Events, out: Console) -> int:
+    """``evalcli run``: validate all, check every output, run each dataset, report each; the combined exit code."""
+    check_request(request)
+    datasets = load_all(request.datasets, request.scorers)
+    outputs = Outputs.plan(request)
+    redact = Redactor(extra=set().union(*(d.secret_values for d in datasets)))
+    history = request.resume or request.rerun_failed
+    # a run that continues or re-runs another needs its database; otherwise nothing is created before the
+    # selection is known to hold a conversation
+    store = Store(request.db, redact) if history else None
+    codes: list[int] = []
+    suites: list[tuple[Path | None, ET.Element]] = []
+    sections: list[tuple[Path | None, str]] = []
+    try:
+        plans = [(d, _options(request, store, d)) for d in datasets]
+        counts = [_selected(d, o) for d, o in plans]
+        reasons = [why for n, why in counts if why]
+        if reasons and sum(n for n, _ in counts) == 0:
+            raise UsageError(reasons[0], "loosen --filter or --limit; nothing was run or stored")
+        store = store or Store(request.db, redact)
+        # one event loop for every dataset: clients a framework keeps per process stay bound to a live loop
+        with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
+            stream = JsonStream(stdout, several=len(datasets) > 1) if stdout is not None else None
+            for n, ((dataset, options), (count, why)) in enumerate(zip(plans, counts, strict=True)):
+                if count == 0:
+                    events.warning(why or _empty_note(request, dataset))
+                    continue
+                result = loop.run(arun_evals(dataset, store=store, options=options, events=events))
+                close = getattr(events, "close", None)
+                if close:
+                    close()
+                codes.append(result.exit_code)
+                suite, section = _report(request, result, dataset, store, out, redact, outputs, n, stream)
+                if suite is not None:
+                    suites.append((outputs.junit[n], suite))
+                if section is not None:
+                    sections.append((outputs.markdown[n], section))
+                if result.status == "interrupted":
+                    break
+            if stream is not None:
+                stream.close()
+    finally:
+        if store is not None:
+            store.close()
+        _write_ci_reports(suites, sections, redact)
+    return combine_exit_codes(codes)
+
+
+def _empty_note(request: RunRequest, dataset: Dataset) -> str:
+    if request.rerun_failed:
+        return f"run {request.rerun_failed} has no failed conversation of {dataset.path}: nothing to re-run"
+    return f"shard {request.shard} of {dataset.path} holds no conversation ({plural(len(dataset.items), 'item')} " \
+           "in all): nothing to run"
+
+
+def _report(request: RunRequest, result: RunResult, dataset: Dataset, store: Store, out: Console, redact: Redactor,
+            outputs: Outputs, n: int, stream: JsonStream | None) -> tuple[ET.Element | None, str | None]:
+    """Read the run's conversations once and feed every report; returns its JUnit suite and Markdown section."""
+    terminal = TerminalReport(out, result, [s.id for s in dataset.scorers], [g.id for g in dataset.gates],
+                              verbose=request.verbose, quiet=request.quiet, db_path=str(request.db))
+    junit = JUnitSuite(result) if outputs.junit[n] else None
+    markdown = MarkdownSummary(result) if outputs.markdown[n] or os.environ.get("GITHUB_STEP_SUMMARY") else None
+    json_reports = [stream.report(result, redact)] if stream is not None else []
+    json_path, html_path = outputs.json[n], outputs.html[n]
+    html = _html_report(store, result, redact) if html_path is not None else None
+    with contextlib.ExitStack() as files:
+        if json_path is not None:
+            json_reports.append(JsonReport(files.enter_context(open_for_writing(json_path)), result, redact))
+        reports = [r for r in (terminal, *json_reports, junit, markdown, html) if r is not None]
+        if len(reports) > 1 or not request.quiet:
+            deliver(store.load_items(result.run_id), reports)  # --quiet alone prints only the verdict line
+        for report in json_reports:
+            report.close()
+    if html is not None and html_path is not None:
+        html.write(html_path)
+    terminal.close()
+    return (junit.close() if junit else None), (markdown.close() if markdown else None)
+
+
+def _html_report(store: Store, result: RunResult, redact: Redactor) -> HtmlReport:
+    from ..reports.html import report_for_run  # jinja2 is imported only when a run asks for HTML
+
+    return report_for_run(store, result, redact)
+
+
+def _write_ci_reports(suites: list[tuple[Path | None, ET.Element]], sections: list[tuple[Path | None, str]],
+                      redact: Redactor) -> None:
+    """JUnit and Markdown files (one per dataset), and the GitHub step summary (appended) when set."""
+    for path, suite in suites:
+        if path is not None:
+            with open_for_writing(path) as handle:
+                handle.write(redact(junit_document([suite])))
+    for path, text in sections:
+        if path is not None:
+            with open_for_writing(path) as handle:
+                handle.write(redact(text))
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary and sections:
+        with open(step_summary, "a", encoding="utf-8") as handle:
+            handle.write(redact("\n".join(text for _, text in sections)))

@@ -1,0 +1,73 @@
+"""What a dataset file may hold: strict pydantic models of its YAML (unknown keys are errors).
+
+Only the shape is checked here; ``load`` reports each mistake with its file, line and column and builds
+the validated ``Dataset``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from ..errors import not_blank
+
+
+class TurnFile(BaseModel):
+    """One turn of a ``turns`` item."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: str = Field(description="What the user says on this turn.")
+    gates: list[Any] | None = Field(default=None, description="Gates on this turn's own output.")
+    scorers: list[Any] | None = Field(default=None, description="Scorers on this turn's own output.")
+
+
+class ItemFile(BaseModel):
+    """One conversation: exactly one of ``input``, ``inputs`` or ``turns``."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str | int | None = Field(default=None, description="Unique id; defaults to the item's position.")
+    tags: list[str] = Field(default_factory=list, description="Labels for --filter and reports.")
+    input: Any = Field(default=None, description="A single-turn question.")
+    inputs: Any = Field(default=None, description="Several turns on one thread, scored as a whole.")
+    turns: Any = Field(default=None, description="Several turns, each with its own gates and scorers.")
+    simulate: Any = Field(default=None, description="An LLM plays the user toward a goal (SPEC §13).")
+    ground_truth: Any = Field(default=None, description="Passed to scorers unchanged.")
+    expected_outcome: str | None = Field(default=None, description="What should have happened; read by "
+                                                                   "goal_achieved.")
+
+
+class DatasetFile(BaseModel):
+    """The top level of a dataset file."""
+
+    model_config = ConfigDict(extra="forbid")
+    target: str = Field(description="Import path 'module:attribute' of the agent under test.")
+    target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
+                                                                              "(and memory, adapter, keep_checkpointer).")
+    concurrency: int = Field(default=4, ge=1, le=10_000, description="Conversations run in parallel.")
+    gates: list[Any] | None = Field(default=None, description="Each must average exactly >= 1.0 over items.")
+    scorers: list[Any] | None = Field(default=None, description="Tracked scorers, optionally with a threshold.")
+    data: list[Any] | None = Field(default=None, description="The conversations.")
+    data_file: str | None = Field(default=None, description="A JSONL file of items (one a line), relative to this file.")
+    description: str | None = Field(default=None, description="Free text, for people.")
+
+
+class SimulateFile(BaseModel):
+    """A simulated user: the ``simulate:`` block of an item."""
+
+    model_config = ConfigDict(extra="forbid")
+    goal: Annotated[str, AfterValidator(not_blank("goal must not be empty: write what the simulated user wants"))] = Field(
+        description="What the simulated user wants from the conversation (required; the agent never sees it).")
+    persona: str | None = Field(default=None, description="Who the user is and how they write.")
+    facts: dict[str, Any] | None = Field(default=None, description="What the user knows, shared only when the agent "
+                                                                   "asks (name: value).")
+    opening: Annotated[str | None, AfterValidator(not_blank(
+        "opening must not be empty: write the first message, or leave 'opening' out"))] = Field(
+        default=None, description="A scripted first user message; it counts toward max_turns.")
+    max_turns: int = Field(default=8, ge=1, le=50, strict=True,
+                           description="User messages at most, the opening included (1..50).")
+    model: str | None = Field(default=None, min_length=1,
+                              description="The simulator's litellm model (default: $EVALCLI_SIMULATOR_MODEL, else the "
+                                          "judge default).")
+
+

@@ -1,0 +1,149 @@
+"""Importing a dataset's target and custom scorers, as that dataset's own modules (SPEC §12, last point).
+
+Two datasets in one invocation may each have an ``agent.py`` in their own folder. Python caches
+modules by name, so the second dataset would silently get the first one's. An ``ImportScope`` puts
+the dataset's folders first on ``sys.path`` while it imports (and while the dataset runs, for imports
+made inside the target), sets aside any cached module that would resolve to a different file from
+those folders, and keeps the modules imported from its folders as its own. On leaving, ``sys.path``
+and the set-aside modules are restored.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import sys
+import sysconfig
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import Any
+
+from ..errors import EvalcliError, Problem, TargetError
+from ..scorers import ScorerSpec
+from ..scorers import find as find_kind
+from ..targets import extra_hint
+
+_LIBRARY_ROOTS = tuple({str(Path(p).resolve()) for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                        if (p := sysconfig.get_paths().get(key))})
+
+
+def _origin(module: ModuleType) -> str | None:
+    file = getattr(module, "__file__", None)
+    if not file:
+        return None
+    try:
+        return str(Path(file).resolve())
+    except OSError:
+        return None
+
+
+def _user_module(module: ModuleType) -> bool:
+    """A module from a file outside the standard library and installed packages."""
+    origin = _origin(module)
+    return origin is not None and not origin.startswith(_LIBRARY_ROOTS)
+
+
+class ImportScope:
+    """The ``sys.path`` and modules of one dataset: enter it to import or run that dataset's code."""
+
+    def __init__(self, folders: list[Path]) -> None:
+        self.folders = [str(Path(f).resolve()) for f in dict.fromkeys(folders)]
+        self.modules: dict[str, ModuleType] = {}
+        """Modules imported from this scope's folders, by name."""
+        self._saved_path: list[str] | None = None
+        self._set_aside: dict[str, ModuleType] = {}
+        self._depth = 0
+
+    def __enter__(self) -> ImportScope:
+        self._depth += 1
+        if self._depth > 1:
+            return self
+        self._saved_path = list(sys.path)
+        sys.path[:0] = [f for f in self.folders if f not in sys.path[: len(self.folders)]]
+        self._set_aside = {}
+        for name in self._shadowed():
+            self._set_aside[name] = sys.modules.pop(name)
+        sys.modules.update(self.modules)
+        self._before = set(sys.modules)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self._depth -= 1
+        if self._depth:
+            return
+        for name in set(sys.modules) - self._before:
+            module = sys.modules[name]
+            origin = _origin(module)
+            if origin is not None and any(origin.startswith(folder + "/") for folder in self.folders) \
+                    and _user_module(module):
+                self.modules[name] = module
+        for name, module in self.modules.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+        sys.modules.update(self._set_aside)
+        self._set_aside = {}
+        if self._saved_path is not None:
+            sys.path[:] = self._saved_path
+            self._saved_path = None
+
+    def _shadowed(self) -> list[str]:
+        """Cached user modules that this scope's folders would resolve to a different file (with submodules)."""
+        shadowed: list[str] = []
+        tops: dict[str, ModuleType] = {}
+        for name, module in list(sys.modules.items()):
+            if module is not None and "." not in name and _user_module(module) and name not in self.modules:
+                tops[name] = module
+        for name, module in tops.items():
+            spec = importlib.machinery.PathFinder.find_spec(name, self.folders)
+            if spec is None or spec.origin is None:
+                continue
+            found = str(Path(spec.origin).resolve())
+            if found != _origin(module):
+                shadowed.append(name)
+                shadowed.extend(n for n in list(sys.modules) if n.startswith(name + "."))
+        return shadowed
+
+
+def resolve_import(spec: str, what: str = "target") -> Any:
+    """Import ``module:attribute`` (inside the dataset's ``ImportScope``)."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise TargetError(f"{what} '{spec}' is not an import path", "write it as module:attribute, e.g. examples.agent:agent")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import-time failure is the user's to see, shortened
+        hint = extra_hint(exc.name) if isinstance(exc, ModuleNotFoundError) else None
+        raise TargetError(f"{what} '{spec}' does not import: {type(exc).__name__}: {exc}",
+                          hint or f"check that module '{module_name}' exists and imports cleanly "
+                                  "(searched the dataset's folder and the current directory)") from None
+    value: Any = module
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise TargetError(f"{what} '{spec}': module '{module_name}' has no attribute '{attribute}'",
+                              "check the name after the colon") from None
+    return value
+
+
+def resolve_imports(specs: list[ScorerSpec], problems: list[Problem]) -> dict[str, Any]:
+    """What the import-path arguments of these specs name (a custom scorer's ``function``), by import path; a
+    path that does not import, or names something that cannot score, is a problem at its reference."""
+    resolved: dict[str, Any] = {}
+    for spec in specs:
+        kind = find_kind(spec.kind)
+        path = spec.args.get(kind.imports) if kind is not None and kind.imports is not None else None
+        if not isinstance(path, str) or path in resolved:
+            continue
+        try:
+            value = resolve_import(path, what=f"{spec.kind} scorer")
+        except EvalcliError as exc:
+            problems.append(Problem(spec.where, exc.message, exc.hint))
+            continue
+        if not callable(value) and not callable(getattr(value, "score", None)):
+            problems.append(Problem(spec.where, f"{spec.kind} scorer '{path}' is not callable",
+                                    "point at a function taking a ScorerRun"))
+            continue
+        resolved[path] = value
+    return resolved

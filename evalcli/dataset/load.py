@@ -1,0 +1,290 @@
+"""Loading a dataset file (YAML, or JSONL with a header line) with file:line:col errors.
+
+``load_dataset`` reads and validates everything before anything runs: structure, items, every
+scorer reference, the registry, the target's import and custom scorers' imports. Mistakes that do
+not depend on each other are all found in one pass; it raises one ``DatasetError`` listing every
+problem, or returns a ``Dataset`` the rest of the code trusts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path as FsPath
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import DatasetError, EvalcliError, Problem
+from ..scorers import Registry
+from ..targets import Adapter, make_adapter
+from .files import DatasetFile, ItemFile, TurnFile
+from .imports import ImportScope, resolve_import, resolve_imports
+from .items import Dataset, Item, Turn
+from .references import parse_list
+from .registry import find_registry, load_registry
+from .simulate import parse_simulation
+from .yamlsrc import Interpolated, Path, Positions, load_yaml, problems_from_pydantic, validated
+
+MAX_JSONL_LINE = 8 * 1024 * 1024
+
+
+def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
+          problems: list[Problem]) -> Item | None:
+    before = len(problems)
+    label = f"item {index}"
+    model = validated(ItemFile, raw, path, pos, label, problems, pos.problem(
+        path, f"{label} must be a mapping with 'input', 'inputs' or 'turns'", "write '- input: your question'"))
+    if model is None:
+        return None
+    if model.id is not None:
+        label = f"item {index} ({model.id})"
+    present = [key for key in ("input", "inputs", "turns", "simulate") if key in raw]
+    if not present:
+        problems.append(pos.problem(path, f"{label} must have 'input', 'inputs', or 'turns'",
+                                    "add 'input: ...' (one turn), 'inputs: [...]', 'turns: [...]' or 'simulate: {goal: ...}'"))
+        return None
+    if "simulate" in raw:
+        return _simulated_item(raw, model, index, label, path, pos, problems)
+    if "inputs" in raw and (not isinstance(raw["inputs"], list) or not raw["inputs"]):
+        problems.append(pos.problem((*path, "inputs"), f"{label}: 'inputs' must be a non-empty array",
+                                    "list at least one user message under 'inputs:'"))
+        return None
+    if "turns" in raw and ("input" in raw or "inputs" in raw):
+        problems.append(pos.problem((*path, "turns"), f"{label}: 'turns' cannot be combined with 'input' or 'inputs'",
+                                    "move each message into its own '- input: ...' under 'turns'", key=True))
+        return None
+    if "input" in raw and "inputs" in raw:
+        problems.append(pos.problem((*path, "inputs"), f"{label}: 'input' cannot be combined with 'inputs'",
+                                    "keep one: 'input' for a single turn, 'inputs' for several", key=True))
+        return None
+    if "turns" in raw and (not isinstance(raw["turns"], list) or not raw["turns"]):
+        problems.append(pos.problem((*path, "turns"), f"{label}: 'turns' must be a non-empty array",
+                                    "add '- input: ...' entries under 'turns:'"))
+        return None
+    turns: list[Turn] | None = None
+    if "turns" in raw:
+        turns = []
+        for t, turn in enumerate(raw["turns"]):
+            at = (*path, "turns", t)
+            if not isinstance(turn, dict) or "input" not in turn:
+                problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property",
+                                            "write '- input: what the user says'"))
+                continue
+            try:
+                turn_model = TurnFile.model_validate(turn)
+            except ValidationError as exc:
+                problems.extend(problems_from_pydantic(exc, at, pos, f"{label} turn {t}", list(TurnFile.model_fields)))
+                continue
+            gates = parse_list(turn_model.gates, (*at, "gates"), pos, registry, problems, gate=True)
+            scorers = parse_list(turn_model.scorers, (*at, "scorers"), pos, registry, problems, gate=False)
+            turns.append(Turn(turn_model.input, gates, scorers))
+        inputs = [t.input for t in turns]
+    elif "inputs" in raw:
+        inputs = raw["inputs"]
+        for n, text in enumerate(inputs):
+            if not isinstance(text, str):
+                problems.append(pos.problem((*path, "inputs", n), f"{label}: inputs[{n}] must be a string",
+                                            "quote it: - \"...\""))
+    else:
+        inputs = [raw["input"]]
+        if not isinstance(raw["input"], str):
+            problems.append(pos.problem((*path, "input"), f"{label}: 'input' must be a string", "quote it: input: \"...\""))
+    if len(problems) > before:
+        return None
+    form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
+    item_id = str(model.id) if model.id is not None else str(index)
+    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome)
+
+
+def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
+                    problems: list[Problem]) -> Item | None:
+    """A ``simulate`` item: an LLM plays the user (SPEC §13)."""
+    scripted = [key for key in ("input", "inputs", "turns") if key in raw]
+    if scripted:
+        problems.append(pos.problem((*path, "simulate"), f"{label}: 'simulate' cannot be combined with "
+                                                         f"'{scripted[0]}'",
+                                    "keep 'simulate' (an LLM plays the user) or script the messages, not both", key=True))
+    simulation = parse_simulation(raw["simulate"], (*path, "simulate"), pos, label, problems)
+    if simulation is None or scripted:
+        return None
+    item_id = str(model.id) if model.id is not None else str(index)
+    opening = [simulation.opening] if simulation.opening else []
+    return Item(index, item_id, list(model.tags), "simulate", opening, None, model.ground_truth, model.expected_outcome,
+                simulation)
+
+
+def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
+    """(line number, parsed value, positions) for each non-blank line, read one line at a time."""
+    with file.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            pos = Positions(str(file), values={(): (number, 1)})
+            if len(line) > MAX_JSONL_LINE:
+                raise DatasetError([Problem(f"{file}:{number}:1", f"line is longer than {MAX_JSONL_LINE // 2**20} MB",
+                                            "keep each item under that size")])
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError as exc:
+                raise DatasetError([Problem(f"{file}:{number}:{getattr(exc, 'colno', 1)}",
+                                            f"not valid JSON: {getattr(exc, 'msg', exc)}",
+                                            "each line must be one JSON object")]) from None
+            yield number, value, pos
+
+
+def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[Any, Positions, Path]] | None]:
+    """The top-level mapping of a dataset file; for ``.jsonl`` files also its items (header line first)."""
+    if file.suffix == ".jsonl":
+        header: Any = None
+        header_pos = Positions(str(file))
+        items: list[tuple[Any, Positions, Path]] = []
+        for _, value, pos in _jsonl_items(file, header=True):
+            if header is None and isinstance(value, dict) and "target" in value:
+                header, header_pos = value, pos
+            else:
+                items.append((value, pos, ()))
+        if header is None:
+            raise DatasetError([Problem(f"{file}:1:1", "a JSONL dataset needs a first line with 'target' (and scorers)",
+                                        'start the file with {"target": "module:attr", "scorers": [...]}')])
+        header.setdefault("data", [])
+        return header, header_pos, Interpolated(), items
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError([Problem(str(file), f"cannot read dataset: {exc.strerror}", "check the path")]) from None
+    except UnicodeDecodeError as exc:
+        before = file.read_bytes()[:exc.start]
+        line, line_start = before.count(b"\n") + 1, before.rfind(b"\n") + 1
+        column = len(before[line_start:].decode("utf-8", "replace")) + 1
+        raise DatasetError([Problem(f"{file}:{line}:{column}",
+                                    f"the file is not UTF-8 text (byte {exc.object[exc.start]:#04x})",
+                                    "save it as UTF-8")]) from None
+    data, pos, used = load_yaml(text, str(file))
+    return data, pos, used, None
+
+
+def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset:
+    """Read and validate a dataset (YAML, or JSONL with a header line) and its scorer registry.
+
+    Every independent mistake, in the dataset and in its registry, is reported in one ``DatasetError``.
+    """
+    file = FsPath(path)
+    if file.is_dir():
+        raise DatasetError([Problem(str(path), "this is a directory, not a dataset file",
+                                    f"name the YAML files in it, e.g. {FsPath(path) / '*.yaml'}")])
+    if not file.is_file():
+        raise DatasetError([Problem(str(path), "no such dataset file", "check the path (e.g. datasets/weather.yaml)")])
+    if file.stat().st_size == 0:
+        raise DatasetError([Problem(str(path), "the file is empty",
+                                    "write 'target: module:attribute', 'scorers:' and 'data:' (see 'evalcli init')")])
+    registry = load_registry(find_registry(file, scorers_path))
+    problems: list[Problem] = list(registry.problems)
+    try:
+        data, pos, used, jsonl_items = _read_top(file)
+    except DatasetError as exc:
+        raise DatasetError([*exc.problems, *problems]) from None
+    problems.extend(used.problems)
+    if not isinstance(data, dict):
+        raise DatasetError([*problems, pos.problem((), "a dataset must be a mapping with 'target' and 'data'",
+                                                   "start with 'target: module:attribute' then 'data:'")])
+    top, bad_keys = _top_level(data, pos, problems)
+    gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
+    scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
+    hasher = hashlib.sha256(file.read_bytes())
+    raw_items: list[tuple[Any, Positions, Path]] = []
+    if jsonl_items is not None:
+        raw_items = jsonl_items
+    elif top.data_file is not None:
+        if top.data is not None:
+            problems.append(pos.problem(("data_file",), "'data' and 'data_file' cannot both be given",
+                                        "keep the items in one place", key=True))
+        data_path = file.parent / top.data_file
+        if not data_path.is_file():
+            raise DatasetError([*problems, pos.problem(("data_file",), f"data file '{top.data_file}' not found",
+                                                      "give a path relative to the dataset file")])
+        hasher.update(data_path.read_bytes())
+        raw_items = [(value, p, ()) for _, value, p in _jsonl_items(data_path, header=False)]
+    else:
+        raw_items = [(raw, pos, ("data", i)) for i, raw in enumerate(top.data or [])]
+    if not raw_items and "data" not in bad_keys:
+        problems.append(pos.problem(("data",), "'data' is empty: there is nothing to run",
+                                    "add at least one item, e.g. '- input: What is the weather?'"))
+    items = _items(raw_items, registry, problems)
+    has_turn_assertions = any(t.gates or t.scorers for i in items for t in i.turns or ())
+    if raw_items and not gates and not scorers and not has_turn_assertions and not problems:
+        problems.append(pos.problem((), "At least one scorer or gate must be provided",
+                                    "add 'scorers:' or 'gates:' (e.g. '- includes: Brooklyn')"))
+    scope = ImportScope(search_paths(file, registry))
+    with scope:
+        target = _resolve_target(top.target, top.target_options, pos, problems) if top.target else None
+        imported = resolve_imports([*gates, *scorers, *(s for i in items for t in i.turns or ()
+                                                        for s in (*t.gates, *t.scorers))], problems)
+    if problems:
+        raise DatasetError(problems)
+    assert target is not None
+    return Dataset(path=str(path), target_spec=top.target, target=target, target_options=top.target_options,
+                   concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
+                   hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
+                   secret_values=used.secret_values | registry.secret_values, scope=scope)
+
+
+def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
+    """The top-level keys, and those that were wrong: a wrong or unknown key is reported and left out,
+    so the rest of the file is still checked."""
+    try:
+        return DatasetFile.model_validate(data), set()
+    except ValidationError as exc:
+        problems.extend(problems_from_pydantic(exc, (), pos, "dataset", list(DatasetFile.model_fields)))
+        bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+    kept = {k: v for k, v in data.items() if k not in bad and k in DatasetFile.model_fields}
+    kept.setdefault("target", "")
+    try:
+        return DatasetFile.model_validate(kept), bad
+    except ValidationError:  # pragma: no cover - every failing key was left out
+        return DatasetFile(target=""), bad
+
+
+def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, problems: list[Problem]) -> list[Item]:
+    items: list[Item] = []
+    ids: dict[str, int] = {}
+    for index, (raw, item_pos, at) in enumerate(raw_items):
+        item = _item(raw, index, at, item_pos, registry, problems)
+        raw_id = raw.get("id") if isinstance(raw, dict) else None
+        item_id = item.id if item is not None else (str(raw_id) if isinstance(raw_id, (str, int)) else None)
+        if item_id is None:
+            continue
+        if item_id in ids:
+            problems.append(item_pos.problem((*at, "id"), f"item {index}: id '{item_id}' is already used by item "
+                                                          f"{ids[item_id]}", "give every item its own id"))
+        ids.setdefault(item_id, index)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def dataset_name(file: FsPath) -> str:
+    """The dataset's stable name: its path relative to the repository root holding it, else its resolved path."""
+    resolved = file.resolve()
+    for folder in resolved.parents:
+        if (folder / ".git").exists():
+            return resolved.relative_to(folder).as_posix()
+    return resolved.as_posix()
+
+
+def search_paths(file: FsPath, registry: Registry | None = None) -> list[FsPath]:
+    """Where targets and custom scorers are imported from: the dataset's folder, the registry's, the current directory."""
+    paths = [file.parent]
+    if registry is not None and registry.path:
+        paths.append(FsPath(registry.path).parent)
+    return [*paths, FsPath.cwd()]
+
+
+def _resolve_target(spec: str, options: dict[str, Any], pos: Positions, problems: list[Problem]) -> Adapter | None:
+    try:
+        return make_adapter(spec, resolve_import(spec), options)
+    except EvalcliError as exc:
+        at = ("target_options", "adapter") if "adapter" in exc.message and "adapter" in options else ("target",)
+        problems.append(pos.problem(at, exc.message, exc.hint))
+        return None

@@ -1,0 +1,28 @@
+"""Every LLM call in evalcli (SPEC §5, §13, §20): the client with retries and usage records, the response
+cache, fencing of untrusted text, the embedded offline model and model preflight.
+
+``client`` is the only module that imports litellm, and only inside functions, so importing this package
+(and ``evalcli --help``, and check-only runs) never pays for it or reaches for the network.
+"""
+
+from __future__ import annotations
+
+from .cache import ResponseCache
+from .client import (
+    CallRecord,
+    LLMClient,
+    LLMError,
+    LLMSettings,
+    UsageSink,
+    current_usage,
+    import_litellm,
+    provider_messages,
+    reply_text,
+    supports_json_mode,
+    supports_json_schema,
+)
+from .preflight import LOCAL_JUDGE_MODEL, default_judge_model, model_problem
+
+__all__ = ["LOCAL_JUDGE_MODEL", "CallRecord", "LLMClient", "LLMError", "LLMSettings", "ResponseCache", "UsageSink",
+           "current_usage", "default_judge_model", "import_litellm", "model_problem", "provider_messages",
+           "reply_text", "supports_json_mode", "supports_json_schema"]

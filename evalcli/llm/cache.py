@@ -1,0 +1,88 @@
+"""The response cache: model replies in the run database's ``llm_cache`` table (SPEC §5, §13).
+
+The table belongs to the store's migrations; the cache is handed a connection of its own to a migrated
+database (``Store.response_cache``), and during a run makes its changes through the run's writer thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from concurrent.futures import Future
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from ..secrets import redact_text as redact
+
+
+class Writer(Protocol):
+    """The run's writer thread, as the cache uses it."""
+
+    def submit(self, job: Any) -> Future[Any]: ...
+
+
+class ResponseCache:
+    """Model responses in SQLite (table ``llm_cache``), keyed on everything that changes the answer.
+
+    During a run, writes (new replies, hit counts) go through the run's writer thread, and a read waits
+    only briefly for a lock (the connection's busy timeout), then counts as a miss: the event loop never
+    stalls on a database another process holds.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, writer: Writer | None = None) -> None:
+        """``conn``: a connection of its own to a migrated run database (``Store.response_cache`` opens one); the
+        cache closes it. ``writer``: the run's writer thread, which then makes every change."""
+        self.writer = writer
+        self._lock = threading.Lock()
+        self._conn = conn
+
+    @staticmethod
+    def key_for(**parts: Any) -> str:
+        """sha256 of the canonical JSON of ``parts`` (model, messages, params, schema, scorer id/version)."""
+        canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def _change(self, sql: str, params: tuple[Any, ...]) -> None:
+        if self.writer is not None:
+            self.writer.submit(lambda conn: conn.execute(sql, params))
+            return
+        with self._lock:
+            self._conn.execute(sql, params)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The cached response, counting the hit; ``None`` when absent (or the database is too busy to say)."""
+        try:
+            with self._lock:
+                row = self._conn.execute("SELECT response FROM llm_cache WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return None
+        if row is None:
+            return None
+        self._change("UPDATE llm_cache SET hits = hits + 1 WHERE key = ?", (key,))
+        value = json.loads(row[0])
+        return value if isinstance(value, dict) else None
+
+    def put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        """Store (or replace) a response."""
+        # a reply may repeat a key it was shown (the judge quoting the transcript): never store it
+        data = redact(json.dumps(response, sort_keys=True, default=str))
+        now = datetime.now(UTC).isoformat()
+        self._change("INSERT OR REPLACE INTO llm_cache (key, model, response, created_at, hits) VALUES (?, ?, ?, ?, 0)",
+                     (key, model, data, now))
+
+    def clear(self) -> int:
+        """Delete every cached response; returns how many there were."""
+        with self._lock:
+            return int(self._conn.execute("DELETE FROM llm_cache").rowcount)
+
+    def stats(self) -> dict[str, int]:
+        """``entries`` and total ``hits``."""
+        with self._lock:
+            entries, hits = self._conn.execute("SELECT COUNT(*), COALESCE(SUM(hits), 0) FROM llm_cache").fetchone()
+        return {"entries": int(entries), "hits": int(hits)}
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,402 @@
+"""Every LLM call in evalcli: litellm (imported lazily), retries, a response cache and usage records.
+
+This is the only module that imports litellm, and only inside functions, so ``import evalcli.llm``
+(and ``evalcli --help``, and check-only runs) never pays for it or reaches for the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import EvalcliError, describe
+from ..messages import Message
+from .cache import ResponseCache
+
+EVALCLI_ONLY_KEYS = frozenset({"is_error"})
+"""Message keys evalcli uses itself; they are stripped before messages reach a provider."""
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+
+class LLMError(EvalcliError):
+    """A model call failed for good (after retries, or with an error retrying cannot fix)."""
+
+    exit_code = 4
+
+
+@dataclass
+class LLMSettings:
+    """How model calls behave: retries, timeouts, back-off, judge concurrency, caching."""
+
+    retries: int = 4
+    """Retries after the first attempt, on 429, 5xx, timeouts and connection errors."""
+    timeout: float = 60.0
+    """Seconds allowed for one attempt."""
+    backoff_base: float = 0.5
+    """First back-off in seconds; doubled on each retry, with jitter."""
+    backoff_max: float = 30.0
+    """Longest back-off in seconds (a provider's ``Retry-After`` may ask for longer)."""
+    judge_concurrency: int = 8
+    """Judge calls in flight at once, across all conversations."""
+    cache: bool = True
+    """Whether judge calls use the response cache."""
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> LLMSettings:
+        """Defaults, overridden by ``EVALCLI_LLM_RETRIES`` and ``EVALCLI_LLM_TIMEOUT`` when set."""
+        source = os.environ if env is None else env
+        settings = cls()
+        try:
+            if source.get("EVALCLI_LLM_RETRIES"):
+                settings.retries = max(0, int(source["EVALCLI_LLM_RETRIES"]))
+            if source.get("EVALCLI_LLM_TIMEOUT"):
+                settings.timeout = float(source["EVALCLI_LLM_TIMEOUT"])
+        except ValueError as exc:
+            raise EvalcliError(
+                f"invalid LLM setting in the environment: {exc}",
+                "EVALCLI_LLM_RETRIES takes a whole number, EVALCLI_LLM_TIMEOUT a number of seconds",
+            ) from None
+        return settings
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One model call (or cache hit), as stored in ``llm_calls``."""
+
+    purpose: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    cache_hit: bool
+    duration_ms: float
+    turn_index: int | None = None
+    """The conversation's turn the call was made for (simulator calls), if any."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class UsageSink:
+    """Collects the ``CallRecord`` of every model call made while it is ``current_usage``."""
+
+    def __init__(self) -> None:
+        self.records: list[CallRecord] = []
+
+    def record(self, rec: CallRecord) -> None:
+        self.records.append(rec)
+
+    def __iter__(self) -> Iterator[CallRecord]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def totals(self) -> dict[str, Any]:
+        """Calls, cache hits, tokens and cost summed over the records."""
+        return {
+            "calls": len(self.records),
+            "cache_hits": sum(r.cache_hit for r in self.records),
+            "prompt_tokens": sum(r.prompt_tokens for r in self.records),
+            "completion_tokens": sum(r.completion_tokens for r in self.records),
+            "cost": sum(r.cost for r in self.records),
+        }
+
+
+current_usage: ContextVar[UsageSink | None] = ContextVar("evalcli_current_usage", default=None)
+"""Where model calls are recorded; the runner sets one per conversation."""
+
+
+_import_lock = threading.Lock()
+
+
+def import_litellm() -> Any:
+    """litellm, imported on first use with the local cost map and the embedded local model registered."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    with _import_lock:
+        import litellm
+
+        if not getattr(litellm, "_evalcli_ready", False):
+            from .local_model import register
+
+            litellm.suppress_debug_info = True
+            litellm.telemetry = False
+            register(litellm)
+            litellm._evalcli_ready = True
+    return litellm
+
+
+def reply_text(response: dict[str, Any]) -> str | None:
+    """The text content of the first choice of a chat-completion response."""
+    try:
+        content = response["choices"][0]["message"].get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return content if isinstance(content, str) else None
+
+
+def provider_messages(messages: list[Message]) -> list[Message]:
+    """Copies of the messages without the keys only evalcli uses (``is_error``, ...)."""
+    return [{k: v for k, v in m.items() if k not in EVALCLI_ONLY_KEYS} for m in messages]
+
+
+def supports_json_schema(model: str) -> bool:
+    """Whether the model takes a ``json_schema`` response format (per litellm's model map)."""
+    from .local_model import is_local
+
+    if is_local(model):
+        return True
+    try:
+        return bool(import_litellm().supports_response_schema(model=model))
+    except Exception:  # noqa: BLE001  # unknown models are simply "no"
+        return False
+
+
+def supports_json_mode(model: str) -> bool:
+    """Whether the provider accepts ``response_format`` at all (``json_object`` mode)."""
+    try:
+        litellm = import_litellm()
+        _, provider, _, _ = litellm.get_llm_provider(model=model)
+        params = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider) or []
+        return "response_format" in params
+    except Exception:  # noqa: BLE001  # unknown providers are simply "no"
+        return False
+
+
+def redact(text: str) -> str:
+    """The text without secret environment values or anything that looks like an API key."""
+    from ..secrets import redact_text
+
+    return redact_text(text)
+
+
+def _status(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    status = _status(exc)
+    if status is not None:
+        return status in RETRYABLE_STATUS or status >= 500
+    name = type(exc).__name__
+    return name in {"APIConnectionError", "Timeout", "APITimeoutError", "ServiceUnavailableError"}
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds asked for by a ``Retry-After`` (or ``retry-after-ms``) header on the error, if any."""
+    response_headers = getattr(getattr(exc, "response", None), "headers", None)
+    for source in (getattr(exc, "litellm_response_headers", None), response_headers):
+        if not source:
+            continue
+        with contextlib.suppress(Exception):
+            if source.get("retry-after-ms"):
+                return max(0.0, float(source["retry-after-ms"]) / 1000)
+            value = source.get("retry-after") or source.get("Retry-After")
+            if value:
+                try:
+                    return max(0.0, float(value))
+                except ValueError:
+                    moment = email.utils.parsedate_to_datetime(value)
+                    return max(0.0, moment.timestamp() - time.time())
+    return None
+
+
+def _usage(response: dict[str, Any]) -> tuple[int, int]:
+    usage = response.get("usage") or {}
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+
+
+class LLMClient:
+    """Makes model calls through litellm with retries, adaptive back-off, judge limits and caching."""
+
+    def __init__(self, settings: LLMSettings | None = None, cache: ResponseCache | None = None) -> None:
+        self.settings = settings or LLMSettings()
+        self.cache = cache
+        self._paused_until: dict[str, float] = {}
+        """Per model: the ``time.monotonic()`` moment before which no call starts (after a 429)."""
+        self._judge_slots: asyncio.Semaphore | None = None
+        self._judge_loop: asyncio.AbstractEventLoop | None = None
+        self._reachability: dict[str, str | None] = {}
+        self.unpriced: set[str] = set()
+        """Models litellm has no price for (it said so once): asking again would raise on every call."""
+
+    def _judge_semaphore(self) -> asyncio.Semaphore:
+        # a semaphore belongs to one event loop: a client used again by a later run gets a fresh one
+        loop = asyncio.get_running_loop()
+        if self._judge_slots is None or self._judge_loop is not loop:
+            self._judge_slots = asyncio.Semaphore(max(1, self.settings.judge_concurrency))
+            self._judge_loop = loop
+        return self._judge_slots
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        purpose: str,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        api_base: str | None = None,
+        cache_key: str | None = None,
+        accept: Callable[[dict[str, Any]], bool] | None = None,
+        usage_sink: UsageSink | None = None,
+        turn_index: int | None = None,
+    ) -> dict[str, Any]:
+        """One chat completion as a plain OpenAI-format dict.
+
+        With ``cache_key`` and a cache, a stored response is returned (recorded as a cache hit) and a
+        fresh one is stored, but only when ``accept`` (if given) approves it. Every call is recorded
+        in ``current_usage`` and in ``usage_sink``, with ``turn_index`` when the call was made for a turn.
+        """
+        started = time.monotonic()
+        cache = self.cache if cache_key else None
+        if cache is not None and cache_key is not None:
+            cached = cache.get(cache_key)
+            if cached is not None and (accept is None or accept(cached)):
+                self._record(CallRecord(purpose, model, 0, 0, 0.0, True, _ms(started), turn_index), usage_sink)
+                return cached
+        kwargs: dict[str, Any] = {"model": model, "messages": provider_messages(messages)}
+        optional = {
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "seed": seed,
+            "tools": tools or None,
+            "response_format": response_format,
+            "api_base": api_base,
+        }
+        kwargs.update({k: v for k, v in optional.items() if v is not None})
+        slots = self._judge_semaphore() if purpose == "judge" else contextlib.nullcontext()
+        async with slots:
+            response, cost = await self._call_with_retries(kwargs)
+        prompt_tokens, completion_tokens = _usage(response)
+        self._record(
+            CallRecord(purpose, model, prompt_tokens, completion_tokens, cost, False, _ms(started), turn_index),
+            usage_sink,
+        )
+        if cache is not None and cache_key is not None and (accept is None or accept(response)):
+            cache.put(cache_key, model, response)
+        return response
+
+    def _record(self, rec: CallRecord, extra: UsageSink | None) -> None:
+        sink = current_usage.get()
+        if sink is not None:
+            sink.record(rec)
+        if extra is not None and extra is not sink:
+            extra.record(rec)
+
+    def _unreachable(self, model: str) -> str | None:
+        """A missing package or key for this model (checked once per model): retrying cannot fix it."""
+        if model not in self._reachability:
+            from .preflight import model_problem
+
+            self._reachability[model] = model_problem(model)
+        return self._reachability[model]
+
+    async def _call_with_retries(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        model = str(kwargs["model"])
+        problem = self._unreachable(model)
+        if problem:
+            raise LLMError(problem, "install what it names, or choose another model")
+        litellm = import_litellm()
+        if model in self.unpriced:
+            # litellm prices every response while returning it; for a model it has no price for, that
+            # fails (and formats a traceback) on every call. A zero price costs nothing and changes
+            # nothing: such calls are recorded at cost 0 either way, and the request is the same.
+            kwargs = {**kwargs, **_ZERO_PRICE}
+        attempts = self.settings.retries + 1
+        last: BaseException | None = None
+        for attempt in range(1, attempts + 1):
+            await self._wait_for_model(model)
+            try:
+                # asyncio.timeout, unlike wait_for, does not wrap every call in a task of its own
+                async with asyncio.timeout(self.settings.timeout + 1):
+                    raw = await litellm.acompletion(
+                        **kwargs, num_retries=0, timeout=self.settings.timeout, drop_params=True
+                    )
+            except Exception as exc:  # noqa: BLE001 - a provider may raise anything; classified below
+                last = exc
+                if not _retryable(exc) or attempt == attempts:
+                    break
+                await asyncio.sleep(self._backoff(model, exc, attempt))
+                continue
+            return _as_dict(raw), _cost(litellm, raw, model, self.unpriced)
+        assert last is not None
+        raise LLMError(
+            f"model {model} failed after {attempt} attempt{'s' if attempt != 1 else ''}: {_describe(last)}",
+            "check the model name, the provider's API key variable and base URL; "
+            "EVALCLI_LLM_RETRIES and EVALCLI_LLM_TIMEOUT tune retries and timeouts",
+        ) from None
+
+    def _backoff(self, model: str, exc: BaseException, attempt: int) -> float:
+        base = min(self.settings.backoff_max, self.settings.backoff_base * 2.0 ** (attempt - 1))
+        delay = base * (0.5 + random.random() / 2)
+        asked = retry_after(exc)
+        if _status(exc) == 429:
+            # every call to this model waits until the provider said it may resume
+            pause = asked if asked is not None else delay
+            until = time.monotonic() + pause
+            self._paused_until[model] = max(self._paused_until.get(model, 0.0), until)
+            return 0.0
+        return max(delay, asked or 0.0)
+
+    async def _wait_for_model(self, model: str) -> None:
+        while True:
+            remaining = self._paused_until.get(model, 0.0) - time.monotonic()
+            if remaining <= 0:
+                return
+            await asyncio.sleep(remaining)
+
+
+def _ms(started: float) -> float:
+    return (time.monotonic() - started) * 1000
+
+
+def _as_dict(raw: Any) -> dict[str, Any]:
+    data = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
+    result: dict[str, Any] = json.loads(json.dumps(data, default=str))
+    return {k: v for k, v in result.items() if not k.startswith("_")}
+
+
+_ZERO_PRICE = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+
+
+def _cost(litellm: Any, raw: Any, model: str, unpriced: set[str]) -> float:
+    # litellm already priced the response while returning it; pricing it again costs ~1 ms a call
+    hidden = getattr(raw, "_hidden_params", None)
+    stamped = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    if isinstance(stamped, (int, float)):
+        return float(stamped)
+    if model in unpriced:
+        return 0.0
+    try:
+        return float(litellm.completion_cost(completion_response=raw) or 0.0)
+    except Exception as exc:  # noqa: BLE001  # litellm does not know every price
+        if isinstance(exc, getattr(litellm, "ModelNotMappedError", ())) or "isn't mapped" in str(exc):
+            unpriced.add(model)
+        return 0.0
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return "timed out"
+    text = describe(exc)
+    if len(text) > 500:
+        text = text[:500] + "..."
+    return redact(text)

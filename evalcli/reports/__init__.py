@@ -1,0 +1,21 @@
+"""Every rendering of results (SPEC §7, §11, §15): the terminal table, transcripts, JSON, JUnit and Markdown, run
+history, diffs, and the HTML report (``reports.html``, imported only when asked for: it needs jinja2).
+
+Reports are fed a run's conversations once, in dataset order (``deliver``), and never compute what the result
+does not hold. This package and ``evalcli.cli`` are the only ones that import rich.
+"""
+
+from __future__ import annotations
+
+from .ci import JUnitSuite, MarkdownSummary, junit_document
+from .diff import render_diff
+from .history import merge_lines, runs_table
+from .json import JsonReport, JsonStream, Report, deliver
+from .terminal import TerminalReport, aggregate_tables, summary_line
+from .text import NOT_SCORABLE, VERDICT_STYLE, fmt, one_line, plural, threshold_text, why_failed
+from .transcript import item_document, render_item
+
+__all__ = ["NOT_SCORABLE", "VERDICT_STYLE", "JUnitSuite", "JsonReport", "JsonStream", "MarkdownSummary", "Report",
+           "TerminalReport", "aggregate_tables", "deliver", "fmt", "item_document", "junit_document", "merge_lines",
+           "one_line", "plural", "render_diff", "render_item", "runs_table", "summary_line", "threshold_text",
+           "why_failed"]

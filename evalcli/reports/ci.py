@@ -1,0 +1,174 @@
+"""Reports for CI: JUnit XML (a testcase per conversation and per turn) and a Markdown summary.
+
+Pure functions of a run's result and its conversations; the caller writes the text where asked
+(``--junit``, ``--markdown``, and ``$GITHUB_STEP_SUMMARY`` when set).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from ..results import ItemResult, Outcome, RunResult
+from .text import fmt, threshold_text
+
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+VERDICT_ICON = {"passed": "✅", "scored": "⚠️", "failed": "❌", None: "➖"}
+
+
+def _clean(text: str) -> str:
+    """XML 1.0 cannot hold most control characters; drop them."""
+    return _XML_INVALID.sub("", text)
+
+
+def _missed(outcomes: dict[str, Outcome]) -> list[str]:
+    lines = []
+    for gate_id, outcome in outcomes.items():
+        if not outcome.missed_gate:
+            continue
+        detail = f"gate {gate_id}: score {fmt(outcome.score)} (needs 1)"
+        if outcome.error:
+            detail += f"; raised {outcome.error}"
+        if outcome.reason:
+            detail += f"; {outcome.reason}"
+        lines.append(detail)
+    return lines
+
+
+def _scores_text(item_scores: dict[str, Outcome]) -> str:
+    return "\n".join(f"{k}: {'not scorable' if o.not_scorable else fmt(o.score)}" + (f" - {o.reason}" if o.reason else "")
+                     for k, o in item_scores.items())
+
+
+def _case(suite: ET.Element, classname: str, name: str, seconds: float) -> ET.Element:
+    return ET.SubElement(suite, "testcase", classname=_clean(classname), name=_clean(name), time=f"{seconds:.3f}")
+
+
+def _outcomes(case: ET.Element, gates: dict[str, Outcome], scores: dict[str, Outcome]) -> None:
+    """A ``<failure>`` listing the missed gates, and the scores (with reasons) as ``<system-out>``."""
+    missed = _missed(gates)
+    if missed:
+        failure = ET.SubElement(case, "failure", message=_clean(missed[0]), type="GateFailed")
+        failure.text = _clean("\n".join(missed))
+    if scores:
+        ET.SubElement(case, "system-out").text = _clean(_scores_text(scores))
+
+
+class JUnitSuite:
+    """One ``<testsuite>`` for a run, built as its conversations stream past (``element`` when done)."""
+
+    def __init__(self, result: RunResult) -> None:
+        self.result = result
+        self.element = ET.Element("testsuite", name=_clean(result.dataset_path))
+        props = ET.SubElement(self.element, "properties")
+        for key, value in (("run_id", result.run_id), ("target", result.target), ("verdict", str(result.verdict))):
+            ET.SubElement(props, "property", name=key, value=_clean(value))
+        self.classname = re.sub(r"\.(ya?ml|jsonl)$", "", result.dataset_path).replace("/", ".")
+
+    def item(self, item: ItemResult) -> None:
+        suite, classname = self.element, self.classname
+        case = _case(suite, classname, item.id, item.duration_ms / 1000)
+        if item.stop_reason is not None:
+            props = ET.SubElement(case, "properties")
+            for key, value in (("form", item.form), ("stop_reason", item.stop_reason), ("turns", str(len(item.turns)))):
+                ET.SubElement(props, "property", name=key, value=value)
+        if item.status != "ok":
+            error = ET.SubElement(case, "error", message=_clean(item.error or "error"), type="ItemError")
+            error.text = _clean(item.traceback or item.error or "")
+            _outcomes(case, {}, item.scores)
+        else:
+            _outcomes(case, item.gate_scores, item.scores)
+        if item.per_turn and item.status == "ok":
+            for turn in item.turns:
+                turn_case = _case(suite, classname, f"{item.id} / turn {turn.index}", turn.duration_ms / 1000)
+                _outcomes(turn_case, turn.gate_scores, turn.scores)
+
+    def close(self) -> ET.Element:
+        suite, summary = self.element, self.result.summary
+        # thresholds are aggregates, not per conversation: each missed one is one extra failing testcase
+        thresholds = [(t.id, t) for t in summary.threshold_results]
+        thresholds += [(f"{t.id} (turn {turn.index})", t) for turn in summary.turn_results
+                       for t in turn.threshold_results]
+        for name, threshold in thresholds:
+            if threshold.passed:
+                continue
+            case = _case(suite, f"{self.classname}.thresholds", name, 0.0)
+            message = f"average {fmt(threshold.average_score)} misses threshold {threshold_text(threshold.threshold)}"
+            ET.SubElement(case, "failure", message=message, type="ThresholdMissed").text = message
+        cases = suite.findall("testcase")
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+        suite.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
+        suite.set("skipped", "0")
+        suite.set("time", f"{sum(float(c.get('time') or 0) for c in cases):.3f}")
+        return suite
+
+
+def junit_document(suites: list[ET.Element]) -> str:
+    """The whole JUnit XML file for one or more runs."""
+    root = ET.Element("testsuites", name="evalcli")
+    for attribute in ("tests", "failures", "errors"):
+        root.set(attribute, str(sum(int(s.get(attribute) or 0) for s in suites)))
+    root.extend(suites)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+class MarkdownSummary:
+    """A Markdown section for a CI step summary or a PR comment, built as conversations stream past."""
+
+    def __init__(self, result: RunResult) -> None:
+        self.result = result
+        self.problems: list[str] = []
+
+    def item(self, item: ItemResult) -> None:
+        if item.status != "ok":
+            self.problems.append(f"- `{item.id}`: error: {_cell(item.error or '')}")
+            return
+        missed = _missed(item.gate_scores) + [f"turn {t.index} {m}" for t in item.turns for m in _missed(t.gate_scores)]
+        if missed:
+            self.problems.append(f"- `{item.id}`{' (simulated, ' + item.stop_reason + ')' if item.stop_reason else ''}: "
+                                 f"{_cell('; '.join(missed))}")
+
+    def close(self) -> str:
+        result, summary = self.result, self.result.summary
+        lines = [f"### {VERDICT_ICON[summary.verdict]} evalcli `{result.dataset_path}`: **{summary.verdict or 'no verdict'}**",
+                 "",
+                 f"Run `{result.run_id}` · target `{result.target}` · {summary.total_items} conversations · "
+                 f"{summary.errors} errors" + (f" · status **{result.status}**" if result.status != "completed" else ""),
+                 ""]
+        if summary.gate_results:
+            lines += ["| gate | score | |", "|---|---:|---|"]
+            lines += [f"| {_cell(g.id)} | {fmt(g.score)} | {'✅' if g.passed else '❌'} |" for g in summary.gate_results]
+            lines.append("")
+        if summary.scores:
+            thresholds = {t.id: t for t in summary.threshold_results}
+            lines += ["| scorer | mean | threshold | |", "|---|---:|---|---|"]
+            for scorer_id, mean in summary.scores.items():
+                t = thresholds.get(scorer_id)
+                lines.append(f"| {_cell(scorer_id)} | {fmt(mean)} | {threshold_text(t.threshold) if t else ''} | "
+                             f"{('✅' if t.passed else '❌') if t else ''} |")
+            lines.append("")
+        if result.pass_at_k:
+            lines += ["| gate | pass@k | pass^k |", "|---|---:|---:|"]
+            lines += [f"| {_cell(g)} | {fmt(v)} | {fmt(result.pass_all_k.get(g))} |" for g, v in result.pass_at_k.items()]
+            lines.append("")
+        turn_lines = []
+        for turn in summary.turn_results:
+            parts = [f"{g.id} {fmt(g.score)} {'✅' if g.passed else '❌'}" for g in turn.gate_results]
+            parts += [f"{t.id} {fmt(t.average_score)} {'✅' if t.passed else '❌'}" for t in turn.threshold_results]
+            if parts:
+                turn_lines.append(f"| {turn.index} | {_cell('; '.join(parts))} |")
+        if turn_lines:
+            lines += ["| turn | gates and thresholds |", "|---:|---|", *turn_lines, ""]
+        problems = self.problems
+        if problems:
+            shown = problems[:20]
+            lines += ["<details><summary>Failing conversations "
+                      f"({len(problems)})</summary>", "", *shown,
+                      *([f"- ... and {len(problems) - 20} more"] if len(problems) > 20 else []), "", "</details>", ""]
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,68 @@
+"""``evalcli diff`` for people: two runs side by side, the conversations that changed, and each regression."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..store import Change, RunDiff
+from .text import VERDICT_STYLE, fmt
+
+
+def _cell(change: Change) -> Text:
+    style = "bold red" if change.regressed else ("green" if (change.delta or 0) > 0 else "")
+    return Text(f"{fmt(change.a)} -> {fmt(change.b)}", style=style)
+
+
+def _pass_text(passed: bool | None) -> Text:
+    if passed is None:
+        return Text("-", style="dim")
+    return Text("pass", style="green") if passed else Text("FAIL", style="bold red")
+
+
+def render_diff(console: Console, diff: RunDiff, *, verbose: bool = False) -> None:
+    """The diff as tables: aggregates side by side, then the items (changed ones unless verbose)."""
+    console.print(Text.assemble(("A ", "bold"), (diff.a.run_id, "cyan"), f"  {diff.a.dataset_path}\n",
+                                ("B ", "bold"), (diff.b.run_id, "cyan"), f"  {diff.b.dataset_path}"))
+    for title, changes in (("Scorer averages", diff.scorers), ("Gate scores (each must average >= 1.0)", diff.gates)):
+        if not changes:
+            continue
+        table = Table(title=title, title_justify="left")
+        for column in ("id", "A", "B", "delta"):
+            table.add_column(column, justify="left" if column == "id" else "right")
+        for c in changes:
+            delta = "-" if c.delta is None else f"{c.delta:+.3f}"
+            table.add_row(c.id, fmt(c.a), fmt(c.b), Text(delta, style="bold red" if c.regressed else ""))
+        console.print(table)
+    verdict = Text("verdict: ")
+    verdict.append(diff.a.verdict or "none", style=VERDICT_STYLE.get(diff.a.verdict or "", ""))
+    verdict.append(" -> ")
+    verdict.append(diff.b.verdict or "none", style=VERDICT_STYLE.get(diff.b.verdict or "", ""))
+    console.print(verdict)
+    console.print(_items_table(diff, verbose))
+    for line in diff.regressions:
+        console.print(Text.assemble(("  regression ", "bold red"), line), soft_wrap=True)
+    tolerance = f" (tolerance {fmt(diff.tolerance)})" if diff.tolerance else ""
+    console.print(f"B is worse than A{tolerance}: exit 1" if diff.regressions
+                  else f"B is not worse than A{tolerance}: exit 0")
+
+
+def _items_table(diff: RunDiff, verbose: bool) -> Table:
+    scorer_ids = [c.id for c in diff.scorers]
+    table = Table(title="Conversations (A -> B)", title_justify="left")
+    for column in ("item", "A", "B", *scorer_ids):
+        table.add_column(column)
+    hidden = 0
+    for item in diff.items:
+        changed = item.passed_a != item.passed_b or any(c.a != c.b for c in item.scores)
+        if not (verbose or changed):
+            hidden += 1
+            continue
+        by_id = {c.id: c for c in item.scores}
+        table.add_row(Text(item.id, style="bold red" if item.newly_failing else ""), _pass_text(item.passed_a),
+                      _pass_text(item.passed_b),
+                      *(_cell(by_id[s]) if s in by_id else Text("-", style="dim") for s in scorer_ids))
+    if hidden:
+        table.caption = f"{hidden} unchanged conversations not shown (--verbose shows all)"
+    return table

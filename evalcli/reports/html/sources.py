@@ -1,0 +1,97 @@
+"""What the HTML report reads from the database besides the run's conversations.
+
+The run's own row (git commit, start and end, LLM totals) and plan (its gates and scorers), the
+means of each registered scorer over the earlier runs of the same dataset (from ``scores`` joined
+with ``runs`` on the dataset's stable name), and, with a baseline, ``diff_runs`` against it turned
+into one change per conversation. The renderer gets these as values and never queries anything.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...results import Plan
+from ...store import ItemChange, RunDiff, RunPoint, Store, diff_runs, score_history
+from ..text import fmt
+
+
+@dataclass(frozen=True)
+class ConversationChange:
+    """One conversation against the baseline: ``regressed``, ``improved``, ``new``, ``missing`` or ``unchanged``."""
+
+    kind: str
+    details: list[str]
+
+
+@dataclass
+class Baseline:
+    """``diff_runs(baseline, this run)`` and its verdict per conversation (by item id)."""
+
+    diff: RunDiff
+    changes: dict[str, ConversationChange] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> list[str]:
+        """Conversations of the baseline that this run lacks (they have no row of their own)."""
+        return [item_id for item_id, change in self.changes.items() if change.kind == "missing"]
+
+    def count(self, kind: str) -> int:
+        return sum(1 for change in self.changes.values() if change.kind == kind)
+
+
+@dataclass
+class ReportSources:
+    """Everything the report needs that is not a conversation."""
+
+    row: dict[str, Any]
+    plan: Plan
+    history: list[RunPoint]
+    baseline: Baseline | None = None
+
+
+def conversation_change(change: ItemChange, tolerance: float) -> ConversationChange:
+    """How one conversation moved: a newly failing one or a score dropped beyond the tolerance is a
+    regression (as in ``diff``); one that now passes or gained beyond it an improvement."""
+    if change.passed_a is None:
+        return ConversationChange("new", ["not in the baseline"])
+    if change.passed_b is None:
+        return ConversationChange("missing", ["in the baseline, missing from this run"])
+    details = []
+    if change.passed_a != change.passed_b:
+        details.append(f"{_passed(change.passed_a)} -> {_passed(change.passed_b)}")
+    gained = False
+    for score in change.scores:
+        if score.a != score.b and not (_nan(score.a) and _nan(score.b)):
+            details.append(f"{score.id}: {fmt(score.a)} -> {fmt(score.b)}")
+        gained = gained or (score.delta is not None and score.delta > tolerance + 1e-12)
+    if change.newly_failing or any(score.regressed for score in change.scores):
+        return ConversationChange("regressed", details)
+    if (change.passed_a is False and change.passed_b is True) or gained:
+        return ConversationChange("improved", details)
+    return ConversationChange("unchanged", details)
+
+
+def _passed(value: bool | None) -> str:
+    return "passed" if value else "FAILED"
+
+
+def _nan(value: float | None) -> bool:
+    return value is not None and math.isnan(value)
+
+
+def baseline(store: Store, baseline_run: str, run_id: str, tolerance: float = 0.0, *,
+             allow_different: bool = False) -> Baseline:
+    """This run against ``baseline_run`` as ``evalcli diff BASELINE RUN`` sees it, per conversation too."""
+    diff = diff_runs(store, baseline_run, run_id, tolerance, allow_different=allow_different)
+    return Baseline(diff, {change.id: conversation_change(change, tolerance) for change in diff.items})
+
+
+def report_sources(store: Store, run_id: str, baseline_run: str | None = None, tolerance: float = 0.0, *,
+                   allow_different: bool = False) -> ReportSources:
+    """The run's row, plan and scorer history, and the baseline comparison when one is named."""
+    row = store.require_run(run_id)
+    return ReportSources(row, store.plan(row["id"]), score_history(store, row["dataset"], row["id"]),
+                         baseline(store, baseline_run, row["id"], tolerance, allow_different=allow_different)
+                         if baseline_run else None)

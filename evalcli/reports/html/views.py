@@ -1,0 +1,88 @@
+"""The report's header, result tables and baseline comparison as plain values for the template."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ...results import RunResult, Summary
+from ...store import Change
+from ..text import fmt, threshold_text
+from .sources import Baseline
+
+MAX_NAMED = 5
+"""Conversations named beside a failing turn gate before '+N more'."""
+
+
+def duration(started: str | None, finished: str | None) -> str:
+    """``42.1 s`` or ``3 min 5 s`` between two stored ISO timestamps; ``-`` when either is missing."""
+    if not started or not finished:
+        return "-"
+    seconds = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def header(result: RunResult, row: dict[str, Any]) -> dict[str, Any]:
+    """Who ran what, when, and how it ended."""
+    started = (row.get("started_at") or "")[:19].replace("T", " ")
+    return {"run_id": result.run_id, "dataset": result.dataset_path, "dataset_id": result.dataset_name or row.get("dataset"),
+            "target": result.target, "git_commit": row.get("git_commit"), "started": (started + " UTC") if started else "-",
+            "duration": duration(row.get("started_at"), row.get("finished_at")), "status": row.get("status") or result.status,
+            "verdict": result.verdict, "exit_code": result.exit_code}
+
+
+def usage(row: dict[str, Any]) -> dict[str, Any]:
+    """LLM calls, cache hits, tokens and cost, as stored for the whole run."""
+    return {"calls": row.get("llm_calls") or 0, "cache_hits": row.get("cache_hits") or 0,
+            "prompt_tokens": row.get("prompt_tokens") or 0, "completion_tokens": row.get("completion_tokens") or 0,
+            "cost": f"{float(row.get('cost') or 0):.4f}"}
+
+
+def summary_view(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]) -> dict[str, Any]:
+    """Gates, scores with their thresholds, and turn results (naming who failed a turn gate)."""
+    thresholds = {t.id: t for t in summary.threshold_results}
+    scores = []
+    for scorer_id, mean in summary.scores.items():
+        result = thresholds.get(scorer_id)
+        scores.append({"id": scorer_id, "mean": fmt(mean), "threshold": threshold_text(result.threshold) if result else "",
+                       "passed": result.passed if result else None,
+                       "not_scorable": summary.not_scorable.get(scorer_id, 0)})
+    scores += [{"id": t.id, "mean": fmt(t.average_score), "threshold": threshold_text(t.threshold), "passed": t.passed,
+                "not_scorable": summary.not_scorable.get(t.id, 0)} for t in summary.threshold_results
+               if t.id not in summary.scores]
+    turns = []
+    for turn in summary.turn_results:
+        gates = []
+        for gate in turn.gate_results:
+            missed = turn_misses.get((turn.index, gate.id), [])
+            gates.append({"id": gate.id, "score": fmt(gate.score), "passed": gate.passed,
+                          "failed_by": missed[:MAX_NAMED], "more": max(0, len(missed) - MAX_NAMED)})
+        turns.append({"index": turn.index, "gates": gates,
+                      "thresholds": [{"id": t.id, "score": fmt(t.average_score), "threshold": threshold_text(t.threshold),
+                                      "passed": t.passed} for t in turn.threshold_results],
+                      "scores": [(k, fmt(v)) for k, v in turn.scores.items()]})
+    return {"gates": [{"id": g.id, "score": fmt(g.score), "passed": g.passed} for g in summary.gate_results],
+            "scores": scores, "turns": turns}
+
+
+def _changes(changes: list[Change]) -> list[dict[str, Any]]:
+    return [{"id": c.id, "a": fmt(c.a), "b": fmt(c.b), "delta": "-" if c.delta is None else f"{c.delta:+.3f}",
+             "regressed": c.regressed} for c in changes]
+
+
+def baseline_view(baseline: Baseline, positions: dict[str, int]) -> dict[str, Any]:
+    """The comparison with the baseline as ``evalcli diff BASELINE RUN`` makes it, per conversation too."""
+    diff = baseline.diff
+    kinds = ("regressed", "improved", "new", "missing", "unchanged")
+    order = {kind: n for n, kind in enumerate(kinds)}
+    changed = sorted(((item_id, change) for item_id, change in baseline.changes.items() if change.kind != "unchanged"),
+                     key=lambda pair: order[pair[1].kind])
+    return {"run_id": diff.a.run_id, "dataset": diff.a.dataset_path, "verdict_a": diff.a.verdict, "verdict_b": diff.b.verdict,
+            "tolerance": fmt(diff.tolerance) if diff.tolerance else "", "regressions": diff.regressions,
+            "scorers": _changes(diff.scorers), "gates": _changes(diff.gates),
+            "counts": {kind: baseline.count(kind) for kind in kinds},
+            "conversations": [{"id": item_id, "position": positions.get(item_id), "kind": change.kind,
+                               "details": change.details} for item_id, change in changed]}

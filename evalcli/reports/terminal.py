@@ -1,0 +1,213 @@
+"""The terminal report of a run: rich tables, the failing conversations, the verdict line.
+
+``TerminalReport`` is fed the run's conversations once, in dataset order (with the other reports,
+see ``json.deliver``), and prints when closed. Nothing is computed here that the result does not hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..results import ItemResult, RunResult, Summary, fmt
+from .text import MAX_FAILING, MAX_ROWS, NOT_SCORABLE, VERDICT_STYLE, mark, one_line, plural, short, threshold_text, why_failed
+
+
+@dataclass
+class TerminalReport:
+    """Collects what the terminal shows while the conversations stream past; ``close`` prints it."""
+
+    console: Console
+    result: RunResult
+    scorer_ids: list[str]
+    gate_ids: list[str]
+    verbose: bool = False
+    quiet: bool = False
+    db_path: str | None = None
+    rows: list[list[Any]] = field(default_factory=list)
+    hidden: int = 0
+    not_scorable_shown: bool = False
+    failing: list[ItemResult] = field(default_factory=list)
+    failing_count: int = 0
+    gate_errors: list[str] = field(default_factory=list)
+    turn_misses: dict[tuple[int, str], list[str]] = field(default_factory=dict)
+
+    def item(self, item: ItemResult) -> None:
+        if not item.passed:
+            self.failing_count += 1
+            if len(self.failing) < MAX_FAILING:
+                self.failing.append(_light(item))
+        for turn in item.turns:
+            for gate_id, outcome in turn.gate_scores.items():
+                if outcome.missed_gate and item.status == "ok":
+                    self.turn_misses.setdefault((turn.index, gate_id), []).append(item.id)
+        for where, gates in (("", item.gate_scores), *((f" turn {t.index}", t.gate_scores) for t in item.turns)):
+            self.gate_errors.extend(f"{item.id}{where}: gate {gate_id} raised (scored 0): {one_line(o.error)}"
+                                    for gate_id, o in gates.items() if o.error)
+        if self.quiet:
+            return
+        if not self.verbose and len(self.rows) >= MAX_ROWS and item.passed:
+            self.hidden += 1
+            return
+        self.rows.append(self._row(item))
+
+    def _row(self, item: ItemResult) -> list[Any]:
+        cells: list[Any] = [item.id, item.form, str(len(item.turns))]
+        for scorer_id in self.scorer_ids:
+            outcome = item.scores.get(scorer_id)
+            if outcome is not None and outcome.not_scorable:
+                self.not_scorable_shown = True
+                cells.append(NOT_SCORABLE)
+            else:
+                cells.append(fmt(outcome.score if outcome else None))
+        if self.gate_ids:
+            scorable = sum(1 for o in item.gate_scores.values() if not o.not_scorable)
+            passed = scorable - sum(1 for o in item.gate_scores.values() if o.missed_gate)
+            cells.append(Text(f"{passed}/{scorable}", style="green" if passed == scorable else "red"))
+        cells.append(Text("ok", style="green") if item.status == "ok" else Text("error", style="bold red"))
+        return cells
+
+    def close(self) -> None:
+        console = self.console
+        if self.quiet:
+            console.print(summary_line(self.result, None), soft_wrap=True)
+            return
+        console.print()
+        console.print(Text.assemble(("Run ", "bold"), (self.result.run_id, "cyan"),
+                                    f"  {self.result.dataset_path}  ->  {self.result.target}"), soft_wrap=True)
+        console.print(self._items_table())
+        if self.hidden > 0:
+            console.print(f"  ... {plural(self.hidden, 'more passing conversation')} (--verbose shows all; "
+                          f"'evalcli show {self.result.run_id} ITEM' shows one)", soft_wrap=True)
+        for line in self.gate_errors[:20]:
+            console.print(Text.assemble(("  gate error ", "bold yellow"), line), soft_wrap=True)
+        for table in aggregate_tables(self.result.summary, self.turn_misses):
+            console.print(table)
+        self._print_failing()
+        console.print(summary_line(self.result, self.db_path), soft_wrap=True)
+
+    def _items_table(self) -> Table:
+        table = Table(title="Conversations", title_justify="left", show_lines=False)
+        for name, justify in (("item", "left"), ("form", "left"), ("turns", "right")):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for scorer_id in self.scorer_ids:
+            table.add_column(short(scorer_id), justify="right")
+        if self.gate_ids:
+            table.add_column("gates", justify="right")
+        table.add_column("status")
+        for row in self.rows:
+            table.add_row(*row)
+        legend = []
+        if self.not_scorable_shown:
+            legend.append(f"{NOT_SCORABLE} = not scorable on that conversation (left out of the mean)")
+        if self.gate_ids:
+            legend.append("gates = passed/scorable top-level gates")
+        table.caption = "; ".join(legend) or None
+        table.caption_justify = "left"
+        return table
+
+    def _print_failing(self) -> None:
+        if not self.failing_count or not (self.result.verdict == "failed" or self.result.summary.errors):
+            return
+        self.console.print(Text(f"Failing conversations ({self.failing_count}):", style="bold red"), soft_wrap=True)
+        for item in self.failing:
+            self.console.print(Text.assemble(("  ", ""), (item.id, "bold"), f"  {one_line(why_failed(item))}"),
+                               soft_wrap=True)
+            self.console.print(Text(f"    evalcli show {self.result.run_id} {_quoted(item.id)}", style="dim"),
+                               soft_wrap=True)
+        if self.failing_count > len(self.failing):
+            self.console.print(f"  ... and {self.failing_count - len(self.failing)} more "
+                               f"(evalcli show {self.result.run_id} -v lists every conversation)", soft_wrap=True)
+
+
+def _light(item: ItemResult) -> ItemResult:
+    """A failing conversation kept for the list, without its (possibly large) messages."""
+    from dataclasses import replace
+
+    turns = [replace(t, output=[]) for t in item.turns]
+    return replace(item, turns=turns, usage=[])
+
+
+def _quoted(item_id: str) -> str:
+    import shlex
+
+    return shlex.quote(item_id)
+
+
+def aggregate_tables(summary: Summary, turn_misses: dict[tuple[int, str], list[str]] | None = None) -> list[Table]:
+    tables = []
+    if summary.gate_results:
+        gates = Table(title="Gates (each must average >= 1.0)", title_justify="left")
+        for column in ("gate", "score", ""):
+            gates.add_column(column)
+        for gate in summary.gate_results:
+            gates.add_row(gate.id, fmt(gate.score), mark(gate.passed))
+        tables.append(gates)
+    if summary.threshold_results or summary.scores:
+        scores = Table(title="Scores (mean over conversations)", title_justify="left")
+        for column in ("scorer", "mean", "threshold", ""):
+            scores.add_column(column)
+        thresholds = {t.id: t for t in summary.threshold_results}
+        for scorer_id, mean in summary.scores.items():
+            result = thresholds.get(scorer_id)
+            scores.add_row(scorer_id, fmt(mean), threshold_text(result.threshold) if result else "",
+                           mark(result.passed) if result else "")
+        tables.append(scores)
+    if summary.turn_results:
+        tables.append(_turns_table(summary, turn_misses or {}))
+    return tables
+
+
+def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]) -> Table:
+    turns = Table(title="Turn results (mean per turn index across conversations)", title_justify="left")
+    for column in ("turn", "gates", "thresholds", "scores"):
+        turns.add_column(column)
+    for turn in summary.turn_results:
+        gates_text = Text()
+        for g in turn.gate_results:
+            if g.passed:
+                gates_text.append(f"{g.id}={fmt(g.score)} ", style="green")
+                continue
+            missed = turn_misses.get((turn.index, g.id), [])
+            names = ", ".join(missed[:3]) + (f" +{len(missed) - 3} more" if len(missed) > 3 else "")
+            gates_text.append(f"FAIL {g.id}={fmt(g.score)}" + (f" (failed by {names})" if names else "") + " ",
+                              style="bold red")
+        thresholds_text = Text()
+        for t in turn.threshold_results:
+            thresholds_text.append(f"{'' if t.passed else 'FAIL '}{t.id}={fmt(t.average_score)} "
+                                   f"({threshold_text(t.threshold)}) ", style="green" if t.passed else "bold red")
+        turns.add_row(str(turn.index), gates_text, thresholds_text,
+                      " ".join(f"{k}={fmt(v)}" for k, v in turn.scores.items()))
+    return turns
+
+
+def summary_line(result: RunResult, db_path: str | None) -> Text:
+    summary = result.summary
+    text = Text()
+    if result.status == "interrupted":
+        text.append("INTERRUPTED ", style="bold red")
+        text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}; "
+                    f"continue with: evalcli run {result.dataset_path} --resume {result.run_id}"
+                    + (f" --db {db_path}" if db_path and db_path != "evalcli.db" else "") + "\n")
+    text.append("verdict: ")
+    text.append(summary.verdict or "none (no gate or threshold results)", style=VERDICT_STYLE.get(summary.verdict or "", ""))
+    text.append(f"   conversations: {summary.total_items}   errors: {summary.errors}")
+    if summary.not_scorable:
+        text.append(f"   not scorable: {sum(summary.not_scorable.values())}")
+    if result.pass_at_k:
+        text.append("\npass@k (a gate passed in at least one of the --repeat plays): " +
+                    ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_at_k.items()))
+        text.append("\npass^k (a gate passed in all of the --repeat plays): " +
+                    ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_all_k.items()))
+    usage = result.usage
+    if usage.get("calls"):
+        text.append(f"\nLLM calls: {usage['calls']} (cache hits: {usage['cache_hits']})   tokens: "
+                    f"{usage['prompt_tokens']} in / {usage['completion_tokens']} out   cost: ${usage['cost']:.4f}")
+    if db_path:
+        text.append(f"\nstored in {db_path} (run {result.run_id})", style="dim")
+    text.append(f"   exit code {result.exit_code}", style="dim")
+    return text

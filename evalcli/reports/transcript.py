@@ -1,0 +1,119 @@
+"""One conversation, turn by turn, for people: ``evalcli show RUN ITEM`` (SPEC §15).
+
+Each turn shows the user's message (marked when simulated), the assistant's words, every tool call
+with its arguments (pretty JSON) and every tool result (errors marked), then the turn's gates and
+scorers with score, threshold, pass/fail and reason. After the turns come the conversation's own
+gates and scorers with their reasons (a judge's explanation), and its error and traceback if it
+failed. Pure functions of an ``ItemResult``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.text import Text
+
+from ..messages import Message, is_error_result, message_text
+from ..results import ItemResult, Outcome, RunResult, outcome_json
+from .text import fmt, threshold_text
+
+
+def pretty_arguments(arguments: Any) -> str:
+    """Tool-call arguments as indented JSON (as written when they are not JSON)."""
+    if isinstance(arguments, str):
+        try:
+            return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+        except ValueError:
+            return arguments
+    return json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
+
+
+def message_lines(output: list[Message]) -> list[Text]:
+    """The assistant's words, tool calls and tool results of one turn, in order."""
+    lines: list[Text] = []
+    names: dict[Any, str] = {}
+    for message in output:
+        role = message.get("role")
+        if role == "assistant":
+            text = message_text(message)
+            if text.strip():
+                lines.append(Text.assemble(("Assistant: ", "bold green"), text))
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                name = str(function.get("name"))
+                names[call.get("id")] = name
+                lines.append(Text.assemble(("  tool call ", "bold cyan"), (name, "cyan"),
+                                           (f"  (id {call.get('id')})", "dim")))
+                lines.append(Text(_indent(pretty_arguments(function.get("arguments")), 4)))
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            error = is_error_result(message)
+            label = f"  tool result{' ERROR' if error else ''} "
+            lines.append(Text.assemble((label, "bold red" if error else "bold blue"),
+                                       (names.get(call_id, "?"), "cyan"), (f"  (id {call_id})", "dim")))
+            lines.append(Text(_indent(pretty_arguments(message_text(message)), 4), style="red" if error else ""))
+    return lines
+
+
+def _indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "\n".join(pad + line for line in text.splitlines()) or pad
+
+
+def outcome_lines(title: str, gates: dict[str, Outcome], scores: dict[str, Outcome],
+                  thresholds: dict[str, Any]) -> list[Text]:
+    """``gates:`` and ``scorers:`` lines with score, threshold, pass/fail and the reason."""
+    lines: list[Text] = []
+    for role, outcomes in (("gate", gates), ("scorer", scores)):
+        for scorer_id, outcome in outcomes.items():
+            data = outcome_json(outcome, gate=role == "gate", threshold=thresholds.get(scorer_id))
+            line = Text(f"{title}{role} ", style="bold")
+            line.append(scorer_id)
+            score = "not scorable" if outcome.not_scorable else fmt(outcome.score)
+            line.append(f"  {score}")
+            if data.get("threshold") is not None:
+                line.append(f" ({threshold_text(data['threshold'])})")
+            passed = data.get("passed")
+            if passed is not None:
+                line.append("  pass" if passed else "  FAIL", style="green" if passed else "bold red")
+            lines.append(line)
+            detail = (outcome.error and f"raised {outcome.error}") or outcome.reason
+            if detail:
+                lines.append(Text(_indent(detail, 6), style="dim" if passed is not False else ""))
+    return lines
+
+
+def render_item(run: RunResult, item: ItemResult) -> RenderableType:
+    """The whole conversation as a rich renderable."""
+    status = Text("ok", style="green") if item.status == "ok" else Text("error", style="bold red")
+    head = Text.assemble(("Conversation ", "bold"), (item.id, "bold cyan"),
+                         f"  (item {item.index}, {item.form}, {len(item.turns)} turn{'s' if len(item.turns) != 1 else ''}"
+                         f"{', stopped: ' + item.stop_reason if item.stop_reason else ''})  status ", status,
+                         "  ", ("passed", "green") if item.passed else ("FAILED", "bold red"))
+    parts: list[RenderableType] = [
+        Text.assemble(("Run ", "bold"), (run.run_id, "cyan"), f"  {run.dataset_path}  ->  {run.target}"), head,
+        Text(f"thread {item.thread_id or '-'}  resource {item.resource_id or '-'}", style="dim")]
+    for turn in item.turns:
+        parts.append(Rule(f"turn {turn.index}", align="left"))
+        label = "User (simulated): " if turn.simulated else "User: "
+        parts.append(Text.assemble((label, "bold magenta"), turn.input))
+        parts.extend(message_lines(turn.output))
+        parts.extend(outcome_lines("turn ", turn.gate_scores, turn.scores, turn.thresholds))
+    if item.gate_scores or item.scores:
+        parts.append(Rule("whole conversation", align="left"))
+        parts.extend(outcome_lines("", item.gate_scores, item.scores, item.thresholds))
+    if item.status != "ok":
+        parts.append(Rule("error", align="left", style="red"))
+        parts.append(Text(item.error or "", style="bold red"))
+        if item.traceback:
+            parts.append(Panel(Text(item.traceback.rstrip()), title="traceback", title_align="left", style="red"))
+    return Group(*parts)
+
+
+def item_document(run: RunResult, item: ItemResult) -> dict[str, Any]:
+    """``evalcli show RUN ITEM --json``: the run's identity and the conversation as in ``items`` of the JSON."""
+    return {"run_id": run.run_id, "dataset": run.dataset_path, "target": run.target, "item": item.to_json()}

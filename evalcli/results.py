@@ -1,0 +1,338 @@
+"""What a run produces (SPEC §6, §7): outcomes, per-conversation results and the run's aggregate, with
+their JSON shapes; the one ``Threshold``; the run's ``Plan``; and the conversation forms, declared once.
+
+This is a base module: it imports nothing of evalcli but ``messages``, so every package may use it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .messages import Message
+
+Verdict = Literal["passed", "scored", "failed"]
+
+
+@dataclass(frozen=True)
+class Form:
+    """One way of writing a conversation's user side (SPEC §1, §13), declared once."""
+
+    name: str
+    multi_turn: bool
+    """The conversation owns a thread: its turns are sent on one thread (every form but ``input``)."""
+    per_turn: bool
+    """Its turns carry their own gates and scorers, so a run has per-turn results (SPEC §6)."""
+
+
+FORMS: dict[str, Form] = {form.name: form for form in (
+    Form("input", multi_turn=False, per_turn=False),
+    Form("inputs", multi_turn=True, per_turn=False),
+    Form("turns", multi_turn=True, per_turn=True),
+    Form("simulate", multi_turn=True, per_turn=False),
+)}
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """JSON has no NaN or infinity: those become ``null``."""
+    if value is None or not math.isfinite(value):
+        return None
+    return value
+
+
+def fmt(score: float | None) -> str:
+    """A score as text: ``1``, ``0.412``, ``-`` when there is none, ``nan``/``inf`` as such."""
+    if score is None:
+        return "-"
+    if not math.isfinite(score):
+        return str(score)
+    return f"{score:.3f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:.0f}"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """An inclusive bound on a scorer's average: a number is a minimum, ``{min, max}`` are bounds (either may be
+    left out). ``raw`` is the config as written, echoed in results and stored."""
+
+    min: float | None
+    max: float | None
+    raw: Any
+
+    @classmethod
+    def from_raw(cls, raw: Any) -> Threshold:
+        """The threshold of an already validated config (as echoed in results and stored plans)."""
+        if isinstance(raw, dict):
+            return cls(raw.get("min"), raw.get("max"), raw)
+        return cls(float(raw), None, raw)
+
+    def passed(self, average: float | None) -> bool:
+        """Whether an average meets the bound; no average, or a non-finite one, fails."""
+        if average is None or not math.isfinite(average):
+            return False
+        if self.min is not None and average < self.min:
+            return False
+        return not (self.max is not None and average > self.max)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one scorer on one run: a score, not scorable, or an error."""
+
+    score: float | None = None
+    reason: str | None = None
+    not_scorable: bool = False
+    error: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    """LLM usage of this scoring, if any: prompt/completion tokens, cost, cache hit."""
+
+    @property
+    def missed_gate(self) -> bool:
+        """As a gate on one conversation: scorable, and below 1.0 (or without a score)."""
+        return not self.not_scorable and (self.score is None or not self.score >= 1.0)
+
+    @property
+    def scored(self) -> bool:
+        return self.score is not None and not self.not_scorable and self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"score": finite_or_none(self.score), "reason": self.reason}
+        if self.not_scorable:
+            data["not_scorable"] = True
+        if self.error is not None:
+            data["error"] = self.error
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        score = data.get("score")
+        return cls(
+            score=math.nan if score is None and not data.get("not_scorable") and not data.get("error") else score,
+            reason=data.get("reason"),
+            not_scorable=bool(data.get("not_scorable")),
+            error=data.get("error"),
+        )
+
+
+@dataclass
+class Plan:
+    """The top-level assertions of a run: gate ids, scorer ids and their thresholds, in list order."""
+
+    gate_ids: list[str]
+    scorer_ids: list[str]
+    thresholds: dict[str, Any]
+    """Scorer id -> raw threshold config (number or {min, max})."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gate_ids": self.gate_ids, "scorer_ids": self.scorer_ids, "thresholds": self.thresholds}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Plan:
+        return cls(list(data["gate_ids"]), list(data["scorer_ids"]), dict(data["thresholds"]))
+
+
+def outcome_json(outcome: Outcome, *, gate: bool = False, threshold: Any = None) -> dict[str, Any]:
+    """One gate's or scorer's outcome, in the layout shared by items, turns, the JSON and the database."""
+    data = outcome.to_json()
+    if threshold is not None:
+        data["threshold"] = threshold
+    if gate:
+        data["passed"] = None if outcome.not_scorable else not outcome.missed_gate
+    elif threshold is not None:
+        data["passed"] = None if outcome.not_scorable else Threshold.from_raw(threshold).passed(outcome.score)
+    return data
+
+
+def outcomes_json(gates: dict[str, Outcome], scores: dict[str, Outcome], thresholds: dict[str, Any]) -> dict[str, Any]:
+    """``{"gates": {id: outcome}, "scorers": {id: outcome}}`` (see ``outcome_json``)."""
+    return {"gates": {k: outcome_json(o, gate=True) for k, o in gates.items()},
+            "scorers": {k: outcome_json(o, threshold=thresholds.get(k)) for k, o in scores.items()}}
+
+
+def outcomes_from_json(data: dict[str, Any]) -> tuple[dict[str, Outcome], dict[str, Outcome], dict[str, Any]]:
+    """Gates, scorers and thresholds back from ``outcomes_json``."""
+    scorers = data.get("scorers", {})
+    thresholds = {k: v["threshold"] for k, v in scorers.items() if v.get("threshold") is not None}
+    return ({k: Outcome.from_json(v) for k, v in data.get("gates", {}).items()},
+            {k: Outcome.from_json(v) for k, v in scorers.items()}, thresholds)
+
+
+@dataclass
+class TurnRecord:
+    """One turn of a conversation: what was sent, what came back, and its per-turn assertions."""
+
+    index: int
+    input: str
+    output: list[Message]
+    duration_ms: float
+    gate_scores: dict[str, Outcome] = field(default_factory=dict)
+    scores: dict[str, Outcome] = field(default_factory=dict)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    """Raw threshold config of this turn's thresholded scorers (id -> number or {min, max})."""
+    simulated: bool = False
+    """Whether a simulated user wrote this turn's input (SPEC §13)."""
+
+    @property
+    def passed(self) -> bool:
+        """No gate of this turn missed."""
+        return not any(o.missed_gate for o in self.gate_scores.values())
+
+    def outcomes(self) -> dict[str, Any]:
+        return outcomes_json(self.gate_scores, self.scores, self.thresholds)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "input": self.input, "output": self.output, "simulated": self.simulated,
+                "duration_ms": round(self.duration_ms, 3), "outcomes": self.outcomes()}
+
+
+@dataclass
+class ItemResult:
+    """One conversation's outcome; ``status`` is ``ok`` or ``error``."""
+
+    index: int
+    id: str
+    tags: list[str]
+    form: str
+    status: str
+    thread_id: str | None
+    resource_id: str | None
+    turns: list[TurnRecord] = field(default_factory=list)
+    gate_scores: dict[str, Outcome] = field(default_factory=dict)
+    scores: dict[str, Outcome] = field(default_factory=dict)
+    error: str | None = None
+    traceback: str | None = None
+    duration_ms: float = 0.0
+    usage: list[Any] = field(default_factory=list)
+    repeats: int = 1
+    """How many times the conversation was played (``--repeat``); its scores are the means."""
+    gate_passes: dict[str, int] = field(default_factory=dict)
+    """Per gate, in how many of the repeats it passed (for pass@k and pass^k)."""
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    """Raw threshold config of the run's thresholded top-level scorers (id -> number or {min, max})."""
+    stop_reason: str | None = None
+    """Why a simulated conversation ended (``user_stop``, ``max_turns``, ``loop``); ``None`` when scripted."""
+
+    @property
+    def per_turn(self) -> bool:
+        """Whether its turns have results of their own (its form scores per turn)."""
+        return FORMS[self.form].per_turn
+
+    @property
+    def passed(self) -> bool:
+        """Status ok and no gate missed, at the top level or on any turn."""
+        gates = [*self.gate_scores.values(), *(o for t in self.turns for o in t.gate_scores.values())]
+        return self.status == "ok" and not any(o.missed_gate for o in gates)
+
+    def outcomes(self) -> dict[str, Any]:
+        """Gates and scorers of the whole conversation with scores, reasons, thresholds and pass/fail."""
+        return outcomes_json(self.gate_scores, self.scores, self.thresholds)
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as it appears in ``items`` of the JSON result (SPEC §7 keys, then evalcli's own)."""
+        return {
+            "index": self.index, "id": self.id, "tags": self.tags, "form": self.form, "status": self.status,
+            "thread_id": self.thread_id, "resource_id": self.resource_id, "error": self.error,
+            "scores": {k: finite_or_none(o.score) for k, o in self.scores.items()},
+            "gate_scores": {k: finite_or_none(o.score) for k, o in self.gate_scores.items()},
+            "turns": [t.to_json() for t in self.turns],
+            "passed": self.passed, "stop_reason": self.stop_reason, "outcomes": self.outcomes(),
+            "duration_ms": round(self.duration_ms, 3), "traceback": self.traceback,
+        }
+
+
+@dataclass(frozen=True)
+class GateResult:
+    id: str
+    passed: bool
+    score: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "passed": self.passed, "score": finite_or_none(self.score)}
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    id: str
+    passed: bool
+    average_score: float
+    threshold: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "passed": self.passed, "average_score": finite_or_none(self.average_score),
+                "threshold": self.threshold}
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    index: int
+    gate_results: list[GateResult]
+    threshold_results: list[ThresholdResult]
+    scores: dict[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "gate_results": [g.to_json() for g in self.gate_results],
+                "threshold_results": [t.to_json() for t in self.threshold_results],
+                "scores": {k: finite_or_none(v) for k, v in self.scores.items()}}
+
+
+@dataclass
+class Summary:
+    """The aggregate of a run: means, gate and threshold results, turn results and the verdict."""
+
+    scores: dict[str, float]
+    total_items: int
+    errors: int
+    not_scorable: dict[str, int]
+    gate_results: list[GateResult]
+    threshold_results: list[ThresholdResult]
+    turn_results: list[TurnResult]
+    verdict: Verdict | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "scores": {k: finite_or_none(v) for k, v in self.scores.items()},
+            "summary": {"total_items": self.total_items, "errors": self.errors, "not_scorable": self.not_scorable},
+            "gate_results": [g.to_json() for g in self.gate_results],
+            "threshold_results": [t.to_json() for t in self.threshold_results],
+            "turn_results": [t.to_json() for t in self.turn_results],
+        }
+
+
+@dataclass
+class RunResult:
+    """A finished (or interrupted) run of one dataset."""
+
+    run_id: str
+    dataset_path: str
+    """The dataset file as named when it was run (the JSON's ``dataset``)."""
+    target: str
+    summary: Summary
+    status: str
+    exit_code: int
+    items: list[ItemResult] | None = None
+    """Every conversation in dataset order, when the caller asked to keep them."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    completed: int = 0
+    selected: int = 0
+    pass_at_k: dict[str, float] = field(default_factory=dict)
+    """With ``--repeat k``: per gate, the share of conversations where at least one of the k plays passed."""
+    pass_all_k: dict[str, float] = field(default_factory=dict)
+    """With ``--repeat k``: per gate, the share of conversations where all k plays passed (pass^k)."""
+    repeat: int = 1
+    """How many times each conversation was played (``--repeat``)."""
+    dataset_name: str = ""
+    """The dataset's stable name (its path relative to the repository root, or resolved): ``runs.dataset``."""
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.summary.verdict
+
+    def to_json(self, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The JSON result of SPEC §7; ``items`` may be given already rendered (e.g. read back from the store)."""
+        rendered = items if items is not None else [i.to_json() for i in self.items or []]
+        repeats = ({"repeat": self.repeat, "pass_at_k": self.pass_at_k, "pass_all_k": self.pass_all_k}
+                   if self.repeat > 1 else {})
+        return {"run_id": self.run_id, "dataset": self.dataset_path, "target": self.target,
+                **self.summary.to_json(), **repeats, "items": rendered}

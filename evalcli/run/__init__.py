@@ -1,0 +1,13 @@
+"""Running datasets (SPEC §3, §6, §11, §13): the runner, one conversation, the drivers that write the user's side
+(scripted, per turn, simulated), the simulated user's prompt, repeats and the once-per-run notices.
+
+The runner never prints: it reports through ``Events``. Each finished conversation flows once to the
+aggregate, the store (through its writer thread) and the events.
+"""
+
+from __future__ import annotations
+
+from .runner import INTERRUPTED, Events, QuietEvents, RunContext, Runner, RunOptions, arun_evals, plan_of, run_evals
+
+__all__ = ["INTERRUPTED", "Events", "QuietEvents", "RunContext", "RunOptions", "Runner", "arun_evals", "plan_of",
+           "run_evals"]

@@ -1,0 +1,82 @@
+"""Conversation drivers: who writes the user's side of a conversation.
+
+The conversation opens a session on the target and hands a driver a ``send`` function; the driver decides
+what the user says, turn after turn, and when the conversation ends. ``input``, ``inputs`` and ``turns``
+items are scripted; a ``simulate`` item's driver asks an LLM playing the user (SPEC §13). A driver also
+says which of its turns carry their own gates and scorers. Nothing else in a run knows a form by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..dataset import Item, Turn
+from ..llm import LLMClient
+from ..messages import Message
+
+Send = Callable[[str, bool], Awaitable[list[Message]]]
+"""``send(text, simulated)``: one user turn; returns the agent's response messages for it."""
+
+TurnAssertions = Turn
+"""A turn's own gates and scorers (``gates``, ``scorers``)."""
+
+
+class ConversationFailed(Exception):
+    """The conversation cannot go on: the agent or the simulated user failed. ``message`` is what the
+    conversation's error says; ``cause`` the exception behind it (its traceback is stored);
+    ``stop_reason`` what the item records as its stop reason (simulated conversations say ``error``)."""
+
+    def __init__(self, message: str, cause: BaseException | None = None, stop_reason: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.cause = cause
+        self.stop_reason = stop_reason
+
+
+@dataclass
+class PlayContext:
+    """What a driver may use besides the session: the run's LLM client and cache setting."""
+
+    llm: Callable[[], LLMClient]
+    """Returns the run's LLM client (made on first call)."""
+    use_cache: bool = True
+
+
+class Driver(Protocol):
+    """Plays the user's side of one conversation."""
+
+    def assertions(self, index: int) -> TurnAssertions | None:
+        """The gates and scorers of turn ``index`` itself, when the form has per-turn ones."""
+        ...
+
+    async def play(self, send: Send, context: PlayContext) -> str | None:
+        """Play the conversation; return its stop reason (``None`` for scripted conversations)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Scripted:
+    """The user's messages are written in the dataset: sent in order, one turn each."""
+
+    inputs: tuple[str, ...]
+    turns: tuple[Turn, ...] = ()
+    """A ``turns`` item's turns, with their own gates and scorers (empty for ``input`` and ``inputs``)."""
+
+    def assertions(self, index: int) -> TurnAssertions | None:
+        return self.turns[index] if index < len(self.turns) else None
+
+    async def play(self, send: Send, context: PlayContext) -> str | None:
+        for text in self.inputs:
+            await send(text, False)
+        return None
+
+
+def driver_for(item: Item) -> Driver:
+    """The driver of an item: its simulated user, or its scripted messages."""
+    if item.simulation is not None:
+        from .simulated import SimulatedUser
+
+        return SimulatedUser(item.simulation)
+    return Scripted(tuple(item.inputs), tuple(item.turns or ()))

@@ -1,0 +1,55 @@
+"""``--repeat N``: play each conversation N times and reduce the results to one, by mean.
+
+Every score (top level and per turn, gates included) becomes the mean over the repeats where it was
+scorable; pass@k records, per gate, whether at least one of the k repeats passed. A repeat that
+errored makes the whole conversation an error: flakiness is never averaged away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..aggregate import Mean
+from ..results import ItemResult, Outcome, TurnRecord
+
+
+def mean_outcomes(runs: list[dict[str, Outcome]]) -> dict[str, Outcome]:
+    """Per id (first-seen order): the mean of the scorable outcomes, or not scorable if none was."""
+    ids = list(dict.fromkeys(key for outcomes in runs for key in outcomes))
+    reduced = {}
+    for key in ids:
+        present = [outcomes[key] for outcomes in runs if key in outcomes]
+        mean = Mean()
+        for outcome in present:
+            if outcome.score is not None and not outcome.not_scorable:
+                mean.add(outcome.score)
+        first = present[0]
+        if mean.count:
+            reduced[key] = Outcome(score=mean.value, reason=first.reason, error=first.error)
+        else:
+            reduced[key] = Outcome(not_scorable=True, reason=first.reason)
+    return reduced
+
+
+def reduce_repeats(results: list[ItemResult]) -> ItemResult:
+    """One result for a conversation played ``len(results)`` times."""
+    first = results[0]
+    usage = [record for r in results for record in r.usage]
+    duration = sum(r.duration_ms for r in results)
+    failed = next(((n, r) for n, r in enumerate(results) if r.status != "ok"), None)
+    if failed is not None:
+        n, bad = failed
+        return replace(bad, error=f"repeat {n + 1} of {len(results)}: {bad.error}", usage=usage, duration_ms=duration,
+                       repeats=len(results))
+    turns = []
+    for index, turn in enumerate(first.turns):
+        same = [r.turns[index] for r in results if len(r.turns) > index]
+        turns.append(TurnRecord(turn.index, turn.input, turn.output, turn.duration_ms,
+                                mean_outcomes([t.gate_scores for t in same]), mean_outcomes([t.scores for t in same]),
+                                turn.thresholds, turn.simulated))
+    passes = {gate_id: sum(1 for r in results if (o := r.gate_scores.get(gate_id)) is not None
+                           and not o.not_scorable and not o.missed_gate)
+              for gate_id in first.gate_scores}
+    return replace(first, turns=turns, gate_scores=mean_outcomes([r.gate_scores for r in results]),
+                   scores=mean_outcomes([r.scores for r in results]), usage=usage, duration_ms=duration,
+                   repeats=len(results), gate_passes=passes)

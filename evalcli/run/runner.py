@@ -1,0 +1,361 @@
+"""``run_evals``: play every conversation against the target, score it, fold the verdict.
+
+The runner never prints: it reports through an ``Events`` object (the CLI's is a progress bar and
+warnings). Conversations run concurrently, a conversation's turns strictly in order. A ``RunContext``
+owns what a run holds (target threads, the store's writer thread, the LLM client and its cache) and
+closes it at the end, for library callers too. Each finished conversation flows once to every
+consumer: the aggregate, the store (through its writer thread) and the events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..aggregate import Aggregator, Mean, exit_code
+from ..dataset import Dataset, Item, Selection, load_dataset
+from ..errors import INTERNAL_ERROR, UsageError
+from ..llm import LLMClient, UsageSink
+from ..results import ItemResult, Plan, RunResult
+from ..scorers import Builder
+from ..store import Store, StoredOptions, StoreWriter, new_run_id
+from ..targets import TargetCalls, TargetThreads
+from .conversation import Conversation
+from .drivers import PlayContext
+from .notices import memory_warning, unregistered_warning
+from .repeat import reduce_repeats
+
+INTERRUPTED = 130
+
+
+@dataclass
+class RunOptions:
+    """How to run a dataset; every field has the CLI's default."""
+
+    concurrency: int | None = None
+    """Conversations in flight; ``None`` takes the dataset's ``concurrency``."""
+    judge_concurrency: int = 8
+    """Judge calls in flight across all conversations."""
+    use_cache: bool = True
+    """Reuse cached judge and simulator replies (``--no-cache`` turns it off)."""
+    strict: bool = False
+    """Exit 3 on a ``scored`` verdict."""
+    max_errors: int = 0
+    """Item errors tolerated before the exit code says 4."""
+    selection: Selection = field(default_factory=Selection)
+    turn_timeout: float | None = None
+    """Seconds one target call may take (its own call only, not time spent waiting) before the conversation
+    is an error; ``None``: no limit."""
+    resume: str | None = None
+    """Continue this run id: keep finished conversations, run the rest."""
+    only_indexes: set[int] | None = None
+    """Run only these item indexes (used by --rerun-failed)."""
+    keep_items: bool = True
+    """Keep every ``ItemResult`` in ``RunResult.items`` (the CLI reads them back from the store instead)."""
+    handle_signals: bool = False
+    """Install SIGINT/SIGTERM handlers that stop the run cleanly (the CLI does)."""
+    grace_seconds: float = 5.0
+    """After an interrupt, how long conversations in flight may take to finish before they are cancelled."""
+    repeat: int = 1
+    """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
+
+    def stored(self, plan: Plan) -> StoredOptions:
+        """What the run's row keeps of these options (and of its plan)."""
+        selection = self.selection
+        return StoredOptions(plan, selection.filter, selection.shard, selection.limit, self.strict, self.max_errors,
+                             self.repeat, sorted(self.only_indexes or []) or None)
+
+
+class Events(Protocol):
+    """What the runner tells whoever is watching (all optional to act on)."""
+
+    def started(self, run_id: str, total: int, done: int) -> None: ...
+    def item_done(self, result: ItemResult) -> None: ...
+    def warning(self, text: str) -> None: ...
+    def stopping(self) -> None: ...
+
+
+class QuietEvents:
+    """Events that go nowhere (the default for library use)."""
+
+    def started(self, run_id: str, total: int, done: int) -> None:
+        pass
+
+    def item_done(self, result: ItemResult) -> None:
+        pass
+
+    def warning(self, text: str) -> None:
+        pass
+
+    def stopping(self) -> None:
+        pass
+
+
+def plan_of(dataset: Dataset) -> Plan:
+    return Plan([g.id for g in dataset.gates], [s.id for s in dataset.scorers],
+                {s.id: s.threshold.raw for s in dataset.scorers if s.threshold is not None})
+
+
+SWITCH_INTERVAL = 0.0005
+"""Seconds a thread may hold the GIL while another waits, during a run (Python's default is 5 ms): the
+writer and target threads share the GIL with the event loop, and a long hand-over would make every
+timer and every reply wait behind them."""
+
+WRITE_BACKLOG = 512
+"""Item writes queued at most: conversations that outrun SQLite wait for the writer (bounded memory)."""
+
+
+class RunContext:
+    """Everything one run holds, closed when it ends: target threads, the writer, the LLM client and cache."""
+
+    def __init__(self, store: Store | None, options: RunOptions) -> None:
+        self.store = store
+        self.options = options
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL))
+        self.threads = TargetThreads()
+        self.calls = TargetCalls(self.threads, options.turn_timeout)
+        self.writer: StoreWriter | None = store.writer() if store is not None else None
+        self._llm: LLMClient | None = None
+        self._queued: deque[Future[Any]] = deque(maxlen=WRITE_BACKLOG)
+
+    def llm(self) -> LLMClient:
+        """The run's LLM client (made on first use), with the response cache of the run's database."""
+        if self._llm is None:
+            from ..llm import LLMSettings
+
+            settings = LLMSettings.from_env()
+            settings.judge_concurrency = self.options.judge_concurrency
+            settings.cache = self.options.use_cache
+            cache = None
+            if self.store is not None and self.options.use_cache:
+                cache = self.store.response_cache(self.writer)
+            self._llm = LLMClient(settings, cache)
+        return self._llm
+
+    async def write(self, build: Callable[[], list[Any]]) -> None:
+        """Statements built and written by the writer thread; the caller waits without blocking the loop."""
+        if self.writer is not None:
+            await asyncio.wrap_future(self.writer.statements(build))
+
+    def write_later(self, build: Callable[[], list[Any]]) -> None:
+        """Statements handed to the writer thread; nobody waits (errors surface when the run closes)."""
+        if self.writer is not None:
+            self._queued.append(self.writer.statements(build))
+
+    async def keep_up(self) -> None:
+        """Wait while ``WRITE_BACKLOG`` writes are queued, so results cannot pile up in memory faster than
+        SQLite takes them (with a zero-latency target the conversations outrun the writer)."""
+        if len(self._queued) == WRITE_BACKLOG and not self._queued[0].done():
+            with contextlib.suppress(Exception):  # a failed write is raised by the writer's close (its first error)
+                await asyncio.wrap_future(self._queued[0])
+
+    async def aclose(self) -> None:
+        """Flush and stop the writer (off the loop), close the cache, let idle target threads end."""
+        try:
+            if self.writer is not None:
+                await asyncio.to_thread(self.writer.close)
+        finally:
+            if self._llm is not None and self._llm.cache is not None:
+                self._llm.cache.close()
+            self.threads.close()
+            sys.setswitchinterval(self._switch_interval)
+
+
+class Runner:
+    """One run of one dataset (new, resumed or a re-run of failures)."""
+
+    def __init__(self, dataset: Dataset, store: Store | None, options: RunOptions, events: Events) -> None:
+        self.dataset = dataset
+        self.store = store
+        self.options = options
+        self.events = events
+        self.stopping = False
+        self.interrupted = False
+
+    async def _select(self) -> tuple[list[Item], dict[int, ItemResult], str]:
+        items = self.options.selection.apply(self.dataset.items)
+        if self.options.only_indexes is not None:
+            items = [i for i in items if i.index in self.options.only_indexes]
+        kept: dict[int, ItemResult] = {}
+        run_id = self.options.resume or new_run_id()
+        if self.options.resume:
+            if self.store is None:
+                raise UsageError("--resume needs a database", "pass --db PATH")
+            store = self.store
+            stored = await asyncio.to_thread(lambda: list(store.load_items(run_id)))
+            kept = {r.index: r for r in stored if r.status == "ok"}
+        return items, kept, run_id
+
+    async def run(self) -> RunResult:
+        context = RunContext(self.store, self.options)
+        try:
+            scope = self.dataset.scope
+            if scope is None:
+                return await self._run(context)
+            with scope:
+                return await self._run(context)
+        finally:
+            await context.aclose()
+
+    async def _run(self, context: RunContext) -> RunResult:
+        items, kept, run_id = await self._select()
+        plan = plan_of(self.dataset)
+        aggregator = Aggregator(plan, [i.index for i in items])
+        warnings = [w for w in (memory_warning(self.dataset, items), unregistered_warning(self.dataset)) if w]
+        for text in warnings:
+            self.events.warning(text)
+        store = self.store
+        if store is not None:
+            resume = bool(self.options.resume)
+            await context.write(lambda: store.resume_statements(run_id) if resume else
+                                store.begin_statements(run_id, self.dataset, self.options.stored(plan)))
+        to_run = [i for i in items if i.index not in kept]
+        self.events.started(run_id, len(items), len(items) - len(to_run))
+        results: dict[int, ItemResult] = {}
+        for result in kept.values():
+            if aggregator.expects(result.index):
+                aggregator.add(result)
+                if self.options.keep_items:
+                    results[result.index] = result
+        registered = {s.id for s in self.dataset.all_specs() if s.registered}
+        usage = UsageSink()
+        passes: dict[str, Mean] = {}
+        all_passes: dict[str, Mean] = {}
+
+        def finished(result: ItemResult) -> None:
+            aggregator.add(result)
+            if result.status == "ok" and result.repeats > 1:
+                for gate_id, count in result.gate_passes.items():
+                    passes.setdefault(gate_id, Mean()).add(float(count > 0))
+                    all_passes.setdefault(gate_id, Mean()).add(float(count == result.repeats))
+            if store is not None:
+                context.write_later(lambda: store.item_statements(run_id, result, registered))
+            if self.options.keep_items:
+                results[result.index] = result
+            for record in result.usage:
+                usage.record(record)
+            self.events.item_done(result)
+
+        try:
+            await self._play_all(to_run, finished, context, plan)
+        except BaseException as exc:
+            # whatever happened, the run's row ends with a status and an exit code, never 'running'
+            interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+            status, code = ("interrupted", INTERRUPTED) if interrupted else ("failed", INTERNAL_ERROR)
+            aggregator.flush()
+            partial = aggregator.summary()
+            if store is not None:
+                context.write_later(lambda: store.finish_statements(run_id, partial, status, code, aggregator.items))
+            raise
+        status = "interrupted" if self.interrupted else "completed"
+        aggregator.flush()
+        summary = aggregator.summary()
+        code = INTERRUPTED if self.interrupted else exit_code(summary, strict=self.options.strict,
+                                                                max_errors=self.options.max_errors)
+        if store is not None:
+            await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items))
+        ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
+        return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
+                         code, ordered, usage.totals(), warnings, completed=aggregator.items, selected=len(items),
+                         pass_at_k={g: m.value for g, m in passes.items() if m.count},
+                         pass_all_k={g: m.value for g, m in all_passes.items() if m.count},
+                         repeat=self.options.repeat, dataset_name=self.dataset.name)
+
+    async def _play_all(self, items: list[Item], finished: Callable[[ItemResult], None], context: RunContext,
+                        plan: Plan) -> None:
+        concurrency = max(1, self.options.concurrency or self.dataset.concurrency)
+        workers = min(concurrency, len(items))
+        if not workers:
+            return
+        builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
+        conversation = Conversation(self.dataset, builder, context.calls,
+                                    PlayContext(context.llm, self.options.use_cache), plan.thresholds)
+        queue = iter(items)
+
+        async def worker() -> None:
+            for item in queue:
+                if self.stopping:
+                    return
+                if self.options.repeat > 1:
+                    finished(reduce_repeats([await conversation.play(item) for _ in range(self.options.repeat)]))
+                else:
+                    finished(await conversation.play(item))
+                await context.keep_up()
+                if self.stopping:
+                    return
+
+        tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
+        restore = self._install_signals() if self.options.handle_signals else None
+        try:
+            await self._wait(tasks)
+        finally:
+            if restore:
+                restore()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.dataset.target.aclose()
+
+    async def _wait(self, tasks: list[asyncio.Task[None]]) -> None:
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, timeout=0.2, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                if task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+            if self.stopping and pending:
+                deadline = time.monotonic() + self.options.grace_seconds
+                # re-check often: a second signal sets grace_seconds to 0 (stop now)
+                while pending and time.monotonic() < deadline and self.options.grace_seconds > 0:
+                    _, pending = await asyncio.wait(pending, timeout=min(0.1, deadline - time.monotonic()))
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                return
+
+    def _install_signals(self) -> Callable[[], None] | None:
+        loop = asyncio.get_running_loop()
+
+        def stop() -> None:
+            if self.stopping:
+                self.options.grace_seconds = 0  # a second signal: stop now
+            self.stopping = self.interrupted = True
+            self.events.stopping()
+
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, stop)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+
+        def restore() -> None:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+        return restore
+
+
+async def arun_evals(dataset: Dataset | str | Path, *, store: Store | None = None, options: RunOptions | None = None,
+                     events: Events | None = None, scorers: str | None = None) -> RunResult:
+    """Run one dataset (a ``Dataset`` or a path to one) and return its result."""
+    if not isinstance(dataset, Dataset):
+        dataset = load_dataset(dataset, scorers)
+    return await Runner(dataset, store, options or RunOptions(), events or QuietEvents()).run()
+
+
+def run_evals(dataset: Dataset | str | Path, *, store: Store | None = None, options: RunOptions | None = None,
+              events: Events | None = None, scorers: str | None = None) -> RunResult:
+    """Synchronous ``arun_evals``: the entry point for Python users and for the CLI."""
+    return asyncio.run(arun_evals(dataset, store=store, options=options, events=events, scorers=scorers))

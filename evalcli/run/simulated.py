@@ -1,0 +1,58 @@
+"""The simulated user's driver (SPEC §13): an LLM plays the user toward a goal.
+
+The driver sends the opening (if any), then asks the simulator (``simulator``) for each next user
+message, and ends the conversation on the first stop rule that applies:
+
+- ``user_stop``: the simulator's message contains ``###STOP###`` (that message is not sent);
+- ``max_turns``: ``max_turns`` user messages (the opening included) have been answered;
+- ``loop``: the simulator repeats the previous user message (the repeat is not sent);
+- ``error``: the agent or the simulator failed (the conversation's error).
+
+The agent only ever receives the user's messages: never the goal, persona, facts or expected outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dataset import Simulation
+from .drivers import ConversationFailed, PlayContext, Send, TurnAssertions
+from .simulator import STOP_MARKER, Simulator, agent_words, fenced, simulator_messages
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+@dataclass(frozen=True)
+class SimulatedUser:
+    """The driver of a ``simulate`` item: an LLM writes the user's side, turn after turn."""
+
+    simulation: Simulation
+
+    def assertions(self, index: int) -> TurnAssertions | None:
+        return None
+
+    async def play(self, send: Send, context: PlayContext) -> str:
+        """Play until a stop rule applies; returns the stop reason (``user_stop``, ``max_turns`` or ``loop``)."""
+        simulation = self.simulation
+        simulator = Simulator(context.llm(), simulation.model, context.use_cache)
+        said: list[str] = []
+        heard: list[str] = []
+        for turn in range(simulation.max_turns):
+            if turn == 0 and simulation.opening:
+                text, simulated = simulation.opening, False
+            else:
+                text = await simulator.next_message(simulator_messages(simulation, said, heard), turn)
+                if STOP_MARKER in text:
+                    return "user_stop"
+                if said and _same(text, said[-1]):
+                    return "loop"
+                simulated = True
+            try:
+                output = await send(text, simulated)
+            except ConversationFailed as exc:
+                raise ConversationFailed(exc.message, exc.cause, stop_reason="error") from None
+            said.append(text)
+            heard.append(fenced(agent_words(output)))
+        return "max_turns"

@@ -1,0 +1,31 @@
+"""Scorers (SPEC §4, §5, §8, §14): every kind declared once (``kinds``), the specs and how scorers are built from
+them (``registry``), custom Python scorers, the deterministic ``checks`` and the LLM ``judges`` on one engine.
+
+A scorer is any object with ``async def score(run: ScorerRun) -> Outcome``. Kinds are declared where they are
+implemented and found by name; parsing references from YAML is ``evalcli.dataset``'s job. What a scorer
+receives and returns (``base``) is imported at once (``import evalcli`` needs it); the rest when first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .base import NotScorable, Score, ScorerRun, TurnView, not_scorable
+
+if TYPE_CHECKING:
+    from .kinds import BuildContext, Kind, Scorer, all_kinds, find, register
+    from .registry import Builder, Registry, ScorerSpec
+
+__all__ = ["BuildContext", "Builder", "Kind", "NotScorable", "Registry", "Score", "Scorer", "ScorerRun", "ScorerSpec",
+           "TurnView", "all_kinds", "find", "not_scorable", "register"]
+
+_LAZY = {"BuildContext": "kinds", "Kind": "kinds", "Scorer": "kinds", "all_kinds": "kinds", "find": "kinds",
+         "register": "kinds", "Builder": "registry", "Registry": "registry", "ScorerSpec": "registry"}
+
+
+def __getattr__(name: str) -> Any:
+    # kinds and specs need pydantic: loaded only when used, keeping `import evalcli` light
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'evalcli.scorers' has no attribute {name!r}")

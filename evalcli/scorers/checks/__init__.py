@@ -1,0 +1,8 @@
+"""The deterministic checks (SPEC §4, §14): ``basic`` (text and tool checks), ``tools`` (arguments, trajectories, F1,
+JSON output) and ``matching`` (JSON value matching and maximum bipartite matching). No LLM."""
+
+from __future__ import annotations
+
+from .basic import CheckArgs, CheckScorer, check, dice_similarity
+
+__all__ = ["CheckArgs", "CheckScorer", "check", "dice_similarity"]

@@ -1,0 +1,199 @@
+"""The list-then-judge judges of the scorer library (SPEC §14): ``completeness``, ``knowledge_retention``, ``grounded``.
+
+Each makes its calls in a fixed order: first it lists (the user's intentions, the facts the user gave,
+the assistant's claims) from the text it may read, then it judges every listed item in one call whose
+reply must hold exactly one verdict per item. The reason keeps what was listed and each verdict.
+They are declared in ``judges.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...results import Outcome
+from ..base import ScorerRun
+from .engine import Verdicts, reader
+from .kit import (
+    EVIDENCE,
+    Asking,
+    PlainJudgeArgs,
+    assistant_transcript,
+    cleaned,
+    conversation_transcript,
+    fenced_list,
+    fenced_tool_results,
+    numbered,
+    numbers,
+    replied,
+    reply_shape,
+    tool_results,
+    turns_of,
+    user_transcript,
+    verdict_lines,
+    verdict_shape,
+)
+
+# --- completeness -------------------------------------------------------------------------------
+
+class Intentions(Verdicts):
+    intentions: list[str]
+
+
+class IntentionVerdict(Verdicts):
+    intention: int
+    reasoning: str
+    met: bool
+
+
+class IntentionVerdicts(Verdicts):
+    verdicts: list[IntentionVerdict]
+
+
+LIST_INTENTIONS_TASK = "You list what the user wanted from the assistant."
+JUDGE_INTENTIONS_TASK = "You decide, for each of the user's intentions, whether the assistant met it."
+
+
+async def completeness(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outcome:
+    turns = turns_of(run)
+    prompt = (f"The user's messages follow. {EVIDENCE}\n{user_transcript(turns)}\n\nList the user's intentions: "
+              "each distinct thing the user wanted the assistant to do, answer or provide, as one short sentence. "
+              "Greetings, thanks and small talk are not intentions. If there are none, give an empty list.\n"
+              + reply_shape('{"intentions": ["<intention>", ...]}'))
+    listed: Intentions = await asking.ask(LIST_INTENTIONS_TASK, prompt, Intentions, reader(Intentions))
+    intentions = cleaned(listed.intentions)
+    if not intentions:
+        return Outcome(score=1.0, reason="No intentions listed: nothing to meet.")
+    wanted = list(range(1, len(intentions) + 1))
+    prompt = (f"The conversation follows. {EVIDENCE}\n{conversation_transcript(turns)}\n\nThe user's intentions, "
+              f"as listed from the user's messages:\n{fenced_list(intentions)}\n\nFor each intention, decide whether "
+              "the assistant met it by the end of the conversation: it did what was asked or gave what was wanted. "
+              "A refusal, an excuse or a promise to do it later does not meet it. Give exactly one verdict for each "
+              f"of intentions {numbers(wanted)}.\n" + verdict_shape("intention", wanted, "met"))
+    verdicts: list[IntentionVerdict] = await asking.ask(
+        JUDGE_INTENTIONS_TASK, prompt, IntentionVerdicts, numbered(IntentionVerdicts, "verdicts", "intention", wanted))
+    met = sum(v.met for v in verdicts)
+    rows = [("met" if v.met else "not met", i, v.reasoning) for i, v in zip(intentions, verdicts, strict=True)]
+    return Outcome(score=met / len(intentions), reason=f"{met} of {len(intentions)} intentions met.\n"
+                                                       f"{verdict_lines(rows)}")
+
+
+
+
+# --- knowledge_retention ------------------------------------------------------------------------
+
+class Fact(Verdicts):
+    fact: str
+    turn: int
+
+
+class Facts(Verdicts):
+    facts: list[Fact]
+
+
+class LapseVerdict(Verdicts):
+    turn: int
+    reasoning: str
+    lapse: bool
+
+
+class LapseVerdicts(Verdicts):
+    verdicts: list[LapseVerdict]
+
+
+LIST_FACTS_TASK = "You list the facts the user gave the assistant."
+JUDGE_LAPSES_TASK = "You decide, for assistant turns, whether the assistant forgot or contradicted what the user told it."
+
+
+def _facts_reader(user_turns: set[int]) -> Callable[[str | None], Facts | None]:
+    """Facts read strictly, each naming a user turn that exists."""
+    read = reader(Facts)
+
+    def parse(text: str | None) -> Facts | None:
+        facts = read(text)
+        return facts if facts is not None and all(f.turn in user_turns for f in facts.facts) else None
+
+    return parse
+
+
+async def knowledge_retention(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outcome:
+    turns = turns_of(run)
+    prompt = (f"The user's messages follow. {EVIDENCE}\n{user_transcript(turns)}\n\nList the facts the user stated "
+              "that the assistant should remember later: names, preferences, numbers, dates, constraints, earlier "
+              "answers. Give each as one short sentence with the number of the user turn where it first appears. "
+              "Questions and requests are not facts. If there are none, give an empty list.\n"
+              + reply_shape('{"facts": [{"fact": "<fact>", "turn": <user turn number>}]}'))
+    listed: Facts = await asking.ask(LIST_FACTS_TASK, prompt, Facts, _facts_reader({t.number for t in turns}))
+    facts = [(f.turn, text) for f in listed.facts for text in cleaned([f.fact])]
+    shown = "; ".join(f"{text} (user turn {turn})" for turn, text in facts)
+    if not facts:
+        return Outcome(score=1.0, reason="No facts listed: no assistant turn to judge.")
+    judged = [t.number for t in replied(turns) if t.number >= min(turn for turn, _ in facts)]
+    if not judged:
+        return Outcome(score=1.0, reason=f"No assistant turn after the first fact.\nFacts: {shown}")
+    items = [f"{text} (from user turn {turn})" for turn, text in facts]
+    prompt = (f"The conversation follows. {EVIDENCE}\n{conversation_transcript(turns)}\n\nFacts the user gave, as "
+              f"listed from the user's messages:\n{fenced_list(items)}\n\nFor each of assistant turns "
+              f"{numbers(judged)}, decide whether it has a lapse: it forgets a fact the user had given by then (in "
+              "that turn or earlier), for example by asking for it again or ignoring it, or it contradicts such a "
+              "fact. A turn that needs no fact has no lapse. Give exactly one verdict for each of those turns.\n"
+              + verdict_shape("turn", judged, "lapse"))
+    verdicts: list[LapseVerdict] = await asking.ask(
+        JUDGE_LAPSES_TASK, prompt, LapseVerdicts, numbered(LapseVerdicts, "verdicts", "turn", judged))
+    lapses = sum(v.lapse for v in verdicts)
+    rows = [("lapse" if v.lapse else "kept", f"assistant turn {v.turn}", v.reasoning) for v in verdicts]
+    return Outcome(score=1 - lapses / len(judged), reason=f"{lapses} lapse{'s' if lapses != 1 else ''} in {len(judged)} "
+                                                          f"judged assistant turns.\nFacts: {shown}\n"
+                                                          f"{verdict_lines(rows)}")
+
+
+
+
+# --- grounded -----------------------------------------------------------------------------------
+
+class Claims(Verdicts):
+    claims: list[str]
+
+
+class ClaimVerdict(Verdicts):
+    claim: int
+    reasoning: str
+    supported: bool
+
+
+class ClaimVerdicts(Verdicts):
+    verdicts: list[ClaimVerdict]
+
+
+LIST_CLAIMS_TASK = "You list the factual claims the assistant made."
+JUDGE_CLAIMS_TASK = "You decide, for each claim the assistant made, whether its tool results support it."
+
+
+async def grounded(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outcome:
+    turns = turns_of(run)
+    if not replied(turns):
+        return Outcome(score=1.0, reason="No assistant text: no claims.")
+    prompt = (f"The assistant's side of the conversation follows. {EVIDENCE}\n{assistant_transcript(turns)}\n\nList "
+              "the factual claims in the assistant's turns: statements about the world, data or results that could be "
+              "checked (not greetings, offers of help, questions, opinions or instructions). Write each as one short "
+              "self-contained sentence. If there are none, give an empty list.\n"
+              + reply_shape('{"claims": ["<claim>", ...]}'))
+    listed: Claims = await asking.ask(LIST_CLAIMS_TASK, prompt, Claims, reader(Claims))
+    claims = cleaned(listed.claims)
+    if not claims:
+        return Outcome(score=1.0, reason="No claims listed.")
+    results = tool_results(run.output)
+    if not results:
+        rows = [("not supported", c, "there are no tool results") for c in claims]
+        return Outcome(score=0.0, reason=f"0 of {len(claims)} claims supported: no tool results.\n{verdict_lines(rows)}")
+    wanted = list(range(1, len(claims) + 1))
+    prompt = (f"The results of the assistant's tool calls follow. {EVIDENCE}\n{fenced_tool_results(results)}\n\n"
+              f"Claims the assistant made, as listed from its replies:\n{fenced_list(claims)}\n\nFor each claim, "
+              "decide whether the tool results support it: a result states it or directly implies it. A claim that no "
+              "result mentions, or that a result contradicts, is not supported. Give exactly one verdict for each of "
+              f"claims {numbers(wanted)}.\n" + verdict_shape("claim", wanted, "supported"))
+    verdicts: list[ClaimVerdict] = await asking.ask(
+        JUDGE_CLAIMS_TASK, prompt, ClaimVerdicts, numbered(ClaimVerdicts, "verdicts", "claim", wanted))
+    supported = sum(v.supported for v in verdicts)
+    rows = [("supported" if v.supported else "not supported", c, v.reasoning) for c, v in zip(claims, verdicts, strict=True)]
+    return Outcome(score=supported / len(claims), reason=f"{supported} of {len(claims)} claims supported by tool "
+                                                         f"results.\n{verdict_lines(rows)}")

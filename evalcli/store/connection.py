@@ -1,0 +1,63 @@
+"""Connections to a run database: for writing (WAL, busy timeout, foreign keys), read-only, and the one way
+statements are written (each batch in a ``BEGIN IMMEDIATE`` transaction)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import migrations
+
+BUSY_TIMEOUT_MS = 30_000
+READ_BUSY_TIMEOUT_MS = 250
+"""Reads that must happen on the event loop wait at most this long for a lock, then give up."""
+
+Statement = tuple[str, Any]
+Job = Callable[[Any], Any]
+"""A write: a function of a connection (or of the batch's shared transaction)."""
+
+
+def connect(path: str, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """A connection for writing: WAL, busy timeout, foreign keys, autocommit (transactions are explicit)."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=timeout_ms / 1000, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def open_readonly(path: str) -> sqlite3.Connection:
+    """A read-only connection; a WAL file in a read-only folder is read as immutable; an old schema is
+    migrated in a copy in memory (the file is never touched)."""
+    uri = Path(path).resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if migrations.pending(conn):
+        memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        conn.backup(memory)
+        conn.close()
+        migrations.apply(memory)
+        conn = memory
+    return conn
+
+
+def run(conn: Any, statements: list[Statement]) -> None:
+    """Statements in one ``BEGIN IMMEDIATE`` transaction; a list of parameter rows is an ``executemany``."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, params in statements:
+            if isinstance(params, list) and params and isinstance(params[0], (tuple, list)):
+                conn.executemany(sql, params)
+            elif not (isinstance(params, list) and not params):
+                conn.execute(sql, params)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

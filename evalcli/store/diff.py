@@ -1,0 +1,123 @@
+"""Two stored runs compared (``evalcli diff``, the HTML report's baseline): is the second worse than the first?"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+from ..results import ItemResult, RunResult, Summary, fmt
+from .history import load_run
+from .store import Store
+
+VERDICT_RANK = {None: 0, "passed": 0, "scored": 1, "failed": 2}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One figure in run A and run B; ``regressed`` when B is lower than A by more than the tolerance."""
+
+    id: str
+    a: float | None
+    b: float | None
+    regressed: bool
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+
+@dataclass
+class ItemChange:
+    """One conversation matched by item id across the two runs."""
+
+    id: str
+    passed_a: bool | None
+    passed_b: bool | None
+    scores: list[Change]
+
+    @property
+    def newly_failing(self) -> bool:
+        return self.passed_a is True and self.passed_b is False
+
+
+@dataclass
+class RunDiff:
+    """Run B against run A: scorer averages, gate scores, verdicts and per-item scores."""
+
+    a: RunResult
+    b: RunResult
+    tolerance: float
+    scorers: list[Change]
+    gates: list[Change]
+    items: list[ItemChange]
+    regressions: list[str] = field(default_factory=list)
+    """Why B is worse than A, one line each (empty when it is not)."""
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.regressions else 0
+
+
+def _changes(a: dict[str, float], b: dict[str, float], tolerance: float) -> list[Change]:
+    ids = [*a, *(k for k in b if k not in a)]
+    return [Change(k, a.get(k), b.get(k), _dropped(a.get(k), b.get(k), tolerance)) for k in ids]
+
+
+def _dropped(a: float | None, b: float | None, tolerance: float) -> bool:
+    if a is None or b is None or math.isnan(a):
+        return False
+    return math.isnan(b) or b < a - tolerance - 1e-12  # the epsilon keeps "exactly the tolerance" a pass
+
+
+def _gate_scores(summary: Summary) -> dict[str, float]:
+    scores = {g.id: g.score for g in summary.gate_results}
+    for turn in summary.turn_results:
+        scores.update({f"turn {turn.index}: {g.id}": g.score for g in turn.gate_results})
+    return scores
+
+
+def _item_changes(a: list[ItemResult], b: list[ItemResult], tolerance: float) -> list[ItemChange]:
+    by_id_a, by_id_b = {item.id: item for item in a}, {item.id: item for item in b}
+    ids = [*by_id_a, *(item_id for item_id in by_id_b if item_id not in by_id_a)]
+    changes = []
+    for item_id in ids:
+        item_a, item_b = by_id_a.get(item_id), by_id_b.get(item_id)
+        scores_a = {k: o.score for k, o in (item_a.scores if item_a else {}).items() if o.score is not None}
+        scores_b = {k: o.score for k, o in (item_b.scores if item_b else {}).items() if o.score is not None}
+        changes.append(ItemChange(item_id, item_a.passed if item_a else None,
+                                  item_b.passed if item_b else None,
+                                  _changes(scores_a, scores_b, tolerance)))
+    return changes
+
+
+def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0, *,
+              allow_different: bool = False) -> RunDiff:
+    """Compare run B with run A; ``regressions`` says why B is worse beyond ``tolerance`` (empty if not).
+
+    Runs of different datasets are refused unless ``allow_different``; a conversation of A that B lacks
+    is a regression.
+    """
+    if not (tolerance >= 0 and math.isfinite(tolerance)):
+        raise UsageError(f"--tolerance {tolerance} must be a finite number >= 0", "write e.g. --tolerance 0.05")
+    a, b = load_run(store, run_a), load_run(store, run_b)
+    if a.result.dataset_name != b.result.dataset_name and not allow_different:
+        raise UsageError(f"run {a.result.run_id} is of {a.result.dataset_path} but run {b.result.run_id} is of "
+                         f"{b.result.dataset_path}: they are not runs of one dataset",
+                         "compare runs of the same dataset, or pass --allow-different")
+    diff = RunDiff(a.result, b.result, tolerance,
+                   _changes(a.result.summary.scores, b.result.summary.scores, tolerance),
+                   _changes(_gate_scores(a.result.summary), _gate_scores(b.result.summary), tolerance),
+                   _item_changes(list(a.items()), list(b.items()), tolerance))
+    for change in diff.scorers:
+        if change.regressed:
+            diff.regressions.append(f"scorer {change.id}: average {fmt(change.a)} -> {fmt(change.b)}")
+    for change in diff.gates:
+        if change.regressed:
+            diff.regressions.append(f"gate {change.id}: score {fmt(change.a)} -> {fmt(change.b)}")
+    if VERDICT_RANK[b.result.verdict] > VERDICT_RANK[a.result.verdict]:
+        diff.regressions.append(f"verdict: {a.result.verdict or 'none'} -> {b.result.verdict}")
+    diff.regressions.extend(f"item {item.id}: passed in A, fails in B" for item in diff.items if item.newly_failing)
+    diff.regressions.extend(f"item {item.id}: in A, missing from B" for item in diff.items
+                            if item.passed_a is not None and item.passed_b is None)
+    return diff

@@ -1,0 +1,148 @@
+"""Run history as data (``evalcli runs``, ``show``, ``diff``, ``report``): stored runs read back as ``RunResult``s.
+
+Everything here reads what ``Store`` wrote. A stored run's aggregate (``runs.result``) is the SPEC §7
+JSON of its summary; a run without one (never finished) is recomputed with ``Aggregator``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..aggregate import Aggregator
+from ..errors import StoreError
+from ..llm import ResponseCache
+from ..results import GateResult, ItemResult, Plan, RunResult, Summary, ThresholdResult, TurnResult
+from .store import Store
+
+HISTORY_RUNS = 30
+"""How many runs of a dataset ``score_history`` reads at most (the reported one and those before it)."""
+
+
+def open_existing(path: str | Path) -> Store:
+    """Open a database that must already exist, read-only (reading history never creates or changes a file)."""
+    return Store.existing(path)
+
+
+def _float(value: Any) -> float:
+    """A JSON score back to a float (non-finite scores were written as null)."""
+    return math.nan if value is None else float(value)
+
+
+def summary_from_json(data: dict[str, Any]) -> Summary:
+    """Rebuild a ``Summary`` from the aggregate JSON of SPEC §7 (as stored in ``runs.result``)."""
+    def gates(rows: list[dict[str, Any]]) -> list[GateResult]:
+        return [GateResult(g["id"], g["passed"], _float(g["score"])) for g in rows]
+
+    def thresholds(rows: list[dict[str, Any]]) -> list[ThresholdResult]:
+        return [ThresholdResult(t["id"], t["passed"], _float(t["average_score"]), t["threshold"]) for t in rows]
+
+    counts = data["summary"]
+    return Summary(
+        scores={k: _float(v) for k, v in data["scores"].items()},
+        total_items=counts["total_items"], errors=counts["errors"], not_scorable=dict(counts["not_scorable"]),
+        gate_results=gates(data["gate_results"]), threshold_results=thresholds(data["threshold_results"]),
+        turn_results=[TurnResult(t["index"], gates(t["gate_results"]), thresholds(t["threshold_results"]),
+                                 {k: _float(v) for k, v in t["scores"].items()}) for t in data["turn_results"]],
+        verdict=data["verdict"],
+    )
+
+
+def aggregate(plan: Plan, items: list[ItemResult]) -> Summary:
+    """The summary of these conversations, folded in dataset (item index) order as the runner does."""
+    ordered = sorted(items, key=lambda item: item.index)
+    aggregator = Aggregator(plan, [item.index for item in ordered])
+    for item in ordered:
+        aggregator.add(item)
+    return aggregator.summary()
+
+
+@dataclass
+class StoredRun:
+    """A run read back from a database: its ``RunResult`` (without items), plan and ``runs`` row."""
+
+    store: Store
+    result: RunResult
+    plan: Plan
+    row: dict[str, Any]
+
+    def items(self) -> Iterator[ItemResult]:
+        """Its conversations in dataset order (read afresh on every call)."""
+        return self.store.load_items(self.result.run_id)
+
+
+def load_run(store: Store, run_id: str) -> StoredRun:
+    """A stored run by id or unique id prefix; a run that never finished gets its summary recomputed."""
+    row = store.require_run(run_id)
+    plan = store.plan(row["id"])
+    if row["result"]:
+        summary = summary_from_json(json.loads(row["result"]))
+    else:
+        summary = aggregate(plan, list(store.load_items(row["id"])))
+    usage = {"calls": row["llm_calls"], "cache_hits": row["cache_hits"], "prompt_tokens": row["prompt_tokens"],
+             "completion_tokens": row["completion_tokens"], "cost": row["cost"]}
+    completed = row["completed_items"] or summary.total_items
+    result = RunResult(row["id"], row.get("dataset_path") or row["dataset"], row["target"], summary, row["status"],
+                       row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
+                       completed=completed, selected=max(completed, row["total_items"] or 0),
+                       dataset_name=row["dataset"])
+    return StoredRun(store, result, plan, row)
+
+
+def find_item(store: Store, run_id: str, key: str) -> ItemResult:
+    """A conversation of a stored run by item id, or else by index."""
+    query = "SELECT item_index FROM items WHERE run_id = ? AND item_id = ?"
+    rows = list(store.query(query, [run_id, key]))
+    if not rows and key.isdigit():
+        rows = list(store.query("SELECT item_index FROM items WHERE run_id = ? AND item_index = ?", [run_id, int(key)]))
+    if not rows:
+        known = [r["item_id"] for r in store.query("SELECT item_id FROM items WHERE run_id = ? ORDER BY item_index "
+                                                   "LIMIT 8", [run_id])]
+        raise StoreError(f"run {run_id} has no conversation '{key}'",
+                         f"give an item id or index; ids include: {', '.join(known) or '(none stored)'}")
+    index = rows[0]["item_index"]
+    return next(item for item in store.load_items(run_id) if item.index == index)
+
+
+def open_cache(path: str | Path, *, write: bool) -> ResponseCache:
+    """The response cache of an existing database (``cache clear`` writes it; ``cache info`` only reads, and
+    reading never changes the file)."""
+    store = Store.existing(path, write=write)
+    if not write:
+        return ResponseCache(store.conn)  # its read-only connection (the cache closes it)
+    try:
+        return store.response_cache()
+    finally:
+        store.close()
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One run of a dataset with its registered scorers' means."""
+
+    run_id: str
+    started_at: str
+    means: dict[str, float]
+
+
+def score_history(store: Store, dataset: str, run_id: str, limit: int = HISTORY_RUNS) -> list[RunPoint]:
+    """Each registered scorer's mean per run, over the last ``limit`` runs of ``dataset`` up to ``run_id``
+    (oldest first). Per-turn rows are kept apart as ``id (per turn)``, gates as ``gate id``."""
+    runs = list(store.db.query("SELECT id, started_at FROM runs WHERE dataset = ? AND id <= ? ORDER BY id DESC "
+                               "LIMIT ?", [dataset, run_id, limit]))
+    runs.reverse()
+    if not runs:
+        return []
+    marks = ", ".join("?" for _ in runs)
+    means: dict[str, dict[str, float]] = {r["id"]: {} for r in runs}
+    query = (f"SELECT run_id, scorer_id, role, turn_index IS NOT NULL AS per_turn, AVG(score) AS mean FROM scores "
+             f"WHERE run_id IN ({marks}) AND score IS NOT NULL GROUP BY run_id, scorer_id, role, per_turn "
+             "ORDER BY run_id, role DESC, per_turn, scorer_id")
+    for row in store.db.query(query, [r["id"] for r in runs]):
+        label = ("gate " if row["role"] == "gate" else "") + row["scorer_id"] + (" (per turn)" if row["per_turn"] else "")
+        means[row["run_id"]][label] = float(row["mean"])
+    return [RunPoint(r["id"], r["started_at"] or "", means[r["id"]]) for r in runs]

@@ -1,0 +1,193 @@
+"""Shard databases of one dataset combined into one run (``evalcli merge``).
+
+The merged run's aggregate is recomputed with ``Aggregator`` from the per-item results in dataset
+order, so sharded-then-merged gives exactly what one unsharded run gives.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..aggregate import exit_code
+from ..errors import StoreError, UsageError
+from ..results import ItemResult, Summary
+from .history import aggregate, open_existing
+from .ids import new_run_id
+from .store import Store, now
+
+COPIED_TABLES = ("items", "turns", "scores", "llm_calls")
+"""Per-item tables copied into a merged run, parents first (turns and scores reference items)."""
+
+
+@dataclass
+class MergeResult:
+    """A merged run written to ``out``: its id, the runs it came from, its summary and exit code."""
+
+    run_id: str
+    out: str
+    sources: list[tuple[str, str]]
+    """(database path, run id) of every merged run."""
+    summary: Summary
+    exit_code: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def _find_run(stores: list[Store], run_id: str) -> tuple[Store, dict[str, Any]]:
+    found = []
+    for store in stores:
+        try:
+            found.append((store, store.require_run(run_id)))
+        except StoreError:
+            continue
+    if len(found) != 1:
+        where = "none of" if not found else "several of"
+        raise UsageError(f"run '{run_id}' is in {where} the databases {', '.join(s.path for s in stores)}",
+                         "pass --run with an id (or unique prefix) that 'evalcli runs --db PATH' shows")
+    return found[0]
+
+
+def _pick_runs(stores: list[Store], run_ids: list[str]) -> list[tuple[Store, dict[str, Any]]]:
+    """The runs named by ``--run``, or else the latest run of the first database's latest dataset in each."""
+    if run_ids:
+        return [_find_run(stores, run_id) for run_id in run_ids]
+    latest = stores[0].runs(1)
+    if not latest:
+        raise UsageError(f"{stores[0].path} holds no runs", "merge the databases written by 'evalcli run --shard I/N'")
+    dataset = latest[0]["dataset"]
+    picked = []
+    for store in stores:
+        rows = list(store.query("SELECT * FROM runs WHERE dataset = ? ORDER BY id DESC LIMIT 1", [dataset]))
+        if not rows:
+            raise UsageError(f"{store.path} holds no run of dataset {dataset}",
+                             "merge only the shard databases of one dataset, or choose runs with --run ID")
+        picked.append((store, rows[0]))
+    return picked
+
+
+def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
+    """Refuse runs of different datasets, targets or plans, or unfinished ones; warn of missing shards."""
+    first_store, first = picked[0]
+    plan = first_store.plan(first["id"])
+    if len({row["id"] for _, row in picked}) != len(picked):
+        raise UsageError("a run is named twice (or a database given twice)", "name each run and database once")
+    for store, row in picked:
+        where = f"run {row['id']} in {store.path}"
+        for key in ("dataset", "dataset_hash", "target"):
+            if row[key] != first[key]:
+                raise UsageError(f"{where} has {key} {row[key]!r}, but run {first['id']} in {first_store.path} "
+                                 f"has {first[key]!r}: they are not shards of one dataset run",
+                                 "merge only shards run from the same dataset file (same content and target)")
+        if store.plan(row["id"]) != plan:
+            raise UsageError(f"{where} has different gates, scorers or thresholds than run {first['id']}",
+                             "merge only shards run with the same dataset and scorers.yaml")
+        if row["status"] != "completed":
+            raise UsageError(f"{where} is {row['status']}, not completed",
+                             f"finish it first: evalcli run {row['dataset']} --resume {row['id']} --db {store.path}")
+    shards = [json.loads(row["options"] or "{}").get("shard") for _, row in picked]
+    counts = {s[1] for s in shards if s}
+    if len(counts) > 1:
+        raise UsageError(f"the runs are shards of different counts ({', '.join(map(str, sorted(counts)))})",
+                         "merge the shards of one '--shard I/N' split (the same N)")
+    if counts and all(shards):
+        total = counts.pop()
+        missing = sorted(set(range(1, total + 1)) - {s[0] for s in shards})
+        if missing:
+            return [f"shards {', '.join(f'{i}/{total}' for i in missing)} are missing: the merged run covers "
+                    "only part of the dataset"]
+    return []
+
+
+def _collect_items(picked: list[tuple[Store, dict[str, Any]]]) -> list[ItemResult]:
+    """Every conversation of the picked runs in item-index order; an index in two runs is an error."""
+    owner: dict[int, str] = {}
+    items = []
+    for store, row in picked:
+        for item in store.load_items(row["id"]):
+            where = f"run {row['id']} in {store.path}"
+            if item.index in owner:
+                raise UsageError(f"item {item.index} ({item.id}) is in both {owner[item.index]} and {where}",
+                                 "merge each shard once; shards of one '--shard I/N' split never overlap")
+            owner[item.index] = where
+            items.append(item)
+    return sorted(items, key=lambda item: item.index)
+
+
+def _columns(conn: Any, table: str, schema: str = "main") -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA {schema}.table_info({table})")]
+
+
+def _scorer_rows(picked: list[tuple[Store, dict[str, Any]]]) -> list[tuple[str, str, str]]:
+    """The registered scorers of all runs; one id configured two ways is an error."""
+    rows: dict[str, tuple[str, str, str]] = {}
+    for store, run in picked:
+        for r in store.query("SELECT scorer_id, kind, spec FROM scorers WHERE run_id = ?", [run["id"]]):
+            row = (r["scorer_id"], r["kind"], r["spec"])
+            if rows.setdefault(row[0], row) != row:
+                raise UsageError(f"scorer {row[0]} is configured differently in run {run['id']} ({store.path})",
+                                 "merge only shards run with the same scorers.yaml")
+    return list(rows.values())
+
+
+def _write_merged(out: Store, run_id: str, picked: list[tuple[Store, dict[str, Any]]], options: dict[str, Any],
+                  summary: Summary, code: int) -> None:
+    first = picked[0][1]
+    commits = {row["git_commit"] for _, row in picked}
+    conn = out.conn
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("INSERT INTO runs (id, dataset, dataset_path, dataset_hash, target, started_at, status, options, "
+                     "git_commit) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+                     (run_id, first["dataset"], first.get("dataset_path"), first["dataset_hash"], first["target"],
+                      min(row["started_at"] for _, row in picked), json.dumps(options),
+                      commits.pop() if len(commits) == 1 else None))
+        conn.executemany("INSERT INTO scorers (run_id, scorer_id, kind, spec) VALUES (?, ?, ?, ?)",
+                         [(run_id, *row) for row in _scorer_rows(picked)])
+        for table in COPIED_TABLES:
+            for store, row in picked:
+                _copy_rows(store, out, table, row["id"], run_id)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    out.finish_run(run_id, summary, "completed", code, completed=summary.total_items)
+
+
+def _copy_rows(source: Store, out: Store, table: str, from_run: str, to_run: str) -> None:
+    """Copy one run's rows of a table, under the new run id (row ids are new; item indexes are kept)."""
+    wanted = set(_columns(source.conn, table))
+    columns = [c for c in _columns(out.conn, table) if c != "id" and c in wanted]
+    names = ", ".join(columns)
+    rows = source.conn.execute(f"SELECT {names} FROM {table} WHERE run_id = ? ORDER BY id", (from_run,))
+    position = columns.index("run_id")
+    out.conn.executemany(f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(columns))})",
+                         [(*r[:position], to_run, *r[position + 1:]) for r in rows])
+
+
+def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = None) -> MergeResult:
+    """Combine the shard runs of one dataset into a new completed run in ``out``, its aggregate recomputed."""
+    if not sources:
+        raise UsageError("name the databases to merge", "evalcli merge A.db B.db ... --out all.db")
+    stores = [open_existing(path) for path in sources]
+    try:
+        picked = _pick_runs(stores, run_ids or [])
+        warnings = _check_mergeable(picked)
+        plan = picked[0][0].plan(picked[0][1]["id"])
+        summary = aggregate(plan, _collect_items(picked))
+        options = json.loads(picked[0][1]["options"] or "{}")
+        code = exit_code(summary, strict=bool(options.get("strict")), max_errors=int(options.get("max_errors") or 0))
+        options.update(shard=None, merged_from=[{"db": s.path, "run_id": r["id"],
+                                                 "shard": json.loads(r["options"] or "{}").get("shard")}
+                                                for s, r in picked], merged_at=now())
+        run_id = new_run_id()
+        target = Store(out)
+        try:
+            _write_merged(target, run_id, picked, options, summary, code)
+        finally:
+            target.close()
+    finally:
+        for store in stores:
+            store.close()
+    return MergeResult(run_id, str(out), [(s.path, r["id"]) for s, r in picked], summary, code, warnings)

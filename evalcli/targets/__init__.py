@@ -1,0 +1,29 @@
+"""Targets as sessions (SPEC §2, §12): one small protocol over every kind of agent.
+
+A conversation opens a ``Session`` on the target's ``Adapter``, sends each user message with ``send`` (which
+returns only this turn's response messages, in OpenAI format) and closes it. ``session`` holds the protocol
+and how an agent object is recognised; ``calls`` runs user code under the turn timeout; each adapter lives
+in a module of its own (``callable``, ``pydantic_ai``, ``openai_agents``, ``langgraph``) and imports its
+framework only inside itself.
+"""
+
+from __future__ import annotations
+
+from .callable import BadReply
+from .calls import TargetCalls, TargetThreads
+from .session import (
+    ADAPTERS,
+    Adapter,
+    Calls,
+    Session,
+    Thread,
+    TurnFailed,
+    TurnTimedOut,
+    extra_hint,
+    fresh_thread,
+    make_adapter,
+    recognise,
+)
+
+__all__ = ["ADAPTERS", "Adapter", "BadReply", "Calls", "Session", "TargetCalls", "TargetThreads", "Thread",
+           "TurnFailed", "TurnTimedOut", "extra_hint", "fresh_thread", "make_adapter", "recognise"]

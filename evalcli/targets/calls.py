@@ -1,0 +1,127 @@
+"""Calling user code under ``--turn-timeout``: sync targets in worker threads, async ones awaited.
+
+The timeout measures the target's own call only. A sync call's clock starts when a worker thread
+picks it up, never while it waits for one, and a call that hangs past its timeout keeps its thread
+(Python cannot stop it) while the pool grows a new one, so one hung target never makes healthy
+conversations wait or time out. A target that raises ``TimeoutError`` itself is reported as that
+error, not as evalcli's timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import queue
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from .session import TurnTimedOut
+
+T = TypeVar("T")
+
+THREAD_PREFIX = "evalcli-target"
+
+
+class TargetThreads:
+    """Worker threads for sync user code, one per call in flight: a new one starts whenever all are busy.
+
+    In-flight calls are bounded by the run's concurrency, so the pool is too, plus one thread for each
+    call that hung. Threads are daemons: a call Python cannot stop never holds up the process's exit.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on an idle worker, or on a new one when none is idle."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the run's target threads are closed")
+            if self._idle:
+                self._idle -= 1  # reserve an idle worker: it is blocked in get() and takes the next job
+            else:
+                thread = threading.Thread(target=self._work, name=f"{THREAD_PREFIX}-{len(self._threads) + 1}",
+                                          daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        self._jobs.put(job)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            job()
+            with self._lock:
+                self._idle += 1
+
+    def close(self) -> None:
+        """Idle workers end now; a worker still in a call ends when the call returns."""
+        with self._lock:
+            self._closed = True
+            count = len(self._threads)
+        for _ in range(count):
+            self._jobs.put(None)
+
+
+class TargetCalls:
+    """The ``Calls`` of one run: sync functions on ``TargetThreads``, coroutines awaited, both timed out."""
+
+    def __init__(self, threads: TargetThreads, timeout: float | None = None) -> None:
+        self.threads = threads
+        self.timeout = timeout
+
+    async def call_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` in a worker thread (with the caller's context variables)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        started: list[float] = []
+        context = contextvars.copy_context()
+
+        def job() -> None:
+            started.append(time.monotonic())
+            try:
+                value = context.run(fn, *args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting conversation
+                loop.call_soon_threadsafe(_settle, future, None, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, future, value, None)
+
+        self.threads.submit(job)
+        if self.timeout is None:
+            return await future
+        while True:
+            remaining = self.timeout if not started else self.timeout - (time.monotonic() - started[0])
+            if remaining <= 0:
+                future.cancel()
+                raise TurnTimedOut(self.timeout)
+            done, _ = await asyncio.wait([future], timeout=remaining)
+            if done:
+                return future.result()
+
+    async def call_async(self, awaitable: Awaitable[T]) -> T:
+        """Await the target's coroutine; only evalcli's own deadline becomes ``TurnTimedOut``."""
+        if self.timeout is None:
+            return await awaitable
+        try:
+            async with asyncio.timeout(self.timeout) as deadline:
+                return await awaitable
+        except TimeoutError:
+            if deadline.expired():
+                raise TurnTimedOut(self.timeout) from None
+            raise
+
+
+def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if future.done():
+        return  # the conversation gave up on it (timeout or cancellation)
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(value)

@@ -1,0 +1,67 @@
+"""Building OpenAI-format response messages, and reading a run call's options: shared by the framework adapters.
+
+Nothing here imports a framework. Every adapter turns its framework's records into these few shapes
+(SPEC §2, §12): an assistant message (text and/or ``tool_calls``), one tool call (``id``,
+``function.name``, ``function.arguments`` as a JSON string) and a ``role: tool`` result carrying its
+``tool_call_id`` and, when the framework reported the tool as failed, ``is_error: true``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..messages import Message
+
+
+def assistant(content: str | None, calls: list[Message] | None = None) -> Message:
+    """An assistant message: its text (``None`` when it only calls tools) and its tool calls, if any."""
+    message: Message = {"role": "assistant", "content": content or None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def tool_call(call_id: str, name: str, arguments: Any) -> Message:
+    """One entry of an assistant message's ``tool_calls``; ``arguments`` become a JSON string."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": as_json(arguments)}}
+
+
+def tool_result(call_id: str, content: Any, *, name: str | None = None, is_error: bool = False) -> Message:
+    """A ``role: tool`` message answering ``call_id``."""
+    message: Message = {"role": "tool", "tool_call_id": call_id, "content": as_text(content)}
+    if name:
+        message["name"] = name
+    if is_error:
+        message["is_error"] = True
+    return message
+
+
+def as_json(arguments: Any) -> str:
+    """Tool-call arguments as a JSON string (a string is taken to be JSON already; ``None`` is ``{}``)."""
+    if isinstance(arguments, str):
+        return arguments or "{}"
+    return json.dumps({} if arguments is None else arguments, default=str, ensure_ascii=False)
+
+
+def as_text(content: Any) -> str:
+    """A tool result's content as text: a string as is, anything else as JSON."""
+    if isinstance(content, str):
+        return content
+    return "" if content is None else json.dumps(content, default=str, ensure_ascii=False)
+
+
+def keyword_names(fn: Callable[..., Any], owned: Iterable[str]) -> list[str]:
+    """The named keyword parameters of a run call, minus those evalcli sets itself (``owned``).
+
+    A ``**kwargs`` catch-all is not counted: an option the call only swallows would reach nothing.
+    """
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    skip = {"self", *owned}
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in parameters if p.kind in kinds and p.name not in skip]
