@@ -42,7 +42,7 @@ def through_adapter(agent: Any) -> Conversation:
     async def conversation(turns: list[str]) -> list[Any]:
         session = adapter.open(multi_turn=True, calls=calls)
         try:
-            return [await session.send(text) for text in turns]
+            return [(await session.send(text)).messages for text in turns]
         finally:
             await session.close()
 

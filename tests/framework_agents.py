@@ -37,7 +37,7 @@ async def aconverse(adapter: Adapter, turns: list[str], *, multi_turn: bool = Tr
     """Play one conversation; the messages of each turn."""
     session = adapter.open(multi_turn=multi_turn, calls=TargetCalls(TargetThreads(), timeout))
     try:
-        return [await session.send(text) for text in turns]
+        return [(await session.send(text)).messages for text in turns]
     finally:
         await session.close()
 

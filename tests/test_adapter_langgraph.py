@@ -122,7 +122,7 @@ def test_thread_and_resource_reach_the_config(llm_server: LLMServer) -> None:
 
         adapter = adapter_for(weather_graph(llm_server), memory={"resource": "user-42"})
         session = adapter.open(multi_turn=True, calls=TargetCalls(TargetThreads()))
-        turn = await session.send("Where am I?")
+        turn = (await session.send("Where am I?")).messages
         await session.close()
         unpinned = await aconverse(adapter_for(weather_graph(llm_server)), ["Where am I?"])
         return session.thread_id, turn, unpinned[0]

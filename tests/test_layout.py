@@ -62,7 +62,7 @@ def test_packages_import_only_downward() -> None:
             if not target.startswith("evalcli"):
                 continue
             there = room(target)
-            if there == "evalcli" and names == ["__version__"] or there == here:
+            if (there == "evalcli" and names == ["__version__"]) or there == here:
                 continue
             if there not in ALLOWED[here]:
                 wrong.append(f"{module} imports {target}")

@@ -67,7 +67,7 @@ class Conversation:
             index = len(result.turns)
             started = time.perf_counter()
             try:
-                output = await session.send(text)
+                output = (await session.send(text)).messages
             except TurnTimedOut as exc:
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except TurnFailed as exc:

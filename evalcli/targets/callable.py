@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import TargetError
 from ..messages import Message
-from .session import Adapter, Calls, Thread, fresh_thread
+from .session import Adapter, Calls, Reply, Thread, fresh_thread
 
 RESPONSE_ROLES = ("assistant", "tool")
 
@@ -80,7 +80,7 @@ class CallableSession:
         self.kwargs = kwargs
         self.calls = calls
 
-    async def send(self, text: str) -> list[Message]:
+    async def send(self, text: str) -> Reply:
         fn = self.adapter.fn
         if self.adapter.is_async:
             reply = await self.calls.call_async(fn(text, **self.kwargs))
@@ -88,7 +88,7 @@ class CallableSession:
             reply = await self.calls.call_sync(fn, text, **self.kwargs)
             if inspect.isawaitable(reply):
                 reply = await self.calls.call_async(reply)
-        return normalise(reply)
+        return Reply(normalise(reply))
 
     async def close(self) -> None:
         pass

@@ -28,7 +28,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from ..messages import Message
 from .openai_format import keyword_names
-from .session import RESERVED_OPTIONS, Adapter, Calls, Thread, TurnFailed, fresh_thread
+from .session import RESERVED_OPTIONS, Adapter, Calls, Reply, Thread, TurnFailed, fresh_thread
 
 OWNED = ("input", "stream_mode", "print_mode", "output_keys", "version")
 """Parameters of ``graph.ainvoke`` that evalcli sets itself (the input, and the shape of what comes back)."""
@@ -76,9 +76,9 @@ class LangGraphSession:
         self.config = {**adapter.config, "configurable": configurable}
         self.seen: set[str] = set()
 
-    async def send(self, text: str) -> list[Message]:
+    async def send(self, text: str) -> Reply:
         messages: list[Message] = await self.calls.call_async(self._turn(text))
-        return messages
+        return Reply(messages)
 
     async def _turn(self, text: str) -> list[Message]:
         graph = self.adapter.graph

@@ -25,7 +25,7 @@ from agents import ModelSettings, RunConfig, Runner, SQLiteSession
 
 from ..messages import Message
 from .openai_format import assistant, keyword_names, tool_call, tool_result
-from .session import RESERVED_OPTIONS, Adapter, Calls, TurnFailed, fresh_thread
+from .session import RESERVED_OPTIONS, Adapter, Calls, Reply, TurnFailed, fresh_thread
 
 OWNED = ("starting_agent", "input", "session", "previous_response_id", "auto_previous_response_id",
          "conversation_id")
@@ -98,9 +98,9 @@ class OpenAIAgentsSession:
 
         return record
 
-    async def send(self, text: str) -> list[Message]:
+    async def send(self, text: str) -> Reply:
         messages: list[Message] = await self.calls.call_async(self._turn(text))
-        return messages
+        return Reply(messages)
 
     async def _turn(self, text: str) -> list[Message]:
         adapter = self.adapter

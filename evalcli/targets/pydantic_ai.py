@@ -24,7 +24,7 @@ from pydantic_core import to_jsonable_python
 
 from ..messages import Message
 from .openai_format import assistant, keyword_names, tool_call, tool_result
-from .session import RESERVED_OPTIONS, Adapter, Calls, TurnFailed, fresh_thread
+from .session import RESERVED_OPTIONS, Adapter, Calls, Reply, TurnFailed, fresh_thread
 
 OWNED = ("user_prompt", "message_history", "conversation", "conversation_id")
 """Parameters of ``agent.run`` that evalcli sets itself: the prompt and the thread's history."""
@@ -66,9 +66,9 @@ class PydanticAISession:
         self.calls = calls
         self.history: list[Any] = []
 
-    async def send(self, text: str) -> list[Message]:
+    async def send(self, text: str) -> Reply:
         messages: list[Message] = await self.calls.call_async(self._turn(text))
-        return messages
+        return Reply(messages)
 
     async def _turn(self, text: str) -> list[Message]:
         adapter = self.adapter

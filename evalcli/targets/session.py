@@ -42,14 +42,22 @@ class TurnFailed(Exception):
         self.messages = messages
 
 
+@dataclass
+class Reply:
+    """One turn's answer: this turn's new response messages (assistant and tool, OpenAI format, SPEC §2), and
+    what else an agent reports about the turn (adapters that know more add it here)."""
+
+    messages: list[Message]
+
+
 class Session(Protocol):
     """One conversation with the agent: its own thread, never shared with another conversation."""
 
     thread_id: str | None
     resource_id: str | None
 
-    async def send(self, text: str) -> list[Message]:
-        """Send one user message; return this turn's new response messages (assistant and tool)."""
+    async def send(self, text: str) -> Reply:
+        """Send one user message; return this turn's reply."""
         ...
 
     async def close(self) -> None:
