@@ -207,6 +207,9 @@ class ItemResult:
     """How many times the conversation was played (``--repeat``); its scores are the means."""
     gate_passes: dict[str, int] = field(default_factory=dict)
     """Per gate, in how many of the repeats it passed (for pass@k and pass^k)."""
+    gate_plays: dict[str, int] = field(default_factory=dict)
+    """Per gate, in how many of the repeats it was scorable (plays where it was not are left out of pass@k and
+    pass^k, as §6 leaves them out of the mean)."""
     thresholds: dict[str, Any] = field(default_factory=dict)
     """Raw threshold config of the run's thresholded top-level scorers (id -> number or {min, max})."""
     stop_reason: str | None = None
@@ -324,10 +327,26 @@ class RunResult:
     """How many times each conversation was played (``--repeat``)."""
     dataset_name: str = ""
     """The dataset's stable name (its path relative to the repository root, or resolved): ``runs.dataset``."""
+    store_error: str | None = None
+    """A write to the database that failed during the run: the result stands, but the stored run may miss part
+    of it (``None`` when everything was stored)."""
 
     @property
     def verdict(self) -> Verdict | None:
         return self.summary.verdict
+
+    @property
+    def outcome(self) -> str:
+        """One word for how the run ended, for badges: ``interrupted``; ``failed`` (a gate missed); ``errors`` (some
+        conversations errored, so a ``passed`` or ``scored`` verdict covers only the others); ``scored``;
+        ``passed``; ``none`` (no verdict and no error)."""
+        if self.status == "interrupted":
+            return "interrupted"
+        if self.verdict == "failed":
+            return "failed"
+        if self.summary.errors:
+            return "errors"
+        return self.verdict or "none"
 
     def to_json(self, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON result of SPEC §7; ``items`` may be given already rendered (e.g. read back from the store)."""

@@ -33,8 +33,15 @@ class Redactor:
         source = os.environ if env is None else env
         values = {v for k, v in source.items() if len(v) >= 8 and SECRET_NAME.search(k)}
         values.update(v for v in extra if len(v) >= 8)
+        self.values = frozenset(values)
+        """Every secret value this redactor replaces."""
         ordered = sorted(values, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+
+    def including(self, extra: Iterable[str]) -> Redactor:
+        """This redactor, or one that also replaces ``extra`` when some of it is new."""
+        more = {v for v in extra if len(v) >= 8} - self.values
+        return self if not more else Redactor(self.values | more, env={})
 
     def __call__(self, text: str) -> str:
         if self._pattern is None or not text:
@@ -43,16 +50,25 @@ class Redactor:
 
     def value(self, value: Any) -> Any:
         """A copy of a JSON-like value with every string (keys included) redacted; done before serialising,
-        so a secret holding quotes or backslashes is still found."""
+        so a secret holding quotes or backslashes is still found. Anything that is not JSON (an object a target
+        returned, bytes, a date) becomes its text here, redacted, as serialising would have made it unredacted."""
         if self._pattern is None:
             return value
         if isinstance(value, str):
             return self(value)
         if isinstance(value, dict):
-            return {self(k) if isinstance(k, str) else k: self.value(v) for k, v in value.items()}
+            return {self(k) if isinstance(k, str) else self(str(k)) if not _json_key(k) else k: self.value(v)
+                    for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.value(v) for v in value]
-        return value
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        return self(str(value))
+
+
+def _json_key(key: Any) -> bool:
+    """Keys ``json.dumps`` writes as they are (anything else it would turn into text, or refuse)."""
+    return key is None or isinstance(key, (bool, int, float))
 
 
 def redact_text(text: str) -> str:

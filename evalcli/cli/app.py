@@ -91,20 +91,22 @@ def run(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the models again instead of reusing cached "
                                                               "judge and simulator replies.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when the verdict is 'scored'.")] = False,
-    max_errors: Annotated[int, typer.Option(min=0, metavar="N", help="Item errors tolerated before exit code "
-                                                                     "4.")] = 0,
+    max_errors: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Item errors tolerated before exit "
+                                                                               "code 4 (default 0).")] = None,
     filter_: Annotated[Optional[str], typer.Option("--filter", metavar="REGEX", help="Regex searched in each "
                                                                                      "item's id, tags and first "
                                                                                      "input.")] = None,
     limit: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Run at most N items.")] = None,
     shard: Annotated[Optional[str], typer.Option(metavar="I/N", help="Run shard I of N, a stable split by item "
                                                                      "id.")] = None,
-    repeat: Annotated[int, typer.Option(min=1, metavar="N", help="Play each conversation N times (scores "
-                                                                 "averaged; pass@k and pass^k per gate).")] = 1,
+    repeat: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Play each conversation N times (scores "
+                                                                           "averaged; pass@k and pass^k per gate; "
+                                                                           "default 1).")] = None,
     turn_timeout: Annotated[Optional[float], typer.Option(min=0.001, metavar="SECONDS",
                                                           help="Seconds one call of the agent may take (default: "
                                                                "no limit).")] = None,
-    resume: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Continue this interrupted run.")] = None,
+    resume: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Continue this interrupted run, with the "
+                                                                         "options it was started with.")] = None,
     rerun_failed: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
                                                                                "errored in this run.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line (and errors).")] = False,

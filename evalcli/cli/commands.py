@@ -12,8 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..dataset import find_registry, load_registry
-from ..dataset.warnings import reachability_warnings
+from ..dataset import find_registry, load_registry, reachability_warnings, registration_lines
 from ..errors import DatasetError
 from ..reports import JsonReport, TerminalReport, deliver, item_document, plural, render_diff, render_item
 from ..reports.html import HtmlReport, report_sources
@@ -31,6 +30,7 @@ def validate_command(paths: list[Path], scorers: Path | None) -> tuple[list[str]
         specs = list(dataset.all_specs())
         lines.append(f"{dataset.path}: ok ({plural(len(dataset.items), 'item')}, "
                      f"{plural(len(specs), 'gate/scorer', 'gates/scorers')}, target {dataset.target_spec})")
+        lines += registration_lines(dataset)
         warnings += [w for w in reachability_warnings(dataset) if w not in warnings]
     return lines, warnings
 

@@ -32,20 +32,29 @@ def per_dataset(path: Path, datasets: list[Path]) -> list[Path]:
 
 
 def check_writable(path: Path, what: str) -> None:
-    """A file that can be created or overwritten here; missing folders count as creatable when their
-    nearest existing ancestor is writable."""
+    """A file that can really be written here, checked by writing: an existing file is opened for appending (its
+    content untouched), a new one is created and removed again. A folder that does not exist is an error (nothing
+    is created where a typo points); a special file (``/dev/null``, a pipe) needs only the permission."""
     if path.is_dir():
         raise UsageError(f"{what} {path} is a directory", f"give a file path, e.g. {path / ('out' + _ext(what))}")
-    if path.exists():
-        if not os.access(path, os.W_OK):
-            raise UsageError(f"cannot write {what} {path}: permission denied", "choose a path you can write")
-        return
-    ancestor = path.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot write {what} {path}: {ancestor} is not a folder you can write",
-                         "choose a path in a folder you can write")
+    folder = path.parent
+    if not folder.is_dir():
+        raise UsageError(f"{what} {path}: the folder {folder} does not exist", "create it first, or choose another path")
+    try:
+        if path.exists():
+            if not path.is_file():
+                if not os.access(path, os.W_OK):
+                    raise PermissionError(13, "permission denied")
+                return
+            with path.open("a", encoding="utf-8"):
+                pass
+        else:
+            with path.open("x", encoding="utf-8"):
+                pass
+            path.unlink()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UsageError(f"cannot write {what} {path}: {reason.lower()}", "choose a path in a folder you can write") from None
 
 
 def _ext(what: str) -> str:
@@ -53,7 +62,7 @@ def _ext(what: str) -> str:
 
 
 def open_for_writing(path: Path) -> IO[str]:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """The output file, truncated (its folder was checked to exist before anything ran)."""
     return path.open("w", encoding="utf-8")
 
 

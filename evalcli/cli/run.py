@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,11 +16,23 @@ from rich.console import Console
 
 from ..dataset import Dataset, Selection, check_filter, load_dataset, parse_shard
 from ..errors import DatasetError, Problem, UsageError
-from ..reports import JsonReport, JsonStream, JUnitSuite, MarkdownSummary, TerminalReport, deliver, junit_document, plural
-from ..results import RunResult
-from ..run import INTERRUPTED, Events, RunOptions, arun_evals
+from ..llm import check_settings
+from ..reports import (
+    JsonReport,
+    JsonStream,
+    JUnitSuite,
+    MarkdownSummary,
+    TerminalReport,
+    deliver,
+    interrupted_line,
+    junit_document,
+    plural,
+)
+from ..results import ItemResult, RunResult
+from ..run import INTERRUPTED, Events, RunOptions, arun_evals, rerun_indexes, resume_options
 from ..secrets import Redactor
 from ..store import Store
+from .console import make_console
 from .outputs import check_writable, open_for_writing, per_dataset, stdout_for_json
 
 if TYPE_CHECKING:
@@ -40,11 +54,13 @@ class RunRequest:
     judge_concurrency: int = 8
     use_cache: bool = True
     strict: bool = False
-    max_errors: int = 0
+    max_errors: int | None = None
+    """``None``: not given (0, or on ``--resume`` the run's own)."""
     filter: str | None = None
     limit: int | None = None
     shard: str | None = None
-    repeat: int = 1
+    repeat: int | None = None
+    """``None``: not given (1, or on ``--resume`` the run's own)."""
     turn_timeout: float | None = None
     resume: str | None = None
     rerun_failed: str | None = None
@@ -98,12 +114,6 @@ def combine_exit_codes(codes: list[int]) -> int:
     return 0
 
 
-def failed_item_ids(store: Store, run_id: str) -> set[str]:
-    """Items of a stored run that errored or missed a gate (top level or on any turn)."""
-    store.require_run(run_id)
-    return {item.id for item in store.load_items(run_id) if not item.passed}
-
-
 def check_request(request: RunRequest) -> None:
     """Flags that cannot go together, and a database that cannot be opened where asked."""
     if request.quiet and request.verbose:
@@ -126,28 +136,18 @@ def check_request(request: RunRequest) -> None:
 
 def _options(request: RunRequest, store: Store | None, dataset: Dataset) -> RunOptions:
     selection = Selection(request.filter, parse_shard(request.shard) if request.shard else None, request.limit)
-    only = None
+    options = RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
+                         use_cache=request.use_cache, strict=request.strict, max_errors=request.max_errors or 0,
+                         selection=selection, turn_timeout=request.turn_timeout, keep_items=False, handle_signals=True,
+                         repeat=request.repeat or 1)
     if request.rerun_failed and store is not None:
-        ids = failed_item_ids(store, store.require_run(request.rerun_failed)["id"])
-        only = {item.index for item in dataset.items if item.id in ids}
-    resume = None
+        options.only_indexes = rerun_indexes(store, request.rerun_failed, dataset)
     if request.resume and store is not None:
-        stored = store.require_run(request.resume)
-        resume = stored["id"]
-        if stored["dataset"] not in (dataset.name, dataset.path):
-            raise UsageError(f"run {resume} is of dataset {stored['dataset']}, not {dataset.name}",
-                             f"resume it with: evalcli run {stored['dataset_path'] or stored['dataset']} --resume {resume}")
-        if stored["dataset_hash"] and stored["dataset_hash"] != dataset.hash:
-            raise UsageError(f"{dataset.path} changed since run {resume} started: its results would not add up",
-                             f"run it afresh (evalcli run {dataset.path}) instead of resuming")
-        saved = store.options(resume)
-        selection = Selection(saved.filter, saved.shard, saved.limit)
-        if saved.only_indexes:
-            only = set(saved.only_indexes)
-    return RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
-                      use_cache=request.use_cache, strict=request.strict, max_errors=request.max_errors,
-                      selection=selection, turn_timeout=request.turn_timeout, resume=resume, only_indexes=only,
-                      keep_items=False, handle_signals=True, repeat=request.repeat)
+        given = {"filter": request.filter, "shard": selection.shard, "limit": request.limit, "repeat": request.repeat,
+                 "strict": True if request.strict else None, "max_errors": request.max_errors}
+        options = resume_options(store, request.resume, dataset, options,
+                                 {name: value for name, value in given.items() if value is not None})
+    return options
 
 
 def _selected(dataset: Dataset, options: RunOptions) -> tuple[int, str | None]:
@@ -166,9 +166,54 @@ def _selected(dataset: Dataset, options: RunOptions) -> tuple[int, str | None]:
     return len(selection.apply(items)), None
 
 
+class _Watched:
+    """The command's events, remembering the run in progress: an interrupt that comes after its conversations
+    (while it is finished or reported) still marks that run."""
+
+    def __init__(self, events: Events) -> None:
+        self.events = events
+        self.run_id: str | None = None
+
+    def started(self, run_id: str, total: int, done: int) -> None:
+        self.run_id = run_id
+        self.events.started(run_id, total, done)
+
+    def item_done(self, result: ItemResult) -> None:
+        self.events.item_done(result)
+
+    def warning(self, text: str) -> None:
+        self.events.warning(text)
+
+    def stopping(self) -> None:
+        self.events.stopping()
+
+    def close(self) -> None:
+        close = getattr(self.events, "close", None)
+        if close:
+            close()
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM interrupts the command as Ctrl-C does (the runner handles both during the conversations)."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_command(request: RunRequest, events: Events, out: Console) -> int:
     """``evalcli run``: validate all, check every output, run each dataset, report each; the combined exit code."""
     check_request(request)
+    check_settings()
     datasets = load_all(request.datasets, request.scorers)
     outputs = Outputs.plan(request)
     redact = Redactor(extra=set().union(*(d.secret_values for d in datasets)))
@@ -179,38 +224,53 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     codes: list[int] = []
     suites: list[tuple[Path | None, ET.Element]] = []
     sections: list[tuple[Path | None, str]] = []
+    watched = _Watched(events)
+    current: Dataset | None = None
+    interrupted = False
     try:
-        plans = [(d, _options(request, store, d)) for d in datasets]
-        counts = [_selected(d, o) for d, o in plans]
-        reasons = [why for n, why in counts if why]
-        if reasons and sum(n for n, _ in counts) == 0:
-            raise UsageError(reasons[0], "loosen --filter or --limit; nothing was run or stored")
-        store = store or Store(request.db, redact)
-        # one event loop for every dataset: clients a framework keeps per process stay bound to a live loop
-        with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
-            stream = JsonStream(stdout, several=len(datasets) > 1) if stdout is not None else None
-            for n, ((dataset, options), (count, why)) in enumerate(zip(plans, counts, strict=True)):
-                if count == 0:
-                    events.warning(why or _empty_note(request, dataset))
-                    continue
-                result = loop.run(arun_evals(dataset, store=store, options=options, events=events))
-                close = getattr(events, "close", None)
-                if close:
-                    close()
-                codes.append(result.exit_code)
-                suite, section = _report(request, result, dataset, store, out, redact, outputs, n, stream)
-                if suite is not None:
-                    suites.append((outputs.junit[n], suite))
-                if section is not None:
-                    sections.append((outputs.markdown[n], section))
-                if result.status == "interrupted":
-                    break
-            if stream is not None:
-                stream.close()
+        with _sigterm_interrupts():
+            plans = [(d, _options(request, store, d)) for d in datasets]
+            counts = [_selected(d, o) for d, o in plans]
+            reasons = [why for n, why in counts if why]
+            if reasons and sum(n for n, _ in counts) == 0:
+                raise UsageError(reasons[0], "loosen --filter or --limit; nothing was run or stored")
+            store = store or Store(request.db, redact)
+            # one event loop for every dataset: clients a framework keeps per process stay bound to a live loop
+            with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
+                stream = JsonStream(stdout, several=len(datasets) > 1) if stdout is not None else None
+                for n, ((dataset, options), (count, why)) in enumerate(zip(plans, counts, strict=True)):
+                    if count == 0:
+                        events.warning(why or _empty_note(request, dataset))
+                        continue
+                    current, watched.run_id = dataset, None
+                    result = loop.run(arun_evals(dataset, store=store, options=options, events=watched))
+                    watched.close()
+                    codes.append(result.exit_code)
+                    suite, section = _report(request, result, dataset, store, out, redact, outputs, n, stream)
+                    if suite is not None:
+                        suites.append((outputs.junit[n], suite))
+                    if section is not None:
+                        sections.append((outputs.markdown[n], section))
+                    if result.status == "interrupted":
+                        break
+                    current = None
+                if stream is not None:
+                    stream.close()
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM outside the conversations (finishing the run, writing reports): the run in progress is
+        # marked interrupted and the command exits 130, as an interrupt during the conversations does
+        interrupted = True
+        watched.close()
+        codes.append(INTERRUPTED)
+        if store is not None and watched.run_id is not None:
+            store.mark_interrupted(watched.run_id)
+        out.print(interrupted_line(watched.run_id, current.path if current else "DATASET", str(request.db)),
+                  soft_wrap=True)
     finally:
         if store is not None:
             store.close()
-        _write_ci_reports(suites, sections, redact)
+        if not interrupted:
+            _write_ci_reports(suites, sections, redact)
     return combine_exit_codes(codes)
 
 
@@ -236,12 +296,19 @@ def _report(request: RunRequest, result: RunResult, dataset: Dataset, store: Sto
             json_reports.append(JsonReport(files.enter_context(open_for_writing(json_path)), result, redact))
         reports = [r for r in (terminal, *json_reports, junit, markdown, html) if r is not None]
         if len(reports) > 1 or not request.quiet:
-            deliver(store.load_items(result.run_id), reports)  # --quiet alone prints only the verdict line
+            deliver(store.load_items(result.run_id), reports)
+        elif result.summary.errors:
+            deliver(store.load_items(result.run_id, errors_only=True), reports)  # --quiet: the verdict and errors
         for report in json_reports:
             report.close()
     if html is not None and html_path is not None:
         html.write(html_path)
     terminal.close()
+    if result.store_error:
+        make_console(stderr=True).print(
+            f"error: the database {request.db} could not store all of run {result.run_id}: {result.store_error}\n"
+            "  hint: the verdict and exit code are the run's own; the stored run, and reports read from it, may miss "
+            "conversations (check the disk and the file's permissions)", style="red", markup=False, soft_wrap=True)
     return (junit.close() if junit else None), (markdown.close() if markdown else None)
 
 

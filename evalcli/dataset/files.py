@@ -44,6 +44,10 @@ class DatasetFile(BaseModel):
     target: str = Field(description="Import path 'module:attribute' of the agent under test.")
     target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
                                                                               "(and memory, adapter, keep_checkpointer).")
+    target_has_memory: bool | None = Field(default=None, description="Whether the target keeps its own history per "
+                                                                      "thread (default: it does when it has a "
+                                                                      "'memory' attribute); true silences the memory "
+                                                                      "warning.")
     concurrency: int = Field(default=4, ge=1, le=10_000, description="Conversations run in parallel.")
     gates: list[Any] | None = Field(default=None, description="Each must average exactly >= 1.0 over items.")
     scorers: list[Any] | None = Field(default=None, description="Tracked scorers, optionally with a threshold.")

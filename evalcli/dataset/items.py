@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,6 +95,13 @@ class Dataset:
     secret_values: set[str] = field(default_factory=set)
     scope: ImportScope | None = None
     """The dataset's own modules and ``sys.path``: entered while it runs."""
+    target_has_memory: bool | None = None
+    """``target_has_memory`` as written (``None``: decided by the target's ``memory`` attribute)."""
+
+    @property
+    def remembers(self) -> bool:
+        """Whether the target can recall earlier turns of a thread: as the dataset says, else as the target shows."""
+        return self.target.has_memory if self.target_has_memory is None else self.target_has_memory
 
     def all_specs(self) -> Iterator[ScorerSpec]:
         """Every scorer and gate configured anywhere: top level, then per turn."""
@@ -103,9 +112,44 @@ class Dataset:
                 yield from turn.gates
                 yield from turn.scorers
 
+    def configuration(self) -> dict[str, str]:
+        """What decides a run's scores besides its items, part by part, each as a digest: the target and its
+        options, every gate and scorer by id (top level; per turn, over every conversation), the simulated
+        users' models. A run keeps it, so resuming it with another configuration can be refused by name."""
+        parts = {"target": _digest(self.target_spec), "target_options": _digest(self.target_options)}
+        seen: dict[int, str] = {}
+
+        def fingerprint(spec: ScorerSpec) -> str:
+            known = seen.get(id(spec))
+            if known is None:
+                known = seen[id(spec)] = spec.fingerprint()
+            return known
+
+        for label, specs in (("gate", self.gates), ("scorer", self.scorers)):
+            for spec in specs:
+                parts[f"{label} {spec.id}"] = fingerprint(spec)
+        per_turn: dict[str, dict[str, None]] = {}
+        models: dict[str, None] = {}
+        for item in self.items:
+            for turn in item.turns or ():
+                for label, specs in (("turn gate", turn.gates), ("turn scorer", turn.scorers)):
+                    for spec in specs:
+                        per_turn.setdefault(f"{label} {spec.id}", {})[fingerprint(spec)] = None
+            if item.simulation is not None:
+                models[item.simulation.model] = None
+        parts.update({label: _digest(sorted(digests)) for label, digests in per_turn.items()})
+        if models:
+            parts["simulated users' model"] = _digest(sorted(models))
+        return parts
+
     def gate_specs(self) -> Iterator[ScorerSpec]:
         """Every gate configured anywhere: top level, then per turn."""
         yield from self.gates
         for item in self.items:
             for turn in item.turns or ():
                 yield from turn.gates
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

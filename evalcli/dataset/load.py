@@ -22,7 +22,7 @@ from ..targets import Adapter, make_adapter
 from .files import DatasetFile, ItemFile, TurnFile
 from .imports import ImportScope, resolve_import, resolve_imports
 from .items import Dataset, Item, Turn
-from .references import parse_list
+from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
 from .simulate import parse_simulation
 from .yamlsrc import Interpolated, Path, Positions, load_yaml, problems_from_pydantic, validated
@@ -216,6 +216,8 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset
     if raw_items and not gates and not scorers and not has_turn_assertions and not problems:
         problems.append(pos.problem((), "At least one scorer or gate must be provided",
                                     "add 'scorers:' or 'gates:' (e.g. '- includes: Brooklyn')"))
+    problems.extend(registration_conflicts([*gates, *scorers, *(s for i in items for t in i.turns or ()
+                                                                for s in (*t.gates, *t.scorers))]))
     scope = ImportScope(search_paths(file, registry))
     with scope:
         target = _resolve_target(top.target, top.target_options, pos, problems) if top.target else None
@@ -227,7 +229,8 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset
     return Dataset(path=str(path), target_spec=top.target, target=target, target_options=top.target_options,
                    concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
-                   secret_values=used.secret_values | registry.secret_values, scope=scope)
+                   secret_values=used.secret_values | registry.secret_values, scope=scope,
+                   target_has_memory=top.target_has_memory)
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
@@ -285,6 +288,10 @@ def _resolve_target(spec: str, options: dict[str, Any], pos: Positions, problems
     try:
         return make_adapter(spec, resolve_import(spec), options)
     except EvalcliError as exc:
+        named = next((name for name in options if f"'{name}' is not an option" in exc.message), None)
+        if named is not None:  # point at the option the target does not take
+            problems.append(pos.problem(("target_options", named), exc.message, exc.hint, key=True))
+            return None
         at = ("target_options", "adapter") if "adapter" in exc.message and "adapter" in options else ("target",)
         problems.append(pos.problem(at, exc.message, exc.hint))
         return None

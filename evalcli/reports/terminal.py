@@ -14,7 +14,19 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results import ItemResult, RunResult, Summary, fmt
-from .text import MAX_FAILING, MAX_ROWS, NOT_SCORABLE, VERDICT_STYLE, mark, one_line, plural, short, threshold_text, why_failed
+from .text import (
+    ERROR,
+    MAX_FAILING,
+    MAX_ROWS,
+    NOT_SCORABLE,
+    VERDICT_STYLE,
+    mark,
+    one_line,
+    plural,
+    short,
+    threshold_text,
+    why_failed,
+)
 
 
 @dataclass
@@ -39,7 +51,7 @@ class TerminalReport:
     def item(self, item: ItemResult) -> None:
         if not item.passed:
             self.failing_count += 1
-            if len(self.failing) < MAX_FAILING:
+            if len(self.failing) < MAX_FAILING and not (self.quiet and item.status == "ok"):
                 self.failing.append(_light(item))
         for turn in item.turns:
             for gate_id, outcome in turn.gate_scores.items():
@@ -62,6 +74,8 @@ class TerminalReport:
             if outcome is not None and outcome.not_scorable:
                 self.not_scorable_shown = True
                 cells.append(NOT_SCORABLE)
+            elif outcome is not None and outcome.score is None and outcome.error:
+                cells.append(Text(ERROR, style="bold red"))  # the scorer that made the conversation an error
             else:
                 cells.append(fmt(outcome.score if outcome else None))
         if self.gate_ids:
@@ -74,7 +88,9 @@ class TerminalReport:
     def close(self) -> None:
         console = self.console
         if self.quiet:
-            console.print(summary_line(self.result, None), soft_wrap=True)
+            # only the verdict line, and the conversations that errored (what --quiet promises to keep)
+            self._print_failing(errors_only=True)
+            console.print(summary_line(self.result, self.db_path, stored=False), soft_wrap=True)
             return
         console.print()
         console.print(Text.assemble(("Run ", "bold"), (self.result.run_id, "cyan"),
@@ -110,17 +126,25 @@ class TerminalReport:
         table.caption_justify = "left"
         return table
 
-    def _print_failing(self) -> None:
+    def _print_failing(self, errors_only: bool = False) -> None:
         if not self.failing_count or not (self.result.verdict == "failed" or self.result.summary.errors):
             return
-        self.console.print(Text(f"Failing conversations ({self.failing_count}):", style="bold red"), soft_wrap=True)
-        for item in self.failing:
+        if errors_only:
+            shown = [item for item in self.failing if item.status != "ok"]
+            if not shown:
+                return
+            count = self.result.summary.errors
+            self.console.print(Text(f"Errored conversations ({count}):", style="bold red"), soft_wrap=True)
+        else:
+            shown, count = self.failing, self.failing_count
+            self.console.print(Text(f"Failing conversations ({count}):", style="bold red"), soft_wrap=True)
+        for item in shown:
             self.console.print(Text.assemble(("  ", ""), (item.id, "bold"), f"  {one_line(why_failed(item))}"),
                                soft_wrap=True)
             self.console.print(Text(f"    evalcli show {self.result.run_id} {_quoted(item.id)}", style="dim"),
                                soft_wrap=True)
-        if self.failing_count > len(self.failing):
-            self.console.print(f"  ... and {self.failing_count - len(self.failing)} more "
+        if count > len(shown):
+            self.console.print(f"  ... and {count - len(shown)} more "
                                f"(evalcli show {self.result.run_id} -v lists every conversation)", soft_wrap=True)
 
 
@@ -185,17 +209,56 @@ def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]
     return turns
 
 
-def summary_line(result: RunResult, db_path: str | None) -> Text:
+def verdict_text(result: RunResult) -> Text:
+    """``verdict: passed`` when every conversation was scored; with errors, what the verdict covers and the exit
+    code: ``verdict: passed on 1 of 4 conversations; 3 errored (exit 4)``."""
+    summary = result.summary
+    text = Text("verdict: ")
+    verdict = summary.verdict or "none (no gate or threshold results)"
+    if not summary.errors:
+        text.append(verdict, style=VERDICT_STYLE.get(summary.verdict or "", ""))
+        text.append(f"   conversations: {summary.total_items}   errors: 0")
+        return text
+    scored = summary.total_items - summary.errors
+    if summary.verdict:
+        text.append(f"{summary.verdict} on {scored} of {plural(summary.total_items, 'conversation')}",
+                    style="bold red" if summary.verdict == "failed" else "bold yellow")
+        text.append("; ")
+        text.append(f"{summary.errors} errored", style="bold red")
+    else:
+        text.append(verdict)
+        text.append("; ")
+        text.append(f"{summary.errors} of {plural(summary.total_items, 'conversation')} errored", style="bold red")
+    text.append(f" (exit {result.exit_code})")
+    return text
+
+
+def resume_command(result: RunResult, db_path: str | None) -> str:
+    """The command that continues an interrupted run (with its database unless it is the default one)."""
+    return (f"evalcli run {result.dataset_path} --resume {result.run_id}"
+            + (f" --db {db_path}" if db_path and db_path != "evalcli.db" else ""))
+
+
+def interrupted_line(run_id: str | None, dataset_path: str, db_path: str | None) -> Text:
+    """What an interrupt after the conversations (while a run was being finished or reported) prints."""
+    text = Text("INTERRUPTED ", style="bold red")
+    if run_id is None:
+        return text.append("before any run started: nothing was stored")
+    db = f" --db {db_path}" if db_path and db_path != "evalcli.db" else ""
+    return text.append(f"while finishing run {run_id}: it is marked interrupted and keeps what it stored; continue "
+                       f"with: evalcli run {dataset_path} --resume {run_id}{db}")
+
+
+def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True) -> Text:
+    """The run's last lines: the interrupt (with the command that resumes it), the verdict, pass@k, LLM use and,
+    when ``stored``, where the run is stored. ``db_path`` is the run's database."""
     summary = result.summary
     text = Text()
     if result.status == "interrupted":
         text.append("INTERRUPTED ", style="bold red")
         text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}; "
-                    f"continue with: evalcli run {result.dataset_path} --resume {result.run_id}"
-                    + (f" --db {db_path}" if db_path and db_path != "evalcli.db" else "") + "\n")
-    text.append("verdict: ")
-    text.append(summary.verdict or "none (no gate or threshold results)", style=VERDICT_STYLE.get(summary.verdict or "", ""))
-    text.append(f"   conversations: {summary.total_items}   errors: {summary.errors}")
+                    f"continue with: {resume_command(result, db_path)}\n")
+    text.append_text(verdict_text(result))
     if summary.not_scorable:
         text.append(f"   not scorable: {sum(summary.not_scorable.values())}")
     if result.pass_at_k:
@@ -207,7 +270,7 @@ def summary_line(result: RunResult, db_path: str | None) -> Text:
     if usage.get("calls"):
         text.append(f"\nLLM calls: {usage['calls']} (cache hits: {usage['cache_hits']})   tokens: "
                     f"{usage['prompt_tokens']} in / {usage['completion_tokens']} out   cost: ${usage['cost']:.4f}")
-    if db_path:
+    if db_path and stored:
         text.append(f"\nstored in {db_path} (run {result.run_id})", style="dim")
     text.append(f"   exit code {result.exit_code}", style="dim")
     return text

@@ -8,13 +8,15 @@ from rich.text import Text
 
 from ..results import ItemResult, fmt
 
-__all__ = ["MAX_FAILING", "MAX_ROWS", "NOT_SCORABLE", "VERDICT_STYLE", "fmt", "mark", "one_line", "plural",
+__all__ = ["ERROR", "MAX_FAILING", "MAX_ROWS", "NOT_SCORABLE", "VERDICT_STYLE", "fmt", "mark", "one_line", "plural",
            "short", "threshold_text", "why_failed"]
 
 VERDICT_STYLE = {"passed": "bold green", "scored": "bold yellow", "failed": "bold red"}
 MAX_ROWS = 50
 MAX_FAILING = 10
 NOT_SCORABLE = "n/s"
+ERROR = "error"
+"""A score cell of the scorer whose failure made its conversation an error."""
 
 
 def threshold_text(raw: Any) -> str:

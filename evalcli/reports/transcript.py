@@ -73,7 +73,8 @@ def outcome_lines(title: str, gates: dict[str, Outcome], scores: dict[str, Outco
             data = outcome_json(outcome, gate=role == "gate", threshold=thresholds.get(scorer_id))
             line = Text(f"{title}{role} ", style="bold")
             line.append(scorer_id)
-            score = "not scorable" if outcome.not_scorable else fmt(outcome.score)
+            score = "not scorable" if outcome.not_scorable else "error" if outcome.score is None and outcome.error \
+                else fmt(outcome.score)
             line.append(f"  {score}")
             if data.get("threshold") is not None:
                 line.append(f" ({threshold_text(data['threshold'])})")

@@ -7,7 +7,8 @@ aggregate, the store (through its writer thread) and the events.
 
 from __future__ import annotations
 
+from .resume import rerun_indexes, resume_options
 from .runner import INTERRUPTED, Events, QuietEvents, RunContext, Runner, RunOptions, arun_evals, plan_of, run_evals
 
 __all__ = ["INTERRUPTED", "Events", "QuietEvents", "RunContext", "RunOptions", "Runner", "arun_evals", "plan_of",
-           "run_evals"]
+           "rerun_indexes", "resume_options", "run_evals"]

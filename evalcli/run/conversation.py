@@ -2,7 +2,8 @@
 
 Gates run before scorers, each group over the whole conversation and then per turn (SPEC §3, §6). A
 gate that raises scores 0; a scorer that raises makes the conversation an error, and its siblings
-are cancelled at once so nothing keeps running (or spending) after the conversation ended.
+are cancelled at once so nothing keeps running (or spending) after the conversation ended. The
+scores computed before the failure stay in the conversation's record (shown, never counted).
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from .drivers import ConversationFailed, Driver, PlayContext, driver_for
 
 
 class ScorerFailed(Exception):
-    """A scorer (not a gate) raised or errored: the conversation becomes an error."""
+    """A scorer (not a gate) raised or errored: the conversation becomes an error. ``outcome`` is that scorer's
+    (its error); ``partial`` every outcome of its list that was computed, the failing one included."""
+
+    def __init__(self, message: str, outcome: Outcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+        self.partial: dict[str, Outcome] = {}
 
 
 class Conversation:
@@ -51,11 +58,9 @@ class Conversation:
             if result.status == "ok":
                 await self._score(item, driver, result)
         except ScorerFailed as exc:
+            # the conversation is an error, left out of every mean (SPEC §6); the scores computed before the
+            # failure are kept to be shown, the failing scorer's outcome holding its error
             self._fail(result, str(exc), exc.__cause__ or exc)
-            # an errored conversation is left out of scoring: show no partial scores for it either
-            result.gate_scores, result.scores = {}, {}
-            for record in result.turns:
-                record.gate_scores, record.scores = {}, {}
         finally:
             current_usage.reset(token)
         result.usage = list(sink)
@@ -104,7 +109,11 @@ class Conversation:
         first = result.turns[0].input if result.turns else item.first_input
         whole = ScorerRun(first, accumulated, item.ground_truth, None, views, item.expected_outcome, item.goal)
         result.gate_scores = await self._outcomes(self.dataset.gates, whole, gate=True)
-        result.scores = await self._outcomes(self.dataset.scorers, whole, gate=False)
+        try:
+            result.scores = await self._outcomes(self.dataset.scorers, whole, gate=False)
+        except ScorerFailed as failed:
+            result.scores = failed.partial
+            raise
         for record, view in zip(result.turns, views, strict=True):
             assertions = driver.assertions(record.index)
             if assertions is None:
@@ -112,12 +121,17 @@ class Conversation:
             run = ScorerRun(record.input, record.output, item.ground_truth, record.index, (view,),
                             item.expected_outcome, item.goal)
             record.gate_scores = await self._outcomes(assertions.gates, run, gate=True)
-            record.scores = await self._outcomes(assertions.scorers, run, gate=False)
             record.thresholds = {s.id: s.threshold.raw for s in assertions.scorers if s.threshold is not None}
+            try:
+                record.scores = await self._outcomes(assertions.scorers, run, gate=False)
+            except ScorerFailed as failed:
+                record.scores = failed.partial
+                raise
 
     async def _outcomes(self, specs: list[ScorerSpec], run: ScorerRun, *, gate: bool) -> dict[str, Outcome]:
         """Every spec's outcome on ``run``, in list order. A gate that raises or errors scores 0 (its error kept);
-        a scorer that does makes the conversation an error (``ScorerFailed``), and its siblings are cancelled."""
+        a scorer that does makes the conversation an error (``ScorerFailed``, with the outcomes computed so far).
+        Checks cost nothing, so each one still scores; other scorers (judges) still running are cancelled."""
         where = "" if run.turn_index is None else f" (turn {run.turn_index})"
 
         def settle(spec: ScorerSpec, outcome: Outcome) -> Outcome:
@@ -125,23 +139,33 @@ class Conversation:
                 return outcome
             if gate:
                 return Outcome(score=0.0, reason=outcome.reason, error=outcome.error, usage=outcome.usage)
-            raise ScorerFailed(f"scorer {spec.id}{where} failed: {outcome.error}")
+            raise ScorerFailed(f"scorer {spec.id}{where} failed: {outcome.error}",
+                               Outcome(reason=outcome.reason, error=outcome.error, usage=outcome.usage))
 
         def raised(spec: ScorerSpec, exc: Exception) -> Outcome:
             if gate:
                 return Outcome(score=0.0, error=describe(exc))  # a gate that raises scores 0, with its error shown
-            raise ScorerFailed(f"scorer {spec.id}{where} raised {describe(exc)}") from exc
+            raise ScorerFailed(f"scorer {spec.id}{where} raised {describe(exc)}",
+                               Outcome(error=describe(exc))) from exc
 
         scorers = [self.builder.build(s) for s in specs]
         if all(hasattr(s, "score_now") for s in scorers):
             # checks never wait on anything: scoring them in turn spares tasks and event-loop round trips
-            outcomes = {}
+            outcomes: dict[str, Outcome] = {}
+            first: ScorerFailed | None = None
             for spec, scorer in zip(specs, scorers, strict=True):
                 try:
-                    outcome = scorer.score_now(run)  # type: ignore[attr-defined]
-                except Exception as exc:  # noqa: BLE001 - a gate's error scores 0; a scorer's is raised
-                    outcome = raised(spec, exc)
-                outcomes[spec.id] = settle(spec, outcome)
+                    try:
+                        outcome = scorer.score_now(run)  # type: ignore[attr-defined]
+                    except Exception as exc:  # noqa: BLE001 - a gate's error scores 0; a scorer's is raised
+                        outcome = raised(spec, exc)
+                    outcomes[spec.id] = settle(spec, outcome)
+                except ScorerFailed as failed:
+                    first = first or failed
+                    outcomes[spec.id] = failed.outcome
+            if first is not None:
+                first.partial = outcomes
+                raise first
             return outcomes
 
         async def score(spec: ScorerSpec, scorer: Scorer) -> Outcome:
@@ -157,11 +181,26 @@ class Conversation:
             async with asyncio.TaskGroup() as group:
                 tasks = [group.create_task(score(s, scorer)) for s, scorer in zip(specs, scorers, strict=True)]
         except BaseExceptionGroup as failed:
-            first = _first_failure(failed, tasks)
-            if first is not None:
-                raise first from first.__cause__
+            failure = _first_failure(failed, tasks)
+            if failure is not None:
+                failure.partial = _computed(specs, tasks)
+                raise failure from failure.__cause__
             raise
         return {s.id: t.result() for s, t in zip(specs, tasks, strict=True)}
+
+
+def _computed(specs: list[ScorerSpec], tasks: list[asyncio.Task[Outcome]]) -> dict[str, Outcome]:
+    """The outcomes that were computed before a failure cancelled the rest: the failures' own included."""
+    outcomes = {}
+    for spec, task in zip(specs, tasks, strict=True):
+        if not task.done() or task.cancelled():
+            continue
+        error = task.exception()
+        if error is None:
+            outcomes[spec.id] = task.result()
+        elif isinstance(error, ScorerFailed):
+            outcomes[spec.id] = error.outcome
+    return outcomes
 
 
 def _first_failure(group: BaseExceptionGroup[Any], tasks: list[asyncio.Task[Outcome]]) -> ScorerFailed | None:

@@ -1,8 +1,9 @@
 """``--repeat N``: play each conversation N times and reduce the results to one, by mean.
 
 Every score (top level and per turn, gates included) becomes the mean over the repeats where it was
-scorable; pass@k records, per gate, whether at least one of the k repeats passed. A repeat that
-errored makes the whole conversation an error: flakiness is never averaged away.
+scorable; pass@k records, per gate, whether at least one of the k repeats passed, pass^k whether all
+did, counting only the repeats where the gate was scorable. A repeat that errored makes the whole
+conversation an error: flakiness is never averaged away.
 """
 
 from __future__ import annotations
@@ -47,9 +48,36 @@ def reduce_repeats(results: list[ItemResult]) -> ItemResult:
         turns.append(TurnRecord(turn.index, turn.input, turn.output, turn.duration_ms,
                                 mean_outcomes([t.gate_scores for t in same]), mean_outcomes([t.scores for t in same]),
                                 turn.thresholds, turn.simulated))
-    passes = {gate_id: sum(1 for r in results if (o := r.gate_scores.get(gate_id)) is not None
-                           and not o.not_scorable and not o.missed_gate)
-              for gate_id in first.gate_scores}
+    plays = {gate_id: [o for r in results if (o := r.gate_scores.get(gate_id)) is not None and not o.not_scorable]
+             for gate_id in first.gate_scores}
     return replace(first, turns=turns, gate_scores=mean_outcomes([r.gate_scores for r in results]),
                    scores=mean_outcomes([r.scores for r in results]), usage=usage, duration_ms=duration,
-                   repeats=len(results), gate_passes=passes)
+                   repeats=len(results), gate_passes={g: sum(not o.missed_gate for o in p) for g, p in plays.items()},
+                   gate_plays={g: len(p) for g, p in plays.items()})
+
+
+class PassRates:
+    """pass@k and pass^k per gate over a run's conversations: a conversation counts for a gate when the gate was
+    scorable in at least one of its k plays, and only those plays count (not scorable is never a failure)."""
+
+    def __init__(self) -> None:
+        self.at_k: dict[str, Mean] = {}
+        self.all_k: dict[str, Mean] = {}
+
+    def add(self, result: ItemResult) -> None:
+        if result.status != "ok" or result.repeats <= 1:
+            return
+        for gate_id, scorable in result.gate_plays.items():
+            if not scorable:
+                continue
+            passed = result.gate_passes.get(gate_id, 0)
+            self.at_k.setdefault(gate_id, Mean()).add(float(passed > 0))
+            self.all_k.setdefault(gate_id, Mean()).add(float(passed == scorable))
+
+    def pass_at_k(self) -> dict[str, float]:
+        """Per gate, the share of conversations where at least one scorable play passed."""
+        return {g: m.value for g, m in self.at_k.items() if m.count}
+
+    def pass_all_k(self) -> dict[str, float]:
+        """Per gate, the share of conversations where every scorable play passed (pass^k)."""
+        return {g: m.value for g, m in self.all_k.items() if m.count}

@@ -13,18 +13,19 @@ import asyncio
 import contextlib
 import signal
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..aggregate import Aggregator, Mean, exit_code
-from ..dataset import Dataset, Item, Selection, load_dataset
-from ..errors import INTERNAL_ERROR, UsageError
-from ..llm import LLMClient, UsageSink
+from ..aggregate import Aggregator, exit_code
+from ..dataset import Dataset, Item, Selection, dataset_models, load_dataset
+from ..errors import INTERNAL_ERROR, UsageError, describe
+from ..llm import LLMClient, LLMSettings, UsageSink, check_settings, import_litellm
 from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
 from ..store import Store, StoredOptions, StoreWriter, new_run_id
@@ -32,7 +33,8 @@ from ..targets import TargetCalls, TargetThreads
 from .conversation import Conversation
 from .drivers import PlayContext
 from .notices import memory_warning, unregistered_warning
-from .repeat import reduce_repeats
+from .repeat import PassRates, reduce_repeats
+from .resume import check_resumable, option_conflicts
 
 INTERRUPTED = 130
 
@@ -68,11 +70,11 @@ class RunOptions:
     repeat: int = 1
     """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
 
-    def stored(self, plan: Plan) -> StoredOptions:
-        """What the run's row keeps of these options (and of its plan)."""
+    def stored(self, plan: Plan, config: dict[str, str] | None = None) -> StoredOptions:
+        """What the run's row keeps of these options (and of its plan and the dataset's configuration)."""
         selection = self.selection
         return StoredOptions(plan, selection.filter, selection.shard, selection.limit, self.strict, self.max_errors,
-                             self.repeat, sorted(self.only_indexes or []) or None)
+                             self.repeat, sorted(self.only_indexes or []) or None, config)
 
 
 class Events(Protocol):
@@ -114,26 +116,53 @@ WRITE_BACKLOG = 512
 """Item writes queued at most: conversations that outrun SQLite wait for the writer (bounded memory)."""
 
 
+_switch_lock = threading.Lock()
+_switch_runs = 0
+_switch_saved = 0.0
+
+
+def _hold_switch_interval() -> None:
+    """Shorten the interpreter's switch interval while at least one run is in progress in this process."""
+    global _switch_runs, _switch_saved
+    with _switch_lock:
+        if _switch_runs == 0:
+            _switch_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_saved, SWITCH_INTERVAL))
+        _switch_runs += 1
+
+
+def _release_switch_interval() -> None:
+    """The last run to end restores the interval it found (runs may overlap: threads, or one event loop)."""
+    global _switch_runs
+    with _switch_lock:
+        _switch_runs -= 1
+        if _switch_runs == 0:
+            sys.setswitchinterval(_switch_saved)
+
+
 class RunContext:
-    """Everything one run holds, closed when it ends: target threads, the writer, the LLM client and cache."""
+    """Everything one run holds, closed when it ends: target threads, the writer, the LLM client and cache.
+
+    Building it checks the LLM settings of the environment (a bad one is the user's mistake, found before the
+    run's row is written) and takes nothing it would leave behind if it fails."""
 
     def __init__(self, store: Store | None, options: RunOptions) -> None:
+        check_settings()
+        self.settings = LLMSettings.from_env()
         self.store = store
         self.options = options
-        self._switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL))
+        self.writer: StoreWriter | None = store.writer() if store is not None else None
         self.threads = TargetThreads()
         self.calls = TargetCalls(self.threads, options.turn_timeout)
-        self.writer: StoreWriter | None = store.writer() if store is not None else None
         self._llm: LLMClient | None = None
         self._queued: deque[Future[Any]] = deque(maxlen=WRITE_BACKLOG)
+        self._write_error: BaseException | None = None
+        _hold_switch_interval()  # last: nothing after it can fail, and aclose gives it back
 
     def llm(self) -> LLMClient:
         """The run's LLM client (made on first use), with the response cache of the run's database."""
         if self._llm is None:
-            from ..llm import LLMSettings
-
-            settings = LLMSettings.from_env()
+            settings = replace(self.settings)
             settings.judge_concurrency = self.options.judge_concurrency
             settings.cache = self.options.use_cache
             cache = None
@@ -159,16 +188,29 @@ class RunContext:
             with contextlib.suppress(Exception):  # a failed write is raised by the writer's close (its first error)
                 await asyncio.wrap_future(self._queued[0])
 
-    async def aclose(self) -> None:
-        """Flush and stop the writer (off the loop), close the cache, let idle target threads end."""
+    async def warm_up(self, models: bool) -> None:
+        """When the run will call a model, import the LLM layer in a worker thread before conversations start: the
+        first import takes seconds of CPU, and on the event loop it would stall every conversation's timers (and
+        Ctrl-C) at the first judge or simulator call."""
+        if models:
+            with contextlib.suppress(Exception):  # an import that fails is each call's error, as without warming up
+                await asyncio.to_thread(import_litellm)
+
+    async def aclose(self) -> BaseException | None:
+        """Flush and stop the writer (off the loop), close the cache, let idle target threads end. Returns the
+        first write that failed (the run's result stands; what could not be stored is reported beside it)."""
         try:
             if self.writer is not None:
-                await asyncio.to_thread(self.writer.close)
+                try:
+                    await asyncio.to_thread(self.writer.close)
+                except Exception as exc:  # noqa: BLE001 - a failed write is reported with the result, not instead of it
+                    self._write_error = self._write_error or exc
         finally:
             if self._llm is not None and self._llm.cache is not None:
                 self._llm.cache.close()
             self.threads.close()
-            sys.setswitchinterval(self._switch_interval)
+            _release_switch_interval()
+        return self._write_error
 
 
 class Runner:
@@ -192,20 +234,30 @@ class Runner:
             if self.store is None:
                 raise UsageError("--resume needs a database", "pass --db PATH")
             store = self.store
+            row, options = await asyncio.to_thread(check_resumable, store, self.options.resume, self.dataset)
+            run_id = row["id"]
+            conflicts = option_conflicts(options, self.options.stored(plan_of(self.dataset)))
+            if conflicts:
+                raise UsageError(f"resuming run {run_id} with other options: {'; '.join(conflicts)}",
+                                 "continue it with the options it was started with (evalcli.run.resume_options "
+                                 "reads them)")
             stored = await asyncio.to_thread(lambda: list(store.load_items(run_id)))
             kept = {r.index: r for r in stored if r.status == "ok"}
         return items, kept, run_id
 
     async def run(self) -> RunResult:
+        if self.store is not None:
+            self.store.protect(self.dataset.secret_values)
         context = RunContext(self.store, self.options)
         try:
-            scope = self.dataset.scope
-            if scope is None:
-                return await self._run(context)
-            with scope:
-                return await self._run(context)
+            with self.dataset.scope or contextlib.nullcontext():
+                result = await self._run(context)
         finally:
-            await context.aclose()
+            failed = await context.aclose()
+        if failed is not None:
+            # the run happened and its verdict stands; what the database could not keep is said beside it
+            result.store_error = describe(failed)
+        return result
 
     async def _run(self, context: RunContext) -> RunResult:
         items, kept, run_id = await self._select()
@@ -215,29 +267,21 @@ class Runner:
         for text in warnings:
             self.events.warning(text)
         store = self.store
-        if store is not None:
-            resume = bool(self.options.resume)
-            await context.write(lambda: store.resume_statements(run_id) if resume else
-                                store.begin_statements(run_id, self.dataset, self.options.stored(plan)))
         to_run = [i for i in items if i.index not in kept]
-        self.events.started(run_id, len(items), len(items) - len(to_run))
         results: dict[int, ItemResult] = {}
+        rates = PassRates()
         for result in kept.values():
             if aggregator.expects(result.index):
                 aggregator.add(result)
+                rates.add(result)
                 if self.options.keep_items:
                     results[result.index] = result
         registered = {s.id for s in self.dataset.all_specs() if s.registered}
         usage = UsageSink()
-        passes: dict[str, Mean] = {}
-        all_passes: dict[str, Mean] = {}
 
         def finished(result: ItemResult) -> None:
             aggregator.add(result)
-            if result.status == "ok" and result.repeats > 1:
-                for gate_id, count in result.gate_passes.items():
-                    passes.setdefault(gate_id, Mean()).add(float(count > 0))
-                    all_passes.setdefault(gate_id, Mean()).add(float(count == result.repeats))
+            rates.add(result)
             if store is not None:
                 context.write_later(lambda: store.item_statements(run_id, result, registered))
             if self.options.keep_items:
@@ -247,6 +291,14 @@ class Runner:
             self.events.item_done(result)
 
         try:
+            if store is not None:
+                resume = bool(self.options.resume)
+                await context.write(lambda: store.resume_statements(run_id) if resume else
+                                    store.begin_statements(run_id, self.dataset,
+                                                           self.options.stored(plan, self.dataset.configuration())))
+            self.events.started(run_id, len(items), len(items) - len(to_run))
+            if to_run:
+                await context.warm_up(any(True for _ in dataset_models(self.dataset)))
             await self._play_all(to_run, finished, context, plan)
         except BaseException as exc:
             # whatever happened, the run's row ends with a status and an exit code, never 'running'
@@ -263,12 +315,12 @@ class Runner:
         code = INTERRUPTED if self.interrupted else exit_code(summary, strict=self.options.strict,
                                                                 max_errors=self.options.max_errors)
         if store is not None:
-            await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items))
+            with contextlib.suppress(Exception):  # the writer keeps the error; aclose reports it with the result
+                await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items))
         ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
                          code, ordered, usage.totals(), warnings, completed=aggregator.items, selected=len(items),
-                         pass_at_k={g: m.value for g, m in passes.items() if m.count},
-                         pass_all_k={g: m.value for g, m in all_passes.items() if m.count},
+                         pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(),
                          repeat=self.options.repeat, dataset_name=self.dataset.name)
 
     async def _play_all(self, items: list[Item], finished: Callable[[ItemResult], None], context: RunContext,
@@ -334,15 +386,20 @@ class Runner:
 
         installed = []
         for sig in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(sig)
             try:
                 loop.add_signal_handler(sig, stop)
-                installed.append(sig)
+                installed.append((sig, previous))
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
 
         def restore() -> None:
-            for sig in installed:
+            # the handlers found are put back (the event loop's own removal would leave the defaults), so a
+            # signal after the conversations still reaches whoever handled it before (the CLI, asyncio.Runner)
+            for sig, previous in installed:
                 loop.remove_signal_handler(sig)
+                with contextlib.suppress(TypeError, ValueError, OSError):
+                    signal.signal(sig, previous)
 
         return restore
 

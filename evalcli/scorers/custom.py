@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -14,15 +15,21 @@ from .kinds import BuildContext, Kind, register
 
 
 def to_outcome(value: Any, name: str) -> Outcome:
-    """Accept what a custom scorer may return; anything else is that scorer's error."""
+    """Accept what a custom scorer may return; anything else, a non-finite score included, is that scorer's error
+    (JSON and SQLite have no infinity or NaN: stored, such a score would read back as another one)."""
     if isinstance(value, NotScorable):
         return Outcome(not_scorable=True, reason=value.reason)
     if isinstance(value, Score):
-        return Outcome(score=float(value.score), reason=value.reason)
-    if isinstance(value, (bool, int, float)):
-        return Outcome(score=float(value))
-    raise TypeError(f"scorer {name} returned {type(value).__name__}; return a float, evalcli.Score(score, reason) "
-                    "or evalcli.not_scorable(reason)")
+        outcome = Outcome(score=float(value.score), reason=value.reason)
+    elif isinstance(value, (bool, int, float)):
+        outcome = Outcome(score=float(value))
+    else:
+        raise TypeError(f"scorer {name} returned {type(value).__name__}; return a float, evalcli.Score(score, reason) "
+                        "or evalcli.not_scorable(reason)")
+    if outcome.score is not None and not math.isfinite(outcome.score):
+        raise ValueError(f"scorer {name} returned the score {outcome.score}: a score must be a finite number "
+                         "(return evalcli.not_scorable(reason) when there is nothing to score)")
+    return outcome
 
 
 class PythonScorer:

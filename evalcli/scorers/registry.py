@@ -7,6 +7,7 @@ path. Parsing references and reading ``scorers.yaml`` is the dataset's job (``ev
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,48 @@ class ScorerSpec:
     def spec(self) -> dict[str, Any]:
         """What is stored beside every score: enough to rebuild this exact scorer."""
         return {"kind": self.kind, "args": self.args}
+
+    def fingerprint(self) -> str:
+        """A digest of everything that decides this scorer's scores and how they count: kind, arguments, id,
+        threshold and whether its scores are stored (a run keeps it, so a resume can tell a changed scorer)."""
+        threshold = None if self.threshold is None else self.threshold.raw
+        canonical = json.dumps({"id": self.id, "kind": self.kind, "args": self.args, "threshold": threshold,
+                                "registered": self.registered}, sort_keys=True, default=repr, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def inline_yaml(spec: ScorerSpec) -> str:
+    """The spec as one line of YAML, defaults left out, that parses back to it when pasted: ``{includes: '54'}``,
+    ``{called_tool: {name: x, times: 2}}``, ``used_no_tools``."""
+    kind = find_kind(spec.kind)
+    args = dict(spec.args)
+    if kind is not None:
+        defaults = {kind.key(k): f.get_default(call_default_factory=True) for k, f in kind.args.model_fields.items()
+                    if not f.is_required()}
+        args = {k: v for k, v in args.items() if k not in defaults or defaults[k] != v}
+        if kind.main is None and not args:
+            return spec.kind
+        if kind.main is not None and list(args) == [kind.key(kind.main)]:
+            return _flow({spec.kind: args[kind.key(kind.main)]})
+    return _flow({spec.kind: args or None})
+
+
+def registration_line(spec: ScorerSpec) -> str:
+    """The line of ``scorers.yaml`` (under ``scorers:``) that registers this configuration under its own id, so the
+    dataset's reference becomes registered as it stands: ``includes(54): {includes: '54'}``."""
+    return _flow({spec.id: _flow_value(spec)})[1:-1]
+
+
+def _flow_value(spec: ScorerSpec) -> Any:
+    import yaml
+
+    return yaml.safe_load(inline_yaml(spec))
+
+
+def _flow(value: Any) -> str:
+    import yaml
+
+    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000, sort_keys=False).strip()
 
 
 @dataclass

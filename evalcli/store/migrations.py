@@ -193,6 +193,17 @@ def m003_outcomes_and_identity(conn: sqlite3.Connection) -> None:
     runs.create_index(["dataset", "id"], index_name="runs_dataset")
 
 
+def m004_item_repeats(conn: sqlite3.Connection) -> None:
+    """Items of a ``--repeat`` run keep how often they were played and, per gate, in how many plays it was scorable
+    and passed (``gate_plays``: id -> [passed, scorable]), so a resumed run's pass@k and pass^k cover every
+    conversation, not only those played after the resume."""
+    import sqlite_utils
+
+    items = sqlite_utils.Database(conn).table("items")
+    items.add_column("repeats", int, not_null_default=1)
+    items.add_column("gate_plays", str)
+
+
 def _numbers(outcomes: dict[str, Any]) -> dict[str, Any]:
     return {key: value.get("score") for key, value in outcomes.items()}
 
@@ -215,6 +226,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
     ("002_run_item_indexes", m002_run_item_indexes),
     ("003_outcomes_and_identity", m003_outcomes_and_identity),
+    ("004_item_repeats", m004_item_repeats),
 ]
 
 

@@ -49,6 +49,9 @@ class StoredOptions:
     repeat: int = 1
     only_indexes: list[int] | None = None
     """The item indexes of a ``--rerun-failed`` run."""
+    config: dict[str, str] | None = None
+    """The dataset's configuration when the run began (``Dataset.configuration``: digests of the target, its
+    options, every gate and scorer); ``None`` for runs stored before evalcli kept it."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -60,7 +63,8 @@ class StoredOptions:
         shard = data.get("shard")
         return cls(Plan.from_json(data["plan"]), data.get("filter"), (int(shard[0]), int(shard[1])) if shard else None,
                    data.get("limit"), bool(data.get("strict")), int(data.get("max_errors") or 0),
-                   int(data.get("repeat") or 1), list(data["only_indexes"]) if data.get("only_indexes") else None)
+                   int(data.get("repeat") or 1), list(data["only_indexes"]) if data.get("only_indexes") else None,
+                   dict(data["config"]) if isinstance(data.get("config"), dict) else None)
 
 
 def now() -> str:
@@ -138,6 +142,11 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    def protect(self, secrets: set[str]) -> None:
+        """Also redact these values (a dataset's interpolated secrets) in everything this store writes from now on:
+        a store opened without them (``Store(path)`` in a library caller's code) still never stores them."""
+        self.redact = self.redact.including(secrets)
+
     def writer(self) -> StoreWriter:
         """A writer thread for a run, with its own connection to this file."""
         if self.readonly:
@@ -202,13 +211,15 @@ class Store:
         redact = self.redact
         statements.append((
             "INSERT INTO items (run_id, item_index, item_id, tags, form, status, passed, error, traceback, thread_id, "
-            "resource_id, input, gate_scores, scores, outcomes, stop_reason, duration_ms, finished_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "resource_id, input, gate_scores, scores, outcomes, stop_reason, duration_ms, finished_at, repeats, "
+            "gate_plays) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, result.index, result.id, _dumps(result.tags), result.form, result.status, int(result.passed),
              redact(result.error) if result.error else None, redact(result.traceback) if result.traceback else None,
              result.thread_id, result.resource_id, redact(result.turns[0].input) if result.turns else None,
              self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(result.outcomes()),
-             result.stop_reason, result.duration_ms, stamp)))
+             result.stop_reason, result.duration_ms, stamp, result.repeats,
+             _dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
+             if result.repeats > 1 else None)))
         statements.append((
             "INSERT INTO turns (run_id, item_index, item_id, turn_index, input, output, simulated, thread_id, "
             "resource_id, duration_ms, passed, gate_scores, scores, outcomes) "
@@ -260,6 +271,12 @@ class Store:
         """Write a run's end directly (for ``merge``, which writes no conversations of its own)."""
         self.execute(self.finish_statements(run_id, summary, status, exit_code, completed))
 
+    def mark_interrupted(self, run_id: str) -> None:
+        """An interrupt that came after the conversations (while the run was being finished or reported): the run
+        is marked ``interrupted`` with exit code 130, keeping everything it stored."""
+        self.execute([("UPDATE runs SET status = 'interrupted', exit_code = 130, finished_at = COALESCE(finished_at, ?) "
+                       "WHERE id = ?", (now(), run_id))])
+
     # -- reading ---------------------------------------------------------------------------------
 
     def run(self, run_id: str) -> dict[str, Any] | None:
@@ -276,8 +293,10 @@ class Store:
         row = self.run(run_id)
         if row is not None:
             return row
-        matches = [r["id"] for r in self.query("SELECT id FROM runs WHERE id LIKE ? ORDER BY id LIMIT 6",
-                                               [f"{run_id}%"])]
+        # a prefix is matched as text: '%' and '_' in it are characters, never LIKE patterns
+        escaped = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        matches = [r["id"] for r in self.query("SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
+                                               [f"{escaped}%"])] if run_id else []
         if len(matches) == 1:
             return self.require_run(matches[0])
         if matches:
@@ -290,25 +309,32 @@ class Store:
         where, params = ("dataset = ?", [dataset]) if dataset else (None, [])
         return list(self.db.table("runs").rows_where(where, params, order_by="id desc", limit=limit))
 
-    def load_items(self, run_id: str) -> Iterator[ItemResult]:
-        """The stored conversations of a run, in dataset order, with their turns and outcomes.
+    def load_items(self, run_id: str, *, errors_only: bool = False) -> Iterator[ItemResult]:
+        """The stored conversations of a run (only those that errored, with ``errors_only``), in dataset order, with
+        their turns and outcomes.
 
         Streamed: items and turns are read side by side (both ordered by item index), so reading back
         a large run holds one conversation at a time, never the whole run.
         """
-        turn_rows = self.query("SELECT * FROM turns WHERE run_id = ? ORDER BY item_index, turn_index", [run_id])
+        errored = (" AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status = 'error')"
+                   if errors_only else "")
+        params = [run_id, run_id] if errors_only else [run_id]
+        turn_rows = self.query(f"SELECT * FROM turns WHERE run_id = ?{errored} ORDER BY item_index, turn_index", params)
         pending = next(turn_rows, None)
-        for row in self.query("SELECT * FROM items WHERE run_id = ? ORDER BY item_index", [run_id]):
+        for row in self.query(f"SELECT * FROM items WHERE run_id = ?{errored} ORDER BY item_index", params):
             turns: list[TurnRecord] = []
             while pending is not None and pending["item_index"] <= row["item_index"]:
                 if pending["item_index"] == row["item_index"]:
                     turns.append(_turn_record(pending))
                 pending = next(turn_rows, None)
             gates, scores, thresholds = outcomes_from_json(json.loads(row["outcomes"] or "{}"))
+            plays = json.loads(row["gate_plays"] or "{}")
             yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
                              row["thread_id"], row["resource_id"], turns, gates, scores, row["error"],
                              row["traceback"], row["duration_ms"] or 0.0, thresholds=thresholds,
-                             stop_reason=row["stop_reason"])
+                             stop_reason=row["stop_reason"], repeats=row["repeats"] or 1,
+                             gate_passes={g: int(p[0]) for g, p in plays.items()},
+                             gate_plays={g: int(p[1]) for g, p in plays.items()})
 
     def options(self, run_id: str) -> StoredOptions:
         """How a stored run was asked to run (its plan, selection and exit rules)."""

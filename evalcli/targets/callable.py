@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import TargetError
 from ..messages import Message
-from .session import Adapter, Calls, Reply, Thread, fresh_thread
+from .session import Adapter, Calls, Reply, Thread, fresh_thread, unknown_options
 
 RESPONSE_ROLES = ("assistant", "tool")
 
@@ -47,6 +47,19 @@ class CallableAdapter(Adapter):
     @classmethod
     def fits(cls, obj: Any) -> bool:
         return callable(getattr(obj, "generate", None)) or callable(obj)
+
+    @classmethod
+    def option_problems(cls, obj: Any, options: dict[str, Any]) -> list[str]:
+        """A callable without ``**kwargs`` takes only the options it declares: any other name (a typo such as
+        ``temprature``) is a mistake, never dropped silently."""
+        method = getattr(obj, "generate", None)
+        fn = method if callable(method) else obj if callable(obj) else None
+        accepts = accepted_keywords(fn) if fn is not None else None
+        if accepts is None:
+            return []
+        taken = [name for name in _options_of(fn) if name != "memory"]
+        label = f"{getattr(fn, '__qualname__', None) or type(fn).__name__}()"
+        return unknown_options(list(options), taken, label)
 
     @property
     def has_memory(self) -> bool:
@@ -110,6 +123,14 @@ def accepted_keywords(fn: Callable[..., Any]) -> set[str] | None:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
     return {p.name for p in parameters if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)}
+
+
+def _options_of(fn: Callable[..., Any]) -> list[str]:
+    """The keyword names a target declares besides its first parameter (the user's message)."""
+    parameters = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    first = parameters[0].name if parameters and parameters[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else None
+    return [p.name for p in parameters if p.name != first]
 
 
 def normalise(reply: Any) -> list[Message]:

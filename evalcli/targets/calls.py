@@ -87,11 +87,13 @@ class TargetCalls:
         def job() -> None:
             started.append(time.monotonic())
             try:
-                value = context.run(fn, *args, **kwargs)
+                value, error = context.run(fn, *args, **kwargs), None
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting conversation
-                loop.call_soon_threadsafe(_settle, future, None, exc)
-            else:
-                loop.call_soon_threadsafe(_settle, future, value, None)
+                value, error = None, exc
+            try:
+                loop.call_soon_threadsafe(_settle, future, value, error)
+            except RuntimeError:
+                pass  # the run ended (its loop is closed) while this call hung: nobody waits for its answer
 
         self.threads.submit(job)
         if self.timeout is None:

@@ -245,6 +245,15 @@ def extra_hint(missing_module: str | None) -> str | None:
 
 
 def unknown_options(given: Sequence[str], accepted: Sequence[str], framework: str) -> list[str]:
-    """For adapters' ``option_problems``: one message per option a framework's run call does not take, naming those it does."""
-    return [f"'{name}' is not an option of {framework} (it takes: {', '.join(accepted) or 'none'})"
-            for name in given if name not in accepted and name not in RESERVED_OPTIONS]
+    """For adapters' ``option_problems``: one message per option a framework's run call does not take, naming those it
+    does (and the one meant, when a name is close to one)."""
+    import difflib
+
+    problems = []
+    for name in given:
+        if name in accepted or name in RESERVED_OPTIONS:
+            continue
+        close = difflib.get_close_matches(name, list(accepted), n=1, cutoff=0.75)
+        meant = f" (did you mean '{close[0]}'?)" if close else ""
+        problems.append(f"'{name}' is not an option of {framework}{meant} (it takes: {', '.join(accepted) or 'none'})")
+    return problems

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...messages import Message, is_error_result, message_text
 from ...results import ItemResult, Outcome, outcome_json
-from ..text import NOT_SCORABLE, fmt, one_line, threshold_text, why_failed
+from ..text import ERROR, NOT_SCORABLE, fmt, one_line, threshold_text, why_failed
 from ..transcript import pretty_arguments
 
 INPUT_WIDTH = 90
@@ -78,6 +78,8 @@ def _cell(item: ItemResult, scorer_id: str) -> ScoreCell:
         return ScoreCell("-", False)
     if outcome.not_scorable:
         return ScoreCell(NOT_SCORABLE, False)
+    if outcome.score is None and outcome.error:
+        return ScoreCell(ERROR, True)  # the scorer that made the conversation an error
     passed = outcome_json(outcome, threshold=item.thresholds.get(scorer_id)).get("passed")
     return ScoreCell(fmt(outcome.score), passed is False)
 
@@ -116,7 +118,8 @@ def outcome_entries(gates: dict[str, Outcome], scores: dict[str, Outcome], thres
             data = outcome_json(outcome, gate=role == "gate", threshold=thresholds.get(scorer_id))
             threshold = data.get("threshold")
             entries.append({"role": role, "id": scorer_id,
-                            "score": "not scorable" if outcome.not_scorable else fmt(outcome.score),
+                            "score": "not scorable" if outcome.not_scorable else "error"
+                            if outcome.score is None and outcome.error else fmt(outcome.score),
                             "threshold": None if threshold is None else threshold_text(threshold),
                             "passed": data.get("passed"),
                             "reason": (outcome.error and f"raised {outcome.error}") or outcome.reason or ""})

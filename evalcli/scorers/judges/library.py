@@ -23,6 +23,7 @@ from pydantic import (
 
 from ...errors import not_blank
 from ...llm.fence import TRANSCRIPT_END, TRANSCRIPT_START, fence, neutralise_labels
+from ...messages import assistant_texts
 from ...results import Outcome
 from ..base import ScorerRun
 from ..naming import id_text, shortened
@@ -217,10 +218,12 @@ async def factuality(asking: Asking, args: FactualityArgs, run: ScorerRun) -> Ou
     reference = reference_of(args, run)
     if reference is None:
         return Outcome(not_scorable=True, reason="no reference: give `reference` or the item's ground_truth")
-    answers = replied(turns_of(run))
+    # the last assistant text, as json_output reads it: the last assistant message that has text (a tool-calling
+    # turn's preamble, "Let me look that up.", is not the answer)
+    answers = assistant_texts(run.output, strip=True)
     if not answers:
         return Outcome(score=0.0, reason="no assistant text to compare with the reference")
-    answer = fence(f"Assistant answer: {neutralise_labels(answers[-1].assistant)}", TRANSCRIPT_START, TRANSCRIPT_END)
+    answer = fence(f"Assistant answer: {neutralise_labels(answers[-1])}", TRANSCRIPT_START, TRANSCRIPT_END)
     categories = "\n".join(f"{k}: {v}" for k, v in CATEGORIES.items())
     prompt = (f"The reference answer:\n{neutralise_labels(reference)}\n\nThe assistant's answer follows. {EVIDENCE}\n"
               f"{answer}\n\nCompare the factual content of the answer with the reference; ignore style, grammar and "

@@ -1,0 +1,127 @@
+"""Continuing a stored run (``--resume``) and re-running its failures (``--rerun-failed``), checked first.
+
+A resumed run must add up to the run it continues: the same dataset (by name and content), the same
+configuration (the target and its options, every gate and scorer as resolved from the dataset and
+``scorers.yaml``, the simulated users' models) and the same run options (selection, ``--repeat``,
+``--strict``, ``--max-errors``), which a resume restores. Anything else is refused, naming what differs
+(exit 2): never a run scored two ways under one verdict. A re-run of failures is a new run, but of the
+same dataset: the failures of another dataset's run are refused too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..dataset import Dataset, Selection
+from ..errors import UsageError
+from ..store import Store, StoredOptions
+
+if TYPE_CHECKING:
+    from .runner import RunOptions
+
+FLAGS = {"filter": "--filter", "shard": "--shard", "limit": "--limit", "repeat": "--repeat", "strict": "--strict",
+         "max_errors": "--max-errors", "only_indexes": "--rerun-failed"}
+"""The run options a run keeps (``StoredOptions``), by the command-line flag that sets each."""
+DEFAULTS: dict[str, Any] = {"filter": None, "shard": None, "limit": None, "repeat": 1, "strict": False,
+                            "max_errors": 0, "only_indexes": None}
+
+
+def flag_text(name: str, value: Any) -> str:
+    """How an option reads on a command line: ``--repeat 3``, ``--strict``, ``--shard 1/4``, ``no --filter``."""
+    flag = FLAGS[name]
+    if value == DEFAULTS[name]:
+        return f"no {flag}"
+    if name == "strict":
+        return flag
+    if name == "shard":
+        return f"{flag} {value[0]}/{value[1]}"
+    if name == "filter":
+        return f"{flag} '{value}'"
+    if name == "only_indexes":
+        return f"{flag} (items {', '.join(map(str, value[:5]))}{', ...' if len(value) > 5 else ''})"
+    return f"{flag} {value}"
+
+
+def _values(options: StoredOptions) -> dict[str, Any]:
+    return {"filter": options.filter, "shard": options.shard, "limit": options.limit, "repeat": options.repeat,
+            "strict": options.strict, "max_errors": options.max_errors, "only_indexes": options.only_indexes}
+
+
+def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> None:
+    """Refuse a stored run of another dataset (``what``: ``resume`` or ``re-run the failures of``)."""
+    if row["dataset"] not in (dataset.name, dataset.path):
+        other = row.get("dataset_path") or row["dataset"]
+        raise UsageError(f"run {row['id']} is of dataset {row['dataset']}, not {dataset.name or dataset.path}: "
+                         f"cannot {what} it with {dataset.path}",
+                         f"name its own dataset: evalcli run {other} --{'resume' if what == 'resume' else 'rerun-failed'} "
+                         f"{row['id']}")
+
+
+def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset: Dataset) -> list[str]:
+    """What differs between the configuration a run began with and the dataset's now, one label each."""
+    if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
+        changes = [] if row["target"] == dataset.target_spec else ["target"]
+        from .runner import plan_of
+
+        return changes + ([] if stored.plan == plan_of(dataset) else ["gates, scorers or thresholds"])
+    now = dataset.configuration()
+    changed = [f"{label} (changed)" for label, digest in stored.config.items() if label in now and now[label] != digest]
+    removed = [f"{label} (removed)" for label in stored.config if label not in now]
+    added = [f"{label} (added)" for label in now if label not in stored.config]
+    return changed + removed + added
+
+
+def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[str, Any], StoredOptions]:
+    """The stored run to continue (its row, its options), or a ``UsageError`` saying why it cannot be: another
+    dataset, a dataset file that changed, or a configuration that changed since it began."""
+    row = store.require_run(run_id)
+    check_same_dataset(row, dataset, "resume")
+    resume = row["id"]
+    if row["dataset_hash"] and row["dataset_hash"] != dataset.hash:
+        raise UsageError(f"{dataset.path} changed since run {resume} started: its results would not add up",
+                         f"run it afresh (evalcli run {dataset.path}) instead of resuming")
+    stored = store.options(resume)
+    changes = configuration_changes(row, stored, dataset)
+    if changes:
+        raise UsageError(f"the configuration of {dataset.path} changed since run {resume} started: "
+                         f"{', '.join(changes)}; resuming would score its conversations two ways under one verdict",
+                         f"run it afresh (evalcli run {dataset.path}), or restore the configuration the run began with "
+                         "(scorers.yaml, environment variables the dataset reads)")
+    return row, stored
+
+
+def option_conflicts(stored: StoredOptions, current: StoredOptions, names: list[str] | None = None) -> list[str]:
+    """The options (``names``, default all) ``current`` sets differently from ``stored``, as ``(now vs then)`` texts."""
+    then, now = _values(stored), _values(current)
+    return [f"{flag_text(name, now[name])} (the run has {flag_text(name, then[name])})"
+            for name in names or list(FLAGS) if now[name] != then[name]]
+
+
+def resume_options(store: Store, run_id: str, dataset: Dataset, options: RunOptions,
+                   given: Mapping[str, Any] | None = None) -> RunOptions:
+    """``options`` to continue run ``run_id``, with every option the run keeps restored from it (selection,
+    ``repeat``, ``strict``, ``max_errors``, the items of a re-run). ``given`` holds the options a caller set
+    explicitly (by ``RunOptions`` field or ``StoredOptions`` name: ``filter``, ``shard``, ``limit``, ``repeat``,
+    ``strict``, ``max_errors``); one that differs from the run's is a ``UsageError``."""
+    row, stored = check_resumable(store, run_id, dataset)
+    if given:
+        asked = replace(stored, **{name: value for name, value in given.items() if name in FLAGS})
+        conflicts = option_conflicts(stored, asked, [name for name in FLAGS if name in given])
+        if conflicts:
+            raise UsageError(f"resuming run {row['id']}: {'; '.join(conflicts)}",
+                             "leave those flags out: resuming restores the options the run was started with "
+                             "(or start a new run)")
+    return replace(options, resume=row["id"], selection=Selection(stored.filter, stored.shard, stored.limit),
+                   repeat=stored.repeat, strict=stored.strict, max_errors=stored.max_errors,
+                   only_indexes=set(stored.only_indexes) if stored.only_indexes else None)
+
+
+def rerun_indexes(store: Store, run_id: str, dataset: Dataset) -> set[int]:
+    """The item indexes of ``dataset`` whose conversations errored or missed a gate in run ``run_id`` (a run of
+    this dataset: another dataset's is a ``UsageError``)."""
+    row = store.require_run(run_id)
+    check_same_dataset(row, dataset, "re-run the failures of")
+    failed = {item.id for item in store.load_items(row["id"]) if not item.passed}
+    return {item.index for item in dataset.items if item.id in failed}
