@@ -20,6 +20,28 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def requested_url(exc: BaseException) -> str | None:
+    """The URL a failed request was for, found on the exception or on one it was raised from (``request.url`` of
+    httpx and the SDKs built on it, or ``url``), without credentials or query; ``None`` when none says."""
+    from urllib.parse import urlsplit
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 12:
+        seen.add(id(current))
+        for holder in ("request", None):
+            try:
+                source = getattr(current, holder) if holder else current
+                url = getattr(source, "url", None)
+            except Exception:  # noqa: BLE001 - httpx raises when an exception has no request attached
+                url = None
+            if url is not None and str(url).startswith(("http://", "https://")):
+                parts = urlsplit(str(url))
+                return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        current = current.__cause__ or current.__context__
+    return None
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong in a file: ``where`` is ``FILE:LINE:COL`` (or just ``FILE``)."""
@@ -48,14 +70,42 @@ class EvalcliError(Exception):
 
 
 class DatasetError(EvalcliError):
-    """A dataset or registry file that cannot be used; carries every problem found."""
+    """A dataset or registry file that cannot be used; carries every problem found, in file order (files in the order
+    first met, then by line and column), each once, and without the consequences of an unset environment variable
+    (the value it left empty) at the variable's own place."""
 
     def __init__(self, problems: list[Problem]) -> None:
-        self.problems = problems
-        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = in_file_order(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
 
     def __str__(self) -> str:
         return self.message
+
+
+UNSET_VARIABLE = "environment variable "
+"""How the problem of an unset ``${VARIABLE}`` begins: a problem at its place reads its empty value."""
+
+
+def _place(where: str) -> tuple[str, int, int]:
+    """``FILE:LINE:COL`` (or ``FILE:LINE``, or ``FILE``) as (file, line, column); no line sorts first."""
+    parts = where.rsplit(":", 2)
+    numbers = [p for p in parts[1:] if p.isdigit()]
+    file = where if not numbers else where[: len(where) - len(":".join(numbers)) - 1]
+    line, column = ([int(n) for n in numbers] + [0, 0])[:2]
+    return file, line, column
+
+
+def in_file_order(problems: list[Problem]) -> list[Problem]:
+    """Problems each once, files in the order first met and each file's by line and column. A problem at the place
+    of an unset environment variable other than that one is its consequence (the empty value): left out."""
+    unset = {p.where for p in problems if p.message.startswith(UNSET_VARIABLE) and p.message.endswith(" is not set")}
+    kept: list[Problem] = []
+    for problem in problems:
+        consequence = problem.where in unset and not problem.message.startswith(UNSET_VARIABLE)
+        if problem not in kept and not consequence:
+            kept.append(problem)
+    files = {file: n for n, file in enumerate(dict.fromkeys(_place(p.where)[0] for p in kept))}
+    return sorted(kept, key=lambda p: (files[_place(p.where)[0]], *_place(p.where)[1:]))
 
 
 class TargetError(EvalcliError):

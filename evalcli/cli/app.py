@@ -52,6 +52,7 @@ app.add_typer(cache_app, name="cache", short_help="The judge and simulator respo
 DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
                                                                      "its folder must exist).")]
 DEFAULT_DB = Path("evalcli.db")
+DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error (a bug in evalcli).")]
 
 
 def _version(value: bool) -> None:
@@ -111,7 +112,7 @@ def run(
                                                                                "errored in this run.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line (and errors).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Run datasets against their agents, print the verdict, store everything, exit with a CI code."""
     with user_errors(debug):
@@ -136,9 +137,10 @@ def validate(
     datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
                                                    help="Dataset files to check.")],
     scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry.")] = None,
+    debug: DebugOption = False,
 ) -> None:
     """Check datasets (and their registry, target and custom scorers) without running anything."""
-    with user_errors():
+    with user_errors(debug):
         from .commands import validate_command
 
         lines, warnings = validate_command(datasets, scorers)
@@ -152,18 +154,19 @@ def validate(
 def list_scorers(
     scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: "
                                                                          "./scorers.yaml).")] = None,
+    debug: DebugOption = False,
 ) -> None:
     """List registered scorers, then every built-in kind (checks and judges) with its arguments."""
-    with user_errors():
+    with user_errors(debug):
         from .commands import scorers_table
 
         make_console().print(scorers_table(scorers))
 
 
 @app.command(short_help="Print a JSON Schema of the dataset format (for editors).")
-def schema() -> None:
+def schema(debug: DebugOption = False) -> None:
     """Print a JSON Schema of the dataset format (for editors: validation and completion of YAML)."""
-    with user_errors():
+    with user_errors(debug):
         import json
 
         from ..dataset.scaffold import dataset_schema
@@ -174,9 +177,10 @@ def schema() -> None:
 @app.command(short_help="Write a starter dataset, registry and agent here (existing files are kept).")
 def init(
     force: Annotated[bool, typer.Option(help="Overwrite existing files.")] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Write a starter dataset (eval.yaml), scorers.yaml, an example agent and the JSON Schema here."""
-    with user_errors():
+    with user_errors(debug):
         from ..dataset.scaffold import init_project
 
         written, skipped = init_project(Path.cwd(), force)
@@ -188,9 +192,9 @@ def init(
 
 
 @cache_app.command("clear", short_help="Delete every cached reply in the database.")
-def cache_clear(db: DbOption = DEFAULT_DB) -> None:
+def cache_clear(db: DbOption = DEFAULT_DB, debug: DebugOption = False) -> None:
     """Delete every cached judge and simulator reply in the database."""
-    with user_errors():
+    with user_errors(debug):
         from ..store import open_cache
 
         with contextlib.closing(open_cache(db, write=True)) as cache:
@@ -199,9 +203,9 @@ def cache_clear(db: DbOption = DEFAULT_DB) -> None:
 
 
 @cache_app.command("info", short_help="How many replies are cached, and how often they were reused.")
-def cache_info(db: DbOption = DEFAULT_DB) -> None:
+def cache_info(db: DbOption = DEFAULT_DB, debug: DebugOption = False) -> None:
     """How many judge and simulator replies are cached, and how often they were reused."""
-    with user_errors():
+    with user_errors(debug):
         from ..store import open_cache
 
         with contextlib.closing(open_cache(db, write=False)) as cache:
@@ -219,9 +223,10 @@ RunIdArgument = Annotated[str, typer.Argument(metavar="RUN_ID", show_default=Fal
 def list_runs(
     db: HistoryDbOption = DEFAULT_DB,
     limit: Annotated[int, typer.Option(min=1, metavar="N", help="Show at most N runs.")] = 20,
+    debug: DebugOption = False,
 ) -> None:
     """List recent runs, newest first: when, dataset, target, verdict, items, scores, LLM use."""
-    with user_errors():
+    with user_errors(debug):
         from ..reports import runs_table
         from ..store import open_existing
 
@@ -243,9 +248,10 @@ def show(
                                                                                    "conversation's) JSON to PATH "
                                                                                    "('-' for stdout).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Show a stored run as 'evalcli run' prints it, or one conversation turn by turn (with ITEM)."""
-    with user_errors():
+    with user_errors(debug):
         from .commands import show_item, show_run
 
         out = make_console(stderr=json_out == "-")
@@ -266,9 +272,10 @@ def diff(
     allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare runs of different "
                                                                            "datasets.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged conversations too.")] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Compare run B with run A; exit 1 when B is worse beyond --tolerance (regressions are named)."""
-    with user_errors():
+    with user_errors(debug):
         from .commands import diff_command
 
         code = diff_command(db, run_a, run_b, tolerance, verbose, out=make_console(), allow_different=allow_different)
@@ -286,10 +293,11 @@ def report(
                                                                       "not regressions.")] = 0.0,
     allow_different: Annotated[bool, typer.Option("--allow-different", help="Allow a baseline of another "
                                                                            "dataset.")] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Write one self-contained HTML file of a stored run: header, results, charts, a filterable list of
     conversations with their transcripts, and with --baseline the regressions against that run."""
-    with user_errors():
+    with user_errors(debug):
         from .commands import report_command
 
         written = report_command(db, run_id, html, baseline, tolerance, allow_different=allow_different)
@@ -306,9 +314,10 @@ def merge(
                                                                                      "(repeatable; default: the "
                                                                                      "latest run of the dataset in "
                                                                                      "each database).")] = None,
+    debug: DebugOption = False,
 ) -> None:
     """Merge the shard runs of one dataset into one run, recomputed as if unsharded; exits with its code."""
-    with user_errors():
+    with user_errors(debug):
         from ..reports import merge_lines
         from ..store import merge_databases
 

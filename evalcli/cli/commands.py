@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 
 from ..dataset import find_registry, load_registry, reachability_warnings, registration_lines
 from ..errors import DatasetError
-from ..reports import JsonReport, TerminalReport, deliver, item_document, plural, render_diff, render_item
+from ..reports import JsonReport, TerminalReport, deliver, item_document, plural, render_diff, render_item, titled
 from ..reports.html import HtmlReport, report_sources
 from ..scorers import all_kinds
 from ..secrets import Redactor
@@ -35,13 +35,14 @@ def validate_command(paths: list[Path], scorers: Path | None) -> tuple[list[str]
     return lines, warnings
 
 
-def scorers_table(path: Path | None) -> Table:
+def scorers_table(path: Path | None) -> RenderableType:
     """``evalcli scorers``: the registry's scorers, then every kind with its arguments."""
     registry = load_registry(find_registry(Path.cwd() / "_", str(path) if path else None))
     if registry.problems:
         raise DatasetError(registry.problems)
-    table = Table(title=f"Registered scorers ({registry.path or 'no scorers.yaml found'})", title_justify="left")
-    for column in ("id", "kind", "arguments / description"):
+    table = Table()
+    table.add_column("id", no_wrap=True)
+    for column in ("kind", "arguments / description"):
         table.add_column(column)
     for spec in registry.scorers.values():
         table.add_row(spec.id, spec.kind, json.dumps(spec.args, ensure_ascii=False))
@@ -50,7 +51,7 @@ def scorers_table(path: Path | None) -> Table:
                          for name, default, _ in kind.argument_docs())
         label = {"check": "check", "judge": "LLM judge", "custom": "custom"}[kind.group]
         table.add_row(kind.name, label, f"({args}) {kind.summary}", style="dim")
-    return table
+    return titled(f"Registered scorers ({registry.path or 'no scorers.yaml found'})", table)
 
 
 

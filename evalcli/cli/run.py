@@ -226,7 +226,7 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     sections: list[tuple[Path | None, str]] = []
     watched = _Watched(events)
     current: Dataset | None = None
-    interrupted = False
+    interrupted = reported = False
     try:
         with _sigterm_interrupts():
             plans = [(d, _options(request, store, d)) for d in datasets]
@@ -253,9 +253,10 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
                         sections.append((outputs.markdown[n], section))
                     if result.status == "interrupted":
                         break
-                    current = None
                 if stream is not None:
                     stream.close()
+            reported = True
+            _write_ci_reports(suites, sections, redact)
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM outside the conversations (finishing the run, writing reports): the run in progress is
         # marked interrupted and the command exits 130, as an interrupt during the conversations does
@@ -269,7 +270,7 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     finally:
         if store is not None:
             store.close()
-        if not interrupted:
+        if not (reported or interrupted):  # after a failure, the runs that finished are still reported
             _write_ci_reports(suites, sections, redact)
     return combine_exit_codes(codes)
 

@@ -22,6 +22,7 @@ from ..errors import EvalcliError, Problem, TargetError
 from ..scorers import ScorerSpec
 from ..scorers import find as find_kind
 from ..targets import extra_hint
+from .yamlsrc import did_you_mean
 
 _LIBRARY_ROOTS = tuple({str(Path(p).resolve()) for key in ("stdlib", "platstdlib", "purelib", "platlib")
                         if (p := sysconfig.get_paths().get(key))})
@@ -122,8 +123,15 @@ def resolve_import(spec: str, what: str = "target") -> Any:
         try:
             value = getattr(value, part)
         except AttributeError:
-            raise TargetError(f"{what} '{spec}': module '{module_name}' has no attribute '{attribute}'",
-                              "check the name after the colon") from None
+            names = [n for n in dir(value) if not n.startswith("_") and callable(getattr(value, n, None))]
+            meant = did_you_mean(part, names)
+            raise TargetError(f"{what} '{spec}': module '{module_name}' has no attribute '{attribute}'{meant}",
+                              "check the name after the colon" + (f"; it defines: {', '.join(names[:8])}"
+                                                                  + (", ..." if len(names) > 8 else "")
+                                                                  if names and not meant else "")) from None
+        except Exception as exc:  # noqa: BLE001 - a module's own __getattr__ failing is the user's to see
+            raise TargetError(f"{what} '{spec}': reading '{part}' from module '{module_name}' raised "
+                              f"{type(exc).__name__}: {exc}", "check that name in the module") from None
     return value
 
 

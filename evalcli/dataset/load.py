@@ -25,7 +25,7 @@ from .items import Dataset, Item, Turn
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
 from .simulate import parse_simulation
-from .yamlsrc import Interpolated, Path, Positions, load_yaml, problems_from_pydantic, validated
+from .yamlsrc import Interpolated, Path, Positions, did_you_mean, load_yaml, problems_from_pydantic, validated
 
 MAX_JSONL_LINE = 8 * 1024 * 1024
 
@@ -47,6 +47,12 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
         return None
     if "simulate" in raw:
         return _simulated_item(raw, model, index, label, path, pos, problems)
+    if "inputs" in raw and isinstance(raw["inputs"], str):
+        problems.append(pos.problem((*path, "inputs"), f"{label}: 'inputs' must be a non-empty array of messages, "
+                                                       "got a string",
+                                    f"write 'inputs: [{raw['inputs']}]' (a list), or 'input: {raw['inputs']}' for "
+                                    "a single turn"))
+        return None
     if "inputs" in raw and (not isinstance(raw["inputs"], list) or not raw["inputs"]):
         problems.append(pos.problem((*path, "inputs"), f"{label}: 'inputs' must be a non-empty array",
                                     "list at least one user message under 'inputs:'"))
@@ -69,8 +75,15 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
         for t, turn in enumerate(raw["turns"]):
             at = (*path, "turns", t)
             if not isinstance(turn, dict) or "input" not in turn:
-                problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property",
-                                            "write '- input: what the user says'"))
+                typo = next((key for key in turn if did_you_mean(str(key), ["input"])), None) \
+                    if isinstance(turn, dict) else None
+                if typo is not None:
+                    problems.append(pos.problem((*at, typo), f"{label}: turn {t}: unknown key '{typo}'"
+                                                             f"{did_you_mean(str(typo), list(TurnFile.model_fields))}",
+                                                "every turn needs 'input: what the user says'", key=True))
+                else:
+                    problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property",
+                                                "write '- input: what the user says'"))
                 continue
             try:
                 turn_model = TurnFile.model_validate(turn)

@@ -12,10 +12,10 @@ from .diff import render_diff
 from .history import merge_lines, runs_table
 from .json import JsonReport, JsonStream, Report, deliver
 from .terminal import TerminalReport, aggregate_tables, interrupted_line, summary_line, verdict_text
-from .text import NOT_SCORABLE, VERDICT_STYLE, fmt, one_line, plural, threshold_text, why_failed
+from .text import NOT_SCORABLE, VERDICT_STYLE, fmt, one_line, plural, threshold_text, titled, verdict_words, why_failed
 from .transcript import item_document, render_item
 
 __all__ = ["NOT_SCORABLE", "VERDICT_STYLE", "JUnitSuite", "JsonReport", "JsonStream", "MarkdownSummary", "Report",
            "TerminalReport", "aggregate_tables", "deliver", "fmt", "interrupted_line", "item_document", "junit_document",
            "merge_lines", "one_line", "plural", "render_diff", "render_item", "runs_table", "summary_line",
-           "threshold_text", "verdict_text", "why_failed"]
+           "threshold_text", "titled", "verdict_text", "verdict_words", "why_failed"]

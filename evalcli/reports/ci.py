@@ -10,10 +10,12 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..results import ItemResult, Outcome, RunResult
-from .text import fmt, threshold_text
+from .text import fmt, threshold_text, verdict_words
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 VERDICT_ICON = {"passed": "✅", "scored": "⚠️", "failed": "❌", None: "➖"}
+OUTCOME_ICON = {"errors": "❌", "interrupted": "⏸️"}
+"""A run with errored conversations is never shown with a green check, whatever its verdict."""
 
 
 def _clean(text: str) -> str:
@@ -36,7 +38,10 @@ def _missed(outcomes: dict[str, Outcome]) -> list[str]:
 
 
 def _scores_text(item_scores: dict[str, Outcome]) -> str:
-    return "\n".join(f"{k}: {'not scorable' if o.not_scorable else fmt(o.score)}" + (f" - {o.reason}" if o.reason else "")
+    def score(o: Outcome) -> str:
+        return "not scorable" if o.not_scorable else "error" if o.score is None and o.error else fmt(o.score)
+
+    return "\n".join(f"{k}: {score(o)}" + (f" - {o.error or o.reason}" if o.error or o.reason else "")
                      for k, o in item_scores.items())
 
 
@@ -136,7 +141,8 @@ class MarkdownSummary:
 
     def close(self) -> str:
         result, summary = self.result, self.result.summary
-        lines = [f"### {VERDICT_ICON[summary.verdict]} evalcli `{result.dataset_path}`: **{summary.verdict or 'no verdict'}**",
+        icon = OUTCOME_ICON.get(result.outcome, VERDICT_ICON.get(summary.verdict, "➖"))
+        lines = [f"### {icon} evalcli `{result.dataset_path}`: **{verdict_words(result)}**",
                  "",
                  f"Run `{result.run_id}` · target `{result.target}` · {summary.total_items} conversations · "
                  f"{summary.errors} errors" + (f" · status **{result.status}**" if result.status != "completed" else ""),

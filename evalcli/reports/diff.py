@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ..store import Change, RunDiff
-from .text import VERDICT_STYLE, fmt
+from .text import VERDICT_STYLE, fmt, plural, titled
 
 
 def _cell(change: Change) -> Text:
@@ -28,13 +28,14 @@ def render_diff(console: Console, diff: RunDiff, *, verbose: bool = False) -> No
     for title, changes in (("Scorer averages", diff.scorers), ("Gate scores (each must average >= 1.0)", diff.gates)):
         if not changes:
             continue
-        table = Table(title=title, title_justify="left")
-        for column in ("id", "A", "B", "delta"):
-            table.add_column(column, justify="left" if column == "id" else "right")
+        table = Table()
+        table.add_column("id", no_wrap=True)
+        for column in ("A", "B", "delta"):
+            table.add_column(column, justify="right")
         for c in changes:
             delta = "-" if c.delta is None else f"{c.delta:+.3f}"
             table.add_row(c.id, fmt(c.a), fmt(c.b), Text(delta, style="bold red" if c.regressed else ""))
-        console.print(table)
+        console.print(titled(title, table))
     verdict = Text("verdict: ")
     verdict.append(diff.a.verdict or "none", style=VERDICT_STYLE.get(diff.a.verdict or "", ""))
     verdict.append(" -> ")
@@ -48,11 +49,14 @@ def render_diff(console: Console, diff: RunDiff, *, verbose: bool = False) -> No
                   else f"B is not worse than A{tolerance}: exit 0")
 
 
-def _items_table(diff: RunDiff, verbose: bool) -> Table:
+def _items_table(diff: RunDiff, verbose: bool) -> RenderableType:
+    """The conversations that changed (all with ``verbose``); only a line when none did: no empty table."""
     scorer_ids = [c.id for c in diff.scorers]
-    table = Table(title="Conversations (A -> B)", title_justify="left")
-    for column in ("item", "A", "B", *scorer_ids):
-        table.add_column(column)
+    table = Table()
+    widest = max((len(item.id) for item in diff.items), default=4)
+    table.add_column("item", no_wrap=True, min_width=widest)
+    for column in ("A", "B", *scorer_ids):
+        table.add_column(column, overflow="fold")
     hidden = 0
     for item in diff.items:
         changed = item.passed_a != item.passed_b or any(c.a != c.b for c in item.scores)
@@ -63,6 +67,7 @@ def _items_table(diff: RunDiff, verbose: bool) -> Table:
         table.add_row(Text(item.id, style="bold red" if item.newly_failing else ""), _pass_text(item.passed_a),
                       _pass_text(item.passed_b),
                       *(_cell(by_id[s]) if s in by_id else Text("-", style="dim") for s in scorer_ids))
-    if hidden:
-        table.caption = f"{hidden} unchanged conversations not shown (--verbose shows all)"
-    return table
+    note = f"{plural(hidden, 'unchanged conversation')} not shown (--verbose shows all)" if hidden else ""
+    if not table.row_count:
+        return Text(f"Conversations (A -> B): {note or 'none'}", style="italic")
+    return titled("Conversations (A -> B)", table, note)

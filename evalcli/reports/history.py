@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -12,29 +15,80 @@ from ..store import MergeResult, Store
 from .text import VERDICT_STYLE, fmt
 
 
-def runs_table(store: Store, limit: int = 20) -> Table:
-    """``evalcli runs``: the most recent runs, newest first."""
-    table = Table(title=f"Runs in {store.path} (newest first)", title_justify="left")
-    table.add_column("run", no_wrap=True, min_width=26)
-    for column in ("when", "dataset", "target", "status", "verdict", "items", "scores", "LLM use"):
-        table.add_column(column, justify="right" if column == "items" else "left")
-    for row in store.runs(limit):
-        options = json.loads(row["options"] or "{}")
-        dataset = (row.get("dataset_path") or row["dataset"]) + (f" (shard {options['shard'][0]}/{options['shard'][1]})"
-                                    if options.get("shard") else "")
-        if options.get("merged_from"):
-            dataset += f" (merged {len(options['merged_from'])})"
-        items = f"{row['total_items']}" + (f" ({row['errors']} err)" if row["errors"] else "")
-        table.add_row(row["id"], (row["started_at"] or "")[:19].replace("T", " "), dataset, row["target"],
-                      row["status"], Text(row["verdict"] or "-", style=VERDICT_STYLE.get(row["verdict"] or "", "")),
-                      items, _compact_scores(row["scores"]), _usage(row))
-    return table
+def runs_table(store: Store, limit: int = 20) -> RenderableType:
+    """``evalcli runs``: the most recent runs, newest first (see ``RunsListing``)."""
+    return RunsListing(f"Runs in {store.path} (newest first)", store.runs(limit))
+
+
+@dataclass
+class RunsListing:
+    """The runs as a table when it fits the width; else as a list, a few lines per run, so that no run id (what
+    ``show`` asks for), dataset path or score is ever cut."""
+
+    title: str
+    rows: list[dict[str, Any]]
+
+    def table(self) -> Table:
+        table = Table()
+        table.add_column("run", no_wrap=True)
+        for column in ("when", "dataset", "target", "status", "verdict", "items", "scores", "LLM use"):
+            table.add_column(column, justify="right" if column == "items" else "left",
+                             no_wrap=column in ("when", "dataset"))
+        for row in self.rows:
+            table.add_row(row["id"], _when(row), _dataset(row), row["target"], row["status"], _verdict(row), _items(row),
+                          _compact_scores(row["scores"]), _usage(row))
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(self.title, style="italic")
+        table = self.table()
+        if Measurement.get(console, options.update(max_width=100_000), table).maximum <= options.max_width:
+            yield table
+            return
+        for row in self.rows:
+            yield Text.assemble((row["id"], "cyan"), f"  {_when(row)}  {row['status']}  ", _verdict(row),
+                                f"  {_items(row)} items")
+            yield Text(f"  {_dataset(row)}  ->  {row['target']}")
+            scores = " ".join(f"{k}={fmt(v)}" for k, v in json.loads(row["scores"] or "{}").items())
+            usage = _usage(row)
+            if scores or usage != "-":
+                yield Text("  " + "   ".join(part for part in (scores, "" if usage == "-" else usage) if part),
+                           style="dim")
+
+
+def _when(row: dict[str, Any]) -> str:
+    return (row["started_at"] or "")[:19].replace("T", " ")
+
+
+def _verdict(row: dict[str, Any]) -> Text:
+    return Text(row["verdict"] or "-", style=VERDICT_STYLE.get(row["verdict"] or "", ""))
+
+
+def _items(row: dict[str, Any]) -> str:
+    return f"{row['total_items']}" + (f" ({row['errors']} err)" if row["errors"] else "")
+
+
+def _dataset(row: dict[str, Any]) -> str:
+    """The dataset as typed, with its shard or the number of runs merged into it."""
+    options = json.loads(row["options"] or "{}")
+    dataset = str(row.get("dataset_path") or row["dataset"])
+    if options.get("shard"):
+        dataset += f" (shard {options['shard'][0]}/{options['shard'][1]})"
+    if options.get("merged_from"):
+        dataset += f" (merged {len(options['merged_from'])})"
+    return dataset
 
 
 def _compact_scores(text: str | None, width: int = 60) -> str:
+    """Whole ``id=mean`` entries up to about ``width`` characters, then how many more (an id is never cut)."""
     parts = [f"{k}={fmt(v)}" for k, v in json.loads(text or "{}").items()]
-    joined = " ".join(parts)
-    return joined if len(joined) <= width else joined[: width - 1] + "…"
+    shown: list[str] = []
+    for part in parts:
+        if shown and len(" ".join([*shown, part])) > width:
+            break
+        shown.append(part)
+    rest = len(parts) - len(shown)
+    return " ".join(shown) + (f" +{rest} more" if rest else "")
 
 
 def _usage(row: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -20,11 +20,12 @@ from .text import (
     MAX_ROWS,
     NOT_SCORABLE,
     VERDICT_STYLE,
+    fits,
     mark,
     one_line,
     plural,
-    short,
     threshold_text,
+    titled,
     why_failed,
 )
 
@@ -106,24 +107,34 @@ class TerminalReport:
         self._print_failing()
         console.print(summary_line(self.result, self.db_path), soft_wrap=True)
 
-    def _items_table(self) -> Table:
-        table = Table(title="Conversations", title_justify="left", show_lines=False)
-        for name, justify in (("item", "left"), ("form", "left"), ("turns", "right")):
-            table.add_column(name, justify=justify)  # type: ignore[arg-type]
-        for scorer_id in self.scorer_ids:
-            table.add_column(short(scorer_id), justify="right")
-        if self.gate_ids:
-            table.add_column("gates", justify="right")
-        table.add_column("status")
-        for row in self.rows:
-            table.add_row(*row)
+    def _items_table(self) -> RenderableType:
+        """The conversations, ids never cut: when every scorer's full id does not fit the width, the scorer columns
+        are numbered (``#1``, ``#2``, ...) and a legend names each."""
         legend = []
         if self.not_scorable_shown:
             legend.append(f"{NOT_SCORABLE} = not scorable on that conversation (left out of the mean)")
         if self.gate_ids:
             legend.append("gates = passed/scorable top-level gates")
-        table.caption = "; ".join(legend) or None
-        table.caption_justify = "left"
+        table = self._conversations(list(self.scorer_ids))
+        if self.scorer_ids and fits(self.console, table) is False:
+            table = self._conversations([f"#{n}" for n in range(1, len(self.scorer_ids) + 1)])
+            legend.insert(0, ", ".join(f"#{n} = {s}" for n, s in enumerate(self.scorer_ids, start=1)))
+        return titled("Conversations", table, "; ".join(legend))
+
+    def _conversations(self, headers: list[str]) -> Table:
+        table = Table(show_lines=False)
+        widest = max((len(str(row[0])) for row in self.rows), default=4)
+        # an id is never cut: whole when it fits, folded onto a second line when even that cannot be
+        table.add_column("item", no_wrap=True, overflow="fold", min_width=min(widest, max(10, self.console.width - 30)))
+        table.add_column("form", overflow="fold")
+        table.add_column("turns", justify="right", overflow="fold")
+        for header in headers:
+            table.add_column(header, justify="right", overflow="fold")
+        if self.gate_ids:
+            table.add_column("gates", justify="right", overflow="fold")
+        table.add_column("status", overflow="fold")
+        for row in self.rows:
+            table.add_row(*row)
         return table
 
     def _print_failing(self, errors_only: bool = False) -> None:
@@ -162,32 +173,35 @@ def _quoted(item_id: str) -> str:
     return shlex.quote(item_id)
 
 
-def aggregate_tables(summary: Summary, turn_misses: dict[tuple[int, str], list[str]] | None = None) -> list[Table]:
-    tables = []
+def aggregate_tables(summary: Summary,
+                     turn_misses: dict[tuple[int, str], list[str]] | None = None) -> list[RenderableType]:
+    tables: list[RenderableType] = []
     if summary.gate_results:
-        gates = Table(title="Gates (each must average >= 1.0)", title_justify="left")
-        for column in ("gate", "score", ""):
+        gates = Table()
+        gates.add_column("gate", no_wrap=True)
+        for column in ("score", ""):
             gates.add_column(column)
         for gate in summary.gate_results:
             gates.add_row(gate.id, fmt(gate.score), mark(gate.passed))
-        tables.append(gates)
+        tables.append(titled("Gates (each must average >= 1.0)", gates))
     if summary.threshold_results or summary.scores:
-        scores = Table(title="Scores (mean over conversations)", title_justify="left")
-        for column in ("scorer", "mean", "threshold", ""):
+        scores = Table()
+        scores.add_column("scorer", no_wrap=True)
+        for column in ("mean", "threshold", ""):
             scores.add_column(column)
         thresholds = {t.id: t for t in summary.threshold_results}
         for scorer_id, mean in summary.scores.items():
             result = thresholds.get(scorer_id)
             scores.add_row(scorer_id, fmt(mean), threshold_text(result.threshold) if result else "",
                            mark(result.passed) if result else "")
-        tables.append(scores)
+        tables.append(titled("Scores (mean over conversations)", scores))
     if summary.turn_results:
         tables.append(_turns_table(summary, turn_misses or {}))
     return tables
 
 
-def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]) -> Table:
-    turns = Table(title="Turn results (mean per turn index across conversations)", title_justify="left")
+def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]) -> RenderableType:
+    turns = Table()
     for column in ("turn", "gates", "thresholds", "scores"):
         turns.add_column(column)
     for turn in summary.turn_results:
@@ -206,7 +220,7 @@ def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]
                                    f"({threshold_text(t.threshold)}) ", style="green" if t.passed else "bold red")
         turns.add_row(str(turn.index), gates_text, thresholds_text,
                       " ".join(f"{k}={fmt(v)}" for k, v in turn.scores.items()))
-    return turns
+    return titled("Turn results (mean per turn index across conversations)", turns)
 
 
 def verdict_text(result: RunResult) -> Text:

@@ -4,12 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
+from rich.table import Table
 from rich.text import Text
 
-from ..results import ItemResult, fmt
+from ..results import ItemResult, RunResult, fmt
 
-__all__ = ["ERROR", "MAX_FAILING", "MAX_ROWS", "NOT_SCORABLE", "VERDICT_STYLE", "fmt", "mark", "one_line", "plural",
-           "short", "threshold_text", "why_failed"]
+__all__ = [
+    "ERROR",
+    "MAX_FAILING",
+    "MAX_ROWS",
+    "NOT_SCORABLE",
+    "VERDICT_STYLE",
+    "fits",
+    "fmt",
+    "mark",
+    "one_line",
+    "plural",
+    "threshold_text",
+    "titled",
+    "verdict_words",
+    "why_failed",
+]
 
 VERDICT_STYLE = {"passed": "bold green", "scored": "bold yellow", "failed": "bold red"}
 MAX_ROWS = 50
@@ -38,10 +55,6 @@ def mark(passed: bool) -> Text:
     return Text("pass", style="green") if passed else Text("FAIL", style="bold red")
 
 
-def short(text: str, width: int = 28) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def one_line(text: str, width: int = 1000) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
@@ -58,3 +71,30 @@ def why_failed(item: ItemResult) -> str:
                 detail = outcome.error or outcome.reason
                 return f"{where}gate {gate_id} scored {fmt(outcome.score)}" + (f": {detail}" if detail else "")
     return "failed"
+
+
+def verdict_words(result: RunResult) -> str:
+    """The verdict as words, saying what it covers when conversations errored: ``passed``, ``passed on 1 of 4
+    conversations; 3 errored``, ``none (no gate or threshold results); 3 of 4 conversations errored``."""
+    summary = result.summary
+    if not summary.errors:
+        return summary.verdict or "none (no gate or threshold results)"
+    total = plural(summary.total_items, "conversation")
+    if summary.verdict:
+        return f"{summary.verdict} on {summary.total_items - summary.errors} of {total}; {summary.errors} errored"
+    return f"none (no gate or threshold results); {summary.errors} of {total} errored"
+
+
+def titled(title: str, table: Table, note: str = "") -> RenderableType:
+    """A table with its title above it and its note below it, each a line of text of its own: a narrow table never
+    wraps its title mid-phrase (a table's own title is wrapped to the table's width)."""
+    parts: list[RenderableType] = [Text(title, style="italic"), table]
+    if note:
+        parts.append(Text(note, style="dim"))
+    return Group(*parts)
+
+
+def fits(console: Console, table: Table) -> bool:
+    """Whether the table is drawn at its natural width on this console (nothing wrapped or cut)."""
+    natural = Measurement.get(console, console.options.update(max_width=100_000), table).maximum
+    return natural <= console.width

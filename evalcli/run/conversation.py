@@ -14,7 +14,7 @@ import traceback
 from typing import Any
 
 from ..dataset import Dataset, Item
-from ..errors import describe
+from ..errors import describe, requested_url
 from ..llm import UsageSink, current_usage
 from ..messages import Message
 from ..results import ItemResult, Outcome, TurnRecord
@@ -71,18 +71,25 @@ class Conversation:
         async def send(text: str, simulated: bool) -> list[Message]:
             index = len(result.turns)
             started = time.perf_counter()
+            def failed(messages: list[Message]) -> None:
+                # the turn that failed is recorded too: what the user said (and what came back before the failure)
+                result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated))
+
             try:
                 output = (await session.send(text)).messages
             except TurnTimedOut as exc:
+                failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except TurnFailed as exc:
                 # the agent's run ended with an exception: keep the messages it produced before it
-                result.turns.append(TurnRecord(index, text, exc.messages, _ms(started), simulated=simulated))
-                raise ConversationFailed(f"turn {index}: the target raised {describe(exc.cause)}", exc.cause) from None
+                failed(exc.messages)
+                raise ConversationFailed(f"turn {index}: the target raised {_described(exc.cause)}", exc.cause) from None
             except BadReply as exc:
+                failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except Exception as exc:  # noqa: BLE001 - the target's failure is this conversation's error
-                raise ConversationFailed(f"turn {index}: the target raised {describe(exc)}", exc) from None
+                failed([])
+                raise ConversationFailed(f"turn {index}: the target raised {_described(exc)}", exc) from None
             result.turns.append(TurnRecord(index, text, output, _ms(started), simulated=simulated))
             return output
 
@@ -210,6 +217,13 @@ def _first_failure(group: BaseExceptionGroup[Any], tasks: list[asyncio.Task[Outc
             return task.exception()  # type: ignore[return-value]
     matched, _ = group.split(ScorerFailed)
     return matched.exceptions[0] if matched else None  # type: ignore[return-value]
+
+
+def _described(exc: BaseException) -> str:
+    """The target's exception on one line, naming the URL it was requesting when it says (a model endpoint that
+    cannot be reached: which host was tried, e.g. api.openai.com because OPENAI_BASE_URL was not set)."""
+    url = requested_url(exc)
+    return describe(exc) + (f" (requesting {url})" if url else "")
 
 
 def _ms(started: float) -> float:

@@ -55,7 +55,7 @@ class CallableAdapter(Adapter):
         method = getattr(obj, "generate", None)
         fn = method if callable(method) else obj if callable(obj) else None
         accepts = accepted_keywords(fn) if fn is not None else None
-        if accepts is None:
+        if fn is None or accepts is None:
             return []
         taken = [name for name in _options_of(fn) if name != "memory"]
         label = f"{getattr(fn, '__qualname__', None) or type(fn).__name__}()"

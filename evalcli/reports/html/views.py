@@ -31,7 +31,20 @@ def header(result: RunResult, row: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": result.run_id, "dataset": result.dataset_path, "dataset_id": result.dataset_name or row.get("dataset"),
             "target": result.target, "git_commit": row.get("git_commit"), "started": (started + " UTC") if started else "-",
             "duration": duration(row.get("started_at"), row.get("finished_at")), "status": row.get("status") or result.status,
-            "verdict": result.verdict, "exit_code": result.exit_code}
+            "verdict": result.verdict, "exit_code": result.exit_code, "outcome": result.outcome,
+            "badge": badge(result)}
+
+
+def badge(result: RunResult) -> str:
+    """The header's badge: the verdict, and when conversations errored what it covers (``passed · 3 of 4
+    errored``), never a plain green ``passed``."""
+    summary = result.summary
+    verdict = result.verdict or "no verdict"
+    if result.outcome == "interrupted":
+        return f"interrupted · {verdict}"
+    if not summary.errors:
+        return verdict
+    return f"{verdict} · {summary.errors} of {summary.total_items} errored"
 
 
 def usage(row: dict[str, Any]) -> dict[str, Any]:

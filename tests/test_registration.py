@@ -1,0 +1,106 @@
+"""Registration is decided by configuration, not by id; warnings about unregistered scorers are one short line per
+run, and `evalcli validate` lists them with lines that parse when pasted; the shipped datasets register what they
+use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import REPO, CliResult, run_cli
+
+REGISTRY = "scorers:\n  has-hello: {includes: hello}\n"
+
+
+def test_an_inline_id_that_shadows_a_registered_scorer_is_a_validation_error(write: Callable[..., Path],
+                                                                             cli: Callable[..., CliResult]) -> None:
+    write("scorers.yaml", REGISTRY)
+    write("d.yaml", """
+        target: agents:scripted
+        scorers: [has-hello]
+        data:
+          - turns:
+              - input: say hello
+                scorers:
+                  - scorer: {excludes: hello}
+                    id: has-hello
+    """)
+    result = cli("run", "d.yaml")
+    assert result.code == 2, result.stderr
+    assert "d.yaml:8:13: id 'has-hello' is registered in scorers.yaml as {includes: hello}: this {excludes: hello} " \
+           "would be stored and compared under the same id" in result.stderr
+    assert not (result.cwd / "evalcli.db").exists()
+
+
+def test_a_renamed_registered_scorer_and_another_configuration_cannot_share_an_id(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("scorers.yaml", REGISTRY)
+    write("d.yaml", """
+        target: agents:scripted
+        scorers: [{scorer: has-hello, id: greeting}]
+        data:
+          - turns:
+              - input: say hello
+                scorers: [{scorer: {includes: bye}, id: greeting}]
+    """)
+    result = cli("validate", "d.yaml")
+    assert result.code == 2 and "d.yaml:6:19: id 'greeting' names the registered scorer {includes: hello}" in result.stderr
+
+
+def test_the_same_configuration_under_a_registered_id_is_that_registered_scorer(write: Callable[..., Path],
+                                                                                cli: Callable[..., CliResult]) -> None:
+    write("scorers.yaml", REGISTRY)
+    write("d.yaml", """
+        target: agents:scripted
+        scorers: [has-hello]
+        data:
+          - turns:
+              - input: say hello
+                scorers: [{scorer: {includes: hello}, id: has-hello}]
+    """)
+    result = cli("run", "d.yaml")
+    assert result.code == 0 and "not registered" not in result.stderr, result.stderr
+    with result.db() as conn:
+        rows = conn.execute("SELECT scorer_id, turn_index FROM scores ORDER BY turn_index").fetchall()
+    assert [tuple(r) for r in rows] == [("has-hello", None), ("has-hello", 0)]
+
+
+def test_unregistered_scorers_are_one_short_line_and_validate_gives_lines_that_register_them(
+        workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("scorers.yaml", REGISTRY)
+    write("d.yaml", """
+        target: agents:scripted
+        gates: [{includes: '54'}]
+        scorers:
+          - has-hello
+          - {scorer: {matches: 'said: \\d+'}, id: said-number}
+          - judge: {criterion: "The agent said: hello, then stopped.", model: openai/x}
+        data:
+          - turns:
+              - input: "say 54 => hello 54"
+                scorers: [{includes: "it's"}]
+    """)
+    result = cli("run", "d.yaml", env={"OPENAI_API_KEY": "sk-test-0123456789abcdef", "EVALCLI_LLM_RETRIES": "0"})
+    warnings = [line for line in result.stderr.splitlines() if "not registered" in line]
+    assert warnings == ["warning: 4 gates/scorers of d.yaml are not registered in scorers.yaml: scored, but not stored "
+                        "('evalcli validate d.yaml' lists them, with the lines that register them)"], result.stderr
+    listed = cli("validate", "d.yaml")
+    assert listed.code == 0, listed.stderr
+    lines = [line.strip() for line in listed.stdout.splitlines()[2:]]
+    assert len(lines) == 4
+    pasted = REGISTRY + "".join(f"  {line}\n" for line in lines)
+    assert set(yaml.safe_load(pasted)["scorers"]) == {"has-hello", "includes(54)", "said-number",
+                                                     "judge(The agent said: hello, then stopped.)", "includes(it's)"}
+    (workdir / "scorers.yaml").write_text(pasted)
+    again = cli("run", "d.yaml", env={"OPENAI_API_KEY": "sk-test-0123456789abcdef", "EVALCLI_LLM_RETRIES": "0"})
+    assert "not registered" not in again.stderr, again.stderr
+    assert "not registered" not in cli("validate", "d.yaml").stdout
+
+
+def test_the_shipped_framework_datasets_register_what_they_use() -> None:
+    result = run_cli(["validate", "datasets/frameworks/pydantic_ai.yaml", "datasets/frameworks/openai_agents.yaml",
+                      "datasets/frameworks/langgraph.yaml", "datasets/weather.yaml", "datasets/simulated.yaml"], REPO)
+    assert result.code == 0, result.stderr
+    assert "not registered" not in result.stdout + result.stderr
