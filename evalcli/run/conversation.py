@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..dataset import Dataset, Item
@@ -37,8 +38,10 @@ class Conversation:
     """Plays one item against the target through a session, and scores it."""
 
     def __init__(self, dataset: Dataset, builder: Builder, calls: Calls, play_context: PlayContext,
-                 thresholds: dict[str, Any]) -> None:
+                 thresholds: dict[str, Any], ready: Callable[[], Awaitable[None]] | None = None) -> None:
         self.dataset = dataset
+        self.ready = ready
+        """Waits until the run's LLM layer is imported (judges call models): awaited before scoring."""
         self.builder = builder
         self.calls = calls
         self.play_context = play_context
@@ -111,6 +114,8 @@ class Conversation:
         result.traceback = "".join(traceback.format_exception(cause))
 
     async def _score(self, item: Item, driver: Driver, result: ItemResult) -> None:
+        if self.ready is not None:
+            await self.ready()
         views = tuple(TurnView(t.index, t.input, t.output, t.simulated) for t in result.turns)
         accumulated = [m for turn in result.turns for m in turn.output]
         first = result.turns[0].input if result.turns else item.first_input

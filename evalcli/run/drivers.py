@@ -42,6 +42,8 @@ class PlayContext:
     llm: Callable[[], LLMClient]
     """Returns the run's LLM client (made on first call)."""
     use_cache: bool = True
+    ready: Callable[[], Awaitable[None]] | None = None
+    """Waits until the run's LLM layer is imported (off the event loop); await it before a model call."""
 
 
 class Driver(Protocol):

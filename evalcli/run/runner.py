@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from ..aggregate import Aggregator, exit_code
 from ..dataset import Dataset, Item, Selection, dataset_models, load_dataset
 from ..errors import INTERNAL_ERROR, UsageError, describe
-from ..llm import LLMClient, LLMSettings, UsageSink, check_settings, import_litellm
+from ..llm import LLMClient, LLMSettings, UsageSink, check_settings, import_litellm, model_problem
 from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
 from ..store import Store, StoredOptions, StoreWriter, new_run_id
@@ -140,6 +140,11 @@ def _release_switch_interval() -> None:
             sys.setswitchinterval(_switch_saved)
 
 
+def _import_quietly() -> None:
+    with contextlib.suppress(Exception):  # an import that fails is each model call's error, as without warming up
+        import_litellm()
+
+
 class RunContext:
     """Everything one run holds, closed when it ends: target threads, the writer, the LLM client and cache.
 
@@ -157,6 +162,7 @@ class RunContext:
         self._llm: LLMClient | None = None
         self._queued: deque[Future[Any]] = deque(maxlen=WRITE_BACKLOG)
         self._write_error: BaseException | None = None
+        self._warming: asyncio.Future[None] | None = None
         _hold_switch_interval()  # last: nothing after it can fail, and aclose gives it back
 
     def llm(self) -> LLMClient:
@@ -188,13 +194,17 @@ class RunContext:
             with contextlib.suppress(Exception):  # a failed write is raised by the writer's close (its first error)
                 await asyncio.wrap_future(self._queued[0])
 
-    async def warm_up(self, models: bool) -> None:
-        """When the run will call a model, import the LLM layer in a worker thread before conversations start: the
-        first import takes seconds of CPU, and on the event loop it would stall every conversation's timers (and
-        Ctrl-C) at the first judge or simulator call."""
-        if models:
-            with contextlib.suppress(Exception):  # an import that fails is each call's error, as without warming up
-                await asyncio.to_thread(import_litellm)
+    def warm_up(self, models: bool) -> None:
+        """When the run will call a model, start importing the LLM layer in a worker thread as conversations start:
+        the first import takes seconds of CPU, and made on the event loop at the first judge or simulator call it
+        stalled every conversation's timers (and Ctrl-C). Model calls wait for it with ``llm_ready``."""
+        if models and self._warming is None:
+            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_quietly))
+
+    async def llm_ready(self) -> None:
+        """Wait, without blocking the event loop, until the LLM layer the run started importing is imported."""
+        if self._warming is not None and not self._warming.done():
+            await asyncio.shield(self._warming)
 
     async def aclose(self) -> BaseException | None:
         """Flush and stop the writer (off the loop), close the cache, let idle target threads end. Returns the
@@ -298,7 +308,8 @@ class Runner:
                                                            self.options.stored(plan, self.dataset.configuration())))
             self.events.started(run_id, len(items), len(items) - len(to_run))
             if to_run:
-                await context.warm_up(any(True for _ in dataset_models(self.dataset)))
+                # a model that cannot be reached (package or key missing) fails each call at once, unimported
+                context.warm_up(any(model_problem(model) is None for model, _ in dataset_models(self.dataset)))
             await self._play_all(to_run, finished, context, plan)
         except BaseException as exc:
             # whatever happened, the run's row ends with a status and an exit code, never 'running'
@@ -331,7 +342,8 @@ class Runner:
             return
         builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
         conversation = Conversation(self.dataset, builder, context.calls,
-                                    PlayContext(context.llm, self.options.use_cache), plan.thresholds)
+                                    PlayContext(context.llm, self.options.use_cache, context.llm_ready),
+                                    plan.thresholds, context.llm_ready)
         queue = iter(items)
 
         async def worker() -> None:

@@ -43,6 +43,8 @@ class SimulatedUser:
             if turn == 0 and simulation.opening:
                 text, simulated = simulation.opening, False
             else:
+                if context.ready is not None:
+                    await context.ready()
                 text = await simulator.next_message(simulator_messages(simulation, said, heard), turn)
                 if STOP_MARKER in text:
                     return "user_stop"
