@@ -42,7 +42,8 @@ def test_junit_report_parses_with_cases_failures_and_errors(write: Callable[...,
                                                            cli: Callable[..., CliResult]) -> None:
     write("agents2.py", CRASHER)
     write("d.yaml", DATASET.replace("agents:scripted", "agents2:scripted"))
-    result = cli("run", "d.yaml", "--junit", "out/junit.xml")  # the folder is created, as pytest does
+    write("out/.keep", "")  # the folder must exist, as for --db
+    result = cli("run", "d.yaml", "--junit", "out/junit.xml")
     assert result.code == 1
     root = ET.parse(result.cwd / "out/junit.xml").getroot()
     suite = root.find("testsuite")

@@ -146,7 +146,7 @@ def test_the_memory_warning_follows_the_memory_attribute(target: str, warns: boo
     write("mem.py", MEMORIES)
     write("d.yaml", f"target: mem:{target}\nscorers: [{{includes: said}}]\ndata: [{{inputs: [a, b]}}]\n")
     result = cli("run", "d.yaml")
-    assert ("has no memory" in result.stderr) is warns
+    assert ("can recall the earlier ones" in result.stderr) is warns
     quiet = cli("run", "d.yaml", "-q")
     assert "warning" not in quiet.stderr and "verdict:" in quiet.stdout
 

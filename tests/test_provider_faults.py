@@ -98,7 +98,10 @@ def test_judge_faults_are_bounded_item_errors_never_passes(llm_server: LLMServer
     assert {k for k, i in items.items() if i["status"] == "ok"} == {"ok", "rate", "flaky"}
     for key, message in JUDGE_ERRORS.items():
         assert items[key]["status"] == "error" and message in items[key]["error"], (key, items[key]["error"])
-        assert items[key]["scores"] == {}, "a conversation whose judge failed has no score"
+        # the judge that failed has no score, only its error (what was computed before it is shown, never counted)
+        level = items[key]["turns"][0] if key == "refused" else items[key]
+        failed = level["outcomes"]["scorers"]["dead-judge" if key == "refused" else "fair-judge"]
+        assert failed["score"] is None and failed["error"], (key, failed)
     assert all(items[k]["scores"] == {"fair-judge": 1.0} for k in ("ok", "rate", "flaky"))
     assert result["summary"]["errors"] == len(JUDGE_ERRORS)
     assert result["scores"] == {"fair-judge": 1.0}  # only what was judged counts

@@ -69,6 +69,7 @@ def test_report_is_listed_in_help(cli: Callable[..., CliResult]) -> None:
 
 def test_run_html_holds_the_run_and_escapes_everything(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
     _project(write)
+    write("reports/.keep", "")  # the folder must exist, as for --db
     result = cli("run", "d.yaml", "--html", "reports/run.html")
     assert result.code == 1, result.stderr
     html = (result.cwd / "reports" / "run.html").read_text()

@@ -338,7 +338,7 @@ def test_conversations_wait_for_a_writer_that_falls_behind(tmp_path: Path) -> No
         assert context.writer is not None
         held = threading.Event()
         context.writer.submit(lambda conn: held.wait(30))  # the writer is stuck behind this job
-        context.write_later(lambda: [1 / 0])  # a write that fails: raised when the run closes, not here
+        context.write_later(lambda: [1 / 0])  # a write that fails: returned when the run closes, not raised here
         for _ in range(WRITE_BACKLOG - 2):
             context.write_later(lambda: [])
             await context.keep_up()  # still room: returns at once
@@ -348,7 +348,6 @@ def test_conversations_wait_for_a_writer_that_falls_behind(tmp_path: Path) -> No
         assert not waiting.done()  # full: the conversation waits for the writer
         held.set()
         await asyncio.wait_for(waiting, 10)  # returns, though the write it waited for failed
-        with pytest.raises(ZeroDivisionError):
-            await context.aclose()
+        assert isinstance(await context.aclose(), ZeroDivisionError)  # reported beside the result
 
     asyncio.run(scenario())

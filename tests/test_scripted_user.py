@@ -11,7 +11,7 @@ from pathlib import Path
 
 from examples.frameworks import scripted_user
 from tests.conftest import REPO, run_cli
-from tests.llm_server import LLMServer, Request, Reply, text, verdict
+from tests.llm_server import LLMServer, Reply, Request, text, verdict
 from tests.sim_helpers import SIM_NAME, sim_env
 
 
@@ -50,7 +50,7 @@ def test_the_module_serves_chat_completions_on_loopback(tmp_path: Path) -> None:
                                                         {"role": "user", "content": "[The conversation starts now.]"}]}
         request = urllib.request.Request(url + "/chat/completions", json.dumps(body).encode(),
                                          {"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+        with urllib.request.urlopen(request, timeout=10) as response:
             reply = json.loads(response.read())
         assert reply["choices"][0]["message"] == {"role": "assistant", "content": "Do I need an umbrella tomorrow?"}
     finally:

@@ -56,9 +56,9 @@ def test_every_mistake_in_simulate_blocks_is_reported_at_once_with_its_place(wri
         "15:15 item 3 (not-a-mapping): 'simulate' must be a mapping with at least 'goal'",
         "17:36 item 4 (zero) simulate: 'max_turns': Input should be greater than or equal to 1",
         "19:32 item 5 (facts-list) simulate: 'facts': Input should be a valid dictionary",
+        "21:36 item 6 (quoted-number) simulate: 'max_turns': Input should be a valid integer",
         "21:50 item 6 (quoted-number) simulate: 'opening': opening must not be empty: write the first message, "
         "or leave 'opening' out",
-        "21:36 item 6 (quoted-number) simulate: 'max_turns': Input should be a valid integer",
     ]
     assert lines == expected
     assert all(p.hint for p in caught.value.problems)

@@ -95,9 +95,10 @@ def test_target_faults_are_item_errors_with_tracebacks_and_the_run_goes_on(tmp_p
     for key, text in TRACEBACK_SAYS.items():
         assert text in rows[key], (key, rows[key])
     assert 'agent.py", line' in rows["raise"], "the traceback reaches into the target's own code"
-    # the first turn of the failed multi-turn conversation is kept
-    assert query(tmp_path / "evalcli.db", "SELECT t.turn_index, t.input FROM turns t JOIN items i "
-                 "USING (run_id, item_index) WHERE i.item_id = 'multi'") == [(0, "first turn")]
+    # the first turn of the failed multi-turn conversation is kept, and the turn that failed with what was said
+    assert query(tmp_path / "evalcli.db", "SELECT t.turn_index, t.input, t.output FROM turns t JOIN items i "
+                 "USING (run_id, item_index) WHERE i.item_id = 'multi' ORDER BY t.turn_index")[1:] == [
+        (1, "second turn fails", "[]")]
     assert "multi  error: turn 1: the target raised RuntimeError" in done.stderr  # the failing list, with --json -
 
 

@@ -177,7 +177,9 @@ def test_a_scorer_that_raises_makes_the_item_an_error_left_out_of_scoring(tmp_pa
     assert out["scores"] == {"quality": 0.75}
     assert out["items"][1]["status"] == "error"
     assert "quality" in out["items"][1]["error"] and "boom" in out["items"][1]["error"]
-    assert out["items"][1]["scores"] == {} and out["items"][1]["gate_scores"] == {}
+    # what was computed is kept to be shown (the failing scorer with its error), counted in no mean
+    assert out["items"][1]["scores"] == {"quality": None} and out["items"][1]["gate_scores"] == {}
+    assert "boom" in out["items"][1]["outcomes"]["scorers"]["quality"]["error"]
     assert out["verdict"] == "passed"
     assert out["exit_code"] == 4
 

@@ -110,7 +110,8 @@ def run(
                                                                          "options it was started with.")] = None,
     rerun_failed: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
                                                                                "errored in this run.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line (and errors).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line and the conversations that "
+                                                                   "errored (no table, no warnings).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
     debug: DebugOption = False,
 ) -> None:
