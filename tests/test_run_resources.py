@@ -61,8 +61,9 @@ def test_a_library_store_redacts_the_datasets_own_secrets(tmp_path: Path, monkey
     assert isinstance(monkeypatch, pytest.MonkeyPatch)
     key = "sk-interpolated-0123456789abcdef"
     monkeypatch.setenv("MY_SETTING", key)  # not named like a secret, but shaped like a key
-    (tmp_path / "agents.py").write_text("def echo(input, **kw):\n    return 'You said: ' + input\n")
-    (tmp_path / "d.yaml").write_text("target: agents:echo\nscorers: [{includes: said}]\n"
+    # a module name of its own: this run imports it into the test process (``agents`` is the OpenAI Agents SDK)
+    (tmp_path / "library_echo.py").write_text("def echo(input, **kw):\n    return 'You said: ' + input\n")
+    (tmp_path / "d.yaml").write_text("target: library_echo:echo\nscorers: [{includes: said}]\n"
                                      "data: [{id: a, input: 'use ${MY_SETTING} please'}]\n")
     store = Store(tmp_path / "lib.db")
     try:

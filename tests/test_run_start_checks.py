@@ -86,10 +86,11 @@ def test_the_switch_interval_is_restored_when_runs_overlap_or_a_run_cannot_start
 
     from evalcli.run import arun_evals
 
-    (tmp_path / "agents.py").write_text("import asyncio\n\nasync def wait(input, **kw):\n"
+    # a module name of its own: these runs import it into the test process (``agents`` is the OpenAI Agents SDK)
+    (tmp_path / "overlapping.py").write_text("import asyncio\n\nasync def wait(input, **kw):\n"
                                         "    await asyncio.sleep(float(input))\n    return 'ok'\n")
-    (tmp_path / "short.yaml").write_text("target: agents:wait\nscorers: [{includes: ok}]\ndata: [{input: '0.05'}]\n")
-    (tmp_path / "long.yaml").write_text("target: agents:wait\nscorers: [{includes: ok}]\ndata: [{input: '0.4'}]\n")
+    (tmp_path / "short.yaml").write_text("target: overlapping:wait\nscorers: [{includes: ok}]\ndata: [{input: '0.05'}]\n")
+    (tmp_path / "long.yaml").write_text("target: overlapping:wait\nscorers: [{includes: ok}]\ndata: [{input: '0.4'}]\n")
     original = interpreter.getswitchinterval()
 
     async def both() -> None:
