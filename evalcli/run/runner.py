@@ -304,7 +304,8 @@ class Runner:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await self.dataset.target.aclose()
+            if self.dataset.target is not None:
+                await self.dataset.target.aclose()
 
     async def _wait(self, tasks: list[asyncio.Task[None]]) -> None:
         pending = set(tasks)
