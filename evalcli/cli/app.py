@@ -129,6 +129,49 @@ def run(
     raise typer.Exit(code)
 
 
+@app.command(short_help="Measure each labelled scorer (judges above all) against the labels; exit 1 below "
+                        "--min-agreement.")
+def calibrate(
+    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
+                                                   help="Datasets whose items carry labels: {SCORER_ID: pass|fail|0..1}.")],
+    scorer: Annotated[Optional[list[str]], typer.Option("--scorer", metavar="ID", help="Calibrate this gate or scorer "
+                                                                                       "only (repeatable; default: "
+                                                                                       "every labelled one).")] = None,
+    min_agreement: Annotated[Optional[float], typer.Option(min=0, max=1, metavar="X",
+                                                           help="Exit 1 when a scorer's accuracy is below X (0 to "
+                                                                "1).")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the measurements as JSON to "
+                                                                                   "PATH ('-' for stdout).")] = None,
+    db: DbOption = DEFAULT_DB,
+    scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to "
+                                                                         "the dataset, else in the current "
+                                                                         "directory).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Conversations in flight (default: "
+                                                                                "the dataset's 'concurrency', else "
+                                                                                "4).")] = None,
+    judge_concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="Judge calls in flight.")] = 8,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the judges again instead of reusing cached "
+                                                              "replies.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+) -> None:
+    """Run the labelled scorers on the labelled conversations (recorded transcripts as they are, other items against
+    the target) and measure each against its labels: accuracy, Cohen's kappa and the confusion matrix (binary
+    labels), mean absolute error (scale labels), a panel's Fleiss' kappa, and every disagreement with the
+    scorer's reason. Stored as a run and in the calibrations table."""
+    with user_errors(debug):
+        from .calibrate import CalibrateRequest, calibrate_command
+
+        request = CalibrateRequest(datasets=datasets, db=db, scorer_ids=list(scorer or []), min_agreement=min_agreement,
+                                   scorers=scorers, json_out=json_out, concurrency=concurrency,
+                                   judge_concurrency=judge_concurrency, use_cache=not no_cache)
+        events = CliEvents(quiet=False)
+        try:
+            code = calibrate_command(request, events, out=make_console(stderr=json_out == "-"))
+        finally:
+            events.close()
+    raise typer.Exit(code)
+
+
 @app.command(short_help="Check datasets, their registry, agent and scorers without running anything.")
 def validate(
     datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,

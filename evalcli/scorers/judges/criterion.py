@@ -203,5 +203,5 @@ def _build(args: JudgeArgs, context: BuildContext) -> MultiTurnJudge:
 
 register(Kind(name="multi_turn_judge", aliases=("judge",), args=JudgeArgs, main="criterion", group="judge",
               needs_model=True, summary="an LLM grades the assistant's words against one criterion: 1 (x scale) or 0",
-              build=_build, prepare=with_model, default_id=_criterion_id,
+              build=_build, prepare=with_model, default_id=_criterion_id, prompt_version=JUDGE_PROMPT_VERSION,
               example="judge: {criterion: The agent gave a forecast for every city.}"))

@@ -371,4 +371,5 @@ def declare(name: str, args: type[A], fn: ScoreFn | None, *, version: str, summa
         return LibraryJudge(name, fn, values, context)
 
     return register(Kind(name=name, args=args, main=main, summary=summary, build=make, group="judge",
-                         needs_model=True, prepare=with_model, default_id=default_id, example=example))
+                         needs_model=True, prepare=with_model, default_id=default_id, example=example,
+                         prompt_version=f"{name}/{version}"))
