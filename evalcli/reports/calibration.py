@@ -68,8 +68,7 @@ def disagreements(calibration: Calibration, s: ScorerCalibration, db_path: str |
         agreement = f" ({d.agreement} samples agree)" if d.agreement else ""
         lines.append(Text.assemble(("  ", ""), (d.item_id, "bold"), f"  labelled {label}, scored {fmt(d.score)}"
                                    f"{agreement}"))
-        for line in (d.reason or "(no reason)").splitlines():
-            lines.append(Text(f"    {line}" if line.strip() else ""))
+        lines.extend(Text(f"    {line}") for line in (d.reason or "(no reason)").splitlines() if line.strip())
         lines.append(Text(f"    evalcli show {calibration.run.run_id} {shlex.quote(d.item_id)}{db}", style="dim"))
     return Group(*lines)
 
