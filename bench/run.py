@@ -15,12 +15,14 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
 6. simulated users (``bench/simulate.py``): simulator and agent each one model call per turn to a loopback
    server, against the serial turn chain of each conversation;
 7. the framework adapters' overhead: each framework's agent played directly and through evalcli's adapter on the
-   same loopback server (``bench/adapters.py``), both walls and their ratio.
+   same loopback server (``bench/adapters.py``), both walls and their ratio;
+8. repeated judging (``bench/samples.py``): recorded conversations judged with ``samples: 1`` and ``samples: 3``,
+   against N x samples x latency / judge concurrency.
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
 [--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters] [--mastra-sizes 100x3,1000x3]
 [--report-size 1000x3] [--simulate-cases 256x8@0.05,128x8@0.5] [--adapter-size 1000x3] [--adapter-concurrency 32]
-[--adapter-repeat 3] [--repeat K]``.
+[--adapter-repeat 3] [--judge-size 1000] [--judge-latency 1.0] [--judge-concurrency 16] [--repeat K]``.
 """
 
 from __future__ import annotations
@@ -39,12 +41,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import simulate
+from bench import samples, simulate
 from bench.report import report_section
 from bench.workload import BENCH, Measure, Workload, measure, model_server, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
-SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters")
+SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters", "samples")
 FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph")
 
 
@@ -299,6 +301,9 @@ def main() -> None:
     parser.add_argument("--adapter-size", default="1000x3", help="conversations x turns per adapter measurement")
     parser.add_argument("--adapter-concurrency", type=int, default=32, help="conversations in flight (adapters)")
     parser.add_argument("--adapter-repeat", type=int, default=1, help="adapters: rounds of both ways, fastest kept")
+    parser.add_argument("--judge-size", type=int, default=1000, help="recorded conversations judged (samples)")
+    parser.add_argument("--judge-latency", type=float, default=1.0, help="seconds per judge call (samples)")
+    parser.add_argument("--judge-concurrency", type=int, default=16, help="judge calls in flight (samples)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run: {','.join(SECTIONS)}")
     args = parser.parse_args()
     if args.quick:
@@ -306,6 +311,7 @@ def main() -> None:
         args.memory_size, args.mastra_sizes, args.report_size = "2000x3", "20x3", "200x3"
         args.simulate_cases = "32x8@0.05"
         args.adapter_size, args.adapter_repeat = "100x3", 1
+        args.judge_size, args.judge_latency = 100, 0.2
     only = {s.strip() for s in args.only.split(",")}
     unknown = only - set(SECTIONS)
     if unknown:
@@ -331,6 +337,9 @@ def main() -> None:
         simulate.section(simulate.cases(args.simulate_cases), args.simulate_concurrency, args.repeat)
     if "adapters" in only:
         adapters_section(args)
+    if "samples" in only:
+        samples.section(args.judge_size, args.judge_latency, args.judge_concurrency, args.concurrency, [1, 3],
+                        args.repeat)
     print(f"\nbenchmark done in {time.perf_counter() - started:.0f} s")
 
 
