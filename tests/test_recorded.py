@@ -254,3 +254,24 @@ def test_labels_on_scripted_items_and_their_values(workdir: Path) -> None:
     items = load_dataset(path).items
     assert [i.labels for i in items] == [{"g": 1.0, "x": 0.25}, {"x": 0.0}, {"g": 1.0, "x": 0.0}]
     assert [i.recorded for i in items] == [False, False, False]
+
+
+def test_the_schema_describes_recordings_and_labels() -> None:
+    import jsonschema
+    import yaml
+
+    from evalcli.dataset.scaffold import dataset_schema
+    from tests.conftest import REPO
+
+    schema = dataset_schema()
+    shipped = sorted((REPO / "datasets" / "judges").glob("*.yaml"))
+    assert len(shipped) == 8
+    for path in shipped:
+        jsonschema.validate(yaml.safe_load(path.read_text()), schema)
+    jsonschema.validate({"scorers": ["x"], "data": [{"messages": [{"role": "user", "content": "hi"}],
+                                                    "labels": {"x": "pass"}}]}, schema)
+    for wrong in ({"transcript": [{"role": "bot", "content": "hi"}]},
+                  {"transcript": [{"role": "user", "content": "hi"}], "labels": {"x": 2}},
+                  {"transcript": [{"role": "user", "content": "hi"}], "input": "hi"}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"scorers": ["x"], "data": [wrong]}, schema)

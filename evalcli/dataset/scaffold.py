@@ -44,8 +44,18 @@ def dataset_schema() -> dict[str, Any]:
     item["properties"]["input"] = {"type": "string", "description": "A single-turn question."}
     item["properties"]["inputs"] = {"type": "array", "items": {"type": "string"}, "minItems": 1}
     item["properties"]["turns"] = {"type": "array", "items": {"$ref": "#/$defs/Turn"}, "minItems": 1}
+    message = {"type": "object", "required": ["role"], "description": "An OpenAI-format message.",
+               "properties": {"role": {"enum": ["user", "assistant", "tool", "system", "developer"]},
+                              "tool_call_id": {"type": "string"}}}
+    recorded = {"type": "array", "items": message, "minItems": 1,
+                "description": "A recorded conversation, scored as it is (no target is called)."}
+    item["properties"]["transcript"] = recorded
+    item["properties"]["messages"] = {**recorded, "description": "The same as 'transcript'."}
+    item["properties"]["labels"] = {"type": "object", "minProperties": 1, "additionalProperties": {"anyOf": [
+        {"type": "number", "minimum": 0, "maximum": 1}, {"enum": ["pass", "fail"]}]},
+        "description": "What a person decided each scorer (by id) should give this conversation."}
     item["oneOf"] = [{"required": ["input"]}, {"required": ["inputs"]}, {"required": ["turns"]},
-                     {"required": ["simulate"]}]
+                     {"required": ["simulate"]}, {"required": ["transcript"]}, {"required": ["messages"]}]
     simulation: dict[str, Any] = SimulateFile.model_json_schema()
     simulation.pop("title", None)
     item["properties"]["simulate"] = simulation
