@@ -307,3 +307,14 @@ def test_samples_and_agreement_are_stored_and_shown(llm_server: LLMServer, write
     assert "- sample 3 of 3 (seed 3): 0  Criterion not satisfied." in shown.stdout
     again = cli("show", "latest", "a", "--json", "-")
     assert again.json["item"]["outcomes"]["scorers"]["sampled-judge"]["agreement"] == "2/3"
+
+
+def test_validate_checks_every_model_of_a_panel(workdir: Path) -> None:
+    from evalcli.dataset import load_dataset
+    from evalcli.dataset.warnings import dataset_models
+
+    path = workdir / "d.yaml"
+    path.write_text("scorers:\n  - {judge: {criterion: ok, models: [openai/a, anthropic/b, openai/c]}}\n"
+                    "  - {judge: {criterion: fine, model: openai/d}}\n"
+                    "data: [{transcript: [{role: user, content: hi}]}]\n")
+    assert [m for m, _ in dataset_models(load_dataset(path))] == ["openai/a", "anthropic/b", "openai/c", "openai/d"]
