@@ -53,6 +53,8 @@ class Item:
     expected_outcome: str | None = None
     simulation: Simulation | None = None
     """The simulated user of a ``simulate`` item."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The item's ``metadata`` mapping (``{}`` when not given)."""
 
     @property
     def first_input(self) -> str:

@@ -16,15 +16,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import DatasetError, EvalcliError, Problem
+from ..errors import DatasetError, Problem
 from ..scorers import Registry
-from ..targets import Adapter, make_adapter
 from .files import DatasetFile, ItemFile, TurnFile
-from .imports import ImportScope, resolve_import, resolve_imports
+from .imports import ImportScope, resolve_imports
 from .items import Dataset, Item, Turn
 from .references import parse_list
 from .registry import find_registry, load_registry
 from .simulate import parse_simulation
+from .target import resolve_target
 from .yamlsrc import Interpolated, Path, Positions, load_yaml, problems_from_pydantic, validated
 
 MAX_JSONL_LINE = 8 * 1024 * 1024
@@ -95,7 +95,8 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
         return None
     form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
     item_id = str(model.id) if model.id is not None else str(index)
-    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome)
+    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome,
+                metadata=dict(model.metadata))
 
 
 def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -112,7 +113,7 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
     item_id = str(model.id) if model.id is not None else str(index)
     opening = [simulation.opening] if simulation.opening else []
     return Item(index, item_id, list(model.tags), "simulate", opening, None, model.ground_truth, model.expected_outcome,
-                simulation)
+                simulation, metadata=dict(model.metadata))
 
 
 def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
@@ -165,10 +166,13 @@ def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[An
     return data, pos, used, None
 
 
-def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset:
+def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: str | dict[str, Any] | None = None,
+                 target_label: str | None = None) -> Dataset:
     """Read and validate a dataset (YAML, or JSONL with a header line) and its scorer registry.
 
-    Every independent mistake, in the dataset and in its registry, is reported in one ``DatasetError``.
+    ``target`` replaces the file's own target (``--target SPEC``, parsed by ``targets.forms.cli_target``; its
+    mistakes are reported as ``--target <target_label>``). Every independent mistake, in the dataset and in its
+    registry, is reported in one ``DatasetError``.
     """
     file = FsPath(path)
     if file.is_dir():
@@ -189,6 +193,8 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset
     if not isinstance(data, dict):
         raise DatasetError([*problems, pos.problem((), "a dataset must be a mapping with 'target' and 'data'",
                                                    "start with 'target: module:attribute' then 'data:'")])
+    if target is not None:
+        data.setdefault("target", target)
     top, bad_keys = _top_level(data, pos, problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
@@ -218,16 +224,21 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset
                                     "add 'scorers:' or 'gates:' (e.g. '- includes: Brooklyn')"))
     scope = ImportScope(search_paths(file, registry))
     with scope:
-        target = _resolve_target(top.target, top.target_options, pos, problems) if top.target else None
+        resolved = None
+        if target is not None:
+            resolved = resolve_target(target, top.target_options, Positions(f"--target {target_label or target}"),
+                                      problems, file.parent, at=())
+        elif top.target:
+            resolved = resolve_target(top.target, top.target_options, pos, problems, file.parent)
         imported = resolve_imports([*gates, *scorers, *(s for i in items for t in i.turns or ()
                                                         for s in (*t.gates, *t.scorers))], problems)
     if problems:
         raise DatasetError(problems)
-    assert target is not None
-    return Dataset(path=str(path), target_spec=top.target, target=target, target_options=top.target_options,
-                   concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
-                   hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
-                   secret_values=used.secret_values | registry.secret_values, scope=scope)
+    assert resolved is not None and resolved.adapter is not None
+    return Dataset(path=str(path), target_spec=resolved.spec, target=resolved.adapter,
+                   target_options=top.target_options, concurrency=top.concurrency, gates=gates, scorers=scorers,
+                   items=items, registry=registry, hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
+                   secret_values=used.secret_values | registry.secret_values | resolved.secrets, scope=scope)
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
@@ -279,12 +290,3 @@ def search_paths(file: FsPath, registry: Registry | None = None) -> list[FsPath]
     if registry is not None and registry.path:
         paths.append(FsPath(registry.path).parent)
     return [*paths, FsPath.cwd()]
-
-
-def _resolve_target(spec: str, options: dict[str, Any], pos: Positions, problems: list[Problem]) -> Adapter | None:
-    try:
-        return make_adapter(spec, resolve_import(spec), options)
-    except EvalcliError as exc:
-        at = ("target_options", "adapter") if "adapter" in exc.message and "adapter" in options else ("target",)
-        problems.append(pos.problem(at, exc.message, exc.hint))
-        return None

@@ -18,7 +18,7 @@ from ..llm import UsageSink, current_usage
 from ..messages import Message
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
-from ..targets import BadReply, Calls, Session, TurnFailed, TurnTimedOut
+from ..targets import BadReply, Calls, ItemInfo, Session, TurnFailed, TurnTimedOut
 from .drivers import ConversationFailed, Driver, PlayContext, driver_for
 
 
@@ -43,7 +43,8 @@ class Conversation:
         sink = UsageSink()
         token = current_usage.set(sink)
         driver = driver_for(item)
-        session = self.dataset.target.open(multi_turn=item.multi_turn, calls=self.calls)
+        session = self.dataset.target.open(multi_turn=item.multi_turn, calls=self.calls,
+                                           item=ItemInfo(item.id, item.metadata))
         result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok", thread_id=session.thread_id,
                             resource_id=session.resource_id, thresholds=self.thresholds)
         try:

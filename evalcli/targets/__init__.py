@@ -15,6 +15,7 @@ from .session import (
     ADAPTERS,
     Adapter,
     Calls,
+    ItemInfo,
     Reply,
     Session,
     Thread,
@@ -26,5 +27,5 @@ from .session import (
     recognise,
 )
 
-__all__ = ["ADAPTERS", "Adapter", "BadReply", "Calls", "Reply", "Session", "TargetCalls", "TargetThreads", "Thread",
+__all__ = ["ADAPTERS", "Adapter", "BadReply", "Calls", "ItemInfo", "Reply", "Session", "TargetCalls", "TargetThreads", "Thread",
            "TurnFailed", "TurnTimedOut", "extra_hint", "fresh_thread", "make_adapter", "recognise"]
