@@ -123,6 +123,7 @@ class HttpAdapter(FormAdapter):
 
     name = "http"
     run_call = "the http target"
+    memory_hint = "send the conversation's thread or history, e.g. body: {session_id: '{{ thread }}'}"
     config_model = HttpConfig
 
     @classmethod

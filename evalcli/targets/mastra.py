@@ -91,6 +91,7 @@ def look_up(target: MastraTarget) -> None:
         status, text = _get(target, target.agent_path)
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
+        reason = getattr(reason, "strerror", None) or reason
         raise ConfigProblem(("url",), f"cannot reach the Mastra server at {shown}: {target.secrets(str(reason))}",
                             "start the server (e.g. 'mastra dev', or 'npm run dev' in your Mastra project), or fix "
                             "the url") from None
@@ -119,6 +120,7 @@ class MastraAdapter(FormAdapter):
 
     name = "mastra"
     run_call = "the mastra target"
+    memory_hint = "configure a Memory on the agent in your Mastra project: new Agent({..., memory: new Memory()})"
     config_model = MastraConfig
 
     @classmethod

@@ -126,6 +126,8 @@ class Adapter(ABC):
     """What ``target_options.adapter`` calls it (and the key of its framework in ``RECOGNISED`` and ``EXTRAS``)."""
     run_call: ClassVar[str] = ""
     """The framework's run call, as option errors name it (``PydanticAI's agent.run``)."""
+    memory_hint: ClassVar[str] = "give the target a 'memory' attribute, e.g. evalcli.Memory"
+    """What the memory warning tells a user whose target has no memory (SPEC §2)."""
 
     def __init__(self, spec: str, obj: Any, options: dict[str, Any]) -> None:
         self.spec = spec
