@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "mastra"

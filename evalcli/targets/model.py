@@ -109,6 +109,11 @@ class ModelAdapter(FormAdapter):
         self.settings.update({k: v for k, v in self.call_options.items() if k in OPTIONS})
         self.prefix: list[Message] = [{"role": "system", "content": self.target.system}] if self.target.system else []
 
+    @property
+    def target_model(self) -> str:
+        """The model under test (``evalcli validate`` warns when it cannot be reached as configured)."""
+        return self.target.config.model
+
     def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> ModelSession:
         thread = fresh_thread(self.options)
         return ModelSession(self, thread.thread, thread.resource, calls)

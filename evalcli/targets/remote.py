@@ -9,7 +9,6 @@ first 300 characters, with those secrets (and anything shaped like a provider ke
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from collections.abc import Iterable
@@ -91,10 +90,10 @@ class Secrets:
 
 
 def quote(text: str, secrets: Secrets) -> str:
-    """The first ``QUOTE_CHARS`` characters of a reply, on one line, secrets redacted, in double quotes."""
+    """The first ``QUOTE_CHARS`` characters of a reply, on one line (white space folded), secrets redacted."""
     short = " ".join(text[: QUOTE_CHARS + 1].split())
     cut = short[:QUOTE_CHARS] + ("..." if len(short) > QUOTE_CHARS or len(text) > QUOTE_CHARS + 1 else "")
-    return json.dumps(secrets(cut), ensure_ascii=False) if cut else "an empty body"
+    return secrets(cut) if cut else "(an empty body)"
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,9 @@
     reply:    {"reply": "Today in Brooklyn: sunny, 72°F.", "messages": [...OpenAI-format messages...],
                "usage": {"prompt_tokens": 9, "completion_tokens": 8}}
 
+``input`` is taken for ``message`` and ``text`` repeats ``reply``, so ``--target http:URL`` (which sends
+``{"input": ...}`` and reads ``text``) works against it too, without a session.
+
 It is ``examples.weather_agent`` (a ``get_weather`` tool, memory per session) behind an endpoint, as any
 agent written in any language would be: it remembers a session's favourite city and last city asked about
 by ``session_id``, so "What about tomorrow?" works only when the request carries the session. ``--port 0``
@@ -26,7 +29,7 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from examples.weather_agent import WeatherAgent  # noqa: E402
+from examples.weather_agent import WeatherAgent
 
 
 def make_app(latency: float = 0.0) -> web.Application:
@@ -37,7 +40,7 @@ def make_app(latency: float = 0.0) -> web.Application:
             body = await request.json()
         except ValueError:
             return web.json_response({"error": "the body must be JSON"}, status=400)
-        message = body.get("message") if isinstance(body, dict) else None
+        message = body.get("message", body.get("input")) if isinstance(body, dict) else None
         if not isinstance(message, str):
             return web.json_response({"error": "'message' (a string) is required"}, status=422)
         if latency > 0:
@@ -47,7 +50,7 @@ def make_app(latency: float = 0.0) -> web.Application:
         messages: list[dict[str, Any]] = agent.generate(message, memory=memory)
         reply = next((m["content"] for m in reversed(messages) if m["role"] == "assistant" and m.get("content")), "")
         usage = {"prompt_tokens": len(message.split()), "completion_tokens": len(reply.split())}
-        return web.json_response({"reply": reply, "messages": messages, "usage": usage},
+        return web.json_response({"reply": reply, "text": reply, "messages": messages, "usage": usage},
                                  dumps=lambda v: json.dumps(v, ensure_ascii=False))
 
     app = web.Application()

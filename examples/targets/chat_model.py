@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from examples.weather_agent import FORECASTS  # noqa: E402
+from examples.weather_agent import FORECASTS
 
 FAVOURITE = re.compile(r"favou?rite city is\s+(\w+)", re.IGNORECASE)
 
