@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -113,7 +114,7 @@ def _jmespath(expression: str, at: tuple[str | int, ...]) -> Any:
     try:
         return jmespath.compile(expression)
     except JMESPathError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = str(exc).strip().splitlines()[0].rstrip(":") if str(exc).strip() else type(exc).__name__
         raise ConfigProblem(at, f"'{expression}' is not a JMESPath expression: {first}",
                             "write a JMESPath such as 'reply', 'data.messages' or 'choices[0].message.content'") from None
 
@@ -132,6 +133,9 @@ class HttpAdapter(FormAdapter):
         if config.method == "GET" and "body" in config.model_fields_set:
             raise ConfigProblem(("body",), "a GET request has no body",
                                 "put what the agent needs in the URL (templates allowed), or use POST")
+        if "@" in urlsplit(config.url).netloc and any(k.lower() == "authorization" for k in config.headers):
+            raise ConfigProblem(("headers",), "the url holds credentials (user:password@) and the headers an "
+                                              "Authorization: give them one way", "keep one of the two")
         response = config.response
         if response.transform is not None:
             try:

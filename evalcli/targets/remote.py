@@ -91,9 +91,9 @@ class Secrets:
 
 def quote(text: str, secrets: Secrets) -> str:
     """The first ``QUOTE_CHARS`` characters of a reply, on one line (white space folded), secrets redacted."""
-    short = " ".join(text[: QUOTE_CHARS + 1].split())
-    cut = short[:QUOTE_CHARS] + ("..." if len(short) > QUOTE_CHARS or len(text) > QUOTE_CHARS + 1 else "")
-    return secrets(cut) if cut else "(an empty body)"
+    # redacted before it is cut, so a secret that straddles the cut is still found
+    flat = " ".join(secrets(text[: 64 * QUOTE_CHARS]).split())
+    return flat[:QUOTE_CHARS] + ("..." if len(flat) > QUOTE_CHARS else "") if flat else "(an empty body)"
 
 
 @dataclass(frozen=True)
