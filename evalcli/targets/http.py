@@ -24,7 +24,7 @@ from ..errors import EvalcliError
 from ..messages import Message
 from .callable import BadReply, normalise
 from .forms import FormAdapter, FormContext
-from .remote import Pool, ReplyFailed, Secrets, header_secrets, quote, record_usage, redact_url, tokens, url_secrets
+from .remote import Answer, Pool, ReplyFailed, Secrets, header_secrets, parsed, quote, record_usage, redact_url, tokens, url_secrets
 from .session import Calls, ConfigProblem, ItemInfo, Reply, Thread, fresh_thread
 from .templates import MEMORY_NAMES, Body, compile_string, to_json
 
@@ -187,6 +187,10 @@ class HttpAdapter(FormAdapter):
         if not isinstance(target.url, str):
             names |= target.url.names
         self.remembers = bool(names & MEMORY_NAMES)
+        self.keeps_history = "history" in names
+        """Only templates that read ``history`` need it kept."""
+        self.shown_url = redact_url(target.config.url)
+        self.static_url = parsed(target.url) if isinstance(target.url, str) else None
         memory = self.options.get("memory")
         self.caller_memory = memory if isinstance(memory, dict) else None
 
@@ -217,6 +221,7 @@ class HttpSession:
         self.item = item
         self.calls = calls
         self.history: list[Message] = []
+        self.turn = 0
 
     async def send(self, text: str) -> Reply:
         messages: list[Message] = await self.calls.call_async(self._turn(text))
@@ -224,38 +229,42 @@ class HttpSession:
 
     async def _turn(self, text: str) -> list[Message]:
         adapter, target = self.adapter, self.adapter.target
-        turn = sum(1 for m in self.history if m.get("role") == "user")
+        turn, self.turn = self.turn, self.turn + 1
         context = {"input": text, "thread": self.thread_id, "resource": self.resource_id, "item_id": self.item.id,
                    "turn": turn, "metadata": self.item.metadata, "history": list(self.history)}
-        url = target.url if isinstance(target.url, str) else str(target.url.render(context))
-        shown = redact_url(url)
+        if isinstance(target.url, str):
+            url, shown = adapter.static_url, adapter.shown_url
+        else:
+            url = str(target.url.render(context))
+            shown = redact_url(url)
         body = None if target.config.method == "GET" else to_json(target.body.render(context))
         started = time.perf_counter()
         answer = await adapter.pool.request(target.config.method, url, shown, headers=target.headers, body=body,
                                             timeout=target.config.timeout, secrets=target.secrets)
-        messages, usage = await _read(target, answer.text, f"{target.config.method} {shown}")
+        messages, usage = await _read(target, answer, f"{target.config.method} {shown}")
         if usage is not None:
             record_usage(adapter.spec, usage[0], usage[1], started, turn)
-        self.history = [*self.history, {"role": "user", "content": text}, *messages]
+        if adapter.keeps_history:
+            self.history = [*self.history, {"role": "user", "content": text}, *messages]
         return messages
 
     async def close(self) -> None:
         self.history = []
 
 
-async def _read(target: HttpTarget, text: str, where: str) -> tuple[list[Message], tuple[int, int] | None]:
+async def _read(target: HttpTarget, answer: Answer, where: str) -> tuple[list[Message], tuple[int, int] | None]:
     """The reply's response messages and (prompt, completion) tokens, as the target's mapping reads them."""
     reader = target.reader
 
     def unreadable(why: str) -> ReplyFailed:
         return ReplyFailed(f"the reply of {where} cannot be read ({reader.source}): {why}: "
-                           f"{quote(text, target.secrets)}")
+                           f"{quote(answer.text, target.secrets)}")
 
     try:
-        data: Any = json.loads(text)
+        data: Any = answer.json()
         is_json = True
     except ValueError:
-        data, is_json = text, False
+        data, is_json = answer.text, False
     if reader.transform is not None:
         value = reader.transform(data)
         if inspect.isawaitable(value):
@@ -293,8 +302,15 @@ def _usage(value: Any) -> tuple[int, int] | None:
     ``inputTokens``/``outputTokens``)."""
     if not isinstance(value, dict):
         return None
-    prompt = next((value[k] for k in ("prompt_tokens", "input_tokens", "inputTokens") if k in value), None)
-    completion = next((value[k] for k in ("completion_tokens", "output_tokens", "outputTokens") if k in value), None)
+    prompt = completion = None
+    for key in ("prompt_tokens", "input_tokens", "inputTokens"):
+        if key in value:
+            prompt = value[key]
+            break
+    for key in ("completion_tokens", "output_tokens", "outputTokens"):
+        if key in value:
+            completion = value[key]
+            break
     if prompt is None and completion is None:
         return None
     return tokens(prompt), tokens(completion)

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..messages import Message
 from .forms import FormAdapter, FormContext
 from .openai_format import assistant, tool_call, tool_result
-from .remote import Pool, ReplyFailed, Secrets, header_secrets, quote, record_usage, redact_url, tokens, url_secrets
+from .remote import Pool, ReplyFailed, Secrets, header_secrets, parsed, quote, record_usage, redact_url, tokens, url_secrets
 from .session import Calls, ConfigProblem, ItemInfo, Reply, Thread, fresh_thread
 
 PROBE_TIMEOUT = 10.0
@@ -152,6 +152,8 @@ class MastraAdapter(FormAdapter):
         self.target: MastraTarget = self.obj
         self.pool = Pool()
         self.headers = {**self.target.headers, "Content-Type": "application/json"}
+        self.generate_url = parsed(f"{self.target.agent_path}/generate")
+        self.shown_url = redact_url(f"{self.target.agent_path}/generate")
         memory = self.options.get("memory")
         self.caller_memory: dict[str, Any] | None = memory if isinstance(memory, dict) else None
         self._memory: bool | None = None
@@ -205,15 +207,14 @@ class MastraSession:
         body: dict[str, Any] = {**adapter.call_options, "messages": text}
         if self.memory is not None:
             body["memory"] = self.memory
-        url = f"{target.agent_path}/generate"
-        shown = redact_url(url)
+        shown = adapter.shown_url
         started = time.perf_counter()
-        answer = await adapter.pool.request("POST", url, shown, headers=adapter.headers,
+        answer = await adapter.pool.request("POST", adapter.generate_url, shown, headers=adapter.headers,
                                             body=json.dumps(body, ensure_ascii=False).encode(),
                                             timeout=target.config.timeout, secrets=target.secrets)
         turn, self.turn = self.turn, self.turn + 1
         try:
-            data = json.loads(answer.text)
+            data = answer.json()
         except ValueError:
             data = None
         if not isinstance(data, dict):

@@ -98,10 +98,20 @@ def quote(text: str, secrets: Secrets) -> str:
 
 @dataclass(frozen=True)
 class Answer:
-    """A 2xx reply: its status and body as text."""
+    """A 2xx reply: its status and body (JSON is UTF-8; other text is read as UTF-8 too)."""
 
     status: int
-    text: str
+    raw: bytes
+
+    @property
+    def text(self) -> str:
+        return self.raw.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body parsed as JSON (``ValueError`` when it is not)."""
+        import json
+
+        return json.loads(self.raw)
 
 
 class Pool:
@@ -110,6 +120,7 @@ class Pool:
     def __init__(self) -> None:
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
 
     def session(self) -> aiohttp.ClientSession:
         import aiohttp
@@ -118,38 +129,46 @@ class Pool:
         if self._session is None or self._loop is not loop or self._session.closed:
             # no limit of its own: conversations in flight (the run's concurrency) bound the connections
             connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector, skip_auto_headers=("User-Agent",),
-                                                  headers={"User-Agent": "evalcli"})
+            self._session = aiohttp.ClientSession(connector=connector)
             self._loop = loop
         return self._session
 
-    async def request(self, method: str, url: str, shown: str, *, headers: dict[str, str], body: bytes | None,
+    async def request(self, method: str, url: Any, shown: str, *, headers: dict[str, str], body: bytes | None,
                       timeout: float, secrets: Secrets) -> Answer:
-        """One request; every failure is a ``ReplyFailed`` naming ``METHOD shown`` (the redacted URL)."""
+        """One request to ``url`` (text, or a ``yarl.URL`` parsed once: see ``parsed``); every failure is a
+        ``ReplyFailed`` naming ``METHOD shown`` (the redacted URL)."""
         import aiohttp
 
         where = f"{method} {shown}"
+        limit = self._timeouts.get(timeout)
+        if limit is None:
+            limit = self._timeouts[timeout] = aiohttp.ClientTimeout(total=timeout)
         try:
-            async with self.session().request(method, url, headers=headers, data=body,
-                                              timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+            async with self.session().request(method, url, headers=headers, data=body, timeout=limit) as response:
                 raw = await response.read()
                 status, reason = response.status, response.reason or ""
-                charset = response.charset or "utf-8"
         except TimeoutError:
             raise ReplyFailed(f"{where} did not answer within {timeout:g}s (the target's 'timeout')") from None
         except aiohttp.ClientConnectorError as exc:
             raise ReplyFailed(f"{where}: cannot connect ({secrets(_reason(exc))}); is the server running?") from None
         except aiohttp.ClientError as exc:
             raise ReplyFailed(f"{where} failed: {secrets(type(exc).__name__ + ': ' + str(exc))}") from None
-        text = raw.decode(charset, errors="replace")
         if not 200 <= status < 300:
+            text = raw.decode("utf-8", errors="replace")
             raise ReplyFailed(f"{where} answered {status} {reason}: {quote(text, secrets)}".replace("  ", " "))
-        return Answer(status, text)
+        return Answer(status, raw)
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+def parsed(url: str) -> Any:
+    """A URL parsed once for every request to it (aiohttp would parse the text on each one)."""
+    from yarl import URL
+
+    return URL(url)
 
 
 def _reason(exc: Any) -> str:

@@ -82,6 +82,10 @@ def compile_string(source: str, at: Location) -> Compiled | str:
               and not isinstance(body[0].nodes[0], nodes.TemplateData))
     stripped = source.strip()
     if single and source == stripped and stripped.startswith("{{") and stripped.endswith("}}"):
+        node = body[0].nodes[0]  # type: ignore[attr-defined]
+        if isinstance(node, nodes.Name) and node.ctx == "load":
+            name = node.name  # "{{ input }}": the value itself, without a template context per turn
+            return Compiled(names, value=lambda context: context[name])
         expression = env.compile_expression(stripped[2:-2], undefined_to_none=False)
         return Compiled(names, value=lambda context: _plain(expression(**context)))
     template = env.from_string(tree)
