@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.targets import reply  # noqa: E402
+from bench.targets import reply
 
 BODY = json.dumps({"messages": reply("Brooklyn"), "usage": {"prompt_tokens": 12, "completion_tokens": 9}}).encode()
 HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + str(len(BODY)).encode()

@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import simulate
 from bench.report import report_section
-from bench.workload import BENCH, ROOT, Measure, Workload, measure, model_server, run_evalcli, write_dataset
+from bench.workload import BENCH, Measure, Workload, measure, model_server, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
 SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters")
