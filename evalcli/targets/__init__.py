@@ -4,7 +4,9 @@ A conversation opens a ``Session`` on the target's ``Adapter``, sends each user 
 returns only this turn's response messages, in OpenAI format) and closes it. ``session`` holds the protocol
 and how an agent object is recognised; ``calls`` runs user code under the turn timeout; each adapter lives
 in a module of its own (``callable``, ``pydantic_ai``, ``openai_agents``, ``langgraph``) and imports its
-framework only inside itself.
+framework only inside itself. Targets written as a mapping (SPEC §17) are adapters too, declared in ``forms``:
+``http`` and ``mastra`` (sharing ``remote``: one aiohttp pool per run, errors and redaction; ``templates``:
+the request body's jinja2 templates) and ``model`` (a chat completion per turn through ``evalcli.llm``).
 """
 
 from __future__ import annotations
