@@ -146,7 +146,7 @@ def report_command(db: Path, run_id: str, html: Path, baseline: str | None = Non
 def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Console, *,
                     allow_different: bool = False) -> None:
     """``evalcli compare``: the runs side by side, and with ``html`` the same as a page with the transcripts."""
-    from ..reports.compare import render_comparison
+    from ..reports import render_comparison
     from ..store import compare_runs
 
     if html is not None:

@@ -19,7 +19,7 @@ from ..results import RunResult
 from ..run import INTERRUPTED, Events, RunOptions, arun_evals
 from ..secrets import Redactor
 from ..store import Store
-from ..targets.forms import cli_target
+from ..targets import cli_target
 from .outputs import check_writable, open_for_writing, per_run, stdout_for_json
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
 
 def _compare_targets(store: Store, finished: list[tuple[Dataset, str]], out: Console, db: Path) -> None:
     """After runs of several targets: per dataset, its runs side by side (SPEC §17)."""
-    from ..reports.compare import comparison_table
+    from ..reports import comparison_table
     from ..store import compare_runs
 
     by_dataset: dict[str, list[str]] = {}

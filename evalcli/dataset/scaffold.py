@@ -63,7 +63,7 @@ def dataset_schema() -> dict[str, Any]:
 
 def _target_schema(defs: dict[str, Any]) -> dict[str, Any]:
     """An import path, or one of the mapping forms (SPEC §17), each from its adapter's settings model."""
-    from ..targets.forms import FORMS, form_class
+    from ..targets import FORMS, form_class
 
     forms: list[dict[str, Any]] = [{"type": "string", "description": "Import path 'module:attribute' of the agent."}]
     for name in FORMS:

@@ -9,9 +9,16 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from ..errors import EvalcliError, Problem
-from ..targets import Adapter, make_adapter
-from ..targets.forms import FormContext, form_class, form_of, make_form_adapter, settings_of
-from ..targets.session import ConfigProblem
+from ..targets import (
+    Adapter,
+    ConfigProblem,
+    FormContext,
+    form_class,
+    form_of,
+    make_adapter,
+    make_form_adapter,
+    settings_of,
+)
 from .imports import resolve_import
 from .yamlsrc import Path, Positions, validated
 

@@ -8,6 +8,7 @@ does not hold. This package and ``evalcli.cli`` are the only ones that import ri
 from __future__ import annotations
 
 from .ci import JUnitSuite, MarkdownSummary, junit_document
+from .compare import comparison_table, render_comparison
 from .diff import render_diff
 from .history import merge_lines, runs_table
 from .json import JsonReport, JsonStream, Report, deliver
@@ -16,6 +17,6 @@ from .text import NOT_SCORABLE, VERDICT_STYLE, fmt, one_line, plural, threshold_
 from .transcript import item_document, render_item
 
 __all__ = ["NOT_SCORABLE", "VERDICT_STYLE", "JUnitSuite", "JsonReport", "JsonStream", "MarkdownSummary", "Report",
-           "TerminalReport", "aggregate_tables", "deliver", "fmt", "item_document", "junit_document", "merge_lines",
-           "one_line", "plural", "render_diff", "render_item", "runs_table", "summary_line", "threshold_text",
-           "why_failed"]
+           "TerminalReport", "aggregate_tables", "comparison_table", "deliver", "fmt", "item_document", "junit_document",
+           "merge_lines", "one_line", "plural", "render_comparison", "render_diff", "render_item", "runs_table", "summary_line",
+           "threshold_text", "why_failed"]

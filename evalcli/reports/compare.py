@@ -7,8 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..store import Comparison
-from ..store.compare import Cell, Column
+from ..store import Cell, Column, Comparison
 from .text import VERDICT_STYLE, fmt, threshold_text
 
 STATE_STYLE = {"pass": "green", "FAIL": "bold red", "error": "bold red", "ok": "green", "n/a": "dim", "-": "dim"}

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from .callable import BadReply
 from .calls import TargetCalls, TargetThreads
+from .forms import FORMS, FormAdapter, FormContext, cli_target, form_class, form_of, make_form_adapter, settings_of
 from .session import (
     ADAPTERS,
     Adapter,
     Calls,
+    ConfigProblem,
     ItemInfo,
     Reply,
     Session,
@@ -29,5 +31,7 @@ from .session import (
     recognise,
 )
 
-__all__ = ["ADAPTERS", "Adapter", "BadReply", "Calls", "ItemInfo", "Reply", "Session", "TargetCalls", "TargetThreads", "Thread",
-           "TurnFailed", "TurnTimedOut", "extra_hint", "fresh_thread", "make_adapter", "recognise"]
+__all__ = ["ADAPTERS", "FORMS", "Adapter", "BadReply", "Calls", "ConfigProblem", "FormAdapter", "FormContext", "ItemInfo",
+           "Reply", "Session", "TargetCalls", "TargetThreads", "Thread", "TurnFailed", "TurnTimedOut", "cli_target",
+           "extra_hint", "form_class", "form_of", "fresh_thread", "make_adapter", "make_form_adapter", "recognise",
+           "settings_of"]
