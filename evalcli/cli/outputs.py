@@ -15,20 +15,9 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import UsageError
+from ..reports import per_dataset
 
-
-def per_dataset(path: Path, datasets: list[Path]) -> list[Path]:
-    """One output path per dataset: the path itself for one dataset, else ``out.<name>.ext`` with names
-    made distinct (the file's stem, then its folder and stem, then a number)."""
-    if len(datasets) == 1:
-        return [path]
-    suffix = path.suffix
-    names = [d.stem for d in datasets]
-    if len(set(names)) < len(names):
-        names = [f"{d.resolve().parent.name}-{d.stem}" for d in datasets]
-    if len(set(names)) < len(names):
-        names = [f"{n}-{i + 1}" for i, n in enumerate(names)]
-    return [path.with_name(f"{path.stem}.{name}{suffix}") for name in names]
+__all__ = ["check_writable", "open_for_writing", "per_dataset", "stdout_for_json"]
 
 
 def check_writable(path: Path, what: str) -> None:

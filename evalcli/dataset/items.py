@@ -53,6 +53,8 @@ class Item:
     expected_outcome: str | None = None
     simulation: Simulation | None = None
     """The simulated user of a ``simulate`` item."""
+    line: int | None = None
+    """The line of the dataset file where the item starts (for reports that point into the file)."""
 
     @property
     def first_input(self) -> str:

@@ -1,0 +1,229 @@
+"""The plugin of one pytest session: its options, which files are datasets, collection errors, the summary.
+
+Nothing here imports more than pytest and the standard library: a session that collects no dataset pays for
+nothing else (``nodes`` imports the library when a dataset file is collected).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    import asyncio
+
+DATASET_SUFFIXES = (".yaml", ".yml", ".jsonl")
+"""The files a command-line argument names as a dataset (an ``evalcli_datasets`` pattern chooses its own)."""
+REGISTRY_NAME = "scorers.yaml"
+"""A scorer registry that a pattern such as ``datasets/*.yaml`` also matches: never collected by a pattern."""
+RESERVED_MARKERS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings"})
+"""pytest's own markers: a tag with one of these names matches ``-k`` but is not applied as a marker."""
+LOCKS = "evalcli-pytest"
+"""The folder (in the system's temporary folder) where pytest-xdist workers agree on who plays a dataset."""
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evalcli", "evalcli datasets (SPEC §18)")
+    group.addoption("--evalcli-db", metavar="PATH", default=None,
+                    help="SQLite file the datasets' runs are stored in (default: evalcli.db in the current directory)")
+    group.addoption("--evalcli-strict", action="store_true", default=False,
+                    help="a dataset's ::verdict item also fails when its verdict is 'scored' (a threshold missed)")
+    group.addoption("--evalcli-html", metavar="PATH", default=None,
+                    help="write each dataset's run as a self-contained HTML report (PATH.<dataset>.html with several)")
+    group.addoption("--evalcli-no-cache", action="store_true", default=False,
+                    help="do not reuse cached judge and simulated-user replies")
+    parser.addini("evalcli_datasets", type="args", default=[],
+                  help="glob patterns (relative to the rootdir) of evalcli dataset files to collect as tests")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How this session plays datasets (from the command line)."""
+
+    db: Path
+    html: Path | None
+    strict: bool
+    use_cache: bool
+    shown_db: str
+    """The database as a user types it after ``--db`` (relative to the current directory when inside it)."""
+
+
+@dataclass
+class RunLine:
+    """One dataset's run, for the session's summary (sent from pytest-xdist workers to the controller as a dict)."""
+
+    dataset: str
+    run_id: str
+    verdict: str | None
+    conversations: int
+    failed: int
+    errors: int
+    status: str
+    db: str
+    warnings: list[str] = field(default_factory=list)
+
+
+class DatasetPlugin:
+    """What one pytest session knows about evalcli datasets."""
+
+    NAME = "evalcli-datasets"
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.here = config.invocation_params.dir
+        self.patterns: list[str] = list(config.getini("evalcli_datasets"))
+        for pattern in self.patterns:
+            if os.path.isabs(pattern):
+                raise pytest.UsageError(f"evalcli_datasets: '{pattern}' is not relative to the rootdir "
+                                        f"({config.rootpath}); write it like datasets/*.yaml")
+        self.settings = _settings(config, self.here)
+        self._matched: set[Path] | None = None
+        self._add_datasets_outside_testpaths()
+        self.named = {_absolute(self.here / arg.split("::", 1)[0]) for arg in config.args
+                      if arg.split("::", 1)[0].endswith(DATASET_SUFFIXES)}
+        self.invalid: set[str] = set()
+        """Node ids of the dataset files that did not validate (each one collection error)."""
+        self.other_collection_errors = 0
+        self.continue_on_collection_errors = bool(config.option.continue_on_collection_errors)
+        self.datasets: list[Path] = []
+        """Every dataset file collected, in order (an HTML report per dataset is named after them). pytest makes a
+        node for each file of a folder it enters and keeps those asked for: only these are collected."""
+        self.markers: set[str] = set()
+        self.runs: list[RunLine] = []
+        self._loop: asyncio.Runner | None = None
+        self._xdist_runs: set[str] = set()
+
+    # which files are datasets
+
+    def matched(self) -> set[Path]:
+        """The files the ``evalcli_datasets`` patterns match (globbed once, from the rootdir)."""
+        if self._matched is None:
+            root = self.config.rootpath
+            self._matched = {_absolute(p) for pattern in self.patterns for p in root.glob(pattern)
+                             if p.is_file() and p.name != REGISTRY_NAME}
+        return self._matched
+
+    def _add_datasets_outside_testpaths(self) -> None:
+        """A bare ``pytest`` collects the ``testpaths``: datasets matched elsewhere are added to what it collects."""
+        if not self.patterns or self.config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+            return
+        roots = [_absolute(self.here / arg) for arg in self.config.args]
+        for path in sorted(self.matched()):
+            if not any(path == root or root in path.parents for root in roots):
+                self.config.args.append(os.path.relpath(path, self.here))
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        path = _absolute(file_path)
+        if path not in self.named and (not self.patterns or path not in self.matched()):
+            return None
+        from .nodes import DatasetFile
+
+        file: pytest.Collector = DatasetFile.from_parent(parent, path=file_path, plugin=self)
+        return file
+
+    def shown(self, path: Path) -> str:
+        """A path as the user would type it: relative to the current directory when inside it."""
+        return _shown(path, self.here)
+
+    def marker(self, tag: str) -> bool:
+        """Register ``tag`` as a marker (so ``--strict-markers`` passes); whether it can be one."""
+        if tag in RESERVED_MARKERS or not tag or tag[0] == "_" or any(c in tag for c in ":( \t\n"):
+            return False
+        if tag not in self.markers:
+            self.markers.add(tag)
+            self.config.addinivalue_line("markers", f"{tag}: evalcli dataset tag")
+        return True
+
+    # collection errors: an invalid dataset does not stop the others
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if not report.failed:
+            return
+        if report.nodeid not in self.invalid:
+            self.other_collection_errors += 1
+        # pytest stops before running anything after a collection error; an invalid dataset is reported and the
+        # other datasets and tests still run (any other collection error keeps pytest's behaviour)
+        self.config.option.continue_on_collection_errors = (self.continue_on_collection_errors
+                                                            or not self.other_collection_errors)
+
+    # the session's event loop: frameworks that keep clients per process stay bound to a live loop
+
+    def loop(self) -> asyncio.Runner:
+        if self._loop is None:
+            import asyncio
+
+            # a loop of our own, never set as the thread's current loop: the session's other tests do not see it
+            self._loop = asyncio.Runner(loop_factory=asyncio.new_event_loop)
+        return self._loop
+
+    def lock_folder(self) -> Path | None:
+        """Under pytest-xdist, where this test run's workers agree on who plays a dataset (else ``None``)."""
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is None:
+            return None
+        return Path(tempfile.gettempdir()) / LOCKS / str(workerinput["testrunuid"])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        self._xdist_runs.add(str(node.workerinput["testrunuid"]))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        self.runs.extend(RunLine(**line) for line in output.get("evalcli_runs", ()))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput["evalcli_runs"] = [asdict(line) for line in self.runs]
+        for testrunuid in self._xdist_runs:
+            shutil.rmtree(Path(tempfile.gettempdir()) / LOCKS / testrunuid, ignore_errors=True)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.runs:
+            return
+        terminalreporter.write_sep("-", "evalcli")
+        for line in sorted(self.runs, key=lambda r: r.dataset):
+            db = "" if line.db == "evalcli.db" else f" --db {line.db}"
+            status = "" if line.status == "completed" else f" ({line.status})"
+            terminalreporter.write_line(
+                f"{line.dataset}: run {line.run_id}{status}, verdict {line.verdict or 'none'}, "
+                f"{line.conversations} conversation{'s' if line.conversations != 1 else ''} "
+                f"({line.failed} failed, {line.errors} errored); evalcli show {line.run_id} ITEM{db}")
+            for warning in line.warnings:
+                terminalreporter.write_line(f"  warning: {warning}")
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path))
+
+
+def _shown(path: Path, here: Path) -> str:
+    absolute = _absolute(path)
+    return os.path.relpath(absolute, here) if here in absolute.parents else str(absolute)
+
+
+def _settings(config: pytest.Config, here: Path) -> Settings:
+    db_option = config.getoption("evalcli_db")
+    db = _absolute(here / db_option) if db_option else here / "evalcli.db"
+    if db_option and db.is_dir():
+        raise pytest.UsageError(f"--evalcli-db {db_option} is a directory; give a database file, "
+                                f"e.g. --evalcli-db {Path(db_option) / 'evalcli.db'}")
+    if db_option and not db.parent.is_dir():
+        raise pytest.UsageError(f"--evalcli-db {db_option}: the folder {db.parent} does not exist; create it first")
+    html_option = config.getoption("evalcli_html")
+    html = _absolute(here / html_option) if html_option else None
+    if html is not None and html.is_dir():
+        raise pytest.UsageError(f"--evalcli-html {html_option} is a directory; give a file, e.g. report.html")
+    return Settings(db, html, bool(config.getoption("evalcli_strict")), not config.getoption("evalcli_no_cache"),
+                    _shown(db, here))
