@@ -79,6 +79,25 @@ def test_deselected_conversations_are_not_played(tmp_path: Path) -> None:
     assert ids.items(runs[-1]["id"]) == ["paris", "boom"]
 
 
+def test_tags_named_like_markers_that_take_arguments_are_keywords_only(tmp_path: Path) -> None:
+    write_project(tmp_path, {
+        "conftest.py": "def pytest_configure(config):\n"
+                       "    config.addinivalue_line('markers', 'timeout(seconds): a marker of some plugin')\n",
+        "tagged.yaml": """
+            target: agent:weather
+            gates: [{includes: sunny}]
+            data:
+              - {id: a, tags: [skip, timeout, slow], input: 'Weather in Rome?'}
+              - {id: b, input: 'Weather in Oslo?'}
+            """,
+    })
+    slow = run_pytest(tmp_path, "tagged.yaml", "--strict-markers", "-m", "slow", "--junitxml=junit.xml")
+    assert slow.code == 0 and slow.junit() == {"tagged.yaml::a": ("passed", "")}  # not skipped by its tag 'skip'
+    assert run_pytest(tmp_path, "tagged.yaml", "-m", "skip or timeout").code == 5  # no such marker on it
+    keyword = run_pytest(tmp_path, "tagged.yaml", "-k", "skip and timeout", "--junitxml=junit.xml")
+    assert keyword.code == 0 and list(keyword.junit()) == ["tagged.yaml::a"]
+
+
 def test_the_verdict_alone_is_the_verdict_of_every_conversation(tmp_path: Path) -> None:
     write_project(tmp_path, {"datasets/weather.yaml": WEATHER})
     result = run_pytest(tmp_path, "datasets/weather.yaml::verdict", "--junitxml=junit.xml")

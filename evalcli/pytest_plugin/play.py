@@ -28,7 +28,7 @@ from ..run import RunOptions, arun_evals
 from ..secrets import Redactor
 from ..store import Store, load_run
 from .nodes import EvalFailed
-from .plugin import RunLine, Settings
+from .settings import RunLine, Settings
 
 if TYPE_CHECKING:
     from .nodes import DatasetFile
@@ -118,9 +118,10 @@ def _play(file: DatasetFile, dataset: Dataset, indexes: set[int] | None) -> tupl
                              keep_items=False, handle_signals=True)
         result = plugin.loop().run(arun_evals(dataset, store=store, options=options))
         if result.status == "interrupted":
+            db = "" if settings.shown_db == "evalcli.db" else f" --db {shlex.quote(settings.shown_db)}"
             raise KeyboardInterrupt(f"run {result.run_id} of {dataset.path} is stored as interrupted after "
                                     f"{result.completed} of {plural(result.selected, 'conversation')}; "
-                                    f"evalcli run {dataset.path} --resume {result.run_id} continues it")
+                                    f"evalcli run {shlex.quote(dataset.path)} --resume {result.run_id}{db} continues it")
         if settings.html is not None:
             from ..reports.html import report_for_run  # jinja2 only when a report is asked for
 

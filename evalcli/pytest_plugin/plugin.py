@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,8 @@ import pytest
 
 if TYPE_CHECKING:
     import asyncio
+
+    from .settings import RunLine, Settings
 
 DATASET_SUFFIXES = (".yaml", ".yml", ".jsonl")
 """The files a command-line argument names as a dataset (an ``evalcli_datasets`` pattern chooses its own)."""
@@ -29,7 +30,7 @@ LOCKS = "evalcli-pytest"
 
 
 def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("evalcli", "evalcli datasets (SPEC §18)")
+    group = parser.getgroup("evalcli", "evalcli datasets as tests")
     group.addoption("--evalcli-db", metavar="PATH", default=None,
                     help="SQLite file the datasets' runs are stored in (default: evalcli.db in the current directory)")
     group.addoption("--evalcli-strict", action="store_true", default=False,
@@ -40,33 +41,6 @@ def add_options(parser: pytest.Parser) -> None:
                     help="do not reuse cached judge and simulated-user replies")
     parser.addini("evalcli_datasets", type="args", default=[],
                   help="glob patterns (relative to the rootdir) of evalcli dataset files to collect as tests")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How this session plays datasets (from the command line)."""
-
-    db: Path
-    html: Path | None
-    strict: bool
-    use_cache: bool
-    shown_db: str
-    """The database as a user types it after ``--db`` (relative to the current directory when inside it)."""
-
-
-@dataclass
-class RunLine:
-    """One dataset's run, for the session's summary (sent from pytest-xdist workers to the controller as a dict)."""
-
-    dataset: str
-    run_id: str
-    verdict: str | None
-    conversations: int
-    failed: int
-    errors: int
-    status: str
-    db: str
-    warnings: list[str] = field(default_factory=list)
 
 
 class DatasetPlugin:
@@ -82,10 +56,12 @@ class DatasetPlugin:
             if os.path.isabs(pattern):
                 raise pytest.UsageError(f"evalcli_datasets: '{pattern}' is not relative to the rootdir "
                                         f"({config.rootpath}); write it like datasets/*.yaml")
-        self.settings = _settings(config, self.here)
+        self._settings: Settings | None = None
+        if config.getoption("evalcli_db") or config.getoption("evalcli_html"):
+            self.settings  # noqa: B018 - paths given on the command line are checked before anything runs
         self._matched: set[Path] | None = None
         self._add_datasets_outside_testpaths()
-        self.named = {_absolute(self.here / arg.split("::", 1)[0]) for arg in config.args
+        self.named = {absolute_path(self.here / arg.split("::", 1)[0]) for arg in config.args
                       if arg.split("::", 1)[0].endswith(DATASET_SUFFIXES)}
         self.invalid: set[str] = set()
         """Node ids of the dataset files that did not validate (each one collection error)."""
@@ -95,9 +71,19 @@ class DatasetPlugin:
         """Every dataset file collected, in order (an HTML report per dataset is named after them). pytest makes a
         node for each file of a folder it enters and keeps those asked for: only these are collected."""
         self.markers: set[str] = set()
+        self._taking_arguments: set[str] | None = None
         self.runs: list[RunLine] = []
         self._loop: asyncio.Runner | None = None
         self._xdist_runs: set[str] = set()
+
+    @property
+    def settings(self) -> Settings:
+        """How datasets are played (read from the options when first needed)."""
+        if self._settings is None:
+            from .settings import settings_of
+
+            self._settings = settings_of(self.config, self.here)
+        return self._settings
 
     # which files are datasets
 
@@ -105,7 +91,7 @@ class DatasetPlugin:
         """The files the ``evalcli_datasets`` patterns match (globbed once, from the rootdir)."""
         if self._matched is None:
             root = self.config.rootpath
-            self._matched = {_absolute(p) for pattern in self.patterns for p in root.glob(pattern)
+            self._matched = {absolute_path(p) for pattern in self.patterns for p in root.glob(pattern)
                              if p.is_file() and p.name != REGISTRY_NAME}
         return self._matched
 
@@ -113,13 +99,13 @@ class DatasetPlugin:
         """A bare ``pytest`` collects the ``testpaths``: datasets matched elsewhere are added to what it collects."""
         if not self.patterns or self.config.args_source != pytest.Config.ArgsSource.TESTPATHS:
             return
-        roots = [_absolute(self.here / arg) for arg in self.config.args]
+        roots = [absolute_path(self.here / arg) for arg in self.config.args]
         for path in sorted(self.matched()):
             if not any(path == root or root in path.parents for root in roots):
                 self.config.args.append(os.path.relpath(path, self.here))
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-        path = _absolute(file_path)
+        path = absolute_path(file_path)
         if path not in self.named and (not self.patterns or path not in self.matched()):
             return None
         from .nodes import DatasetFile
@@ -129,11 +115,17 @@ class DatasetPlugin:
 
     def shown(self, path: Path) -> str:
         """A path as the user would type it: relative to the current directory when inside it."""
-        return _shown(path, self.here)
+        return shown_path(path, self.here)
 
     def marker(self, tag: str) -> bool:
-        """Register ``tag`` as a marker (so ``--strict-markers`` passes); whether it can be one."""
-        if tag in RESERVED_MARKERS or not tag or tag[0] == "_" or any(c in tag for c in ":( \t\n"):
+        """Register ``tag`` as a marker (so ``--strict-markers`` passes); whether it can be one. A marker that takes
+        arguments (``skip(reason=None)``, ``timeout(timeout)`` of pytest-timeout...) means something to pytest or a
+        plugin: a tag of that name is only a keyword for ``-k``."""
+        if self._taking_arguments is None:
+            lines = [line.split(":", 1)[0] for line in self.config.getini("markers")]
+            self._taking_arguments = {line.split("(", 1)[0].strip() for line in lines if "(" in line}
+        if (tag in RESERVED_MARKERS or tag in self._taking_arguments or not tag or tag[0] == "_"
+                or any(c in tag for c in ":( \t\n")):
             return False
         if tag not in self.markers:
             self.markers.add(tag)
@@ -176,15 +168,20 @@ class DatasetPlugin:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        output = getattr(node, "workeroutput", None) or {}
-        self.runs.extend(RunLine(**line) for line in output.get("evalcli_runs", ()))
+        lines = (getattr(node, "workeroutput", None) or {}).get("evalcli_runs")
+        if lines:
+            from .settings import RunLine
+
+            self.runs.extend(RunLine(**line) for line in lines)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._loop is not None:
             self._loop.close()
             self._loop = None
         workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None:
+        if workeroutput is not None and self.runs:
+            from dataclasses import asdict
+
             workeroutput["evalcli_runs"] = [asdict(line) for line in self.runs]
         for testrunuid in self._xdist_runs:
             shutil.rmtree(Path(tempfile.gettempdir()) / LOCKS / testrunuid, ignore_errors=True)
@@ -204,26 +201,11 @@ class DatasetPlugin:
                 terminalreporter.write_line(f"  warning: {warning}")
 
 
-def _absolute(path: Path) -> Path:
+def absolute_path(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
-def _shown(path: Path, here: Path) -> str:
-    absolute = _absolute(path)
+def shown_path(path: Path, here: Path) -> str:
+    """A path relative to ``here`` when inside it, else absolute."""
+    absolute = absolute_path(path)
     return os.path.relpath(absolute, here) if here in absolute.parents else str(absolute)
-
-
-def _settings(config: pytest.Config, here: Path) -> Settings:
-    db_option = config.getoption("evalcli_db")
-    db = _absolute(here / db_option) if db_option else here / "evalcli.db"
-    if db_option and db.is_dir():
-        raise pytest.UsageError(f"--evalcli-db {db_option} is a directory; give a database file, "
-                                f"e.g. --evalcli-db {Path(db_option) / 'evalcli.db'}")
-    if db_option and not db.parent.is_dir():
-        raise pytest.UsageError(f"--evalcli-db {db_option}: the folder {db.parent} does not exist; create it first")
-    html_option = config.getoption("evalcli_html")
-    html = _absolute(here / html_option) if html_option else None
-    if html is not None and html.is_dir():
-        raise pytest.UsageError(f"--evalcli-html {html_option} is a directory; give a file, e.g. report.html")
-    return Settings(db, html, bool(config.getoption("evalcli_strict")), not config.getoption("evalcli_no_cache"),
-                    _shown(db, here))
