@@ -208,7 +208,7 @@ def test_an_unrelated_test_suite_is_unaffected(tmp_path: Path) -> None:
 
 def test_datasets_outside_the_testpaths_are_collected_by_a_bare_pytest(tmp_path: Path) -> None:
     write_project(tmp_path, {
-        "pytest.ini": "[pytest]\ntestpaths = tests\nevalcli_datasets = evals/*.yaml\n",
+        "pytest.ini": "[pytest]\ntestpaths = tests\nevalcli_datasets =\n    evals/*.yaml\n    evals/*.yml\n",
         "tests/test_unit.py": "def test_unit():\n    assert True\n",
         "evals/good.yaml": GOOD,
     })
@@ -216,6 +216,7 @@ def test_datasets_outside_the_testpaths_are_collected_by_a_bare_pytest(tmp_path:
     assert bare.code == 0, bare.out
     assert sorted(bare.junit()) == ["evals.good.yaml::oslo", "evals.good.yaml::rome", "evals.good.yaml::verdict",
                                     "tests.test_unit::test_unit"]
+    assert f"PytestConfigWarning: evalcli_datasets: 'evals/*.yml' matches no file under {tmp_path}" in bare.out
     named = run_pytest(tmp_path, "tests", "--junitxml=junit.xml")
     assert list(named.junit()) == ["tests.test_unit::test_unit"]
 

@@ -68,16 +68,18 @@ def test_db_and_html_options(tmp_path: Path) -> None:
 
 def test_no_cache_asks_the_judge_again(tmp_path: Path, llm_server: LLMServer) -> None:
     llm_server.responder = lambda request: verdict(True, "It answered.")
+    judged = """
+        target: agent:weather
+        gates: [{includes: sunny}]
+        scorers:
+          - scorer: answered
+            threshold: 1
+        data:
+          - {id: rome, input: 'Weather in Rome?'}
+        """
     write_project(tmp_path, {
-        "judged.yaml": """
-            target: agent:weather
-            gates: [{includes: sunny}]
-            scorers:
-              - scorer: answered
-                threshold: 1
-            data:
-              - {id: rome, input: 'Weather in Rome?'}
-            """,
+        "a.yaml": judged,
+        "b.yaml": judged,
         "scorers.yaml": f"""
             scorers:
               answered:
@@ -88,13 +90,12 @@ def test_no_cache_asks_the_judge_again(tmp_path: Path, llm_server: LLMServer) ->
             """,
     })
     env = pytest_env(OPENAI_API_KEY="sk-test-not-a-real-key-0123456789", EVALCLI_LLM_RETRIES="1")
-    assert run_pytest(tmp_path, "judged.yaml", env=env).code == 0
-    assert len(llm_server.requests) == 1
-    assert run_pytest(tmp_path, "judged.yaml", env=env).code == 0
-    assert len(llm_server.requests) == 1  # the cached verdict
-    uncached = run_pytest(tmp_path, "judged.yaml", "--evalcli-no-cache", env=env)
-    assert uncached.code == 0 and len(llm_server.requests) == 2
-    assert [r["cache_hits"] for r in uncached.runs()] == [0, 1, 0]
+    cached = run_pytest(tmp_path, "a.yaml", "b.yaml", env=env)
+    assert cached.code == 0, cached.out
+    assert len(llm_server.requests) == 1  # b's conversation is a's: its verdict came from the cache
+    uncached = run_pytest(tmp_path, "a.yaml", "b.yaml", "--evalcli-no-cache", env=env)
+    assert uncached.code == 0 and len(llm_server.requests) == 3
+    assert [r["cache_hits"] for r in uncached.runs()] == [0, 1, 0, 0]
 
 
 def test_entry_point_is_declared_and_registers_the_plugin(tmp_path: Path) -> None:

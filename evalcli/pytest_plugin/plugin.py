@@ -60,6 +60,8 @@ class DatasetPlugin:
         if config.getoption("evalcli_db") or config.getoption("evalcli_html"):
             self.settings  # noqa: B018 - paths given on the command line are checked before anything runs
         self._matched: set[Path] | None = None
+        if self.patterns:
+            self.matched()
         self._add_datasets_outside_testpaths()
         self.named = {absolute_path(self.here / arg.split("::", 1)[0]) for arg in config.args
                       if arg.split("::", 1)[0].endswith(DATASET_SUFFIXES)}
@@ -88,11 +90,17 @@ class DatasetPlugin:
     # which files are datasets
 
     def matched(self) -> set[Path]:
-        """The files the ``evalcli_datasets`` patterns match (globbed once, from the rootdir)."""
+        """The files the ``evalcli_datasets`` patterns match (globbed once, from the rootdir); a pattern that matches
+        nothing is a warning (a typo, or an inline comment, which ini files do not have)."""
         if self._matched is None:
-            root = self.config.rootpath
-            self._matched = {absolute_path(p) for pattern in self.patterns for p in root.glob(pattern)
-                             if p.is_file() and p.name != REGISTRY_NAME}
+            self._matched = set()
+            for pattern in self.patterns:
+                found = {absolute_path(p) for p in self.config.rootpath.glob(pattern)
+                         if p.is_file() and p.name != REGISTRY_NAME}
+                if not found:
+                    self.config.issue_config_time_warning(pytest.PytestConfigWarning(
+                        f"evalcli_datasets: '{pattern}' matches no file under {self.config.rootpath}"), stacklevel=2)
+                self._matched |= found
         return self._matched
 
     def _add_datasets_outside_testpaths(self) -> None:
