@@ -118,5 +118,7 @@ def test_entry_point_is_declared_and_registers_the_plugin(tmp_path: Path) -> Non
     installed = run_pytest(tmp_path, "good.yaml", "--junitxml=junit.xml", plugins=[], env=env)
     assert installed.code == 0, installed.out
     assert list(installed.junit()) == ["good.yaml::rome", "good.yaml::oslo", "good.yaml::verdict"]
+    by_name = run_pytest(tmp_path, "good.yaml", plugins=["-p", "evalcli"], env={**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert by_name.code == 0 and "3 passed" in by_name.out, by_name.out  # -p NAME loads an entry point by its name
     disabled = run_pytest(tmp_path, "good.yaml", plugins=["-p", "no:evalcli"], env=env)
     assert disabled.code == 4 and "ERROR: not found:" in disabled.out, disabled.out  # -p no:evalcli: no plugin
