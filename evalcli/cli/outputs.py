@@ -15,9 +15,6 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import UsageError
-from ..reports import per_dataset
-
-__all__ = ["check_writable", "open_for_writing", "per_dataset", "stdout_for_json"]
 
 
 def check_writable(path: Path, what: str) -> None:

@@ -14,12 +14,22 @@ from rich.console import Console
 
 from ..dataset import Dataset, Selection, check_filter, load_dataset, parse_shard
 from ..errors import DatasetError, Problem, UsageError
-from ..reports import JsonReport, JsonStream, JUnitSuite, MarkdownSummary, TerminalReport, deliver, junit_document, plural
+from ..reports import (
+    JsonReport,
+    JsonStream,
+    JUnitSuite,
+    MarkdownSummary,
+    TerminalReport,
+    deliver,
+    junit_document,
+    per_dataset,
+    plural,
+)
 from ..results import RunResult
 from ..run import INTERRUPTED, Events, RunOptions, arun_evals
 from ..secrets import Redactor
 from ..store import Store
-from .outputs import check_writable, open_for_writing, per_dataset, stdout_for_json
+from .outputs import check_writable, open_for_writing, stdout_for_json
 
 if TYPE_CHECKING:
     from ..reports.html import HtmlReport
