@@ -18,10 +18,12 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
 6. simulated users (``bench/simulate.py``): simulator and agent each one model call per turn to a loopback
    server, against the serial turn chain of each conversation;
 7. the framework adapters' overhead: each framework's agent played directly and through evalcli's adapter on the
-   same loopback server (``bench/adapters.py``), both walls and their ratio.
+   same loopback server (``bench/adapters.py``), both walls and their ratio;
+8. the pytest plugin (``bench/pytest_plugin.py``): what it adds to an unrelated suite's start-up, and a dataset of
+   8 conversations of 1 s at concurrency 4 played under pytest.
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
-[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters] [--mastra-sizes 100x3,1000x3]
+[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters,pytest] [--mastra-sizes 100x3,1000x3]
 [--mastra-target-sizes 100x3,1000x3,3000x3]
 [--report-size 1000x3] [--simulate-cases 256x8@0.05,128x8@0.5] [--adapter-size 1000x3] [--adapter-concurrency 32]
 [--adapter-repeat 3] [--repeat K]``.
@@ -43,12 +45,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import simulate
+from bench import pytest_plugin, simulate
 from bench.report import report_section
 from bench.workload import BENCH, Measure, Workload, measure, model_server, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
-SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters")
+SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters", "pytest")
 FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph")
 
 
@@ -391,6 +393,8 @@ def main() -> None:
         simulate.section(simulate.cases(args.simulate_cases), args.simulate_concurrency, args.repeat)
     if "adapters" in only:
         adapters_section(args)
+    if "pytest" in only:
+        pytest_plugin.section(max(5, args.repeat * 5))
     print(f"\nbenchmark done in {time.perf_counter() - started:.0f} s")
 
 

@@ -14,7 +14,16 @@ from rich.console import Console
 
 from ..dataset import Dataset, Selection, check_filter, load_dataset, parse_shard
 from ..errors import DatasetError, Problem, UsageError
-from ..reports import JsonReport, JsonStream, JUnitSuite, MarkdownSummary, TerminalReport, deliver, junit_document, plural
+from ..reports import (
+    JsonReport,
+    JsonStream,
+    JUnitSuite,
+    MarkdownSummary,
+    TerminalReport,
+    deliver,
+    junit_document,
+    plural,
+)
 from ..results import RunResult
 from ..run import INTERRUPTED, Events, RunOptions, arun_evals
 from ..secrets import Redactor

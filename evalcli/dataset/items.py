@@ -55,6 +55,8 @@ class Item:
     """The simulated user of a ``simulate`` item."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """The item's ``metadata`` mapping (``{}`` when not given)."""
+    line: int | None = None
+    """The line of the dataset file where the item starts (for reports that point into the file)."""
 
     @property
     def first_input(self) -> str:

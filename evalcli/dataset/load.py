@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -217,7 +218,7 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: st
     if not raw_items and "data" not in bad_keys:
         problems.append(pos.problem(("data",), "'data' is empty: there is nothing to run",
                                     "add at least one item, e.g. '- input: What is the weather?'"))
-    items = _items(raw_items, registry, problems)
+    items = _items(raw_items, registry, problems, lines=top.data_file is None)
     has_turn_assertions = any(t.gates or t.scorers for i in items for t in i.turns or ())
     if raw_items and not gates and not scorers and not has_turn_assertions and not problems:
         problems.append(pos.problem((), "At least one scorer or gate must be provided",
@@ -257,7 +258,9 @@ def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) ->
         return DatasetFile(target=""), bad
 
 
-def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, problems: list[Problem]) -> list[Item]:
+def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, problems: list[Problem], *,
+           lines: bool) -> list[Item]:
+    """The valid items; with ``lines``, each knows its line in the dataset file (not so for a ``data_file``'s)."""
     items: list[Item] = []
     ids: dict[str, int] = {}
     for index, (raw, item_pos, at) in enumerate(raw_items):
@@ -271,7 +274,8 @@ def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, pro
                                                           f"{ids[item_id]}", "give every item its own id"))
         ids.setdefault(item_id, index)
         if item is not None:
-            items.append(item)
+            spot = item_pos.values.get(at) if lines else None
+            items.append(replace(item, line=spot[0]) if spot else item)
     return items
 
 
