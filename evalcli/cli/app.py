@@ -107,6 +107,12 @@ def run(
     resume: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Continue this interrupted run.")] = None,
     rerun_failed: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
                                                                                "errored in this run.")] = None,
+    target: Annotated[Optional[list[str]], typer.Option("--target", metavar="SPEC", help="Run against this target "
+                                                                                       "instead of the dataset's: "
+                                                                                       "module:attribute, model:NAME, "
+                                                                                       "mastra:URL#AGENT or http:URL. "
+                                                                                       "Repeat it to compare targets "
+                                                                                       "(one run each).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line (and errors).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
@@ -120,7 +126,7 @@ def run(
                              judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
                              turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
-                             verbose=verbose)
+                             verbose=verbose, targets=list(target or []))
         events = CliEvents(quiet)
         try:
             code = run_command(request, events, out=make_console(stderr=json_out == "-"))
@@ -314,6 +320,26 @@ def diff(
 
         code = diff_command(db, run_a, run_b, tolerance, verbose, out=make_console(), allow_different=allow_different)
     raise typer.Exit(code)
+
+
+@app.command(short_help="Stored runs of one dataset side by side (e.g. one per target).")
+def compare(
+    runs: Annotated[list[str], typer.Argument(metavar="RUN", show_default=False,
+                                              help="Two or more run ids (prefixes, or 'latest').")],
+    db: HistoryDbOption = DEFAULT_DB,
+    html: Annotated[Optional[Path], typer.Option("--html", metavar="PATH", help="Also write the comparison as one "
+                                                                               "self-contained HTML page, with each "
+                                                                               "conversation's transcripts side by "
+                                                                               "side.")] = None,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare runs of different "
+                                                                           "datasets.")] = False,
+) -> None:
+    """Stored runs of one dataset side by side: a row per scorer and gate, a column per run (means, pass rates,
+    verdict, errors, tokens, cost, wall time), then per conversation the gates that differ."""
+    with user_errors():
+        from .commands import compare_command
+
+        compare_command(db, runs, html, out=make_console(), allow_different=allow_different)
 
 
 @app.command(short_help="Write a self-contained HTML report of a stored run (charts, transcripts, baseline).")

@@ -38,7 +38,7 @@ def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -
     """Validate every dataset, calibrate each (stored as a run plus ``calibrations`` rows), print or write the
     JSON; the worst exit code (130, 2, 1, 4, 0)."""
     check_request(RunRequest(datasets=request.datasets, db=request.db))
-    datasets = load_all(request.datasets, request.scorers)
+    datasets = [planned.dataset for planned in load_all(request.datasets, request.scorers)]
     json_path = Path(request.json_out) if request.json_out and request.json_out != "-" else None
     if json_path is not None:
         check_writable(json_path, "--json")

@@ -42,14 +42,17 @@ class ItemFile(BaseModel):
     ground_truth: Any = Field(default=None, description="Passed to scorers unchanged.")
     expected_outcome: str | None = Field(default=None, description="What should have happened; read by "
                                                                    "goal_achieved.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free data about the conversation (an "
+                                                                     "http target's templates read it).")
 
 
 class DatasetFile(BaseModel):
     """The top level of a dataset file."""
 
     model_config = ConfigDict(extra="forbid")
-    target: str | None = Field(default=None, description="Import path 'module:attribute' of the agent under test "
-                                                         "(not needed when every item is a recorded transcript).")
+    target: str | dict[str, Any] | None = Field(
+        default=None, description="The agent under test: an import path 'module:attribute', or a mapping with 'http', "
+                                  "'mastra' or 'model' (SPEC §17); not needed when every item is a recorded transcript.")
     target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
                                                                               "(and memory, adapter, keep_checkpointer).")
     concurrency: int = Field(default=4, ge=1, le=10_000, description="Conversations run in parallel.")

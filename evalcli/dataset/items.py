@@ -67,6 +67,10 @@ class Item:
     """The turns of a recorded conversation (a ``transcript`` item), played back as they are."""
     labels: dict[str, float] = field(default_factory=dict)
     """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (SPEC §19)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The item's ``metadata`` mapping (``{}`` when not given)."""
+    line: int | None = None
+    """The line of the dataset file where the item starts (for reports that point into the file)."""
 
     @property
     def first_input(self) -> str:

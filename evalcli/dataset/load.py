@@ -17,16 +17,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import DatasetError, EvalcliError, Problem
+from ..errors import DatasetError, Problem
 from ..scorers import Registry
-from ..targets import Adapter, make_adapter
 from .files import DatasetFile, ItemFile, TurnFile
-from .imports import ImportScope, resolve_import, resolve_imports
+from .imports import ImportScope, resolve_imports
 from .items import Dataset, Item, Turn
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list
 from .registry import find_registry, load_registry
 from .simulate import parse_simulation
+from .target import resolve_target
 from .yamlsrc import Interpolated, Path, Positions, load_yaml, problems_from_pydantic, validated
 
 MAX_JSONL_LINE = 8 * 1024 * 1024
@@ -114,7 +114,8 @@ def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, 
         return None
     form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
     item_id = str(model.id) if model.id is not None else str(index)
-    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome)
+    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome,
+                metadata=dict(model.metadata))
 
 
 def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -131,7 +132,7 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
     item_id = str(model.id) if model.id is not None else str(index)
     opening = [simulation.opening] if simulation.opening else []
     return Item(index, item_id, list(model.tags), "simulate", opening, None, model.ground_truth, model.expected_outcome,
-                simulation)
+                simulation, metadata=dict(model.metadata))
 
 
 def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -204,10 +205,13 @@ def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[An
     return data, pos, used, None
 
 
-def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset:
+def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: str | dict[str, Any] | None = None,
+                 target_label: str | None = None) -> Dataset:
     """Read and validate a dataset (YAML, or JSONL with a header line) and its scorer registry.
 
-    Every independent mistake, in the dataset and in its registry, is reported in one ``DatasetError``.
+    ``target`` replaces the file's own target (``--target SPEC``, parsed by ``targets.forms.cli_target``; its
+    mistakes are reported as ``--target <target_label>``). Every independent mistake, in the dataset and in its
+    registry, is reported in one ``DatasetError``.
     """
     file = FsPath(path)
     if file.is_dir():
@@ -228,6 +232,8 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset
     if not isinstance(data, dict):
         raise DatasetError([*problems, pos.problem((), "a dataset must be a mapping with 'target' and 'data'",
                                                    "start with 'target: module:attribute' then 'data:'")])
+    if target is not None:
+        data.setdefault("target", target)
     top, bad_keys = _top_level(data, pos, problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
@@ -250,27 +256,38 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset
     if not raw_items and "data" not in bad_keys:
         problems.append(pos.problem(("data",), "'data' is empty: there is nothing to run",
                                     "add at least one item, e.g. '- input: What is the weather?'"))
-    items = _items(raw_items, registry, [*(g.id for g in gates), *(s.id for s in scorers)], problems)
+    items = _items(raw_items, registry, [*(g.id for g in gates), *(s.id for s in scorers)], problems,
+                   lines=top.data_file is None)
     has_turn_assertions = any(t.gates or t.scorers for i in items for t in i.turns or ())
     if raw_items and not gates and not scorers and not has_turn_assertions and not problems:
         problems.append(pos.problem((), "At least one scorer or gate must be provided",
                                     "add 'scorers:' or 'gates:' (e.g. '- includes: Brooklyn')"))
     scope = ImportScope(search_paths(file, registry))
     with scope:
-        target = _resolve_target(top.target, top.target_options, pos, problems) if top.target else None
+        resolved = None
+        if target is not None:
+            resolved = resolve_target(target, top.target_options, Positions(f"--target {target_label or target}"),
+                                      problems, file.parent, at=())
+        elif top.target:
+            resolved = resolve_target(top.target, top.target_options, pos, problems, file.parent)
         imported = resolve_imports([*gates, *scorers, *(s for i in items for t in i.turns or ()
                                                         for s in (*t.gates, *t.scorers))], problems)
     recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
-    if not top.target and not recorded and "target" not in bad_keys:
+    if not top.target and target is None and not recorded and "target" not in bad_keys:
         problems.append(pos.problem(("target",), "dataset needs 'target'", "add 'target: module:attribute' (only a "
                                                                            "dataset whose items are all recorded "
                                                                            "transcripts may leave it out)"))
     if problems:
         raise DatasetError(problems)
-    return Dataset(path=str(path), target_spec=top.target or NO_TARGET, target=target, target_options=top.target_options,
+    if resolved is None:  # every item is a recorded transcript: nothing to call
+        target_spec, adapter, target_secrets = NO_TARGET, None, set[str]()
+    else:
+        assert resolved.adapter is not None
+        target_spec, adapter, target_secrets = resolved.spec, resolved.adapter, resolved.secrets
+    return Dataset(path=str(path), target_spec=target_spec, target=adapter, target_options=top.target_options,
                    concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
-                   secret_values=used.secret_values | registry.secret_values, scope=scope)
+                   secret_values=used.secret_values | registry.secret_values | target_secrets, scope=scope)
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
@@ -289,7 +306,8 @@ def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) ->
 
 
 def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, known: list[str],
-           problems: list[Problem]) -> list[Item]:
+           problems: list[Problem], *, lines: bool) -> list[Item]:
+    """The valid items; with ``lines``, each knows its line in the dataset file (not so for a ``data_file``'s)."""
     items: list[Item] = []
     ids: dict[str, int] = {}
     for index, (raw, item_pos, at) in enumerate(raw_items):
@@ -303,7 +321,8 @@ def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, kno
                                                           f"{ids[item_id]}", "give every item its own id"))
         ids.setdefault(item_id, index)
         if item is not None:
-            items.append(item)
+            spot = item_pos.values.get(at) if lines else None
+            items.append(replace(item, line=spot[0]) if spot else item)
     return items
 
 
@@ -322,12 +341,3 @@ def search_paths(file: FsPath, registry: Registry | None = None) -> list[FsPath]
     if registry is not None and registry.path:
         paths.append(FsPath(registry.path).parent)
     return [*paths, FsPath.cwd()]
-
-
-def _resolve_target(spec: str, options: dict[str, Any], pos: Positions, problems: list[Problem]) -> Adapter | None:
-    try:
-        return make_adapter(spec, resolve_import(spec), options)
-    except EvalcliError as exc:
-        at = ("target_options", "adapter") if "adapter" in exc.message and "adapter" in options else ("target",)
-        problems.append(pos.problem(at, exc.message, exc.hint))
-        return None

@@ -65,9 +65,25 @@ def dataset_schema() -> dict[str, Any]:
     props["gates"] = {"type": "array", "items": GATE_REF}
     props["scorers"] = {"type": "array", "items": REF}
     props["data"] = {"type": "array", "items": {"$ref": "#/$defs/Item"}, "minItems": 1}
+    props["target"] = _target_schema(defs)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "evalcli dataset"
     return schema
+
+
+def _target_schema(defs: dict[str, Any]) -> dict[str, Any]:
+    """An import path, or one of the mapping forms (SPEC §17), each from its adapter's settings model."""
+    from ..targets import FORMS, form_class
+
+    forms: list[dict[str, Any]] = [{"type": "string", "description": "Import path 'module:attribute' of the agent."}]
+    for name in FORMS:
+        cls = form_class(name)
+        settings = cls.config_model.model_json_schema(ref_template="#/$defs/{model}")
+        defs.update(settings.pop("$defs", {}))
+        settings.pop("title", None)
+        forms.append({"type": "object", "properties": {name: settings}, "required": [name],
+                      "additionalProperties": False} if cls.nested else settings)
+    return {"description": "The agent under test (SPEC §2, §12, §17).", "anyOf": forms}
 
 
 STARTER_AGENT = '''"""A tiny agent to start from: replace generate() with a call to your own agent."""

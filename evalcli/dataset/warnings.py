@@ -14,7 +14,7 @@ from .items import Dataset
 
 
 def dataset_models(dataset: Dataset) -> Iterator[tuple[str, str]]:
-    """(model, what uses it) for every judge and simulated user of a dataset."""
+    """(model, what uses it) for every judge and simulated user of a dataset, and a model target."""
     for spec in dataset.all_specs():
         kind = find(spec.kind)
         if kind is None or not kind.needs_model:
@@ -26,6 +26,9 @@ def dataset_models(dataset: Dataset) -> Iterator[tuple[str, str]]:
     for item in dataset.items:
         if item.simulation is not None:
             yield item.simulation.model, f"the simulated user of item {item.id}"
+    model = getattr(dataset.target, "target_model", None)
+    if isinstance(model, str):
+        yield model, f"the target {dataset.target_spec}"
 
 
 def reachability_warnings(dataset: Dataset) -> list[str]:

@@ -17,7 +17,7 @@ def memory_warning(dataset: Dataset, items: list[Item]) -> str | None:
         return None
     return (f"target {dataset.target_spec} has no memory: its {count} multi-turn "
             f"conversation{'s' if count != 1 else ''} will run, but no turn can recall the earlier ones "
-            "(give the target a 'memory' attribute, e.g. evalcli.Memory)")
+            f"({dataset.target.memory_hint})")
 
 
 def unregistered_warning(dataset: Dataset) -> str | None:
