@@ -18,7 +18,7 @@ from ..llm import UsageSink, current_usage
 from ..messages import Message
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
-from ..targets import BadReply, Calls, Session, TurnFailed, TurnTimedOut
+from ..targets import BadReply, Calls, ItemInfo, Session, TurnFailed, TurnTimedOut
 from .drivers import ConversationFailed, Driver, PlayContext, driver_for
 
 
@@ -67,7 +67,7 @@ class Conversation:
         target = self.dataset.target
         if target is None:  # loading requires a target unless every item is recorded
             raise RuntimeError(f"item {item.id}: the dataset has no target to play it against")
-        return target.open(multi_turn=item.multi_turn, calls=self.calls)
+        return target.open(multi_turn=item.multi_turn, calls=self.calls, item=ItemInfo(item.id, item.metadata))
 
     async def _converse(self, driver: Driver, session: Session | None, result: ItemResult) -> None:
         async def send(text: str, simulated: bool, recorded: list[Message] | None = None) -> list[Message]:
