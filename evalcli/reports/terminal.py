@@ -223,7 +223,7 @@ def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]
     return titled("Turn results (mean per turn index across conversations)", turns)
 
 
-def verdict_text(result: RunResult) -> Text:
+def verdict_line(result: RunResult) -> Text:
     """``verdict: passed`` when every conversation was scored; with errors, what the verdict covers and the exit
     code: ``verdict: passed on 1 of 4 conversations; 3 errored (exit 4)``."""
     summary = result.summary
@@ -272,7 +272,7 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
         text.append("INTERRUPTED ", style="bold red")
         text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}; "
                     f"continue with: {resume_command(result, db_path)}\n")
-    text.append_text(verdict_text(result))
+    text.append_text(verdict_line(result))
     if summary.not_scorable:
         text.append(f"   not scorable: {sum(summary.not_scorable.values())}")
     if result.pass_at_k:

@@ -79,6 +79,9 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
     row = store.require_run(run_id)
     check_same_dataset(row, dataset, "resume")
     resume = row["id"]
+    if row["target"] != dataset.target_spec:
+        raise UsageError(f"run {resume} was of target {row['target']}, not {dataset.target_spec}",
+                         "resume it with the target it ran against (--target SPEC when it was given one)")
     if row["dataset_hash"] and row["dataset_hash"] != dataset.hash:
         raise UsageError(f"{dataset.path} changed since run {resume} started: its results would not add up",
                          f"run it afresh (evalcli run {dataset.path}) instead of resuming")

@@ -158,7 +158,7 @@ class RunContext:
         self.options = options
         self.writer: StoreWriter | None = store.writer() if store is not None else None
         self.threads = TargetThreads()
-        self.calls = TargetCalls(self.threads, options.turn_timeout)
+        self.calls = TargetCalls(self.threads, options.turn_timeout, self.llm)
         self._llm: LLMClient | None = None
         self._queued: deque[Future[Any]] = deque(maxlen=WRITE_BACKLOG)
         self._write_error: BaseException | None = None
@@ -310,6 +310,8 @@ class Runner:
             if to_run:
                 # a model that cannot be reached (package or key missing) fails each call at once, unimported
                 context.warm_up(any(model_problem(model) is None for model, _ in dataset_models(self.dataset)))
+                if isinstance(getattr(self.dataset.target, "target_model", None), str):
+                    await context.llm_ready()  # a model target calls it in every turn, timed: imported first
             await self._play_all(to_run, finished, context, plan)
         except BaseException as exc:
             # whatever happened, the run's row ends with a status and an exit code, never 'running'
@@ -368,7 +370,8 @@ class Runner:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await self.dataset.target.aclose()
+            if self.dataset.target is not None:
+                await self.dataset.target.aclose()
 
     async def _wait(self, tasks: list[asyncio.Task[None]]) -> None:
         pending = set(tasks)
