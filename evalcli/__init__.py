@@ -2,7 +2,7 @@
 
 Public API::
 
-    from evalcli import run_evals, Agent, Memory, Score, not_scorable, ScorerRun
+    from evalcli import run_evals, Agent, Memory, Score, not_scorable, ScorerRun, ConversationInfo
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "ConversationInfo",
     "Memory",
     "NotScorable",
     "RunOptions",
@@ -30,8 +31,10 @@ if TYPE_CHECKING:
     from .agent import Agent, Memory
     from .dataset import load_dataset
     from .run import RunOptions, run_evals
+    from .targets import ConversationInfo
 
-_LAZY = {"Agent": "agent", "Memory": "agent", "run_evals": "run", "RunOptions": "run", "load_dataset": "dataset"}
+_LAZY = {"Agent": "agent", "Memory": "agent", "run_evals": "run", "RunOptions": "run", "load_dataset": "dataset",
+         "ConversationInfo": "targets"}
 
 
 def __getattr__(name: str) -> Any:

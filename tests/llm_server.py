@@ -210,12 +210,12 @@ class LLMServer:
 
 
 def scripted_weather(request: Request) -> Reply:
-    """A responder playing the weather model from the request's own messages only
-    (``examples/frameworks/scripted_model.py``): recall works only if the agent sent the earlier turns."""
-    from examples.frameworks.scripted_model import completion as body
-    from examples.frameworks.scripted_model import next_message
+    """A responder playing the examples' model from the request's own messages and tools only
+    (``examples/frameworks/scripted_model.py``), in the API the request was made in (Chat Completions or the
+    Responses API): recall works only if the agent sent the earlier turns."""
+    from examples.frameworks.scripted_model import answer
 
-    return Reply(body=body(next_message(request.messages), str(request.body.get("model", "scripted"))))
+    return Reply(body=answer(request.path, request.body))
 
 
 class InFlight:

@@ -14,10 +14,13 @@ from ..errors import not_blank
 
 
 class TurnFile(BaseModel):
-    """One turn of a ``turns`` item."""
+    """One turn of a ``turns`` item: what the user says (``input``), or the value that resumes the interrupt the
+    previous turn ended in (``resume``)."""
 
     model_config = ConfigDict(extra="forbid")
-    input: str = Field(description="What the user says on this turn.")
+    input: str | None = Field(default=None, description="What the user says on this turn.")
+    resume: Any = Field(default=None, description="Instead of input: the value sent as Command(resume=...) to the "
+                                                  "interrupt the previous turn ended in (LangGraph).")
     gates: list[Any] | None = Field(default=None, description="Gates on this turn's own output.")
     scorers: list[Any] | None = Field(default=None, description="Scorers on this turn's own output.")
 
@@ -35,6 +38,10 @@ class ItemFile(BaseModel):
     ground_truth: Any = Field(default=None, description="Passed to scorers unchanged.")
     expected_outcome: str | None = Field(default=None, description="What should have happened; read by "
                                                                    "goal_achieved.")
+    target_options: dict[str, Any] | None = Field(default=None, description="This conversation's options, merged over "
+                                                                            "the dataset's key by key (SPEC §16).")
+    metadata: dict[str, Any] | None = Field(default=None, description="Free data about the conversation, passed to "
+                                                                      "setup and shown by 'show'.")
 
 
 class DatasetFile(BaseModel):
@@ -43,7 +50,8 @@ class DatasetFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     target: str = Field(description="Import path 'module:attribute' of the agent under test.")
     target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
-                                                                              "(and memory, adapter, keep_checkpointer).")
+                                                                              "(and memory, adapter, keep_checkpointer, "
+                                                                              "setup).")
     concurrency: int = Field(default=4, ge=1, le=10_000, description="Conversations run in parallel.")
     gates: list[Any] | None = Field(default=None, description="Each must average exactly >= 1.0 over items.")
     scorers: list[Any] | None = Field(default=None, description="Tracked scorers, optionally with a threshold.")

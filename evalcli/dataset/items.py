@@ -20,8 +20,11 @@ class Turn:
     """A turn of a ``turns`` item, with its own gates and scorers."""
 
     input: str
+    """What the user says; for a ``resume`` turn, the resume value as text (what the turn records as its input)."""
     gates: list[ScorerSpec]
     scorers: list[ScorerSpec]
+    resume: Any = None
+    """The value that resumes the previous turn's interrupt (``Command(resume=...)``); ``None``: an ordinary turn."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,11 @@ class Item:
     expected_outcome: str | None = None
     simulation: Simulation | None = None
     """The simulated user of a ``simulate`` item."""
+    target_options: dict[str, Any] | None = None
+    """The conversation's whole ``target_options`` when the item has its own (merged over the dataset's); ``None``:
+    the dataset's."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The item's ``metadata`` mapping (passed to ``setup``, shown by ``show``)."""
 
     @property
     def first_input(self) -> str:
@@ -93,6 +101,12 @@ class Dataset:
     secret_values: set[str] = field(default_factory=set)
     scope: ImportScope | None = None
     """The dataset's own modules and ``sys.path``: entered while it runs."""
+    warnings: list[str] = field(default_factory=list)
+    """What validation warns about (``validate`` prints them, and every run says them once)."""
+
+    def options_of(self, item: Item) -> dict[str, Any]:
+        """The ``target_options`` one conversation runs with."""
+        return item.target_options if item.target_options is not None else self.target_options
 
     def all_specs(self) -> Iterator[ScorerSpec]:
         """Every scorer and gate configured anywhere: top level, then per turn."""

@@ -22,6 +22,7 @@ from ..targets import Adapter, make_adapter
 from .files import DatasetFile, ItemFile, TurnFile
 from .imports import ImportScope, resolve_import, resolve_imports
 from .items import Dataset, Item, Turn
+from .options import item_options, option_warnings, setups
 from .references import parse_list
 from .registry import find_registry, load_registry
 from .simulate import parse_simulation
@@ -68,18 +69,9 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
         turns = []
         for t, turn in enumerate(raw["turns"]):
             at = (*path, "turns", t)
-            if not isinstance(turn, dict) or "input" not in turn:
-                problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property",
-                                            "write '- input: what the user says'"))
-                continue
-            try:
-                turn_model = TurnFile.model_validate(turn)
-            except ValidationError as exc:
-                problems.extend(problems_from_pydantic(exc, at, pos, f"{label} turn {t}", list(TurnFile.model_fields)))
-                continue
-            gates = parse_list(turn_model.gates, (*at, "gates"), pos, registry, problems, gate=True)
-            scorers = parse_list(turn_model.scorers, (*at, "scorers"), pos, registry, problems, gate=False)
-            turns.append(Turn(turn_model.input, gates, scorers))
+            parsed = _turn(turn, t, at, label, pos, registry, problems)
+            if parsed is not None:
+                turns.append(parsed)
         inputs = [t.input for t in turns]
     elif "inputs" in raw:
         inputs = raw["inputs"]
@@ -95,7 +87,46 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
         return None
     form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
     item_id = str(model.id) if model.id is not None else str(index)
-    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome)
+    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome,
+                target_options=model.target_options, metadata=dict(model.metadata or {}))
+
+
+def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Registry,
+          problems: list[Problem]) -> Turn | None:
+    """One turn of a ``turns`` item: ``input`` (with its gates and scorers), or ``resume`` (SPEC §16)."""
+    if not isinstance(turn, dict) or ("input" not in turn and "resume" not in turn):
+        problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property",
+                                    "write '- input: what the user says' (or '- resume: VALUE' to answer an interrupt)"))
+        return None
+    if "input" in turn and "resume" in turn:
+        problems.append(pos.problem((*at, "resume"), f"{label}: turn {t} gives both 'input' and 'resume'",
+                                    "keep one: 'input' is a message (it resumes a pending interrupt as it is), "
+                                    "'resume' any value", key=True))
+        return None
+    if "resume" in turn and turn["resume"] is None:
+        problems.append(pos.problem((*at, "resume"), f"{label}: turn {t}: 'resume' needs a value",
+                                    "write e.g. 'resume: yes' or 'resume: {approved: true}'"))
+        return None
+    if "resume" in turn and t == 0:
+        problems.append(pos.problem((*at, "resume"), f"{label}: turn 0 cannot resume: no earlier turn can have "
+                                                     "ended in an interrupt", "write '- input: ...' for the first turn",
+                                    key=True))
+        return None
+    try:
+        model = TurnFile.model_validate(turn)
+    except ValidationError as exc:
+        problems.extend(problems_from_pydantic(exc, at, pos, f"{label} turn {t}", list(TurnFile.model_fields)))
+        return None
+    gates = parse_list(model.gates, (*at, "gates"), pos, registry, problems, gate=True)
+    scorers = parse_list(model.scorers, (*at, "scorers"), pos, registry, problems, gate=False)
+    if model.input is not None:
+        return Turn(model.input, gates, scorers)
+    return Turn(resume_text(model.resume), gates, scorers, resume=model.resume)
+
+
+def resume_text(value: Any) -> str:
+    """A ``resume`` value as the turn's recorded input: a string as is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -112,7 +143,7 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
     item_id = str(model.id) if model.id is not None else str(index)
     opening = [simulation.opening] if simulation.opening else []
     return Item(index, item_id, list(model.tags), "simulate", opening, None, model.ground_truth, model.expected_outcome,
-                simulation)
+                simulation, target_options=model.target_options, metadata=dict(model.metadata or {}))
 
 
 def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
@@ -221,13 +252,16 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset
         target = _resolve_target(top.target, top.target_options, pos, problems) if top.target else None
         imported = resolve_imports([*gates, *scorers, *(s for i in items for t in i.turns or ()
                                                         for s in (*t.gates, *t.scorers))], problems)
+        items = item_options(items, raw_items, top.target_options, target, problems)
+        imported.update(setups(items, raw_items, top.target_options, problems, pos))
     if problems:
         raise DatasetError(problems)
     assert target is not None
     return Dataset(path=str(path), target_spec=top.target, target=target, target_options=top.target_options,
                    concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
-                   secret_values=used.secret_values | registry.secret_values, scope=scope)
+                   secret_values=used.secret_values | registry.secret_values, scope=scope,
+                   warnings=[f"{path}: {w}" for w in option_warnings(target, top.target_options, items)])
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
@@ -285,6 +319,10 @@ def _resolve_target(spec: str, options: dict[str, Any], pos: Positions, problems
     try:
         return make_adapter(spec, resolve_import(spec), options)
     except EvalcliError as exc:
-        at = ("target_options", "adapter") if "adapter" in exc.message and "adapter" in options else ("target",)
-        problems.append(pos.problem(at, exc.message, exc.hint))
+        at: Path = ("target",)
+        if "adapter" in exc.message and "adapter" in options:
+            at = ("target_options", "adapter")
+        elif exc.message.startswith("target_options for"):
+            at = ("target_options",)
+        problems.append(pos.problem(at, exc.message, exc.hint, key=at != ("target",)))
         return None

@@ -1,5 +1,8 @@
-"""One conversation: open a session on the target, let the driver play the user's side, score the result.
+"""One conversation: run its setup, open a session on the target, let the driver play the user's side, clean
+up, score the result.
 
+The conversation runs with its own ``target_options`` (the item's merged over the dataset's) and what its
+``setup`` returned (SPEC §16); a generator setup is resumed after the conversation, also when it failed.
 Gates run before scorers, each group over the whole conversation and then per turn (SPEC §3, §6). A
 gate that raises scores 0; a scorer that raises makes the conversation an error, and its siblings
 are cancelled at once so nothing keeps running (or spending) after the conversation ended.
@@ -18,7 +21,20 @@ from ..llm import UsageSink, current_usage
 from ..messages import Message
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
-from ..targets import BadReply, Calls, Session, TurnFailed, TurnTimedOut
+from ..targets import (
+    BadReply,
+    Calls,
+    ConversationInfo,
+    ConversationOptions,
+    Session,
+    Setup,
+    SetupFailed,
+    Thread,
+    TurnFailed,
+    TurnRejected,
+    TurnTimedOut,
+    merge_options,
+)
 from .drivers import ConversationFailed, Driver, PlayContext, driver_for
 
 
@@ -43,11 +59,19 @@ class Conversation:
         sink = UsageSink()
         token = current_usage.set(sink)
         driver = driver_for(item)
-        session = self.dataset.target.open(multi_turn=item.multi_turn, calls=self.calls)
-        result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok", thread_id=session.thread_id,
-                            resource_id=session.resource_id, thresholds=self.thresholds)
+        options = self.dataset.options_of(item)
+        thread = self.dataset.target.thread(options, multi_turn=item.multi_turn)
+        result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok", thread_id=thread.thread,
+                            resource_id=thread.resource, thresholds=self.thresholds, metadata=item.metadata)
         try:
-            await self._converse(driver, session, result)
+            spec = options.get("setup")
+            if spec is None:
+                session = self._open(item, ConversationOptions(thread, item.target_options), result)
+                if session is not None:
+                    await self._converse(driver, session, result)
+            else:
+                await self._with_setup(Setup(spec, self.dataset.imported[spec], self.calls), item, options, thread,
+                                       driver, result)
             if result.status == "ok":
                 await self._score(item, driver, result)
         except ScorerFailed as exc:
@@ -62,24 +86,66 @@ class Conversation:
         result.duration_ms = (time.perf_counter() - started) * 1000
         return result
 
+    def _open(self, item: Item, conversation: ConversationOptions, result: ItemResult) -> Session | None:
+        """A session on the conversation's thread and options; ``None`` (the conversation an error) when the options
+        a setup returned do not fit."""
+        try:
+            return self.dataset.target.open(multi_turn=item.multi_turn, calls=self.calls, conversation=conversation)
+        except (ValueError, TypeError) as exc:
+            if not conversation.from_setup:
+                raise
+            spec = (conversation.options or {}).get("setup")
+            self._fail(result, f"setup {spec} returned options that do not fit: {exc}", exc)
+            return None
+
+    async def _with_setup(self, setup: Setup, item: Item, options: dict[str, Any], thread: Thread, driver: Driver,
+                          result: ItemResult) -> None:
+        """Run the setup, the conversation on what it returned, then the setup's cleanup (also after a failure)."""
+        info = ConversationInfo(thread.thread, thread.resource, item.id, list(item.tags), item.ground_truth,
+                                item.metadata)
+        try:
+            returned = await setup.enter(info)
+        except SetupFailed as exc:
+            self._fail(result, exc.message, exc.cause or exc)
+            return
+        try:
+            problems = self.dataset.target.returned_problems(returned)
+            if problems:
+                self._fail(result, f"setup {setup.spec} returned options the target does not take: "
+                                   f"{'; '.join(problems)}", ValueError("; ".join(problems)))
+                return
+            merged = merge_options(options, returned) if returned else item.target_options
+            session = self._open(item, ConversationOptions(thread, merged, frozenset(returned)), result)
+            if session is not None:
+                await self._converse(driver, session, result)
+        finally:
+            try:
+                await setup.exit()
+            except SetupFailed as exc:
+                if result.status == "ok":
+                    self._fail(result, exc.message, exc.cause or exc)
+
     async def _converse(self, driver: Driver, session: Session, result: ItemResult) -> None:
-        async def send(text: str, simulated: bool) -> list[Message]:
+        async def send(text: str, simulated: bool, resume: Any = None) -> list[Message]:
             index = len(result.turns)
             started = time.perf_counter()
             try:
-                output = (await session.send(text)).messages
+                reply = await (session.send(text) if resume is None else session.send(text, resume=resume))  # type: ignore[call-arg]
             except TurnTimedOut as exc:
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except TurnFailed as exc:
                 # the agent's run ended with an exception: keep the messages it produced before it
-                result.turns.append(TurnRecord(index, text, exc.messages, _ms(started), simulated=simulated))
+                result.turns.append(TurnRecord(index, text, exc.messages, _ms(started), simulated=simulated,
+                                               output_retries=exc.output_retries))
                 raise ConversationFailed(f"turn {index}: the target raised {describe(exc.cause)}", exc.cause) from None
-            except BadReply as exc:
+            except (BadReply, TurnRejected) as exc:
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except Exception as exc:  # noqa: BLE001 - the target's failure is this conversation's error
                 raise ConversationFailed(f"turn {index}: the target raised {describe(exc)}", exc) from None
-            result.turns.append(TurnRecord(index, text, output, _ms(started), simulated=simulated))
-            return output
+            result.turns.append(TurnRecord(index, text, reply.messages, _ms(started), simulated=simulated,
+                                           structured=reply.structured, interrupt=reply.interrupt,
+                                           resume=reply.resume, output_retries=reply.output_retries))
+            return reply.messages
 
         try:
             result.stop_reason = await driver.play(send, self.play_context)
@@ -99,7 +165,9 @@ class Conversation:
         result.traceback = "".join(traceback.format_exception(cause))
 
     async def _score(self, item: Item, driver: Driver, result: ItemResult) -> None:
-        views = tuple(TurnView(t.index, t.input, t.output, t.simulated) for t in result.turns)
+        views = tuple(TurnView(t.index, t.input, t.output, t.simulated, t.structured,
+                               None if t.interrupt is None else t.interrupt.value, t.resume, t.output_retries)
+                      for t in result.turns)
         accumulated = [m for turn in result.turns for m in turn.output]
         first = result.turns[0].input if result.turns else item.first_input
         whole = ScorerRun(first, accumulated, item.ground_truth, None, views, item.expected_outcome, item.goal)

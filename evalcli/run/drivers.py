@@ -10,14 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..dataset import Item, Turn
 from ..llm import LLMClient
 from ..messages import Message
 
-Send = Callable[[str, bool], Awaitable[list[Message]]]
-"""``send(text, simulated)``: one user turn; returns the agent's response messages for it."""
+
+class Send(Protocol):
+    """``send(text, simulated, resume=None)``: one user turn; returns the agent's response messages for it. A
+    ``resume`` value answers the interrupt the previous turn ended in (``text`` is what the turn records)."""
+
+    def __call__(self, text: str, simulated: bool, resume: Any = None) -> Awaitable[list[Message]]: ...
+
 
 TurnAssertions = Turn
 """A turn's own gates and scorers (``gates``, ``scorers``)."""
@@ -68,8 +73,9 @@ class Scripted:
         return self.turns[index] if index < len(self.turns) else None
 
     async def play(self, send: Send, context: PlayContext) -> str | None:
-        for text in self.inputs:
-            await send(text, False)
+        for index, text in enumerate(self.inputs):
+            resume = self.turns[index].resume if index < len(self.turns) else None
+            await send(text, False, resume)
         return None
 
 

@@ -211,7 +211,8 @@ class Runner:
         items, kept, run_id = await self._select()
         plan = plan_of(self.dataset)
         aggregator = Aggregator(plan, [i.index for i in items])
-        warnings = [w for w in (memory_warning(self.dataset, items), unregistered_warning(self.dataset)) if w]
+        warnings = [w for w in (*self.dataset.warnings, memory_warning(self.dataset, items),
+                                unregistered_warning(self.dataset)) if w]
         for text in warnings:
             self.events.warning(text)
         store = self.store

@@ -193,6 +193,20 @@ def m003_outcomes_and_identity(conn: sqlite3.Connection) -> None:
     runs.create_index(["dataset", "id"], index_name="runs_dataset")
 
 
+def m004_framework_turns(conn: sqlite3.Connection) -> None:
+    """What framework agents report per turn (SPEC §16): its structured result, the interrupt it ended in and what
+    resumed one (JSON text; NULL when none), its output retries; and each item's ``metadata`` (JSON)."""
+    import sqlite_utils
+
+    db = sqlite_utils.Database(conn)
+    turns, items = db.table("turns"), db.table("items")
+    turns.add_column("structured", str)
+    turns.add_column("interrupt", str)
+    turns.add_column("resume", str)
+    turns.add_column("output_retries", int, not_null_default=0)
+    items.add_column("metadata", str)
+
+
 def _numbers(outcomes: dict[str, Any]) -> dict[str, Any]:
     return {key: value.get("score") for key, value in outcomes.items()}
 
@@ -215,6 +229,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
     ("002_run_item_indexes", m002_run_item_indexes),
     ("003_outcomes_and_identity", m003_outcomes_and_identity),
+    ("004_framework_turns", m004_framework_turns),
 ]
 
 

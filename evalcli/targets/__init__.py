@@ -2,9 +2,9 @@
 
 A conversation opens a ``Session`` on the target's ``Adapter``, sends each user message with ``send`` (which
 returns only this turn's response messages, in OpenAI format) and closes it. ``session`` holds the protocol
-and how an agent object is recognised; ``calls`` runs user code under the turn timeout; each adapter lives
-in a module of its own (``callable``, ``pydantic_ai``, ``openai_agents``, ``langgraph``) and imports its
-framework only inside itself.
+and how an agent object is recognised; ``calls`` runs user code under the turn timeout; ``setup`` calls a
+conversation's setup function (SPEC §16); each adapter lives in a module of its own (``callable``,
+``pydantic_ai``, ``openai_agents``, ``langgraph``) and imports its framework only inside itself.
 """
 
 from __future__ import annotations
@@ -13,18 +13,27 @@ from .callable import BadReply
 from .calls import TargetCalls, TargetThreads
 from .session import (
     ADAPTERS,
+    DATASET_ONLY_OPTIONS,
+    RESERVED_OPTIONS,
     Adapter,
     Calls,
+    ConversationOptions,
     Reply,
     Session,
     Thread,
     TurnFailed,
+    TurnRejected,
     TurnTimedOut,
     extra_hint,
     fresh_thread,
     make_adapter,
+    merge_options,
+    options_hint,
     recognise,
 )
+from .setup import ConversationInfo, Setup, SetupFailed
 
-__all__ = ["ADAPTERS", "Adapter", "BadReply", "Calls", "Reply", "Session", "TargetCalls", "TargetThreads", "Thread",
-           "TurnFailed", "TurnTimedOut", "extra_hint", "fresh_thread", "make_adapter", "recognise"]
+__all__ = ["ADAPTERS", "DATASET_ONLY_OPTIONS", "RESERVED_OPTIONS", "Adapter", "BadReply", "Calls", "ConversationInfo",
+           "ConversationOptions", "Reply", "Session", "Setup", "SetupFailed", "TargetCalls", "TargetThreads", "Thread",
+           "TurnFailed", "TurnRejected", "TurnTimedOut", "extra_hint", "fresh_thread", "make_adapter", "merge_options",
+           "options_hint", "recognise"]

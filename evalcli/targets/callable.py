@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import TargetError
 from ..messages import Message
-from .session import Adapter, Calls, Reply, Thread, fresh_thread
+from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, Reply, Thread, call_options, fresh_thread
 
 RESPONSE_ROLES = ("assistant", "tool")
 
@@ -29,24 +29,54 @@ class CallableAdapter(Adapter):
     name = "callable"
 
     def prepare(self) -> None:
-        obj = self.obj
-        method = getattr(obj, "generate", None)
-        if callable(method):
-            self.fn: Callable[..., Any] = method
-        elif callable(obj):
-            self.fn = obj
-        else:
-            raise TargetError(f"target '{self.spec}' is a {type(obj).__name__}: it has no generate() and is not callable",
-                              "point at an object with a generate(input, *, memory=None, **options) method, a "
-                              "function, or an agent of PydanticAI, the OpenAI Agents SDK or LangGraph")
+        fn = target_function(self.obj)
+        if fn is None:
+            raise TargetError(f"target '{self.spec}' is a {type(self.obj).__name__}: it has no generate() and is not "
+                              "callable", "point at an object with a generate(input, *, memory=None, **options) "
+                              "method, a function, or an agent of PydanticAI, the OpenAI Agents SDK or LangGraph")
+        self.fn: Callable[..., Any] = fn
         self.is_async = is_async_callable(self.fn)
         self.accepts = accepted_keywords(self.fn)
-        memory = self.options.get("memory")
-        self.caller_memory = memory if isinstance(memory, dict) else None
+        self.kwargs = self._kwargs(self.options)
+
+    def _kwargs(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        kwargs = call_options(options)
+        return {k: v for k, v in kwargs.items() if k in self.accepts} if self.accepts is not None else kwargs
 
     @classmethod
     def fits(cls, obj: Any) -> bool:
         return callable(getattr(obj, "generate", None)) or callable(obj)
+
+    @classmethod
+    def accepted_options(cls, obj: Any) -> list[str]:
+        fn = target_function(obj)
+        names = option_names(fn) if fn is not None else None
+        return sorted(names) if names is not None else []
+
+    @classmethod
+    def option_problems(cls, obj: Any, options: dict[str, Any]) -> list[str]:
+        """A target that takes no ``**kwargs`` only accepts the option names it declares."""
+        fn = target_function(obj)
+        names = option_names(fn) if fn is not None else None
+        if names is None:
+            return []
+        where = f"{getattr(fn, '__qualname__', 'the target')}()"
+        return [f"'{name}' is not an option of {where} (it takes: {', '.join(sorted(names)) or 'none'}; add "
+                f"'{name}' or **options to its signature to receive it)"
+                for name in options if name not in RESERVED_OPTIONS and name not in names]
+
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        if multi_turn:
+            return fresh_thread(options)
+        memory = options.get("memory")
+        caller = memory if isinstance(memory, dict) else {}
+        return Thread(caller.get("thread"), caller.get("resource"))
+
+    def returned_problems(self, returned: Mapping[str, Any]) -> list[str]:
+        problems = [f"'{name}' is set by evalcli and cannot come from a setup" for name in returned
+                    if name in RESERVED_OPTIONS]
+        return problems + type(self).option_problems(self.obj, {k: v for k, v in returned.items()
+                                                                if k not in RESERVED_OPTIONS})
 
     @property
     def has_memory(self) -> bool:
@@ -54,19 +84,16 @@ class CallableAdapter(Adapter):
         memory = getattr(self.obj, "memory", None)
         return memory is not None and memory is not False
 
-    def open(self, *, multi_turn: bool, calls: Calls) -> CallableSession:
-        if multi_turn:
-            thread = fresh_thread(self.options)
-            memory: dict[str, Any] | None = {**(self.caller_memory or {}), "thread": thread.thread,
-                                             "resource": thread.resource}
-        else:
-            memory = self.caller_memory
-            thread = Thread((memory or {}).get("thread"), (memory or {}).get("resource"))
-        kwargs = dict(self.call_options)
-        if memory is not None:
+    def open(self, *, multi_turn: bool, calls: Calls,
+             conversation: ConversationOptions | None = None) -> CallableSession:
+        options = self.options if conversation is None or conversation.options is None else conversation.options
+        thread = conversation.thread if conversation is not None else self.thread(options, multi_turn=multi_turn)
+        given = options.get("memory")
+        caller = given if isinstance(given, dict) else None
+        memory = {**(caller or {}), "thread": thread.thread, "resource": thread.resource} if multi_turn else caller
+        kwargs = dict(self.kwargs) if conversation is None or conversation.options is None else self._kwargs(options)
+        if memory is not None and (self.accepts is None or "memory" in self.accepts):
             kwargs["memory"] = memory
-        if self.accepts is not None:
-            kwargs = {k: v for k, v in kwargs.items() if k in self.accepts}
         return CallableSession(self, thread, kwargs, calls)
 
 
@@ -94,6 +121,14 @@ class CallableSession:
         pass
 
 
+def target_function(obj: Any) -> Callable[..., Any] | None:
+    """What a turn calls: the object's ``generate`` method, else the object itself when callable."""
+    method = getattr(obj, "generate", None)
+    if callable(method):
+        return method  # type: ignore[no-any-return]
+    return obj if callable(obj) else None
+
+
 def is_async_callable(fn: Callable[..., Any]) -> bool:
     """A coroutine function, a partial of one, or an object whose ``__call__`` is one."""
     while isinstance(fn, functools.partial):
@@ -110,6 +145,19 @@ def accepted_keywords(fn: Callable[..., Any]) -> set[str] | None:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
     return {p.name for p in parameters if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)}
+
+
+def option_names(fn: Callable[..., Any]) -> set[str] | None:
+    """The options a target declares (its keywords but the input and ``memory``); ``None`` with ``**kwargs``."""
+    accepts = accepted_keywords(fn)
+    if accepts is None:
+        return None
+    try:
+        first = next((p.name for p in inspect.signature(fn).parameters.values()
+                      if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)), None)
+    except (TypeError, ValueError):
+        first = None
+    return accepts - {"memory", first}
 
 
 def normalise(reply: Any) -> list[Message]:
