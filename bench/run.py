@@ -14,8 +14,9 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
    Chromium (``bench/report.py``);
 6. simulated users (``bench/simulate.py``): simulator and agent each one model call per turn to a loopback
    server, against the serial turn chain of each conversation;
-7. the framework adapters' overhead: each framework's agent played directly and through evalcli's adapter on the
-   same loopback server (``bench/adapters.py``), both walls and their ratio.
+7. the framework adapters' overhead: each framework's agent played directly and through evalcli's adapter (with a
+   per-conversation setup, and continue_with for the Agents SDK) on the same loopback server (``bench/adapters.py``),
+   both walls and their ratio.
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
 [--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters] [--mastra-sizes 100x3,1000x3]
@@ -276,9 +277,10 @@ def adapters_section(args: argparse.Namespace) -> None:
                 f"{args.adapter_repeat} round{'s' if args.adapter_repeat > 1 else ''})",
                 ["framework", "conv x turns", "conc", "direct s", "adapter s", "ratio", "direct CPU s", "adapter CPU s",
                  "CPU ratio", "CPU ms/turn added"], rows)
-    print("  ratio = adapter wall / direct wall (target <= 1.10); CPU = the agent process's own CPU time, which the "
+    print("  ratio = adapter wall / direct wall (target <= 1.05); CPU = the agent process's own CPU time, which the "
           "machine's other load disturbs less; direct = the framework's own thread per conversation "
-          "(message_history, SQLiteSession, checkpointer thread_id)")
+          "(message_history, SQLiteSession, checkpointer thread_id) and a fresh deps/context object; adapter = the "
+          "same through evalcli with a per-conversation setup (and continue_with: last_agent for the Agents SDK)")
 
 
 def main() -> None:

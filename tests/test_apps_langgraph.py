@@ -55,6 +55,7 @@ def records(tmp_path: Path) -> list[dict[str, Any]]:
 INTERRUPTS = """
     target: tests.app_agents.langgraph_apps:state_graph
     gates: [no_tool_errors]
+    scorers: [{python: "turn_scorer:seen"}]
     data:
       - id: scripted
         turns:
@@ -70,11 +71,24 @@ INTERRUPTS = """
     """
 
 
+TURN_SCORER = '''
+from evalcli import Score
+
+
+def seen(run):
+    """What a custom scorer receives of each turn."""
+    return Score(1.0, repr([(t.interrupt, t.resume, t.structured) for t in run.turns]))
+'''
+
+
 def test_an_interrupt_is_recorded_and_the_next_message_resumes_it(llm_server: LLMServer, tmp_path: Path) -> None:
     llm_server.responder = graph_model
+    (tmp_path / "turn_scorer.py").write_text(TURN_SCORER)
     done = run(tmp_path, llm_server, INTERRUPTS)
     assert done.code == 0, done.stderr[-3000:]
     items = {item["id"]: item for item in done.json["items"]}
+    assert items["scripted"]["outcomes"]["scorers"]["python(turn_scorer:seen)"]["reason"] == repr(
+        [(ASKED, None, None), (None, "yes, that is right", {"name": "LangGraph", "birthday": "Jan 17, 2024"})])
     asked, answered = items["scripted"]["turns"]
     assert asked["interrupt"] == ASKED and asked["resume"] is None and asked["structured"] is None
     [call_message, interrupt_message] = asked["output"]

@@ -86,7 +86,7 @@ def response(message: dict[str, Any], model: str) -> dict[str, Any]:
             "error": None, "incomplete_details": None, "instructions": None, "metadata": {}, "temperature": 1.0,
             "top_p": 1.0, "text": {"format": {"type": "text"}},
             "usage": {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20,
-                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+                      "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:
@@ -112,7 +112,7 @@ def tool_parameters(body: dict[str, Any], name: str) -> dict[str, Any]:
 def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
     """The response body for a request to ``path`` (Chat Completions, or the Responses API)."""
     model = str(body.get("model", "scripted"))
-    tools = {name: tool_parameters(body, name) for name in tool_names(body)}
+    tools = {name: tool_parameters(body, name) for name in tool_names(body)} or None  # none offered: get_weather
     if path.rstrip("/").endswith("/responses"):
         return response(next_message(chat_messages(body), tools), model)
     return completion(next_message(body.get("messages") or [], tools), model)
