@@ -217,3 +217,24 @@ def test_the_functional_api_gets_a_list_of_messages_and_keeps_its_thread(llm_ser
         [{"role": "assistant", "content": "You said: one"}], [{"role": "assistant", "content": "You said: one | two"}]]
     assert items["b"]["turns"][0]["output"][0]["content"] == "You said: three"  # its own thread
     assert all(t["structured"] is None for t in items["a"]["turns"])
+
+
+def test_a_simulated_users_next_message_resumes_the_interrupt(llm_server: LLMServer, tmp_path: Path) -> None:
+    from tests.sim_helpers import serve, sim_env
+
+    def user(heard: str | None, request: Request) -> str:
+        if heard is not None and "Is this correct?" in heard:
+            return "yes, all correct"
+        return "###STOP###"
+
+    serve(llm_server, user, other=graph_model)
+    path = tmp_path / "d.yaml"
+    path.write_text("target: tests.app_agents.langgraph_apps:state_graph\ngates: [no_tool_errors]\ndata:\n"
+                    "  - id: sim\n    simulate: {goal: check the release date, opening: 'When was LangGraph released?'}\n")
+    done = run_cli(["run", str(path), "--db", str(tmp_path / "e.db"), "--json", "-"], REPO,
+                   {**sim_env(llm_server), "OPENAI_BASE_URL": llm_server.url,
+                    "EVALCLI_TEST_RECORD": str(tmp_path / "record.jsonl")})
+    assert done.code == 0, done.stderr[-3000:]
+    first, second = done.json["items"][0]["turns"][:2]
+    assert first["interrupt"] == ASKED and second["simulated"] is True
+    assert second["resume"] == "yes, all correct" and second["output"][-1]["content"] == "Noted: Correct"

@@ -87,6 +87,22 @@ def never_yields(info):
         yield {}
 
 
+def slow(info):
+    import time
+    time.sleep(3)
+    return {}
+
+
+class Fixture:
+    """A callable object whose call returns a generator: a generator setup all the same."""
+
+    def __call__(self, info):
+        return generator(info)
+
+
+fixture = Fixture()
+
+
 class Agent:
     memory = True
 
@@ -197,6 +213,23 @@ def test_what_goes_wrong_in_a_setup_is_that_conversations_error_named_as_the_set
     if setup == "raises":
         assert done.json["items"][1]["status"] == "ok"  # only that conversation failed
         assert bad["turns"] == []  # nothing was sent
+
+
+def test_a_setup_runs_under_the_turn_timeout_and_any_callable_may_be_one(
+        setups: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", """
+        target: fixtures:agent
+        gates: [{includes: " / "}]
+        data:
+          - {id: slow, input: hi, target_options: {setup: "fixtures:slow"}}
+          - {id: object, inputs: [a, b], target_options: {setup: "fixtures:fixture"}}
+        """)
+    done = cli("run", "d.yaml", "--json", "-", "--turn-timeout", "0.5")
+    assert done.code == 4, done.stderr
+    slow, made = done.json["items"]
+    assert slow["error"] == "setup fixtures:slow did not finish within 0.5s"
+    assert made["status"] == "ok" and texts(made) == ["generated for object / a", "generated for object / b"]
+    assert [e["kind"] for e in logged(setups)] == ["enter", "cleanup"]
 
 
 def test_item_options_merge_key_by_key_and_pin_that_conversations_resource(

@@ -67,15 +67,22 @@ class Setup:
                 value = await self.calls.call_sync(_step, self._generator)
             elif inspect.iscoroutinefunction(fn):
                 value = await self.calls.call_async(fn(info))
-            else:
+            else:  # any other callable (a partial, an object): what it returns says what it is
                 value = await self.calls.call_sync(fn, info)
-                if inspect.isawaitable(value):
+                if inspect.isasyncgen(value):
+                    self._generator, self._async = value, True
+                    value = await self.calls.call_async(anext(value))
+                elif inspect.isgenerator(value):
+                    self._generator = value
+                    value = await self.calls.call_sync(_step, value)
+                elif inspect.isawaitable(value):
                     value = await self.calls.call_async(value)
         except (_Finished, StopAsyncIteration):
             self._generator = None
             raise SetupFailed(f"setup {self.spec} did not yield: a generator setup yields its options once, "
                               "then cleans up") from None
         except TurnTimedOut as exc:
+            self._generator = None  # a setup that hung cannot be resumed
             raise SetupFailed(f"setup {self.spec} did not finish within {exc.seconds:g}s", exc) from None
         except Exception as exc:  # noqa: BLE001 - the setup's failure is this conversation's error
             self._generator = None
