@@ -86,7 +86,8 @@ def response(message: dict[str, Any], model: str) -> dict[str, Any]:
             "error": None, "incomplete_details": None, "instructions": None, "metadata": {}, "temperature": 1.0,
             "top_p": 1.0, "text": {"format": {"type": "text"}},
             "usage": {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20,
-                      "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+                      "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": 0}}}
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:
