@@ -259,6 +259,7 @@ def _node_version() -> str:
 def adapters_section(args: argparse.Namespace) -> None:
     (n, turns), = sizes(args.adapter_size)
     rows = []
+    load_before = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     with model_server([sys.executable, str(BENCH / "adapters.py"), "--serve"], "the adapters' model server") as api_base:
         for framework in FRAMEWORKS:
             command = [sys.executable, str(BENCH / "adapters.py"), "--framework", framework, "--api-base", api_base,
@@ -272,9 +273,11 @@ def adapters_section(args: argparse.Namespace) -> None:
             rows.append([framework, f"{n}x{turns}", str(args.adapter_concurrency), fmt(direct), fmt(adapter),
                          f"{adapter / direct:.3f}", fmt(direct_cpu), fmt(adapter_cpu), f"{adapter_cpu / direct_cpu:.3f}",
                          f"{(adapter_cpu - direct_cpu) / (n * turns) * 1000:+.3f}"])
+    load_after = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print_table("Framework adapters: the same agent object played directly and through evalcli's adapter (one "
                 "loopback model server, a get_weather call per turn; interleaved batches, fastest of "
-                f"{args.adapter_repeat} round{'s' if args.adapter_repeat > 1 else ''})",
+                f"{args.adapter_repeat} round{'s' if args.adapter_repeat > 1 else ''}; load average before: "
+                f"{load_before}, after: {load_after})",
                 ["framework", "conv x turns", "conc", "direct s", "adapter s", "ratio", "direct CPU s", "adapter CPU s",
                  "CPU ratio", "CPU ms/turn added"], rows)
     print("  ratio = adapter wall / direct wall (target <= 1.05); CPU = the agent process's own CPU time, which the "
