@@ -36,7 +36,9 @@ class Workload:
     latency: float
     concurrency: int
     target: str = "sleep"
-    """``sleep`` (asyncio.sleep in the target) or ``http`` (a model call through litellm to the loopback server)."""
+    """``sleep`` (asyncio.sleep in the target), ``http`` (a model call through litellm to the loopback server),
+    ``http-target`` (SPEC §17's ``target: {http: ...}`` against examples/targets/agent_server.py) or
+    ``mastra-target`` (``target: {mastra: ...}`` against the real Mastra server of tests/mastra/)."""
     tools: bool = True
     """Replies carry a get_weather tool call (checked with called_tool); ``False``: one text message."""
 
@@ -57,6 +59,15 @@ def _checks(tools: bool) -> tuple[list[Any], list[Any]]:
     return ["bench-mentions-brooklyn"], ["bench-no-error"]
 
 
+FORM_TARGETS = {
+    "http-target": lambda url: {"http": {"url": f"{url}/chat",
+                                         "body": {"message": "{{ input }}", "session_id": "{{ thread }}"},
+                                         "response": {"messages": "messages", "usage": "usage"}}},
+    "mastra-target": lambda url: {"mastra": {"url": url, "agent": "weatherAgent"}},
+}
+"""Targets written as mappings (SPEC §17), given the agent server's base URL."""
+
+
 def turn_inputs(i: int, turns: int) -> list[str]:
     return [f"Conversation {i}, turn {t}: what is the weather in Brooklyn?" for t in range(turns)]
 
@@ -71,8 +82,11 @@ def write_dataset(work: Workload, api_base: str | None = None) -> Path:
         options["tools"] = False
     gates, scorers = _checks(work.tools)
     turn_gate = gates[0]
-    header = {"target": f"bench.targets:{work.target}_agent", "target_options": options,
-              "concurrency": work.concurrency, "gates": gates, "scorers": scorers}
+    header: dict[str, Any] = {"target": f"bench.targets:{work.target}_agent", "target_options": options,
+                              "concurrency": work.concurrency, "gates": gates, "scorers": scorers}
+    if work.target in FORM_TARGETS:
+        header["target"] = FORM_TARGETS[work.target](api_base or "")
+        del header["target_options"]
     key = f"{work.target}-{'tools' if work.tools else 'text'}-{work.name}-l{work.latency:g}-c{work.concurrency}"
     digest = hashlib.sha256(json.dumps(header, sort_keys=True).encode()).hexdigest()[:8]
     path = OUT / f"{key}-{digest}.jsonl"
@@ -107,6 +121,8 @@ class Measure:
     """``time.time()`` when the process was started."""
     startup_seconds: float | None = None
     """evalcli: process start to the run's start (imports, validation, opening the database)."""
+    cpu_seconds: float = 0.0
+    """The process's own CPU time (user + system), from ``os.wait4``."""
 
     @property
     def after_startup(self) -> float | None:
@@ -136,7 +152,7 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None)
     process.returncode = os.waitstatus_to_exitcode(status)
     return Measure(wall, usage.ru_maxrss / 1024, process.returncode,
                    chunks.get("out", b"").decode(errors="replace"), chunks.get("err", b"").decode(errors="replace"),
-                   spawned_at=spawned_at)
+                   spawned_at=spawned_at, cpu_seconds=usage.ru_utime + usage.ru_stime)
 
 
 def run_evalcli(dataset: Path, *, extra_args: list[str] | None = None, profile: Path | None = None,

@@ -26,6 +26,7 @@ from ..targets import (
     Calls,
     ConversationInfo,
     ConversationOptions,
+    ItemInfo,
     Session,
     Setup,
     SetupFailed,
@@ -60,12 +61,17 @@ class Conversation:
         token = current_usage.set(sink)
         driver = driver_for(item)
         options = self.dataset.options_of(item)
-        thread = self.dataset.target.thread(options, multi_turn=item.multi_turn)
-        result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok", thread_id=thread.thread,
-                            resource_id=thread.resource, thresholds=self.thresholds, metadata=item.metadata)
+        target = self.dataset.target if driver.calls_target else None  # a recording calls no target
+        thread = target.thread(options, multi_turn=item.multi_turn) if target is not None else None
+        result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok",
+                            thread_id=thread.thread if thread else None,
+                            resource_id=thread.resource if thread else None, thresholds=self.thresholds,
+                            metadata=item.metadata)
         try:
             spec = options.get("setup")
-            if spec is None:
+            if thread is None:
+                await self._converse(driver, None, result)
+            elif spec is None:
                 session = self._open(item, ConversationOptions(thread, item.target_options), result)
                 if session is not None:
                     await self._converse(driver, session, result)
@@ -90,7 +96,11 @@ class Conversation:
         """A session on the conversation's thread and options; ``None`` (the conversation an error) when the options
         a setup returned do not fit."""
         try:
-            return self.dataset.target.open(multi_turn=item.multi_turn, calls=self.calls, conversation=conversation)
+            target = self.dataset.target
+            if target is None:  # loading requires a target unless every item is recorded
+                raise RuntimeError(f"item {item.id}: the dataset has no target to play it against")
+            return target.open(multi_turn=item.multi_turn, calls=self.calls, conversation=conversation,
+                               item=ItemInfo(item.id, item.metadata))
         except (ValueError, TypeError) as exc:
             if not conversation.from_setup:
                 raise
@@ -109,6 +119,7 @@ class Conversation:
             self._fail(result, exc.message, exc.cause or exc)
             return
         try:
+            assert self.dataset.target is not None  # a setup is only run for a conversation with the target
             problems = self.dataset.target.returned_problems(returned)
             if problems:
                 self._fail(result, f"setup {setup.spec} returned options the target does not take: "
@@ -125,9 +136,13 @@ class Conversation:
                 if result.status == "ok":
                     self._fail(result, exc.message, exc.cause or exc)
 
-    async def _converse(self, driver: Driver, session: Session, result: ItemResult) -> None:
-        async def send(text: str, simulated: bool, resume: Any = None) -> list[Message]:
+    async def _converse(self, driver: Driver, session: Session | None, result: ItemResult) -> None:
+        async def send(text: str, simulated: bool, resume: Any = None,
+                       recorded: list[Message] | None = None) -> list[Message]:
             index = len(result.turns)
+            if recorded is not None or session is None:
+                result.turns.append(TurnRecord(index, text, list(recorded or []), 0.0, simulated=simulated))
+                return result.turns[-1].output
             started = time.perf_counter()
             try:
                 reply = await (session.send(text) if resume is None else session.send(text, resume=resume))  # type: ignore[call-arg]
@@ -154,7 +169,8 @@ class Conversation:
             self._fail(result, exc.message, exc.cause or exc)
         finally:
             try:
-                await session.close()
+                if session is not None:
+                    await session.close()
             except Exception as exc:  # noqa: BLE001 - a session that cannot close is this conversation's error
                 if result.status == "ok":
                     self._fail(result, f"closing the conversation failed: {describe(exc)}", exc)

@@ -14,7 +14,17 @@ from typing import Any
 
 from ..errors import TargetError
 from ..messages import Message
-from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, Reply, Thread, call_options, fresh_thread
+from .session import (
+    RESERVED_OPTIONS,
+    Adapter,
+    Calls,
+    ConversationOptions,
+    ItemInfo,
+    Reply,
+    Thread,
+    call_options,
+    caller_thread,
+)
 
 RESPONSE_ROLES = ("assistant", "tool")
 
@@ -66,11 +76,7 @@ class CallableAdapter(Adapter):
                 for name in options if name not in RESERVED_OPTIONS and name not in names]
 
     def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
-        if multi_turn:
-            return fresh_thread(options)
-        memory = options.get("memory")
-        caller = memory if isinstance(memory, dict) else {}
-        return Thread(caller.get("thread"), caller.get("resource"))
+        return caller_thread(options, multi_turn=multi_turn)
 
     def returned_problems(self, returned: Mapping[str, Any]) -> list[str]:
         problems = [f"'{name}' is set by evalcli and cannot come from a setup" for name in returned
@@ -85,7 +91,7 @@ class CallableAdapter(Adapter):
         return memory is not None and memory is not False
 
     def open(self, *, multi_turn: bool, calls: Calls,
-             conversation: ConversationOptions | None = None) -> CallableSession:
+             conversation: ConversationOptions | None = None, item: ItemInfo | None = None) -> CallableSession:
         options = self.options if conversation is None or conversation.options is None else conversation.options
         thread = conversation.thread if conversation is not None else self.thread(options, multi_turn=multi_turn)
         given = options.get("memory")

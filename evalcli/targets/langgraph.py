@@ -41,6 +41,7 @@ from .session import (
     Adapter,
     Calls,
     ConversationOptions,
+    ItemInfo,
     Reply,
     Thread,
     TurnFailed,
@@ -135,7 +136,7 @@ class LangGraphAdapter(Adapter):
                 "{'input': {...}}"]
 
     def open(self, *, multi_turn: bool, calls: Calls,
-             conversation: ConversationOptions | None = None) -> LangGraphSession:
+             conversation: ConversationOptions | None = None, item: ItemInfo | None = None) -> LangGraphSession:
         if conversation is None or conversation.options is None:
             run_options, config, extra = self.run_options, self.config, self.input
             thread = conversation.thread if conversation is not None else self.thread(self.options, multi_turn=True)

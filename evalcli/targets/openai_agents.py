@@ -34,7 +34,7 @@ from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapt
 
 from ..messages import Message
 from .openai_format import assistant, jsonable, keyword_names, tool_call, tool_result, type_name
-from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, Reply, Thread, TurnFailed, new_thread_id
+from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 
 OWNED = ("starting_agent", "input", "session", "previous_response_id", "auto_previous_response_id",
          "conversation_id")
@@ -91,7 +91,7 @@ class OpenAIAgentsAdapter(Adapter):
         return Thread(new_thread_id(), None)
 
     def open(self, *, multi_turn: bool, calls: Calls,
-             conversation: ConversationOptions | None = None) -> OpenAIAgentsSession:
+             conversation: ConversationOptions | None = None, item: ItemInfo | None = None) -> OpenAIAgentsSession:
         if conversation is None or conversation.options is None:
             options, config, raw, from_setup = self.run_options, self.run_config, self.options, False
         else:

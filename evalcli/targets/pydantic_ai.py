@@ -30,7 +30,7 @@ from pydantic_ai import capture_run_messages
 
 from ..messages import Message
 from .openai_format import assistant, jsonable, keyword_names, tool_call, tool_result, type_name
-from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, Reply, Thread, TurnFailed, new_thread_id
+from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 
 OWNED = ("user_prompt", "message_history", "conversation", "conversation_id")
 """Parameters of ``agent.run`` that evalcli sets itself: the prompt and the thread's history."""
@@ -76,7 +76,7 @@ class PydanticAIAdapter(Adapter):
                 "returns {'deps': ...}"]
 
     def open(self, *, multi_turn: bool, calls: Calls,
-             conversation: ConversationOptions | None = None) -> PydanticAISession:
+             conversation: ConversationOptions | None = None, item: ItemInfo | None = None) -> PydanticAISession:
         if conversation is None or conversation.options is None:
             options = self.run_options  # the YAML's own deps are validated anew for each conversation below
             yaml_deps = "deps" in options

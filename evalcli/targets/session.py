@@ -17,16 +17,29 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..errors import TargetError
 from ..messages import Message
 from ..results import Interrupt
 
+if TYPE_CHECKING:
+    from ..llm import LLMClient
+
 RESERVED_OPTIONS = ("memory", "adapter", "keep_checkpointer", "setup")
 """``target_options`` keys evalcli reads itself; the rest go to the agent's call."""
 DATASET_ONLY_OPTIONS = ("adapter", "keep_checkpointer")
 """Options that hold for the whole run: an item's ``target_options`` may not set them."""
+
+
+class ConfigProblem(ValueError):
+    """A mistake in a target's mapping (``target: {http: ...}``); ``at`` is where, inside that target's settings."""
+
+    def __init__(self, at: tuple[str | int, ...], message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.at = at
+        self.message = message
+        self.hint = hint
 
 
 class TurnTimedOut(Exception):
@@ -87,11 +100,22 @@ class Session(Protocol):
 
 
 class Calls(Protocol):
-    """How adapters call into user code: sync functions off the event loop, all under the turn timeout."""
+    """How adapters call into user code: sync functions off the event loop, all under the turn timeout; and the
+    run's LLM client, for targets that are a model."""
 
     async def call_sync(self, fn: Any, *args: Any, **kwargs: Any) -> Any: ...
 
     async def call_async(self, awaitable: Any) -> Any: ...
+
+    def llm(self) -> LLMClient: ...
+
+
+@dataclass(frozen=True)
+class ItemInfo:
+    """What an adapter may read about the item whose conversation it opens (the ``http`` target's templates do)."""
+
+    id: str
+    metadata: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -123,6 +147,16 @@ def fresh_thread(options: Mapping[str, Any]) -> Thread:
     """A new thread (a UUID); the resource is ``target_options.memory.resource`` if pinned, else the thread."""
     thread = new_thread_id()
     return Thread(thread, pinned_resource(options) or thread)
+
+
+def caller_thread(options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+    """The thread of a conversation of a target that keeps no thread of its own: a fresh one for a multi-turn item;
+    for a single-turn one, ``target_options.memory``'s ``thread`` and ``resource`` (possibly none)."""
+    if multi_turn:
+        return fresh_thread(options)
+    memory = options.get("memory")
+    caller = memory if isinstance(memory, dict) else {}
+    return Thread(caller.get("thread"), caller.get("resource"))
 
 
 def merge_options(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -161,6 +195,8 @@ class Adapter(ABC):
     ``input``)."""
     resumes: ClassVar[bool] = False
     """Whether its agents can stop on an interrupt and be resumed (``send(text, resume=...)``)."""
+    memory_hint: ClassVar[str] = "give the target a 'memory' attribute, e.g. evalcli.Memory"
+    """What the memory warning tells a user whose target has no memory (SPEC §2)."""
 
     def __init__(self, spec: str, obj: Any, options: dict[str, Any]) -> None:
         self.spec = spec
@@ -234,8 +270,9 @@ class Adapter(ABC):
         """Raise ``ValueError`` or ``TypeError`` naming an option whose value does not fit."""
 
     @abstractmethod
-    def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None) -> Session:
-        """A session for one conversation (``multi_turn`` for ``inputs``/``turns``/``simulate`` items), on
+    def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
+             item: ItemInfo | None = None) -> Session:
+        """A session for one conversation (``multi_turn`` for ``inputs``/``turns``/``simulate`` items) of ``item``, on
         ``conversation``'s thread and options (``None``: a fresh thread, the dataset's options)."""
 
     async def aclose(self) -> None:  # noqa: B027 - most adapters hold nothing for the whole run
