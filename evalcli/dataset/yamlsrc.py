@@ -3,6 +3,11 @@
 ``load_yaml`` returns plain Python data plus a ``Positions`` map from a value's path (a tuple of
 keys and list indexes) to its place in the file, so any error found later can point at the line.
 Anchors are allowed, but the expanded document is bounded, so a "billion laughs" bomb fails fast.
+
+Where pyyaml has its libyaml binding (its PyPI wheels do), libyaml scans and parses the text (several times
+faster than pyyaml's pure-Python reader, scanner and parser) and pyyaml's composer and safe constructor build
+the same nodes with the same marks; the composer stays in Python so that absurd nesting still ends in a
+RecursionError reported as an error (libyaml's own composer would overflow the C stack instead).
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from ..errors import DatasetError, Problem
 from ..secrets import looks_secret
@@ -27,6 +35,36 @@ MAX_DEPTH = 64
 MAX_EXPANDED_CHARS = 4 * MAX_FILE_BYTES
 
 _INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # pyyaml built without libyaml
+    CParser = None
+
+
+if CParser is not None:
+
+    class LibyamlLoader(CParser, Composer, SafeConstructor, Resolver):  # type: ignore[misc,valid-type]
+        """libyaml's scanner and parser, pyyaml's composer and safe constructor: ``yaml.SafeLoader``'s nodes."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+
+        get_single_node = Composer.get_single_node
+        compose_document = Composer.compose_document
+        compose_node = Composer.compose_node
+
+        def get_mark(self) -> Any:
+            """Where parsing stands: the start of the next event."""
+            return self.peek_event().start_mark
+
+
+def make_loader(text: str) -> Any:
+    """The fastest safe loader this pyyaml has (``LibyamlLoader``, else ``yaml.SafeLoader``)."""
+    return LibyamlLoader(text) if CParser is not None else yaml.SafeLoader(text)
 
 
 @dataclass
@@ -65,7 +103,7 @@ class Interpolated:
 
 
 class _Walker:
-    def __init__(self, file: str, loader: yaml.SafeLoader, env: dict[str, str]) -> None:
+    def __init__(self, file: str, loader: Any, env: dict[str, str]) -> None:
         self.positions = Positions(file)
         self.loader = loader
         self.env = env
@@ -159,17 +197,15 @@ def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[
                                           f"{MAX_FILE_BYTES // (1024 * 1024)} MB",
                                     "split the data into a JSONL file named by 'data_file:'")])
     try:
-        loader = yaml.SafeLoader(text)
-    except yaml.reader.ReaderError as exc:  # a control character anywhere: the reader checks the whole text
-        line = text.count("\n", 0, exc.position) + 1
-        column = exc.position - text.rfind("\n", 0, exc.position)
-        raise DatasetError([Problem(f"{file}:{line}:{column}", f"not valid YAML: control character "
-                                                              f"{exc.character:#04x} is not allowed",
-                                    "remove it (inside double quotes it may be written as an escape, e.g. \\t)")]) from None
+        loader = make_loader(text)
+    except yaml.reader.ReaderError as exc:  # a control character anywhere: pyyaml's reader checks the whole text
+        raise DatasetError([_unprintable(exc, text, file, in_bytes=False)]) from None
     walker = _Walker(file, loader, dict(os.environ) if env is None else env)
     try:
         node = loader.get_single_node()
         data = walker.walk(node, ()) if node is not None else None
+    except yaml.reader.ReaderError as exc:  # libyaml meets it while parsing, at a byte offset
+        raise DatasetError([_unprintable(exc, text, file, in_bytes=True)]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
@@ -186,6 +222,17 @@ def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[
         loader.dispose()
     walker.used.problems.extend(walker.problems)
     return data, walker.positions, walker.used
+
+
+def _unprintable(exc: yaml.reader.ReaderError, text: str, file: str, *, in_bytes: bool) -> Problem:
+    position = len(text.encode("utf-8")[: exc.position].decode("utf-8", "ignore")) if in_bytes else exc.position
+    line = text.count("\n", 0, position) + 1
+    column = position - text.rfind("\n", 0, position)
+    found = text[position] if position < len(text) else exc.character
+    code = ord(found) if isinstance(found, str) and len(found) == 1 else found
+    shown = f"{code:#04x}" if isinstance(code, int) else repr(code)
+    return Problem(f"{file}:{line}:{column}", f"not valid YAML: control character {shown} is not allowed",
+                   "remove it (inside double quotes it may be written as an escape, e.g. \\t)")
 
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str:
