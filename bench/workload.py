@@ -61,8 +61,9 @@ def turn_inputs(i: int, turns: int) -> list[str]:
     return [f"Conversation {i}, turn {t}: what is the weather in Brooklyn?" for t in range(turns)]
 
 
-def write_dataset(work: Workload, api_base: str | None = None) -> Path:
-    """Write the workload's JSONL dataset under ``bench/out`` (reused when it already exists)."""
+def write_dataset(work: Workload, api_base: str | None = None, fmt: str = "jsonl") -> Path:
+    """Write the workload's dataset under ``bench/out`` (reused when it already exists): JSONL, or with
+    ``fmt="yaml"`` the same header and items as one YAML file (block style, as people write them)."""
     OUT.mkdir(parents=True, exist_ok=True)
     options: dict[str, Any] = {"latency": work.latency}
     if api_base:
@@ -75,19 +76,25 @@ def write_dataset(work: Workload, api_base: str | None = None) -> Path:
               "concurrency": work.concurrency, "gates": gates, "scorers": scorers}
     key = f"{work.target}-{'tools' if work.tools else 'text'}-{work.name}-l{work.latency:g}-c{work.concurrency}"
     digest = hashlib.sha256(json.dumps(header, sort_keys=True).encode()).hexdigest()[:8]
-    path = OUT / f"{key}-{digest}.jsonl"
+    path = OUT / f"{key}-{digest}.{fmt}"
     if path.exists():
         return path
+    items = []
+    for i in range(work.n):
+        inputs = turn_inputs(i, work.turns)
+        if i % 2 == 0:
+            items.append({"id": f"c{i}", "inputs": inputs})
+        else:
+            items.append({"id": f"c{i}", "turns": [{"input": text, "gates": [turn_gate]} for text in inputs]})
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as out:
-        out.write(json.dumps(header) + "\n")
-        for i in range(work.n):
-            inputs = turn_inputs(i, work.turns)
-            if i % 2 == 0:
-                item: dict[str, Any] = {"id": f"c{i}", "inputs": inputs}
-            else:
-                item = {"id": f"c{i}", "turns": [{"input": text, "gates": [turn_gate]} for text in inputs]}
-            out.write(json.dumps(item) + "\n")
+        if fmt == "yaml":
+            import yaml
+
+            out.write(yaml.safe_dump({**header, "data": items}, sort_keys=False, allow_unicode=True, width=1000))
+        else:
+            out.write(json.dumps(header) + "\n")
+            out.writelines(json.dumps(item) + "\n" for item in items)
     tmp.replace(path)
     return path
 

@@ -209,9 +209,10 @@ def _message_of(body: Any) -> str | None:
     if not isinstance(body, dict):
         return None
     error = body.get("error")
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"]
-    return body["message"] if isinstance(body.get("message"), str) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str):
+        message = body.get("message")
+    return message if isinstance(message, str) else None
 
 
 def _error_message(status: int, data: bytes) -> str:
