@@ -9,8 +9,12 @@ import secrets
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.llm_server import LLMServer, Reply, Request, status, verdict
 from tests.reliability_helpers import cli_env, load_json, run_cli, write_project
+
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
 
 AGENT = """
 import json, os

@@ -390,8 +390,9 @@ class LLMClient:
         found = self._route(model, kwargs.get("api_base"))
         timeout = self.settings.timeout
         if found == "litellm":
-            from .litellm_backend import acompletion
+            from .litellm_backend import acompletion, import_litellm
 
+            import_litellm()  # its seconds of import are no attempt's: they never count against the timeout
             return lambda: acompletion(kwargs, timeout, self.unpriced)
         params = {k: kwargs[k] for k in PARAMS if k in kwargs}
         if found == "local":
