@@ -36,7 +36,8 @@ class Workload:
     latency: float
     concurrency: int
     target: str = "sleep"
-    """``sleep`` (asyncio.sleep in the target) or ``http`` (a model call through litellm to the loopback server)."""
+    """``sleep`` (asyncio.sleep in the target) or ``http`` (a model call through evalcli's LLM client to the loopback
+    server, on the backend ``EVALCLI_LLM_BACKEND`` names)."""
     tools: bool = True
     """Replies carry a get_weather tool call (checked with called_tool); ``False``: one text message."""
 
@@ -114,6 +115,8 @@ class Measure:
     """``time.time()`` when the process was started."""
     startup_seconds: float | None = None
     """evalcli: process start to the run's start (imports, validation, opening the database)."""
+    cpu_seconds: float = 0.0
+    """The process's own CPU time, user + system (``os.wait4``)."""
 
     @property
     def after_startup(self) -> float | None:
@@ -143,21 +146,29 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None)
     process.returncode = os.waitstatus_to_exitcode(status)
     return Measure(wall, usage.ru_maxrss / 1024, process.returncode,
                    chunks.get("out", b"").decode(errors="replace"), chunks.get("err", b"").decode(errors="replace"),
-                   spawned_at=spawned_at)
+                   spawned_at=spawned_at, cpu_seconds=usage.ru_utime + usage.ru_stime)
 
 
 def run_evalcli(dataset: Path, *, extra_args: list[str] | None = None, profile: Path | None = None,
-                quiet: bool = True) -> Measure:
-    """Run the real ``evalcli run`` CLI (``--quiet`` unless asked, a fresh ``--db`` in a temporary folder)."""
+                quiet: bool = True, backend: str = "auto", env: dict[str, str] | None = None,
+                scorers: Path | None = None) -> Measure:
+    """Run the real ``evalcli run`` CLI (``--quiet`` unless asked, a fresh ``--db`` in a temporary folder) with
+    ``EVALCLI_LLM_BACKEND=backend``; ``{tmp}`` in ``extra_args`` is that temporary folder."""
     with tempfile.TemporaryDirectory(prefix="evalcli-bench-") as tmp:
         db = Path(tmp) / "bench.db"
         prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else [sys.executable]
         command = [*prefix, "-m", "evalcli", "run", str(dataset), "--db", str(db),
-                   "--scorers", str(BENCH / "scorers.yaml"),
-                   *(["--quiet"] if quiet else []), *(extra_args or [])]
-        result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key"})
+                   "--scorers", str(scorers or BENCH / "scorers.yaml"),
+                   *(["--quiet"] if quiet else []), *(a.replace("{tmp}", tmp) for a in extra_args or [])]
+        result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key",
+                                                 "EVALCLI_LLM_BACKEND": backend, **(env or {})})
         record_run_times(result, db)
     return result
+
+
+def load_average() -> str:
+    """The machine's 1, 5 and 15-minute load averages, for the figures beside them."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def record_run_times(result: Measure, db: Path) -> None:

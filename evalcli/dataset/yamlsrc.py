@@ -43,12 +43,13 @@ class Positions:
     values: dict[Path, tuple[int, int]] = field(default_factory=dict)
     keys: dict[Path, tuple[int, int]] = field(default_factory=dict)
     root: Node | None = None
+    _index: dict[int, dict[Any, tuple[Node, Node]]] = field(default_factory=dict, repr=False, compare=False)
 
     def where(self, path: Sequence[str | int], *, key: bool = False) -> str:
         """``FILE:LINE:COL`` of the deepest known part of ``path`` (its key, if asked and known)."""
         path = tuple(path)
         if self.root is not None:
-            line, column = _locate(self.root, path, key)
+            line, column = self._locate(path, key)
             return f"{self.file}:{line + 1}:{column + 1}"
         while True:
             spot = (self.keys.get(path) if key else None) or self.values.get(path)
@@ -59,29 +60,29 @@ class Positions:
             path = path[:-1]
             key = False
 
+    def _locate(self, path: Path, key: bool) -> tuple[int, int]:
+        """The place of the deepest node along ``path`` (of its key, when asked and the whole path is found).
+        Keys are matched as ``load_yaml`` made them; a repeated key finds its last occurrence (the value kept)."""
+        assert self.root is not None
+        node, spot, key_spot = self.root, yamlnodes.place(self.root), None
+        for part in path:
+            if node[0] == MAPPING:
+                index = self._index.get(id(node))
+                if index is None:  # each mapping is indexed once, when first asked about
+                    index = self._index[id(node)] = {_key_of(k): (k, v) for k, v in node[1] if k[0] == SCALAR}
+                found = index.get(part)
+                if found is None:
+                    return spot
+                key_spot, node = yamlnodes.place(found[0]), found[1]
+            elif node[0] == SEQUENCE and type(part) is int and 0 <= part < len(node[1]):
+                key_spot, node = None, node[1][part]
+            else:
+                return spot
+            spot = yamlnodes.place(node)
+        return key_spot if key and key_spot is not None else spot
+
     def problem(self, path: Sequence[str | int], message: str, hint: str = "", *, key: bool = False) -> Problem:
         return Problem(self.where(path, key=key), message, hint)
-
-
-def _locate(root: Node, path: Path, key: bool) -> tuple[int, int]:
-    """The place of the deepest node along ``path`` (of its key, when asked and the whole path is found).
-    Keys are matched as ``load_yaml`` made them; a repeated key finds its last occurrence (the value kept)."""
-    node, spot, key_spot = root, yamlnodes.place(root), None
-    for part in path:
-        if node[0] == MAPPING:
-            found = None
-            for key_node, value_node in node[1]:
-                if key_node[0] == SCALAR and _key_of(key_node) == part:
-                    found = key_node, value_node
-            if found is None:
-                return spot
-            key_spot, node = yamlnodes.place(found[0]), found[1]
-        elif node[0] == SEQUENCE and type(part) is int and 0 <= part < len(node[1]):
-            key_spot, node = None, node[1][part]
-        else:
-            return spot
-        spot = yamlnodes.place(node)
-    return key_spot if key and key_spot is not None else spot
 
 
 def _key_of(node: Node) -> str | int:

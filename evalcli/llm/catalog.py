@@ -269,7 +269,7 @@ def cost(info: dict[str, Any], usage: dict[str, Any], service_tier: Any = None, 
     input_rate = rate("input_cost_per_token", 0.0) or 0.0
     output_rate = rate("output_cost_per_token", 0.0) or 0.0
     cache_read = rate("cache_read_input_token_cost", None)
-    for threshold, key in sorted((_threshold(k), k) for k in info if _THRESHOLD.match(k)):
+    for threshold, key in _thresholds(info):
         if prompt_tokens > threshold:
             above = key.removeprefix("input_cost_per_token")
             input_rate = rate(f"input_cost_per_token{above}", input_rate) or 0.0
@@ -305,6 +305,17 @@ def cost(info: dict[str, Any], usage: dict[str, Any], service_tier: Any = None, 
         prompt_cost *= uplift
         completion_cost *= uplift
     return prompt_cost + completion_cost
+
+
+_threshold_keys: dict[int, tuple[dict[str, Any], list[tuple[float, str]]]] = {}
+
+
+def _thresholds(info: dict[str, Any]) -> list[tuple[float, str]]:
+    """The entry's long-context price tiers (``input_cost_per_token_above_272k_tokens``...), lowest first."""
+    found = _threshold_keys.get(id(info))
+    if found is None or found[0] is not info:
+        found = _threshold_keys[id(info)] = (info, sorted((_threshold(k), k) for k in info if _THRESHOLD.match(k)))
+    return found[1]
 
 
 def _threshold(key: str) -> float:

@@ -255,7 +255,8 @@ class LLMClient:
         """Models litellm has no price for (it said so once): asking again would raise on every call."""
         self._paths: dict[tuple[str, str | None], Any] = {}
         """Per (model, api_base): its ``openai_compat.Route``, ``"local"`` or ``"litellm"``."""
-        self._prices: dict[tuple[str, str, Any], dict[str, Any] | None] = {}
+        self._prices: dict[tuple[str, str, Any], tuple[dict[str, Any], str | None] | None] = {}
+        """Per (model, provider, model that answered): the table entry pricing it and the region, if priced."""
 
     def path(self, model: str, api_base: str | None = None) -> str:
         """Which path calls to this model take: ``openai`` (Chat Completions spoken by evalcli), ``local`` (the
@@ -414,14 +415,13 @@ class LLMClient:
         served = response.get("model")
         key = (found.name, found.provider, served)
         if key not in self._prices:
-            self._prices[key] = catalog.pricing_info(found.name, served if isinstance(served, str) else None,
-                                                     found.provider)
-        info = self._prices[key]
+            info = catalog.pricing_info(found.name, served if isinstance(served, str) else None, found.provider)
+            self._prices[key] = (info, catalog.data_residency(found.provider, found.api_base)) if info else None
+        priced = self._prices[key]
         usage = response.get("usage")
-        if info is None or not isinstance(usage, dict):
+        if priced is None or not isinstance(usage, dict):
             return 0.0
-        return catalog.cost(info, usage, response.get("service_tier"),
-                            catalog.data_residency(found.provider, found.api_base))
+        return catalog.cost(priced[0], usage, response.get("service_tier"), priced[1])
 
     def _backoff(self, model: str, exc: BaseException, attempt: int) -> float:
         base = min(self.settings.backoff_max, self.settings.backoff_base * 2.0 ** (attempt - 1))

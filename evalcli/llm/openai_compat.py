@@ -58,6 +58,8 @@ class Route:
     headers: dict[str, str]
     """Secret (the API key): never shown or stored."""
     api_base: str
+    proxy: str | None = None
+    """The proxy the environment names for this URL (``HTTPS_PROXY``, ``NO_PROXY``...), found once."""
 
     def __repr__(self) -> str:
         return f"Route({self.provider!r}, {self.name!r}, {self.url!r})"
@@ -100,7 +102,23 @@ def route(model: str, api_base: str | None, env: Mapping[str, str] | None = None
     if key:
         headers["Authorization"] = f"Bearer {key}"
     headers.update({"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "evalcli"})
-    return Route(provider, name, base.rstrip("/") + "/chat/completions", headers, base)
+    url = base.rstrip("/") + "/chat/completions"
+    return Route(provider, name, url, headers, base, _proxy_for(url, source))
+
+
+def _proxy_for(url: str, env: Mapping[str, str]) -> str | None:
+    """The proxy for ``url`` as httpx (litellm's client) reads the environment: ``HTTPS_PROXY``/``HTTP_PROXY``/
+    ``ALL_PROXY`` (any case), unless ``NO_PROXY`` covers the host."""
+    from urllib.parse import urlsplit
+    from urllib.request import proxy_bypass_environment
+
+    parts = urlsplit(url)
+    proxies = {k.lower()[: -len("_proxy")]: v for k, v in env.items() if k.lower().endswith("_proxy") and v}
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or not parts.hostname:
+        return None
+    bypass = {"no": proxies["no"]} if "no" in proxies else {}
+    return None if proxy_bypass_environment(parts.hostname, bypass) else proxy
 
 
 # -- the request ----------------------------------------------------------------------------------------
@@ -234,7 +252,9 @@ class Transport:
 
         self._aiohttp = aiohttp
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-        self.session = aiohttp.ClientSession(connector=connector, trust_env=True, auto_decompress=True,
+        # the environment's proxies are read once per route (trust_env would look them and ~/.netrc up in a
+        # thread on every request)
+        self.session = aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=True,
                                              skip_auto_headers=("User-Agent",))
         self._keeper: AsyncIterator[None] | None = _closer(self.session)
 
@@ -247,7 +267,9 @@ class Transport:
         """One attempt: the completion, or a ``ProviderError``."""
         data = json.dumps(body, ensure_ascii=False).encode()
         errors = self._aiohttp
-        options = {"ssl": _ssl_context()} if route.url.startswith("https:") else {}
+        options: dict[str, Any] = {"ssl": _ssl_context()} if route.url.startswith("https:") else {}
+        if route.proxy:
+            options["proxy"] = route.proxy
         for fresh in (False, True):
             try:
                 async with asyncio.timeout(timeout):
