@@ -55,6 +55,22 @@ class Redactor:
         return value
 
 
+_environment: tuple[dict[Any, Any], Redactor] | None = None
+
+
+def _environment_redactor() -> Redactor:
+    """A ``Redactor`` of the environment's secrets, made again only when the environment changes (a model call's
+    error text or cached reply is redacted on every call; reading the environment and compiling the pattern
+    each time cost more than the redaction)."""
+    global _environment
+    raw = getattr(os.environ, "_data", None)  # CPython's mapping under os.environ: comparing it is cheap
+    if not isinstance(raw, dict):
+        return Redactor()
+    if _environment is None or _environment[0] != raw:
+        _environment = (dict(raw), Redactor())
+    return _environment[1]
+
+
 def redact_text(text: str) -> str:
     """Secret environment values and anything shaped like a provider key, replaced (for error texts)."""
-    return KEY_SHAPE.sub(REDACTED, Redactor()(text))
+    return KEY_SHAPE.sub(REDACTED, _environment_redactor()(text))

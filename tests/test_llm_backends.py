@@ -373,3 +373,18 @@ def test_each_backend_hits_the_cache_the_other_filled(llm_server: LLMServer, tmp
     assert {row[2] for row in second_calls if row[7]} == {"judge", "simulator"}
     assert all(row[7] for row in second_calls if row[2] != "agent")
 
+
+
+@pytest.mark.parametrize("backend", ["auto", "litellm"])
+def test_the_environments_proxy_settings_are_followed(llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch,
+                                                      backend: str) -> None:
+    llm_server.responder = lambda request: text("ok")
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{llm_server.port}")
+    call(LLMClient(fast(backend)), "http://upstream.invalid/v1", "openai/x")
+    assert llm_server.requests[-1].path == "http://upstream.invalid/v1/chat/completions"  # sent to the proxy
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    call(LLMClient(fast(backend)), llm_server, "openai/x")
+    assert llm_server.requests[-1].path == "/v1/chat/completions"  # straight to the server

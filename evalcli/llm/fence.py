@@ -51,8 +51,11 @@ _LOOKALIKES = dict(zip(map(ord, "АВЕЅІЈКМНОРСТХУаеіјорсѕ�
 """Cyrillic and Greek letters that look like Latin ones (a marker spelled with them still looks like one)."""
 
 
-def _folded(text: str) -> tuple[str, list[int]]:
-    """The text without accents and with look-alike letters made Latin, and where each char came from."""
+def _folded(text: str) -> tuple[str, list[int] | None]:
+    """The text without accents and with look-alike letters made Latin, and where each char came from
+    (``None``: from the same place, as in ASCII text, which folding leaves as it is)."""
+    if text.isascii():
+        return text, None
     chars: list[str] = []
     origin: list[int] = []
     for index, char in enumerate(text):
@@ -70,8 +73,10 @@ def neutralise(text: str) -> str:
     pieces, last = [], 0
     for match in _MARKER.finditer(folded):
         if match.end() > match.start():
-            pieces += [text[last:origin[match.start()]], MARKER_REMOVED]
-            last = origin[match.end() - 1] + 1
+            start, end = (match.start(), match.end() - 1) if origin is None else (origin[match.start()],
+                                                                                 origin[match.end() - 1])
+            pieces += [text[last:start], MARKER_REMOVED]
+            last = end + 1
     text = "".join(pieces) + text[last:]
     return _ANGLES.sub(MARKER_REMOVED, text)
 

@@ -108,17 +108,20 @@ def route(model: str, api_base: str | None, env: Mapping[str, str] | None = None
 
 def _proxy_for(url: str, env: Mapping[str, str]) -> str | None:
     """The proxy for ``url`` as httpx (litellm's client) reads the environment: ``HTTPS_PROXY``/``HTTP_PROXY``/
-    ``ALL_PROXY`` (any case), unless ``NO_PROXY`` covers the host."""
+    ``ALL_PROXY`` (any case), unless ``NO_PROXY`` covers the host (``*``, the host, or a domain it is in)."""
     from urllib.parse import urlsplit
-    from urllib.request import proxy_bypass_environment
 
     parts = urlsplit(url)
     proxies = {k.lower()[: -len("_proxy")]: v for k, v in env.items() if k.lower().endswith("_proxy") and v}
     proxy = proxies.get(parts.scheme) or proxies.get("all")
-    if not proxy or not parts.hostname:
+    host = (parts.hostname or "").lower()
+    if not proxy or not host:
         return None
-    bypass = {"no": proxies["no"]} if "no" in proxies else {}
-    return None if proxy_bypass_environment(parts.hostname, bypass) else proxy
+    for entry in (e.strip().lower() for e in proxies.get("no", "").split(",")):
+        entry = entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry  # host:port names the host
+        if entry == "*" or (entry and (host == entry.lstrip(".") or host.endswith("." + entry.lstrip(".")))):
+            return None
+    return proxy
 
 
 # -- the request ----------------------------------------------------------------------------------------
