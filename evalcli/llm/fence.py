@@ -43,6 +43,7 @@ _MARKER = re.compile(
     ),
     re.IGNORECASE,
 )
+_MARKER_WORDS = ("transcript", "tool", "listed")
 _ANGLES = re.compile(r"<(?:\s*<){2,}|>(?:\s*>){2,}")
 _LABEL = re.compile(r"^(\s*)((?:user|assistant|tool result|tool call)\b[^:\n]{0,40}:)", re.IGNORECASE | re.MULTILINE)
 
@@ -58,12 +59,22 @@ def _folded(text: str) -> tuple[str, list[int] | None]:
         return text, None
     chars: list[str] = []
     origin: list[int] = []
-    for index, char in enumerate(text):
-        for part in unicodedata.normalize("NFKD", char):
-            if not unicodedata.combining(part):
-                chars.append(part.translate(_LOOKALIKES))
-                origin.append(index)
+    last = 0
+    for run in _NON_ASCII.finditer(text):  # ASCII stretches are copied whole; only the rest is folded char by char
+        chars.append(text[last:run.start()])
+        origin.extend(range(last, run.start()))
+        for index in range(run.start(), run.end()):
+            for part in unicodedata.normalize("NFKD", text[index]):
+                if not unicodedata.combining(part):
+                    chars.append(part.translate(_LOOKALIKES))
+                    origin.append(index)
+        last = run.end()
+    chars.append(text[last:])
+    origin.extend(range(last, len(text)))
     return "".join(chars), origin
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def neutralise(text: str) -> str:
@@ -71,7 +82,10 @@ def neutralise(text: str) -> str:
     text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
     folded, origin = _folded(text)
     pieces, last = [], 0
-    for match in _MARKER.finditer(folded):
+    lowered = folded.casefold()
+    # every marker holds one of these words whole: without them there is nothing to find (and the scan is the cost)
+    matches = _MARKER.finditer(folded) if any(word in lowered for word in _MARKER_WORDS) else ()
+    for match in matches:
         if match.end() > match.start():
             start, end = (match.start(), match.end() - 1) if origin is None else (origin[match.start()],
                                                                                  origin[match.end() - 1])
