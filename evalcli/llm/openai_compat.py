@@ -259,7 +259,7 @@ class Transport:
         # thread on every request)
         self.session = aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=True,
                                              skip_auto_headers=("User-Agent",))
-        self._keeper: AsyncIterator[None] | None = _closer(self.session)
+        self._keeper: AsyncIterator[None] | None = _closer(self)
 
     async def start(self) -> None:
         # an async generator the loop finalises at shutdown (asyncio.run's shutdown_asyncgens) closes the session
@@ -295,11 +295,15 @@ class Transport:
         await self.session.close()
 
 
-async def _closer(session: Any) -> AsyncIterator[None]:
+async def _closer(transport: Transport) -> AsyncIterator[None]:
+    """Closes the transport's session when the loop shuts down (and forgets it, so nothing keeps the loop)."""
     try:
         yield
     finally:
-        await session.close()
+        await transport.session.close()
+        loop = asyncio.get_running_loop()
+        if _transports.get(loop) is transport:
+            del _transports[loop]
 
 
 @functools.cache
