@@ -14,6 +14,7 @@ demo: install
 	evalcli run datasets/weather.yaml
 
 test: install
+	$(PYTHON) -m tests.mastra_server --install
 	$(PYTHON) -m pytest
 
 bench: install

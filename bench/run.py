@@ -9,21 +9,30 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
    ideal = N*T*latency/concurrency (wall includes start-up, loading and the final report);
 2. overhead per turn with a zero-latency target (SQLite writes included);
 3. peak RSS of a 20,000-conversation run (and of a 10x smaller one, to show it stays flat);
+   and SPEC §17's ``http`` target against a loopback agent endpoint (bench/agent_server.py), with evalcli's
+   CPU per turn;
 4. Mastra's ``runEvals`` (Node, ``@mastra/core`` from npm, installed into ``bench/mastra/node_modules``
-   on first use) on the identical workload, with evalcli/Mastra wall-time ratios;
+   on first use) on the identical workload, with evalcli/Mastra wall-time ratios; and SPEC §17's ``mastra``
+   target against the real Mastra server of tests/mastra/ (its own CPU shown apart);
 5. the HTML report of a stored 1,000 x 3 run: time to write it, its size, and its load time in headless
    Chromium (``bench/report.py``);
 6. simulated users (``bench/simulate.py``): simulator and agent each one model call per turn to a loopback
    server, against the serial turn chain of each conversation, on both backends;
 7. the framework adapters' overhead: each framework's agent played directly and through evalcli's adapter on the
    same loopback server (``bench/adapters.py``), both walls and their ratio;
-8. SPEC §20 (``bench/llm_bench.py``): CPU per LLM call on each backend (``cpu``), a judge's start-up cost
-   (``judge``), and whole runs from a YAML file with start-up taken as a 1-conversation run's wall (``yaml``).
+8. the pytest plugin (``bench/pytest_plugin.py``): what it adds to an unrelated suite's start-up, and a dataset of
+   8 conversations of 1 s at concurrency 4 played under pytest;
+9. repeated judging (``bench/samples.py``): recorded conversations judged with ``samples: 1`` and ``samples: 3``,
+   against N x samples x latency / judge concurrency;
+10. SPEC §20 (``bench/llm_bench.py``): CPU per LLM call on each backend (``cpu``), a judge's start-up cost
+    (``judge``), and whole runs from a YAML file with start-up taken as a 1-conversation run's wall (``yaml``).
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
-[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters,cpu,judge,yaml] [--mastra-sizes 100x3,1000x3]
+[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters,pytest,samples,cpu,judge,yaml]
+[--mastra-sizes 100x3,1000x3] [--mastra-target-sizes 100x3,1000x3,3000x3]
 [--report-size 1000x3] [--simulate-cases 256x8@0.05,128x8@0.5] [--adapter-size 1000x3] [--adapter-concurrency 32]
-[--adapter-repeat 3] [--cpu-calls 2000] [--yaml-sizes 3000x3,10000x3] [--backends auto,litellm] [--repeat K]``.
+[--adapter-repeat 3] [--judge-size 1000] [--judge-latency 1.0] [--judge-concurrency 16] [--cpu-calls 2000]
+[--yaml-sizes 3000x3,10000x3] [--backends auto,litellm] [--repeat K]``.
 """
 
 from __future__ import annotations
@@ -42,13 +51,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import llm_bench, simulate
+from bench import llm_bench, pytest_plugin, samples, simulate
 from bench.report import report_section
 from bench.workload import BENCH, Measure, Workload, load_average, measure, model_server, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
-SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters", "cpu", "judge",
-            "yaml")
+SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters", "pytest",
+            "samples", "cpu", "judge", "yaml")
 BACKEND_NAMES = llm_bench.BACKEND_NAMES
 FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph")
 
@@ -164,7 +173,34 @@ def http_section(args: argparse.Namespace) -> list[Row]:
                 for n, t in sizes(args.http_sizes) for backend in args.backends.split(",")]
     throughput_table(f"evalcli run, target calling a loopback OpenAI-compatible server ({args.latency * 1000:g} ms) "
                      f"through evalcli's LLM client, on each backend (load average {load_average()})", rows)
-    return rows
+    agent = [sys.executable, str(BENCH / "agent_server.py"), "--latency", str(args.latency)]
+    with model_server(agent, "the benchmark's agent endpoint") as base:
+        targets = [evalcli_row("http target", Workload(n, t, args.latency, args.concurrency, target="http-target"),
+                               args.repeat, base.removesuffix("/v1")) for n, t in sizes(args.http_sizes)]
+    throughput_table(f"evalcli run, target: {{http: ...}} (SPEC §17) against a loopback agent endpoint "
+                     f"(bench/agent_server.py) answering after {args.latency * 1000:g} ms", targets)
+    ends = [targets[0].work, targets[-1].work]
+    sleeping = [evalcli_row("sleep", Workload(w.n, w.turns, w.latency, w.concurrency), args.repeat) for w in ends]
+    base = cpu_per_turn("sleep target (the same sizes, for comparison)", sleeping, "no HTTP at all")
+    cpu_per_turn("http target", targets, "the agent endpoint's own CPU is not counted: it is another process", base)
+    return rows + targets
+
+
+def cpu_per_turn(case: str, rows: list[Row], note: str, base: float | None = None) -> float | None:
+    """The evalcli process's CPU per turn between the smallest and the largest case (start-up cancels out);
+    with ``base`` (the same for a target without HTTP), also the difference: what the HTTP turn itself costs."""
+    if len(rows) < 2:
+        return None
+    small, big = rows[0], rows[-1]
+    turns = big.work.n * big.work.turns - small.work.n * small.work.turns
+    marginal = (big.result.cpu_seconds - small.result.cpu_seconds) / turns * 1000
+    own = f"; the HTTP request itself {marginal - base:.3f} ms of it" if base is not None else ""
+    print(f"  {case}: evalcli CPU per turn {marginal:.3f} ms ({small.work.name} -> {big.work.name}, start-up excluded, "
+          f"SQLite writes and scoring included{own}; target <= 0.5 ms); {note}")
+    if big.work.latency:
+        print(f"  {case}: efficiency excluding start-up at {big.work.name}: {fmt(big.efficiency_after_startup, 3)} "
+              "(target >= 0.95)")
+    return marginal
 
 
 def zero_section(args: argparse.Namespace) -> None:
@@ -255,6 +291,32 @@ def mastra_section(args: argparse.Namespace) -> None:
                 ["model", "evalcli backend", "conv x turns", "conc", "latency", "ideal s", "evalcli s", "Mastra s",
                  "ratio", "evalcli run s", "Mastra run s", "run ratio", "evalcli MB", "Mastra MB"], rows)
     print("  wall = whole process (start-up, imports, run, report); run = runEvals() call / evalcli's run phase")
+    mastra_target_table(args)
+
+
+def mastra_target_table(args: argparse.Namespace) -> None:
+    """evalcli's ``mastra`` target (SPEC §17) against the real Mastra server of tests/mastra/ (a Memory on LibSQL, a
+    tool, a mock model answering after ``latency / 2`` per call: two calls per turn, so ``latency`` per reply)."""
+    from tests.mastra_server import MastraServer, Unavailable
+
+    rows, server_cpu = [], []
+    try:
+        with MastraServer(latency=args.latency / 2) as server:
+            for n, t in sizes(args.mastra_target_sizes):
+                before = server.cpu_seconds
+                work = Workload(n, t, args.latency, args.concurrency, target="mastra-target")
+                rows.append(evalcli_row("mastra target", work, 1, server.url))
+                server_cpu.append(server.cpu_seconds - before)
+    except Unavailable as exc:
+        print(f"\nmastra target skipped: {exc}")
+        return
+    throughput_table(f"evalcli run, target: {{mastra: ...}} (SPEC §17) against the real Mastra server "
+                     f"(@mastra/core, Memory on LibSQL; {args.latency * 1000:g} ms per reply)", rows)
+    for row, cpu in zip(rows, server_cpu, strict=True):
+        turns = row.work.n * row.work.turns
+        print(f"  Mastra server's own CPU at {row.work.name}: {cpu:.2f} s ({cpu / turns * 1000:.2f} ms per turn), "
+              f"evalcli's {row.result.cpu_seconds:.2f} s")
+    cpu_per_turn("mastra target", rows, "the Mastra server's CPU is shown apart above")
 
 
 def _node_version() -> str:
@@ -298,6 +360,8 @@ def main() -> None:
     parser.add_argument("--zero-sizes", default="100x3,3000x3", help="two zero-latency sizes (small,big)")
     parser.add_argument("--memory-size", default="20000x3", help="the large run whose peak RSS is reported")
     parser.add_argument("--mastra-sizes", default="100x3,1000x3", help="sizes run on both evalcli and Mastra")
+    parser.add_argument("--mastra-target-sizes", default="100x3,1000x3,3000x3",
+                        help="sizes of evalcli's mastra target against the real Mastra server")
     parser.add_argument("--report-size", default="1000x3", help="the stored run whose HTML report is measured")
     parser.add_argument("--simulate-cases", default=simulate.DEFAULT_CASES,
                         help="simulated-user cases, NxT@latency,... (simulator and agent each take the latency)")
@@ -312,14 +376,19 @@ def main() -> None:
     parser.add_argument("--yaml-sizes", default="3000x3,10000x3", help="whole runs from a YAML file (yaml)")
     parser.add_argument("--backends", default="auto,litellm",
                         help="EVALCLI_LLM_BACKEND values measured side by side (http, mastra, simulate)")
+    parser.add_argument("--judge-size", type=int, default=1000, help="recorded conversations judged (samples)")
+    parser.add_argument("--judge-latency", type=float, default=1.0, help="seconds per judge call (samples)")
+    parser.add_argument("--judge-concurrency", type=int, default=16, help="judge calls in flight (samples)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run: {','.join(SECTIONS)}")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.http_sizes, args.zero_sizes = "50x3,300x3", "50x3", "20x3,300x3"
         args.memory_size, args.mastra_sizes, args.report_size = "2000x3", "20x3", "200x3"
+        args.mastra_target_sizes = "20x3,100x3"
         args.simulate_cases = "32x8@0.05"
         args.adapter_size, args.adapter_repeat = "100x3", 1
         args.cpu_calls, args.yaml_sizes = 300, "300x3"
+        args.judge_size, args.judge_latency = 100, 0.2
     only = {s.strip() for s in args.only.split(",")}
     unknown = only - set(SECTIONS)
     if unknown:
@@ -352,6 +421,11 @@ def main() -> None:
         llm_bench.judge_section(1 if args.quick else max(args.repeat, 3))
     if "yaml" in only:
         llm_bench.yaml_section(sizes(args.yaml_sizes), args.latency, args.concurrency, max(args.repeat, 1))
+    if "samples" in only:
+        samples.section(args.judge_size, args.judge_latency, args.judge_concurrency, args.concurrency, [1, 3],
+                        args.repeat)
+    if "pytest" in only:
+        pytest_plugin.section(max(5, args.repeat * 5))
     print(f"\nbenchmark done in {time.perf_counter() - started:.0f} s")
 
 

@@ -36,8 +36,10 @@ class Workload:
     latency: float
     concurrency: int
     target: str = "sleep"
-    """``sleep`` (asyncio.sleep in the target) or ``http`` (a model call through evalcli's LLM client to the loopback
-    server, on the backend ``EVALCLI_LLM_BACKEND`` names)."""
+    """``sleep`` (asyncio.sleep in the target), ``http`` (a model call through evalcli's LLM client to the loopback
+    server, on the backend ``EVALCLI_LLM_BACKEND`` names), ``http-target`` (SPEC §17's ``target: {http: ...}``
+    against examples/targets/agent_server.py) or ``mastra-target`` (``target: {mastra: ...}`` against the real
+    Mastra server of tests/mastra/)."""
     tools: bool = True
     """Replies carry a get_weather tool call (checked with called_tool); ``False``: one text message."""
 
@@ -58,6 +60,15 @@ def _checks(tools: bool) -> tuple[list[Any], list[Any]]:
     return ["bench-mentions-brooklyn"], ["bench-no-error"]
 
 
+FORM_TARGETS = {
+    "http-target": lambda url: {"http": {"url": f"{url}/chat",
+                                         "body": {"message": "{{ input }}", "session_id": "{{ thread }}"},
+                                         "response": {"messages": "messages", "usage": "usage"}}},
+    "mastra-target": lambda url: {"mastra": {"url": url, "agent": "weatherAgent"}},
+}
+"""Targets written as mappings (SPEC §17), given the agent server's base URL."""
+
+
 def turn_inputs(i: int, turns: int) -> list[str]:
     return [f"Conversation {i}, turn {t}: what is the weather in Brooklyn?" for t in range(turns)]
 
@@ -73,8 +84,11 @@ def write_dataset(work: Workload, api_base: str | None = None, fmt: str = "jsonl
         options["tools"] = False
     gates, scorers = _checks(work.tools)
     turn_gate = gates[0]
-    header = {"target": f"bench.targets:{work.target}_agent", "target_options": options,
-              "concurrency": work.concurrency, "gates": gates, "scorers": scorers}
+    header: dict[str, Any] = {"target": f"bench.targets:{work.target}_agent", "target_options": options,
+                              "concurrency": work.concurrency, "gates": gates, "scorers": scorers}
+    if work.target in FORM_TARGETS:
+        header["target"] = FORM_TARGETS[work.target](api_base or "")
+        del header["target_options"]
     key = f"{work.target}-{'tools' if work.tools else 'text'}-{work.name}-l{work.latency:g}-c{work.concurrency}"
     digest = hashlib.sha256(json.dumps(header, sort_keys=True).encode()).hexdigest()[:8]
     path = OUT / f"{key}-{digest}.{fmt}"

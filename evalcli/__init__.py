@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .scorers import NotScorable, Score, ScorerRun, not_scorable
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -30,12 +28,15 @@ if TYPE_CHECKING:
     from .agent import Agent, Memory
     from .dataset import load_dataset
     from .run import RunOptions, run_evals
+    from .scorers import NotScorable, Score, ScorerRun, not_scorable
 
-_LAZY = {"Agent": "agent", "Memory": "agent", "run_evals": "run", "RunOptions": "run", "load_dataset": "dataset"}
+_LAZY = {"Agent": "agent", "Memory": "agent", "run_evals": "run", "RunOptions": "run", "load_dataset": "dataset",
+         "NotScorable": "scorers", "Score": "scorers", "ScorerRun": "scorers", "not_scorable": "scorers"}
 
 
 def __getattr__(name: str) -> Any:
-    # the runner, the Agent and their dependencies load only when used, keeping `import evalcli` light
+    # everything loads only when used: `import evalcli` (and evalcli's pytest plugin, inert unless a dataset is
+    # collected) costs nothing measurable
     if name in _LAZY:
         import importlib
 

@@ -24,6 +24,8 @@ class Form:
     """The conversation owns a thread: its turns are sent on one thread (every form but ``input``)."""
     per_turn: bool
     """Its turns carry their own gates and scorers, so a run has per-turn results (SPEC §6)."""
+    recorded: bool = False
+    """The conversation already happened: its turns are read from a recording and no target is called (SPEC §19)."""
 
 
 FORMS: dict[str, Form] = {form.name: form for form in (
@@ -31,6 +33,7 @@ FORMS: dict[str, Form] = {form.name: form for form in (
     Form("inputs", multi_turn=True, per_turn=False),
     Form("turns", multi_turn=True, per_turn=True),
     Form("simulate", multi_turn=True, per_turn=False),
+    Form("transcript", multi_turn=False, per_turn=False, recorded=True),
 )}
 
 
@@ -76,6 +79,25 @@ class Threshold:
 
 
 @dataclass(frozen=True)
+class JudgeSample:
+    """One of the verdicts a judge asked several times (``samples: N``) or a panel (``models: [...]``) gave."""
+
+    model: str
+    seed: int | None
+    """The seed the sample was asked with (``None`` for a panel member, asked as a lone judge is)."""
+    score: float | None
+    verdict: str
+    """The first line of that sample's reason (its verdict line), for people."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "seed": self.seed, "score": finite_or_none(self.score), "verdict": self.verdict}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> JudgeSample:
+        return cls(str(data.get("model")), data.get("seed"), data.get("score"), str(data.get("verdict") or ""))
+
+
+@dataclass(frozen=True)
 class Outcome:
     """The result of one scorer on one run: a score, not scorable, or an error."""
 
@@ -85,6 +107,15 @@ class Outcome:
     error: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     """LLM usage of this scoring, if any: prompt/completion tokens, cost, cache hit."""
+    samples: tuple[JudgeSample, ...] = ()
+    """Each verdict behind a repeated (``samples: N``) or panel (``models``) judge's decision; empty otherwise."""
+    agreement: tuple[int, int] | None = None
+    """(k, N): how many of the N samples agree with the decision."""
+
+    @property
+    def agreement_text(self) -> str | None:
+        """``2/3``, or ``None`` for a judge asked once."""
+        return None if self.agreement is None else f"{self.agreement[0]}/{self.agreement[1]}"
 
     @property
     def missed_gate(self) -> bool:
@@ -101,16 +132,23 @@ class Outcome:
             data["not_scorable"] = True
         if self.error is not None:
             data["error"] = self.error
+        if self.agreement is not None:
+            data["agreement"] = self.agreement_text
+            data["samples"] = [s.to_json() for s in self.samples]
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Outcome:
         score = data.get("score")
+        agreement = data.get("agreement")
+        k, _, n = agreement.partition("/") if isinstance(agreement, str) else ("", "", "")
         return cls(
             score=math.nan if score is None and not data.get("not_scorable") and not data.get("error") else score,
             reason=data.get("reason"),
             not_scorable=bool(data.get("not_scorable")),
             error=data.get("error"),
+            samples=tuple(JudgeSample.from_json(s) for s in data.get("samples") or () if isinstance(s, dict)),
+            agreement=(int(k), int(n)) if k.isdigit() and n.isdigit() else None,
         )
 
 

@@ -22,6 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "reports": BASE | {"llm", "scorers", "dataset", "store", "run"},
     "agent": BASE | {"llm"},
     "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports"},
+    "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports"},
 }
 """Each room and the rooms it may import from: ``cli`` -> ``reports``, ``store``, ``run`` -> ``scorers``, ``targets``,
 ``dataset`` -> ``llm`` -> the base modules. The public API (``evalcli/__init__``) may import anything."""

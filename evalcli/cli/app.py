@@ -107,6 +107,12 @@ def run(
     resume: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Continue this interrupted run.")] = None,
     rerun_failed: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
                                                                                "errored in this run.")] = None,
+    target: Annotated[Optional[list[str]], typer.Option("--target", metavar="SPEC", help="Run against this target "
+                                                                                       "instead of the dataset's: "
+                                                                                       "module:attribute, model:NAME, "
+                                                                                       "mastra:URL#AGENT or http:URL. "
+                                                                                       "Repeat it to compare targets "
+                                                                                       "(one run each).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line (and errors).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
@@ -120,10 +126,53 @@ def run(
                              judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
                              turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
-                             verbose=verbose)
+                             verbose=verbose, targets=list(target or []))
         events = CliEvents(quiet)
         try:
             code = run_command(request, events, out=make_console(stderr=json_out == "-"))
+        finally:
+            events.close()
+    raise typer.Exit(code)
+
+
+@app.command(short_help="Measure each labelled scorer (judges above all) against the labels; exit 1 below "
+                        "--min-agreement.")
+def calibrate(
+    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
+                                                   help="Datasets whose items carry labels: {SCORER_ID: pass|fail|0..1}.")],
+    scorer: Annotated[Optional[list[str]], typer.Option("--scorer", metavar="ID", help="Calibrate this gate or scorer "
+                                                                                       "only (repeatable; default: "
+                                                                                       "every labelled one).")] = None,
+    min_agreement: Annotated[Optional[float], typer.Option(min=0, max=1, metavar="X",
+                                                           help="Exit 1 when a scorer's accuracy is below X (0 to "
+                                                                "1).")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the measurements as JSON to "
+                                                                                   "PATH ('-' for stdout).")] = None,
+    db: DbOption = DEFAULT_DB,
+    scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to "
+                                                                         "the dataset, else in the current "
+                                                                         "directory).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Conversations in flight (default: "
+                                                                                "the dataset's 'concurrency', else "
+                                                                                "4).")] = None,
+    judge_concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="Judge calls in flight.")] = 8,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the judges again instead of reusing cached "
+                                                              "replies.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+) -> None:
+    """Run the labelled scorers on the labelled conversations (recorded transcripts as they are, other items against
+    the target) and measure each against its labels: accuracy, Cohen's kappa and the confusion matrix (binary
+    labels), mean absolute error (scale labels), a panel's Fleiss' kappa, and every disagreement with the
+    scorer's reason. Stored as a run and in the calibrations table."""
+    with user_errors(debug):
+        from .calibrate import CalibrateRequest, calibrate_command
+
+        request = CalibrateRequest(datasets=datasets, db=db, scorer_ids=list(scorer or []), min_agreement=min_agreement,
+                                   scorers=scorers, json_out=json_out, concurrency=concurrency,
+                                   judge_concurrency=judge_concurrency, use_cache=not no_cache)
+        events = CliEvents(quiet=False)
+        try:
+            code = calibrate_command(request, events, out=make_console(stderr=json_out == "-"))
         finally:
             events.close()
     raise typer.Exit(code)
@@ -271,6 +320,26 @@ def diff(
 
         code = diff_command(db, run_a, run_b, tolerance, verbose, out=make_console(), allow_different=allow_different)
     raise typer.Exit(code)
+
+
+@app.command(short_help="Stored runs of one dataset side by side (e.g. one per target).")
+def compare(
+    runs: Annotated[list[str], typer.Argument(metavar="RUN", show_default=False,
+                                              help="Two or more run ids (prefixes, or 'latest').")],
+    db: HistoryDbOption = DEFAULT_DB,
+    html: Annotated[Optional[Path], typer.Option("--html", metavar="PATH", help="Also write the comparison as one "
+                                                                               "self-contained HTML page, with each "
+                                                                               "conversation's transcripts side by "
+                                                                               "side.")] = None,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare runs of different "
+                                                                           "datasets.")] = False,
+) -> None:
+    """Stored runs of one dataset side by side: a row per scorer and gate, a column per run (means, pass rates,
+    verdict, errors, tokens, cost, wall time), then per conversation the gates that differ."""
+    with user_errors():
+        from .commands import compare_command
+
+        compare_command(db, runs, html, out=make_console(), allow_different=allow_different)
 
 
 @app.command(short_help="Write a self-contained HTML report of a stored run (charts, transcripts, baseline).")

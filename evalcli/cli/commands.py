@@ -27,7 +27,8 @@ from .run import load_all
 def validate_command(paths: list[Path], scorers: Path | None) -> tuple[list[str], list[str]]:
     """``evalcli validate``: one line per valid dataset, and warnings (an invalid dataset raises with every problem)."""
     lines, warnings = [], []
-    for dataset in load_all(paths, scorers):
+    for planned in load_all(paths, scorers):
+        dataset = planned.dataset
         specs = list(dataset.all_specs())
         lines.append(f"{dataset.path}: ok ({plural(len(dataset.items), 'item')}, "
                      f"{plural(len(specs), 'gate/scorer', 'gates/scorers')}, target {dataset.target_spec})")
@@ -140,3 +141,26 @@ def report_command(db: Path, run_id: str, html: Path, baseline: str | None = Non
     report.write(html)
     base = sources.baseline.diff.a.run_id if sources.baseline else None
     return Written(html, run.result.run_id, run.result.dataset_path, len(report.rows), base)
+
+
+def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Console, *,
+                    allow_different: bool = False) -> None:
+    """``evalcli compare``: the runs side by side, and with ``html`` the same as a page with the transcripts."""
+    from ..reports import render_comparison
+    from ..store import compare_runs
+
+    if html is not None:
+        check_writable(html, "--html")
+    store = open_existing(db)
+    try:
+        comparison = compare_runs(store, run_ids, allow_different=allow_different)
+    finally:
+        store.close()
+    render_comparison(out, comparison)
+    if html is not None:
+        from ..reports.html import comparison_page
+
+        with open_for_writing(html) as handle:
+            handle.write(comparison_page(comparison, Redactor()))
+        out.print(f"wrote {html}: {len(comparison.columns)} runs, {plural(len(comparison.items), 'conversation')}",
+                  markup=False, soft_wrap=True)

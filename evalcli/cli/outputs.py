@@ -17,18 +17,35 @@ from typing import IO
 from ..errors import UsageError
 
 
-def per_dataset(path: Path, datasets: list[Path]) -> list[Path]:
-    """One output path per dataset: the path itself for one dataset, else ``out.<name>.ext`` with names
-    made distinct (the file's stem, then its folder and stem, then a number)."""
-    if len(datasets) == 1:
+def per_run(path: Path, runs: list[tuple[Path, str | None]]) -> list[Path]:
+    """One output path per run (a dataset, and the ``--target`` it runs against or ``None``): the path itself for one
+    run, else ``out.<name>.ext`` with names made distinct: the dataset's stem (then its folder and stem) when there
+    are several datasets, the target when there are several targets, then a number."""
+    if len(runs) == 1:
         return [path]
-    suffix = path.suffix
-    names = [d.stem for d in datasets]
-    if len(set(names)) < len(names):
-        names = [f"{d.resolve().parent.name}-{d.stem}" for d in datasets]
-    if len(set(names)) < len(names):
-        names = [f"{n}-{i + 1}" for i, n in enumerate(names)]
-    return [path.with_name(f"{path.stem}.{name}{suffix}") for name in names]
+    datasets = list(dict.fromkeys(d for d, _ in runs))
+    names = {d: d.stem for d in datasets}
+    if len(set(names.values())) < len(names):
+        names = {d: f"{d.resolve().parent.name}-{d.stem}" for d in datasets}
+    parts = []
+    for dataset, target in runs:
+        part = [names[dataset]] if len(datasets) > 1 else []
+        if target is not None and len({t for _, t in runs}) > 1:
+            part.append(_slug(target))
+        parts.append(".".join(part) or "run")
+    if len(set(parts)) < len(parts):
+        parts = [f"{p}-{i + 1}" for i, p in enumerate(parts)]
+    return [path.with_name(f"{path.stem}.{name}{path.suffix}") for name in parts]
+
+
+def _slug(text: str) -> str:
+    """A target as a file-name part: ``model:openai/gpt-4o`` -> ``model-openai-gpt-4o``."""
+    import re
+
+    for prefix in ("http://", "https://"):
+        text = text.replace(prefix, "")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return slug[:60] or "target"
 
 
 def check_writable(path: Path, what: str) -> None:

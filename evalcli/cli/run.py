@@ -6,20 +6,30 @@ import asyncio
 import contextlib
 import os
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from ..dataset import Dataset, Selection, check_filter, load_dataset, parse_shard
 from ..errors import DatasetError, Problem, UsageError
-from ..reports import JsonReport, JsonStream, JUnitSuite, MarkdownSummary, TerminalReport, deliver, junit_document, plural
+from ..reports import (
+    JsonReport,
+    JsonStream,
+    JUnitSuite,
+    MarkdownSummary,
+    TerminalReport,
+    deliver,
+    junit_document,
+    plural,
+)
 from ..results import RunResult
 from ..run import INTERRUPTED, Events, RunOptions, arun_evals
 from ..secrets import Redactor
 from ..store import Store
-from .outputs import check_writable, open_for_writing, per_dataset, stdout_for_json
+from ..targets import cli_target
+from .outputs import check_writable, open_for_writing, per_run, stdout_for_json
 
 if TYPE_CHECKING:
     from ..reports.html import HtmlReport
@@ -50,6 +60,16 @@ class RunRequest:
     rerun_failed: str | None = None
     quiet: bool = False
     verbose: bool = False
+    targets: list[str] = field(default_factory=list)
+    """``--target SPEC`` (repeatable): each replaces the datasets' own target, one run per target."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One run to make: a validated dataset, and the ``--target`` it was loaded with (``None``: its own)."""
+
+    dataset: Dataset
+    target: str | None
 
 
 @dataclass
@@ -62,11 +82,11 @@ class Outputs:
     html: list[Path | None]
 
     @classmethod
-    def plan(cls, request: RunRequest) -> Outputs:
+    def plan(cls, request: RunRequest, runs: list[Planned]) -> Outputs:
         def paths(value: Path | None, what: str) -> list[Path | None]:
             if value is None:
-                return [None] * len(request.datasets)
-            chosen = per_dataset(value, request.datasets)
+                return [None] * len(runs)
+            chosen = per_run(value, [(Path(r.dataset.path), r.target) for r in runs])
             for path in chosen:
                 check_writable(path, what)
             return list(chosen)
@@ -76,18 +96,22 @@ class Outputs:
                    paths(request.html, "--html"))
 
 
-def load_all(paths: list[Path], scorers: Path | None) -> list[Dataset]:
-    """Validate every dataset before running any; every problem of every file in one error."""
-    datasets: list[Dataset] = []
+def load_all(paths: list[Path], scorers: Path | None, targets: list[str] | None = None) -> list[Planned]:
+    """Validate every dataset (once per ``--target``, when given) before running any; every problem of every file
+    in one error."""
+    parsed: list[tuple[str | None, str | dict[str, Any] | None]] = [(t, cli_target(t)) for t in targets or []]
+    runs: list[Planned] = []
     problems: list[Problem] = []
     for path in paths:
-        try:
-            datasets.append(load_dataset(path, str(scorers) if scorers else None))
-        except DatasetError as exc:
-            problems.extend(p for p in exc.problems if p not in problems)  # a shared registry's, once
+        for label, target in parsed or [(None, None)]:
+            try:
+                dataset = load_dataset(path, str(scorers) if scorers else None, target=target, target_label=label)
+                runs.append(Planned(dataset, label))
+            except DatasetError as exc:
+                problems.extend(p for p in exc.problems if p not in problems)  # a shared registry's, once
     if problems:
         raise DatasetError(problems)
-    return datasets
+    return runs
 
 
 def combine_exit_codes(codes: list[int]) -> int:
@@ -112,6 +136,13 @@ def check_request(request: RunRequest) -> None:
         raise UsageError("--resume continues one run: name exactly one dataset", "evalcli run DATASET --resume RUN_ID")
     if request.resume and request.rerun_failed:
         raise UsageError("--resume and --rerun-failed cannot be used together", "choose one")
+    if len(request.targets) > 1 and (request.resume or request.rerun_failed):
+        flag = "--resume" if request.resume else "--rerun-failed"
+        raise UsageError(f"{flag} continues one run, of one target: give at most one --target",
+                         f"evalcli run DATASET --target SPEC {flag} RUN_ID")
+    if len(set(request.targets)) < len(request.targets):
+        repeated = next(t for t in request.targets if request.targets.count(t) > 1)
+        raise UsageError(f"--target {repeated} is given twice", "name each target once")
     check_filter(request.filter)
     if request.shard:
         parse_shard(request.shard)
@@ -140,6 +171,9 @@ def _options(request: RunRequest, store: Store | None, dataset: Dataset) -> RunO
         if stored["dataset"] not in (dataset.name, dataset.path):
             raise UsageError(f"run {resume} is of dataset {stored['dataset']}, not {dataset.name}",
                              f"resume it with: evalcli run {stored['dataset_path'] or stored['dataset']} --resume {resume}")
+        if stored["target"] != dataset.target_spec:
+            raise UsageError(f"run {resume} was of target {stored['target']}, not {dataset.target_spec}",
+                             "resume it with the target it ran against (--target SPEC when it was given one)")
         if stored["dataset_hash"] and stored["dataset_hash"] != dataset.hash:
             raise UsageError(f"{dataset.path} changed since run {resume} started: its results would not add up",
                              f"run it afresh (evalcli run {dataset.path}) instead of resuming")
@@ -170,11 +204,12 @@ def _selected(dataset: Dataset, options: RunOptions) -> tuple[int, str | None]:
 
 
 def run_command(request: RunRequest, events: Events, out: Console) -> int:
-    """``evalcli run``: validate all, check every output, run each dataset, report each; the combined exit code."""
+    """``evalcli run``: validate all, check every output, run each dataset (once per ``--target``), report each, and
+    with several targets compare them; the combined exit code."""
     check_request(request)
-    datasets = load_all(request.datasets, request.scorers)
-    outputs = Outputs.plan(request)
-    redact = Redactor(extra=set().union(*(d.secret_values for d in datasets)))
+    runs = load_all(request.datasets, request.scorers, request.targets)
+    outputs = Outputs.plan(request, runs)
+    redact = Redactor(extra=set().union(*(r.dataset.secret_values for r in runs)))
     history = request.resume or request.rerun_failed
     # a run that continues or re-runs another needs its database; otherwise nothing is created before the
     # selection is known to hold a conversation
@@ -182,8 +217,9 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     codes: list[int] = []
     suites: list[tuple[Path | None, ET.Element]] = []
     sections: list[tuple[Path | None, str]] = []
+    finished: list[tuple[Dataset, str]] = []
     try:
-        plans = [(d, _options(request, store, d)) for d in datasets]
+        plans = [(r.dataset, _options(request, store, r.dataset)) for r in runs]
         counts = [_selected(d, o) for d, o in plans]
         reasons = [why for n, why in counts if why]
         if reasons and sum(n for n, _ in counts) == 0:
@@ -191,7 +227,7 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
         store = store or Store(request.db, redact)
         # one event loop for every dataset: clients a framework keeps per process stay bound to a live loop
         with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
-            stream = JsonStream(stdout, several=len(datasets) > 1) if stdout is not None else None
+            stream = JsonStream(stdout, several=len(runs) > 1) if stdout is not None else None
             for n, ((dataset, options), (count, why)) in enumerate(zip(plans, counts, strict=True)):
                 if count == 0:
                     events.warning(why or _empty_note(request, dataset))
@@ -201,6 +237,7 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
                 if close:
                     close()
                 codes.append(result.exit_code)
+                finished.append((dataset, result.run_id))
                 suite, section = _report(request, result, dataset, store, out, redact, outputs, n, stream)
                 if suite is not None:
                     suites.append((outputs.junit[n], suite))
@@ -210,11 +247,30 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
                     break
             if stream is not None:
                 stream.close()
+        if len(request.targets) > 1 and not request.quiet:
+            _compare_targets(store, finished, out, request.db)
     finally:
         if store is not None:
             store.close()
         _write_ci_reports(suites, sections, redact)
     return combine_exit_codes(codes)
+
+
+def _compare_targets(store: Store, finished: list[tuple[Dataset, str]], out: Console, db: Path) -> None:
+    """After runs of several targets: per dataset, its runs side by side (SPEC §17)."""
+    from ..reports import comparison_table
+    from ..store import compare_runs
+
+    by_dataset: dict[str, list[str]] = {}
+    for dataset, run_id in finished:
+        by_dataset.setdefault(dataset.path, []).append(run_id)
+    for run_ids in by_dataset.values():
+        if len(run_ids) < 2:
+            continue
+        out.print(comparison_table(compare_runs(store, run_ids)))
+        where = f" --db {db}" if str(db) != "evalcli.db" else ""
+        out.print(f"conversations whose gates differ: evalcli compare {' '.join(run_ids)}{where}", style="dim",
+                  markup=False, soft_wrap=True)
 
 
 def _empty_note(request: RunRequest, dataset: Dataset) -> str:

@@ -8,12 +8,12 @@ of evalcli trusts.
 from __future__ import annotations
 
 from .imports import ImportScope, resolve_import
-from .items import Dataset, Item, Simulation, Turn
+from .items import Dataset, Item, RecordedTurn, Simulation, Turn
 from .load import dataset_name, load_dataset, search_paths
 from .references import parse_definition, parse_list, parse_ref
 from .registry import find_registry, load_registry
 from .select import Selection, check_filter, parse_shard, shard_of
 
-__all__ = ["Dataset", "ImportScope", "Item", "Selection", "Simulation", "Turn", "check_filter", "dataset_name",
+__all__ = ["Dataset", "ImportScope", "Item", "RecordedTurn", "Selection", "Simulation", "Turn", "check_filter", "dataset_name",
            "find_registry", "load_dataset", "load_registry", "parse_definition", "parse_list", "parse_ref",
            "parse_shard", "resolve_import", "search_paths", "shard_of"]

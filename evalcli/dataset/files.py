@@ -23,7 +23,7 @@ class TurnFile(BaseModel):
 
 
 class ItemFile(BaseModel):
-    """One conversation: exactly one of ``input``, ``inputs`` or ``turns``."""
+    """One conversation: exactly one of ``input``, ``inputs``, ``turns``, ``simulate`` or ``transcript``."""
 
     model_config = ConfigDict(extra="forbid")
     id: str | int | None = Field(default=None, description="Unique id; defaults to the item's position.")
@@ -32,16 +32,27 @@ class ItemFile(BaseModel):
     inputs: Any = Field(default=None, description="Several turns on one thread, scored as a whole.")
     turns: Any = Field(default=None, description="Several turns, each with its own gates and scorers.")
     simulate: Any = Field(default=None, description="An LLM plays the user toward a goal (SPEC §13).")
+    transcript: Any = Field(default=None, description="A recorded conversation (OpenAI-format messages: user, assistant, "
+                                                      "tool), scored as it is: no target is called (SPEC §19).")
+    messages: Any = Field(default=None, description="The same as 'transcript' (the key of JSONL exports: "
+                                                    '{"id": ..., "messages": [...]}).')
+    labels: Any = Field(default=None, description="What a person decided each scorer should give this conversation: "
+                                                  "{SCORER_ID: a number from 0 to 1, or pass/fail}; read by "
+                                                  "'evalcli calibrate'.")
     ground_truth: Any = Field(default=None, description="Passed to scorers unchanged.")
     expected_outcome: str | None = Field(default=None, description="What should have happened; read by "
                                                                    "goal_achieved.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free data about the conversation (an "
+                                                                     "http target's templates read it).")
 
 
 class DatasetFile(BaseModel):
     """The top level of a dataset file."""
 
     model_config = ConfigDict(extra="forbid")
-    target: str = Field(description="Import path 'module:attribute' of the agent under test.")
+    target: str | dict[str, Any] | None = Field(
+        default=None, description="The agent under test: an import path 'module:attribute', or a mapping with 'http', "
+                                  "'mastra' or 'model' (SPEC §17); not needed when every item is a recorded transcript.")
     target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
                                                                               "(and memory, adapter, keep_checkpointer).")
     concurrency: int = Field(default=4, ge=1, le=10_000, description="Conversations run in parallel.")

@@ -6,13 +6,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..messages import Message
 from ..results import FORMS
 from ..scorers import Registry, ScorerSpec
 from ..targets import Adapter
 from .imports import ImportScope
 
 Form = str
-"""An item's form: a name in ``evalcli.results.FORMS`` (``input``, ``inputs``, ``turns``, ``simulate``)."""
+"""An item's form: a name in ``evalcli.results.FORMS`` (``input``, ``inputs``, ``turns``, ``simulate``,
+``transcript``)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,14 @@ class Simulation:
 
 
 @dataclass(frozen=True)
+class RecordedTurn:
+    """One turn of a recorded conversation (SPEC §19): the user's message and the messages that answered it."""
+
+    input: str
+    output: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
 class Item:
     """One conversation of a dataset."""
 
@@ -53,6 +63,14 @@ class Item:
     expected_outcome: str | None = None
     simulation: Simulation | None = None
     """The simulated user of a ``simulate`` item."""
+    transcript: tuple[RecordedTurn, ...] | None = None
+    """The turns of a recorded conversation (a ``transcript`` item), played back as they are."""
+    labels: dict[str, float] = field(default_factory=dict)
+    """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (SPEC §19)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The item's ``metadata`` mapping (``{}`` when not given)."""
+    line: int | None = None
+    """The line of the dataset file where the item starts (for reports that point into the file)."""
 
     @property
     def first_input(self) -> str:
@@ -63,6 +81,11 @@ class Item:
     def multi_turn(self) -> bool:
         """Whether the conversation owns a thread (every form but ``input``)."""
         return FORMS[self.form].multi_turn
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the conversation is a recording: played back, no target called."""
+        return FORMS[self.form].recorded
 
     @property
     def goal(self) -> str | None:
@@ -77,7 +100,9 @@ class Dataset:
     path: str
     """The dataset file as named on the command line."""
     target_spec: str
-    target: Adapter
+    """The target as written, or ``(recorded)`` for a dataset of recorded conversations without one."""
+    target: Adapter | None
+    """The target's adapter; ``None`` only when every item is recorded (no target is needed)."""
     target_options: dict[str, Any]
     concurrency: int
     gates: list[ScorerSpec]

@@ -11,28 +11,36 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path as FsPath
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import DatasetError, EvalcliError, Problem
+from ..errors import DatasetError, Problem
 from ..scorers import Registry
-from ..targets import Adapter, make_adapter
 from .files import DatasetFile, ItemFile, TurnFile
-from .imports import ImportScope, resolve_import, resolve_imports
+from .imports import ImportScope, resolve_imports
 from .items import Dataset, Item, Turn
+from .recorded import parse_labels, parse_transcript
 from .references import parse_list
 from .registry import find_registry, load_registry
 from .simulate import parse_simulation
+from .target import resolve_target
 from .yamlsrc import Interpolated, Path, Positions, load_yaml, problems_from_pydantic, validated
 
 MAX_JSONL_LINE = 8 * 1024 * 1024
+RECORDED_KEYS = ("transcript", "messages")
+"""The keys of a recorded conversation (``messages`` is what JSONL exports call it)."""
+HEADER_KEYS = {"target", "scorers", "gates"}
+"""Keys that make the first line of a ``.jsonl`` dataset its header (no item has them)."""
+NO_TARGET = "(recorded)"
+"""``target_spec`` of a dataset of recorded conversations without a target."""
 
 
-def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
+def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, known: list[str],
           problems: list[Problem]) -> Item | None:
-    before = len(problems)
+    """One item of any form, with its labels (``known``: the scorer ids a label may name)."""
     label = f"item {index}"
     model = validated(ItemFile, raw, path, pos, label, problems, pos.problem(
         path, f"{label} must be a mapping with 'input', 'inputs' or 'turns'", "write '- input: your question'"))
@@ -40,11 +48,22 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
         return None
     if model.id is not None:
         label = f"item {index} ({model.id})"
-    present = [key for key in ("input", "inputs", "turns", "simulate") if key in raw]
+    labels = parse_labels(raw["labels"], path, pos, label, known, problems) if "labels" in raw else {}
+    item = _conversation(raw, model, index, label, path, pos, registry, problems)
+    return None if item is None or labels is None else replace(item, labels=labels)
+
+
+def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
+                  registry: Registry, problems: list[Problem]) -> Item | None:
+    before = len(problems)
+    present = [key for key in ("input", "inputs", "turns", "simulate", *RECORDED_KEYS) if key in raw]
     if not present:
         problems.append(pos.problem(path, f"{label} must have 'input', 'inputs', or 'turns'",
-                                    "add 'input: ...' (one turn), 'inputs: [...]', 'turns: [...]' or 'simulate: {goal: ...}'"))
+                                    "add 'input: ...' (one turn), 'inputs: [...]', 'turns: [...]', 'simulate: {goal: "
+                                    "...}' or 'transcript: [...]' (a recorded conversation)"))
         return None
+    if any(key in raw for key in RECORDED_KEYS):
+        return _recorded_item(raw, model, index, label, path, pos, problems)
     if "simulate" in raw:
         return _simulated_item(raw, model, index, label, path, pos, problems)
     if "inputs" in raw and (not isinstance(raw["inputs"], list) or not raw["inputs"]):
@@ -95,7 +114,8 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry,
         return None
     form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
     item_id = str(model.id) if model.id is not None else str(index)
-    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome)
+    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome,
+                metadata=dict(model.metadata))
 
 
 def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -112,7 +132,26 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
     item_id = str(model.id) if model.id is not None else str(index)
     opening = [simulation.opening] if simulation.opening else []
     return Item(index, item_id, list(model.tags), "simulate", opening, None, model.ground_truth, model.expected_outcome,
-                simulation)
+                simulation, metadata=dict(model.metadata))
+
+
+def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
+                   problems: list[Problem]) -> Item | None:
+    """A ``transcript`` item: a recorded conversation, scored as it is (SPEC §19)."""
+    keys = [key for key in RECORDED_KEYS if key in raw]
+    others = [key for key in ("input", "inputs", "turns", "simulate") if key in raw]
+    if len(keys) > 1 or others:
+        problems.append(pos.problem((*path, keys[0]), f"{label}: '{keys[0]}' cannot be combined with "
+                                                      f"'{(keys[1:] + others)[0]}'",
+                                    "a recorded conversation is scored as it is: keep 'transcript' alone, or script "
+                                    "the messages for the target", key=True))
+        return None
+    turns = parse_transcript(raw[keys[0]], path, pos, label, keys[0], problems)
+    if turns is None:
+        return None
+    item_id = str(model.id) if model.id is not None else str(index)
+    return Item(index, item_id, list(model.tags), "transcript", [t.input for t in turns], None, model.ground_truth,
+                model.expected_outcome, transcript=turns)
 
 
 def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
@@ -141,13 +180,14 @@ def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[An
         header_pos = Positions(str(file))
         items: list[tuple[Any, Positions, Path]] = []
         for _, value, pos in _jsonl_items(file, header=True):
-            if header is None and isinstance(value, dict) and "target" in value:
+            if header is None and not items and isinstance(value, dict) and HEADER_KEYS & set(value):
                 header, header_pos = value, pos
             else:
                 items.append((value, pos, ()))
         if header is None:
             raise DatasetError([Problem(f"{file}:1:1", "a JSONL dataset needs a first line with 'target' (and scorers)",
-                                        'start the file with {"target": "module:attr", "scorers": [...]}')])
+                                        'start the file with {"target": "module:attr", "scorers": [...]} ("target" may '
+                                        "be left out when every item is a recorded transcript)")])
         header.setdefault("data", [])
         return header, header_pos, Interpolated(), items
     try:
@@ -165,10 +205,13 @@ def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[An
     return data, pos, used, None
 
 
-def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset:
+def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: str | dict[str, Any] | None = None,
+                 target_label: str | None = None) -> Dataset:
     """Read and validate a dataset (YAML, or JSONL with a header line) and its scorer registry.
 
-    Every independent mistake, in the dataset and in its registry, is reported in one ``DatasetError``.
+    ``target`` replaces the file's own target (``--target SPEC``, parsed by ``targets.forms.cli_target``; its
+    mistakes are reported as ``--target <target_label>``). Every independent mistake, in the dataset and in its
+    registry, is reported in one ``DatasetError``.
     """
     file = FsPath(path)
     if file.is_dir():
@@ -189,6 +232,8 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset
     if not isinstance(data, dict):
         raise DatasetError([*problems, pos.problem((), "a dataset must be a mapping with 'target' and 'data'",
                                                    "start with 'target: module:attribute' then 'data:'")])
+    if target is not None:
+        data.setdefault("target", target)
     top, bad_keys = _top_level(data, pos, problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
@@ -211,23 +256,38 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None) -> Dataset
     if not raw_items and "data" not in bad_keys:
         problems.append(pos.problem(("data",), "'data' is empty: there is nothing to run",
                                     "add at least one item, e.g. '- input: What is the weather?'"))
-    items = _items(raw_items, registry, problems)
+    items = _items(raw_items, registry, [*(g.id for g in gates), *(s.id for s in scorers)], problems,
+                   lines=top.data_file is None)
     has_turn_assertions = any(t.gates or t.scorers for i in items for t in i.turns or ())
     if raw_items and not gates and not scorers and not has_turn_assertions and not problems:
         problems.append(pos.problem((), "At least one scorer or gate must be provided",
                                     "add 'scorers:' or 'gates:' (e.g. '- includes: Brooklyn')"))
     scope = ImportScope(search_paths(file, registry))
     with scope:
-        target = _resolve_target(top.target, top.target_options, pos, problems) if top.target else None
+        resolved = None
+        if target is not None:
+            resolved = resolve_target(target, top.target_options, Positions(f"--target {target_label or target}"),
+                                      problems, file.parent, at=())
+        elif top.target:
+            resolved = resolve_target(top.target, top.target_options, pos, problems, file.parent)
         imported = resolve_imports([*gates, *scorers, *(s for i in items for t in i.turns or ()
                                                         for s in (*t.gates, *t.scorers))], problems)
+    recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
+    if not top.target and target is None and not recorded and "target" not in bad_keys:
+        problems.append(pos.problem(("target",), "dataset needs 'target'", "add 'target: module:attribute' (only a "
+                                                                           "dataset whose items are all recorded "
+                                                                           "transcripts may leave it out)"))
     if problems:
         raise DatasetError(problems)
-    assert target is not None
-    return Dataset(path=str(path), target_spec=top.target, target=target, target_options=top.target_options,
+    if resolved is None:  # every item is a recorded transcript: nothing to call
+        target_spec, adapter, target_secrets = NO_TARGET, None, set[str]()
+    else:
+        assert resolved.adapter is not None
+        target_spec, adapter, target_secrets = resolved.spec, resolved.adapter, resolved.secrets
+    return Dataset(path=str(path), target_spec=target_spec, target=adapter, target_options=top.target_options,
                    concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
-                   secret_values=used.secret_values | registry.secret_values, scope=scope)
+                   secret_values=used.secret_values | registry.secret_values | target_secrets, scope=scope)
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
@@ -239,18 +299,19 @@ def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) ->
         problems.extend(problems_from_pydantic(exc, (), pos, "dataset", list(DatasetFile.model_fields)))
         bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
     kept = {k: v for k, v in data.items() if k not in bad and k in DatasetFile.model_fields}
-    kept.setdefault("target", "")
     try:
         return DatasetFile.model_validate(kept), bad
     except ValidationError:  # pragma: no cover - every failing key was left out
-        return DatasetFile(target=""), bad
+        return DatasetFile(), bad
 
 
-def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, problems: list[Problem]) -> list[Item]:
+def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, known: list[str],
+           problems: list[Problem], *, lines: bool) -> list[Item]:
+    """The valid items; with ``lines``, each knows its line in the dataset file (not so for a ``data_file``'s)."""
     items: list[Item] = []
     ids: dict[str, int] = {}
     for index, (raw, item_pos, at) in enumerate(raw_items):
-        item = _item(raw, index, at, item_pos, registry, problems)
+        item = _item(raw, index, at, item_pos, registry, known, problems)
         raw_id = raw.get("id") if isinstance(raw, dict) else None
         item_id = item.id if item is not None else (str(raw_id) if isinstance(raw_id, (str, int)) else None)
         if item_id is None:
@@ -260,7 +321,8 @@ def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, pro
                                                           f"{ids[item_id]}", "give every item its own id"))
         ids.setdefault(item_id, index)
         if item is not None:
-            items.append(item)
+            spot = item_pos.values.get(at) if lines else None
+            items.append(replace(item, line=spot[0]) if spot else item)
     return items
 
 
@@ -279,12 +341,3 @@ def search_paths(file: FsPath, registry: Registry | None = None) -> list[FsPath]
     if registry is not None and registry.path:
         paths.append(FsPath(registry.path).parent)
     return [*paths, FsPath.cwd()]
-
-
-def _resolve_target(spec: str, options: dict[str, Any], pos: Positions, problems: list[Problem]) -> Adapter | None:
-    try:
-        return make_adapter(spec, resolve_import(spec), options)
-    except EvalcliError as exc:
-        at = ("target_options", "adapter") if "adapter" in exc.message and "adapter" in options else ("target",)
-        problems.append(pos.problem(at, exc.message, exc.hint))
-        return None

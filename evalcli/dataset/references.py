@@ -81,6 +81,11 @@ def _arguments(kind: Kind, raw: Any, path: Path, pos: Positions, problems: list[
         if main_type is str and isinstance(raw, (int, float)):
             raw = str(raw)
         raw_args, main_form = {kind.key(kind.main): raw}, True
+    if kind.needs_model and "model" in raw_args and "models" in raw_args:
+        problems.append(pos.problem((*path, "models"), f"{kind.name}: give either 'model' or 'models' (a panel), not both",
+                                    "keep 'model: NAME' for one judge model, or 'models: [A, B, C]' for a panel",
+                                    key=True))
+        return None
     if kind.prepare is not None:
         raw_args = kind.prepare(raw_args)
     try:

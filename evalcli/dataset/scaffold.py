@@ -44,8 +44,18 @@ def dataset_schema() -> dict[str, Any]:
     item["properties"]["input"] = {"type": "string", "description": "A single-turn question."}
     item["properties"]["inputs"] = {"type": "array", "items": {"type": "string"}, "minItems": 1}
     item["properties"]["turns"] = {"type": "array", "items": {"$ref": "#/$defs/Turn"}, "minItems": 1}
+    message = {"type": "object", "required": ["role"], "description": "An OpenAI-format message.",
+               "properties": {"role": {"enum": ["user", "assistant", "tool", "system", "developer"]},
+                              "tool_call_id": {"type": "string"}}}
+    recorded = {"type": "array", "items": message, "minItems": 1,
+                "description": "A recorded conversation, scored as it is (no target is called)."}
+    item["properties"]["transcript"] = recorded
+    item["properties"]["messages"] = {**recorded, "description": "The same as 'transcript'."}
+    item["properties"]["labels"] = {"type": "object", "minProperties": 1, "additionalProperties": {"anyOf": [
+        {"type": "number", "minimum": 0, "maximum": 1}, {"enum": ["pass", "fail"]}]},
+        "description": "What a person decided each scorer (by id) should give this conversation."}
     item["oneOf"] = [{"required": ["input"]}, {"required": ["inputs"]}, {"required": ["turns"]},
-                     {"required": ["simulate"]}]
+                     {"required": ["simulate"]}, {"required": ["transcript"]}, {"required": ["messages"]}]
     simulation: dict[str, Any] = SimulateFile.model_json_schema()
     simulation.pop("title", None)
     item["properties"]["simulate"] = simulation
@@ -55,9 +65,25 @@ def dataset_schema() -> dict[str, Any]:
     props["gates"] = {"type": "array", "items": GATE_REF}
     props["scorers"] = {"type": "array", "items": REF}
     props["data"] = {"type": "array", "items": {"$ref": "#/$defs/Item"}, "minItems": 1}
+    props["target"] = _target_schema(defs)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "evalcli dataset"
     return schema
+
+
+def _target_schema(defs: dict[str, Any]) -> dict[str, Any]:
+    """An import path, or one of the mapping forms (SPEC §17), each from its adapter's settings model."""
+    from ..targets import FORMS, form_class
+
+    forms: list[dict[str, Any]] = [{"type": "string", "description": "Import path 'module:attribute' of the agent."}]
+    for name in FORMS:
+        cls = form_class(name)
+        settings = cls.config_model.model_json_schema(ref_template="#/$defs/{model}")
+        defs.update(settings.pop("$defs", {}))
+        settings.pop("title", None)
+        forms.append({"type": "object", "properties": {name: settings}, "required": [name],
+                      "additionalProperties": False} if cls.nested else settings)
+    return {"description": "The agent under test (SPEC §2, §12, §17).", "anyOf": forms}
 
 
 STARTER_AGENT = '''"""A tiny agent to start from: replace generate() with a call to your own agent."""

@@ -14,14 +14,21 @@ from .items import Dataset
 
 
 def dataset_models(dataset: Dataset) -> Iterator[tuple[str, str]]:
-    """(model, what uses it) for every judge and simulated user of a dataset."""
+    """(model, what uses it) for every judge and simulated user of a dataset, and a model target."""
     for spec in dataset.all_specs():
         kind = find(spec.kind)
-        if kind is not None and kind.needs_model and isinstance(spec.args.get("model"), str):
-            yield spec.args["model"], f"scorer {spec.id}"
+        if kind is None or not kind.needs_model:
+            continue
+        models = spec.args.get("models") or [spec.args.get("model")]  # a panel's models, else the one
+        for model in models:
+            if isinstance(model, str):
+                yield model, f"scorer {spec.id}"
     for item in dataset.items:
         if item.simulation is not None:
             yield item.simulation.model, f"the simulated user of item {item.id}"
+    model = getattr(dataset.target, "target_model", None)
+    if isinstance(model, str):
+        yield model, f"the target {dataset.target_spec}"
 
 
 def reachability_warnings(dataset: Dataset) -> list[str]:

@@ -8,14 +8,18 @@ does not hold. This package and ``evalcli.cli`` are the only ones that import ri
 from __future__ import annotations
 
 from .ci import JUnitSuite, MarkdownSummary, junit_document
+from .compare import comparison_table, render_comparison
 from .diff import render_diff
+from .files import per_dataset
 from .history import merge_lines, runs_table
 from .json import JsonReport, JsonStream, Report, deliver
+from .plain import conversation_text, plain_text, verdict_text
 from .terminal import TerminalReport, aggregate_tables, summary_line
-from .text import NOT_SCORABLE, VERDICT_STYLE, fmt, one_line, plural, threshold_text, why_failed
+from .text import NOT_SCORABLE, VERDICT_STYLE, fmt, missed_gates, one_line, plural, threshold_text, why_failed
 from .transcript import item_document, render_item
 
 __all__ = ["NOT_SCORABLE", "VERDICT_STYLE", "JUnitSuite", "JsonReport", "JsonStream", "MarkdownSummary", "Report",
-           "TerminalReport", "aggregate_tables", "deliver", "fmt", "item_document", "junit_document", "merge_lines",
-           "one_line", "plural", "render_diff", "render_item", "runs_table", "summary_line", "threshold_text",
-           "why_failed"]
+           "TerminalReport", "aggregate_tables", "comparison_table", "conversation_text", "deliver", "fmt", "item_document",
+           "junit_document", "merge_lines", "missed_gates", "one_line", "per_dataset", "plain_text", "plural",
+           "render_comparison", "render_diff", "render_item", "runs_table", "summary_line", "threshold_text",
+           "verdict_text", "why_failed"]

@@ -8,8 +8,8 @@ from rich.text import Text
 
 from ..results import ItemResult, fmt
 
-__all__ = ["MAX_FAILING", "MAX_ROWS", "NOT_SCORABLE", "VERDICT_STYLE", "fmt", "mark", "one_line", "plural",
-           "short", "threshold_text", "why_failed"]
+__all__ = ["MAX_FAILING", "MAX_ROWS", "NOT_SCORABLE", "VERDICT_STYLE", "fmt", "mark", "missed_gates", "one_line",
+           "plural", "short", "threshold_text", "why_failed"]
 
 VERDICT_STYLE = {"passed": "bold green", "scored": "bold yellow", "failed": "bold red"}
 MAX_ROWS = 50
@@ -45,14 +45,22 @@ def one_line(text: str, width: int = 1000) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def why_failed(item: ItemResult) -> str:
-    """The first reason a conversation failed: its error, or its first missed gate (with the gate's reason)."""
-    if item.status != "ok":
-        return f"error: {item.error or 'unknown error'}"
+def missed_gates(item: ItemResult) -> list[str]:
+    """Every gate the conversation missed, top level first, then turn by turn: ``gate ID scored S: REASON``
+    (``turn N gate ...`` per turn)."""
+    lines = []
     levels = [("", item.gate_scores), *((f"turn {t.index} ", t.gate_scores) for t in item.turns)]
     for where, gates in levels:
         for gate_id, outcome in gates.items():
             if outcome.missed_gate:
                 detail = outcome.error or outcome.reason
-                return f"{where}gate {gate_id} scored {fmt(outcome.score)}" + (f": {detail}" if detail else "")
-    return "failed"
+                lines.append(f"{where}gate {gate_id} scored {fmt(outcome.score)}" + (f": {detail}" if detail else ""))
+    return lines
+
+
+def why_failed(item: ItemResult) -> str:
+    """The first reason a conversation failed: its error, or its first missed gate (with the gate's reason)."""
+    if item.status != "ok":
+        return f"error: {item.error or 'unknown error'}"
+    missed = missed_gates(item)
+    return missed[0] if missed else "failed"

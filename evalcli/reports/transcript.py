@@ -75,6 +75,8 @@ def outcome_lines(title: str, gates: dict[str, Outcome], scores: dict[str, Outco
             line.append(scorer_id)
             score = "not scorable" if outcome.not_scorable else fmt(outcome.score)
             line.append(f"  {score}")
+            if outcome.agreement_text is not None:
+                line.append(f"  (samples agree {outcome.agreement_text})")
             if data.get("threshold") is not None:
                 line.append(f" ({threshold_text(data['threshold'])})")
             passed = data.get("passed")

@@ -1,5 +1,6 @@
 """Running datasets (SPEC §3, §6, §11, §13): the runner, one conversation, the drivers that write the user's side
-(scripted, per turn, simulated), the simulated user's prompt, repeats and the once-per-run notices.
+(scripted, per turn, simulated, recorded), the simulated user's prompt, repeats, the once-per-run notices, and
+calibration of scorers against human labels (SPEC §19).
 
 The runner never prints: it reports through ``Events``. Each finished conversation flows once to the
 aggregate, the store (through its writer thread) and the events.
@@ -7,7 +8,8 @@ aggregate, the store (through its writer thread) and the events.
 
 from __future__ import annotations
 
+from .calibrate import Calibration, ScorerCalibration, acalibrate
 from .runner import INTERRUPTED, Events, QuietEvents, RunContext, Runner, RunOptions, arun_evals, plan_of, run_evals
 
-__all__ = ["INTERRUPTED", "Events", "QuietEvents", "RunContext", "RunOptions", "Runner", "arun_evals", "plan_of",
-           "run_evals"]
+__all__ = ["INTERRUPTED", "Calibration", "Events", "QuietEvents", "RunContext", "RunOptions", "Runner", "ScorerCalibration",
+           "acalibrate", "arun_evals", "plan_of", "run_evals"]

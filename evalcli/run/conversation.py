@@ -18,7 +18,7 @@ from ..llm import UsageSink, current_usage
 from ..messages import Message
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
-from ..targets import BadReply, Calls, Session, TurnFailed, TurnTimedOut
+from ..targets import BadReply, Calls, ItemInfo, Session, TurnFailed, TurnTimedOut
 from .drivers import ConversationFailed, Driver, PlayContext, driver_for
 
 
@@ -43,9 +43,10 @@ class Conversation:
         sink = UsageSink()
         token = current_usage.set(sink)
         driver = driver_for(item)
-        session = self.dataset.target.open(multi_turn=item.multi_turn, calls=self.calls)
-        result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok", thread_id=session.thread_id,
-                            resource_id=session.resource_id, thresholds=self.thresholds)
+        session = self._open(item) if driver.calls_target else None  # a recording calls no target
+        result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok",
+                            thread_id=session.thread_id if session else None,
+                            resource_id=session.resource_id if session else None, thresholds=self.thresholds)
         try:
             await self._converse(driver, session, result)
             if result.status == "ok":
@@ -62,9 +63,18 @@ class Conversation:
         result.duration_ms = (time.perf_counter() - started) * 1000
         return result
 
-    async def _converse(self, driver: Driver, session: Session, result: ItemResult) -> None:
-        async def send(text: str, simulated: bool) -> list[Message]:
+    def _open(self, item: Item) -> Session:
+        target = self.dataset.target
+        if target is None:  # loading requires a target unless every item is recorded
+            raise RuntimeError(f"item {item.id}: the dataset has no target to play it against")
+        return target.open(multi_turn=item.multi_turn, calls=self.calls, item=ItemInfo(item.id, item.metadata))
+
+    async def _converse(self, driver: Driver, session: Session | None, result: ItemResult) -> None:
+        async def send(text: str, simulated: bool, recorded: list[Message] | None = None) -> list[Message]:
             index = len(result.turns)
+            if recorded is not None or session is None:
+                result.turns.append(TurnRecord(index, text, list(recorded or []), 0.0, simulated=simulated))
+                return result.turns[-1].output
             started = time.perf_counter()
             try:
                 output = (await session.send(text)).messages
@@ -88,7 +98,8 @@ class Conversation:
             self._fail(result, exc.message, exc.cause or exc)
         finally:
             try:
-                await session.close()
+                if session is not None:
+                    await session.close()
             except Exception as exc:  # noqa: BLE001 - a session that cannot close is this conversation's error
                 if result.status == "ok":
                     self._fail(result, f"closing the conversation failed: {describe(exc)}", exc)

@@ -2,8 +2,10 @@
 
 The conversation opens a session on the target and hands a driver a ``send`` function; the driver decides
 what the user says, turn after turn, and when the conversation ends. ``input``, ``inputs`` and ``turns``
-items are scripted; a ``simulate`` item's driver asks an LLM playing the user (SPEC §13). A driver also
-says which of its turns carry their own gates and scorers. Nothing else in a run knows a form by name.
+items are scripted; a ``simulate`` item's driver asks an LLM playing the user (SPEC §13); a ``transcript``
+item's plays back a recorded conversation and calls no target (SPEC §19): its ``send`` carries the recorded
+answer, and the conversation opens no session for it. A driver also says which of its turns carry their own
+gates and scorers. Nothing else in a run knows a form by name.
 """
 
 from __future__ import annotations
@@ -12,12 +14,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..dataset import Item, Turn
+from ..dataset import Item, RecordedTurn, Turn
 from ..llm import LLMClient
 from ..messages import Message
 
-Send = Callable[[str, bool], Awaitable[list[Message]]]
-"""``send(text, simulated)``: one user turn; returns the agent's response messages for it."""
+
+class Send(Protocol):
+    """``send(text, simulated)``: one user turn; returns the agent's response messages for it. With ``recorded``
+    (a recorded conversation's answer), the turn is recorded with those messages and nothing is asked."""
+
+    def __call__(self, text: str, simulated: bool, recorded: list[Message] | None = None) -> Awaitable[list[Message]]:
+        ...
+
 
 TurnAssertions = Turn
 """A turn's own gates and scorers (``gates``, ``scorers``)."""
@@ -47,6 +55,11 @@ class PlayContext:
 class Driver(Protocol):
     """Plays the user's side of one conversation."""
 
+    @property
+    def calls_target(self) -> bool:
+        """Whether the conversation is played against the target (a recorded one is not: no session is opened)."""
+        ...
+
     def assertions(self, index: int) -> TurnAssertions | None:
         """The gates and scorers of turn ``index`` itself, when the form has per-turn ones."""
         ...
@@ -63,6 +76,7 @@ class Scripted:
     inputs: tuple[str, ...]
     turns: tuple[Turn, ...] = ()
     """A ``turns`` item's turns, with their own gates and scorers (empty for ``input`` and ``inputs``)."""
+    calls_target = True
 
     def assertions(self, index: int) -> TurnAssertions | None:
         return self.turns[index] if index < len(self.turns) else None
@@ -73,8 +87,26 @@ class Scripted:
         return None
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A recorded conversation: each turn is played back as it was; the target is never called."""
+
+    turns: tuple[RecordedTurn, ...]
+    calls_target = False
+
+    def assertions(self, index: int) -> TurnAssertions | None:
+        return None
+
+    async def play(self, send: Send, context: PlayContext) -> str | None:
+        for turn in self.turns:
+            await send(turn.input, False, list(turn.output))
+        return None
+
+
 def driver_for(item: Item) -> Driver:
-    """The driver of an item: its simulated user, or its scripted messages."""
+    """The driver of an item: its recording, its simulated user, or its scripted messages."""
+    if item.transcript is not None:
+        return Recorded(item.transcript)
     if item.simulation is not None:
         from .simulated import SimulatedUser
 

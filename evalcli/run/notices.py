@@ -13,11 +13,11 @@ from ..scorers import ScorerSpec
 def memory_warning(dataset: Dataset, items: list[Item]) -> str | None:
     """Once per run: multi-turn conversations against a target that cannot remember."""
     count = sum(1 for i in items if i.multi_turn)
-    if not count or dataset.target.has_memory:
+    if not count or dataset.target is None or dataset.target.has_memory:
         return None
     return (f"target {dataset.target_spec} has no memory: its {count} multi-turn "
             f"conversation{'s' if count != 1 else ''} will run, but no turn can recall the earlier ones "
-            "(give the target a 'memory' attribute, e.g. evalcli.Memory)")
+            f"({dataset.target.memory_hint})")
 
 
 def unregistered_warning(dataset: Dataset) -> str | None:

@@ -123,7 +123,7 @@ class RunContext:
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL))
         self.threads = TargetThreads()
-        self.calls = TargetCalls(self.threads, options.turn_timeout)
+        self.calls = TargetCalls(self.threads, options.turn_timeout, self.llm)
         self.writer: StoreWriter | None = store.writer() if store is not None else None
         self._llm: LLMClient | None = None
         self._queued: deque[Future[Any]] = deque(maxlen=WRITE_BACKLOG)
@@ -306,7 +306,8 @@ class Runner:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await self.dataset.target.aclose()
+            if self.dataset.target is not None:
+                await self.dataset.target.aclose()
 
     async def _wait(self, tasks: list[asyncio.Task[None]]) -> None:
         pending = set(tasks)

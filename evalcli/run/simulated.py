@@ -29,6 +29,7 @@ class SimulatedUser:
     """The driver of a ``simulate`` item: an LLM writes the user's side, turn after turn."""
 
     simulation: Simulation
+    calls_target = True
 
     def assertions(self, index: int) -> TurnAssertions | None:
         return None

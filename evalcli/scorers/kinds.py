@@ -68,6 +68,8 @@ class Kind:
     """The id an inline reference gets; default: ``name(main, other=non-default, ...)``."""
     example: str = ""
     """A short YAML example of an inline reference, for docs."""
+    prompt_version: str | None = None
+    """A judge's prompt version (part of its cache key), recorded with each calibration; ``None`` for checks."""
     imports: str | None = None
     """The argument that holds an import path (``module:attribute``), imported when the dataset is validated (a
     custom scorer's ``function``); ``BuildContext.imported`` has what it names."""

@@ -1,5 +1,5 @@
 """Storage (SPEC §8): the SQLite file of runs, its writer thread, its migrations, and the reads behind history,
-diff and merge, as data (rendering is ``evalcli.reports``'s).
+diff, compare and merge, as data (rendering is ``evalcli.reports``'s).
 
 ``Store`` opens a file (migrating it when it may write), builds the statements of a run as it happens and
 reads runs back; ``StoreWriter`` is the one thread that writes during a run.
@@ -7,6 +7,7 @@ reads runs back; ``StoreWriter`` is the one thread that writes during a run.
 
 from __future__ import annotations
 
+from .compare import Cell, Column, Comparison, compare_runs
 from .diff import Change, ItemChange, RunDiff, diff_runs
 from .history import RunPoint, StoredRun, find_item, load_run, open_cache, open_existing, score_history, summary_from_json
 from .ids import new_run_id
@@ -14,6 +15,6 @@ from .merge import MergeResult, merge_databases
 from .store import Store, StoredOptions
 from .writer import StoreWriter
 
-__all__ = ["Change", "ItemChange", "MergeResult", "RunDiff", "RunPoint", "Store", "StoreWriter", "StoredOptions",
-           "StoredRun", "diff_runs", "find_item", "load_run", "merge_databases", "new_run_id", "open_cache",
-           "open_existing", "score_history", "summary_from_json"]
+__all__ = ["Cell", "Change", "Column", "Comparison", "ItemChange", "MergeResult", "RunDiff", "RunPoint", "Store", "StoreWriter",
+           "StoredOptions", "StoredRun", "compare_runs", "diff_runs", "find_item", "load_run", "merge_databases", "new_run_id",
+           "open_cache", "open_existing", "score_history", "summary_from_json"]

@@ -193,6 +193,26 @@ def m003_outcomes_and_identity(conn: sqlite3.Connection) -> None:
     runs.create_index(["dataset", "id"], index_name="runs_dataset")
 
 
+def m004_judge_agreement(conn: sqlite3.Connection) -> None:
+    """Scores of a repeated or panel judge keep each sample and their agreement (``k/N``); ``calibrations`` holds
+    what ``evalcli calibrate`` measured: per scorer of a run, its spec, model, prompt version, counts and
+    metrics (SPEC §19)."""
+    import sqlite_utils
+
+    db = sqlite_utils.Database(conn)
+    scores = db.table("scores")
+    scores.add_column("agreement", str)
+    scores.add_column("samples", str)
+    db.table("calibrations").create({
+        "id": int, "run_id": str, "dataset": str, "scorer_id": str, "kind": str, "spec": str, "model": str,
+        "prompt_version": str, "labels": int, "compared": int, "agreed": int, "errors": int, "not_scorable": int,
+        "accuracy": float, "kappa": float, "mae": float, "fleiss_kappa": float, "metrics": str, "created_at": str,
+    }, pk="id", not_null={"run_id", "dataset", "scorer_id", "kind", "spec", "labels", "compared", "agreed",
+                          "metrics", "created_at"}, foreign_keys=[("run_id", "runs", "id")])
+    db.table("calibrations").create_index(["dataset", "scorer_id", "id"], index_name="calibrations_dataset_scorer")
+    db.table("calibrations").create_index(["run_id"], index_name="calibrations_run")
+
+
 def _numbers(outcomes: dict[str, Any]) -> dict[str, Any]:
     return {key: value.get("score") for key, value in outcomes.items()}
 
@@ -215,6 +235,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
     ("002_run_item_indexes", m002_run_item_indexes),
     ("003_outcomes_and_identity", m003_outcomes_and_identity),
+    ("004_judge_agreement", m004_judge_agreement),
 ]
 
 

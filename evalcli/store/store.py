@@ -225,11 +225,14 @@ class Store:
                 for role, outcomes in (("gate", gates), ("scorer", scores)):
                     for scorer_id, outcome in outcomes.items():
                         if scorer_id in registered and not outcome.not_scorable:
+                            samples = (self._text([s.to_json() for s in outcome.samples]) if outcome.samples
+                                       else None)
                             rows.append((run_id, result.index, result.id, turn_index, result.thread_id, scorer_id,
                                          role, outcome.score, redact(outcome.reason) if outcome.reason else None,
-                                         stamp))
+                                         outcome.agreement_text, samples, stamp))
         statements.append(("INSERT INTO scores (run_id, item_index, item_id, turn_index, thread_id, scorer_id, role, "
-                           "score, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows))
+                           "score, reason, agreement, samples, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           rows))
         statements.append((
             "INSERT INTO llm_calls (run_id, item_index, turn_index, purpose, model, prompt_tokens, completion_tokens, "
             "cost, cache_hit, duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -251,6 +254,22 @@ class Store:
             "cost = (SELECT COALESCE(SUM(cost), 0) FROM llm_calls WHERE run_id = runs.id) WHERE id = ?",
             (now(), status, summary.verdict, exit_code, summary.total_items, completed, summary.errors,
              _dumps(data["scores"]), _dumps(data["summary"]), self._text(data), run_id))]
+
+    CALIBRATION_COLUMNS = ("scorer_id", "kind", "spec", "model", "prompt_version", "labels", "compared", "agreed",
+                           "errors", "not_scorable", "accuracy", "kappa", "mae", "fleiss_kappa", "metrics", "created_at")
+
+    def calibration_statements(self, run_id: str, dataset: str, rows: list[dict[str, Any]]) -> list[Statement]:
+        """What ``evalcli calibrate`` measured, one row per scorer (``CALIBRATION_COLUMNS``; ``spec`` and ``metrics``
+        are JSON, secrets redacted)."""
+        columns = ("run_id", "dataset", *self.CALIBRATION_COLUMNS)
+        values = [(run_id, dataset, *(self._text(row[c]) if c in ("spec", "metrics") else row[c]
+                                      for c in self.CALIBRATION_COLUMNS)) for row in rows]
+        return [(f"INSERT INTO calibrations ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values)]
+
+    def calibrations(self, dataset: str | None = None) -> list[dict[str, Any]]:
+        """Stored calibrations, newest first (of one dataset, by its stable name, when given)."""
+        where, params = ("WHERE dataset = ?", [dataset]) if dataset else ("", [])
+        return list(self.query(f"SELECT * FROM calibrations {where} ORDER BY id DESC", params))
 
     def execute(self, statements: list[Statement], conn: sqlite3.Connection | None = None) -> None:
         """Run statements in one immediate transaction (taken at once, so writers queue instead of deadlocking)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import TargetError
 from ..messages import Message
-from .session import Adapter, Calls, Reply, Thread, fresh_thread
+from .session import Adapter, Calls, ItemInfo, Reply, Thread, fresh_thread
 
 RESPONSE_ROLES = ("assistant", "tool")
 
@@ -54,7 +54,7 @@ class CallableAdapter(Adapter):
         memory = getattr(self.obj, "memory", None)
         return memory is not None and memory is not False
 
-    def open(self, *, multi_turn: bool, calls: Calls) -> CallableSession:
+    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> CallableSession:
         if multi_turn:
             thread = fresh_thread(self.options)
             memory: dict[str, Any] | None = {**(self.caller_memory or {}), "thread": thread.thread,

@@ -15,9 +15,12 @@ import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .session import TurnTimedOut
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient
 
 T = TypeVar("T")
 
@@ -71,11 +74,25 @@ class TargetThreads:
 
 
 class TargetCalls:
-    """The ``Calls`` of one run: sync functions on ``TargetThreads``, coroutines awaited, both timed out."""
+    """The ``Calls`` of one run: sync functions on ``TargetThreads``, coroutines awaited, both timed out; ``llm``
+    gives the run's LLM client (made on first use; without one, a client of its own)."""
 
-    def __init__(self, threads: TargetThreads, timeout: float | None = None) -> None:
+    def __init__(self, threads: TargetThreads, timeout: float | None = None,
+                 llm: Callable[[], LLMClient] | None = None) -> None:
         self.threads = threads
         self.timeout = timeout
+        self._llm = llm
+        self._own_llm: LLMClient | None = None
+
+    def llm(self) -> LLMClient:
+        """The run's LLM client (for targets that are a model)."""
+        if self._llm is not None:
+            return self._llm()
+        if self._own_llm is None:
+            from ..llm import LLMClient, LLMSettings
+
+            self._own_llm = LLMClient(LLMSettings.from_env())
+        return self._own_llm
 
     async def call_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` in a worker thread (with the caller's context variables)."""

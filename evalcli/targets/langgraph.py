@@ -28,7 +28,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from ..messages import Message
 from .openai_format import keyword_names
-from .session import RESERVED_OPTIONS, Adapter, Calls, Reply, Thread, TurnFailed, fresh_thread
+from .session import RESERVED_OPTIONS, Adapter, Calls, ItemInfo, Reply, Thread, TurnFailed, fresh_thread
 
 OWNED = ("input", "stream_mode", "print_mode", "output_keys", "version")
 """Parameters of ``graph.ainvoke`` that evalcli sets itself (the input, and the shape of what comes back)."""
@@ -59,7 +59,7 @@ class LangGraphAdapter(Adapter):
             problems.append("'config' is a mapping (e.g. {recursion_limit: 25})")
         return problems
 
-    def open(self, *, multi_turn: bool, calls: Calls) -> LangGraphSession:
+    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> LangGraphSession:
         return LangGraphSession(self, fresh_thread(self.options), calls)
 
 

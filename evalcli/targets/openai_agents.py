@@ -25,7 +25,7 @@ from agents import ModelSettings, RunConfig, Runner, SQLiteSession
 
 from ..messages import Message
 from .openai_format import assistant, keyword_names, tool_call, tool_result
-from .session import RESERVED_OPTIONS, Adapter, Calls, Reply, TurnFailed, fresh_thread
+from .session import RESERVED_OPTIONS, Adapter, Calls, ItemInfo, Reply, TurnFailed, fresh_thread
 
 OWNED = ("starting_agent", "input", "session", "previous_response_id", "auto_previous_response_id",
          "conversation_id")
@@ -68,7 +68,7 @@ class OpenAIAgentsAdapter(Adapter):
         except TypeError as exc:
             raise TypeError(f"run_config: {exc}") from None
 
-    def open(self, *, multi_turn: bool, calls: Calls) -> OpenAIAgentsSession:
+    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> OpenAIAgentsSession:
         return OpenAIAgentsSession(self, fresh_thread(self.options).thread or "", calls)
 
 

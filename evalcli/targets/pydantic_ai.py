@@ -24,7 +24,7 @@ from pydantic_core import to_jsonable_python
 
 from ..messages import Message
 from .openai_format import assistant, keyword_names, tool_call, tool_result
-from .session import RESERVED_OPTIONS, Adapter, Calls, Reply, TurnFailed, fresh_thread
+from .session import RESERVED_OPTIONS, Adapter, Calls, ItemInfo, Reply, TurnFailed, fresh_thread
 
 OWNED = ("user_prompt", "message_history", "conversation", "conversation_id")
 """Parameters of ``agent.run`` that evalcli sets itself: the prompt and the thread's history."""
@@ -52,7 +52,7 @@ class PydanticAIAdapter(Adapter):
     def check_values(cls, obj: Any, options: dict[str, Any]) -> None:
         run_options(obj, options)
 
-    def open(self, *, multi_turn: bool, calls: Calls) -> PydanticAISession:
+    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> PydanticAISession:
         return PydanticAISession(self, fresh_thread(self.options).thread, calls)
 
 

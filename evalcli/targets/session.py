@@ -16,13 +16,26 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..errors import TargetError
 from ..messages import Message
 
+if TYPE_CHECKING:
+    from ..llm import LLMClient
+
 RESERVED_OPTIONS = ("memory", "adapter", "keep_checkpointer")
 """``target_options`` keys evalcli reads itself; the rest go to the agent's call."""
+
+
+class ConfigProblem(ValueError):
+    """A mistake in a target's mapping (``target: {http: ...}``); ``at`` is where, inside that target's settings."""
+
+    def __init__(self, at: tuple[str | int, ...], message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.at = at
+        self.message = message
+        self.hint = hint
 
 
 class TurnTimedOut(Exception):
@@ -66,11 +79,22 @@ class Session(Protocol):
 
 
 class Calls(Protocol):
-    """How adapters call into user code: sync functions off the event loop, all under the turn timeout."""
+    """How adapters call into user code: sync functions off the event loop, all under the turn timeout; and the
+    run's LLM client, for targets that are a model."""
 
     async def call_sync(self, fn: Any, *args: Any, **kwargs: Any) -> Any: ...
 
     async def call_async(self, awaitable: Any) -> Any: ...
+
+    def llm(self) -> LLMClient: ...
+
+
+@dataclass(frozen=True)
+class ItemInfo:
+    """What an adapter may read about the item whose conversation it opens (the ``http`` target's templates do)."""
+
+    id: str
+    metadata: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -102,6 +126,8 @@ class Adapter(ABC):
     """What ``target_options.adapter`` calls it (and the key of its framework in ``RECOGNISED`` and ``EXTRAS``)."""
     run_call: ClassVar[str] = ""
     """The framework's run call, as option errors name it (``PydanticAI's agent.run``)."""
+    memory_hint: ClassVar[str] = "give the target a 'memory' attribute, e.g. evalcli.Memory"
+    """What the memory warning tells a user whose target has no memory (SPEC §2)."""
 
     def __init__(self, spec: str, obj: Any, options: dict[str, Any]) -> None:
         self.spec = spec
@@ -149,8 +175,8 @@ class Adapter(ABC):
         """Raise ``ValueError`` or ``TypeError`` naming an option whose value does not fit."""
 
     @abstractmethod
-    def open(self, *, multi_turn: bool, calls: Calls) -> Session:
-        """A session for one conversation (``multi_turn`` for ``inputs``/``turns``/``simulate`` items)."""
+    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> Session:
+        """A session for one conversation (``multi_turn`` for ``inputs``/``turns``/``simulate`` items) of ``item``."""
 
     async def aclose(self) -> None:  # noqa: B027 - most adapters hold nothing for the whole run
         """Release what the adapter holds for the whole run."""

@@ -9,7 +9,8 @@ database (the run's row, registered scorers across earlier runs, the baseline di
 
 from __future__ import annotations
 
+from .compare import comparison_page
 from .page import HtmlReport, report_for_run
 from .sources import ReportSources, report_sources
 
-__all__ = ["HtmlReport", "ReportSources", "report_for_run", "report_sources"]
+__all__ = ["HtmlReport", "ReportSources", "comparison_page", "report_for_run", "report_sources"]

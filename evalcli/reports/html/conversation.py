@@ -116,7 +116,8 @@ def outcome_entries(gates: dict[str, Outcome], scores: dict[str, Outcome], thres
             data = outcome_json(outcome, gate=role == "gate", threshold=thresholds.get(scorer_id))
             threshold = data.get("threshold")
             entries.append({"role": role, "id": scorer_id,
-                            "score": "not scorable" if outcome.not_scorable else fmt(outcome.score),
+                            "score": "not scorable" if outcome.not_scorable else fmt(outcome.score) + (
+                                f" ({outcome.agreement_text} agree)" if outcome.agreement_text else ""),
                             "threshold": None if threshold is None else threshold_text(threshold),
                             "passed": data.get("passed"),
                             "reason": (outcome.error and f"raised {outcome.error}") or outcome.reason or ""})

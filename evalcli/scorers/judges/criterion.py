@@ -10,6 +10,7 @@ searched inside, and several verdicts in one reply need only agree on ``satisfie
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -21,8 +22,9 @@ from ...messages import Message, assistant_texts
 from ...results import Outcome
 from ..base import ScorerRun
 from ..kinds import BuildContext, Kind, register
-from .engine import JudgeCall, JudgeFailed, output_schema, reader, usage_of
-from .kit import api_base_field, model_field, with_model
+from . import kit
+from .engine import JudgeCall, JudgeFailed, SamplePoint, output_schema, reader, sampled, usage_of
+from .kit import api_base_field, model_field, models_field, samples_field, with_model
 
 JUDGE_PROMPT_VERSION = "1"
 """Bump when the prompt or the request shape changes: it is part of every cache key."""
@@ -65,7 +67,7 @@ __all__ = ["MARKER_REMOVED", "SYSTEM_PROMPT", "TRANSCRIPT_END", "TRANSCRIPT_STAR
            "parse_verdict", "transcript"]
 
 
-class JudgeArgs(BaseModel):
+class JudgeArgs(kit.JudgeArgs):
     """Arguments of ``multi_turn_judge`` (as written in YAML)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -76,6 +78,8 @@ class JudgeArgs(BaseModel):
         description="The plain-English criterion the whole conversation must meet.")
     scale: float = Field(default=1, description="The score of a satisfied verdict (an unsatisfied one scores 0).")
     api_base: str | None = api_base_field()
+    models: list[str] | None = models_field()
+    samples: int = samples_field()
 
 
     @field_validator("scale")
@@ -135,20 +139,25 @@ def format_reason(verdict: Verdict, criterion: str) -> str:
 
 
 def criterion_call(llm: LLMClient, model: str, scorer_id: str, version: str, api_base: str | None,
-                   use_cache: bool) -> JudgeCall[Verdict]:
-    """The engine's call for one §5 verdict (``goal_achieved`` asks the same question, under its own version)."""
+                   use_cache: bool, point: SamplePoint | None = None) -> JudgeCall[Verdict]:
+    """The engine's call for one §5 verdict (``goal_achieved`` asks the same question, under its own version);
+    ``point``: which sample of a repeated judge it is."""
     return JudgeCall(llm=llm, model=model, scorer_id=scorer_id, version=version, read=parse_verdict,
                      schema_name="verdict", schema=VERDICT_SCHEMA, api_base=api_base, use_cache=use_cache,
-                     repair_prompt=REPAIR_PROMPT)
+                     repair_prompt=REPAIR_PROMPT, point=point if point is not None and point.seed is not None else None)
 
 
 class MultiTurnJudge:
-    """The ``multi_turn_judge`` scorer: 1 (times ``scale``) when the criterion is satisfied, else 0."""
+    """The ``multi_turn_judge`` scorer: 1 (times ``scale``) when the criterion is satisfied, else 0. With
+    ``samples`` or ``models`` it asks each sample at once and takes the majority (SPEC §19)."""
 
     def __init__(self, args: JudgeArgs, *, scorer_id: str, llm: LLMClient, use_cache: bool = True) -> None:
         self.args = args
         self.scorer_id = scorer_id
-        self.call = criterion_call(llm, args.model, scorer_id, JUDGE_PROMPT_VERSION, args.api_base, use_cache)
+        self.points = args.points()
+        self.calls = [criterion_call(llm, p.model, scorer_id, JUDGE_PROMPT_VERSION, args.api_base, use_cache, p)
+                      for p in self.points]
+        self.call = self.calls[0]
 
     @property
     def llm(self) -> LLMClient:
@@ -159,12 +168,23 @@ class MultiTurnJudge:
 
     async def score(self, run: ScorerRun) -> Outcome:
         """Ask the judge model, retrying unreadable replies; an unreadable verdict is an error."""
-        return await judge_criterion(self.call, self.args.criterion, run.output, self.args.scale)
+        if len(self.calls) == 1:
+            return await judge_criterion(self.call, self.args.criterion, run.output, self.args.scale)
+        sink = UsageSink()
+        calls = dict(zip(self.points, self.calls, strict=True))
+
+        async def one(point: SamplePoint) -> Outcome:
+            return await judge_criterion(calls[point], self.args.criterion, run.output, self.args.scale, sink=sink)
+
+        outcome = await sampled(self.points, one, binary=True)
+        return replace(outcome, usage=usage_of(sink, self.args.model_label()))
 
 
-async def judge_criterion(call: JudgeCall[Verdict], criterion: str, output: list[Message], scale: float = 1) -> Outcome:
-    """One §5 verdict on the assistant's side of ``output``: ``scale`` when satisfied, else 0."""
-    sink = UsageSink()
+async def judge_criterion(call: JudgeCall[Verdict], criterion: str, output: list[Message], scale: float = 1, *,
+                          sink: UsageSink | None = None) -> Outcome:
+    """One §5 verdict on the assistant's side of ``output``: ``scale`` when satisfied, else 0 (its calls recorded
+    in ``sink``, else in one of its own)."""
+    sink = sink if sink is not None else UsageSink()
     try:
         verdict = await call.ask(judge_messages(criterion, output), sink)
     except JudgeFailed as exc:
@@ -183,5 +203,5 @@ def _build(args: JudgeArgs, context: BuildContext) -> MultiTurnJudge:
 
 register(Kind(name="multi_turn_judge", aliases=("judge",), args=JudgeArgs, main="criterion", group="judge",
               needs_model=True, summary="an LLM grades the assistant's words against one criterion: 1 (x scale) or 0",
-              build=_build, prepare=with_model, default_id=_criterion_id,
+              build=_build, prepare=with_model, default_id=_criterion_id, prompt_version=JUDGE_PROMPT_VERSION,
               example="judge: {criterion: The agent gave a forecast for every city.}"))

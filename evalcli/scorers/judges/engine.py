@@ -7,14 +7,22 @@ the output model (strict types; the library's models forbid missing and extra fi
 not is asked again, then the scoring is an error, never a score. Replies are cached on everything that
 changes them, including the judge's own prompt version, and every call is recorded with its tokens and
 cost.
+
+Repeated judging and panels (SPEC §19) live here too, once for every judge: ``sample_points`` says who is
+asked (one model N times with distinct seeds, or each model of a panel once) and ``sampled`` asks them all at
+once (each call takes a judge slot like any other, so N samples cost N calls at the same concurrency, not N
+rounds) and decides: the median score, which for binary verdicts and an odd N is the majority. A judge asked
+once is asked exactly as before (no seed, temperature 0, the same cache key).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import operator
 import re
-from collections.abc import Callable, Sequence
+import statistics
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -22,6 +30,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...llm import LLMClient, LLMError, ResponseCache, UsageSink, reply_text, supports_json_mode, supports_json_schema
 from ...messages import Message
+from ...results import JudgeSample, Outcome
+from ...results import fmt as score_text
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -131,11 +141,16 @@ class JudgeCall(Generic[T]):
     use_cache: bool = True
     purpose: str = "judge"
     repair_prompt: str = REPAIR_PROMPT
+    point: SamplePoint | None = None
+    """Which sample of a repeated judge this call is (its seed and temperature); ``None``: a judge asked once."""
 
     def cache_key(self, messages: Sequence[Message], fmt: dict[str, Any] | None) -> str:
-        """Everything that changes the answer, hashed."""
-        return ResponseCache.key_for(model=self.model, messages=list(messages), temperature=0, response_format=fmt,
-                                     api_base=self.api_base, scorer_id=self.scorer_id, scorer_version=self.version)
+        """Everything that changes the answer, hashed (a sample's number and seed too, when it is one of several)."""
+        point = self.point if self.point is not None and self.point.seed is not None else None
+        extra: dict[str, Any] = {} if point is None else {"sample": point.index, "seed": point.seed}
+        return ResponseCache.key_for(model=self.model, messages=list(messages), temperature=_temperature(point),
+                                     response_format=fmt, api_base=self.api_base, scorer_id=self.scorer_id,
+                                     scorer_version=self.version, **extra)
 
     async def ask(self, messages: list[Message], sink: UsageSink) -> T:
         """The parsed verdict; raises ``JudgeFailed`` when none can be had."""
@@ -147,7 +162,8 @@ class JudgeCall(Generic[T]):
         try:
             for attempt in range(PARSE_ATTEMPTS):
                 response = await self.llm.complete(
-                    model=self.model, messages=conversation, purpose=self.purpose, temperature=0,
+                    model=self.model, messages=conversation, purpose=self.purpose, temperature=_temperature(self.point),
+                    seed=self.point.seed if self.point is not None else None,
                     response_format=fmt, api_base=self.api_base, cache_key=key if attempt == 0 else None,
                     accept=lambda r: self.read(reply_text(r)) is not None, usage_sink=sink)
                 last_reply = reply_text(response)
@@ -166,3 +182,86 @@ class JudgeCall(Generic[T]):
 def usage_of(sink: UsageSink, model: str) -> dict[str, Any]:
     """What an outcome records of the calls behind it."""
     return {"model": model, **sink.totals()}
+
+
+# --- repeated judging and panels (SPEC §19) -------------------------------------------------------
+
+MAX_SAMPLES = 9
+SAMPLE_TEMPERATURE = 0.7
+"""The temperature of each sample when one model is asked several times: at temperature 0 every sample would
+give the same verdict, and the seeds would change nothing."""
+AGREEMENT_TOLERANCE = 0.1
+"""A sample of a scale judge agrees with the decision when its score is this close to the median."""
+
+
+@dataclass(frozen=True)
+class SamplePoint:
+    """Who is asked for one verdict: a model, and a seed when one model is asked several times."""
+
+    model: str
+    seed: int | None = None
+    index: int | None = None
+    """The sample's number (from 0) when one model is asked several times: part of its cache key."""
+
+    def label(self, count: int) -> str:
+        """How a reason or an error names it: ``sample 2 of 3 (seed 2)`` or the panel member's model."""
+        if self.seed is None:
+            return f"panel member {self.model}"
+        return f"sample {(self.index or 0) + 1} of {count} (seed {self.seed})"
+
+
+def _temperature(point: SamplePoint | None) -> float:
+    return SAMPLE_TEMPERATURE if point is not None and point.seed is not None else 0
+
+
+def sample_points(model: str, models: Sequence[str] | None, samples: int) -> list[SamplePoint]:
+    """A panel's members, each once; else the model, once or ``samples`` times with seeds 1..N."""
+    if models:
+        return [SamplePoint(m) for m in models]
+    if samples <= 1:
+        return [SamplePoint(model)]
+    return [SamplePoint(model, seed=i + 1, index=i) for i in range(samples)]
+
+
+async def sampled(points: Sequence[SamplePoint], ask: Callable[[SamplePoint], Coroutine[Any, Any, Outcome]], *,
+                  binary: bool) -> Outcome:
+    """Ask every point at once and decide; a single point is just asked. ``binary``: the judge's scores are
+    verdicts (0 or its scale), so agreeing means the same score; otherwise within ``AGREEMENT_TOLERANCE``."""
+    if len(points) == 1:
+        return await ask(points[0])
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(ask(point)) for point in points]
+    return decide(points, [t.result() for t in tasks], binary=binary)
+
+
+def decide(points: Sequence[SamplePoint], outcomes: Sequence[Outcome], *, binary: bool) -> Outcome:
+    """One outcome from several: the median score (an odd count: the middle verdict, the majority for binary ones),
+    the reason of the first sample that gave it, each sample's verdict, and how many agree (k/N). A sample that
+    failed makes the whole an error (never a decision from the rest); not scorable is decided before any call,
+    so it is the same for every sample."""
+    count = len(points)
+    for point, outcome in zip(points, outcomes, strict=True):
+        if outcome.error is not None:
+            return Outcome(error=f"{point.label(count)}: {outcome.error}")
+    for outcome in outcomes:
+        if outcome.not_scorable or outcome.score is None:
+            return outcome
+    scores = [float(o.score) for o in outcomes if o.score is not None]
+    decided = statistics.median(scores)
+    tolerance = 0.0 if binary else AGREEMENT_TOLERANCE + 1e-9
+    agree = sum(abs(score - decided) <= tolerance for score in scores)
+    chosen = next(o for o in outcomes if o.score == decided)
+    samples = tuple(JudgeSample(p.model, p.seed, o.score, _verdict_line(o.reason))
+                    for p, o in zip(points, outcomes, strict=True))
+    who = "models" if points[0].seed is None else "samples"
+    rule = "majority" if binary else "median"
+    lines = [f"- {p.label(count).removeprefix('panel member ')}: {score_text(s.score)}  {s.verdict}"
+             for p, s in zip(points, samples, strict=True)]
+    summary = f"{agree} of {count} {who} agree ({rule}: {score_text(decided)})."
+    return Outcome(score=decided, reason=f"{chosen.reason or ''}\n\n{summary}\n" + "\n".join(lines),
+                   samples=samples, agreement=(agree, count))
+
+
+def _verdict_line(reason: str | None) -> str:
+    return next((line.strip() for line in (reason or "").splitlines() if line.strip()), "")
+

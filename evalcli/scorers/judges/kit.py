@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from ...llm import LOCAL_JUDGE_MODEL, LLMClient, UsageSink, default_judge_model
 from ...llm.fence import (
@@ -33,7 +33,7 @@ from ...results import Outcome
 from ..base import ScorerRun, TurnView
 from ..checks.matching import calls_of
 from ..kinds import BuildContext, Kind, register
-from .engine import JudgeCall, JudgeFailed, output_schema, reader, usage_of
+from .engine import MAX_SAMPLES, JudgeCall, JudgeFailed, SamplePoint, output_schema, reader, sample_points, sampled, usage_of
 
 M = TypeVar("M", bound=BaseModel)
 A = TypeVar("A", bound=BaseModel)
@@ -69,10 +69,76 @@ def api_base_field() -> Any:
     return Field(default=None, description="A base URL for the provider, if not from the environment.")
 
 
+def models_field() -> Any:
+    """The ``models`` argument every judge takes: a panel instead of one model (SPEC §19)."""
+    return Field(default=None, description="A panel instead of 'model': litellm models asked once each (an odd "
+                                           "number, up to 9), decided by majority (binary verdicts) or median.")
+
+
+def samples_field() -> Any:
+    """The ``samples`` argument every judge takes (SPEC §19)."""
+    return Field(default=1, strict=True, description="How many times the judge is asked, each with its own seed (odd, "
+                                                     "1 to 9), decided by majority (binary verdicts) or median.")
+
+
 class JudgeArgs(BaseModel):
-    """Base of the judges' arguments: unknown keys are errors."""
+    """Base of the judges' arguments: unknown keys are errors. Every judge takes ``model`` (or a panel, ``models``)
+    and ``samples``; a judge asked once by one model dumps exactly as before those existed."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("samples", check_fields=False)
+    @classmethod
+    def _odd_samples(cls, value: int) -> int:
+        if not 1 <= value <= MAX_SAMPLES or value % 2 == 0:
+            raise ValueError(f"samples must be an odd number from 1 to {MAX_SAMPLES} (a majority needs an odd count), "
+                             f"got {value}")
+        return value
+
+    @field_validator("models", check_fields=False)
+    @classmethod
+    def _odd_panel(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        if not 1 <= len(value) <= MAX_SAMPLES or len(value) % 2 == 0:
+            raise ValueError(f"models must list an odd number of models, from 1 to {MAX_SAMPLES} (a majority needs an "
+                             f"odd count), got {len(value)}")
+        if any(not m.strip() for m in value) or len(set(value)) != len(value):
+            raise ValueError("models must be distinct, non-empty model names")
+        return value
+
+    @model_validator(mode="after")
+    def _model_or_panel(self) -> JudgeArgs:
+        if getattr(self, "models", None) is not None:
+            if "model" in self.model_fields_set:
+                raise ValueError("give either 'model' or 'models' (a panel), not both")
+            if getattr(self, "samples", 1) != 1:
+                raise ValueError("a panel asks each of its models once: leave out 'samples' with 'models'")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Defaults of ``samples`` and ``models`` are left out, and ``model`` when a panel replaces it: the spec of a
+        judge asked once stays what it always was (stored specs, scorer ids and cache keys unchanged)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            if data.get("models") is None:
+                data.pop("models", None)
+            else:
+                data.pop("model", None)
+            if data.get("samples") == 1:
+                data.pop("samples", None)
+        return data
+
+    def points(self) -> list[SamplePoint]:
+        """Who is asked for each verdict (see ``engine.sample_points``)."""
+        return sample_points(getattr(self, "model", LOCAL_JUDGE_MODEL), getattr(self, "models", None),
+                             getattr(self, "samples", 1))
+
+    def model_label(self) -> str:
+        """The model, or the panel's models joined, for usage records and calibration rows."""
+        models = getattr(self, "models", None)
+        return ", ".join(models) if models else str(getattr(self, "model", LOCAL_JUDGE_MODEL))
 
 
 class PlainJudgeArgs(JudgeArgs):
@@ -80,6 +146,8 @@ class PlainJudgeArgs(JudgeArgs):
 
     model: str = model_field()
     api_base: str | None = api_base_field()
+    models: list[str] | None = models_field()
+    samples: int = samples_field()
 
 
 @dataclass(frozen=True)
@@ -201,7 +269,8 @@ def cleaned(items: Sequence[str]) -> list[str]:
 
 @dataclass
 class Asking:
-    """What every call of one scoring shares: client, model, scorer id, prompt version, cache, usage sink."""
+    """What every call of one scoring shares: client, model, scorer id, prompt version, cache, usage sink, and
+    which sample of a repeated judge it is."""
 
     llm: LLMClient
     model: str
@@ -210,13 +279,15 @@ class Asking:
     version: str
     use_cache: bool
     sink: UsageSink
+    point: SamplePoint | None = None
+    """The sample being asked for (its seed), when the judge is asked several times."""
 
     async def ask(self, task: str, prompt: str, model: type[BaseModel], read: Callable[[str | None], Any]) -> Any:
         """One question (system prompt from ``task``, user prompt ``prompt``); raises ``JudgeFailed``."""
         call: JudgeCall[Any] = JudgeCall(
             llm=self.llm, model=self.model, scorer_id=self.scorer_id, version=self.version, read=read,
             schema_name=_snake(model.__name__), schema=output_schema(model), api_base=self.api_base,
-            use_cache=self.use_cache)
+            use_cache=self.use_cache, point=self.point)
         return await call.ask([{"role": "system", "content": system_prompt(task)},
                                {"role": "user", "content": prompt}], self.sink)
 
@@ -229,7 +300,11 @@ ScoreFn = Callable[[Asking, Any, ScorerRun], Awaitable[Outcome]]
 
 
 class BoundJudge:
-    """A judge kind bound to its arguments and its run: makes the ``Asking`` of each scoring."""
+    """A judge kind bound to its arguments and its run: asks each of its samples (``samples``, or a panel's
+    ``models``) through ``once``, and decides (``engine.sampled``)."""
+
+    binary: ClassVar[bool] = False
+    """Whether its scores are verdicts (0 or 1): its samples agree when equal (else within 0.1)."""
 
     def __init__(self, name: str, args: Any, context: BuildContext) -> None:
         self.name = name
@@ -237,36 +312,49 @@ class BoundJudge:
         self.scorer_id = context.scorer_id
         self.llm: LLMClient = context.llm()
         self.use_cache = context.use_cache
+        self.points = args.points()
 
-    def asking(self) -> Asking:
-        """A fresh usage sink, and the judge's current prompt version in the cache key."""
+    def asking(self, point: SamplePoint | None = None, sink: UsageSink | None = None) -> Asking:
+        """What one sample's calls share: its model and seed, and the judge's current prompt version in the cache
+        key (a fresh usage sink unless given)."""
+        point = point or self.points[0]
         version = f"{self.name}/{PROMPT_VERSIONS[self.name]}"
-        return Asking(self.llm, self.args.model, self.args.api_base, self.scorer_id, version, self.use_cache,
-                      UsageSink())
+        return Asking(self.llm, point.model, self.args.api_base, self.scorer_id, version, self.use_cache,
+                      sink if sink is not None else UsageSink(), point if point.seed is not None else None)
 
     async def score(self, run: ScorerRun) -> Outcome:
+        """Every sample at once, decided; a verdict that cannot be had is an error outcome, never a score."""
+        sink = UsageSink()
+
+        async def one(point: SamplePoint) -> Outcome:
+            try:
+                return await self.once(self.asking(point, sink), run)
+            except JudgeFailed as exc:
+                return Outcome(error=str(exc))
+
+        outcome = await sampled(self.points, one, binary=self.binary)
+        return replace(outcome, usage=usage_of(sink, self.args.model_label()))
+
+    async def once(self, asking: Asking, run: ScorerRun) -> Outcome:
+        """One sample's verdict (raises ``JudgeFailed`` when none can be had)."""
         raise NotImplementedError
 
 
 class LibraryJudge(BoundJudge):
-    """Runs a judge's score function; a verdict that cannot be had is an error outcome, never a score."""
+    """Runs a judge's score function for each sample."""
 
     def __init__(self, name: str, fn: ScoreFn, args: Any, context: BuildContext) -> None:
         super().__init__(name, args, context)
         self.fn = fn
 
-    async def score(self, run: ScorerRun) -> Outcome:
-        asking = self.asking()
-        try:
-            outcome = await self.fn(asking, self.args, run)
-        except JudgeFailed as exc:
-            return Outcome(error=str(exc), usage=usage_of(asking.sink, asking.model))
-        return replace(outcome, usage=usage_of(asking.sink, asking.model))
+    async def once(self, asking: Asking, run: ScorerRun) -> Outcome:
+        return await self.fn(asking, self.args, run)
 
 
 def with_model(raw: dict[str, Any]) -> dict[str, Any]:
-    """Arguments with the default judge model filled in: ``$EVALCLI_JUDGE_MODEL``, else the local model."""
-    return raw if "model" in raw else {**raw, "model": default_judge_model()}
+    """Arguments with the default judge model filled in: ``$EVALCLI_JUDGE_MODEL``, else the local model (not
+    when a panel, ``models``, replaces it)."""
+    return raw if "model" in raw or "models" in raw else {**raw, "model": default_judge_model()}
 
 
 def declare(name: str, args: type[A], fn: ScoreFn | None, *, version: str, summary: str, main: str | None,
@@ -283,4 +371,5 @@ def declare(name: str, args: type[A], fn: ScoreFn | None, *, version: str, summa
         return LibraryJudge(name, fn, values, context)
 
     return register(Kind(name=name, args=args, main=main, summary=summary, build=make, group="judge",
-                         needs_model=True, prepare=with_model, default_id=default_id, example=example))
+                         needs_model=True, prepare=with_model, default_id=default_id, example=example,
+                         prompt_version=f"{name}/{version}"))

@@ -38,10 +38,12 @@ from .kit import (
     assistant_transcript,
     declare,
     model_field,
+    models_field,
     numbered,
     numbers,
     replied,
     reply_shape,
+    samples_field,
     turns_of,
     verdict_lines,
     verdict_shape,
@@ -82,6 +84,8 @@ class RubricArgs(JudgeArgs):
                                                                       "{criterion, weight, required}.")
     model: str = model_field()
     api_base: str | None = api_base_field()
+    models: list[str] | None = models_field()
+    samples: int = samples_field()
 
 
 class CriterionVerdict(Verdicts):
@@ -136,6 +140,8 @@ class RoleArgs(JudgeArgs):
         min_length=1, description="The role the assistant must keep, in plain English.")
     model: str = model_field()
     api_base: str | None = api_base_field()
+    models: list[str] | None = models_field()
+    samples: int = samples_field()
 
 
 
@@ -192,6 +198,8 @@ class FactualityArgs(JudgeArgs):
         default=None, description="The reference answer (default: the item's ground_truth).")
     model: str = model_field()
     api_base: str | None = api_base_field()
+    models: list[str] | None = models_field()
+    samples: int = samples_field()
 
 
 
@@ -242,14 +250,15 @@ def _factuality_id(values: dict[str, Any]) -> str:
 class GoalAchieved(BoundJudge):
     """A §5 judge whose criterion is the item's ``expected_outcome``, else the simulated user's goal."""
 
-    async def score(self, run: ScorerRun) -> Outcome:
+    binary = True
+
+    async def once(self, asking: Asking, run: ScorerRun) -> Outcome:
         criterion = next((c.strip() for c in (run.expected_outcome, run.goal) if c and c.strip()), None)
         if criterion is None:
             return Outcome(not_scorable=True, reason="the item has neither expected_outcome nor simulate.goal")
-        asking = self.asking()
         call = criterion_call(asking.llm, asking.model, asking.scorer_id, asking.version, asking.api_base,
-                              asking.use_cache)
-        return await judge_criterion(call, criterion, run.output)
+                              asking.use_cache, asking.point)
+        return await judge_criterion(call, criterion, run.output, sink=asking.sink)
 
 
 # --- declarations, in SPEC §14 order -------------------------------------------------------------

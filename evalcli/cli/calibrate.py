@@ -1,0 +1,72 @@
+"""``evalcli calibrate``: measure each labelled scorer against its labels (SPEC §19), as a plain function."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..reports.calibration import render_calibration
+from ..run import Events, RunOptions
+from ..run.calibrate import acalibrate
+from ..secrets import Redactor
+from ..store import Store
+from .outputs import check_writable, open_for_writing, stdout_for_json
+from .run import RunRequest, check_request, combine_exit_codes, load_all
+
+
+@dataclass
+class CalibrateRequest:
+    """Everything ``evalcli calibrate`` was asked to do."""
+
+    datasets: list[Path]
+    db: Path
+    scorer_ids: list[str] = field(default_factory=list)
+    min_agreement: float | None = None
+    scorers: Path | None = None
+    json_out: str | None = None
+    concurrency: int | None = None
+    judge_concurrency: int = 8
+    use_cache: bool = True
+
+
+def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -> int:
+    """Validate every dataset, calibrate each (stored as a run plus ``calibrations`` rows), print or write the
+    JSON; the worst exit code (130, 2, 1, 4, 0)."""
+    check_request(RunRequest(datasets=request.datasets, db=request.db))
+    datasets = [planned.dataset for planned in load_all(request.datasets, request.scorers)]
+    json_path = Path(request.json_out) if request.json_out and request.json_out != "-" else None
+    if json_path is not None:
+        check_writable(json_path, "--json")
+    redact = Redactor(extra=set().union(*(d.secret_values for d in datasets)))
+    options = RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
+                         use_cache=request.use_cache, handle_signals=True)
+    documents: list[dict[str, Any]] = []
+    codes: list[int] = []
+    store = Store(request.db, redact)
+    try:
+        with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
+            for dataset in datasets:
+                calibration = loop.run(acalibrate(dataset, store=store, options=options, scorer_ids=request.scorer_ids,
+                                                  min_agreement=request.min_agreement, events=events))
+                close = getattr(events, "close", None)
+                if close:
+                    close()
+                render_calibration(out, calibration, str(request.db))
+                documents.append(redact.value(calibration.to_json()))
+                codes.append(calibration.exit_code)
+                if calibration.run.status == "interrupted":
+                    break
+            document = documents[0] if len(documents) == 1 else {"calibrations": documents}
+            if stdout is not None:
+                stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    finally:
+        store.close()
+    if json_path is not None:
+        with open_for_writing(json_path) as handle:
+            handle.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    return combine_exit_codes(codes)

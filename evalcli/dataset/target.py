@@ -1,0 +1,84 @@
+"""Resolving a dataset's ``target`` (SPEC §2, §12, §17): an import path, or a mapping (``http``, ``mastra``,
+``model``), written in the file or given as ``--target SPEC``. This is the one place either becomes an adapter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+from typing import Any
+
+from ..errors import EvalcliError, Problem
+from ..targets import (
+    Adapter,
+    ConfigProblem,
+    FormContext,
+    form_class,
+    form_of,
+    make_adapter,
+    make_form_adapter,
+    settings_of,
+)
+from .imports import resolve_import
+from .yamlsrc import Path, Positions, validated
+
+HINT_FORMS = {"model:": "model", "mastra:": "mastra", "http:": "http", "https:": "http"}
+
+
+@dataclass
+class ResolvedTarget:
+    """What the target resolved to: how it is named (in ``--target`` syntax for mappings), its adapter, and the
+    values in its settings that must never be stored or shown."""
+
+    spec: str
+    adapter: Adapter | None
+    secrets: set[str] = field(default_factory=set)
+
+
+def resolve_target(raw: str | dict[str, Any], options: dict[str, Any], pos: Positions, problems: list[Problem],
+                   folder: FsPath, at: Path = ("target",)) -> ResolvedTarget:
+    """The adapter for ``raw`` (inside the dataset's import scope); each mistake is added to ``problems``, located
+    at ``at`` in ``pos`` (``None`` adapter then)."""
+    if isinstance(raw, str):
+        return ResolvedTarget(raw, _imported(raw, options, pos, problems, at))
+    name = "target"
+    try:
+        name = form_of(raw)
+        cls = form_class(name)
+        settings, inside = settings_of(name, raw)
+    except ConfigProblem as exc:
+        problems.append(pos.problem((*at, *exc.at), exc.message, exc.hint, key=bool(exc.at)))
+        return ResolvedTarget(name, None)
+    except EvalcliError as exc:
+        problems.append(pos.problem(at, exc.message, exc.hint))
+        return ResolvedTarget(name, None)
+    where = (*at, *inside)
+    config = validated(cls.config_model, settings, where, pos, f"the {name} target", problems, pos.problem(
+        where, f"the {name} target's settings must be a mapping", f"write '{name}: {{url: ...}}'"))
+    if config is None:
+        return ResolvedTarget(name, None)
+    spec, secrets = cls.describe(config), cls.secrets(config)
+    try:
+        built = cls.build(config, FormContext(folder, resolve_import))
+        return ResolvedTarget(spec, make_form_adapter(cls, spec, built, options), secrets)
+    except ConfigProblem as exc:
+        problems.append(pos.problem((*where, *exc.at), exc.message, exc.hint))
+    except EvalcliError as exc:
+        problems.append(pos.problem(("target_options",) if "target_options" in exc.message else where, exc.message,
+                                    exc.hint))
+    return ResolvedTarget(spec, None, secrets)
+
+
+def _imported(spec: str, options: dict[str, Any], pos: Positions, problems: list[Problem], at: Path) -> Adapter | None:
+    try:
+        return make_adapter(spec, resolve_import(spec), options)
+    except EvalcliError as exc:
+        where = ("target_options", "adapter") if "adapter" in exc.message and "adapter" in options else at
+        hint = exc.hint
+        form = next((form for prefix, form in HINT_FORMS.items() if spec.startswith(prefix)), None)
+        if form is not None and at == ("target",):
+            hint = (f"a target string is an import path; for a {form} target write a mapping, e.g. 'target: {{model: "
+                    f"{spec.partition(':')[2]}}}'" if form == "model" else
+                    f"a target string is an import path; for a {form} target write 'target: {{{form}: {{url: ...}}}}'")
+        problems.append(pos.problem(where, exc.message, hint))
+        return None

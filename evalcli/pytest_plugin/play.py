@@ -1,0 +1,170 @@
+"""Playing a dataset under pytest, and what each of its items reports.
+
+A dataset's selected conversations are played once, together, at the dataset's concurrency, on the session's
+event loop, and stored as an ordinary run (``evalcli show RUN ITEM`` opens any of them). Under pytest-xdist the
+workers agree through a lock file which one plays a dataset: with ``--dist loadfile`` a dataset's items all go to
+one worker anyway; with ``--dist load`` the first worker to reach the dataset plays it and the others read the
+stored run. What the items show is read back from the store, so it is redacted like everything else evalcli keeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shlex
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ..dataset import Dataset, Item
+from ..reports import conversation_text, deliver, fmt, missed_gates, one_line, per_dataset, plural, threshold_text, verdict_text
+from ..results import ItemResult, RunResult
+from ..run import RunOptions, arun_evals
+from ..secrets import Redactor
+from ..store import Store, load_run
+from .nodes import EvalFailed
+from .settings import RunLine, Settings
+
+if TYPE_CHECKING:
+    from .nodes import DatasetFile
+
+
+@dataclass
+class Played:
+    """A dataset's stored run and its conversations, by item index."""
+
+    run: RunResult
+    items: dict[int, ItemResult]
+    settings: Settings
+    width: int
+
+    def conversation_outcome(self, conversation: Item) -> None:
+        """Fail (with the missed gates, the transcript and the ``show`` command) or skip, as the conversation did."""
+        result = self.items.get(conversation.index)
+        if result is None:
+            raise EvalFailed(f"conversation {conversation.id} was not played in run {self.run.run_id}")
+        if not result.passed:
+            raise self._conversation_failure(result)
+        gates = [*result.gate_scores.values(), *(o for turn in result.turns for o in turn.gate_scores.values())]
+        if gates and all(outcome.not_scorable for outcome in gates):
+            reasons = "; ".join(dict.fromkeys(o.reason for o in gates if o.reason))
+            pytest.skip(f"no gate was scorable on conversation {result.id}" + (f": {reasons}" if reasons else ""))
+
+    def verdict_outcome(self) -> None:
+        """Fail on a ``failed`` verdict, and on ``scored`` with ``--evalcli-strict``."""
+        summary = self.run.summary
+        if summary.verdict == "failed":
+            why = "a gate's mean over the conversations is below 1"
+        elif summary.verdict == "scored" and self.settings.strict:
+            why = "a scorer's mean missed its threshold (--evalcli-strict)"
+        else:
+            return
+        missed = [f"gate {g.id} {fmt(g.score)}" for g in summary.gate_results if not g.passed]
+        missed += [f"{t.id} {fmt(t.average_score)} ({threshold_text(t.threshold)})"
+                   for t in summary.threshold_results if not t.passed]
+        for turn in summary.turn_results:
+            missed += [f"turn {turn.index} gate {g.id} {fmt(g.score)}" for g in turn.gate_results if not g.passed]
+            missed += [f"turn {turn.index} {t.id} {fmt(t.average_score)} ({threshold_text(t.threshold)})"
+                       for t in turn.threshold_results if not t.passed]
+        text = verdict_text(self.run, self.items.values(), self.settings.shown_db, self.width)
+        raise EvalFailed(f"verdict {summary.verdict} for {self.run.dataset_path}: {why}\n\n{text}",
+                         f"verdict {summary.verdict}: " + ", ".join(missed))
+
+    def _conversation_failure(self, result: ItemResult) -> EvalFailed:
+        if result.status != "ok":
+            head = message = f"conversation {result.id} errored: {one_line(result.error or 'unknown error')}"
+        else:
+            missed = missed_gates(result)
+            if len(missed) == 1:
+                head = f"conversation {result.id}: {missed[0]}"
+            else:
+                head = f"conversation {result.id} missed {len(missed)} gates:\n" + "\n".join(f"  {m}" for m in missed)
+            message = f"conversation {result.id}: {one_line(missed[0])}" + (
+                f" (and {plural(len(missed) - 1, 'more gate')})" if len(missed) > 1 else "")
+        db = "" if self.settings.shown_db == "evalcli.db" else f" --db {shlex.quote(self.settings.shown_db)}"
+        show = f"evalcli show {self.run.run_id} {shlex.quote(result.id)}{db}"
+        return EvalFailed(f"{head}\n\n{conversation_text(self.run, result, self.width)}\n\n{show}", message)
+
+
+def play(file: DatasetFile, dataset: Dataset, indexes: set[int] | None) -> Played:
+    """Play the dataset's conversations (``indexes``, or all of them) once, or read the run another worker played."""
+    plugin = file.plugin
+    with _turn(plugin.lock_folder(), file.nodeid) as marker:
+        if marker is not None and marker.is_file():
+            return _read(plugin.settings, marker.read_text(encoding="utf-8").strip())
+        played, warnings = _play(file, dataset, indexes)
+        if marker is not None:
+            marker.write_text(played.run.run_id, encoding="utf-8")
+    items = played.items.values()
+    plugin.runs.append(RunLine(dataset.path, played.run.run_id, played.run.verdict, len(played.items),
+                               sum(1 for i in items if i.status == "ok" and not i.passed),
+                               sum(1 for i in items if i.status != "ok"), played.run.status,
+                               plugin.settings.shown_db, warnings))
+    return played
+
+
+def _play(file: DatasetFile, dataset: Dataset, indexes: set[int] | None) -> tuple[Played, list[str]]:
+    plugin = file.plugin
+    settings = plugin.settings
+    redact = Redactor(extra=dataset.secret_values)
+    store = Store(settings.db, redact)
+    try:
+        options = RunOptions(use_cache=settings.use_cache, strict=settings.strict, only_indexes=indexes,
+                             keep_items=False, handle_signals=True)
+        result = plugin.loop().run(arun_evals(dataset, store=store, options=options))
+        if result.status == "interrupted":
+            db = "" if settings.shown_db == "evalcli.db" else f" --db {shlex.quote(settings.shown_db)}"
+            raise KeyboardInterrupt(f"run {result.run_id} of {dataset.path} is stored as interrupted after "
+                                    f"{result.completed} of {plural(result.selected, 'conversation')}; "
+                                    f"evalcli run {shlex.quote(dataset.path)} --resume {result.run_id}{db} continues it")
+        if settings.html is not None:
+            from ..reports.html import report_for_run  # jinja2 only when a report is asked for
+
+            path = per_dataset(settings.html, plugin.datasets)[plugin.datasets.index(Path(os.path.abspath(file.path)))]
+            report = report_for_run(store, result, redact)
+            deliver(store.load_items(result.run_id), [report])
+            report.write(path)
+        return _from_store(store, result.run_id, settings), result.warnings
+    finally:
+        store.close()
+
+
+def _read(settings: Settings, run_id: str) -> Played:
+    """The run another pytest-xdist worker played and stored."""
+    store = Store(settings.db)
+    try:
+        return _from_store(store, run_id, settings)
+    finally:
+        store.close()
+
+
+def _from_store(store: Store, run_id: str, settings: Settings) -> Played:
+    run = load_run(store, run_id).result
+    items = {item.index: item for item in store.load_items(run_id)}
+    return Played(run, items, settings, shutil.get_terminal_size((120, 24)).columns)
+
+
+@contextlib.contextmanager
+def _turn(folder: Path | None, key: str) -> Iterator[Path | None]:
+    """Under pytest-xdist, hold this dataset's lock and yield the file that names its run once one worker played
+    it; otherwise (one process) nothing to agree on: ``None``."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no POSIX locks (Windows): each worker plays what it was given
+        folder = None
+    if folder is None:
+        yield None
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+    with open(folder / f"{name}.lock", "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield folder / f"{name}.run"
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

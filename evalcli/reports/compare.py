@@ -1,0 +1,97 @@
+"""Runs side by side for people (``evalcli compare``, ``evalcli run`` with several ``--target``s): a row per
+scorer and gate, a column per run, then the conversations whose gates differ."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..store import Cell, Column, Comparison
+from .text import VERDICT_STYLE, fmt, threshold_text
+
+STATE_STYLE = {"pass": "green", "FAIL": "bold red", "error": "bold red", "ok": "green", "n/a": "dim", "-": "dim"}
+MAX_DIFFERENCES = 50
+
+
+def cell_text(cell: Cell, role: str) -> Text:
+    """A scorer's mean (``pass``/``FAIL`` against its threshold), or a gate's passes of its scorable conversations."""
+    if role == "gate":
+        if not cell.scorable:
+            return Text("n/a", style="dim")
+        text = Text(f"{cell.passes}/{cell.scorable}")
+    else:
+        if cell.value is None:
+            return Text("-", style="dim")
+        text = Text(fmt(cell.value))
+    if cell.passed is not None:
+        text.append(" pass" if cell.passed else " FAIL", style="green" if cell.passed else "bold red")
+    return text
+
+
+def seconds_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds:.1f} s" if seconds < 600 else f"{seconds / 60:.1f} min"
+
+
+def cost_text(cost: float) -> str:
+    return f"${cost:.4f}"
+
+
+def comparison_table(comparison: Comparison) -> Table:
+    """The table: scorers (means) and gates (passes), then verdict, conversations, errors, tokens, cost, wall time."""
+    count = len(comparison.columns)
+    table = Table(title=f"Comparison of {count} runs of {comparison.dataset}", title_justify="left")
+    table.add_column("", no_wrap=True)
+    for column in comparison.columns:
+        table.add_column(Text.assemble((column.label, "bold"), "\n", (column.run.run_id, "dim")), justify="right",
+                         overflow="fold")
+    for row in comparison.rows:
+        label = f"{row.role} {row.id}" + (f" ({threshold_text(row.threshold)})" if row.threshold is not None else "")
+        table.add_row(label, *(cell_text(cell, row.role) for cell in row.cells))
+    table.add_section()
+    columns = comparison.columns
+    table.add_row("verdict", *(_verdict(c) for c in columns))
+    table.add_row("conversations", *(str(c.run.summary.total_items) for c in columns))
+    table.add_row("errors", *(Text(str(c.run.summary.errors), style="bold red" if c.run.summary.errors else "")
+                              for c in columns))
+    table.add_row("target tokens", *(f"{c.target_tokens:,}" for c in columns))
+    table.add_row("target cost", *(cost_text(c.target_cost) for c in columns))
+    table.add_row("all LLM cost", *(cost_text(c.cost) for c in columns))
+    table.add_row("wall time", *(seconds_text(c.seconds) for c in columns))
+    return table
+
+
+def _verdict(column: Column) -> Text:
+    verdict = column.run.verdict
+    return Text(verdict or "none", style=VERDICT_STYLE.get(verdict or "", ""))
+
+
+def differences_table(comparison: Comparison) -> Table | None:
+    """Per conversation, the gates (and statuses) that read differently across the runs; ``None`` when none do."""
+    if not comparison.differences:
+        return None
+    table = Table(title="Conversations whose gates differ", title_justify="left")
+    table.add_column("item", no_wrap=True)
+    table.add_column("gate")
+    for column in comparison.columns:
+        table.add_column(column.run.run_id[:10], justify="center")
+    for difference in comparison.differences[:MAX_DIFFERENCES]:
+        table.add_row(difference.item_id, difference.gate,
+                      *(Text(state, style=STATE_STYLE.get(state, "")) for state in difference.states))
+    hidden = len(comparison.differences) - MAX_DIFFERENCES
+    if hidden > 0:
+        table.caption = f"{hidden} more not shown (evalcli compare ... --html PATH shows every conversation)"
+    return table
+
+
+def render_comparison(console: Console, comparison: Comparison, *, differences: bool = True) -> None:
+    """The comparison table and (with ``differences``) the conversations whose gates differ."""
+    console.print(comparison_table(comparison))
+    if differences:
+        table = differences_table(comparison)
+        if table is None:
+            console.print("No conversation's gates differ between these runs.")
+        else:
+            console.print(table)

@@ -1,0 +1,53 @@
+"""``evalcli compare ... --html PATH``: runs of one dataset side by side as one self-contained page (SPEC §17).
+
+The comparison table as the terminal shows it, the conversations whose gates differ, then every
+conversation with each run's transcript in a column of its own (as ``show`` prints them: user messages,
+the assistant's words, tool calls and results, gates and scorers with their reasons). Rendered on the
+server from autoescaped jinja2 templates; the page runs no script and loads nothing.
+"""
+
+from __future__ import annotations
+
+from secrets import token_urlsafe
+from typing import Any
+
+from ... import __version__
+from ...secrets import Redactor
+from ...store import Comparison
+from ..compare import cell_text, cost_text, seconds_text
+from ..text import threshold_text
+from .conversation import status_of, transcript
+from .page import asset, environment
+
+
+def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> str:
+    """The page as HTML text (secrets redacted from every value first)."""
+    redact = redact or Redactor()
+    columns = [{"label": c.label, "run_id": c.run.run_id, "verdict": c.run.verdict, "total": c.run.summary.total_items,
+                "errors": c.run.summary.errors, "tokens": f"{c.target_tokens:,}", "target_cost": cost_text(c.target_cost),
+                "cost": cost_text(c.cost), "seconds": seconds_text(c.seconds)} for c in comparison.columns]
+    rows = [{"label": f"{r.role} {r.id}" + (f" ({threshold_text(r.threshold)})" if r.threshold is not None else ""),
+             "cells": [_cell(cell_text(cell, r.role).plain) for cell in r.cells]} for r in comparison.rows]
+    differing = {d.item_id for d in comparison.differences}
+    conversations = []
+    for results in comparison.items:
+        present = [r for r in results if r is not None]
+        item_id = present[0].id if present else "?"
+        conversations.append({
+            "id": item_id, "differs": item_id in differing,
+            "statuses": [status_of(r) if r is not None else "missing" for r in results],
+            "transcripts": [transcript(r) if r is not None else None for r in results],
+        })
+    data: dict[str, Any] = redact.value({
+        "dataset": comparison.dataset, "columns": columns, "rows": rows,
+        "differences": [{"item": d.item_id, "gate": d.gate, "states": d.states} for d in comparison.differences],
+        "conversations": conversations,
+    })
+    template = environment().get_template("compare.html.j2")
+    return template.render(**data, css=asset("report.css"), nonce=token_urlsafe(16), version=__version__)
+
+
+def _cell(text: str) -> dict[str, str]:
+    """A table cell's text and its class (``pass``/``fail`` by its last word)."""
+    last = text.rsplit(" ", 1)[-1]
+    return {"text": text, "class": "pass" if last == "pass" else "fail" if last == "FAIL" else ""}

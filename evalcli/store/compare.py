@@ -1,0 +1,219 @@
+"""Several stored runs of one dataset side by side (``evalcli compare``, and ``evalcli run`` with several
+``--target``s): per scorer and gate a figure for each run, the runs' verdicts, errors, tokens, cost and wall
+time, and per conversation the gates whose outcome differs between the runs (SPEC §17).
+
+Everything is read from what the store wrote; the figures are the runs' own aggregates (a scorer's mean, a
+gate's pass rate over the conversations where it was scorable).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..errors import UsageError
+from ..results import ItemResult, RunResult, Threshold
+from .history import StoredRun, load_run
+from .store import Store
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run's figure on a row: a mean (scorers) or a pass rate (gates), and whether it passed its threshold or gate
+    (``None`` when nothing is asked of it)."""
+
+    value: float | None
+    passed: bool | None = None
+    passes: int | None = None
+    """Gates: conversations where it passed, of ``scorable``."""
+    scorable: int | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """A scorer or gate (``turn N: id`` per turn) with one cell per run."""
+
+    role: str
+    """``scorer`` or ``gate``."""
+    id: str
+    cells: list[Cell]
+    threshold: object = None
+    """The scorer's threshold as configured (the first run's), if any."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One run: what it ran against and its totals."""
+
+    run: RunResult
+    label: str
+    """The target, as the run names it."""
+    seconds: float | None
+    """Wall time from the run's start to its finish (``None`` when it never finished)."""
+    target_tokens: int
+    target_cost: float
+    cost: float
+    """Every LLM call of the run (target, judges, simulated users)."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A conversation whose gate (or status) reads differently across the runs: one state per run, each ``pass``,
+    ``FAIL``, ``error`` (the conversation errored), ``n/a`` (not scorable) or ``-`` (not in that run)."""
+
+    item_id: str
+    gate: str
+    states: list[str]
+
+
+@dataclass
+class Comparison:
+    """The runs in the order asked, their rows, and the conversations that differ."""
+
+    dataset: str
+    columns: list[Column]
+    rows: list[Row]
+    differences: list[Difference] = field(default_factory=list)
+    items: list[list[ItemResult | None]] = field(default_factory=list)
+    """Per conversation (union of item ids, in dataset order), each run's result or ``None``."""
+
+    @property
+    def exit_code(self) -> int:
+        """The worst of the runs' exit codes (130, then 2, 1, 4, 3, 0)."""
+        codes = [c.run.exit_code for c in self.columns]
+        return next((code for code in (130, 2, 1, 4, 3) if code in codes), 0)
+
+
+def _seconds(row: dict[str, object]) -> float | None:
+    try:
+        started = datetime.fromisoformat(str(row["started_at"]))
+        finished = datetime.fromisoformat(str(row["finished_at"])) if row.get("finished_at") else None
+    except ValueError:
+        return None
+    return None if finished is None else (finished - started).total_seconds()
+
+
+def _column(store: Store, run: StoredRun) -> Column:
+    usage = next(store.query("SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens, "
+                             "COALESCE(SUM(cost), 0) AS cost FROM llm_calls WHERE run_id = ? AND purpose = 'target'",
+                             [run.result.run_id]))
+    return Column(run.result, run.result.target, _seconds(run.row), int(usage["tokens"]), float(usage["cost"]),
+                  float(run.row.get("cost") or 0.0))
+
+
+def _gate_states(item: ItemResult | None) -> dict[str, str]:
+    """Each gate's state on a conversation: top-level ones by id, per-turn ones as ``turn N: id``."""
+    if item is None:
+        return {}
+    levels = [("", item.gate_scores), *((f"turn {t.index}: ", t.gate_scores) for t in item.turns)]
+    states = {}
+    for prefix, gates in levels:
+        for gate_id, outcome in gates.items():
+            if item.status != "ok":
+                states[prefix + gate_id] = "error"
+            elif outcome.not_scorable:
+                states[prefix + gate_id] = "n/a"
+            else:
+                states[prefix + gate_id] = "FAIL" if outcome.missed_gate else "pass"
+    return states
+
+
+def compare_runs(store: Store, run_ids: list[str], *, allow_different: bool = False) -> Comparison:
+    """Compare stored runs (ids, unique prefixes or ``latest``) of one dataset, in the order given."""
+    if len(run_ids) < 2:
+        raise UsageError("compare needs at least two runs", "evalcli compare RUN_A RUN_B [RUN_C ...]")
+    runs = [load_run(store, run_id) for run_id in run_ids]
+    ids = [r.result.run_id for r in runs]
+    if len(set(ids)) < len(ids):
+        repeated = next(i for i in ids if ids.count(i) > 1)
+        raise UsageError(f"run {repeated} is named twice", "name each run once")
+    names = {r.result.dataset_name for r in runs}
+    if len(names) > 1 and not allow_different:
+        listed = ", ".join(f"{r.result.run_id} ({r.result.dataset_path})" for r in runs)
+        raise UsageError(f"these runs are not of one dataset: {listed}",
+                         "compare runs of the same dataset, or pass --allow-different")
+    item_lists = [list(r.items()) for r in runs]
+    return _comparison(store, runs, item_lists)
+
+
+def _comparison(store: Store, runs: list[StoredRun], item_lists: list[list[ItemResult]]) -> Comparison:
+    by_id = [{item.id: item for item in items} for items in item_lists]
+    order: dict[str, int] = {}
+    for items in item_lists:
+        for item in items:
+            order.setdefault(item.id, item.index)
+    item_ids = sorted(order, key=lambda i: (order[i], i))
+    rows = _scorer_rows(runs) + _gate_rows(runs, item_lists)
+    comparison = Comparison(runs[0].result.dataset_path, [_column(store, r) for r in runs], rows,
+                            items=[[found.get(item_id) for found in by_id] for item_id in item_ids])
+    for item_id, results in zip(item_ids, comparison.items, strict=True):
+        statuses = ["-" if r is None else ("ok" if r.status == "ok" else "error") for r in results]
+        if len(set(statuses)) > 1:
+            comparison.differences.append(Difference(item_id, "status", statuses))
+        per_run = [_gate_states(r) for r in results]
+        gates = list(dict.fromkeys(g for states in per_run for g in states))
+        for gate in gates:
+            states = [states.get(gate, "-" if r is None else "error" if r.status != "ok" else "-")
+                      for states, r in zip(per_run, results, strict=True)]
+            if len(set(states)) > 1:
+                comparison.differences.append(Difference(item_id, gate, states))
+    return comparison
+
+
+def _scorer_rows(runs: list[StoredRun]) -> list[Row]:
+    rows: list[Row] = []
+    top_ids = list(dict.fromkeys(s for r in runs for s in (*r.plan.scorer_ids, *r.result.summary.scores)))
+    for scorer_id in top_ids:
+        threshold = next((r.plan.thresholds[scorer_id] for r in runs if scorer_id in r.plan.thresholds), None)
+        cells = []
+        for run in runs:
+            mean = run.result.summary.scores.get(scorer_id)
+            result = next((t for t in run.result.summary.threshold_results if t.id == scorer_id), None)
+            passed = result.passed if result is not None else (
+                Threshold.from_raw(threshold).passed(mean) if threshold is not None and mean is not None else None)
+            cells.append(Cell(_finite(mean), passed))
+        rows.append(Row("scorer", scorer_id, cells, threshold))
+    turn_ids = list(dict.fromkeys((t.index, s) for r in runs for t in r.result.summary.turn_results for s in t.scores))
+    for index, scorer_id in turn_ids:
+        cells = []
+        for run in runs:
+            turn = next((t for t in run.result.summary.turn_results if t.index == index), None)
+            result = next((t for t in turn.threshold_results if t.id == scorer_id), None) if turn else None
+            cells.append(Cell(_finite(turn.scores.get(scorer_id)) if turn else None,
+                              result.passed if result is not None else None))
+        rows.append(Row("scorer", f"turn {index}: {scorer_id}", cells))
+    return rows
+
+
+def _gate_rows(runs: list[StoredRun], item_lists: list[list[ItemResult]]) -> list[Row]:
+    gates = list(dict.fromkeys([*((None, g) for r in runs for g in r.plan.gate_ids),
+                                *((t.index, g.id) for r in runs for t in r.result.summary.turn_results
+                                  for g in t.gate_results)]))
+    rows = []
+    for turn_index, gate_id in gates:
+        label = gate_id if turn_index is None else f"turn {turn_index}: {gate_id}"
+        cells = []
+        for run, items in zip(runs, item_lists, strict=True):
+            states = [_gate_states(item).get(label) for item in items if item.status == "ok"]
+            scorable = [s for s in states if s in ("pass", "FAIL")]
+            passes = sum(1 for s in scorable if s == "pass")
+            cells.append(Cell(passes / len(scorable) if scorable else None, _gate_result(run, turn_index, gate_id),
+                              passes, len(scorable)))
+        rows.append(Row("gate", label, cells))
+    return rows
+
+
+def _gate_result(run: StoredRun, turn_index: int | None, gate_id: str) -> bool | None:
+    """Whether the gate passed in this run (its mean >= 1), as the run's aggregate says."""
+    summary = run.result.summary
+    results = summary.gate_results
+    if turn_index is not None:
+        turn = next((t for t in summary.turn_results if t.index == turn_index), None)
+        results = turn.gate_results if turn is not None else []
+    found = next((g for g in results if g.id == gate_id), None)
+    return found.passed if found is not None else None
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None

@@ -1,0 +1,140 @@
+"""Targets written as a mapping instead of an import path (SPEC §17): ``http``, ``mastra`` and ``model``.
+
+``target: {http: {...}}``, ``target: {mastra: {...}}`` and ``target: {model: NAME, system: ..., ...}`` each
+name a ``FormAdapter``: a session adapter like the framework ones, whose "agent object" is built from
+its validated settings (``config_model``) rather than imported. ``--target SPEC`` on the command line
+is parsed here into the same import path or mapping (``cli_target``), so both reach the one resolution
+in ``dataset.load``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from ..errors import TargetError, UsageError
+from .session import Adapter, ConfigProblem
+
+FORMS: dict[str, str] = {
+    "http": "evalcli.targets.http:HttpAdapter",
+    "mastra": "evalcli.targets.mastra:MastraAdapter",
+    "model": "evalcli.targets.model:ModelAdapter",
+}
+"""Each mapping form by its key, as an import path (its module is imported only when a dataset uses it)."""
+
+
+@dataclass(frozen=True)
+class FormContext:
+    """What building a target from its settings may need from the dataset."""
+
+    folder: Path
+    """The dataset's folder (relative files such as ``system_file`` are read from it)."""
+    resolve: Callable[[str, str], Any]
+    """Imports ``module:attribute`` (``resolve(path, what)``) in the dataset's import scope."""
+
+
+class FormAdapter(Adapter):
+    """An adapter whose target is a mapping of settings. ``obj`` is what ``build`` made of them."""
+
+    config_model: ClassVar[type[BaseModel]]
+    """The strict model of its settings."""
+    nested: ClassVar[bool] = True
+    """Settings sit under the form's key (``http: {...}``); ``False``: the mapping itself holds them (``model``)."""
+
+    @classmethod
+    def fits(cls, obj: Any) -> bool:
+        return False  # never recognised from an object: only named by a mapping
+
+    @classmethod
+    def build(cls, config: Any, context: FormContext) -> Any:
+        """The target made from validated settings; a mistake raises ``ConfigProblem`` (where, inside them)."""
+        return config
+
+    @classmethod
+    def describe(cls, config: Any) -> str:
+        """The target as runs, tables and reports name it, in ``--target`` syntax, with no secret in it."""
+        raise NotImplementedError
+
+    @classmethod
+    def secrets(cls, config: Any) -> set[str]:
+        """Values of its settings that must never be stored or shown (header values, URL credentials)."""
+        return set()
+
+
+def form_of(raw: dict[str, Any]) -> str:
+    """Which form a target mapping is: the one of ``http``, ``mastra``, ``model`` among its keys."""
+    found = [key for key in FORMS if key in raw]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ConfigProblem((), f"a target mapping needs one of {', '.join(repr(k) for k in FORMS)} "
+                                f"(it has: {', '.join(map(str, raw)) or 'nothing'})",
+                            "write e.g. 'target: {http: {url: http://127.0.0.1:8000/chat}}', 'target: {model: "
+                            "openai/gpt-4o-mini}', or an import path 'target: module:attribute'")
+    raise ConfigProblem((found[1],), f"a target is one of {', '.join(repr(k) for k in FORMS)}, not several "
+                                     f"(found {', '.join(repr(k) for k in found)})", "keep one of them")
+
+
+def form_class(name: str) -> type[FormAdapter]:
+    """The adapter class of a mapping form (its module imported now)."""
+    module_name, _, attribute = FORMS[name].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise TargetError(f"the {name} target needs a package that is not installed ({exc.name})",
+                          "reinstall evalcli (pip install evalcli)") from None
+    adapter: type[FormAdapter] = getattr(module, attribute)
+    return adapter
+
+
+def settings_of(name: str, raw: dict[str, Any]) -> tuple[Any, tuple[str, ...]]:
+    """The settings of a form inside its mapping, and their path in it."""
+    cls = form_class(name)
+    if cls.nested:
+        extra = [key for key in raw if key != name]
+        if extra:
+            raise ConfigProblem((extra[0],), f"unknown key '{extra[0]}' beside '{name}' in the target",
+                                f"put every setting inside '{name}: {{...}}'")
+        return raw[name], (name,)
+    return raw, ()
+
+
+def cli_target(text: str) -> str | dict[str, Any]:
+    """``--target SPEC``: an import path, ``model:NAME``, ``mastra:URL#AGENT`` or ``http:URL`` (also ``https://...``),
+    as the dataset's ``target`` would be written."""
+    spec = text.strip()
+    if spec.startswith("model:"):
+        name = spec[len("model:"):]
+        if not name:
+            raise UsageError(f"--target {text}: name the model", "write e.g. --target model:openai/gpt-4o-mini")
+        return {"model": name}
+    if spec.startswith("mastra:"):
+        url, sep, agent = spec[len("mastra:"):].rpartition("#")
+        if not sep or not url or not agent:
+            raise UsageError(f"--target {text}: a Mastra target is mastra:URL#AGENT",
+                             "write e.g. --target mastra:http://127.0.0.1:4111#weatherAgent")
+        return {"mastra": {"url": url, "agent": agent}}
+    if spec.startswith("http:") and not spec.startswith("http://"):
+        spec = spec[len("http:"):]
+    if spec.startswith(("http://", "https://")):
+        return {"http": {"url": spec}}
+    if ":" not in spec:
+        raise UsageError(f"--target {text} is not a target",
+                         "give an import path module:attribute, model:NAME, mastra:URL#AGENT or http:URL")
+    return spec
+
+
+def make_form_adapter(cls: type[FormAdapter], spec: str, obj: Any, options: dict[str, Any]) -> FormAdapter:
+    """The adapter of a built mapping target, its ``target_options`` checked as for any adapter."""
+    if "adapter" in options:
+        raise TargetError(f"target_options.adapter does not apply to the {cls.name} target",
+                          "remove it: 'adapter' picks how an imported agent object is run")
+    problems = cls.option_problems(obj, options)
+    if problems:
+        raise TargetError(f"target_options for {spec}: {'; '.join(problems)}", "remove the options the target does not take")
+    return cls(spec, obj, options)

@@ -1,0 +1,316 @@
+"""The ``http`` target (SPEC §17): an agent behind an HTTP endpoint, in any language.
+
+Each turn is one request (``POST`` by default) to ``url`` with the JSON ``body``, whose strings are
+jinja2 templates (``templates``) over this turn's ``input``, the conversation's ``thread``, ``resource``,
+``history`` and the item's ``item_id``, ``turn`` and ``metadata``; ``url`` may use them too. The JSON
+reply is read with JMESPath (``response.text`` or ``response.messages``, optionally ``response.usage``),
+or handed to ``response.transform`` (``module:function``). Every request of a run shares one aiohttp
+connection pool. Header values and URL credentials are never stored or shown.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..errors import EvalcliError
+from ..messages import Message
+from .callable import BadReply, normalise
+from .forms import FormAdapter, FormContext
+from .remote import Answer, Pool, ReplyFailed, Secrets, header_secrets, parsed, quote, record_usage, redact_url, tokens, url_secrets
+from .session import Calls, ConfigProblem, ItemInfo, Reply, Thread, fresh_thread
+from .templates import MEMORY_NAMES, Body, compile_string, to_json
+
+DEFAULT_BODY = {"input": "{{ input }}"}
+
+
+class ResponseConfig(BaseModel):
+    """How the reply is read: JMESPath expressions over its JSON, or a function of yours."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str | None = Field(default=None, description="JMESPath to the assistant's text (e.g. 'reply').")
+    messages: str | None = Field(default=None, description="JMESPath to OpenAI-format response messages.")
+    usage: str | dict[str, str] | None = Field(
+        default=None, description="JMESPath to {prompt_tokens, completion_tokens}, or a mapping of the two to JMESPaths.")
+    transform: str | None = Field(default=None, description="module:function turning the parsed reply (JSON, or text "
+                                                            "when it is not JSON) into a string or messages.")
+
+    @model_validator(mode="after")
+    def one_reader(self) -> ResponseConfig:
+        given = [name for name in ("text", "messages", "transform") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of 'text', 'messages' or 'transform', not {' and '.join(given)}")
+        if not given:
+            raise ValueError("say how to read the reply: 'text: PATH', 'messages: PATH' (JMESPath) or "
+                             "'transform: module:function'")
+        if self.usage is not None and self.transform is not None:
+            raise ValueError("'usage' reads the JSON reply beside 'text' or 'messages'; a transform returns "
+                             "{'messages': [...], 'usage': {...}} instead")
+        return self
+
+
+class HttpConfig(BaseModel):
+    """``target: {http: {...}}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(min_length=1, description="The endpoint (templates allowed, e.g. /sessions/{{ thread }}).")
+    method: Literal["POST", "PUT", "PATCH", "GET"] = Field(default="POST", description="HTTP method (default POST).")
+    headers: dict[str, str | int | float] = Field(default_factory=dict, description="Request headers (never stored or "
+                                                                                     "shown).")
+    body: Any = Field(default_factory=lambda: dict(DEFAULT_BODY), description="JSON body; its strings are jinja2 "
+                                                                              "templates.")
+    response: ResponseConfig = Field(default_factory=lambda: ResponseConfig(text="text"),
+                                     description="How to read the reply (default: {text: text}).")
+    timeout: float = Field(default=60, gt=0, description="Seconds per request (default 60).")
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("url")
+    @classmethod
+    def http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"'{redact_url(value)}' is not an http:// or https:// URL")
+        return value
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The compiled response mapping."""
+
+    text: Any = None
+    messages: Any = None
+    usage: Any = None
+    transform: Callable[[Any], Any] | None = None
+    source: str = ""
+    """How it reads, for error messages (``text: reply``)."""
+
+
+@dataclass(frozen=True)
+class HttpTarget:
+    """An ``http`` target, built: compiled templates and response mapping, its secrets."""
+
+    config: HttpConfig
+    url: Any
+    body: Body
+    headers: dict[str, str]
+    reader: Reader
+    secrets: Secrets
+
+
+def _jmespath(expression: str, at: tuple[str | int, ...]) -> Any:
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        return jmespath.compile(expression)
+    except JMESPathError as exc:
+        first = str(exc).strip().splitlines()[0].rstrip(":") if str(exc).strip() else type(exc).__name__
+        raise ConfigProblem(at, f"'{expression}' is not a JMESPath expression: {first}",
+                            "write a JMESPath such as 'reply', 'data.messages' or 'choices[0].message.content'") from None
+
+
+class HttpAdapter(FormAdapter):
+    """``target: {http: {...}}``: one request per turn."""
+
+    name = "http"
+    run_call = "the http target"
+    memory_hint = "send the conversation's thread or history, e.g. body: {session_id: '{{ thread }}'}"
+    config_model = HttpConfig
+
+    @classmethod
+    def build(cls, config: Any, context: FormContext) -> HttpTarget:
+        assert isinstance(config, HttpConfig)
+        if config.method == "GET" and "body" in config.model_fields_set:
+            raise ConfigProblem(("body",), "a GET request has no body",
+                                "put what the agent needs in the URL (templates allowed), or use POST")
+        if "@" in urlsplit(config.url).netloc and any(k.lower() == "authorization" for k in config.headers):
+            raise ConfigProblem(("headers",), "the url holds credentials (user:password@) and the headers an "
+                                              "Authorization: give them one way", "keep one of the two")
+        response = config.response
+        if response.transform is not None:
+            try:
+                function = context.resolve(response.transform, "response transform")
+            except EvalcliError as exc:
+                raise ConfigProblem(("response", "transform"), exc.message, exc.hint) from None
+            if not callable(function):
+                raise ConfigProblem(("response", "transform"), f"'{response.transform}' is not callable",
+                                    "point at a function taking the parsed reply")
+            reader = Reader(transform=function, source=f"transform: {response.transform}")
+        else:
+            usage: Any = None
+            if isinstance(response.usage, str):
+                usage = _jmespath(response.usage, ("response", "usage"))
+            elif isinstance(response.usage, dict):
+                unknown = [k for k in response.usage if k not in ("prompt_tokens", "completion_tokens")]
+                if unknown:
+                    raise ConfigProblem(("response", "usage", unknown[0]), f"unknown key '{unknown[0]}' in usage",
+                                        "usage maps prompt_tokens and completion_tokens to JMESPaths")
+                usage = {k: _jmespath(v, ("response", "usage", k)) for k, v in response.usage.items()}
+            if response.text is not None:
+                reader = Reader(text=_jmespath(response.text, ("response", "text")), usage=usage,
+                                source=f"text: {response.text}")
+            else:
+                assert response.messages is not None
+                reader = Reader(messages=_jmespath(response.messages, ("response", "messages")), usage=usage,
+                                source=f"messages: {response.messages}")
+        headers = {name: str(value) for name, value in config.headers.items()}
+        if config.method != "GET":
+            headers.setdefault("Content-Type", "application/json")
+        return HttpTarget(config, compile_string(config.url, ("url",)), Body.compile(config.body, ("body",)), headers,
+                          reader, Secrets(cls.secrets(config)))
+
+    @classmethod
+    def describe(cls, config: Any) -> str:
+        assert isinstance(config, HttpConfig)
+        return f"http:{redact_url(config.url)}"
+
+    @classmethod
+    def secrets(cls, config: Any) -> set[str]:
+        assert isinstance(config, HttpConfig)
+        return url_secrets(config.url) | header_secrets({k: str(v) for k, v in config.headers.items()})
+
+    def prepare(self) -> None:
+        target: HttpTarget = self.obj
+        self.target = target
+        self.pool = Pool()
+        names = set(target.body.names)
+        if not isinstance(target.url, str):
+            names |= target.url.names
+        self.remembers = bool(names & MEMORY_NAMES)
+        self.keeps_history = "history" in names
+        """Only templates that read ``history`` need it kept."""
+        self.shown_url = redact_url(target.config.url)
+        self.static_url = parsed(target.url) if isinstance(target.url, str) else None
+        memory = self.options.get("memory")
+        self.caller_memory = memory if isinstance(memory, dict) else None
+
+    @property
+    def has_memory(self) -> bool:
+        """Only a request that carries the thread, the resource or the history can tell conversations apart."""
+        return self.remembers
+
+    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> HttpSession:
+        if multi_turn:
+            thread = fresh_thread(self.options)
+        else:
+            memory = self.caller_memory or {}
+            thread = Thread(memory.get("thread"), memory.get("resource"))
+        return HttpSession(self, thread, item or ItemInfo("", {}), calls)
+
+    async def aclose(self) -> None:
+        await self.pool.close()
+
+
+class HttpSession:
+    """One conversation: its history, sent to the templates each turn."""
+
+    def __init__(self, adapter: HttpAdapter, thread: Thread, item: ItemInfo, calls: Calls) -> None:
+        self.adapter = adapter
+        self.thread_id = thread.thread
+        self.resource_id = thread.resource
+        self.item = item
+        self.calls = calls
+        self.history: list[Message] = []
+        self.turn = 0
+
+    async def send(self, text: str) -> Reply:
+        messages: list[Message] = await self.calls.call_async(self._turn(text))
+        return Reply(messages)
+
+    async def _turn(self, text: str) -> list[Message]:
+        adapter, target = self.adapter, self.adapter.target
+        turn, self.turn = self.turn, self.turn + 1
+        context = {"input": text, "thread": self.thread_id, "resource": self.resource_id, "item_id": self.item.id,
+                   "turn": turn, "metadata": self.item.metadata, "history": list(self.history)}
+        if isinstance(target.url, str):
+            url, shown = adapter.static_url, adapter.shown_url
+        else:
+            url = str(target.url.render(context))
+            shown = redact_url(url)
+        body = None if target.config.method == "GET" else to_json(target.body.render(context))
+        started = time.perf_counter()
+        answer = await adapter.pool.request(target.config.method, url, shown, headers=target.headers, body=body,
+                                            timeout=target.config.timeout, secrets=target.secrets)
+        messages, usage = await _read(target, answer, f"{target.config.method} {shown}")
+        if usage is not None:
+            record_usage(adapter.spec, usage[0], usage[1], started, turn)
+        if adapter.keeps_history:
+            self.history = [*self.history, {"role": "user", "content": text}, *messages]
+        return messages
+
+    async def close(self) -> None:
+        self.history = []
+
+
+async def _read(target: HttpTarget, answer: Answer, where: str) -> tuple[list[Message], tuple[int, int] | None]:
+    """The reply's response messages and (prompt, completion) tokens, as the target's mapping reads them."""
+    reader = target.reader
+
+    def unreadable(why: str) -> ReplyFailed:
+        return ReplyFailed(f"the reply of {where} cannot be read ({reader.source}): {why}: "
+                           f"{quote(answer.text, target.secrets)}")
+
+    try:
+        data: Any = answer.json()
+        is_json = True
+    except ValueError:
+        data, is_json = answer.text, False
+    if reader.transform is not None:
+        value = reader.transform(data)
+        if inspect.isawaitable(value):
+            value = await value
+        usage = _usage(value.get("usage")) if isinstance(value, dict) and "usage" in value else None
+        try:
+            return normalise(value), usage
+        except BadReply as exc:
+            raise unreadable(f"the transform returned something else ({exc})") from None
+    if not is_json:
+        raise unreadable("it is not JSON")
+    usage = None
+    if reader.usage is not None:
+        found = ({k: e.search(data) for k, e in reader.usage.items()} if isinstance(reader.usage, dict)
+                 else reader.usage.search(data))
+        usage = _usage(found)
+    if reader.text is not None:
+        value = reader.text.search(data)
+        if value is None:
+            raise unreadable("nothing is there")
+        if isinstance(value, (dict, list)):
+            raise unreadable(f"it is {'an object' if isinstance(value, dict) else 'an array'}, not text")
+        return [{"role": "assistant", "content": value if isinstance(value, str) else json.dumps(value)}], usage
+    value = reader.messages.search(data)
+    if not isinstance(value, list):
+        raise unreadable("nothing is there" if value is None else f"it is {type(value).__name__}, not a list of messages")
+    try:
+        return normalise(value), usage
+    except BadReply as exc:
+        raise unreadable(str(exc)) from None
+
+
+def _usage(value: Any) -> tuple[int, int] | None:
+    """(prompt, completion) tokens from ``{prompt_tokens, completion_tokens}`` (or ``input_tokens``/``output_tokens``,
+    ``inputTokens``/``outputTokens``)."""
+    if not isinstance(value, dict):
+        return None
+    prompt = completion = None
+    for key in ("prompt_tokens", "input_tokens", "inputTokens"):
+        if key in value:
+            prompt = value[key]
+            break
+    for key in ("completion_tokens", "output_tokens", "outputTokens"):
+        if key in value:
+            completion = value[key]
+            break
+    if prompt is None and completion is None:
+        return None
+    return tokens(prompt), tokens(completion)

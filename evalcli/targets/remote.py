@@ -1,0 +1,198 @@
+"""What the ``http`` and ``mastra`` targets share (SPEC §17): one pooled aiohttp session per run, requests whose
+every failure is a sentence naming the URL and status and quoting the reply, and secrets kept out of all of it.
+
+A URL is shown with its credentials (``user:pass@``, the value of a query parameter named like a key or
+token) replaced by ``[redacted]``; header values never appear anywhere. What a reply says is quoted to its
+first 300 characters, with those secrets (and anything shaped like a provider key) redacted too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..llm import CallRecord, current_usage
+from ..secrets import REDACTED, SECRET_NAME, redact_text
+from .callable import BadReply
+
+if TYPE_CHECKING:
+    import aiohttp
+
+QUOTE_CHARS = 300
+"""How much of a reply an error quotes."""
+SECRET_QUERY = re.compile(rf"{SECRET_NAME.pattern}|^(sig|signature|code)$", re.IGNORECASE)
+"""Query parameter names whose values are credentials (``key``, ``api_key``, ``token``, ``sig``, ...)."""
+
+
+class ReplyFailed(BadReply):
+    """No usable reply: a status that is not 2xx, a refused connection, a timeout, or a body the mapping cannot read.
+    Its message is the conversation's error as it should read (it names the URL and quotes the reply)."""
+
+
+def redact_url(url: str) -> str:
+    """The URL with its user info and secret query values replaced by ``[redacted]`` (templates left as written)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(SECRET_QUERY.search(name) for name, _ in pairs):
+            query = urlencode([(name, REDACTED if SECRET_QUERY.search(name) else value) for name, value in pairs],
+                              safe="[]{}% ")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str) -> set[str]:
+    """The credentials inside a URL: its user name and password, and the values of secret query parameters."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return set()
+    found = {value for value in (parts.username, parts.password) if value}
+    found.update(value for name, value in parse_qsl(parts.query, keep_blank_values=True)
+                 if value and SECRET_QUERY.search(name))
+    return found
+
+
+def header_secrets(headers: dict[str, str]) -> set[str]:
+    """Every header value, and the credential after an auth scheme (``Bearer X`` -> ``X`` as well)."""
+    found: set[str] = set()
+    for value in headers.values():
+        if not value:
+            continue
+        found.add(value)
+        scheme, _, credential = value.partition(" ")
+        if credential and scheme.isalpha():
+            found.add(credential.strip())
+    return {v for v in found if v}
+
+
+class Secrets:
+    """Replaces a target's own secrets (header values, URL credentials) in text, whatever their length."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        ordered = sorted({v for v in values if v}, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+
+    def __call__(self, text: str) -> str:
+        text = self._pattern.sub(REDACTED, text) if self._pattern is not None else text
+        return redact_text(text)
+
+
+def quote(text: str, secrets: Secrets) -> str:
+    """The first ``QUOTE_CHARS`` characters of a reply, on one line (white space folded), secrets redacted."""
+    # redacted before it is cut, so a secret that straddles the cut is still found
+    flat = " ".join(secrets(text[: 64 * QUOTE_CHARS]).split())
+    return flat[:QUOTE_CHARS] + ("..." if len(flat) > QUOTE_CHARS else "") if flat else "(an empty body)"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A 2xx reply: its status and body (JSON is UTF-8; other text is read as UTF-8 too)."""
+
+    status: int
+    raw: bytes
+
+    @property
+    def text(self) -> str:
+        return self.raw.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body parsed as JSON (``ValueError`` when it is not)."""
+        import json
+
+        return json.loads(self.raw)
+
+
+class Pool:
+    """One aiohttp session (a connection pool) for a whole run, made on first use in the run's event loop."""
+
+    def __init__(self) -> None:
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+
+    def session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop or self._session.closed:
+            # no limit of its own: conversations in flight (the run's concurrency) bound the connections
+            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(connector=connector)
+            self._loop = loop
+        return self._session
+
+    async def request(self, method: str, url: Any, shown: str, *, headers: dict[str, str], body: bytes | None,
+                      timeout: float, secrets: Secrets) -> Answer:
+        """One request to ``url`` (text, or a ``yarl.URL`` parsed once: see ``parsed``); every failure is a
+        ``ReplyFailed`` naming ``METHOD shown`` (the redacted URL)."""
+        import aiohttp
+
+        where = f"{method} {shown}"
+        limit = self._timeouts.get(timeout)
+        if limit is None:
+            limit = self._timeouts[timeout] = aiohttp.ClientTimeout(total=timeout)
+        try:
+            async with self.session().request(method, url, headers=headers, data=body, timeout=limit) as response:
+                raw = await response.read()
+                status, reason = response.status, response.reason or ""
+        except TimeoutError:
+            raise ReplyFailed(f"{where} did not answer within {timeout:g}s (the target's 'timeout')") from None
+        except aiohttp.ClientConnectorError as exc:
+            raise ReplyFailed(f"{where}: cannot connect ({secrets(_reason(exc))}); is the server running?") from None
+        except aiohttp.ClientError as exc:
+            raise ReplyFailed(f"{where} failed: {secrets(type(exc).__name__ + ': ' + str(exc))}") from None
+        if not 200 <= status < 300:
+            text = raw.decode("utf-8", errors="replace")
+            raise ReplyFailed(f"{where} answered {status} {reason}: {quote(text, secrets)}".replace("  ", " "))
+        return Answer(status, raw)
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+
+def parsed(url: str) -> Any:
+    """A URL parsed once for every request to it (aiohttp would parse the text on each one)."""
+    from yarl import URL
+
+    return URL(url)
+
+
+def _reason(exc: Any) -> str:
+    cause = getattr(exc, "os_error", None)
+    text = getattr(cause, "strerror", None) or str(cause or exc)
+    return str(text).strip() or type(exc).__name__
+
+
+def record_usage(label: str, prompt_tokens: int, completion_tokens: int, started: float, turn_index: int) -> None:
+    """The tokens a target reported for one turn, recorded as an LLM call of purpose ``target`` (no price known)."""
+    sink = current_usage.get()
+    if sink is not None:
+        sink.record(CallRecord("target", label, prompt_tokens, completion_tokens, 0.0, False,
+                               (time.perf_counter() - started) * 1000, turn_index))
+
+
+def tokens(value: Any) -> int:
+    """A token count from a reply (a number, or a number in a string); anything else counts 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, (int, float)):
+        return max(0, int(value))
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, dict):  # the AI SDK v3 shape: {"total": n, ...}
+        return tokens(value.get("total"))
+    return 0

@@ -1,0 +1,126 @@
+"""Several targets in one invocation, and ``evalcli compare`` of stored runs (SPEC §17)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import CliResult
+
+DATASET = """
+target: agents:tool_agent
+gates:
+  - called_tool: get_weather
+scorers:
+  - scorer: {includes: sunny}
+    threshold: 1
+data:
+  - id: one
+    input: What is the weather?
+  - id: two
+    turns:
+      - input: And tomorrow?
+        gates: [{called_tool: get_weather}]
+"""
+
+
+def runs_of(result: CliResult) -> list[str]:
+    return [r[0] for r in result.db().execute("SELECT id FROM runs ORDER BY id")]
+
+
+def test_several_targets_run_once_each_and_end_with_one_comparison_table(write: Callable[..., Path],
+                                                                        cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", DATASET)
+    result = cli("run", "d.yaml", "--target", "agents:tool_agent", "--target", "agents:echo", "--json", "-")
+    assert result.code == 1, result.stderr  # the worst of the runs': echo calls no tool, its gate misses
+    runs = result.json["runs"]
+    assert [r["target"] for r in runs] == ["agents:tool_agent", "agents:echo"]
+    assert [r["verdict"] for r in runs] == ["passed", "failed"]
+    stored = [tuple(r) for r in result.db().execute("SELECT target, verdict, exit_code FROM runs ORDER BY id")]
+    assert stored == [("agents:tool_agent", "passed", 0), ("agents:echo", "failed", 1)]
+    table = result.stderr[result.stderr.index("Comparison of 2 runs of d.yaml"):]
+    header = next(line for line in table.splitlines() if "agents:tool_agent" in line)
+    assert header.index("agents:tool_agent") < header.index("agents:echo")
+    lines = {line.split("┃")[1].strip() if "┃" in line else line.split("│")[1].strip(): line
+             for line in table.splitlines() if line.count("│") >= 3 or line.count("┃") >= 3}
+    assert re.search(r"1 pass\s+│\s+0 FAIL", lines["scorer includes(sunny) (>= 1)"])
+    assert re.search(r"2/2 pass\s+│\s+0/2 FAIL", lines["gate called_tool(get_weather)"])
+    assert re.search(r"1/1 pass\s+│\s+0/1 FAIL", lines["gate turn 0: called_tool(get_weather)"])
+    assert re.search(r"passed\s+│\s+failed", lines["verdict"])
+    assert {"errors", "target tokens", "target cost", "all LLM cost", "wall time", "conversations"} <= set(lines)
+    ids = runs_of(result)
+    assert f"evalcli compare {ids[0]} {ids[1]}" in result.stderr
+
+
+def test_one_target_prints_no_comparison_and_outputs_are_one_per_target(write: Callable[..., Path],
+                                                                       cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", DATASET)
+    result = cli("run", "d.yaml", "--target", "agents:echo")
+    assert result.code == 1 and "Comparison" not in result.stdout + result.stderr
+    result = cli("run", "d.yaml", "--target", "agents:tool_agent", "--target", "agents:echo", "--json", "out.json",
+                 "--junit", "out.xml")
+    assert result.code == 1
+    names = sorted(p.name for p in result.cwd.glob("out.*"))
+    assert names == ["out.agents-echo.json", "out.agents-echo.xml", "out.agents-tool_agent.json",
+                     "out.agents-tool_agent.xml"]
+    assert json.loads((result.cwd / "out.agents-echo.json").read_text())["target"] == "agents:echo"
+    assert "Comparison of 2 runs" in result.stdout
+
+
+def test_bad_target_combinations_are_exit_2(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", DATASET)
+    result = cli("run", "d.yaml", "--target", "agents:echo", "--target", "agents:echo")
+    assert result.code == 2 and "--target agents:echo is given twice" in result.stderr
+    result = cli("run", "d.yaml", "--target", "agents:echo", "--target", "agents:scripted", "--resume", "x")
+    assert result.code == 2 and "--resume continues one run, of one target" in result.stderr
+    result = cli("run", "d.yaml", "--target", "mastra:http://127.0.0.1:1")
+    assert result.code == 2 and "a Mastra target is mastra:URL#AGENT" in result.stderr
+    result = cli("run", "d.yaml", "--target", "agents:nothing_here", "--target", "agents:echo")
+    assert result.code == 2 and "--target agents:nothing_here: target 'agents:nothing_here': module 'agents' has no " \
+                                "attribute 'nothing_here'" in result.stderr
+    assert not (result.cwd / "evalcli.db").exists()
+    first = cli("run", "d.yaml", "--target", "agents:echo")
+    run_id = runs_of(first)[0]
+    result = cli("run", "d.yaml", "--resume", run_id)
+    assert result.code == 2 and f"run {run_id} was of target agents:echo, not agents:tool_agent" in result.stderr
+
+
+def test_compare_stored_runs_with_the_gates_that_differ_and_an_html_page(write: Callable[..., Path],
+                                                                        cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", DATASET)
+    assert cli("run", "d.yaml").code == 0
+    write("d.yaml", DATASET.replace("agents:tool_agent", "agents:echo"))
+    assert cli("run", "d.yaml").code == 1
+    first, _ = runs_of(cli("runs"))
+    result = cli("compare", first[:12], "latest", "--html", "page.html")
+    assert result.code == 0, result.stderr
+    out = result.stdout
+    assert "Comparison of 2 runs of d.yaml" in out and "Conversations whose gates differ" in out
+    differences = out[out.index("Conversations whose gates differ"):]
+    rows = [line for line in differences.splitlines() if line.startswith("│")]
+    assert [[cell.strip() for cell in row.split("│")[1:-1]] for row in rows] == [
+        ["one", "called_tool(get_weather)", "pass", "FAIL"],
+        ["two", "called_tool(get_weather)", "pass", "FAIL"],
+        ["two", "turn 0: called_tool(get_weather)", "pass", "FAIL"]]
+    page = (result.cwd / "page.html").read_text()
+    assert "wrote page.html: 2 runs, 2 conversations" in out
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # self-contained: nothing to load
+    assert "<script" not in page
+    assert page.count('class="side"') == 2 and "It is sunny and 72°F in Brooklyn." in page
+    assert "You said: What is the weather?" in page  # echo's transcript beside the tool agent's
+    same = cli("compare", first, first)
+    assert same.code == 2 and "is named twice" in same.stderr
+    alone = cli("compare", first)
+    assert alone.code == 2 and "compare needs at least two runs" in alone.stderr
+
+
+def test_compare_refuses_runs_of_different_datasets(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("a.yaml", DATASET)
+    write("b.yaml", DATASET)
+    assert cli("run", "a.yaml").code == 0 and cli("run", "b.yaml").code == 0
+    first, second = runs_of(cli("runs"))
+    result = cli("compare", first, second)
+    assert result.code == 2 and "these runs are not of one dataset" in result.stderr
+    assert cli("compare", first, second, "--allow-different").code == 0
