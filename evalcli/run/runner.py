@@ -165,8 +165,10 @@ class RunContext:
             if self.writer is not None:
                 await asyncio.to_thread(self.writer.close)
         finally:
-            if self._llm is not None and self._llm.cache is not None:
-                self._llm.cache.close()
+            if self._llm is not None:
+                await self._llm.aclose()
+                if self._llm.cache is not None:
+                    self._llm.cache.close()
             self.threads.close()
             sys.setswitchinterval(self._switch_interval)
 

@@ -157,7 +157,7 @@ class Store:
     def _text(self, value: Any) -> str:
         """Secrets redacted from the values, then serialised (a secret holding quotes or backslashes is
         found in the value, not in its escaped JSON text)."""
-        return _dumps(self.redact.value(value))
+        return self.redact.dumps(value, ensure_ascii=False, default=str)
 
     # -- writing a run (these build statements; a StoreWriter runs them) ---------------------------
 
