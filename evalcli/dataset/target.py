@@ -73,12 +73,16 @@ def _imported(spec: str, options: dict[str, Any], pos: Positions, problems: list
     try:
         return make_adapter(spec, resolve_import(spec), options)
     except EvalcliError as exc:
-        where = ("target_options", "adapter") if "adapter" in exc.message and "adapter" in options else at
+        where = at
+        if "adapter" in exc.message and "adapter" in options:
+            where = ("target_options", "adapter")
+        elif exc.message.startswith("target_options for"):
+            where = ("target_options",)
         hint = exc.hint
         form = next((form for prefix, form in HINT_FORMS.items() if spec.startswith(prefix)), None)
         if form is not None and at == ("target",):
             hint = (f"a target string is an import path; for a {form} target write a mapping, e.g. 'target: {{model: "
                     f"{spec.partition(':')[2]}}}'" if form == "model" else
                     f"a target string is an import path; for a {form} target write 'target: {{{form}: {{url: ...}}}}'")
-        problems.append(pos.problem(where, exc.message, hint))
+        problems.append(pos.problem(where, exc.message, hint, key=where != at))
         return None
