@@ -7,9 +7,11 @@ every turn is a ``get_weather`` call, the tool's result, then the answer (two mo
 
 ``python bench/adapters.py --framework pydantic_ai --api-base URL [--n 1000 --turns 3 --concurrency 32]`` builds
 one agent object and plays N conversations of T turns, ``concurrency`` at a time, twice over: directly with the
-framework (``bench/framework_agents.py``) and through the adapter's sessions (``open``, ``send`` per turn,
-``close``, with evalcli's ``TargetCalls`` as in a run). Both in one event loop, warmed up, in interleaved batches
-(``--batches``), ``--repeat`` rounds (fastest kept). Prints one JSON line: both walls (and CPU seconds).
+framework (``bench/framework_agents.py``: its own thread per conversation and a fresh deps/context object) and
+through evalcli as a run plays one (the conversation's ``setup`` generator, then the adapter's session: ``open``,
+``send`` per turn, ``close``, the setup's cleanup; evalcli's ``TargetCalls``; for the Agents SDK
+``continue_with: last_agent``). Both in one event loop, warmed up, in interleaved batches (``--batches``),
+``--repeat`` rounds (fastest kept). Prints one JSON line: both walls (and CPU seconds).
 """
 
 from __future__ import annotations
@@ -31,20 +33,36 @@ from examples.frameworks.scripted_model import completion, next_message
 TURNS = ["What is the weather in Brooklyn?", "What about tomorrow?", "What is the weather in Paris?"]
 
 
-def through_adapter(agent: Any) -> Conversation:
-    """One conversation through evalcli's adapter for the agent, as the runner plays it."""
+def through_adapter(agent: Any, framework: str) -> Conversation:
+    """One conversation through evalcli, as the runner plays it: the setup, the adapter's session, the cleanup."""
+    from bench import framework_agents
+    from evalcli.targets import ConversationInfo, ConversationOptions, Setup, merge_options
     from evalcli.targets.calls import TargetCalls, TargetThreads
     from evalcli.targets.session import make_adapter
 
-    adapter = make_adapter("bench", agent, {})
+    options: dict[str, Any] = {"setup": "bench.framework_agents:setup"}
+    if framework == "openai_agents":
+        options["continue_with"] = "last_agent"
+    adapter = make_adapter("bench", agent, options)
     calls = TargetCalls(TargetThreads())
+    count = iter(range(10**9))
 
     async def conversation(turns: list[str]) -> list[Any]:
-        session = adapter.open(multi_turn=True, calls=calls)
+        thread = adapter.thread(adapter.options, multi_turn=True)
+        setup = Setup(options["setup"], framework_agents.setup, calls)
+        returned = await setup.enter(ConversationInfo(thread.thread, thread.resource, f"c{next(count)}"))
+        if adapter.returned_problems(returned):
+            raise SystemExit(f"the setup returned options the agent does not take: {returned}")
+        merged = merge_options(adapter.options, returned)
         try:
-            return [(await session.send(text)).messages for text in turns]
+            session = adapter.open(multi_turn=True, calls=calls,
+                                   conversation=ConversationOptions(thread, merged, frozenset(returned)))
+            try:
+                return [(await session.send(text)).messages for text in turns]
+            finally:
+                await session.close()
         finally:
-            await session.close()
+            await setup.exit()
 
     return conversation
 
@@ -70,7 +88,7 @@ async def compare(args: argparse.Namespace) -> dict[str, Any]:
     """Both ways over N conversations, played in interleaved batches (the machine's load drifts: each batch of one
     way runs next to a batch of the other, in alternating order); the sums, fastest of ``--repeat`` rounds."""
     agent = build(args.framework, args.api_base)
-    ways = {"direct": direct(args.framework, agent), "adapter": through_adapter(agent)}
+    ways = {"direct": direct(args.framework, agent), "adapter": through_adapter(agent, args.framework)}
     for conversation in ways.values():  # warm-up: imports, connection pools, caches
         await timed(conversation, args.concurrency, args.turns, args.concurrency)
     batches = max(1, min(args.batches, args.n // args.concurrency))

@@ -1,17 +1,21 @@
 """The weather agent in each framework for the adapter benchmark, and one conversation played directly with the
-framework, the way a user would without evalcli: each framework's own way of keeping a thread.
+framework, the way a user would without evalcli: each framework's own way of keeping a thread, and a fresh
+per-conversation object (PydanticAI ``deps``, the Agents SDK's typed ``context``, LangGraph's ``context``) as the
+app would make it, which evalcli gets from a setup (``setup``, a pytest-style generator).
 
-- PydanticAI: ``agent.run(text, message_history=H)``, H = ``result.all_messages()``;
-- the Agents SDK: ``Runner.run(agent, text, session=SQLiteSession(...))``, one session per conversation;
-- LangGraph: ``graph.ainvoke({"messages": [...]}, {"configurable": {"thread_id": ...}})`` on a copy of the graph
-  with an ``InMemorySaver``, the thread deleted at the end (what the adapter does too).
+- PydanticAI: ``agent.run(text, message_history=H, deps=D)``, H = ``result.all_messages()``;
+- the Agents SDK: ``Runner.run(agent, text, session=SQLiteSession(...), context=C)``, one session per
+  conversation, each later turn to ``result.last_agent`` (what ``continue_with: last_agent`` does);
+- LangGraph: ``graph.ainvoke({"messages": [...]}, {"configurable": {"thread_id": ...}}, context=C)`` on a copy of
+  the graph with an ``InMemorySaver``, the thread deleted at the end (what the adapter does too).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from examples.frameworks.weather import forecast
@@ -20,33 +24,74 @@ KEY = "bench-not-a-key"
 Conversation = Callable[[list[str]], Awaitable[list[Any]]]
 
 
+@dataclass
+class Traveller:
+    """The per-conversation object every framework's agent is given (deps, context)."""
+
+    name: str
+    asked: list[str] = field(default_factory=list)
+
+
+def setup(info: Any) -> Iterator[dict[str, Any]]:
+    """evalcli's per-conversation setup for the benchmark: a fresh ``Traveller`` under the framework's option name."""
+    traveller = Traveller(str(info.item_id))
+    yield {OPTION[FRAMEWORK[0]]: traveller}
+    traveller.asked.clear()
+
+
+OPTION = {"pydantic_ai": "deps", "openai_agents": "context", "langgraph": "context"}
+FRAMEWORK = ["pydantic_ai"]
+"""The framework being measured (``setup`` names its option after it)."""
+
+
 def get_weather(city: str, day: str = "today") -> str:
     """Get the weather forecast for a city ("today" or "tomorrow")."""
     return json.dumps(forecast(city, day))
 
 
+_hints = {"city": str, "day": str, "return": str}
+
+
 def build(framework: str, api_base: str) -> Any:
-    """The framework's agent object, its model the benchmark's server (Chat Completions)."""
+    """The framework's agent object, its model the benchmark's server (Chat Completions), taking a ``Traveller``."""
+    FRAMEWORK[0] = framework
     if framework == "pydantic_ai":
-        from pydantic_ai import Agent
+        from pydantic_ai import Agent, RunContext
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
         model = OpenAIChatModel("bench", provider=OpenAIProvider(base_url=api_base, api_key=KEY))
-        return Agent(model, instructions="Weather assistant.", tools=[get_weather])
+        agent = Agent(model, instructions="Weather assistant.", deps_type=Traveller)
+
+        def weather(ctx: Any, city: str, day: str = "today") -> str:
+            """Get the weather forecast for a city ("today" or "tomorrow")."""
+            ctx.deps.asked.append(city)
+            return get_weather(city, day)
+
+        weather.__annotations__ = {**_hints, "ctx": RunContext[Traveller]}  # resolvable: the framework is imported here
+        agent.tool(name="get_weather")(weather)
+        return agent
     if framework == "openai_agents":
-        from agents import Agent, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
+        from agents import Agent, OpenAIChatCompletionsModel, RunContextWrapper, function_tool, set_tracing_disabled
         from openai import AsyncOpenAI
 
         set_tracing_disabled(True)
         model = OpenAIChatCompletionsModel(model="bench", openai_client=AsyncOpenAI(base_url=api_base, api_key=KEY))
-        return Agent(name="weather", instructions="Weather assistant.", model=model, tools=[function_tool(get_weather)])
+
+        def sdk_weather(ctx: Any, city: str, day: str = "today") -> str:
+            """Get the weather forecast for a city ("today" or "tomorrow")."""
+            ctx.context.asked.append(city)
+            return get_weather(city, day)
+
+        sdk_weather.__annotations__ = {**_hints, "ctx": RunContextWrapper[Traveller]}
+        tool = function_tool(sdk_weather, name_override="get_weather")
+        return Agent[Traveller](name="weather", instructions="Weather assistant.", model=model, tools=[tool])
     from langchain.agents import create_agent
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
 
     chat = ChatOpenAI(model="bench", base_url=api_base, api_key=KEY, use_responses_api=False)  # type: ignore[arg-type]
-    return create_agent(chat, tools=[tool(get_weather)], system_prompt="Weather assistant.")
+    return create_agent(chat, tools=[tool(get_weather)], system_prompt="Weather assistant.", context_schema=Traveller)
 
 
 def direct(framework: str, agent: Any) -> Conversation:
@@ -54,9 +99,10 @@ def direct(framework: str, agent: Any) -> Conversation:
     if framework == "pydantic_ai":
         async def pydantic_ai(turns: list[str]) -> list[Any]:
             history: list[Any] = []
+            deps = Traveller("direct")
             out = []
             for text in turns:
-                result = await agent.run(text, message_history=history)
+                result = await agent.run(text, message_history=history, deps=deps)
                 history = result.all_messages()
                 out.append(result.new_messages())
             return out
@@ -67,8 +113,14 @@ def direct(framework: str, agent: Any) -> Conversation:
 
         async def openai_agents(turns: list[str]) -> list[Any]:
             session = SQLiteSession(str(uuid.uuid4()))
+            context = Traveller("direct")
+            current, out = agent, []
             try:
-                return [(await Runner.run(agent, text, session=session)).new_items for text in turns]
+                for text in turns:
+                    result = await Runner.run(current, text, session=session, context=context)
+                    current = result.last_agent
+                    out.append(result.new_items)
+                return out
             finally:
                 session.close()
 
@@ -82,8 +134,9 @@ def direct(framework: str, agent: Any) -> Conversation:
     async def langgraph(turns: list[str]) -> list[Any]:
         thread = str(uuid.uuid4())
         config = {"configurable": {"thread_id": thread, "user_id": thread}}
+        context = Traveller("direct")
         try:
-            return [await graph.ainvoke({"messages": [HumanMessage(text)]}, config) for text in turns]
+            return [await graph.ainvoke({"messages": [HumanMessage(text)]}, config, context=context) for text in turns]
         finally:
             await saver.adelete_thread(thread)
 

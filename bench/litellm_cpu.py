@@ -1,12 +1,17 @@
-"""CPU per model call through evalcli's LLM layer (litellm), for the current setup and variants of it.
+"""CPU per model call through evalcli's LLM client, on each of its backends and on variants of them (SPEC §20).
 
 A loopback server (``bench/openai_server.py``'s handler, plus a tool call when the request offers tools)
 answers at once; each variant runs in a fresh process that makes N sequential calls, then N calls with
 32 in flight, through ``LLMClient.complete`` and reports CPU milliseconds per call (``time.process_time``,
 so other load on the machine barely matters). ``--check`` compares what each variant returns (content,
-tool calls, usage, cost) with the baseline's, for a priced and an unpriced model.
+tool calls, usage, cost) with litellm's, for a priced and an unpriced model.
 
-Run: ``python bench/litellm_cpu.py [--calls 2000] [--repeat 3] [--variants baseline,...] [--profile VARIANT]``.
+Variants: ``direct`` is evalcli's own Chat Completions client (raw aiohttp, the default path of OpenAI-compatible
+models); ``openai_sdk_aiohttp`` the same client sending through the ``openai`` SDK on aiohttp instead (the
+alternative SPEC §20 names); ``litellm`` is ``EVALCLI_LLM_BACKEND=litellm``, and the rest are litellm settings
+and upper bounds, measured to show that none of them brings litellm near the direct path.
+
+Run: ``python bench/litellm_cpu.py [--calls 2000] [--repeat 3] [--variants direct,litellm,...] [--profile VARIANT]``.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.workload import model_server
+from bench.workload import load_average, model_server
 
 PRICED = "openai/gpt-4o-mini"
 UNPRICED = "openai/bench"
@@ -74,10 +79,10 @@ class _Litellm:
 
 def _replace_acompletion(litellm: Any, acompletion: Callable[..., Any]) -> None:
     """Make evalcli's LLM layer call ``acompletion`` instead of ``litellm.acompletion`` (litellm itself unchanged)."""
-    import evalcli.llm.client
+    import evalcli.llm.litellm_backend
 
     wrapped = _Litellm(litellm, acompletion)
-    evalcli.llm.client.import_litellm = lambda: wrapped
+    evalcli.llm.litellm_backend.import_litellm = lambda: wrapped  # type: ignore[assignment]
 
 
 def _wrap_acompletion(litellm: Any, change: Callable[[dict[str, Any]], None]) -> None:
@@ -178,8 +183,31 @@ def _router(litellm: Any) -> None:
     _replace_acompletion(litellm, acompletion)
 
 
+def _openai_sdk() -> None:
+    """evalcli's direct path, each request sent with the ``openai`` SDK on aiohttp instead of raw aiohttp."""
+    import openai
+
+    from evalcli.llm import openai_compat
+
+    clients: dict[tuple[str, int], Any] = {}
+
+    async def post(self: Any, route: Any, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        key = (route.api_base, id(asyncio.get_running_loop()))
+        if key not in clients:
+            clients[key] = openai.AsyncOpenAI(base_url=route.api_base, api_key=os.environ["OPENAI_API_KEY"],
+                                              max_retries=0, http_client=openai.DefaultAioHttpClient())
+        response = await clients[key].chat.completions.create(**body, timeout=timeout)
+        return response.model_dump()  # type: ignore[no-any-return]
+
+    openai_compat.Transport.post = post  # type: ignore[method-assign]
+
+
+DIRECT: dict[str, Callable[[], None]] = {"direct": lambda: None, "openai_sdk_aiohttp": _openai_sdk}
+"""Variants of evalcli's own Chat Completions path (no litellm imported)."""
+DEFAULT_VARIANTS = "direct,openai_sdk_aiohttp,litellm"
+
 VARIANTS: dict[str, Callable[[Any], None]] = {
-    "baseline": lambda litellm: None,
+    "litellm": lambda litellm: None,
     "LITELLM_LOG=ERROR": lambda litellm: None,
     "inline_executor": _inline_executor,
     "no-log": _no_log,
@@ -196,11 +224,16 @@ ENV = {"LITELLM_LOG=ERROR": {"LITELLM_LOG": "ERROR"}}
 
 
 def _client(variant: str) -> Any:
-    from evalcli.llm.client import LLMClient, LLMSettings, import_litellm
+    from evalcli.llm.client import LLMClient, LLMSettings
+
+    if variant in DIRECT:
+        DIRECT[variant]()
+        return LLMClient(LLMSettings(retries=0, timeout=30, backend="auto"))
+    from evalcli.llm.litellm_backend import import_litellm
 
     litellm = import_litellm()
     VARIANTS[variant](litellm)
-    return LLMClient(LLMSettings(retries=0, timeout=30))
+    return LLMClient(LLMSettings(retries=0, timeout=30, backend="litellm"))
 
 
 def _call(client: Any, api_base: str, model: str, tools: bool = False) -> Any:
@@ -228,7 +261,7 @@ async def _measure(variant: str, api_base: str, model: str, calls: int) -> dict[
     started = time.process_time()
     await asyncio.gather(*(one() for _ in range(calls)))
     concurrent = (time.process_time() - started) * 1000 / calls
-    return {"sequential": sequential, "concurrent": concurrent}
+    return {"sequential": sequential, "concurrent": concurrent, "litellm imported": "litellm" in sys.modules}
 
 
 async def _outputs(variant: str, api_base: str) -> list[Any]:
@@ -245,8 +278,10 @@ async def _outputs(variant: str, api_base: str) -> list[Any]:
                                                  messages=[{"role": "user", "content": "Weather in Brooklyn?"}])
                 message = response["choices"][0]["message"]
                 rec = sink.records[0]
-                out.append({"model": model, "tools": tools, "content": message.get("content"),
-                            "tool_calls": message.get("tool_calls"), "usage": response.get("usage"),
+                usage = response.get("usage") or {}
+                calls = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+                out.append({"model": model, "tools": tools, "content": message.get("content"), "tool_calls": calls,
+                            "usage": [usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")],
                             "record": [rec.prompt_tokens, rec.completion_tokens, rec.cost]})
     return out
 
@@ -293,7 +328,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--model", default=UNPRICED)
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default=DEFAULT_VARIANTS,
+                        help=f"any of {', '.join([*DIRECT, *VARIANTS])} (default {DEFAULT_VARIANTS}; 'all' for every one)")
     args = parser.parse_args()
     if args.serve:
         serve()
@@ -301,30 +337,42 @@ def main() -> None:
     if args.child:
         child(args)
         return
-    variants = args.variants.split(",")
+    table(args.variants, args.calls, args.repeat, args.profile, args.profile_out)
+
+
+def table(variants_text: str, calls: int, repeat: int, profile: bool = False, profile_out: str | None = None) -> None:
+    """Measure the variants and print the table (``bench/run.py``'s ``cpu`` section calls this)."""
+    all_variants = [*DIRECT, *VARIANTS]
+    variants = all_variants if variants_text == "all" else variants_text.split(",")
+    unknown = set(variants) - set(all_variants)
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {', '.join(sorted(unknown))}; choose from {', '.join(all_variants)}")
     with server() as api_base:
-        if args.profile:
+        if profile:
             for variant in variants:
-                print(f"=== profile {variant} ({args.model}) ===")
-                out = ["--profile-out", f"{args.profile_out}.{variant}"] if args.profile_out else []
-                print(_run_child(variant, api_base, "--profile", "--calls", str(args.calls), "--model", args.model, *out))
+                print(f"=== profile {variant} ({UNPRICED}) ===")
+                out = ["--profile-out", f"{profile_out}.{variant}"] if profile_out else []
+                print(_run_child(variant, api_base, "--profile", "--calls", str(calls), "--model", UNPRICED, *out))
             return
-        reference = _run_child("baseline", api_base, "--check")
+        reference = _run_child("litellm", api_base, "--check")
         rows = []
         for variant in variants:
             same = _run_child(variant, api_base, "--check") == reference
-            runs = [json.loads(_run_child(variant, api_base, "--calls", str(args.calls), "--model", model))
-                    for model in (UNPRICED, PRICED) for _ in range(args.repeat)]
+            runs = [json.loads(_run_child(variant, api_base, "--calls", str(calls), "--model", model))
+                    for model in (UNPRICED, PRICED) for _ in range(repeat)]
             half = len(runs) // 2
             best = {f"{kind} {label}": min(r[kind] for r in part)
                     for label, part in (("unpriced", runs[:half]), ("priced", runs[half:]))
                     for kind in ("sequential", "concurrent")}
-            rows.append((variant, best, same))
-    print(f"\nCPU ms per call (best of {args.repeat}, {args.calls} calls each; unpriced {UNPRICED}, priced {PRICED})")
+            rows.append((variant, best, same, any(r["litellm imported"] for r in runs)))
+    print(f"\nCPU ms per call through LLMClient.complete (best of {repeat}, {calls} calls each; unpriced {UNPRICED}, "
+          f"priced {PRICED}; load average {load_average()}); target <= 1.0 ms on the direct path")
     keys = list(rows[0][1])
-    print(f"{'variant':28}" + "".join(f"{k:>22}" for k in keys) + "  outputs")
-    for variant, best, same in rows:
-        print(f"{variant:28}" + "".join(f"{best[k]:22.2f}" for k in keys) + f"  {'same' if same else 'DIFFER'}")
+    print(f"{'variant':32}" + "".join(f"{k:>22}" for k in keys) + "  litellm  outputs vs litellm's")
+    for variant, best, same, imported in rows:
+        print(f"{variant:32}" + "".join(f"{best[k]:22.2f}" for k in keys)
+              + f"  {'yes' if imported else 'no':>7}  {'same' if same else 'DIFFER'}")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

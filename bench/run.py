@@ -4,8 +4,9 @@ Every figure comes from the real ``evalcli run`` CLI in a subprocess (``--quiet`
 on generated JSONL datasets of N conversations x T turns with check-only gates and scorers:
 
 1. throughput against a target with a fixed latency (``asyncio.sleep``), and against a loopback
-   OpenAI-compatible server with the same latency, called through litellm; efficiency = ideal / wall
-   where ideal = N*T*latency/concurrency (wall includes start-up, loading and the final report);
+   OpenAI-compatible server with the same latency, called through evalcli's LLM client on both backends
+   (its own Chat Completions client, and litellm); efficiency = ideal / wall where
+   ideal = N*T*latency/concurrency (wall includes start-up, loading and the final report);
 2. overhead per turn with a zero-latency target (SQLite writes included);
 3. peak RSS of a 20,000-conversation run (and of a 10x smaller one, to show it stays flat);
    and SPEC §17's ``http`` target against a loopback agent endpoint (bench/agent_server.py), with evalcli's
@@ -16,19 +17,23 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
 5. the HTML report of a stored 1,000 x 3 run: time to write it, its size, and its load time in headless
    Chromium (``bench/report.py``);
 6. simulated users (``bench/simulate.py``): simulator and agent each one model call per turn to a loopback
-   server, against the serial turn chain of each conversation;
-7. the framework adapters' overhead: each framework's agent played directly and through evalcli's adapter on the
-   same loopback server (``bench/adapters.py``), both walls and their ratio;
+   server, against the serial turn chain of each conversation, on both backends;
+7. the framework adapters' overhead: each framework's agent played directly and through evalcli's adapter (with a
+   per-conversation setup, and continue_with for the Agents SDK) on the same loopback server (``bench/adapters.py``),
+   both walls and their ratio;
 8. the pytest plugin (``bench/pytest_plugin.py``): what it adds to an unrelated suite's start-up, and a dataset of
    8 conversations of 1 s at concurrency 4 played under pytest;
 9. repeated judging (``bench/samples.py``): recorded conversations judged with ``samples: 1`` and ``samples: 3``,
-   against N x samples x latency / judge concurrency.
+   against N x samples x latency / judge concurrency;
+10. SPEC §20 (``bench/llm_bench.py``): CPU per LLM call on each backend (``cpu``), a judge's start-up cost
+    (``judge``), and whole runs from a YAML file with start-up taken as a 1-conversation run's wall (``yaml``).
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
-[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters,pytest] [--mastra-sizes 100x3,1000x3]
-[--mastra-target-sizes 100x3,1000x3,3000x3]
+[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters,pytest,samples,cpu,judge,yaml]
+[--mastra-sizes 100x3,1000x3] [--mastra-target-sizes 100x3,1000x3,3000x3]
 [--report-size 1000x3] [--simulate-cases 256x8@0.05,128x8@0.5] [--adapter-size 1000x3] [--adapter-concurrency 32]
-[--adapter-repeat 3] [--judge-size 1000] [--judge-latency 1.0] [--judge-concurrency 16] [--repeat K]``.
+[--adapter-repeat 3] [--judge-size 1000] [--judge-latency 1.0] [--judge-concurrency 16] [--cpu-calls 2000]
+[--yaml-sizes 3000x3,10000x3] [--backends auto,litellm] [--repeat K]``.
 """
 
 from __future__ import annotations
@@ -47,13 +52,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import pytest_plugin, samples, simulate
+from bench import llm_bench, pytest_plugin, samples, simulate
 from bench.report import report_section
-from bench.workload import BENCH, Measure, Workload, measure, model_server, run_evalcli, write_dataset
+from bench.workload import BENCH, Measure, Workload, load_average, measure, model_server, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
 SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters", "pytest",
-            "samples")
+            "samples", "cpu", "judge", "yaml")
+BACKEND_NAMES = llm_bench.BACKEND_NAMES
 FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph")
 
 
@@ -106,9 +112,9 @@ def check(result: Measure, what: str) -> Measure:
     return result
 
 
-def evalcli_row(case: str, work: Workload, repeat: int, api_base: str | None = None) -> Row:
+def evalcli_row(case: str, work: Workload, repeat: int, api_base: str | None = None, backend: str = "auto") -> Row:
     dataset = write_dataset(work, api_base)
-    result = best(repeat, lambda: check(run_evalcli(dataset), f"evalcli run {dataset.name}"))
+    result = best(repeat, lambda: check(run_evalcli(dataset, backend=backend), f"evalcli run {dataset.name}"))
     return Row(case, work, result)
 
 
@@ -163,10 +169,11 @@ def sleep_section(args: argparse.Namespace) -> list[Row]:
 
 def http_section(args: argparse.Namespace) -> list[Row]:
     with openai_server(args.latency) as api_base:
-        rows = [evalcli_row("http", Workload(n, t, args.latency, args.concurrency, target="http"), args.repeat,
-                            api_base) for n, t in sizes(args.http_sizes)]
+        rows = [evalcli_row(BACKEND_NAMES[backend], Workload(n, t, args.latency, args.concurrency, target="http"),
+                            args.repeat, api_base, backend)
+                for n, t in sizes(args.http_sizes) for backend in args.backends.split(",")]
     throughput_table(f"evalcli run, target calling a loopback OpenAI-compatible server ({args.latency * 1000:g} ms) "
-                     "through litellm", rows)
+                     f"through evalcli's LLM client, on each backend (load average {load_average()})", rows)
     agent = [sys.executable, str(BENCH / "agent_server.py"), "--latency", str(args.latency)]
     with model_server(agent, "the benchmark's agent endpoint") as base:
         targets = [evalcli_row("http target", Workload(n, t, args.latency, args.concurrency, target="http-target"),
@@ -264,23 +271,26 @@ def mastra_section(args: argparse.Namespace) -> None:
     for target in ("sleep", "http"):
         server = openai_server(args.latency) if target == "http" else None
         api_base = server.__enter__() if server else None
+        backends = args.backends.split(",") if target == "http" else ["auto"]
         try:
             for n, t in sizes(args.mastra_sizes):
                 work = Workload(n, t, args.latency, args.concurrency, target=target, tools=False)
-                ours = evalcli_row(target, work, args.repeat, api_base).result
                 theirs = best(args.repeat, lambda w=work, a=api_base: run_mastra(w, a))
-                rows.append([target, work.name, str(work.concurrency), f"{work.latency * 1000:g} ms", fmt(work.ideal),
-                             fmt(ours.wall), fmt(theirs.wall), f"{ours.wall / theirs.wall:.2f}",
-                             fmt(ours.run_seconds), fmt(theirs.run_seconds),
-                             f"{(ours.run_seconds or ours.wall) / theirs.run_seconds:.2f}",
-                             f"{ours.peak_rss_mb:.0f}", f"{theirs.peak_rss_mb:.0f}"])
+                for backend in backends:
+                    ours = evalcli_row(target, work, args.repeat, api_base, backend).result
+                    rows.append([target, BACKEND_NAMES[backend] if target == "http" else "-", work.name,
+                                 str(work.concurrency), f"{work.latency * 1000:g} ms", fmt(work.ideal),
+                                 fmt(ours.wall), fmt(theirs.wall), f"{ours.wall / theirs.wall:.2f}",
+                                 fmt(ours.run_seconds), fmt(theirs.run_seconds),
+                                 f"{(ours.run_seconds or ours.wall) / theirs.run_seconds:.2f}",
+                                 f"{ours.peak_rss_mb:.0f}", f"{theirs.peak_rss_mb:.0f}"])
         finally:
             if server:
                 server.__exit__(None, None, None)
     print_table("evalcli vs Mastra runEvals (@mastra/core on Node " + _node_version() + "), identical workload; "
-                "ratio < 1 means evalcli is faster",
-                ["model", "conv x turns", "conc", "latency", "ideal s", "evalcli s", "Mastra s", "ratio",
-                 "evalcli run s", "Mastra run s", "run ratio", "evalcli MB", "Mastra MB"], rows)
+                f"ratio < 1 means evalcli is faster (load average {load_average()})",
+                ["model", "evalcli backend", "conv x turns", "conc", "latency", "ideal s", "evalcli s", "Mastra s",
+                 "ratio", "evalcli run s", "Mastra run s", "run ratio", "evalcli MB", "Mastra MB"], rows)
     print("  wall = whole process (start-up, imports, run, report); run = runEvals() call / evalcli's run phase")
     mastra_target_table(args)
 
@@ -320,6 +330,7 @@ def _node_version() -> str:
 def adapters_section(args: argparse.Namespace) -> None:
     (n, turns), = sizes(args.adapter_size)
     rows = []
+    load_before = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     with model_server([sys.executable, str(BENCH / "adapters.py"), "--serve"], "the adapters' model server") as api_base:
         for framework in FRAMEWORKS:
             command = [sys.executable, str(BENCH / "adapters.py"), "--framework", framework, "--api-base", api_base,
@@ -333,21 +344,24 @@ def adapters_section(args: argparse.Namespace) -> None:
             rows.append([framework, f"{n}x{turns}", str(args.adapter_concurrency), fmt(direct), fmt(adapter),
                          f"{adapter / direct:.3f}", fmt(direct_cpu), fmt(adapter_cpu), f"{adapter_cpu / direct_cpu:.3f}",
                          f"{(adapter_cpu - direct_cpu) / (n * turns) * 1000:+.3f}"])
+    load_after = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print_table("Framework adapters: the same agent object played directly and through evalcli's adapter (one "
                 "loopback model server, a get_weather call per turn; interleaved batches, fastest of "
-                f"{args.adapter_repeat} round{'s' if args.adapter_repeat > 1 else ''})",
+                f"{args.adapter_repeat} round{'s' if args.adapter_repeat > 1 else ''}; load average before: "
+                f"{load_before}, after: {load_after})",
                 ["framework", "conv x turns", "conc", "direct s", "adapter s", "ratio", "direct CPU s", "adapter CPU s",
                  "CPU ratio", "CPU ms/turn added"], rows)
-    print("  ratio = adapter wall / direct wall (target <= 1.10); CPU = the agent process's own CPU time, which the "
+    print("  ratio = adapter wall / direct wall (target <= 1.05); CPU = the agent process's own CPU time, which the "
           "machine's other load disturbs less; direct = the framework's own thread per conversation "
-          "(message_history, SQLiteSession, checkpointer thread_id)")
+          "(message_history, SQLiteSession, checkpointer thread_id) and a fresh deps/context object; adapter = the "
+          "same through evalcli with a per-conversation setup (and continue_with: last_agent for the Agents SDK)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only: a smoke run of every section")
     parser.add_argument("--sizes", default="100x3,1000x3,3000x3,10000x3", help="sleep-target sizes, NxT,...")
-    parser.add_argument("--http-sizes", default="100x3,1000x3,3000x3", help="HTTP/litellm-target sizes")
+    parser.add_argument("--http-sizes", default="100x3,1000x3,3000x3", help="HTTP-target sizes (each backend)")
     parser.add_argument("--zero-sizes", default="100x3,3000x3", help="two zero-latency sizes (small,big)")
     parser.add_argument("--memory-size", default="20000x3", help="the large run whose peak RSS is reported")
     parser.add_argument("--mastra-sizes", default="100x3,1000x3", help="sizes run on both evalcli and Mastra")
@@ -363,6 +377,10 @@ def main() -> None:
     parser.add_argument("--adapter-size", default="1000x3", help="conversations x turns per adapter measurement")
     parser.add_argument("--adapter-concurrency", type=int, default=32, help="conversations in flight (adapters)")
     parser.add_argument("--adapter-repeat", type=int, default=1, help="adapters: rounds of both ways, fastest kept")
+    parser.add_argument("--cpu-calls", type=int, default=2000, help="calls per CPU-per-call measurement (cpu)")
+    parser.add_argument("--yaml-sizes", default="3000x3,10000x3", help="whole runs from a YAML file (yaml)")
+    parser.add_argument("--backends", default="auto,litellm",
+                        help="EVALCLI_LLM_BACKEND values measured side by side (http, mastra, simulate)")
     parser.add_argument("--judge-size", type=int, default=1000, help="recorded conversations judged (samples)")
     parser.add_argument("--judge-latency", type=float, default=1.0, help="seconds per judge call (samples)")
     parser.add_argument("--judge-concurrency", type=int, default=16, help="judge calls in flight (samples)")
@@ -374,6 +392,7 @@ def main() -> None:
         args.mastra_target_sizes = "20x3,100x3"
         args.simulate_cases = "32x8@0.05"
         args.adapter_size, args.adapter_repeat = "100x3", 1
+        args.cpu_calls, args.yaml_sizes = 300, "300x3"
         args.judge_size, args.judge_latency = 100, 0.2
     only = {s.strip() for s in args.only.split(",")}
     unknown = only - set(SECTIONS)
@@ -397,9 +416,16 @@ def main() -> None:
     if "report" in only:
         report_section(sizes(args.report_size)[0], args.concurrency, args.repeat)
     if "simulate" in only:
-        simulate.section(simulate.cases(args.simulate_cases), args.simulate_concurrency, args.repeat)
+        simulate.section(simulate.cases(args.simulate_cases), args.simulate_concurrency, args.repeat,
+                         args.backends.split(","))
     if "adapters" in only:
         adapters_section(args)
+    if "cpu" in only:
+        llm_bench.cpu_section(args.cpu_calls, max(args.repeat, 1 if args.quick else 3))
+    if "judge" in only:
+        llm_bench.judge_section(1 if args.quick else max(args.repeat, 3))
+    if "yaml" in only:
+        llm_bench.yaml_section(sizes(args.yaml_sizes), args.latency, args.concurrency, max(args.repeat, 1))
     if "samples" in only:
         samples.section(args.judge_size, args.judge_latency, args.judge_concurrency, args.concurrency, [1, 3],
                         args.repeat)

@@ -1,17 +1,18 @@
 """Benchmark section ``simulate``: simulated conversations (SPEC §13) against the serial turn chain.
 
-N conversations of T turns each, every user message written by the simulator (``openai/bench-sim``
-through litellm) and every reply by an agent making one model call per turn (``bench.targets:http_agent``,
-also through litellm); both reach one loopback OpenAI-compatible server that answers after a fixed
+N conversations of T turns each, every user message written by the simulator (``openai/bench-sim``) and
+every reply by an agent making one model call per turn (``bench.targets:http_agent``), both through evalcli's
+LLM client on the backend measured (its own Chat Completions client, or litellm with
+``EVALCLI_LLM_BACKEND=litellm``); both reach one loopback OpenAI-compatible server that answers after a fixed
 latency. The simulator's answer names how many messages it was sent, so no two user messages of a
 conversation are the same (no loop stop) and each conversation runs to ``max_turns``.
 
 Ideal wall = N x T x (simulator latency + agent latency) / concurrency: each conversation is a serial
 chain of calls, ``concurrency`` chains at a time. Efficiency = ideal / wall (the whole process: start-up,
-loading, litellm's import, the run and the report) and ideal / run (the run phase alone).
+loading, the run and the report) and ideal / run (the run phase alone).
 
-Run alone: ``python bench/simulate.py [--cases 256x8@0.05,128x8@0.5] [--concurrency 32]``, or as the
-``simulate`` section of ``bench/run.py``; ``python bench/simulate.py --serve`` is the server itself.
+Run alone: ``python bench/simulate.py [--cases 256x8@0.05,128x8@0.5] [--concurrency 32] [--backends auto,litellm]``,
+or as the ``simulate`` section of ``bench/run.py``; ``python bench/simulate.py --serve`` is the server itself.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import tempfile
 import time
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.workload import BENCH, OUT, ROOT, Measure, measure, model_server, record_run_times
+from bench.workload import BENCH, OUT, ROOT, Measure, load_average, measure, model_server, record_run_times
 
 SIM_MODEL = "openai/bench-sim"
 DEFAULT_CASES = "256x8@0.05,128x8@0.5"
@@ -69,15 +69,15 @@ def write_dataset(work: SimWorkload, api_base: str) -> Path:
     return path
 
 
-def run(work: SimWorkload, api_base: str) -> Measure:
-    """``evalcli run`` on the workload (fresh database, so nothing comes from the cache)."""
+def run(work: SimWorkload, api_base: str, backend: str = "auto") -> Measure:
+    """``evalcli run`` on the workload (fresh database, so nothing comes from the cache) with ``EVALCLI_LLM_BACKEND``."""
     dataset = write_dataset(work, api_base)
     with tempfile.TemporaryDirectory(prefix="evalcli-bench-sim-") as tmp:
         db = Path(tmp) / "bench.db"
         command = [sys.executable, "-m", "evalcli", "run", str(dataset), "--db", str(db), "--quiet",
                    "--scorers", str(BENCH / "scorers.yaml")]
         result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key",
-                                                 "OPENAI_API_BASE": api_base})
+                                                 "OPENAI_API_BASE": api_base, "EVALCLI_LLM_BACKEND": backend})
         record_run_times(result, db)
         if result.exit_code == 0:
             result.stdout += _turns_played(db, work)
@@ -115,32 +115,39 @@ def cases(text: str) -> list[SimWorkload]:
     return out
 
 
-def section(workloads: list[SimWorkload], concurrency: int, repeat: int = 1) -> list[list[str]]:
-    """Measure each workload (best of ``repeat``), one loopback server per latency; print and return the rows."""
+BACKEND_NAMES = {"auto": "direct (evalcli)", "litellm": "litellm"}
+
+
+def section(workloads: list[SimWorkload], concurrency: int, repeat: int = 1,
+            backends: list[str] | None = None) -> list[list[str]]:
+    """Measure each workload on each backend (best of ``repeat``), one loopback server per latency; print and
+    return the rows."""
     rows = []
     for shape in workloads:
         work = SimWorkload(shape.n, shape.turns, shape.latency, concurrency)
         with server(work.latency) as api_base:
-            results = [run(work, api_base) for _ in range(max(1, repeat))]
-        failed = next((r for r in results if r.exit_code != 0), None)
-        if failed is not None:
-            raise SystemExit(f"evalcli run (simulate {work.name}) failed (exit {failed.exit_code}):\n"
-                             f"{failed.stderr[-4000:]}")
-        best = min(results, key=lambda r: r.wall)
-        run_s = best.run_seconds or best.wall
-        calls = 2 * work.n * work.turns
-        rows.append([work.name, str(concurrency), f"{work.latency * 1000:g}+{work.latency * 1000:g} ms",
-                     f"{work.ideal:.2f}", f"{best.wall:.2f}", f"{run_s:.2f}", f"{calls / run_s:.0f}",
-                     f"{work.ideal / best.wall:.3f}", f"{work.ideal / run_s:.3f}", f"{best.peak_rss_mb:.0f}"])
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    _print(f"Simulated users: {SIM_MODEL} and an agent, each one call per turn to a loopback server through "
-           f"litellm; ideal = serial turn chain per conversation (load average after: {load})", rows)
+            for backend in backends or ["auto", "litellm"]:
+                results = [run(work, api_base, backend) for _ in range(max(1, repeat))]
+                failed = next((r for r in results if r.exit_code != 0), None)
+                if failed is not None:
+                    raise SystemExit(f"evalcli run (simulate {work.name}, {backend}) failed (exit {failed.exit_code}):\n"
+                                     f"{failed.stderr[-4000:]}")
+                best = min(results, key=lambda r: r.wall)
+                run_s = best.run_seconds or best.wall
+                calls = 2 * work.n * work.turns
+                rows.append([work.name, BACKEND_NAMES.get(backend, backend), str(concurrency),
+                             f"{work.latency * 1000:g}+{work.latency * 1000:g} ms", f"{work.ideal:.2f}",
+                             f"{best.wall:.2f}", f"{run_s:.2f}", f"{calls / run_s:.0f}", f"{work.ideal / best.wall:.3f}",
+                             f"{work.ideal / run_s:.3f}", f"{best.cpu_seconds:.1f}", f"{best.peak_rss_mb:.0f}"])
+    _print(f"Simulated users: {SIM_MODEL} and an agent, each one call per turn to a loopback server through evalcli's "
+           f"LLM client on each backend; ideal = serial turn chain per conversation (load average after: "
+           f"{load_average()}); targets on the direct path: 256x8 at 50 ms >= 0.8, 128x8 at 500 ms >= 0.9", rows)
     return rows
 
 
 def _print(title: str, rows: list[list[str]]) -> None:
-    header = ["conv x turns", "conc", "sim+agent", "ideal s", "wall s", "run s", "calls/s", "efficiency", "(run only)",
-              "peak RSS MB"]
+    header = ["conv x turns", "backend", "conc", "sim+agent", "ideal s", "wall s", "run s", "calls/s", "efficiency",
+              "(run only)", "CPU s", "peak RSS MB"]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     print(f"\n{title}")
     for line in (header, ["-" * w for w in widths], *rows):
@@ -174,11 +181,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--latency", type=float, default=0.05, help="with --serve: seconds before each answer")
+    parser.add_argument("--backends", default="auto,litellm", help="EVALCLI_LLM_BACKEND values, side by side")
     args = parser.parse_args()
     if args.serve:
         serve(args.latency)
         return
-    section(cases(args.cases), args.concurrency, args.repeat)
+    section(cases(args.cases), args.concurrency, args.repeat, args.backends.split(","))
 
 
 if __name__ == "__main__":

@@ -44,7 +44,8 @@ class SleepAgent:
 
 
 class HttpAgent:
-    """An async target making one chat completion per turn through evalcli's LLM layer (litellm).
+    """An async target making one chat completion per turn through evalcli's LLM client (on the backend
+    ``EVALCLI_LLM_BACKEND`` names: evalcli's own Chat Completions client by default, or litellm).
 
     The model is ``openai/bench`` at ``api_base`` (the benchmark's loopback server, which answers
     after the same fixed latency); the answer's text is wrapped in the same tool-call messages.
@@ -60,7 +61,7 @@ class HttpAgent:
         if self._client is None:
             from evalcli.llm.client import LLMClient, LLMSettings
 
-            self._client = LLMClient(LLMSettings(retries=0, timeout=30))
+            self._client = LLMClient(LLMSettings(retries=0, timeout=30))  # the backend: from the environment
         response = await self._client.complete(model="openai/bench", api_base=api_base, purpose="target",
                                                messages=[{"role": "user", "content": input}])
         text = response["choices"][0]["message"]["content"] or ""

@@ -36,9 +36,10 @@ class Workload:
     latency: float
     concurrency: int
     target: str = "sleep"
-    """``sleep`` (asyncio.sleep in the target), ``http`` (a model call through litellm to the loopback server),
-    ``http-target`` (SPEC §17's ``target: {http: ...}`` against examples/targets/agent_server.py) or
-    ``mastra-target`` (``target: {mastra: ...}`` against the real Mastra server of tests/mastra/)."""
+    """``sleep`` (asyncio.sleep in the target), ``http`` (a model call through evalcli's LLM client to the loopback
+    server, on the backend ``EVALCLI_LLM_BACKEND`` names), ``http-target`` (SPEC §17's ``target: {http: ...}``
+    against examples/targets/agent_server.py) or ``mastra-target`` (``target: {mastra: ...}`` against the real
+    Mastra server of tests/mastra/)."""
     tools: bool = True
     """Replies carry a get_weather tool call (checked with called_tool); ``False``: one text message."""
 
@@ -72,8 +73,9 @@ def turn_inputs(i: int, turns: int) -> list[str]:
     return [f"Conversation {i}, turn {t}: what is the weather in Brooklyn?" for t in range(turns)]
 
 
-def write_dataset(work: Workload, api_base: str | None = None) -> Path:
-    """Write the workload's JSONL dataset under ``bench/out`` (reused when it already exists)."""
+def write_dataset(work: Workload, api_base: str | None = None, fmt: str = "jsonl") -> Path:
+    """Write the workload's dataset under ``bench/out`` (reused when it already exists): JSONL, or with
+    ``fmt="yaml"`` the same header and items as one YAML file (block style, as people write them)."""
     OUT.mkdir(parents=True, exist_ok=True)
     options: dict[str, Any] = {"latency": work.latency}
     if api_base:
@@ -89,19 +91,25 @@ def write_dataset(work: Workload, api_base: str | None = None) -> Path:
         del header["target_options"]
     key = f"{work.target}-{'tools' if work.tools else 'text'}-{work.name}-l{work.latency:g}-c{work.concurrency}"
     digest = hashlib.sha256(json.dumps(header, sort_keys=True).encode()).hexdigest()[:8]
-    path = OUT / f"{key}-{digest}.jsonl"
+    path = OUT / f"{key}-{digest}.{fmt}"
     if path.exists():
         return path
+    items = []
+    for i in range(work.n):
+        inputs = turn_inputs(i, work.turns)
+        if i % 2 == 0:
+            items.append({"id": f"c{i}", "inputs": inputs})
+        else:
+            items.append({"id": f"c{i}", "turns": [{"input": text, "gates": [turn_gate]} for text in inputs]})
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as out:
-        out.write(json.dumps(header) + "\n")
-        for i in range(work.n):
-            inputs = turn_inputs(i, work.turns)
-            if i % 2 == 0:
-                item: dict[str, Any] = {"id": f"c{i}", "inputs": inputs}
-            else:
-                item = {"id": f"c{i}", "turns": [{"input": text, "gates": [turn_gate]} for text in inputs]}
-            out.write(json.dumps(item) + "\n")
+        if fmt == "yaml":
+            import yaml
+
+            out.write(yaml.safe_dump({**header, "data": items}, sort_keys=False, allow_unicode=True, width=1000))
+        else:
+            out.write(json.dumps(header) + "\n")
+            out.writelines(json.dumps(item) + "\n" for item in items)
     tmp.replace(path)
     return path
 
@@ -122,7 +130,7 @@ class Measure:
     startup_seconds: float | None = None
     """evalcli: process start to the run's start (imports, validation, opening the database)."""
     cpu_seconds: float = 0.0
-    """The process's own CPU time (user + system), from ``os.wait4``."""
+    """The process's own CPU time, user + system (``os.wait4``)."""
 
     @property
     def after_startup(self) -> float | None:
@@ -156,17 +164,25 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None)
 
 
 def run_evalcli(dataset: Path, *, extra_args: list[str] | None = None, profile: Path | None = None,
-                quiet: bool = True) -> Measure:
-    """Run the real ``evalcli run`` CLI (``--quiet`` unless asked, a fresh ``--db`` in a temporary folder)."""
+                quiet: bool = True, backend: str = "auto", env: dict[str, str] | None = None,
+                scorers: Path | None = None) -> Measure:
+    """Run the real ``evalcli run`` CLI (``--quiet`` unless asked, a fresh ``--db`` in a temporary folder) with
+    ``EVALCLI_LLM_BACKEND=backend``; ``{tmp}`` in ``extra_args`` is that temporary folder."""
     with tempfile.TemporaryDirectory(prefix="evalcli-bench-") as tmp:
         db = Path(tmp) / "bench.db"
         prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else [sys.executable]
         command = [*prefix, "-m", "evalcli", "run", str(dataset), "--db", str(db),
-                   "--scorers", str(BENCH / "scorers.yaml"),
-                   *(["--quiet"] if quiet else []), *(extra_args or [])]
-        result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key"})
+                   "--scorers", str(scorers or BENCH / "scorers.yaml"),
+                   *(["--quiet"] if quiet else []), *(a.replace("{tmp}", tmp) for a in extra_args or [])]
+        result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key",
+                                                 "EVALCLI_LLM_BACKEND": backend, **(env or {})})
         record_run_times(result, db)
     return result
+
+
+def load_average() -> str:
+    """The machine's 1, 5 and 15-minute load averages, for the figures beside them."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def record_run_times(result: Measure, db: Path) -> None:

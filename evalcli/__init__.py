@@ -2,7 +2,7 @@
 
 Public API::
 
-    from evalcli import run_evals, Agent, Memory, Score, not_scorable, ScorerRun
+    from evalcli import run_evals, Agent, Memory, Score, not_scorable, ScorerRun, ConversationInfo
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "ConversationInfo",
     "Memory",
     "NotScorable",
     "RunOptions",
@@ -29,9 +30,11 @@ if TYPE_CHECKING:
     from .dataset import load_dataset
     from .run import RunOptions, run_evals
     from .scorers import NotScorable, Score, ScorerRun, not_scorable
+    from .targets import ConversationInfo
 
 _LAZY = {"Agent": "agent", "Memory": "agent", "run_evals": "run", "RunOptions": "run", "load_dataset": "dataset",
-         "NotScorable": "scorers", "Score": "scorers", "ScorerRun": "scorers", "not_scorable": "scorers"}
+         "NotScorable": "scorers", "Score": "scorers", "ScorerRun": "scorers", "not_scorable": "scorers",
+         "ConversationInfo": "targets"}
 
 
 def __getattr__(name: str) -> Any:

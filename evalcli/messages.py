@@ -64,10 +64,26 @@ def is_error_result(message: Message) -> bool:
     return isinstance(parsed, dict) and bool(parsed.get("error"))
 
 
+def is_interrupt(message: Message) -> bool:
+    """An assistant message that stands for an interrupt: the agent stopped to wait for the user (SPEC §16)."""
+    return message.get("interrupt") is True and message.get("role") == "assistant"
+
+
 def tool_errors(messages: list[Message]) -> list[str]:
-    """Every failed tool call, described: an error result, no result at all, or an error result of an unknown call."""
+    """Every failed tool call, described: an error result, no result at all, or an error result of an unknown call.
+
+    A call with no result that an interrupt message follows is pending, not failed: the agent stopped to wait for
+    the user before the tool finished (its result comes once the interrupt is resumed)."""
     results: dict[Any, Message] = {}
     orphans: list[str] = []
+    pending: set[Any] = set()
+    seen: list[Any] = []
+    for message in messages:
+        if is_interrupt(message):
+            pending.update(seen)
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict):
+                seen.append(call.get("id"))
     calls = list(tool_calls(messages))
     call_ids = {call_id for call_id, _ in calls}
     for message in messages:
@@ -82,7 +98,8 @@ def tool_errors(messages: list[Message]) -> list[str]:
     for call_id, name in calls:
         result = results.get(call_id)
         if result is None:
-            errors.append(f"{name} ({call_id}) has no result")
+            if call_id not in pending:
+                errors.append(f"{name} ({call_id}) has no result")
         elif is_error_result(result):
             errors.append(f"{name} ({call_id}) failed: {excerpt(message_text(result))}")
     return errors + orphans

@@ -195,6 +195,13 @@ def outcomes_from_json(data: dict[str, Any]) -> tuple[dict[str, Outcome], dict[s
             {k: Outcome.from_json(v) for k, v in scorers.items()}, thresholds)
 
 
+@dataclass(frozen=True)
+class Interrupt:
+    """A turn that ended waiting for the user (LangGraph's ``interrupt()``, SPEC §16): the value it asked with."""
+
+    value: Any
+
+
 @dataclass
 class TurnRecord:
     """One turn of a conversation: what was sent, what came back, and its per-turn assertions."""
@@ -209,6 +216,15 @@ class TurnRecord:
     """Raw threshold config of this turn's thresholded scorers (id -> number or {min, max})."""
     simulated: bool = False
     """Whether a simulated user wrote this turn's input (SPEC §13)."""
+    structured: Any = None
+    """The turn's structured result as JSON (SPEC §16): PydanticAI's or the Agents SDK's output when it is not text,
+    LangGraph's final state without ``messages``; ``None`` when there is none."""
+    interrupt: Interrupt | None = None
+    """The interrupt the turn ended in, waiting for the user (the next user message resumes it)."""
+    resume: Any = None
+    """What this turn resumed a pending interrupt with (a scripted or simulated message, or a turn's ``resume``)."""
+    output_retries: int = 0
+    """How many times the agent's output was rejected and asked for again (PydanticAI output validation)."""
 
     @property
     def passed(self) -> bool:
@@ -220,7 +236,9 @@ class TurnRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "input": self.input, "output": self.output, "simulated": self.simulated,
-                "duration_ms": round(self.duration_ms, 3), "outcomes": self.outcomes()}
+                "duration_ms": round(self.duration_ms, 3), "outcomes": self.outcomes(), "structured": self.structured,
+                "interrupt": None if self.interrupt is None else self.interrupt.value, "resume": self.resume,
+                "output_retries": self.output_retries}
 
 
 @dataclass
@@ -252,6 +270,8 @@ class ItemResult:
     """Raw threshold config of the run's thresholded top-level scorers (id -> number or {min, max})."""
     stop_reason: str | None = None
     """Why a simulated conversation ended (``user_stop``, ``max_turns``, ``loop``); ``None`` when scripted."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The item's ``metadata`` mapping (SPEC §16), as written."""
 
     @property
     def per_turn(self) -> bool:
@@ -277,7 +297,7 @@ class ItemResult:
             "gate_scores": {k: finite_or_none(o.score) for k, o in self.gate_scores.items()},
             "turns": [t.to_json() for t in self.turns],
             "passed": self.passed, "stop_reason": self.stop_reason, "outcomes": self.outcomes(),
-            "duration_ms": round(self.duration_ms, 3), "traceback": self.traceback,
+            "duration_ms": round(self.duration_ms, 3), "traceback": self.traceback, "metadata": self.metadata,
         }
 
 

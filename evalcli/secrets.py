@@ -6,6 +6,7 @@ A secret is the value of an environment variable whose name says it is one (``*_
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -37,6 +38,11 @@ class Redactor:
         """Every secret value this redactor replaces."""
         ordered = sorted(values, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+        # each value as JSON writes it (with and without ensure_ascii): a secret in any string of a value is then
+        # in the value's JSON text, which one search finds
+        escaped = {json.dumps(v, ensure_ascii=ascii)[1:-1] for v in ordered for ascii in (True, False)}
+        self._escaped = re.compile("|".join(re.escape(v) for v in sorted(escaped, key=len, reverse=True))) \
+            if escaped else None
 
     def including(self, extra: Iterable[str]) -> Redactor:
         """This redactor, or one that also replaces ``extra`` when some of it is new."""
@@ -47,6 +53,14 @@ class Redactor:
         if self._pattern is None or not text:
             return text
         return self._pattern.sub(REDACTED, text)
+
+    def dumps(self, value: Any, **options: Any) -> str:
+        """``json.dumps(self.value(value), **options)``, without walking the value when its JSON holds no secret
+        (the common case, and walking every string of every stored conversation was most of a report's time)."""
+        text = json.dumps(value, **options)
+        if self._escaped is None or not self._escaped.search(text):
+            return text
+        return json.dumps(self.value(value), **options)
 
     def value(self, value: Any) -> Any:
         """A copy of a JSON-like value with every string (keys included) redacted; done before serialising,
@@ -71,6 +85,22 @@ def _json_key(key: Any) -> bool:
     return key is None or isinstance(key, (bool, int, float))
 
 
+_environment: tuple[dict[Any, Any], Redactor] | None = None
+
+
+def _environment_redactor() -> Redactor:
+    """A ``Redactor`` of the environment's secrets, made again only when the environment changes (a model call's
+    error text or cached reply is redacted on every call; reading the environment and compiling the pattern
+    each time cost more than the redaction)."""
+    global _environment
+    raw = getattr(os.environ, "_data", None)  # CPython's mapping under os.environ: comparing it is cheap
+    if not isinstance(raw, dict):
+        return Redactor()
+    if _environment is None or _environment[0] != raw:
+        _environment = (dict(raw), Redactor())
+    return _environment[1]
+
+
 def redact_text(text: str) -> str:
     """Secret environment values and anything shaped like a provider key, replaced (for error texts)."""
-    return KEY_SHAPE.sub(REDACTED, Redactor()(text))
+    return KEY_SHAPE.sub(REDACTED, _environment_redactor()(text))

@@ -17,6 +17,18 @@ from tests.llm_server import LLMServer
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+LLM_BACKENDS = {"direct": "auto", "litellm": "litellm"}
+"""The two ways evalcli calls an OpenAI-compatible model (SPEC §20): its own Chat Completions client (the
+default), and litellm (``EVALCLI_LLM_BACKEND=litellm``)."""
+
+
+@pytest.fixture(params=list(LLM_BACKENDS))
+def llm_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test once per backend (``EVALCLI_LLM_BACKEND``, inherited by the CLI subprocesses it starts)."""
+    monkeypatch.setenv("EVALCLI_LLM_BACKEND", LLM_BACKENDS[request.param])
+    return str(request.param)
+
+
 @pytest.fixture
 def llm_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
     """A started scripted server; ``OPENAI_API_KEY`` is a fake test key, proxies are bypassed."""

@@ -25,6 +25,7 @@ class Reply:
     status: int = 200
     body: dict[str, Any] | str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    """Its HTTP headers, names lower-cased."""
     delay: float = 0.0
 
 
@@ -36,6 +37,10 @@ class Request:
     path: str
     at: float
     """``time.monotonic()`` when the request arrived."""
+    peer: tuple[str, int] | None = None
+    """The client's address: one per connection (a pooled client reuses a few)."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Its HTTP headers, names lower-cased."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -185,7 +190,8 @@ class LLMServer:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {"_unparseable": raw.decode("utf-8", "replace")}
-                reply = server._next(Request(body=body, path=self.path, at=arrived))
+                reply = server._next(Request(body=body, path=self.path, at=arrived, peer=self.client_address[:2],
+                                             headers={k.lower(): v for k, v in self.headers.items()}))
                 if reply.delay:
                     time.sleep(reply.delay)
                 payload = reply.body
@@ -210,12 +216,12 @@ class LLMServer:
 
 
 def scripted_weather(request: Request) -> Reply:
-    """A responder playing the weather model from the request's own messages only
-    (``examples/frameworks/scripted_model.py``): recall works only if the agent sent the earlier turns."""
-    from examples.frameworks.scripted_model import completion as body
-    from examples.frameworks.scripted_model import next_message
+    """A responder playing the examples' model from the request's own messages and tools only
+    (``examples/frameworks/scripted_model.py``), in the API the request was made in (Chat Completions or the
+    Responses API): recall works only if the agent sent the earlier turns."""
+    from examples.frameworks.scripted_model import answer
 
-    return Reply(body=body(next_message(request.messages), str(request.body.get("model", "scripted"))))
+    return Reply(body=answer(request.path, request.body))
 
 
 class InFlight:

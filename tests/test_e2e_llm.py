@@ -6,8 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CliResult
 from tests.llm_server import LLMServer, status, verdict
+
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
 
 DATASET = """
 target: agents:echo

@@ -24,6 +24,8 @@ from evalcli.scorers.judges.criterion import (
 from evalcli.store import Store
 from tests.llm_server import LLMServer, empty, status, text, verdict
 
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+
 CRITERION = "The agent gave a forecast for Brooklyn."
 
 CONVERSATION: list[dict[str, Any]] = [

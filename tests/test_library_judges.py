@@ -35,6 +35,8 @@ from evalcli.scorers.registry import Registry
 from evalcli.store import Store
 from tests.llm_server import LLMServer, Reply, text
 
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+
 MODEL = "openai/judge-model"
 FENCES = [(TRANSCRIPT_START, TRANSCRIPT_END), (CONVERSATION_START, CONVERSATION_END),
           (TOOL_RESULTS_START, TOOL_RESULTS_END), (LISTED_START, LISTED_END)]

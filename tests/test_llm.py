@@ -15,6 +15,8 @@ from evalcli.llm.client import LLMClient, LLMError, LLMSettings, UsageSink, curr
 from evalcli.store import Store
 from tests.llm_server import LLMServer, malformed, slow, status, text
 
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+
 USER = [{"role": "user", "content": "hi"}]
 
 

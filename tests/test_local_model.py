@@ -6,11 +6,15 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from evalcli.llm.client import LLMClient, LLMSettings, UsageSink, current_usage
 from evalcli.llm.local_model import chat_messages, llama_response_format
 from evalcli.results import Outcome
 from evalcli.scorers.base import ScorerRun
 from evalcli.scorers.judges.criterion import VERDICT_SCHEMA, JudgeArgs, MultiTurnJudge
+
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
 
 MODEL = "local/gemma-3-270m"
 

@@ -24,7 +24,8 @@ data: [{id: a, input: hello}]
 
 
 @pytest.mark.parametrize(("name", "value"), [("EVALCLI_LLM_RETRIES", "abc"), ("EVALCLI_LLM_RETRIES", "-1"),
-                                             ("EVALCLI_LLM_TIMEOUT", "soon"), ("EVALCLI_LLM_TIMEOUT", "0")])
+                                             ("EVALCLI_LLM_TIMEOUT", "soon"), ("EVALCLI_LLM_TIMEOUT", "0"),
+                                             ("EVALCLI_LLM_BACKEND", "fast")])
 def test_a_bad_llm_setting_is_exit_2_before_any_run_row(name: str, value: str, workdir: Path,
                                                         write: Callable[..., Path],
                                                         cli: Callable[..., CliResult]) -> None:
@@ -55,7 +56,8 @@ def test_a_callable_target_refuses_an_option_it_does_not_declare(write: Callable
     result = cli("run", "d.yaml")
     assert result.code == 2, result.stderr
     assert "d.yaml:3:3: target_options for strict_agent:answer: 'temprature' is not an option of answer() " \
-           "(did you mean 'temperature'?) (it takes: temperature)" in result.stderr
+           "(did you mean 'temperature'?) (it takes: temperature; add 'temprature' or **options to its signature to " \
+           "receive it)" in result.stderr
     write("d.yaml", "target: strict_agent:answer\ntarget_options:\n  temperature: 0\n"
                     "scorers: [{includes: at 0}]\ndata: [{input: q}]\n")
     assert cli("run", "d.yaml").code == 0

@@ -9,8 +9,15 @@ import secrets
 import sqlite3
 from pathlib import Path
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalcli.secrets import Redactor
 from tests.llm_server import LLMServer, Reply, Request, status, verdict
 from tests.reliability_helpers import cli_env, load_json, run_cli, write_project
+
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
 
 AGENT = """
 import json, os
@@ -117,3 +124,21 @@ def test_planted_secrets_are_in_no_output(llm_server: LLMServer, tmp_path: Path)
     conn.close()
     assert reasons and all("It revealed [redacted], [redacted] and [redacted]." in r for r in reasons)
     assert any("RuntimeError: upstream refused key [redacted]" in t for t in tracebacks)
+
+
+SECRETS = ["sk-live-0123456789abcdef", 'quote"back\\slash-secret', "pässwörd-ünïcode-secret", "tab\there-secret-value"]
+
+
+@given(st.recursive(st.one_of(st.none(), st.integers(), st.booleans(),
+                              st.builds(lambda a, s, b: a + s + b, st.text(max_size=8), st.sampled_from(["", *SECRETS]),
+                                        st.text(max_size=8))),
+                    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                            st.dictionaries(st.text(max_size=6) | st.sampled_from(SECRETS), inner,
+                                                            max_size=4)), max_leaves=12),
+       st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_redacted_json_is_the_same_whether_or_not_the_value_is_walked(value: object, ascii_only: bool) -> None:
+    redact = Redactor(extra=SECRETS, env={})
+    fast = redact.dumps(value, ensure_ascii=ascii_only, default=str)
+    assert fast == json.dumps(redact.value(value), ensure_ascii=ascii_only, default=str)
+    assert not any(secret in fast for secret in SECRETS)

@@ -27,6 +27,8 @@ from tests.sim_helpers import (
 )
 from tests.test_hostile_transcripts import CASES, LOOKALIKE, folded
 
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+
 GOAL = "Learn the weekend forecast for GOAL-CITY-MARKER."
 PERSONA = "PERSONA-MARKER: a retired sailor who writes tersely."
 FACT = "FACT-VALUE-MARKER"

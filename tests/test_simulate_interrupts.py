@@ -14,7 +14,8 @@ from tests.llm_server import LLMServer
 from tests.reliability_helpers import cli_env, essentials, load_json, query, run_cli, start_cli, wait_for_lines, write_project
 from tests.sim_helpers import goal_of, serve, sim_env, simulator_requests, user_said
 
-pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX signals")
+pytestmark = [pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX signals"),
+              pytest.mark.usefixtures("llm_backend")]  # every test on both backends (SPEC §20)
 
 AGENT = """
 import os, time

@@ -1,5 +1,6 @@
-"""Start-up stays light: ``evalcli --help`` and a check-only run never import litellm (nor jsonschema, nor
-jinja2, which only ``json_output`` with a schema and the HTML report need), and a check-only run
+"""Start-up stays light: ``evalcli --help`` and a check-only run never import litellm, aiohttp or openai (model
+calls need them), nor jsonschema, nor jinja2 (which only ``json_output`` with a schema and the HTML report
+need), and a check-only run
 on an existing database does not import sqlite-utils (which pulls in numpy; it creates and migrates
 databases). Which modules got imported is checked in a subprocess; no timing is asserted here (``make
 bench`` measures time)."""
@@ -17,7 +18,7 @@ from tests.conftest import REPO
 # Runs the CLI like the console script does, then reports which heavy modules were imported.
 PROBE = """
 import atexit, json, sys
-HEAVY = ["litellm", "sqlite_utils", "numpy", "jsonschema", "jinja2"]
+HEAVY = ["litellm", "sqlite_utils", "numpy", "jsonschema", "jinja2", "aiohttp", "openai"]
 atexit.register(lambda: print("MODULES " + json.dumps({m: m in sys.modules for m in HEAVY}), file=sys.stderr))
 sys.argv = ["evalcli", *sys.argv[1:]]
 from evalcli.cli import main
@@ -54,7 +55,7 @@ def test_check_only_run_imports_neither_litellm_nor_sqlite_utils(tmp_path: Path)
     code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
     assert code == 0
     assert modules["sqlite_utils"], modules  # a new database: migrations
-    assert not any(modules[m] for m in ("litellm", "jsonschema", "jinja2")), modules
+    assert not any(modules[m] for m in ("litellm", "jsonschema", "jinja2", "aiohttp", "openai")), modules
     code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
     assert code == 0
     assert not any(modules.values()), modules

@@ -32,7 +32,7 @@ def validate_command(paths: list[Path], scorers: Path | None) -> tuple[list[str]
         lines.append(f"{dataset.path}: ok ({plural(len(dataset.items), 'item')}, "
                      f"{plural(len(specs), 'gate/scorer', 'gates/scorers')}, target {dataset.target_spec})")
         lines += registration_lines(dataset)
-        warnings += [w for w in reachability_warnings(dataset) if w not in warnings]
+        warnings += [w for w in [*dataset.warnings, *reachability_warnings(dataset)] if w not in warnings]
     return lines, warnings
 
 

@@ -147,6 +147,9 @@ def check_request(request: RunRequest) -> None:
     check_filter(request.filter)
     if request.shard:
         parse_shard(request.shard)
+    from ..llm import backend_from_env
+
+    backend_from_env()  # EVALCLI_LLM_BACKEND is checked before anything runs
     db = request.db
     if db.is_dir():
         raise UsageError(f"--db {db} is a directory", f"give a database file, e.g. --db {db / 'evalcli.db'}")

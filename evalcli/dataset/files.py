@@ -14,10 +14,13 @@ from ..errors import not_blank
 
 
 class TurnFile(BaseModel):
-    """One turn of a ``turns`` item."""
+    """One turn of a ``turns`` item: what the user says (``input``), or the value that resumes the interrupt the
+    previous turn ended in (``resume``)."""
 
     model_config = ConfigDict(extra="forbid")
-    input: str = Field(description="What the user says on this turn.")
+    input: str | None = Field(default=None, description="What the user says on this turn.")
+    resume: Any = Field(default=None, description="Instead of input: the value sent as Command(resume=...) to the "
+                                                  "interrupt the previous turn ended in (LangGraph).")
     gates: list[Any] | None = Field(default=None, description="Gates on this turn's own output.")
     scorers: list[Any] | None = Field(default=None, description="Scorers on this turn's own output.")
 
@@ -42,8 +45,11 @@ class ItemFile(BaseModel):
     ground_truth: Any = Field(default=None, description="Passed to scorers unchanged.")
     expected_outcome: str | None = Field(default=None, description="What should have happened; read by "
                                                                    "goal_achieved.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Free data about the conversation (an "
-                                                                     "http target's templates read it).")
+    target_options: dict[str, Any] | None = Field(default=None, description="This conversation's options, merged over "
+                                                                            "the dataset's key by key (SPEC §16).")
+    metadata: dict[str, Any] | None = Field(default=None, description="Free data about the conversation, passed to "
+                                                                      "setup, read by an http target's templates and "
+                                                                      "shown by 'show'.")
 
 
 class DatasetFile(BaseModel):
@@ -54,7 +60,8 @@ class DatasetFile(BaseModel):
         default=None, description="The agent under test: an import path 'module:attribute', or a mapping with 'http', "
                                   "'mastra' or 'model' (SPEC §17); not needed when every item is a recorded transcript.")
     target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
-                                                                              "(and memory, adapter, keep_checkpointer).")
+                                                                              "(and memory, adapter, keep_checkpointer, "
+                                                                              "setup).")
     target_has_memory: bool | None = Field(default=None, description="Whether the target keeps its own history per "
                                                                       "thread (default: it does when it has a "
                                                                       "'memory' attribute); true silences the memory "

@@ -24,8 +24,11 @@ class Turn:
     """A turn of a ``turns`` item, with its own gates and scorers."""
 
     input: str
+    """What the user says; for a ``resume`` turn, the resume value as text (what the turn records as its input)."""
     gates: list[ScorerSpec]
     scorers: list[ScorerSpec]
+    resume: Any = None
+    """The value that resumes the previous turn's interrupt (``Command(resume=...)``); ``None``: an ordinary turn."""
 
 
 @dataclass(frozen=True)
@@ -65,12 +68,16 @@ class Item:
     expected_outcome: str | None = None
     simulation: Simulation | None = None
     """The simulated user of a ``simulate`` item."""
+    target_options: dict[str, Any] | None = None
+    """The conversation's whole ``target_options`` when the item has its own (merged over the dataset's); ``None``:
+    the dataset's."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The item's ``metadata`` mapping (``{}`` when not given; passed to ``setup``, read by an http target's
+    templates, shown by ``show``)."""
     transcript: tuple[RecordedTurn, ...] | None = None
     """The turns of a recorded conversation (a ``transcript`` item), played back as they are."""
     labels: dict[str, float] = field(default_factory=dict)
     """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (SPEC §19)."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    """The item's ``metadata`` mapping (``{}`` when not given)."""
     line: int | None = None
     """The line of the dataset file where the item starts (for reports that point into the file)."""
 
@@ -129,6 +136,13 @@ class Dataset:
         if self.target_has_memory is not None:
             return self.target_has_memory
         return self.target is None or self.target.has_memory  # recorded conversations have no target to recall
+
+    warnings: list[str] = field(default_factory=list)
+    """What validation warns about (``validate`` prints them, and every run says them once)."""
+
+    def options_of(self, item: Item) -> dict[str, Any]:
+        """The ``target_options`` one conversation runs with."""
+        return item.target_options if item.target_options is not None else self.target_options
 
     def all_specs(self) -> Iterator[ScorerSpec]:
         """Every scorer and gate configured anywhere: top level, then per turn."""

@@ -22,6 +22,7 @@ from ..scorers import Registry
 from .files import DatasetFile, ItemFile, TurnFile
 from .imports import ImportScope, resolve_imports
 from .items import Dataset, Item, Turn
+from .options import item_options, option_warnings, setups
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
@@ -93,25 +94,9 @@ def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, 
         turns = []
         for t, turn in enumerate(raw["turns"]):
             at = (*path, "turns", t)
-            if not isinstance(turn, dict) or "input" not in turn:
-                typo = next((key for key in turn if did_you_mean(str(key), ["input"])), None) \
-                    if isinstance(turn, dict) else None
-                if typo is not None:
-                    problems.append(pos.problem((*at, typo), f"{label}: turn {t}: unknown key '{typo}'"
-                                                             f"{did_you_mean(str(typo), list(TurnFile.model_fields))}",
-                                                "every turn needs 'input: what the user says'", key=True))
-                else:
-                    problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property",
-                                                "write '- input: what the user says'"))
-                continue
-            try:
-                turn_model = TurnFile.model_validate(turn)
-            except ValidationError as exc:
-                problems.extend(problems_from_pydantic(exc, at, pos, f"{label} turn {t}", list(TurnFile.model_fields)))
-                continue
-            gates = parse_list(turn_model.gates, (*at, "gates"), pos, registry, problems, gate=True)
-            scorers = parse_list(turn_model.scorers, (*at, "scorers"), pos, registry, problems, gate=False)
-            turns.append(Turn(turn_model.input, gates, scorers))
+            parsed = _turn(turn, t, at, label, pos, registry, problems)
+            if parsed is not None:
+                turns.append(parsed)
         inputs = [t.input for t in turns]
     elif "inputs" in raw:
         inputs = raw["inputs"]
@@ -128,7 +113,51 @@ def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, 
     form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
     item_id = str(model.id) if model.id is not None else str(index)
     return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome,
-                metadata=dict(model.metadata))
+                target_options=model.target_options, metadata=dict(model.metadata or {}))
+
+
+def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Registry,
+          problems: list[Problem]) -> Turn | None:
+    """One turn of a ``turns`` item: ``input`` (with its gates and scorers), or ``resume`` (SPEC §16)."""
+    if not isinstance(turn, dict) or ("input" not in turn and "resume" not in turn):
+        typo = next((key for key in turn if did_you_mean(str(key), ["input"])), None) if isinstance(turn, dict) else None
+        if typo is not None:
+            problems.append(pos.problem((*at, typo), f"{label}: turn {t}: unknown key '{typo}'"
+                                                     f"{did_you_mean(str(typo), list(TurnFile.model_fields))}",
+                                        "every turn needs 'input: what the user says'", key=True))
+            return None
+        problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property",
+                                    "write '- input: what the user says' (or '- resume: VALUE' to answer an interrupt)"))
+        return None
+    if "input" in turn and "resume" in turn:
+        problems.append(pos.problem((*at, "resume"), f"{label}: turn {t} gives both 'input' and 'resume'",
+                                    "keep one: 'input' is a message (it resumes a pending interrupt as it is), "
+                                    "'resume' any value", key=True))
+        return None
+    if "resume" in turn and turn["resume"] is None:
+        problems.append(pos.problem((*at, "resume"), f"{label}: turn {t}: 'resume' needs a value",
+                                    "write e.g. 'resume: yes' or 'resume: {approved: true}'"))
+        return None
+    if "resume" in turn and t == 0:
+        problems.append(pos.problem((*at, "resume"), f"{label}: turn 0 cannot resume: no earlier turn can have "
+                                                     "ended in an interrupt", "write '- input: ...' for the first turn",
+                                    key=True))
+        return None
+    try:
+        model = TurnFile.model_validate(turn)
+    except ValidationError as exc:
+        problems.extend(problems_from_pydantic(exc, at, pos, f"{label} turn {t}", list(TurnFile.model_fields)))
+        return None
+    gates = parse_list(model.gates, (*at, "gates"), pos, registry, problems, gate=True)
+    scorers = parse_list(model.scorers, (*at, "scorers"), pos, registry, problems, gate=False)
+    if model.input is not None:
+        return Turn(model.input, gates, scorers)
+    return Turn(resume_text(model.resume), gates, scorers, resume=model.resume)
+
+
+def resume_text(value: Any) -> str:
+    """A ``resume`` value as the turn's recorded input: a string as is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -145,7 +174,7 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
     item_id = str(model.id) if model.id is not None else str(index)
     opening = [simulation.opening] if simulation.opening else []
     return Item(index, item_id, list(model.tags), "simulate", opening, None, model.ground_truth, model.expected_outcome,
-                simulation, metadata=dict(model.metadata))
+                simulation, target_options=model.target_options, metadata=dict(model.metadata or {}))
 
 
 def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -164,7 +193,8 @@ def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str,
         return None
     item_id = str(model.id) if model.id is not None else str(index)
     return Item(index, item_id, list(model.tags), "transcript", [t.input for t in turns], None, model.ground_truth,
-                model.expected_outcome, transcript=turns)
+                model.expected_outcome, transcript=turns,
+                metadata=dict(model.metadata or {}))
 
 
 def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
@@ -287,6 +317,8 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: st
             resolved = resolve_target(top.target, top.target_options, pos, problems, file.parent)
         imported = resolve_imports([*gates, *scorers, *(s for i in items for t in i.turns or ()
                                                         for s in (*t.gates, *t.scorers))], problems)
+        items = item_options(items, raw_items, top.target_options, resolved.adapter if resolved else None, problems)
+        imported.update(setups(items, raw_items, top.target_options, problems, pos))
     recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
     if not top.target and target is None and not recorded and "target" not in bad_keys:
         problems.append(pos.problem(("target",), "dataset needs 'target'", "add 'target: module:attribute' (only a "
@@ -303,7 +335,9 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: st
                    concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
                    secret_values=used.secret_values | registry.secret_values | target_secrets, scope=scope,
-                   target_has_memory=top.target_has_memory)
+                   target_has_memory=top.target_has_memory,
+                   warnings=[f"{path}: {w}" for w in option_warnings(adapter, top.target_options, items)]
+                   if adapter is not None else [])
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:

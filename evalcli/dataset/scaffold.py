@@ -41,6 +41,11 @@ def dataset_schema() -> dict[str, Any]:
         "scorer": {"anyOf": plain}, "id": {"type": "string"}}, "required": ["scorer"], "additionalProperties": False}]}
     turn["properties"]["gates"] = {"type": "array", "items": GATE_REF}
     turn["properties"]["scorers"] = {"type": "array", "items": REF}
+    turn["properties"]["input"] = {"type": "string", "description": "What the user says on this turn."}
+    turn["properties"]["resume"] = {"description": "Instead of input: any value, sent as Command(resume=...) to the "
+                                                   "interrupt the previous turn ended in (LangGraph).",
+                                    "not": {"type": "null"}}
+    turn["oneOf"] = [{"required": ["input"]}, {"required": ["resume"]}]
     item["properties"]["input"] = {"type": "string", "description": "A single-turn question."}
     item["properties"]["inputs"] = {"type": "array", "items": {"type": "string"}, "minItems": 1}
     item["properties"]["turns"] = {"type": "array", "items": {"$ref": "#/$defs/Turn"}, "minItems": 1}

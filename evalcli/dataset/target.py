@@ -74,15 +74,18 @@ def _imported(spec: str, options: dict[str, Any], pos: Positions, problems: list
         return make_adapter(spec, resolve_import(spec), options)
     except EvalcliError as exc:
         named = next((name for name in options if f"'{name}' is not an option" in exc.message), None)
+        where = at
         if named is not None:  # point at the option the target does not take
-            problems.append(pos.problem(("target_options", named), exc.message, exc.hint, key=True))
-            return None
-        where = ("target_options", "adapter") if "adapter" in exc.message and "adapter" in options else at
+            where = ("target_options", named)
+        elif "adapter" in exc.message and "adapter" in options:
+            where = ("target_options", "adapter")
+        elif exc.message.startswith("target_options for"):
+            where = ("target_options",)
         hint = exc.hint
         form = next((form for prefix, form in HINT_FORMS.items() if spec.startswith(prefix)), None)
         if form is not None and at == ("target",):
             hint = (f"a target string is an import path; for a {form} target write a mapping, e.g. 'target: {{model: "
                     f"{spec.partition(':')[2]}}}'" if form == "model" else
                     f"a target string is an import path; for a {form} target write 'target: {{{form}: {{url: ...}}}}'")
-        problems.append(pos.problem(where, exc.message, hint))
+        problems.append(pos.problem(where, exc.message, hint, key=where != at))
         return None

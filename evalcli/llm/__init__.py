@@ -1,8 +1,11 @@
-"""Every LLM call in evalcli (SPEC §5, §13, §20): the client with retries and usage records, the response
-cache, fencing of untrusted text, the embedded offline model and model preflight.
+"""Every LLM call in evalcli (SPEC §5, §13, §20): the client with retries and usage records (``client``), its
+three paths (``openai_compat``: Chat Completions over a pooled aiohttp session; ``local_model``: the embedded
+model in-process; ``litellm_backend``: every other provider), litellm's price and capability table read as
+data (``catalog``), the response cache, fencing of untrusted text and model preflight.
 
-``client`` is the only module that imports litellm, and only inside functions, so importing this package
-(and ``evalcli --help``, and check-only runs) never pays for it or reaches for the network.
+``litellm_backend`` is the only module that imports litellm, and only inside functions, so importing this
+package (and ``evalcli --help``, check-only runs, and runs whose models are all OpenAI-compatible) never pays
+for it or reaches for the network.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from .client import (
     LLMError,
     LLMSettings,
     UsageSink,
+    backend_from_env,
     current_usage,
     import_litellm,
     provider_messages,
@@ -24,5 +28,6 @@ from .client import (
 from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
 
 __all__ = ["LOCAL_JUDGE_MODEL", "CallRecord", "LLMClient", "LLMError", "LLMSettings", "ResponseCache", "UsageSink",
-           "check_settings", "current_usage", "default_judge_model", "import_litellm", "model_problem",
-           "provider_messages", "reply_text", "settings_problems", "supports_json_mode", "supports_json_schema"]
+           "backend_from_env", "check_settings", "current_usage", "default_judge_model", "import_litellm",
+           "model_problem", "provider_messages", "reply_text", "settings_problems", "supports_json_mode",
+           "supports_json_schema"]

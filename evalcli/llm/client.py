@@ -1,7 +1,10 @@
-"""Every LLM call in evalcli: litellm (imported lazily), retries, a response cache and usage records.
+"""Every LLM call in evalcli (SPEC §20): one client with retries, back-off, a response cache and usage records.
 
-This is the only module that imports litellm, and only inside functions, so ``import evalcli.llm``
-(and ``evalcli --help``, and check-only runs) never pays for it or reaches for the network.
+Each model takes one of three paths: OpenAI-compatible endpoints are spoken to directly over a pooled aiohttp
+session (``openai_compat``), the embedded model runs in-process (``local_model``), every other provider goes
+through litellm (``litellm_backend``, imported only then); ``EVALCLI_LLM_BACKEND=litellm`` sends every call
+through litellm. Retries, the per-model 429 pause, timeouts, error messages, the cache, usage and cost are
+the same whichever path a call takes. ``import evalcli.llm`` imports none of them.
 """
 
 from __future__ import annotations
@@ -9,14 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
-import json
 import os
 import random
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import EvalcliError, describe
@@ -27,6 +28,20 @@ EVALCLI_ONLY_KEYS = frozenset({"is_error"})
 """Message keys evalcli uses itself; they are stripped before messages reach a provider."""
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+BACKENDS = ("auto", "litellm")
+"""``EVALCLI_LLM_BACKEND``: ``auto`` (the default: each model's own path) or ``litellm`` (every call through it)."""
+PARAMS = ("temperature", "max_tokens", "seed", "tools", "response_format")
+
+
+def backend_from_env(env: dict[str, str] | os._Environ[str] | None = None) -> str:
+    """``EVALCLI_LLM_BACKEND`` (``auto`` when unset); anything else is a user error naming the choices."""
+    source = os.environ if env is None else env
+    value = (source.get("EVALCLI_LLM_BACKEND") or "auto").strip().lower()
+    if value not in BACKENDS:
+        raise EvalcliError(f"EVALCLI_LLM_BACKEND={source.get('EVALCLI_LLM_BACKEND')!r} is not a backend",
+                           "set EVALCLI_LLM_BACKEND=litellm to send every model call through litellm, "
+                           "or leave it unset (auto)")
+    return value
 
 
 class LLMError(EvalcliError):
@@ -51,12 +66,14 @@ class LLMSettings:
     """Judge calls in flight at once, across all conversations."""
     cache: bool = True
     """Whether judge calls use the response cache."""
+    backend: str = field(default_factory=backend_from_env)
+    """``auto`` or ``litellm`` (``EVALCLI_LLM_BACKEND``)."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> LLMSettings:
         """Defaults, overridden by ``EVALCLI_LLM_RETRIES`` and ``EVALCLI_LLM_TIMEOUT`` when set."""
         source = os.environ if env is None else env
-        settings = cls()
+        settings = cls(backend=backend_from_env(source))
         try:
             if source.get("EVALCLI_LLM_RETRIES"):
                 settings.retries = max(0, int(source["EVALCLI_LLM_RETRIES"]))
@@ -118,23 +135,11 @@ current_usage: ContextVar[UsageSink | None] = ContextVar("evalcli_current_usage"
 """Where model calls are recorded; the runner sets one per conversation."""
 
 
-_import_lock = threading.Lock()
-
-
 def import_litellm() -> Any:
     """litellm, imported on first use with the local cost map and the embedded local model registered."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    with _import_lock:
-        import litellm
+    from .litellm_backend import import_litellm as imported
 
-        if not getattr(litellm, "_evalcli_ready", False):
-            from .local_model import register
-
-            litellm.suppress_debug_info = True
-            litellm.telemetry = False
-            register(litellm)
-            litellm._evalcli_ready = True
-    return litellm
+    return imported()
 
 
 def reply_text(response: dict[str, Any]) -> str | None:
@@ -152,26 +157,37 @@ def provider_messages(messages: list[Message]) -> list[Message]:
 
 
 def supports_json_schema(model: str) -> bool:
-    """Whether the model takes a ``json_schema`` response format (per litellm's model map)."""
+    """Whether the model takes a ``json_schema`` response format (per litellm's model table)."""
     from .local_model import is_local
 
     if is_local(model):
         return True
-    try:
-        return bool(import_litellm().supports_response_schema(model=model))
-    except Exception:  # noqa: BLE001  # unknown models are simply "no"
-        return False
+    if backend_from_env() != "litellm" and _table_answers(model):
+        from . import catalog
+
+        return catalog.supports_json_schema(model)
+    from . import litellm_backend
+
+    return litellm_backend.supports_json_schema(model)
 
 
 def supports_json_mode(model: str) -> bool:
     """Whether the provider accepts ``response_format`` at all (``json_object`` mode)."""
-    try:
-        litellm = import_litellm()
-        _, provider, _, _ = litellm.get_llm_provider(model=model)
-        params = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider) or []
-        return "response_format" in params
-    except Exception:  # noqa: BLE001  # unknown providers are simply "no"
-        return False
+    if backend_from_env() != "litellm" and _table_answers(model):
+        from . import catalog
+
+        return catalog.supports_json_mode(model)
+    from . import litellm_backend
+
+    return litellm_backend.supports_json_mode(model)
+
+
+def _table_answers(model: str) -> bool:
+    """OpenAI-compatible models: their capabilities are read from litellm's table without importing litellm
+    (the same answers: ``tests/test_llm_backends.py``)."""
+    from .openai_compat import speaks_openai
+
+    return speaks_openai(model)
 
 
 def redact(text: str) -> str:
@@ -187,6 +203,9 @@ def _status(exc: BaseException) -> int | None:
 
 
 def _retryable(exc: BaseException) -> bool:
+    retryable = getattr(exc, "retryable", None)
+    if isinstance(retryable, bool):
+        return retryable
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
         return True
     status = _status(exc)
@@ -199,7 +218,8 @@ def _retryable(exc: BaseException) -> bool:
 def retry_after(exc: BaseException) -> float | None:
     """Seconds asked for by a ``Retry-After`` (or ``retry-after-ms``) header on the error, if any."""
     response_headers = getattr(getattr(exc, "response", None), "headers", None)
-    for source in (getattr(exc, "litellm_response_headers", None), response_headers):
+    for source in (getattr(exc, "response_headers", None), getattr(exc, "litellm_response_headers", None),
+                   response_headers):
         if not source:
             continue
         with contextlib.suppress(Exception):
@@ -221,7 +241,7 @@ def _usage(response: dict[str, Any]) -> tuple[int, int]:
 
 
 class LLMClient:
-    """Makes model calls through litellm with retries, adaptive back-off, judge limits and caching."""
+    """Makes model calls (each on its model's path) with retries, adaptive back-off, judge limits and caching."""
 
     def __init__(self, settings: LLMSettings | None = None, cache: ResponseCache | None = None) -> None:
         self.settings = settings or LLMSettings()
@@ -233,6 +253,36 @@ class LLMClient:
         self._reachability: dict[str, str | None] = {}
         self.unpriced: set[str] = set()
         """Models litellm has no price for (it said so once): asking again would raise on every call."""
+        self._paths: dict[tuple[str, str | None], Any] = {}
+        """Per (model, api_base): its ``openai_compat.Route``, ``"local"`` or ``"litellm"``."""
+        self._prices: dict[tuple[str, str, Any], tuple[dict[str, Any], str | None] | None] = {}
+        """Per (model, provider, model that answered): the table entry pricing it and the region, if priced."""
+
+    def path(self, model: str, api_base: str | None = None) -> str:
+        """Which path calls to this model take: ``openai`` (Chat Completions spoken by evalcli), ``local`` (the
+        embedded model, in-process) or ``litellm``."""
+        found = self._route(model, api_base)
+        return found if isinstance(found, str) else "openai"
+
+    def _route(self, model: str, api_base: str | None) -> Any:
+        key = (model, api_base)
+        if key not in self._paths:
+            from .local_model import is_local
+            from .openai_compat import route
+
+            if self.settings.backend == "litellm":
+                self._paths[key] = "litellm"
+            elif is_local(model):
+                self._paths[key] = "local"
+            else:
+                self._paths[key] = route(model, api_base) or "litellm"
+        return self._paths[key]
+
+    async def aclose(self) -> None:
+        """Close the running loop's pooled connections (they are also closed when the loop shuts down)."""
+        from .openai_compat import close_transport
+
+        await close_transport()
 
     def _judge_semaphore(self) -> asyncio.Semaphore:
         # a semaphore belongs to one event loop: a client used again by a later run gets a fresh one
@@ -314,12 +364,7 @@ class LLMClient:
         problem = self._unreachable(model)
         if problem:
             raise LLMError(problem, "install what it names, or choose another model")
-        litellm = import_litellm()
-        if model in self.unpriced:
-            # litellm prices every response while returning it; for a model it has no price for, that
-            # fails (and formats a traceback) on every call. A zero price costs nothing and changes
-            # nothing: such calls are recorded at cost 0 either way, and the request is the same.
-            kwargs = {**kwargs, **_ZERO_PRICE}
+        attempt_once = self._attempt(model, kwargs)
         attempts = self.settings.retries + 1
         last: BaseException | None = None
         for attempt in range(1, attempts + 1):
@@ -327,22 +372,56 @@ class LLMClient:
             try:
                 # asyncio.timeout, unlike wait_for, does not wrap every call in a task of its own
                 async with asyncio.timeout(self.settings.timeout + 1):
-                    raw = await litellm.acompletion(
-                        **kwargs, num_retries=0, timeout=self.settings.timeout, drop_params=True
-                    )
+                    return await attempt_once()
             except Exception as exc:  # noqa: BLE001 - a provider may raise anything; classified below
                 last = exc
                 if not _retryable(exc) or attempt == attempts:
                     break
                 await asyncio.sleep(self._backoff(model, exc, attempt))
-                continue
-            return _as_dict(raw), _cost(litellm, raw, model, self.unpriced)
         assert last is not None
         raise LLMError(
-            f"model {model} failed after {attempt} attempt{'s' if attempt != 1 else ''}: {_describe(last)}",
+            f"model {model} failed after {attempt} attempt{'s' if attempt != 1 else ''}: "
+            f"{_describe(last, self.settings.timeout)}",
             "check the model name, the provider's API key variable and base URL; "
             "EVALCLI_LLM_RETRIES and EVALCLI_LLM_TIMEOUT tune retries and timeouts",
         ) from None
+
+    def _attempt(self, model: str, kwargs: dict[str, Any]) -> Callable[[], Awaitable[tuple[dict[str, Any], float]]]:
+        """One attempt on the model's path: the response as a plain dict, and its cost."""
+        found = self._route(model, kwargs.get("api_base"))
+        timeout = self.settings.timeout
+        if found == "litellm":
+            from .litellm_backend import acompletion, import_litellm
+
+            import_litellm()  # its seconds of import are no attempt's: they never count against the timeout
+            return lambda: acompletion(kwargs, timeout, self.unpriced)
+        params = {k: kwargs[k] for k in PARAMS if k in kwargs}
+        if found == "local":
+            return lambda: _local(model, kwargs["messages"], params)
+        from .openai_compat import request_body, transport
+
+        body = request_body(found, kwargs["messages"], params)
+
+        async def direct() -> tuple[dict[str, Any], float]:
+            response = await (await transport()).post(found, body, timeout)
+            return response, self._cost(found, response)
+
+        return direct
+
+    def _cost(self, found: Any, response: dict[str, Any]) -> float:
+        """The response priced from litellm's table as litellm prices it (0 for a model it has no price for)."""
+        from . import catalog
+
+        served = response.get("model")
+        key = (found.name, found.provider, served)
+        if key not in self._prices:
+            info = catalog.pricing_info(found.name, served if isinstance(served, str) else None, found.provider)
+            self._prices[key] = (info, catalog.data_residency(found.provider, found.api_base)) if info else None
+        priced = self._prices[key]
+        usage = response.get("usage")
+        if priced is None or not isinstance(usage, dict):
+            return 0.0
+        return catalog.cost(priced[0], usage, response.get("service_tier"), priced[1])
 
     def _backoff(self, model: str, exc: BaseException, attempt: int) -> float:
         base = min(self.settings.backoff_max, self.settings.backoff_base * 2.0 ** (attempt - 1))
@@ -368,35 +447,27 @@ def _ms(started: float) -> float:
     return (time.monotonic() - started) * 1000
 
 
-def _as_dict(raw: Any) -> dict[str, Any]:
-    data = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
-    result: dict[str, Any] = json.loads(json.dumps(data, default=str))
-    return {k: v for k, v in result.items() if not k.startswith("_")}
+async def _local(model: str, messages: list[Message], params: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """The embedded model, called in-process (one completion at a time, off the event loop); it is free."""
+    from .local_model import run
 
-
-_ZERO_PRICE = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
-
-
-def _cost(litellm: Any, raw: Any, model: str, unpriced: set[str]) -> float:
-    # litellm already priced the response while returning it; pricing it again costs ~1 ms a call
-    hidden = getattr(raw, "_hidden_params", None)
-    stamped = hidden.get("response_cost") if isinstance(hidden, dict) else None
-    if isinstance(stamped, (int, float)):
-        return float(stamped)
-    if model in unpriced:
-        return 0.0
     try:
-        return float(litellm.completion_cost(completion_response=raw) or 0.0)
-    except Exception as exc:  # noqa: BLE001  # litellm does not know every price
-        if isinstance(exc, getattr(litellm, "ModelNotMappedError", ())) or "isn't mapped" in str(exc):
-            unpriced.add(model)
-        return 0.0
+        return await asyncio.to_thread(run, model, messages, params), 0.0
+    except Exception as exc:  # noqa: BLE001 - llama.cpp may raise anything; litellm's custom provider retries it too
+        from .openai_compat import ProviderError
+
+        raise ProviderError("APIConnectionError", describe(exc), retryable=True) from None
 
 
-def _describe(exc: BaseException) -> str:
+def _describe(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return "timed out"
-    text = describe(exc)
+        text = f"Timeout: request timed out after {timeout:g} s"
+    elif type(exc).__name__ == "ProviderError":
+        text = str(exc)
+    else:
+        from .litellm_backend import describe_error
+
+        text = describe_error(exc, timeout)
     if len(text) > 500:
         text = text[:500] + "..."
     return redact(text)

@@ -43,6 +43,7 @@ _MARKER = re.compile(
     ),
     re.IGNORECASE,
 )
+_MARKER_WORDS = ("transcript", "tool", "listed")
 _ANGLES = re.compile(r"<(?:\s*<){2,}|>(?:\s*>){2,}")
 _LABEL = re.compile(r"^(\s*)((?:user|assistant|tool result|tool call)\b[^:\n]{0,40}:)", re.IGNORECASE | re.MULTILINE)
 
@@ -51,16 +52,29 @@ _LOOKALIKES = dict(zip(map(ord, "АВЕЅІЈКМНОРСТХУаеіјорсѕ�
 """Cyrillic and Greek letters that look like Latin ones (a marker spelled with them still looks like one)."""
 
 
-def _folded(text: str) -> tuple[str, list[int]]:
-    """The text without accents and with look-alike letters made Latin, and where each char came from."""
+def _folded(text: str) -> tuple[str, list[int] | None]:
+    """The text without accents and with look-alike letters made Latin, and where each char came from
+    (``None``: from the same place, as in ASCII text, which folding leaves as it is)."""
+    if text.isascii():
+        return text, None
     chars: list[str] = []
     origin: list[int] = []
-    for index, char in enumerate(text):
-        for part in unicodedata.normalize("NFKD", char):
-            if not unicodedata.combining(part):
-                chars.append(part.translate(_LOOKALIKES))
-                origin.append(index)
+    last = 0
+    for run in _NON_ASCII.finditer(text):  # ASCII stretches are copied whole; only the rest is folded char by char
+        chars.append(text[last:run.start()])
+        origin.extend(range(last, run.start()))
+        for index in range(run.start(), run.end()):
+            for part in unicodedata.normalize("NFKD", text[index]):
+                if not unicodedata.combining(part):
+                    chars.append(part.translate(_LOOKALIKES))
+                    origin.append(index)
+        last = run.end()
+    chars.append(text[last:])
+    origin.extend(range(last, len(text)))
     return "".join(chars), origin
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def neutralise(text: str) -> str:
@@ -68,10 +82,15 @@ def neutralise(text: str) -> str:
     text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
     folded, origin = _folded(text)
     pieces, last = [], 0
-    for match in _MARKER.finditer(folded):
+    lowered = folded.casefold()
+    # every marker holds one of these words whole: without them there is nothing to find (and the scan is the cost)
+    matches = _MARKER.finditer(folded) if any(word in lowered for word in _MARKER_WORDS) else ()
+    for match in matches:
         if match.end() > match.start():
-            pieces += [text[last:origin[match.start()]], MARKER_REMOVED]
-            last = origin[match.end() - 1] + 1
+            start, end = (match.start(), match.end() - 1) if origin is None else (origin[match.start()],
+                                                                                 origin[match.end() - 1])
+            pieces += [text[last:start], MARKER_REMOVED]
+            last = end + 1
     text = "".join(pieces) + text[last:]
     return _ANGLES.sub(MARKER_REMOVED, text)
 

@@ -77,9 +77,16 @@ def _seconds(text: str) -> bool:
     return math.isfinite(value) and value > 0
 
 
+def _backend(text: str) -> bool:
+    from .client import BACKENDS
+
+    return text.strip().lower() in BACKENDS
+
+
 SETTINGS: dict[str, tuple[Callable[[str], bool], str]] = {
     "EVALCLI_LLM_RETRIES": (_whole, "a whole number of retries, 0 or more (default 4)"),
     "EVALCLI_LLM_TIMEOUT": (_seconds, "a number of seconds above 0 (default 60)"),
+    "EVALCLI_LLM_BACKEND": (_backend, "a backend: auto (the default: each model's own path) or litellm"),
 }
 """Every LLM setting read from the environment: how a usable value reads, and what it is, for the error."""
 

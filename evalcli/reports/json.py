@@ -46,7 +46,7 @@ class JsonReport:
         self.out.write(body[:-2] + ',\n' + self.indent + '  "items": [')
 
     def item(self, item: ItemResult) -> None:
-        text = json.dumps(self.redact.value(item.to_json()), ensure_ascii=False, default=str)
+        text = self.redact.dumps(item.to_json(), ensure_ascii=False, default=str)
         self.out.write(("," if self.count else "") + "\n" + self.indent + "    " + text)
         self.count += 1
 

@@ -1,10 +1,12 @@
-"""One conversation, turn by turn, for people: ``evalcli show RUN ITEM`` (SPEC §15).
+"""One conversation, turn by turn, for people: ``evalcli show RUN ITEM`` (SPEC §15, §16).
 
-Each turn shows the user's message (marked when simulated), the assistant's words, every tool call
-with its arguments (pretty JSON) and every tool result (errors marked), then the turn's gates and
-scorers with score, threshold, pass/fail and reason. After the turns come the conversation's own
-gates and scorers with their reasons (a judge's explanation), and its error and traceback if it
-failed. Pure functions of an ``ItemResult``.
+Each turn shows the user's message (marked when simulated, or when it resumed an interrupt), the
+assistant's words (with the agent that wrote them, when known, and marked when they are an interrupt),
+every tool call with its arguments (pretty JSON) and every tool result (errors marked), the turn's
+structured result and output retries, then the turn's gates and scorers with score, threshold,
+pass/fail and reason. After the turns come the conversation's own gates and scorers with their
+reasons (a judge's explanation), and its error and traceback if it failed. Pure functions of an
+``ItemResult``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
-from ..messages import Message, is_error_result, message_text
-from ..results import ItemResult, Outcome, RunResult, outcome_json
+from ..messages import Message, is_error_result, is_interrupt, message_text
+from ..results import ItemResult, Outcome, RunResult, TurnRecord, outcome_json
 from .text import fmt, threshold_text
 
 
@@ -32,16 +34,38 @@ def pretty_arguments(arguments: Any) -> str:
     return json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
 
 
-def message_lines(output: list[Message]) -> list[Text]:
-    """The assistant's words, tool calls and tool results of one turn, in order."""
+def assistant_label(message: Message) -> str:
+    """``Assistant``, with the agent that wrote the message and whether it is an interrupt: ``Assistant (Seat
+    Booking Agent)``, ``Assistant (interrupt)``."""
+    name = message.get("name")
+    notes = [name] if isinstance(name, str) and name else []
+    if is_interrupt(message):
+        notes.append("interrupt")
+    return f"Assistant ({', '.join(notes)})" if notes else "Assistant"
+
+
+def user_label(turn: TurnRecord) -> str:
+    """``User``, marked when a simulated user wrote the message or when it resumed an interrupt."""
+    notes = (["simulated"] if turn.simulated else []) + (["resumes the interrupt"] if turn.resume is not None else [])
+    return f"User ({', '.join(notes)})" if notes else "User"
+
+
+def structured_text(value: Any) -> str:
+    """A structured result as indented JSON."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def message_lines(output: list[Message], names: dict[Any, str] | None = None) -> list[Text]:
+    """The assistant's words, tool calls and tool results of one turn, in order. ``names`` (call id -> tool name)
+    carries the calls of earlier turns over, for a result that comes a turn later (an interrupted call)."""
     lines: list[Text] = []
-    names: dict[Any, str] = {}
+    names = {} if names is None else names
     for message in output:
         role = message.get("role")
         if role == "assistant":
             text = message_text(message)
             if text.strip():
-                lines.append(Text.assemble(("Assistant: ", "bold green"), text))
+                lines.append(Text.assemble((assistant_label(message) + ": ", "bold green"), text))
             for call in message.get("tool_calls") or ():
                 function = call.get("function") or {}
                 name = str(function.get("name"))
@@ -100,11 +124,19 @@ def render_item(run: RunResult, item: ItemResult) -> RenderableType:
     parts: list[RenderableType] = [
         Text.assemble(("Run ", "bold"), (run.run_id, "cyan"), f"  {run.dataset_path}  ->  {run.target}"), head,
         Text(f"thread {item.thread_id or '-'}  resource {item.resource_id or '-'}", style="dim")]
+    if item.metadata:
+        parts.append(Text(f"metadata {json.dumps(item.metadata, ensure_ascii=False, default=str)}", style="dim"))
+    names: dict[Any, str] = {}
     for turn in item.turns:
         parts.append(Rule(f"turn {turn.index}", align="left"))
-        label = "User (simulated): " if turn.simulated else "User: "
-        parts.append(Text.assemble((label, "bold magenta"), turn.input))
-        parts.extend(message_lines(turn.output))
+        parts.append(Text.assemble((user_label(turn) + ": ", "bold magenta"), turn.input))
+        parts.extend(message_lines(turn.output, names))
+        if turn.structured is not None:
+            parts.append(Text("  structured output", style="bold yellow"))
+            parts.append(Text(_indent(structured_text(turn.structured), 4)))
+        if turn.output_retries:
+            parts.append(Text(f"  output retries: {turn.output_retries} (the output was rejected and asked for again)",
+                              style="yellow"))
         parts.extend(outcome_lines("turn ", turn.gate_scores, turn.scores, turn.thresholds))
     if item.gate_scores or item.scores:
         parts.append(Rule("whole conversation", align="left"))

@@ -1,5 +1,8 @@
-"""One conversation: open a session on the target, let the driver play the user's side, score the result.
+"""One conversation: run its setup, open a session on the target, let the driver play the user's side, clean
+up, score the result.
 
+The conversation runs with its own ``target_options`` (the item's merged over the dataset's) and what its
+``setup`` returned (SPEC §16); a generator setup is resumed after the conversation, also when it failed.
 Gates run before scorers, each group over the whole conversation and then per turn (SPEC §3, §6). A
 gate that raises scores 0; a scorer that raises makes the conversation an error, and its siblings
 are cancelled at once so nothing keeps running (or spending) after the conversation ended. The
@@ -20,7 +23,21 @@ from ..llm import UsageSink, current_usage
 from ..messages import Message
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
-from ..targets import BadReply, Calls, ItemInfo, Session, TurnFailed, TurnTimedOut
+from ..targets import (
+    BadReply,
+    Calls,
+    ConversationInfo,
+    ConversationOptions,
+    ItemInfo,
+    Session,
+    Setup,
+    SetupFailed,
+    Thread,
+    TurnFailed,
+    TurnRejected,
+    TurnTimedOut,
+    merge_options,
+)
 from .drivers import ConversationFailed, Driver, PlayContext, driver_for
 
 
@@ -53,12 +70,24 @@ class Conversation:
         sink = UsageSink()
         token = current_usage.set(sink)
         driver = driver_for(item)
-        session = self._open(item) if driver.calls_target else None  # a recording calls no target
+        options = self.dataset.options_of(item)
+        target = self.dataset.target if driver.calls_target else None  # a recording calls no target
+        thread = target.thread(options, multi_turn=item.multi_turn) if target is not None else None
         result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok",
-                            thread_id=session.thread_id if session else None,
-                            resource_id=session.resource_id if session else None, thresholds=self.thresholds)
+                            thread_id=thread.thread if thread else None,
+                            resource_id=thread.resource if thread else None, thresholds=self.thresholds,
+                            metadata=item.metadata)
         try:
-            await self._converse(driver, session, result)
+            spec = options.get("setup")
+            if thread is None:
+                await self._converse(driver, None, result)
+            elif spec is None:
+                session = self._open(item, ConversationOptions(thread, item.target_options), result)
+                if session is not None:
+                    await self._converse(driver, session, result)
+            else:
+                await self._with_setup(Setup(spec, self.dataset.imported[spec], self.calls), item, options, thread,
+                                       driver, result)
             if result.status == "ok":
                 await self._score(item, driver, result)
         except ScorerFailed as exc:
@@ -71,40 +100,83 @@ class Conversation:
         result.duration_ms = (time.perf_counter() - started) * 1000
         return result
 
-    def _open(self, item: Item) -> Session:
-        target = self.dataset.target
-        if target is None:  # loading requires a target unless every item is recorded
-            raise RuntimeError(f"item {item.id}: the dataset has no target to play it against")
-        return target.open(multi_turn=item.multi_turn, calls=self.calls, item=ItemInfo(item.id, item.metadata))
+    def _open(self, item: Item, conversation: ConversationOptions, result: ItemResult) -> Session | None:
+        """A session on the conversation's thread and options; ``None`` (the conversation an error) when the options
+        a setup returned do not fit."""
+        try:
+            target = self.dataset.target
+            if target is None:  # loading requires a target unless every item is recorded
+                raise RuntimeError(f"item {item.id}: the dataset has no target to play it against")
+            return target.open(multi_turn=item.multi_turn, calls=self.calls, conversation=conversation,
+                               item=ItemInfo(item.id, item.metadata))
+        except (ValueError, TypeError) as exc:
+            if not conversation.from_setup:
+                raise
+            spec = (conversation.options or {}).get("setup")
+            self._fail(result, f"setup {spec} returned options that do not fit: {exc}", exc)
+            return None
+
+    async def _with_setup(self, setup: Setup, item: Item, options: dict[str, Any], thread: Thread, driver: Driver,
+                          result: ItemResult) -> None:
+        """Run the setup, the conversation on what it returned, then the setup's cleanup (also after a failure)."""
+        info = ConversationInfo(thread.thread, thread.resource, item.id, list(item.tags), item.ground_truth,
+                                item.metadata)
+        try:
+            returned = await setup.enter(info)
+        except SetupFailed as exc:
+            self._fail(result, exc.message, exc.cause or exc)
+            return
+        try:
+            assert self.dataset.target is not None  # a setup is only run for a conversation with the target
+            problems = self.dataset.target.returned_problems(returned)
+            if problems:
+                self._fail(result, f"setup {setup.spec} returned options the target does not take: "
+                                   f"{'; '.join(problems)}", ValueError("; ".join(problems)))
+                return
+            merged = merge_options(options, returned) if returned else item.target_options
+            session = self._open(item, ConversationOptions(thread, merged, frozenset(returned)), result)
+            if session is not None:
+                await self._converse(driver, session, result)
+        finally:
+            try:
+                await setup.exit()
+            except SetupFailed as exc:
+                if result.status == "ok":
+                    self._fail(result, exc.message, exc.cause or exc)
 
     async def _converse(self, driver: Driver, session: Session | None, result: ItemResult) -> None:
-        async def send(text: str, simulated: bool, recorded: list[Message] | None = None) -> list[Message]:
+        async def send(text: str, simulated: bool, resume: Any = None,
+                       recorded: list[Message] | None = None) -> list[Message]:
             index = len(result.turns)
             if recorded is not None or session is None:
                 result.turns.append(TurnRecord(index, text, list(recorded or []), 0.0, simulated=simulated))
                 return result.turns[-1].output
             started = time.perf_counter()
-            def failed(messages: list[Message]) -> None:
+
+            def failed(messages: list[Message], output_retries: int = 0) -> None:
                 # the turn that failed is recorded too: what the user said (and what came back before the failure)
-                result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated))
+                result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
+                                               output_retries=output_retries))
 
             try:
-                output = (await session.send(text)).messages
+                reply = await (session.send(text) if resume is None else session.send(text, resume=resume))  # type: ignore[call-arg]
             except TurnTimedOut as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except TurnFailed as exc:
                 # the agent's run ended with an exception: keep the messages it produced before it
-                failed(exc.messages)
+                failed(exc.messages, exc.output_retries)
                 raise ConversationFailed(f"turn {index}: the target raised {_described(exc.cause)}", exc.cause) from None
-            except BadReply as exc:
+            except (BadReply, TurnRejected) as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except Exception as exc:  # noqa: BLE001 - the target's failure is this conversation's error
                 failed([])
                 raise ConversationFailed(f"turn {index}: the target raised {_described(exc)}", exc) from None
-            result.turns.append(TurnRecord(index, text, output, _ms(started), simulated=simulated))
-            return output
+            result.turns.append(TurnRecord(index, text, reply.messages, _ms(started), simulated=simulated,
+                                           structured=reply.structured, interrupt=reply.interrupt,
+                                           resume=reply.resume, output_retries=reply.output_retries))
+            return reply.messages
 
         try:
             result.stop_reason = await driver.play(send, self.play_context)
@@ -127,7 +199,9 @@ class Conversation:
     async def _score(self, item: Item, driver: Driver, result: ItemResult) -> None:
         if self.ready is not None:
             await self.ready()
-        views = tuple(TurnView(t.index, t.input, t.output, t.simulated) for t in result.turns)
+        views = tuple(TurnView(t.index, t.input, t.output, t.simulated, t.structured,
+                               None if t.interrupt is None else t.interrupt.value, t.resume, t.output_retries)
+                      for t in result.turns)
         accumulated = [m for turn in result.turns for m in turn.output]
         first = result.turns[0].input if result.turns else item.first_input
         whole = ScorerRun(first, accumulated, item.ground_truth, None, views, item.expected_outcome, item.goal)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..dataset import Item, RecordedTurn, Turn
 from ..llm import LLMClient
@@ -20,11 +20,13 @@ from ..messages import Message
 
 
 class Send(Protocol):
-    """``send(text, simulated)``: one user turn; returns the agent's response messages for it. With ``recorded``
-    (a recorded conversation's answer), the turn is recorded with those messages and nothing is asked."""
+    """``send(text, simulated, resume=None, recorded=None)``: one user turn; returns the agent's response messages
+    for it. A ``resume`` value answers the interrupt the previous turn ended in (``text`` is what the turn records).
+    With ``recorded`` (a recorded conversation's answer), the turn is recorded with those messages and nothing is
+    asked."""
 
-    def __call__(self, text: str, simulated: bool, recorded: list[Message] | None = None) -> Awaitable[list[Message]]:
-        ...
+    def __call__(self, text: str, simulated: bool, resume: Any = None,
+                 recorded: list[Message] | None = None) -> Awaitable[list[Message]]: ...
 
 
 TurnAssertions = Turn
@@ -84,8 +86,9 @@ class Scripted:
         return self.turns[index] if index < len(self.turns) else None
 
     async def play(self, send: Send, context: PlayContext) -> str | None:
-        for text in self.inputs:
-            await send(text, False)
+        for index, text in enumerate(self.inputs):
+            resume = self.turns[index].resume if index < len(self.turns) else None
+            await send(text, False, resume)
         return None
 
 
@@ -101,7 +104,7 @@ class Recorded:
 
     async def play(self, send: Send, context: PlayContext) -> str | None:
         for turn in self.turns:
-            await send(turn.input, False, list(turn.output))
+            await send(turn.input, False, recorded=list(turn.output))
         return None
 
 

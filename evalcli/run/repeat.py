@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..aggregate import Mean
-from ..results import ItemResult, Outcome, TurnRecord
+from ..results import ItemResult, Outcome
 
 
 def mean_outcomes(runs: list[dict[str, Outcome]]) -> dict[str, Outcome]:
@@ -45,9 +45,8 @@ def reduce_repeats(results: list[ItemResult]) -> ItemResult:
     turns = []
     for index, turn in enumerate(first.turns):
         same = [r.turns[index] for r in results if len(r.turns) > index]
-        turns.append(TurnRecord(turn.index, turn.input, turn.output, turn.duration_ms,
-                                mean_outcomes([t.gate_scores for t in same]), mean_outcomes([t.scores for t in same]),
-                                turn.thresholds, turn.simulated))
+        turns.append(replace(turn, gate_scores=mean_outcomes([t.gate_scores for t in same]),
+                             scores=mean_outcomes([t.scores for t in same])))
     plays = {gate_id: [o for r in results if (o := r.gate_scores.get(gate_id)) is not None and not o.not_scorable]
              for gate_id in first.gate_scores}
     return replace(first, turns=turns, gate_scores=mean_outcomes([r.gate_scores for r in results]),

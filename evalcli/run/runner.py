@@ -140,9 +140,13 @@ def _release_switch_interval() -> None:
             sys.setswitchinterval(_switch_saved)
 
 
-def _import_quietly() -> None:
+def _import_quietly(settings: LLMSettings, models: list[str]) -> None:
+    """Import litellm when one of the run's models goes through it (OpenAI-compatible models and the embedded one
+    never do, and then it is never imported); finding each model's path reads the model table here too."""
     with contextlib.suppress(Exception):  # an import that fails is each model call's error, as without warming up
-        import_litellm()
+        paths = LLMClient(settings)
+        if any(paths.path(model) == "litellm" for model in models):
+            import_litellm()
 
 
 class RunContext:
@@ -194,12 +198,13 @@ class RunContext:
             with contextlib.suppress(Exception):  # a failed write is raised by the writer's close (its first error)
                 await asyncio.wrap_future(self._queued[0])
 
-    def warm_up(self, models: bool) -> None:
-        """When the run will call a model, start importing the LLM layer in a worker thread as conversations start:
-        the first import takes seconds of CPU, and made on the event loop at the first judge or simulator call it
-        stalled every conversation's timers (and Ctrl-C). Model calls wait for it with ``llm_ready``."""
+    def warm_up(self, models: list[str]) -> None:
+        """When the run will call ``models``, start importing what they need (litellm, for a provider evalcli does
+        not speak to itself) in a worker thread as conversations start: the first import takes seconds of CPU, and
+        made on the event loop at the first judge or simulator call it stalled every conversation's timers (and
+        Ctrl-C). Model calls wait for it with ``llm_ready``."""
         if models and self._warming is None:
-            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_quietly))
+            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_quietly, self.settings, models))
 
     async def llm_ready(self) -> None:
         """Wait, without blocking the event loop, until the LLM layer the run started importing is imported."""
@@ -216,8 +221,10 @@ class RunContext:
                 except Exception as exc:  # noqa: BLE001 - a failed write is reported with the result, not instead of it
                     self._write_error = self._write_error or exc
         finally:
-            if self._llm is not None and self._llm.cache is not None:
-                self._llm.cache.close()
+            if self._llm is not None:
+                await self._llm.aclose()
+                if self._llm.cache is not None:
+                    self._llm.cache.close()
             self.threads.close()
             _release_switch_interval()
         return self._write_error
@@ -273,7 +280,8 @@ class Runner:
         items, kept, run_id = await self._select()
         plan = plan_of(self.dataset)
         aggregator = Aggregator(plan, [i.index for i in items])
-        warnings = [w for w in (memory_warning(self.dataset, items), unregistered_warning(self.dataset)) if w]
+        warnings = [w for w in (*self.dataset.warnings, memory_warning(self.dataset, items),
+                                unregistered_warning(self.dataset)) if w]
         for text in warnings:
             self.events.warning(text)
         store = self.store
@@ -309,7 +317,7 @@ class Runner:
             self.events.started(run_id, len(items), len(items) - len(to_run))
             if to_run:
                 # a model that cannot be reached (package or key missing) fails each call at once, unimported
-                context.warm_up(any(model_problem(model) is None for model, _ in dataset_models(self.dataset)))
+                context.warm_up([model for model, _ in dataset_models(self.dataset) if model_problem(model) is None])
                 if isinstance(getattr(self.dataset.target, "target_model", None), str):
                     await context.llm_ready()  # a model target calls it in every turn, timed: imported first
             await self._play_all(to_run, finished, context, plan)

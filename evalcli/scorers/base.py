@@ -24,6 +24,15 @@ class TurnView:
     """This turn's response messages (assistant and tool), in OpenAI chat format."""
     simulated: bool = False
     """Whether a simulated user wrote ``input`` (SPEC §13)."""
+    structured: Any = None
+    """The turn's structured result as JSON (SPEC §16): a framework agent's output that is not text, LangGraph's
+    final state without ``messages``; ``None`` when there is none."""
+    interrupt: Any = None
+    """The value of the interrupt this turn ended in (LangGraph ``interrupt()``), if it did."""
+    resume: Any = None
+    """What this turn resumed a pending interrupt with, if it did."""
+    output_retries: int = 0
+    """How many times the agent's output was rejected and asked for again on this turn."""
 
 
 @dataclass(frozen=True)

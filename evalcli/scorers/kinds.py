@@ -23,8 +23,8 @@ from .naming import id_arg, id_value
 
 Group = Literal["check", "judge", "custom"]
 
-KIND_MODULES = ("evalcli.scorers.checks.basic", "evalcli.scorers.checks.tools", "evalcli.scorers.judges.criterion",
-                "evalcli.scorers.judges.library", "evalcli.scorers.custom")
+KIND_MODULES = ("evalcli.scorers.checks.basic", "evalcli.scorers.checks.tools", "evalcli.scorers.checks.agents",
+                "evalcli.scorers.judges.criterion", "evalcli.scorers.judges.library", "evalcli.scorers.custom")
 """Modules that declare kinds, imported the first time kinds are looked up (a missing one is skipped)."""
 
 

@@ -213,7 +213,21 @@ def m004_judge_agreement(conn: sqlite3.Connection) -> None:
     db.table("calibrations").create_index(["run_id"], index_name="calibrations_run")
 
 
-def m005_item_repeats(conn: sqlite3.Connection) -> None:
+def m005_framework_turns(conn: sqlite3.Connection) -> None:
+    """What framework agents report per turn (SPEC §16): its structured result, the interrupt it ended in and what
+    resumed one (JSON text; NULL when none), its output retries; and each item's ``metadata`` (JSON)."""
+    import sqlite_utils
+
+    db = sqlite_utils.Database(conn)
+    turns, items = db.table("turns"), db.table("items")
+    turns.add_column("structured", str)
+    turns.add_column("interrupt", str)
+    turns.add_column("resume", str)
+    turns.add_column("output_retries", int, not_null_default=0)
+    items.add_column("metadata", str)
+
+
+def m006_item_repeats(conn: sqlite3.Connection) -> None:
     """Items of a ``--repeat`` run keep how often they were played and, per gate, in how many plays it was scorable
     and passed (``gate_plays``: id -> [passed, scorable]), so a resumed run's pass@k and pass^k cover every
     conversation, not only those played after the resume."""
@@ -247,7 +261,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("002_run_item_indexes", m002_run_item_indexes),
     ("003_outcomes_and_identity", m003_outcomes_and_identity),
     ("004_judge_agreement", m004_judge_agreement),
-    ("005_item_repeats", m005_item_repeats),
+    ("005_framework_turns", m005_framework_turns),
+    ("006_item_repeats", m006_item_repeats),
 ]
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..dataset import Dataset
 from ..errors import StoreError
 from ..llm import ResponseCache
-from ..results import ItemResult, Outcome, Plan, Summary, TurnRecord, finite_or_none, outcomes_from_json
+from ..results import Interrupt, ItemResult, Outcome, Plan, Summary, TurnRecord, finite_or_none, outcomes_from_json
 from ..secrets import Redactor
 from . import migrations
 from .connection import BUSY_TIMEOUT_MS, READ_BUSY_TIMEOUT_MS, Statement, connect, open_readonly, run
@@ -166,7 +166,7 @@ class Store:
     def _text(self, value: Any) -> str:
         """Secrets redacted from the values, then serialised (a secret holding quotes or backslashes is
         found in the value, not in its escaped JSON text)."""
-        return _dumps(self.redact.value(value))
+        return self.redact.dumps(value, ensure_ascii=False, default=str)
 
     # -- writing a run (these build statements; a StoreWriter runs them) ---------------------------
 
@@ -211,22 +211,25 @@ class Store:
         redact = self.redact
         statements.append((
             "INSERT INTO items (run_id, item_index, item_id, tags, form, status, passed, error, traceback, thread_id, "
-            "resource_id, input, gate_scores, scores, outcomes, stop_reason, duration_ms, finished_at, repeats, "
-            "gate_plays) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "resource_id, input, gate_scores, scores, outcomes, stop_reason, duration_ms, finished_at, metadata, "
+            "repeats, gate_plays) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, result.index, result.id, _dumps(result.tags), result.form, result.status, int(result.passed),
              redact(result.error) if result.error else None, redact(result.traceback) if result.traceback else None,
              result.thread_id, result.resource_id, redact(result.turns[0].input) if result.turns else None,
              self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(result.outcomes()),
-             result.stop_reason, result.duration_ms, stamp, result.repeats,
-             _dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
+             result.stop_reason, result.duration_ms, stamp, self._text(result.metadata) if result.metadata else None,
+             result.repeats, _dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
              if result.repeats > 1 else None)))
         statements.append((
             "INSERT INTO turns (run_id, item_index, item_id, turn_index, input, output, simulated, thread_id, "
-            "resource_id, duration_ms, passed, gate_scores, scores, outcomes) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "resource_id, duration_ms, passed, gate_scores, scores, outcomes, structured, interrupt, resume, "
+            "output_retries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run_id, result.index, result.id, t.index, redact(t.input), self._text(t.output), int(t.simulated),
               result.thread_id, result.resource_id, t.duration_ms, int(t.passed), self._text(_scores(t.gate_scores)),
-              self._text(_scores(t.scores)), self._text(t.outcomes()))
+              self._text(_scores(t.scores)), self._text(t.outcomes()),
+              None if t.structured is None else self._text(t.structured),
+              None if t.interrupt is None else self._text(t.interrupt.value),
+              None if t.resume is None else self._text(t.resume), t.output_retries)
              for t in result.turns]))
         rows: list[tuple[Any, ...]] = []
         if result.status == "ok":
@@ -351,8 +354,8 @@ class Store:
             yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
                              row["thread_id"], row["resource_id"], turns, gates, scores, row["error"],
                              row["traceback"], row["duration_ms"] or 0.0, thresholds=thresholds,
-                             stop_reason=row["stop_reason"], repeats=row["repeats"] or 1,
-                             gate_passes={g: int(p[0]) for g, p in plays.items()},
+                             stop_reason=row["stop_reason"], metadata=_json_or(row.get("metadata"), {}),
+                             repeats=row["repeats"] or 1, gate_passes={g: int(p[0]) for g, p in plays.items()},
                              gate_plays={g: int(p[1]) for g, p in plays.items()})
 
     def options(self, run_id: str) -> StoredOptions:
@@ -363,7 +366,15 @@ class Store:
         return self.options(run_id).plan
 
 
+def _json_or(text: str | None, default: Any) -> Any:
+    return default if text is None else json.loads(text)
+
+
 def _turn_record(row: dict[str, Any]) -> TurnRecord:
     gates, scores, thresholds = outcomes_from_json(json.loads(row["outcomes"] or "{}"))
+    interrupt = row.get("interrupt")
     return TurnRecord(row["turn_index"], row["input"], json.loads(row["output"]), row["duration_ms"] or 0.0,
-                      gates, scores, thresholds, simulated=bool(row["simulated"]))
+                      gates, scores, thresholds, simulated=bool(row["simulated"]),
+                      structured=_json_or(row.get("structured"), None),
+                      interrupt=None if interrupt is None else Interrupt(json.loads(interrupt)),
+                      resume=_json_or(row.get("resume"), None), output_retries=row.get("output_retries") or 0)

@@ -2,11 +2,12 @@
 
 A conversation opens a ``Session`` on the target's ``Adapter``, sends each user message with ``send`` (which
 returns only this turn's response messages, in OpenAI format) and closes it. ``session`` holds the protocol
-and how an agent object is recognised; ``calls`` runs user code under the turn timeout; each adapter lives
-in a module of its own (``callable``, ``pydantic_ai``, ``openai_agents``, ``langgraph``) and imports its
-framework only inside itself. Targets written as a mapping (SPEC §17) are adapters too, declared in ``forms``:
-``http`` and ``mastra`` (sharing ``remote``: one aiohttp pool per run, errors and redaction; ``templates``:
-the request body's jinja2 templates) and ``model`` (a chat completion per turn through ``evalcli.llm``).
+and how an agent object is recognised; ``calls`` runs user code under the turn timeout; ``setup`` calls a
+conversation's setup function (SPEC §16); each adapter lives in a module of its own (``callable``,
+``pydantic_ai``, ``openai_agents``, ``langgraph``) and imports its framework only inside itself. Targets written
+as a mapping (SPEC §17) are adapters too, declared in ``forms``: ``http`` and ``mastra`` (sharing ``remote``: one
+aiohttp pool per run, errors and redaction; ``templates``: the request body's jinja2 templates) and ``model`` (a
+chat completion per turn through ``evalcli.llm``).
 """
 
 from __future__ import annotations
@@ -16,22 +17,30 @@ from .calls import TargetCalls, TargetThreads
 from .forms import FORMS, FormAdapter, FormContext, cli_target, form_class, form_of, make_form_adapter, settings_of
 from .session import (
     ADAPTERS,
+    DATASET_ONLY_OPTIONS,
+    RESERVED_OPTIONS,
     Adapter,
     Calls,
     ConfigProblem,
+    ConversationOptions,
     ItemInfo,
     Reply,
     Session,
     Thread,
     TurnFailed,
+    TurnRejected,
     TurnTimedOut,
     extra_hint,
     fresh_thread,
     make_adapter,
+    merge_options,
+    options_hint,
     recognise,
 )
+from .setup import ConversationInfo, Setup, SetupFailed
 
-__all__ = ["ADAPTERS", "FORMS", "Adapter", "BadReply", "Calls", "ConfigProblem", "FormAdapter", "FormContext", "ItemInfo",
-           "Reply", "Session", "TargetCalls", "TargetThreads", "Thread", "TurnFailed", "TurnTimedOut", "cli_target",
-           "extra_hint", "form_class", "form_of", "fresh_thread", "make_adapter", "make_form_adapter", "recognise",
-           "settings_of"]
+__all__ = ["ADAPTERS", "DATASET_ONLY_OPTIONS", "FORMS", "RESERVED_OPTIONS", "Adapter", "BadReply", "Calls",
+           "ConfigProblem", "ConversationInfo", "ConversationOptions", "FormAdapter", "FormContext", "ItemInfo", "Reply",
+           "Session", "Setup", "SetupFailed", "TargetCalls", "TargetThreads", "Thread", "TurnFailed", "TurnRejected",
+           "TurnTimedOut", "cli_target", "extra_hint", "form_class", "form_of", "fresh_thread", "make_adapter",
+           "make_form_adapter", "merge_options", "options_hint", "recognise", "settings_of"]

@@ -7,14 +7,25 @@ multi-turn conversations; a single-turn item gets the caller's ``target_options.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import TargetError
 from ..messages import Message
-from .session import Adapter, Calls, ItemInfo, Reply, Thread, fresh_thread, unknown_options
+from .session import (
+    RESERVED_OPTIONS,
+    Adapter,
+    Calls,
+    ConversationOptions,
+    ItemInfo,
+    Reply,
+    Thread,
+    call_options,
+    caller_thread,
+)
 
 RESPONSE_ROLES = ("assistant", "tool")
 
@@ -29,37 +40,51 @@ class CallableAdapter(Adapter):
     name = "callable"
 
     def prepare(self) -> None:
-        obj = self.obj
-        method = getattr(obj, "generate", None)
-        if callable(method):
-            self.fn: Callable[..., Any] = method
-        elif callable(obj):
-            self.fn = obj
-        else:
-            raise TargetError(f"target '{self.spec}' is a {type(obj).__name__}: it has no generate() and is not callable",
-                              "point at an object with a generate(input, *, memory=None, **options) method, a "
-                              "function, or an agent of PydanticAI, the OpenAI Agents SDK or LangGraph")
+        fn = target_function(self.obj)
+        if fn is None:
+            raise TargetError(f"target '{self.spec}' is a {type(self.obj).__name__}: it has no generate() and is not "
+                              "callable", "point at an object with a generate(input, *, memory=None, **options) "
+                              "method, a function, or an agent of PydanticAI, the OpenAI Agents SDK or LangGraph")
+        self.fn: Callable[..., Any] = fn
         self.is_async = is_async_callable(self.fn)
         self.accepts = accepted_keywords(self.fn)
-        memory = self.options.get("memory")
-        self.caller_memory = memory if isinstance(memory, dict) else None
+        self.kwargs = self._kwargs(self.options)
+
+    def _kwargs(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        kwargs = call_options(options)
+        return {k: v for k, v in kwargs.items() if k in self.accepts} if self.accepts is not None else kwargs
 
     @classmethod
     def fits(cls, obj: Any) -> bool:
         return callable(getattr(obj, "generate", None)) or callable(obj)
 
     @classmethod
+    def accepted_options(cls, obj: Any) -> list[str]:
+        fn = target_function(obj)
+        names = option_names(fn) if fn is not None else None
+        return sorted(names) if names is not None else []
+
+    @classmethod
     def option_problems(cls, obj: Any, options: dict[str, Any]) -> list[str]:
-        """A callable without ``**kwargs`` takes only the options it declares: any other name (a typo such as
-        ``temprature``) is a mistake, never dropped silently."""
-        method = getattr(obj, "generate", None)
-        fn = method if callable(method) else obj if callable(obj) else None
-        accepts = accepted_keywords(fn) if fn is not None else None
-        if fn is None or accepts is None:
+        """A target that takes no ``**kwargs`` only accepts the option names it declares: any other name (a typo such
+        as ``temprature``) is a mistake, never dropped silently."""
+        fn = target_function(obj)
+        names = option_names(fn) if fn is not None else None
+        if names is None:
             return []
-        taken = [name for name in _options_of(fn) if name != "memory"]
-        label = f"{getattr(fn, '__qualname__', None) or type(fn).__name__}()"
-        return unknown_options(list(options), taken, label)
+        where = f"{getattr(fn, '__qualname__', 'the target')}()"
+        return [f"'{name}' is not an option of {where}{_meant(name, names)} (it takes: {', '.join(sorted(names)) or 'none'}; "
+                f"add '{name}' or **options to its signature to receive it)"
+                for name in options if name not in RESERVED_OPTIONS and name not in names]
+
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        return caller_thread(options, multi_turn=multi_turn)
+
+    def returned_problems(self, returned: Mapping[str, Any]) -> list[str]:
+        problems = [f"'{name}' is set by evalcli and cannot come from a setup" for name in returned
+                    if name in RESERVED_OPTIONS]
+        return problems + type(self).option_problems(self.obj, {k: v for k, v in returned.items()
+                                                                if k not in RESERVED_OPTIONS})
 
     @property
     def has_memory(self) -> bool:
@@ -67,19 +92,16 @@ class CallableAdapter(Adapter):
         memory = getattr(self.obj, "memory", None)
         return memory is not None and memory is not False
 
-    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> CallableSession:
-        if multi_turn:
-            thread = fresh_thread(self.options)
-            memory: dict[str, Any] | None = {**(self.caller_memory or {}), "thread": thread.thread,
-                                             "resource": thread.resource}
-        else:
-            memory = self.caller_memory
-            thread = Thread((memory or {}).get("thread"), (memory or {}).get("resource"))
-        kwargs = dict(self.call_options)
-        if memory is not None:
+    def open(self, *, multi_turn: bool, calls: Calls,
+             conversation: ConversationOptions | None = None, item: ItemInfo | None = None) -> CallableSession:
+        options = self.options if conversation is None or conversation.options is None else conversation.options
+        thread = conversation.thread if conversation is not None else self.thread(options, multi_turn=multi_turn)
+        given = options.get("memory")
+        caller = given if isinstance(given, dict) else None
+        memory = {**(caller or {}), "thread": thread.thread, "resource": thread.resource} if multi_turn else caller
+        kwargs = dict(self.kwargs) if conversation is None or conversation.options is None else self._kwargs(options)
+        if memory is not None and (self.accepts is None or "memory" in self.accepts):
             kwargs["memory"] = memory
-        if self.accepts is not None:
-            kwargs = {k: v for k, v in kwargs.items() if k in self.accepts}
         return CallableSession(self, thread, kwargs, calls)
 
 
@@ -107,6 +129,14 @@ class CallableSession:
         pass
 
 
+def target_function(obj: Any) -> Callable[..., Any] | None:
+    """What a turn calls: the object's ``generate`` method, else the object itself when callable."""
+    method = getattr(obj, "generate", None)
+    if callable(method):
+        return method  # type: ignore[no-any-return]
+    return obj if callable(obj) else None
+
+
 def is_async_callable(fn: Callable[..., Any]) -> bool:
     """A coroutine function, a partial of one, or an object whose ``__call__`` is one."""
     while isinstance(fn, functools.partial):
@@ -125,12 +155,22 @@ def accepted_keywords(fn: Callable[..., Any]) -> set[str] | None:
     return {p.name for p in parameters if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)}
 
 
-def _options_of(fn: Callable[..., Any]) -> list[str]:
-    """The keyword names a target declares besides its first parameter (the user's message)."""
-    parameters = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    first = parameters[0].name if parameters and parameters[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else None
-    return [p.name for p in parameters if p.name != first]
+def option_names(fn: Callable[..., Any]) -> set[str] | None:
+    """The options a target declares (its keywords but the input and ``memory``); ``None`` with ``**kwargs``."""
+    accepts = accepted_keywords(fn)
+    if accepts is None:
+        return None
+    try:
+        first = next((p.name for p in inspect.signature(fn).parameters.values()
+                      if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)), None)
+    except (TypeError, ValueError):
+        first = None
+    return accepts - {"memory", first}
+
+
+def _meant(name: str, names: set[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.75)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def normalise(reply: Any) -> list[Message]:

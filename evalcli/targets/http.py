@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -25,7 +25,7 @@ from ..messages import Message
 from .callable import BadReply, normalise
 from .forms import FormAdapter, FormContext
 from .remote import Answer, Pool, ReplyFailed, Secrets, header_secrets, parsed, quote, record_usage, redact_url, tokens, url_secrets
-from .session import Calls, ConfigProblem, ItemInfo, Reply, Thread, fresh_thread
+from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Reply, Thread, caller_thread
 from .templates import MEMORY_NAMES, Body, compile_string, to_json
 
 DEFAULT_BODY = {"input": "{{ input }}"}
@@ -191,20 +191,18 @@ class HttpAdapter(FormAdapter):
         """Only templates that read ``history`` need it kept."""
         self.shown_url = redact_url(target.config.url)
         self.static_url = parsed(target.url) if isinstance(target.url, str) else None
-        memory = self.options.get("memory")
-        self.caller_memory = memory if isinstance(memory, dict) else None
 
     @property
     def has_memory(self) -> bool:
         """Only a request that carries the thread, the resource or the history can tell conversations apart."""
         return self.remembers
 
-    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> HttpSession:
-        if multi_turn:
-            thread = fresh_thread(self.options)
-        else:
-            memory = self.caller_memory or {}
-            thread = Thread(memory.get("thread"), memory.get("resource"))
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        return caller_thread(options, multi_turn=multi_turn)
+
+    def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
+             item: ItemInfo | None = None) -> HttpSession:
+        thread = conversation.thread if conversation is not None else self.thread(self.options, multi_turn=multi_turn)
         return HttpSession(self, thread, item or ItemInfo("", {}), calls)
 
     async def aclose(self) -> None:

@@ -1,38 +1,60 @@
-"""The ``langgraph`` adapter: a compiled LangGraph graph (``Pregel``) as sessions (SPEC §12).
+"""The ``langgraph`` adapter: a compiled LangGraph graph (``Pregel``) as sessions (SPEC §12, §16).
 
 Graphs from ``langchain.agents.create_agent`` and ``langgraph.prebuilt.create_react_agent`` included.
-One turn is ``await graph.ainvoke({"messages": [HumanMessage(text)]}, config, **options)`` with
-``config.configurable.thread_id`` = the conversation's thread and ``user_id`` = its resource. The
-thread lives in a checkpointer: a graph without one gets an in-memory ``InMemorySaver`` (on a copy of
-the graph, never on the user's object), and a graph's own checkpointer is replaced the same way for
-the run, so eval threads never land in a user's persistent store, unless
-``target_options.keep_checkpointer: true``. evalcli deletes each conversation's thread from its own
-saver when the conversation ends.
+One turn is ``await graph.ainvoke({"messages": [HumanMessage(text)], **input}, config, **options)`` with
+``config.configurable.thread_id`` = the conversation's thread and ``user_id`` = its resource (the
+user's own ``configurable.user_id`` pins it, like ``memory.resource``). A graph whose input is a list
+of messages (the functional API's ``@entrypoint``) is sent ``[HumanMessage(text)]``. The thread lives
+in a checkpointer: a graph without one gets an in-memory ``InMemorySaver`` (on a copy of the graph,
+never on the user's object), and a graph's own checkpointer is replaced the same way for the run, so
+eval threads never land in a user's persistent store, unless ``target_options.keep_checkpointer: true``.
+evalcli deletes each conversation's thread from its own saver when the conversation ends.
 
 LangGraph has no "new messages" API: the thread's message ids are remembered after every turn and this
 turn's messages are those with ids not seen before (never a slice by length, which trimming and
 ``RemoveMessage`` would break), minus the user's own message. ``ToolMessage(status="error")`` is
 ``is_error: true``. When ``ainvoke`` raises, the turn keeps the new messages of the checkpointer's
-state after the failure.
+state after the failure. A turn that ends in ``interrupt()`` records the interrupt and an assistant
+message holding its value (``"interrupt": true``); the next user message resumes it as
+``Command(resume=...)``. The final state without ``messages`` is the turn's ``structured`` result.
 """
 
 from __future__ import annotations
 
+import collections.abc
+import json
+import typing
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, convert_to_openai_messages
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from ..messages import Message
-from .openai_format import keyword_names
-from .session import RESERVED_OPTIONS, Adapter, Calls, ItemInfo, Reply, Thread, TurnFailed, fresh_thread
+from ..results import Interrupt
+from .openai_format import jsonable, keyword_names
+from .session import (
+    RESERVED_OPTIONS,
+    Adapter,
+    Calls,
+    ConversationOptions,
+    ItemInfo,
+    Reply,
+    Thread,
+    TurnFailed,
+    TurnRejected,
+    new_thread_id,
+    pinned_resource,
+)
 
 OWNED = ("input", "stream_mode", "print_mode", "output_keys", "version")
 """Parameters of ``graph.ainvoke`` that evalcli sets itself (the input, and the shape of what comes back)."""
 RESPONSE_ROLES = ("assistant", "tool")
+INTERRUPT_KEY = "__interrupt__"
+"""Where ``ainvoke``'s output holds the interrupts a run stopped on."""
 
 
 class LangGraphAdapter(Adapter):
@@ -40,11 +62,15 @@ class LangGraphAdapter(Adapter):
 
     name = "langgraph"
     run_call = "LangGraph's graph.ainvoke"
+    own_options = ("input",)
+    resumes = True
 
     def prepare(self) -> None:
         self.graph, self.saver = with_checkpointer(self.obj, self.options.get("keep_checkpointer") is True)
+        self.takes_list, self.state_keys = input_shape(self.obj)
         self.run_options = {k: v for k, v in self.call_options.items() if k != "config"}
         self.config: dict[str, Any] = dict(self.call_options.get("config") or {})
+        self.input: dict[str, Any] = dict(self.options.get("input") or {})
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
@@ -55,55 +81,157 @@ class LangGraphAdapter(Adapter):
         problems = super().option_problems(obj, options)
         if not isinstance(options.get("keep_checkpointer", False), bool):
             problems.append("'keep_checkpointer' is true or false")
-        if not isinstance(options.get("config", {}), dict):
+        config = options.get("config", {})
+        if not isinstance(config, dict):
             problems.append("'config' is a mapping (e.g. {recursion_limit: 25})")
+        else:
+            configurable = config.get("configurable") or {}
+            if not isinstance(configurable, dict):
+                problems.append("'config.configurable' is a mapping (e.g. {user_id: u-1})")
+            elif "thread_id" in configurable:
+                problems.append("'config.configurable.thread_id' cannot be set: evalcli gives every conversation a "
+                                "thread of its own (remove it; pin the user with config.configurable.user_id or "
+                                "memory.resource)")
+            elif "user_id" in configurable and pinned_resource(options) not in (None, str(configurable["user_id"])):
+                problems.append("'config.configurable.user_id' and 'memory.resource' name different resources: give "
+                                "one of them")
+        given = options.get("input")
+        if given is not None:
+            if not isinstance(given, dict):
+                problems.append("'input' is a mapping of state keys sent beside 'messages' (e.g. {user_id: u-1})")
+            elif "messages" in given:
+                problems.append("'input' cannot hold 'messages': evalcli sends the user's message")
+            elif input_shape(obj)[0]:
+                problems.append("'input' has nowhere to go: this graph's input is a list of messages")
         return problems
 
-    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> LangGraphSession:
-        return LangGraphSession(self, fresh_thread(self.options), calls)
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        """A fresh thread; the resource is ``memory.resource``, else the user's ``config.configurable.user_id``,
+        else the thread."""
+        thread = new_thread_id()
+        config = options.get("config")
+        configurable = config.get("configurable") if isinstance(config, dict) else None
+        user = configurable.get("user_id") if isinstance(configurable, dict) else None
+        return Thread(thread, pinned_resource(options) or (str(user) if user is not None else None) or thread)
+
+    def warnings(self, conversations: Sequence[tuple[Mapping[str, Any], bool]]) -> list[str]:
+        """State keys the graph's input schema marks required that ``input`` does not supply (a setup may)."""
+        missing: dict[str, int] = {}
+        for options, has_setup in conversations:
+            if has_setup:
+                continue
+            given = options.get("input")
+            for key in self.state_keys:
+                if not isinstance(given, dict) or key not in given:
+                    missing[key] = missing.get(key, 0) + 1
+        if not missing:
+            return []
+        keys = ", ".join(f"'{k}'" for k in missing)
+        count = max(missing.values())
+        who = "no conversation supplies" if count == len(conversations) else \
+            f"{count} of {len(conversations)} conversations do not supply"
+        return [f"target {self.spec}: the graph's input schema has {keys}, which {who} (LangGraph marks every state "
+                "key required, so it may be a key the graph writes itself); if the graph reads it, give it with "
+                f"target_options.input (e.g. input: {{{next(iter(missing))}: ...}}) or a setup that returns "
+                "{'input': {...}}"]
+
+    def open(self, *, multi_turn: bool, calls: Calls,
+             conversation: ConversationOptions | None = None, item: ItemInfo | None = None) -> LangGraphSession:
+        if conversation is None or conversation.options is None:
+            run_options, config, extra = self.run_options, self.config, self.input
+            thread = conversation.thread if conversation is not None else self.thread(self.options, multi_turn=True)
+        else:
+            options = conversation.options
+            run_options = {k: v for k, v in options.items()
+                           if k not in RESERVED_OPTIONS and k not in self.own_options and k != "config"}
+            config = dict(options.get("config") or {})
+            extra = dict(options.get("input") or {})
+            thread = conversation.thread
+        return LangGraphSession(self, thread, calls, run_options, config, extra)
 
 
 class LangGraphSession:
-    """One conversation: a checkpointer thread of its own, and the message ids it already holds."""
+    """One conversation: a checkpointer thread of its own, the message ids it already holds, and the interrupt it
+    is waiting on, if any."""
 
-    def __init__(self, adapter: LangGraphAdapter, thread: Thread, calls: Calls) -> None:
+    def __init__(self, adapter: LangGraphAdapter, thread: Thread, calls: Calls, run_options: dict[str, Any],
+                 config: dict[str, Any], extra: dict[str, Any]) -> None:
         self.adapter = adapter
         self.thread_id = thread.thread
         self.resource_id = thread.resource
         self.calls = calls
-        configurable = {**(adapter.config.get("configurable") or {}), "thread_id": thread.thread,
-                        "user_id": thread.resource}
-        self.config = {**adapter.config, "configurable": configurable}
+        self.run_options = run_options
+        self.extra = extra
+        configurable = {**(config.get("configurable") or {}), "thread_id": thread.thread, "user_id": thread.resource}
+        self.config = {**config, "configurable": configurable}
         self.seen: set[str] = set()
+        self.pending: list[Any] = []
+        """The interrupts the last turn stopped on (what the next user message resumes)."""
 
-    async def send(self, text: str) -> Reply:
-        messages: list[Message] = await self.calls.call_async(self._turn(text))
-        return Reply(messages)
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
+        reply: Reply = await self.calls.call_async(self._turn(text, resume))
+        return reply
 
-    async def _turn(self, text: str) -> list[Message]:
+    async def _turn(self, text: str, resume: Any) -> Reply:
         graph = self.adapter.graph
-        human = HumanMessage(text, id=str(uuid.uuid4()))
+        human: HumanMessage | None = None
+        if resume is not None and not self.pending:
+            raise TurnRejected("'resume' was given, but no interrupt is pending (the previous turn did not end in "
+                               "interrupt())")
+        if self.pending:
+            value = text if resume is None else resume
+            ids = [getattr(i, "id", None) for i in self.pending]
+            graph_input: Any = Command(resume={i: value for i in ids} if len(ids) > 1 and all(ids) else value)
+            resumed: Any = value
+        else:
+            human = HumanMessage(text, id=str(uuid.uuid4()))
+            graph_input = [human] if self.adapter.takes_list else {"messages": [human], **self.extra}
+            resumed = None
+        human_id = human.id if human is not None else None
         try:
-            output = await graph.ainvoke({"messages": [human]}, self.config, **self.adapter.run_options)
+            output = await graph.ainvoke(graph_input, self.config, **self.run_options)
         except Exception as exc:
-            raise TurnFailed(exc, self._new(await self._state_messages(), human.id)) from exc
-        messages = output.get("messages") if isinstance(output, dict) else None
-        if not isinstance(messages, list):  # a graph whose output leaves the messages out
+            self.pending = []
+            raise TurnFailed(exc, self._new(await self._state_messages(), human_id)) from exc
+        messages, structured, self.pending = self._read(output)
+        if messages is None:  # a graph whose output leaves the messages out
             messages = await self._state_messages()
-        return self._new(messages, human.id)
+        new = self._new(messages, human_id)
+        interrupt = None
+        if self.pending:
+            values = [getattr(i, "value", None) for i in self.pending]
+            interrupt = Interrupt(values[0] if len(values) == 1 else values)
+            new.append({"role": "assistant", "content": interrupt_text(interrupt.value), "interrupt": True})
+        return Reply(new, structured=structured, interrupt=interrupt, resume=resumed)
+
+    def _read(self, output: Any) -> tuple[list[Any] | None, Any, list[Any]]:
+        """From ``ainvoke``'s output: its messages, the rest of the state as JSON, and the pending interrupts."""
+        if isinstance(output, BaseMessage):
+            return [output], None, []
+        if isinstance(output, list) and all(isinstance(m, BaseMessage) for m in output):
+            return output, None, []
+        if not isinstance(output, dict):
+            return None, None, []
+        interrupts = list(output.get(INTERRUPT_KEY) or ())
+        messages = output.get("messages")
+        rest = {k: v for k, v in output.items() if k not in ("messages", INTERRUPT_KEY)}
+        return messages if isinstance(messages, list) else None, jsonable(rest) if rest else None, interrupts
 
     async def _state_messages(self) -> list[Any]:
         try:
             state = await self.adapter.graph.aget_state(self.config)
         except Exception:  # noqa: BLE001 - the turn's error is the graph's, not the state read's
             return []
-        messages = state.values.get("messages") if isinstance(state.values, dict) else None
+        values = state.values
+        messages = values.get("messages") if isinstance(values, dict) else values
+        if isinstance(messages, BaseMessage):
+            return [messages]
         return messages if isinstance(messages, list) else []
 
     def _new(self, messages: Sequence[Any], human_id: str | None) -> list[Message]:
         """Messages with ids this thread has not held before, the user's own left out; remembers them all."""
         ids = [getattr(m, "id", None) for m in messages]
-        after_human = ids.index(human_id) if human_id in ids else len(ids)
+        after_human = ids.index(human_id) if human_id is not None and human_id in ids else len(ids)
         new = [m for i, (m, mid) in enumerate(zip(messages, ids, strict=True))
                if (mid not in self.seen and mid != human_id if mid else i > after_human)]
         self.seen.update(mid for mid in ids if mid)
@@ -113,6 +241,38 @@ class LangGraphSession:
         saver = self.adapter.saver
         if saver is not None and self.thread_id:
             await saver.adelete_thread(self.thread_id)
+
+
+def interrupt_text(value: Any) -> str:
+    """An interrupt's value as the assistant's words: a string as is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False)
+
+
+def input_shape(graph: Any) -> tuple[bool, list[str]]:
+    """Whether the graph's input is a list of messages (the functional API's ``@entrypoint``), and the state keys
+    other than ``messages`` its input schema marks required."""
+    try:
+        fields = getattr(graph.get_input_schema(), "model_fields", None) or {}
+    except Exception:  # noqa: BLE001 - a graph whose schema cannot be read is sent the usual mapping
+        fields = {}
+    if set(fields) == {"root"} and takes_a_list(fields["root"].annotation):  # an entrypoint over messages
+        return True, []
+    try:
+        schema = graph.get_input_jsonschema()
+    except Exception:  # noqa: BLE001 - as above (e.g. annotations it cannot resolve)
+        return False, []
+    required = schema.get("required") if isinstance(schema, dict) else None
+    return False, [str(k) for k in required if k != "messages"] if isinstance(required, list) else []
+
+
+def takes_a_list(annotation: Any) -> bool:
+    """Whether an entrypoint's input annotation is a list or sequence (possibly still a string: ``list[...]``)."""
+    if isinstance(annotation, typing.ForwardRef):
+        annotation = annotation.__forward_arg__
+    if isinstance(annotation, str):
+        return annotation.replace(" ", "").split("[")[0].split(".")[-1] in ("list", "List", "Sequence")
+    origin = typing.get_origin(annotation) or annotation
+    return origin in (list, collections.abc.Sequence, typing.Sequence)
 
 
 def with_checkpointer(graph: Any, keep: bool) -> tuple[Any, InMemorySaver | None]:

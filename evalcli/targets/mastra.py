@@ -20,6 +20,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote as quote_path
@@ -30,7 +31,7 @@ from ..messages import Message
 from .forms import FormAdapter, FormContext
 from .openai_format import assistant, tool_call, tool_result
 from .remote import Pool, ReplyFailed, Secrets, header_secrets, parsed, quote, record_usage, redact_url, tokens, url_secrets
-from .session import Calls, ConfigProblem, ItemInfo, Reply, Thread, fresh_thread
+from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Reply, Thread, caller_thread
 
 PROBE_TIMEOUT = 10.0
 """Seconds the look-ups before a run may take (at most the target's own ``timeout``)."""
@@ -172,14 +173,20 @@ class MastraAdapter(FormAdapter):
                 self._memory = True
         return self._memory
 
-    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> MastraSession:
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        return caller_thread(options, multi_turn=multi_turn)
+
+    def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
+             item: ItemInfo | None = None) -> MastraSession:
         caller = self.caller_memory
+        if conversation is not None and conversation.options is not None:
+            given = conversation.options.get("memory")
+            caller = given if isinstance(given, dict) else None
+        thread = conversation.thread if conversation is not None else self.thread(self.options, multi_turn=multi_turn)
+        memory: dict[str, Any] | None
         if multi_turn:
-            thread = fresh_thread(self.options)
-            memory: dict[str, Any] | None = {**(caller or {}), "thread": thread.thread, "resource": thread.resource}
+            memory = {**(caller or {}), "thread": thread.thread, "resource": thread.resource}
         else:
-            given = caller or {}
-            thread = Thread(given.get("thread"), given.get("resource"))
             memory = caller if caller and caller.get("thread") and caller.get("resource") else None
         return MastraSession(self, thread, memory, calls)
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..messages import Message
 from .forms import FormAdapter, FormContext
-from .session import Calls, ConfigProblem, ItemInfo, Reply, fresh_thread
+from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Reply, fresh_thread
 
 OPTIONS = ("temperature", "max_tokens", "seed")
 """``target_options`` a model target takes (per item too): they override the target's own settings."""
@@ -114,16 +114,22 @@ class ModelAdapter(FormAdapter):
         """The model under test (``evalcli validate`` warns when it cannot be reached as configured)."""
         return self.target.config.model
 
-    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> ModelSession:
-        thread = fresh_thread(self.options)
-        return ModelSession(self, thread.thread, thread.resource, calls)
+    def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
+             item: ItemInfo | None = None) -> ModelSession:
+        thread = conversation.thread if conversation is not None else fresh_thread(self.options)
+        settings = self.settings
+        if conversation is not None and conversation.options is not None:  # an item's own target_options
+            settings = {**settings, **{k: v for k, v in conversation.options.items() if k in OPTIONS}}
+        return ModelSession(self, thread.thread, thread.resource, calls, settings)
 
 
 class ModelSession:
     """One conversation: its own history (user and assistant messages), sent with every turn."""
 
-    def __init__(self, adapter: ModelAdapter, thread: str | None, resource: str | None, calls: Calls) -> None:
+    def __init__(self, adapter: ModelAdapter, thread: str | None, resource: str | None, calls: Calls,
+                 settings: dict[str, Any]) -> None:
         self.adapter = adapter
+        self.settings = settings
         self.thread_id: str | None = thread
         self.resource_id = resource
         self.calls = calls
@@ -136,7 +142,7 @@ class ModelSession:
     async def _turn(self, text: str) -> list[Message]:
         adapter = self.adapter
         user: Message = {"role": "user", "content": text}
-        settings = adapter.settings
+        settings = self.settings
         turn = len([m for m in self.history if m.get("role") == "user"])
         response = await self.calls.llm().complete(
             model=adapter.target.config.model, messages=[*adapter.prefix, *self.history, user], purpose="target",

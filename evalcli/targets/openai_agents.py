@@ -1,31 +1,40 @@
-"""The ``openai_agents`` adapter: an OpenAI Agents SDK ``Agent`` as sessions (SPEC §12).
+"""The ``openai_agents`` adapter: an OpenAI Agents SDK ``Agent`` as sessions (SPEC §12, §16).
 
 One turn is ``await Runner.run(agent, text, session=S, **options)``. S is the thread's own in-memory
 ``SQLiteSession`` (one database per conversation, closed with it), so no two conversations share
-history; the resource is not used.
+history; the resource is not used. Each later turn goes to the agent that answered the previous one
+(``result.last_agent``, as the SDK's own multi-turn examples do) unless ``continue_with: starting_agent``.
+A ``context`` written as a mapping becomes the agent's context type when it is known (``Agent[Ctx]``),
+a new object for each conversation, shared by its turns.
 
-This turn's messages are ``result.new_items`` in OpenAI format (assistant text, tool calls, tool
-results; reasoning items and the user's input left out). The SDK turns a tool's exception into the
-tool's output text and goes on, with no error flag on the item: evalcli installs a
-``RunConfig.tool_error_formatter`` that only records the call ids the SDK reports as failed (an
-exception in the tool, a tool that does not exist) and leaves the text as it was, so those results are
-``is_error: true``; the SDK's default failure text and its timeout text are recognised too. When the
-run raises, the turn keeps what the session saved of it before the failure.
+This turn's messages are ``result.new_items`` in OpenAI format (assistant text, tool calls and handoffs,
+tool results; reasoning items and the user's input left out), every assistant message named after the
+agent that wrote it (``name``). The SDK turns a tool's exception into the tool's output text and goes on,
+with no error flag on the item: evalcli installs a ``RunConfig.tool_error_formatter`` that only records
+the call ids the SDK reports as failed (an exception in the tool, a tool that does not exist) and leaves
+the text as it was, so those results are ``is_error: true``; the SDK's default failure text and its
+timeout text are recognised too. When the run raises, the turn keeps what it produced before the failure.
+A ``final_output`` that is not text is the turn's ``structured`` result.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import inspect
+import json
 import re
-from collections.abc import Iterable
+import typing
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agents import ModelSettings, RunConfig, Runner, SQLiteSession
+from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 
 from ..messages import Message
-from .openai_format import assistant, keyword_names, tool_call, tool_result
-from .session import RESERVED_OPTIONS, Adapter, Calls, ItemInfo, Reply, TurnFailed, fresh_thread
+from .openai_format import assistant, jsonable, keyword_names, tool_call, tool_result, type_name
+from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 
 OWNED = ("starting_agent", "input", "session", "previous_response_id", "auto_previous_response_id",
          "conversation_id")
@@ -35,6 +44,8 @@ FAILED_KINDS = frozenset({"tool_exception", "tool_not_found"})
 TIMEOUT_TEXT = re.compile(r"^Tool '[^']*' timed out after [\d.]+ seconds\.$")
 HAS_FORMATTER = any(f.name == "tool_error_formatter" for f in dataclasses.fields(RunConfig))
 """Whether this SDK reports handled tool failures to a ``RunConfig.tool_error_formatter`` (else: the text only)."""
+CONTINUE_WITH = ("last_agent", "starting_agent")
+"""``continue_with``: which agent a later turn goes to."""
 
 
 def default_failure_text() -> str:
@@ -52,8 +63,10 @@ class OpenAIAgentsAdapter(Adapter):
 
     name = "openai_agents"
     run_call = "the Agents SDK's Runner.run"
+    own_options = ("continue_with",)
 
     def prepare(self) -> None:
+        self.context_type = context_type(self.obj)
         self.run_options, self.run_config = run_options(self.call_options)
         self.failure_text = default_failure_text()
 
@@ -63,32 +76,60 @@ class OpenAIAgentsAdapter(Adapter):
 
     @classmethod
     def check_values(cls, obj: Any, options: dict[str, Any]) -> None:
+        if options.get("continue_with", "last_agent") not in CONTINUE_WITH:
+            raise ValueError(f"'continue_with' is one of: {', '.join(CONTINUE_WITH)} (not {options['continue_with']!r})")
         try:
-            run_options(options)
+            run_options({k: v for k, v in options.items() if k != "continue_with"})
         except TypeError as exc:
             raise TypeError(f"run_config: {exc}") from None
+        kind = context_type(obj)
+        if "context" in options and kind is not None:
+            as_context(kind, options["context"])
 
-    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> OpenAIAgentsSession:
-        return OpenAIAgentsSession(self, fresh_thread(self.options).thread or "", calls)
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        """A fresh thread; the resource is not used."""
+        return Thread(new_thread_id(), None)
+
+    def open(self, *, multi_turn: bool, calls: Calls,
+             conversation: ConversationOptions | None = None, item: ItemInfo | None = None) -> OpenAIAgentsSession:
+        if conversation is None or conversation.options is None:
+            options, config, raw, from_setup = self.run_options, self.run_config, self.options, False
+        else:
+            raw = conversation.options
+            options, config = run_options(call_options_of(raw))
+            from_setup = "context" in conversation.from_setup
+        if "context" in options and (not from_setup or isinstance(options["context"], dict)):
+            context = options["context"]  # contexts are mutable: each conversation gets its own
+            options = {**options, "context": as_context(self.context_type, context) if self.context_type is not None
+                       else copy.deepcopy(context)}
+        thread = conversation.thread.thread if conversation is not None else new_thread_id()
+        starting = raw.get("continue_with", "last_agent") == "starting_agent"
+        return OpenAIAgentsSession(self, thread or "", calls, options, config, restart=starting)
 
 
 class OpenAIAgentsSession:
-    """One conversation: its own SDK session, and the call ids the SDK reported as failed tools."""
+    """One conversation: its own SDK session and context, the agent that answered last, and the call ids the SDK
+    reported as failed tools."""
 
-    def __init__(self, adapter: OpenAIAgentsAdapter, thread: str, calls: Calls) -> None:
+    def __init__(self, adapter: OpenAIAgentsAdapter, thread: str, calls: Calls, options: dict[str, Any],
+                 run_config: RunConfig, *, restart: bool) -> None:
         self.adapter = adapter
         self.thread_id: str | None = thread
         self.resource_id: str | None = None
         self.calls = calls
+        self.options = options
+        self.restart = restart
+        self.agent = adapter.obj
         self.session = SQLiteSession(thread)
         self.failed: set[str] = set()
-        self.run_config = adapter.run_config
+        self.user_config = run_config
+        self.run_config = run_config
         if HAS_FORMATTER:
-            self.run_config = dataclasses.replace(adapter.run_config, tool_error_formatter=self._recorder())
+            self.run_config = dataclasses.replace(run_config, tool_error_formatter=self._recorder())
 
     def _recorder(self) -> Any:
         """A ``tool_error_formatter`` that notes failed call ids and keeps the text (the user's own formatter's, if any)."""
-        theirs = self.adapter.run_config.tool_error_formatter
+        theirs = self.user_config.tool_error_formatter
 
         async def record(args: Any) -> str | None:
             if args.kind in FAILED_KINDS:
@@ -99,32 +140,36 @@ class OpenAIAgentsSession:
         return record
 
     async def send(self, text: str) -> Reply:
-        messages: list[Message] = await self.calls.call_async(self._turn(text))
-        return Reply(messages)
+        reply: Reply = await self.calls.call_async(self._turn(text))
+        return reply
 
-    async def _turn(self, text: str) -> list[Message]:
-        adapter = self.adapter
+    async def _turn(self, text: str) -> Reply:
+        agent = self.adapter.obj if self.restart else self.agent
         try:
-            result = await Runner.run(adapter.obj, text, session=self.session, run_config=self.run_config,
-                                      **adapter.run_options)
+            result = await Runner.run(agent, text, session=self.session, run_config=self.run_config, **self.options)
         except Exception as exc:
-            raise TurnFailed(exc, await self._saved_since(text, exc)) from exc
-        return self._convert(item.to_input_item() for item in result.new_items)
+            raise TurnFailed(exc, await self._kept(text, exc, agent)) from exc
+        self.agent = result.last_agent
+        output = result.final_output
+        structured = None if isinstance(output, str) or output is None else jsonable(output)
+        return Reply(self._convert((item.to_input_item(), _agent_name(item)) for item in result.new_items),
+                     structured=structured)
 
-    async def _saved_since(self, text: str, exc: Exception) -> list[Message]:
-        """What the run saved to the session after this turn's user message, else what the exception carries."""
-        try:
-            items = list(await self.session.get_items())
-        except Exception:  # noqa: BLE001 - the turn's error is the run's, not the session's
-            items = []
-        starts = [i for i, item in enumerate(items) if item.get("role") == "user" and item.get("content") == text]
-        saved = self._convert(items[starts[-1] + 1:]) if starts else []
-        if saved:
-            return saved
+    async def _kept(self, text: str, exc: Exception, agent: Any) -> list[Message]:
+        """What the run produced before it raised: the items the exception carries (each with its agent), else
+        what the run saved to the session after this turn's user message."""
         run_data = getattr(exc, "run_data", None)
-        return self._convert(item.to_input_item() for item in getattr(run_data, "new_items", None) or ())
+        items = list(getattr(run_data, "new_items", None) or ())
+        if items:
+            return self._convert((item.to_input_item(), _agent_name(item)) for item in items)
+        try:
+            saved = list(await self.session.get_items())
+        except Exception:  # noqa: BLE001 - the turn's error is the run's, not the session's
+            saved = []
+        starts = [i for i, item in enumerate(saved) if item.get("role") == "user" and item.get("content") == text]
+        return self._convert(with_agents(saved[starts[-1] + 1:], getattr(agent, "name", None))) if starts else []
 
-    def _convert(self, items: Iterable[Any]) -> list[Message]:
+    def _convert(self, items: Iterable[tuple[Any, str | None]]) -> list[Message]:
         return to_openai(items, lambda call_id, output: call_id in self.failed or self._failure_text(output))
 
     def _failure_text(self, output: Any) -> bool:
@@ -132,6 +177,73 @@ class OpenAIAgentsSession:
 
     async def close(self) -> None:
         self.session.close()
+
+
+def call_options_of(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A conversation's options for ``Runner.run``: all but evalcli's own and ``continue_with``."""
+    return {k: v for k, v in options.items() if k not in RESERVED_OPTIONS and k not in OpenAIAgentsAdapter.own_options}
+
+
+def _agent_name(item: Any) -> str | None:
+    name = getattr(getattr(item, "agent", None), "name", None)
+    return name if isinstance(name, str) else None
+
+
+def with_agents(items: list[Any], first: str | None) -> Iterable[tuple[Any, str | None]]:
+    """Saved session items (which do not say which agent made them) with the agent that did: the turn's first
+    agent, then after each handoff's output (``{"assistant": NAME}``) the agent it handed to."""
+    current = first
+    for item in items:
+        yield item, current
+        if item.get("type") == "function_call_output":
+            try:
+                handed = json.loads(item.get("output") or "")
+            except (TypeError, ValueError):
+                continue
+            if isinstance(handed, dict) and list(handed) == ["assistant"] and isinstance(handed["assistant"], str):
+                current = handed["assistant"]
+
+
+def context_type(agent: Any) -> Any:
+    """The agent's context type when it is known: ``Agent[Ctx](...)`` (the starting agent, else the first agent it
+    can hand off to that says)."""
+    seen: set[int] = set()
+    queue = [agent]
+    while queue:
+        current = queue.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        args = typing.get_args(getattr(current, "__orig_class__", None))
+        if args and args[0] is not typing.Any and not isinstance(args[0], typing.TypeVar):
+            return args[0]
+        for handoff in getattr(current, "handoffs", None) or ():
+            queue.append(getattr(handoff, "agent", None) or handoff)
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def context_adapter(kind: Any) -> TypeAdapter[Any]:
+    """A validator for a context type, built once per type."""
+    try:
+        return TypeAdapter(kind)
+    except (PydanticSchemaGenerationError, PydanticUserError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"'context': the agent's context type {type_name(kind)} cannot be built from YAML ({first}); "
+                         f"build it in Python instead: target_options.setup: module:function, a function returning "
+                         f"{{'context': {type_name(kind)}(...)}}") from None
+
+
+def as_context(kind: Any, value: Any) -> Any:
+    """A ``context`` written as a mapping, validated into the agent's context type: a new object each time."""
+    if isinstance(kind, type) and isinstance(value, kind) and not isinstance(value, dict):
+        return value
+    validator = context_adapter(kind)
+    try:
+        return validator.validate_python(value)
+    except ValidationError as exc:
+        found = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"'context' does not fit the agent's context type {type_name(kind)} ({found})") from None
 
 
 def run_options(options: dict[str, Any]) -> tuple[dict[str, Any], RunConfig]:
@@ -147,26 +259,33 @@ def run_options(options: dict[str, Any]) -> tuple[dict[str, Any], RunConfig]:
     return kwargs, config if isinstance(config, RunConfig) else RunConfig()
 
 
-def to_openai(items: Iterable[Any], failed: Any) -> list[Message]:
-    """Responses-style input items (dicts) as OpenAI chat messages; ``failed(call_id, output)`` says which
-    tool outputs are errors. Tool calls that follow an assistant message of the same response join it."""
+def to_openai(items: Iterable[tuple[Any, str | None]], failed: Any) -> list[Message]:
+    """Responses-style input items (dicts), each with the name of the agent that made it, as OpenAI chat messages
+    (assistant ones carrying ``name``); ``failed(call_id, output)`` says which tool outputs are errors. Tool calls
+    that follow an assistant message of the same agent join it."""
     out: list[Message] = []
-    for item in items:
+    for item, agent in items:
         kind = item.get("type") or ("message" if "role" in item else "")
         if kind == "message" and item.get("role") == "assistant":
-            out.append(assistant(_text(item.get("content"))))
+            out.append(_named(assistant(_text(item.get("content"))), agent))
         elif kind.endswith("_call"):
             call = tool_call(str(item.get("call_id") or item.get("id")), item.get("name") or kind,
                              item.get("arguments"))
             last = out[-1] if out else None
-            if last is not None and last["role"] == "assistant":
+            if last is not None and last["role"] == "assistant" and last.get("name") == agent:
                 last.setdefault("tool_calls", []).append(call)
             else:
-                out.append(assistant(None, [call]))
+                out.append(_named(assistant(None, [call]), agent))
         elif kind.endswith("_call_output"):
             call_id, output = str(item.get("call_id") or item.get("id")), item.get("output")
             out.append(tool_result(call_id, output, is_error=bool(failed(call_id, output))))
     return out
+
+
+def _named(message: Message, agent: str | None) -> Message:
+    if agent:
+        message["name"] = agent
+    return message
 
 
 def _text(content: Any) -> str:

@@ -65,3 +65,16 @@ def keyword_names(fn: Callable[..., Any], owned: Iterable[str]) -> list[str]:
     skip = {"self", *owned}
     kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [p.name for p in parameters if p.kind in kinds and p.name not in skip]
+
+
+def jsonable(value: Any) -> Any:
+    """A structured result as JSON data: pydantic models and dataclasses dumped in JSON mode, dates as ISO text,
+    anything that is not JSON as its ``repr``."""
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value, fallback=repr)
+
+
+def type_name(kind: Any) -> str:
+    """A type as people write it (``SupportDependencies``, ``dict[str, int]``)."""
+    return kind.__name__ if isinstance(kind, type) else str(kind).replace("typing.", "")

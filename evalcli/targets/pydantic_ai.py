@@ -10,21 +10,27 @@ This turn's messages are ``result.new_messages()`` (or, when the run raises, wha
 system prompts and instructions, and the output tool (``final_result``), whose validated output becomes
 the assistant's text instead. Tool results whose outcome is ``failed``, ``retried`` (``ModelRetry``,
 invalid arguments) or ``interrupted``, and legacy retry prompts tied to a tool, are ``is_error: true``.
+
+Each conversation gets its own ``deps`` (SPEC §16): a mapping written in YAML is validated into the agent's
+``deps_type`` anew for every conversation (a type that cannot be built from YAML is a validation error that
+says to use ``setup``). A turn's output that is not text is its ``structured`` result; rejections of the
+output (an output validator's ``ModelRetry``, output that fails validation) are its ``output_retries``.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from pydantic_ai import capture_run_messages
-from pydantic_core import to_jsonable_python
 
 from ..messages import Message
-from .openai_format import assistant, keyword_names, tool_call, tool_result
-from .session import RESERVED_OPTIONS, Adapter, Calls, ItemInfo, Reply, TurnFailed, fresh_thread
+from .openai_format import assistant, jsonable, keyword_names, tool_call, tool_result, type_name
+from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 
 OWNED = ("user_prompt", "message_history", "conversation", "conversation_id")
 """Parameters of ``agent.run`` that evalcli sets itself: the prompt and the thread's history."""
@@ -41,7 +47,8 @@ class PydanticAIAdapter(Adapter):
     run_call = "PydanticAI's agent.run"
 
     def prepare(self) -> None:
-        self.run_options = run_options(self.obj, self.call_options)
+        self.deps_type = declared_deps_type(self.obj)
+        self.run_options = run_options(self.obj, self.call_options, typed_deps=False)
         self.output_tools = output_tool_names(self.obj)
 
     @classmethod
@@ -52,50 +59,89 @@ class PydanticAIAdapter(Adapter):
     def check_values(cls, obj: Any, options: dict[str, Any]) -> None:
         run_options(obj, options)
 
-    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> PydanticAISession:
-        return PydanticAISession(self, fresh_thread(self.options).thread, calls)
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        """A fresh thread; the resource is not used."""
+        return Thread(new_thread_id(), None)
+
+    def warnings(self, conversations: Sequence[tuple[Mapping[str, Any], bool]]) -> list[str]:
+        """An agent that declares ``deps_type`` but whose conversations get no ``deps`` and no ``setup``."""
+        if self.deps_type is None:
+            return []
+        bare = sum(1 for options, has_setup in conversations if "deps" not in options and not has_setup)
+        if not bare:
+            return []
+        every = "every conversation" if bare == len(conversations) else f"{bare} of {len(conversations)} conversations"
+        return [f"target {self.spec} declares deps_type {type_name(self.deps_type)} but {every} gets no deps "
+                "(they run with deps=None); give target_options.deps (a mapping) or a target_options.setup that "
+                "returns {'deps': ...}"]
+
+    def open(self, *, multi_turn: bool, calls: Calls,
+             conversation: ConversationOptions | None = None, item: ItemInfo | None = None) -> PydanticAISession:
+        if conversation is None or conversation.options is None:
+            options = self.run_options  # the YAML's own deps are validated anew for each conversation below
+            yaml_deps = "deps" in options
+        else:
+            options = run_options(self.obj, conversation.options, typed_deps=False)
+            yaml_deps = "deps" in options and "deps" not in conversation.from_setup
+        if "deps" in options and (yaml_deps or isinstance(options["deps"], dict)):
+            deps = options["deps"]
+            options = {**options, "deps": as_deps(self.deps_type, deps) if self.deps_type is not None
+                       else copy.deepcopy(deps)}
+        thread = conversation.thread.thread if conversation is not None else new_thread_id()
+        return PydanticAISession(self, thread, calls, options)
 
 
 class PydanticAISession:
-    """One conversation: its own message history, passed to every ``agent.run`` of the thread."""
+    """One conversation: its own message history (and deps), passed to every ``agent.run`` of the thread."""
 
-    def __init__(self, adapter: PydanticAIAdapter, thread: str | None, calls: Calls) -> None:
+    def __init__(self, adapter: PydanticAIAdapter, thread: str | None, calls: Calls, options: dict[str, Any]) -> None:
         self.adapter = adapter
         self.thread_id = thread
         self.resource_id: str | None = None
         self.calls = calls
+        self.options = options
         self.history: list[Any] = []
 
     async def send(self, text: str) -> Reply:
-        messages: list[Message] = await self.calls.call_async(self._turn(text))
-        return Reply(messages)
+        reply: Reply = await self.calls.call_async(self._turn(text))
+        return reply
 
-    async def _turn(self, text: str) -> list[Message]:
+    async def _turn(self, text: str) -> Reply:
         adapter = self.adapter
         with capture_run_messages() as captured:
             try:
-                result = await adapter.obj.run(text, message_history=self.history, **adapter.run_options)
+                result = await adapter.obj.run(text, message_history=self.history, **self.options)
             except Exception as exc:
                 known = {id(m) for m in self.history}
                 partial = [m for m in captured if id(m) not in known]
-                raise TurnFailed(exc, to_openai(partial, adapter.output_tools)) from exc
+                raise TurnFailed(exc, to_openai(partial, adapter.output_tools),
+                                 output_retries=output_retries(partial, adapter.output_tools)) from exc
         self.history = list(result.all_messages())
         new = list(result.new_messages())
         messages = to_openai(new, adapter.output_tools)
+        output = result.output
+        structured = None if isinstance(output, str) or output is None else jsonable(output)
         if used_output_tool(new, adapter.output_tools):
-            messages.append(assistant(json.dumps(to_jsonable_python(result.output), ensure_ascii=False)))
-        return messages
+            messages.append(assistant(json.dumps(structured, ensure_ascii=False)))
+        return Reply(messages, structured=structured, output_retries=output_retries(new, adapter.output_tools))
 
     async def close(self) -> None:
         self.history = []
 
 
-def run_options(agent: Any, options: dict[str, Any]) -> dict[str, Any]:
-    """The options for ``agent.run``: ``deps`` validated into the agent's ``deps_type`` when it declares one,
-    ``usage_limits`` given as a mapping made a ``UsageLimits``; the rest as written."""
-    kwargs = {k: v for k, v in options.items() if k not in RESERVED_OPTIONS}
+def declared_deps_type(agent: Any) -> Any:
+    """The agent's ``deps_type`` when it declares one (PydanticAI's default is ``object``, meaning none)."""
     deps_type = getattr(agent, "deps_type", None)
-    if "deps" in kwargs and isinstance(deps_type, type) and deps_type is not type(None):
+    return None if deps_type in (None, object, type(None)) else deps_type
+
+
+def run_options(agent: Any, options: Mapping[str, Any], *, typed_deps: bool = True) -> dict[str, Any]:
+    """The options for ``agent.run``: ``deps`` validated into the agent's ``deps_type`` when it declares one (with
+    ``typed_deps``; else checked only), ``usage_limits`` given as a mapping made a ``UsageLimits``; the rest as
+    written."""
+    kwargs = {k: v for k, v in options.items() if k not in RESERVED_OPTIONS}
+    deps_type = declared_deps_type(agent)
+    if "deps" in kwargs and deps_type is not None and typed_deps:
         kwargs["deps"] = as_deps(deps_type, kwargs["deps"])
     if isinstance(kwargs.get("usage_limits"), dict):
         from pydantic_ai.usage import UsageLimits
@@ -107,13 +153,45 @@ def run_options(agent: Any, options: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def as_deps(deps_type: type, value: Any) -> Any:
-    """``deps`` as written in YAML, validated into the agent's ``deps_type`` (a dataclass, a model...)."""
+@functools.lru_cache(maxsize=64)
+def deps_adapter(deps_type: Any) -> TypeAdapter[Any]:
+    """A validator for ``deps_type``, built once per type (building one costs far more than using it)."""
     try:
-        return TypeAdapter(deps_type).validate_python(value)
+        return TypeAdapter(deps_type)
+    except (PydanticSchemaGenerationError, PydanticUserError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"'deps': the agent's deps_type {type_name(deps_type)} cannot be built from YAML ({first}); "
+                         f"build it in Python instead: target_options.setup: module:function, a function returning "
+                         f"{{'deps': {type_name(deps_type)}(...)}}") from None
+
+
+def as_deps(deps_type: Any, value: Any) -> Any:
+    """``deps`` as written in YAML (or a mapping a setup returned), validated into the agent's ``deps_type`` (a
+    dataclass, a model...): a new object each time. An object that already is one is used as it is."""
+    if isinstance(deps_type, type) and isinstance(value, deps_type) and not isinstance(value, dict):
+        return value
+    validator = deps_adapter(deps_type)
+    try:
+        return validator.validate_python(value)
     except ValidationError as exc:
         found = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"'deps' does not fit the agent's deps_type {deps_type.__name__} ({found})") from None
+        raise ValueError(f"'deps' does not fit the agent's deps_type {type_name(deps_type)} ({found})") from None
+
+
+def output_retries(messages: Iterable[Any], output_tools: frozenset[str]) -> int:
+    """How many times the run's output was rejected: PydanticAI's retry feedback (output validation failed, an
+    output validator raised ``ModelRetry``, no usable output), an output tool's ``retried`` return, or a (v1)
+    retry prompt tied to no tool or to an output tool."""
+    count = 0
+    for message in messages:
+        for part in getattr(message, "parts", ()):
+            kind = getattr(part, "part_kind", None)
+            name = getattr(part, "tool_name", None)
+            if kind == "retry-feedback" or (kind == "retry-prompt" and (not name or is_output_tool(name, output_tools))):
+                count += 1
+            elif kind == "tool-return" and is_output_tool(name, output_tools) and getattr(part, "outcome", "") == "retried":
+                count += 1
+    return count
 
 
 def output_tool_names(agent: Any) -> frozenset[str]:

@@ -14,18 +14,22 @@ import os
 import random
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..errors import TargetError
 from ..messages import Message
+from ..results import Interrupt
 
 if TYPE_CHECKING:
     from ..llm import LLMClient
 
-RESERVED_OPTIONS = ("memory", "adapter", "keep_checkpointer")
+RESERVED_OPTIONS = ("memory", "adapter", "keep_checkpointer", "setup")
 """``target_options`` keys evalcli reads itself; the rest go to the agent's call."""
+DATASET_ONLY_OPTIONS = ("adapter", "keep_checkpointer")
+"""Options that hold for the whole run: an item's ``target_options`` may not set them."""
 
 
 class ConfigProblem(ValueError):
@@ -47,12 +51,19 @@ class TurnTimedOut(Exception):
 
 
 class TurnFailed(Exception):
-    """The agent's run ended with an exception; ``messages`` are those it produced before it."""
+    """The agent's run ended with an exception; ``messages`` are those it produced before it (and
+    ``output_retries`` the rejections of its output it had counted)."""
 
-    def __init__(self, cause: BaseException, messages: list[Message]) -> None:
+    def __init__(self, cause: BaseException, messages: list[Message], *, output_retries: int = 0) -> None:
         super().__init__(str(cause))
         self.cause = cause
         self.messages = messages
+        self.output_retries = output_retries
+
+
+class TurnRejected(Exception):
+    """The turn cannot be sent as the dataset wrote it (a ``resume`` with no interrupt pending): the
+    conversation's error, with this message."""
 
 
 @dataclass
@@ -61,6 +72,14 @@ class Reply:
     what else an agent reports about the turn (adapters that know more add it here)."""
 
     messages: list[Message]
+    structured: Any = None
+    """The turn's structured result as JSON (not text), when the agent has one (SPEC §16)."""
+    interrupt: Interrupt | None = None
+    """The interrupt the turn ended in: the agent waits for the user (LangGraph ``interrupt()``)."""
+    resume: Any = None
+    """The value this turn resumed a pending interrupt with (``None`` when it did not resume one)."""
+    output_retries: int = 0
+    """How many times the agent's output was rejected and asked for again on this turn."""
 
 
 class Session(Protocol):
@@ -70,7 +89,9 @@ class Session(Protocol):
     resource_id: str | None
 
     async def send(self, text: str) -> Reply:
-        """Send one user message; return this turn's reply."""
+        """Send one user message; return this turn's reply. A session whose agent can wait for the user
+        (``Adapter.resumes``) also takes ``send(text, resume=VALUE)``: resume the pending interrupt with
+        ``VALUE`` (``text`` is what the turn records as the user's input)."""
         ...
 
     async def close(self) -> None:
@@ -110,22 +131,70 @@ _THREAD_IDS = random.Random(int.from_bytes(os.urandom(16), "big"))
 which costs tens of microseconds per conversation on some machines."""
 
 
-def fresh_thread(options: dict[str, Any]) -> Thread:
-    """A new thread (a UUID); the resource is ``target_options.memory.resource`` if pinned, else the thread."""
-    thread = str(uuid.UUID(int=_THREAD_IDS.getrandbits(128), version=4))
+def new_thread_id() -> str:
+    """A fresh thread id (a UUID)."""
+    return str(uuid.UUID(int=_THREAD_IDS.getrandbits(128), version=4))
+
+
+def pinned_resource(options: Mapping[str, Any]) -> str | None:
+    """``target_options.memory.resource``, when given."""
     memory = options.get("memory")
     pinned = memory.get("resource") if isinstance(memory, dict) else None
-    return Thread(thread, str(pinned) if pinned else thread)
+    return str(pinned) if pinned else None
+
+
+def fresh_thread(options: Mapping[str, Any]) -> Thread:
+    """A new thread (a UUID); the resource is ``target_options.memory.resource`` if pinned, else the thread."""
+    thread = new_thread_id()
+    return Thread(thread, pinned_resource(options) or thread)
+
+
+def caller_thread(options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+    """The thread of a conversation of a target that keeps no thread of its own: a fresh one for a multi-turn item;
+    for a single-turn one, ``target_options.memory``'s ``thread`` and ``resource`` (possibly none)."""
+    if multi_turn:
+        return fresh_thread(options)
+    memory = options.get("memory")
+    caller = memory if isinstance(memory, dict) else {}
+    return Thread(caller.get("thread"), caller.get("resource"))
+
+
+def merge_options(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` merged over ``base`` key by key: two mappings merge the same way, at every level; any other value
+    of ``over`` replaces the one of ``base``. Neither is changed."""
+    merged = dict(base)
+    for key, value in over.items():
+        below = merged.get(key)
+        merged[key] = merge_options(below, value) if isinstance(below, dict) and isinstance(value, dict) else value
+    return merged
+
+
+@dataclass(frozen=True)
+class ConversationOptions:
+    """What one conversation is opened with: its thread, and its options when they are not the dataset's own
+    (an item's ``target_options`` merged over the dataset's, and what its ``setup`` returned)."""
+
+    thread: Thread
+    options: dict[str, Any] | None = None
+    """The conversation's whole ``target_options`` (reserved keys included); ``None``: the dataset's, as prepared."""
+    from_setup: frozenset[str] = field(default_factory=frozenset)
+    """The option names ``setup`` returned (their values are Python objects, not YAML)."""
 
 
 class Adapter(ABC):
     """Turns one agent object into sessions. A subclass names itself (``name``) and the run call its options go to
-    (``run_call``), and may ``prepare`` what it holds for the whole run."""
+    (``run_call``), and may ``prepare`` what it holds for the whole run, take options of its own (``own_options``),
+    declare what the run call takes (``accepted_options``) and check values (``check_values``)."""
 
     name: ClassVar[str]
     """What ``target_options.adapter`` calls it (and the key of its framework in ``RECOGNISED`` and ``EXTRAS``)."""
     run_call: ClassVar[str] = ""
     """The framework's run call, as option errors name it (``PydanticAI's agent.run``)."""
+    own_options: ClassVar[tuple[str, ...]] = ()
+    """Options this adapter reads itself rather than passing to the run call (``continue_with``, LangGraph's
+    ``input``)."""
+    resumes: ClassVar[bool] = False
+    """Whether its agents can stop on an interrupt and be resumed (``send(text, resume=...)``)."""
     memory_hint: ClassVar[str] = "give the target a 'memory' attribute, e.g. evalcli.Memory"
     """What the memory warning tells a user whose target has no memory (SPEC §2)."""
 
@@ -133,11 +202,36 @@ class Adapter(ABC):
         self.spec = spec
         self.obj = obj
         self.options = dict(options)
-        self.call_options = {k: v for k, v in options.items() if k not in RESERVED_OPTIONS}
+        self.call_options = call_options(options, self.own_options)
         self.prepare()
 
     def prepare(self) -> None:  # noqa: B027 - most adapters hold nothing but their options
         """Make what the adapter holds for the whole run (run options, a copied graph, ...)."""
+
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        """The thread of a new conversation with these options: a fresh one, its resource pinned by
+        ``memory.resource`` (a framework agent gets its thread even for a single-turn item)."""
+        return fresh_thread(options)
+
+    @cached_property
+    def accepted(self) -> frozenset[str]:
+        """The option names this agent takes (its run call's, its adapter's own, evalcli's), read once."""
+        return frozenset((*self.accepted_options(self.obj), *self.own_options, *RESERVED_OPTIONS))
+
+    def returned_problems(self, returned: Mapping[str, Any]) -> list[str]:
+        """What is wrong with the options a ``setup`` returned, as messages (empty when all are fine)."""
+        problems = [f"'{name}' is set by evalcli and cannot come from a setup" for name in returned
+                    if name in RESERVED_OPTIONS]
+        if self.run_call or self.own_options:
+            accepted = sorted(self.accepted - set(RESERVED_OPTIONS))
+            problems += [f"'{name}' is not an option of {self.run_call or self.name} (it takes: "
+                         f"{', '.join(accepted) or 'none'})" for name in returned
+                         if name not in self.accepted and name not in RESERVED_OPTIONS]
+        return problems
+
+    def warnings(self, conversations: Sequence[tuple[Mapping[str, Any], bool]]) -> list[str]:
+        """Validation warnings about what conversations will run with: ``(options, has_setup)`` per conversation."""
+        return []
 
     @property
     def has_memory(self) -> bool:
@@ -158,7 +252,8 @@ class Adapter(ABC):
     @classmethod
     def option_problems(cls, obj: Any, options: dict[str, Any]) -> list[str]:
         """Options the framework does not take, or whose values do not fit, as messages (empty when all are fine)."""
-        problems = unknown_options(list(options), cls.accepted_options(obj), cls.run_call) if cls.run_call else []
+        accepted = [*cls.accepted_options(obj), *cls.own_options]
+        problems = unknown_options(list(options), accepted, cls.run_call) if cls.run_call else []
         return problems or cls.value_problems(obj, options)
 
     @classmethod
@@ -175,8 +270,10 @@ class Adapter(ABC):
         """Raise ``ValueError`` or ``TypeError`` naming an option whose value does not fit."""
 
     @abstractmethod
-    def open(self, *, multi_turn: bool, calls: Calls, item: ItemInfo | None = None) -> Session:
-        """A session for one conversation (``multi_turn`` for ``inputs``/``turns``/``simulate`` items) of ``item``."""
+    def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
+             item: ItemInfo | None = None) -> Session:
+        """A session for one conversation (``multi_turn`` for ``inputs``/``turns``/``simulate`` items) of ``item``, on
+        ``conversation``'s thread and options (``None``: a fresh thread, the dataset's options)."""
 
     async def aclose(self) -> None:  # noqa: B027 - most adapters hold nothing for the whole run
         """Release what the adapter holds for the whole run."""
@@ -257,9 +354,15 @@ def make_adapter(spec: str, obj: Any, options: dict[str, Any]) -> Adapter:
                           f"remove target_options.adapter (evalcli recognised it as '{recognise(obj)}')")
     problems = cls.option_problems(obj, options)
     if problems:
-        raise TargetError(f"target_options for {spec}: {'; '.join(problems)}",
-                          "remove the options the agent does not take")
+        raise TargetError(f"target_options for {spec}: {'; '.join(problems)}", options_hint(problems))
     return cls(spec, obj, options)
+
+
+def options_hint(problems: Sequence[str]) -> str:
+    """The hint of an options error: remove unknown names, else fix the values (their messages say how)."""
+    if any("is not an option of" in p or "takes no options" in p for p in problems):
+        return "remove the options the agent does not take"
+    return "fix the option as the message says"
 
 
 def extra_hint(missing_module: str | None) -> str | None:
@@ -268,6 +371,11 @@ def extra_hint(missing_module: str | None) -> str | None:
         return None
     adapter = FRAMEWORK_MODULES.get(missing_module.split(".")[0])
     return f"pip install 'evalcli[{EXTRAS[adapter]}]'" if adapter else None
+
+
+def call_options(options: Mapping[str, Any], own: Sequence[str] = ()) -> dict[str, Any]:
+    """The options that go to the agent's run call: all but evalcli's own and the adapter's."""
+    return {k: v for k, v in options.items() if k not in RESERVED_OPTIONS and k not in own}
 
 
 def unknown_options(given: Sequence[str], accepted: Sequence[str], framework: str) -> list[str]:

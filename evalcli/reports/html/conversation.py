@@ -16,7 +16,7 @@ from typing import Any
 from ...messages import Message, is_error_result, message_text
 from ...results import ItemResult, Outcome, outcome_json
 from ..text import ERROR, NOT_SCORABLE, fmt, one_line, threshold_text, why_failed
-from ..transcript import pretty_arguments
+from ..transcript import assistant_label, pretty_arguments, structured_text
 
 INPUT_WIDTH = 90
 """Characters of the first user message shown in the list."""
@@ -84,11 +84,11 @@ def _cell(item: ItemResult, scorer_id: str) -> ScoreCell:
     return ScoreCell(fmt(outcome.score), passed is False)
 
 
-def message_entries(output: list[Message]) -> list[dict[str, Any]]:
+def message_entries(output: list[Message], names: dict[Any, str] | None = None) -> list[dict[str, Any]]:
     """A turn's response messages in order: ``text`` (assistant words), ``call`` (a tool call and its
-    arguments) and ``result`` (a tool result, ``error`` when it failed)."""
+    arguments) and ``result`` (a tool result, ``error`` when it failed). ``names`` carries earlier turns' calls."""
     entries: list[dict[str, Any]] = []
-    names: dict[Any, str] = {}
+    names = {} if names is None else names
     for message in output:
         if not isinstance(message, dict):
             continue
@@ -96,7 +96,13 @@ def message_entries(output: list[Message]) -> list[dict[str, Any]]:
         if role == "assistant":
             text = message_text(message)
             if text.strip():
-                entries.append({"k": "text", "text": text})
+                entry: dict[str, Any] = {"k": "text", "text": text}
+                label = assistant_label(message)
+                if label != "Assistant":  # the agent that wrote it (Agents SDK), or an interrupt
+                    entry["who"] = label
+                if message.get("interrupt") is True:
+                    entry["interrupt"] = True
+                entries.append(entry)
             for call in message.get("tool_calls") or ():
                 function = (call.get("function") if isinstance(call, dict) else None) or {}
                 name = str(function.get("name"))
@@ -129,10 +135,15 @@ def outcome_entries(gates: dict[str, Outcome], scores: dict[str, Outcome], thres
 
 def transcript(item: ItemResult) -> dict[str, Any]:
     """The conversation as data for the page's script (see the module docstring)."""
+    names: dict[Any, str] = {}
     return {
         "id": item.id, "index": item.index, "form": item.form, "status": status_of(item),
         "thread": item.thread_id, "resource": item.resource_id, "stop": item.stop_reason,
-        "turns": [{"index": t.index, "input": t.input, "simulated": t.simulated, "messages": message_entries(t.output),
+        "metadata": structured_text(item.metadata) if item.metadata else None,
+        "turns": [{"index": t.index, "input": t.input, "simulated": t.simulated, "resumed": t.resume is not None,
+                   "messages": message_entries(t.output, names),
+                   "structured": None if t.structured is None else structured_text(t.structured),
+                   "retries": t.output_retries,
                    "outcomes": outcome_entries(t.gate_scores, t.scores, t.thresholds)} for t in item.turns],
         "outcomes": outcome_entries(item.gate_scores, item.scores, item.thresholds),
         "error": item.error if item.status != "ok" else None,

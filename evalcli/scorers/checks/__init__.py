@@ -1,5 +1,6 @@
-"""The deterministic checks (SPEC §4, §14): ``basic`` (text and tool checks), ``tools`` (arguments, trajectories, F1,
-JSON output) and ``matching`` (JSON value matching and maximum bipartite matching). No LLM."""
+"""The deterministic checks (SPEC §4, §14, §16): ``basic`` (text and tool checks), ``tools`` (arguments, trajectories,
+F1, JSON output), ``agents`` (which agent answered, structured results) and ``matching`` (JSON value matching and
+maximum bipartite matching). No LLM."""
 
 from __future__ import annotations
 

@@ -70,15 +70,37 @@ class JsonOutputArgs(CheckArgs):
     @field_validator("json_schema")
     @classmethod
     def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            import jsonschema  # only for datasets that use a schema: it costs 50 ms to import
+        return valid_schema(value)
 
-            try:
-                jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
-            except jsonschema.SchemaError as exc:
-                where = "/".join(map(str, exc.path))
-                raise ValueError(f"not a valid JSON Schema: {exc.message}" + (f" (at {where})" if where else "")) from None
-        return value
+
+def valid_schema(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A ``schema`` argument checked against its metaschema (a mistake raises ``ValueError`` saying where)."""
+    if value is not None:
+        import jsonschema  # only for datasets that use a schema: it costs 50 ms to import
+
+        try:
+            jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
+        except jsonschema.SchemaError as exc:
+            where = "/".join(map(str, exc.path))
+            raise ValueError(f"not a valid JSON Schema: {exc.message}" + (f" (at {where})" if where else "")) from None
+    return value
+
+
+def schema_validator(schema: dict[str, Any] | None) -> Any:
+    """A validator for a checked ``schema`` (``None`` without one)."""
+    if schema is None:
+        return None
+    import jsonschema
+
+    return jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+
+
+def schema_error(validator: Any, value: Any) -> str | None:
+    """Why ``value`` is not valid against the schema (the best match, with its JSON path), or ``None``."""
+    import jsonschema  # imported by the scorer's build already
+
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    return None if error is None else f"{error.message} (at {error.json_path})"
 
 
 def _calls_text(calls: list[Call]) -> str:
@@ -211,23 +233,14 @@ def json_output(run: ScorerRun, a: JsonOutputArgs, validator: Any = None) -> Out
     value, where = found
     if validator is None:
         return Outcome(score=1.0, reason=f"{where} is JSON ({json_type(value)})")
-    import jsonschema  # imported by the scorer's build already
-
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    error = schema_error(validator, value)
     if error is None:
         return Outcome(score=1.0, reason=f"{where} is JSON and valid against the schema")
-    return Outcome(score=0.0, reason=f"{where} is JSON but not valid against the schema: {error.message} "
-                                     f"(at {error.json_path})")
+    return Outcome(score=0.0, reason=f"{where} is JSON but not valid against the schema: {error}")
 
 
 def _build_json_output(args: JsonOutputArgs, context: BuildContext) -> CheckScorer:
-    schema = args.json_schema
-    validator = None
-    if schema is not None:
-        import jsonschema
-
-        validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
-    return CheckScorer(partial(json_output, validator=validator), args)
+    return CheckScorer(partial(json_output, validator=schema_validator(args.json_schema)), args)
 
 
 def _trajectory_id(values: dict[str, Any]) -> str:

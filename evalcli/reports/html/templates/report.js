@@ -106,8 +106,8 @@
   function message(m) {
     var box, who;
     if (m.k === "text") {
-      box = el("div", "msg text");
-      box.appendChild(el("span", "who", "Assistant: "));
+      box = el("div", m.interrupt ? "msg text interrupt" : "msg text");
+      box.appendChild(el("span", "who", (m.who || "Assistant") + ": "));
       box.appendChild(document.createTextNode(m.text));
       return box;
     }
@@ -122,14 +122,22 @@
   function turn(t, box) {
     box.appendChild(el("h4", null, "turn " + t.index));
     var user = el("div", "msg user");
-    user.appendChild(el("span", "who", "User" + (t.simulated ? "" : ": ")));
-    if (t.simulated) {
-      user.appendChild(el("span", "sim", "simulated"));
-      user.appendChild(document.createTextNode(": "));
-    }
+    user.appendChild(el("span", "who", "User" + (t.simulated || t.resumed ? "" : ": ")));
+    if (t.simulated) { user.appendChild(el("span", "sim", "simulated")); }
+    if (t.resumed) { user.appendChild(el("span", "sim", "resumes the interrupt")); }
+    if (t.simulated || t.resumed) { user.appendChild(document.createTextNode(": ")); }
     user.appendChild(document.createTextNode(t.input));
     box.appendChild(user);
     t.messages.forEach(function (m) { box.appendChild(message(m)); });
+    if (t.structured !== null && t.structured !== undefined) {
+      var structured = el("div", "msg structured");
+      structured.appendChild(el("span", "who", "structured output"));
+      structured.appendChild(el("pre", null, t.structured));
+      box.appendChild(structured);
+    }
+    if (t.retries) {
+      box.appendChild(el("div", "msg retries", "output retries: " + t.retries + " (the output was rejected and asked for again)"));
+    }
     if (t.outcomes.length) { box.appendChild(outcomes(t.outcomes, "gates and scorers of turn " + t.index)); }
   }
 
@@ -139,6 +147,7 @@
       (item.turns.length === 1 ? "" : "s") + " · thread " + (item.thread || "-") + " · resource " +
       (item.resource || "-") + (item.stop ? " · stopped: " + item.stop : "");
     box.appendChild(el("div", "head", head));
+    if (item.metadata) { box.appendChild(el("pre", "dim metadata", "metadata " + item.metadata)); }
     box.appendChild(el("code", "dim", "evalcli show " + runId + " " + shellQuote(item.id)));
     item.turns.forEach(function (t) { turn(t, box); });
     if (item.outcomes.length) {
