@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..errors import EvalcliError
 from ..messages import Message
 from .callable import BadReply, normalise
-from .forms import FormAdapter, FormContext
-from .remote import Answer, Pool, ReplyFailed, Secrets, header_secrets, parsed, quote, record_usage, redact_url, tokens, url_secrets
-from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Reply, Thread, caller_thread
+from .forms import FormContext
+from .remote import Answer, Pool, RemoteAdapter, ReplyFailed, Secrets, parsed, quote, record_usage, redact_url, tokens
+from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Reply, Thread
 from .templates import MEMORY_NAMES, Body, compile_string, to_json
 
 DEFAULT_BODY = {"input": "{{ input }}"}
@@ -119,7 +119,7 @@ def _jmespath(expression: str, at: tuple[str | int, ...]) -> Any:
                             "write a JMESPath such as 'reply', 'data.messages' or 'choices[0].message.content'") from None
 
 
-class HttpAdapter(FormAdapter):
+class HttpAdapter(RemoteAdapter):
     """``target: {http: {...}}``: one request per turn."""
 
     name = "http"
@@ -174,11 +174,6 @@ class HttpAdapter(FormAdapter):
         assert isinstance(config, HttpConfig)
         return f"http:{redact_url(config.url)}"
 
-    @classmethod
-    def secrets(cls, config: Any) -> set[str]:
-        assert isinstance(config, HttpConfig)
-        return url_secrets(config.url) | header_secrets({k: str(v) for k, v in config.headers.items()})
-
     def prepare(self) -> None:
         target: HttpTarget = self.obj
         self.target = target
@@ -197,16 +192,11 @@ class HttpAdapter(FormAdapter):
         """Only a request that carries the thread, the resource or the history can tell conversations apart."""
         return self.remembers
 
-    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
-        return caller_thread(options, multi_turn=multi_turn)
-
     def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
              item: ItemInfo | None = None) -> HttpSession:
         thread = conversation.thread if conversation is not None else self.thread(self.options, multi_turn=multi_turn)
         return HttpSession(self, thread, item or ItemInfo("", {}), calls)
 
-    async def aclose(self) -> None:
-        await self.pool.close()
 
 
 class HttpSession:

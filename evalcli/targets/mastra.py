@@ -20,7 +20,6 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote as quote_path
@@ -28,10 +27,10 @@ from urllib.parse import quote as quote_path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..messages import Message
-from .forms import FormAdapter, FormContext
+from .forms import FormContext
 from .openai_format import assistant, tool_call, tool_result
-from .remote import Pool, ReplyFailed, Secrets, header_secrets, parsed, quote, record_usage, redact_url, tokens, url_secrets
-from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Reply, Thread, caller_thread
+from .remote import Pool, RemoteAdapter, ReplyFailed, Secrets, parsed, quote, record_usage, redact_url, tokens
+from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Reply, Thread
 
 PROBE_TIMEOUT = 10.0
 """Seconds the look-ups before a run may take (at most the target's own ``timeout``)."""
@@ -116,7 +115,7 @@ def _agent_ids(target: MastraTarget) -> list[str]:
     return sorted(map(str, data)) if isinstance(data, dict) else []
 
 
-class MastraAdapter(FormAdapter):
+class MastraAdapter(RemoteAdapter):
     """``target: {mastra: {...}}``."""
 
     name = "mastra"
@@ -144,11 +143,6 @@ class MastraAdapter(FormAdapter):
         assert isinstance(config, MastraConfig)
         return f"mastra:{redact_url(config.url)}#{config.agent}"
 
-    @classmethod
-    def secrets(cls, config: Any) -> set[str]:
-        assert isinstance(config, MastraConfig)
-        return url_secrets(config.url) | header_secrets({k: str(v) for k, v in config.headers.items()})
-
     def prepare(self) -> None:
         self.target: MastraTarget = self.obj
         self.pool = Pool()
@@ -173,9 +167,6 @@ class MastraAdapter(FormAdapter):
                 self._memory = True
         return self._memory
 
-    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
-        return caller_thread(options, multi_turn=multi_turn)
-
     def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
              item: ItemInfo | None = None) -> MastraSession:
         caller = self.caller_memory
@@ -190,8 +181,6 @@ class MastraAdapter(FormAdapter):
             memory = caller if caller and caller.get("thread") and caller.get("resource") else None
         return MastraSession(self, thread, memory, calls)
 
-    async def aclose(self) -> None:
-        await self.pool.close()
 
 
 class MastraSession:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import inspect
 import json
 import re
@@ -30,10 +29,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agents import ModelSettings, RunConfig, Runner, SQLiteSession
-from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from ..messages import Message
-from .openai_format import assistant, jsonable, keyword_names, tool_call, tool_result, type_name
+from .openai_format import assistant, jsonable, keyword_names, option_validator, tool_call, tool_result, type_name
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 
 OWNED = ("starting_agent", "input", "session", "previous_response_id", "auto_previous_response_id",
@@ -222,23 +221,11 @@ def context_type(agent: Any) -> Any:
     return None
 
 
-@functools.lru_cache(maxsize=64)
-def context_adapter(kind: Any) -> TypeAdapter[Any]:
-    """A validator for a context type, built once per type."""
-    try:
-        return TypeAdapter(kind)
-    except (PydanticSchemaGenerationError, PydanticUserError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"'context': the agent's context type {type_name(kind)} cannot be built from YAML ({first}); "
-                         f"build it in Python instead: target_options.setup: module:function, a function returning "
-                         f"{{'context': {type_name(kind)}(...)}}") from None
-
-
 def as_context(kind: Any, value: Any) -> Any:
     """A ``context`` written as a mapping, validated into the agent's context type: a new object each time."""
     if isinstance(kind, type) and isinstance(value, kind) and not isinstance(value, dict):
         return value
-    validator = context_adapter(kind)
+    validator = option_validator(kind, "context", "context type")
     try:
         return validator.validate_python(value)
     except ValidationError as exc:

@@ -8,10 +8,13 @@ Nothing here imports a framework. Every adapter turns its framework's records in
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter
 
 from ..messages import Message
 
@@ -78,3 +81,16 @@ def jsonable(value: Any) -> Any:
 def type_name(kind: Any) -> str:
     """A type as people write it (``SupportDependencies``, ``dict[str, int]``)."""
     return kind.__name__ if isinstance(kind, type) else str(kind).replace("typing.", "")
+
+
+@functools.lru_cache(maxsize=64)
+def option_validator(kind: Any, option: str, what: str) -> TypeAdapter[Any]:
+    """A validator for the type an option written as a mapping becomes (PydanticAI's ``deps``, the Agents SDK's
+    ``context``), built once per type (building one costs far more than using it)."""
+    try:
+        return TypeAdapter(kind)
+    except (PydanticSchemaGenerationError, PydanticUserError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"'{option}': the agent's {what} {type_name(kind)} cannot be built from YAML ({first}); "
+                         f"build it in Python instead: target_options.setup: module:function, a function returning "
+                         f"{{'{option}': {type_name(kind)}(...)}}") from None

@@ -20,16 +20,15 @@ output (an output validator's ``ModelRetry``, output that fails validation) are 
 from __future__ import annotations
 
 import copy
-import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
+from pydantic import ValidationError
 from pydantic_ai import capture_run_messages
 
 from ..messages import Message
-from .openai_format import assistant, jsonable, keyword_names, tool_call, tool_result, type_name
+from .openai_format import assistant, jsonable, keyword_names, option_validator, tool_call, tool_result, type_name
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 
 OWNED = ("user_prompt", "message_history", "conversation", "conversation_id")
@@ -153,24 +152,12 @@ def run_options(agent: Any, options: Mapping[str, Any], *, typed_deps: bool = Tr
     return kwargs
 
 
-@functools.lru_cache(maxsize=64)
-def deps_adapter(deps_type: Any) -> TypeAdapter[Any]:
-    """A validator for ``deps_type``, built once per type (building one costs far more than using it)."""
-    try:
-        return TypeAdapter(deps_type)
-    except (PydanticSchemaGenerationError, PydanticUserError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"'deps': the agent's deps_type {type_name(deps_type)} cannot be built from YAML ({first}); "
-                         f"build it in Python instead: target_options.setup: module:function, a function returning "
-                         f"{{'deps': {type_name(deps_type)}(...)}}") from None
-
-
 def as_deps(deps_type: Any, value: Any) -> Any:
     """``deps`` as written in YAML (or a mapping a setup returned), validated into the agent's ``deps_type`` (a
     dataclass, a model...): a new object each time. An object that already is one is used as it is."""
     if isinstance(deps_type, type) and isinstance(value, deps_type) and not isinstance(value, dict):
         return value
-    validator = deps_adapter(deps_type)
+    validator = option_validator(deps_type, "deps", "deps_type")
     try:
         return validator.validate_python(value)
     except ValidationError as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -19,6 +19,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from ..llm import CallRecord, current_usage
 from ..secrets import REDACTED, SECRET_NAME, redact_text
 from .callable import BadReply
+from .forms import FormAdapter
+from .session import Thread, caller_thread
 
 if TYPE_CHECKING:
     import aiohttp
@@ -196,3 +198,21 @@ def tokens(value: Any) -> int:
     if isinstance(value, dict):  # the AI SDK v3 shape: {"total": n, ...}
         return tokens(value.get("total"))
     return 0
+
+
+class RemoteAdapter(FormAdapter):
+    """What the ``http`` and ``mastra`` targets share: their secrets (the URL's credentials, the header values), the
+    thread of a conversation (evalcli's own, as a callable target's), and the run's connection pool (``self.pool``,
+    made in ``prepare``)."""
+
+    pool: Pool
+
+    @classmethod
+    def secrets(cls, config: Any) -> set[str]:
+        return url_secrets(config.url) | header_secrets({k: str(v) for k, v in config.headers.items()})
+
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        return caller_thread(options, multi_turn=multi_turn)
+
+    async def aclose(self) -> None:
+        await self.pool.close()
