@@ -194,6 +194,8 @@ def cpu_per_turn(case: str, rows: list[Row], note: str, base: float | None = Non
         return None
     small, big = rows[0], rows[-1]
     turns = big.work.n * big.work.turns - small.work.n * small.work.turns
+    if turns <= 0:  # one size only (--quick): no marginal to take
+        return None
     marginal = (big.result.cpu_seconds - small.result.cpu_seconds) / turns * 1000
     own = f"; the HTTP request itself {marginal - base:.3f} ms of it" if base is not None else ""
     print(f"  {case}: evalcli CPU per turn {marginal:.3f} ms ({small.work.name} -> {big.work.name}, start-up excluded, "
