@@ -141,6 +141,7 @@ def test_baseline_regressions_in_the_browser(browser: Any, project: Path, llm_se
     _run(project, llm_server, "a")
     _run(project, llm_server, "b")
     first, second = run_ids(project / "evalcli.db")
+    (project / "out").mkdir()  # an output's folder must exist (nothing is created before the run can start)
     result = run_cli(["report", second[:10], "--baseline", first, "--html", "out/compare.html"], project)
     assert result.code == 0, result.stderr
     assert f"compared with run {first}" in result.stdout

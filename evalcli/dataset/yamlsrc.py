@@ -245,6 +245,10 @@ def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[
         raise DatasetError([_unprintable(exc, text, file, in_bytes=True)]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if "maximum nesting depth" in str(exc.problem):  # libyaml's own limit (pyyaml 6.0.4's wheels), as ours
+            raise DatasetError([Problem(f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file,
+                                        f"the document is nested too deeply (the limit is {MAX_DEPTH} levels)",
+                                        "flatten the structure")]) from None
         where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
         raise DatasetError([Problem(where, f"not valid YAML: {exc.problem or exc.context}",
                                     "check the indentation and quoting on that line")]) from None
