@@ -124,11 +124,9 @@ class Store:
 
     @property
     def db(self) -> sqlite_utils.Database:
-        """The sqlite-utils view of the file, imported on first use (it pulls in numpy when installed: ~0.1 s)."""
+        """The sqlite-utils view of the file, imported on first use (without numpy: ``migrations.sqlite_utils_module``)."""
         if self._db is None:
-            import sqlite_utils
-
-            self._db = sqlite_utils.Database(self.conn)
+            self._db = migrations.sqlite_utils_module().Database(self.conn)
         return self._db
 
     def query(self, sql: str, params: Any = ()) -> Iterator[dict[str, Any]]:

@@ -206,6 +206,7 @@ class RemoteAdapter(FormAdapter):
     made in ``prepare``)."""
 
     pool: Pool
+    speaks_http = True
 
     @classmethod
     def secrets(cls, config: Any) -> set[str]:

@@ -193,6 +193,8 @@ class Adapter(ABC):
     own_options: ClassVar[tuple[str, ...]] = ()
     """Options this adapter reads itself rather than passing to the run call (``continue_with``, LangGraph's
     ``input``)."""
+    speaks_http: ClassVar[bool] = False
+    """Its turns are HTTP requests evalcli makes (``http``, ``mastra``): the runner imports aiohttp before the run."""
     resumes: ClassVar[bool] = False
     """Whether its agents can stop on an interrupt and be resumed (``send(text, resume=...)``)."""
     memory_hint: ClassVar[str] = "give the target a 'memory' attribute, e.g. evalcli.Memory"
