@@ -10,7 +10,7 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
 2. overhead per turn with a zero-latency target (SQLite writes included);
 3. peak RSS of a 20,000-conversation run (and of a 10x smaller one, to show it stays flat);
    and SPEC §17's ``http`` target against a loopback agent endpoint (bench/agent_server.py), with evalcli's
-   CPU per turn;
+   CPU per turn and its floor: aiohttp's own CPU per request beside evalcli's http session (``bench/http_floor.py``);
 4. Mastra's ``runEvals`` (Node, ``@mastra/core`` from npm, installed into ``bench/mastra/node_modules``
    on first use) on the identical workload, with evalcli/Mastra wall-time ratios; and SPEC §17's ``mastra``
    target against the real Mastra server of tests/mastra/ (its own CPU shown apart);
@@ -52,7 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import llm_bench, pytest_plugin, samples, simulate
+from bench import http_floor, llm_bench, pytest_plugin, samples, simulate
 from bench.report import report_section
 from bench.workload import BENCH, Measure, Workload, load_average, measure, model_server, run_evalcli, write_dataset
 
@@ -184,6 +184,7 @@ def http_section(args: argparse.Namespace) -> list[Row]:
     sleeping = [evalcli_row("sleep", Workload(w.n, w.turns, w.latency, w.concurrency), args.repeat) for w in ends]
     base = cpu_per_turn("sleep target (the same sizes, for comparison)", sleeping, "no HTTP at all")
     cpu_per_turn("http target", targets, "the agent endpoint's own CPU is not counted: it is another process", base)
+    http_floor.report(args.latency, args.concurrency, base)
     return rows + targets
 
 
