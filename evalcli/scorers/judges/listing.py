@@ -53,12 +53,10 @@ class Listing:
         fields: dict[str, Any] = {self.field: list[str]}
         return create_model(self.name, __base__=Verdicts, **fields)
 
-    def shape(self) -> str:
-        """The closing line of the prompt: the reply's shape."""
-        return reply_shape(f'{{"{self.field}": ["<{self.item}>", ...]}}')
-
     async def ask(self, asking: Asking, prompt: str) -> list[str]:
-        """The items listed, trimmed, blank ones dropped; raises ``JudgeFailed``."""
+        """The items listed, asked by ``prompt`` closed with the reply's shape: trimmed, blank ones dropped; raises
+        ``JudgeFailed``."""
+        prompt += reply_shape(f'{{"{self.field}": ["<{self.item}>", ...]}}')
         listed = await asking.ask(self.task, prompt, self.model, reader(self.model))
         return cleaned(getattr(listed, self.field))
 
@@ -74,8 +72,7 @@ async def completeness(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> 
     turns = turns_of(run)
     prompt = (f"The user's messages follow. {EVIDENCE}\n{user_transcript(turns)}\n\nList the user's intentions: "
               "each distinct thing the user wanted the assistant to do, answer or provide, as one short sentence. "
-              "Greetings, thanks and small talk are not intentions. If there are none, give an empty list.\n"
-              + LIST_INTENTIONS.shape())
+              "Greetings, thanks and small talk are not intentions. If there are none, give an empty list.\n")
     intentions = await LIST_INTENTIONS.ask(asking, prompt)
     if not intentions:
         return Outcome(score=1.0, reason="No intentions listed: nothing to meet.")
@@ -161,8 +158,7 @@ async def grounded(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outc
     prompt = (f"The assistant's side of the conversation follows. {EVIDENCE}\n{assistant_transcript(turns)}\n\nList "
               "the factual claims in the assistant's turns: statements about the world, data or results that could be "
               "checked (not greetings, offers of help, questions, opinions or instructions). Write each as one short "
-              "self-contained sentence. If there are none, give an empty list.\n"
-              + LIST_CLAIMS.shape())
+              "self-contained sentence. If there are none, give an empty list.\n")
     claims = await LIST_CLAIMS.ask(asking, prompt)
     if not claims:
         return Outcome(score=1.0, reason="No claims listed.")
