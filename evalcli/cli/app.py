@@ -53,6 +53,11 @@ DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite fil
                                                                      "its folder must exist).")]
 DEFAULT_DB = Path("evalcli.db")
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error (a bug in evalcli).")]
+ScorersOption = Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to the "
+                                                                            "dataset, else in the current directory).")]
+ConcurrencyOption = Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Conversations in flight (default: the "
+                                                                                   "dataset's 'concurrency', else 4).")]
+JudgeConcurrencyOption = Annotated[int, typer.Option(min=1, metavar="N", help="Judge calls in flight.")]
 
 
 def _version(value: bool) -> None:
@@ -76,19 +81,15 @@ def run(
     datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
                                                    help="Dataset files (YAML, or JSONL with a header line).")],
     db: DbOption = DEFAULT_DB,
-    scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to "
-                                                                         "the dataset, else in the current "
-                                                                         "directory).")] = None,
+    scorers: ScorersOption = None,
     json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the JSON result to PATH "
                                                                                    "('-' for stdout).")] = None,
     junit: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a JUnit XML report to PATH.")] = None,
     markdown: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a Markdown summary to PATH.")] = None,
     html: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a self-contained HTML report to "
                                                                       "PATH.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Conversations in flight (default: "
-                                                                                "the dataset's 'concurrency', else "
-                                                                                "4).")] = None,
-    judge_concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="Judge calls in flight.")] = 8,
+    concurrency: ConcurrencyOption = None,
+    judge_concurrency: JudgeConcurrencyOption = 8,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the models again instead of reusing cached "
                                                               "judge and simulator replies.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when the verdict is 'scored'.")] = False,
@@ -153,13 +154,9 @@ def calibrate(
     json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the measurements as JSON to "
                                                                                    "PATH ('-' for stdout).")] = None,
     db: DbOption = DEFAULT_DB,
-    scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to "
-                                                                         "the dataset, else in the current "
-                                                                         "directory).")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Conversations in flight (default: "
-                                                                                "the dataset's 'concurrency', else "
-                                                                                "4).")] = None,
-    judge_concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="Judge calls in flight.")] = 8,
+    scorers: ScorersOption = None,
+    concurrency: ConcurrencyOption = None,
+    judge_concurrency: JudgeConcurrencyOption = 8,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the judges again instead of reusing cached "
                                                               "replies.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,

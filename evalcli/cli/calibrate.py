@@ -16,28 +16,21 @@ from ..run.calibrate import acalibrate
 from ..secrets import Redactor
 from ..store import Store
 from .outputs import check_writable, open_for_writing, stdout_for_json
-from .run import RunRequest, check_request, combine_exit_codes, load_all
+from .run import DatasetsRequest, check_backend_and_db, combine_exit_codes, load_all
 
 
 @dataclass
-class CalibrateRequest:
+class CalibrateRequest(DatasetsRequest):
     """Everything ``evalcli calibrate`` was asked to do."""
 
-    datasets: list[Path]
-    db: Path
     scorer_ids: list[str] = field(default_factory=list)
     min_agreement: float | None = None
-    scorers: Path | None = None
-    json_out: str | None = None
-    concurrency: int | None = None
-    judge_concurrency: int = 8
-    use_cache: bool = True
 
 
 def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -> int:
     """Validate every dataset, calibrate each (stored as a run plus ``calibrations`` rows), print or write the
     JSON; the worst exit code (130, 2, 1, 4, 0)."""
-    check_request(RunRequest(datasets=request.datasets, db=request.db))
+    check_backend_and_db(request.db)
     datasets = [planned.dataset for planned in load_all(request.datasets, request.scorers)]
     json_path = Path(request.json_out) if request.json_out and request.json_out != "-" else None
     if json_path is not None:

@@ -41,19 +41,26 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class RunRequest:
-    """Everything ``evalcli run`` was asked to do."""
+class DatasetsRequest:
+    """What every command that runs datasets is asked: the datasets and the database, the registry, the JSON output,
+    and how much runs at once (``evalcli run`` and ``evalcli calibrate``)."""
 
     datasets: list[Path]
     db: Path
     scorers: Path | None = None
     json_out: str | None = None
-    junit: Path | None = None
-    markdown: Path | None = None
-    html: Path | None = None
     concurrency: int | None = None
     judge_concurrency: int = 8
     use_cache: bool = True
+
+
+@dataclass
+class RunRequest(DatasetsRequest):
+    """Everything ``evalcli run`` was asked to do."""
+
+    junit: Path | None = None
+    markdown: Path | None = None
+    html: Path | None = None
     strict: bool = False
     max_errors: int | None = None
     """``None``: not given (0, or on ``--resume`` the run's own)."""
@@ -147,10 +154,14 @@ def check_request(request: RunRequest) -> None:
     check_filter(request.filter)
     if request.shard:
         parse_shard(request.shard)
+    check_backend_and_db(request.db)
+
+
+def check_backend_and_db(db: Path) -> None:
+    """``EVALCLI_LLM_BACKEND`` (checked before anything runs), and a database that cannot be opened where asked."""
     from ..llm import backend_from_env
 
-    backend_from_env()  # EVALCLI_LLM_BACKEND is checked before anything runs
-    db = request.db
+    backend_from_env()
     if db.is_dir():
         raise UsageError(f"--db {db} is a directory", f"give a database file, e.g. --db {db / 'evalcli.db'}")
     if not db.parent.is_dir():

@@ -15,19 +15,8 @@ from typing import Any
 
 from ..errors import TargetError
 from ..messages import Message
-from .session import (
-    RESERVED_OPTIONS,
-    Adapter,
-    Calls,
-    ConversationOptions,
-    ItemInfo,
-    Reply,
-    Thread,
-    call_options,
-    caller_thread,
-)
-
-RESPONSE_ROLES = ("assistant", "tool")
+from .openai_format import RESPONSE_ROLES
+from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, call_options, caller_thread
 
 
 class BadReply(Exception):

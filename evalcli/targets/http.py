@@ -25,7 +25,7 @@ from ..messages import Message
 from .callable import BadReply, normalise
 from .forms import FormContext
 from .remote import Answer, Pool, RemoteAdapter, ReplyFailed, Secrets, parsed, quote, record_usage, redact_url, tokens
-from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Reply, Thread
+from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession
 from .templates import MEMORY_NAMES, Body, compile_string, to_json
 
 DEFAULT_BODY = {"input": "{{ input }}"}
@@ -199,21 +199,14 @@ class HttpAdapter(RemoteAdapter):
 
 
 
-class HttpSession:
+class HttpSession(TurnSession["HttpAdapter"]):
     """One conversation: its history, sent to the templates each turn."""
 
     def __init__(self, adapter: HttpAdapter, thread: Thread, item: ItemInfo, calls: Calls) -> None:
-        self.adapter = adapter
-        self.thread_id = thread.thread
-        self.resource_id = thread.resource
+        super().__init__(adapter, thread, calls)
         self.item = item
-        self.calls = calls
         self.history: list[Message] = []
         self.turn = 0
-
-    async def send(self, text: str) -> Reply:
-        messages: list[Message] = await self.calls.call_async(self._turn(text))
-        return Reply(messages)
 
     async def _turn(self, text: str) -> list[Message]:
         adapter, target = self.adapter, self.adapter.target

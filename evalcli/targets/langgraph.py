@@ -35,7 +35,7 @@ from langgraph.types import Command
 
 from ..messages import Message
 from ..results import Interrupt
-from .openai_format import jsonable, keyword_names
+from .openai_format import RESPONSE_ROLES, jsonable, keyword_names
 from .session import (
     RESERVED_OPTIONS,
     Adapter,
@@ -52,7 +52,6 @@ from .session import (
 
 OWNED = ("input", "stream_mode", "print_mode", "output_keys", "version")
 """Parameters of ``graph.ainvoke`` that evalcli sets itself (the input, and the shape of what comes back)."""
-RESPONSE_ROLES = ("assistant", "tool")
 INTERRUPT_KEY = "__interrupt__"
 """Where ``ainvoke``'s output holds the interrupts a run stopped on."""
 

@@ -30,7 +30,7 @@ from ..messages import Message
 from .forms import FormContext
 from .openai_format import assistant, tool_call, tool_result
 from .remote import Pool, RemoteAdapter, ReplyFailed, Secrets, parsed, quote, record_usage, redact_url, tokens
-from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Reply, Thread
+from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession
 
 PROBE_TIMEOUT = 10.0
 """Seconds the look-ups before a run may take (at most the target's own ``timeout``)."""
@@ -183,20 +183,13 @@ class MastraAdapter(RemoteAdapter):
 
 
 
-class MastraSession:
+class MastraSession(TurnSession["MastraAdapter"]):
     """One conversation: the same ``memory`` on every turn; Mastra keeps the history."""
 
     def __init__(self, adapter: MastraAdapter, thread: Thread, memory: dict[str, Any] | None, calls: Calls) -> None:
-        self.adapter = adapter
-        self.thread_id = thread.thread
-        self.resource_id = thread.resource
+        super().__init__(adapter, thread, calls)
         self.memory = memory
-        self.calls = calls
         self.turn = 0
-
-    async def send(self, text: str) -> Reply:
-        messages: list[Message] = await self.calls.call_async(self._turn(text))
-        return Reply(messages)
 
     async def _turn(self, text: str) -> list[Message]:
         adapter, target = self.adapter, self.adapter.target

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..messages import Message
 from .forms import FormAdapter, FormContext
-from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Reply, fresh_thread
+from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession, fresh_thread
 
 OPTIONS = ("temperature", "max_tokens", "seed")
 """``target_options`` a model target takes (per item too): they override the target's own settings."""
@@ -120,24 +120,16 @@ class ModelAdapter(FormAdapter):
         settings = self.settings
         if conversation is not None and conversation.options is not None:  # an item's own target_options
             settings = {**settings, **{k: v for k, v in conversation.options.items() if k in OPTIONS}}
-        return ModelSession(self, thread.thread, thread.resource, calls, settings)
+        return ModelSession(self, thread, calls, settings)
 
 
-class ModelSession:
+class ModelSession(TurnSession["ModelAdapter"]):
     """One conversation: its own history (user and assistant messages), sent with every turn."""
 
-    def __init__(self, adapter: ModelAdapter, thread: str | None, resource: str | None, calls: Calls,
-                 settings: dict[str, Any]) -> None:
-        self.adapter = adapter
+    def __init__(self, adapter: ModelAdapter, thread: Thread, calls: Calls, settings: dict[str, Any]) -> None:
+        super().__init__(adapter, thread, calls)
         self.settings = settings
-        self.thread_id: str | None = thread
-        self.resource_id = resource
-        self.calls = calls
         self.history: list[Message] = []
-
-    async def send(self, text: str) -> Reply:
-        messages: list[Message] = await self.calls.call_async(self._turn(text))
-        return Reply(messages)
 
     async def _turn(self, text: str) -> list[Message]:
         adapter = self.adapter

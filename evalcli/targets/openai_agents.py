@@ -29,10 +29,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agents import ModelSettings, RunConfig, Runner, SQLiteSession
-from pydantic import ValidationError
 
 from ..messages import Message
-from .openai_format import assistant, jsonable, keyword_names, option_validator, tool_call, tool_result, type_name
+from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 
 OWNED = ("starting_agent", "input", "session", "previous_response_id", "auto_previous_response_id",
@@ -83,7 +82,7 @@ class OpenAIAgentsAdapter(Adapter):
             raise TypeError(f"run_config: {exc}") from None
         kind = context_type(obj)
         if "context" in options and kind is not None:
-            as_context(kind, options["context"])
+            as_option(kind, options["context"], "context", "context type")
 
     def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
         """A fresh thread; the resource is not used."""
@@ -99,8 +98,8 @@ class OpenAIAgentsAdapter(Adapter):
             from_setup = "context" in conversation.from_setup
         if "context" in options and (not from_setup or isinstance(options["context"], dict)):
             context = options["context"]  # contexts are mutable: each conversation gets its own
-            options = {**options, "context": as_context(self.context_type, context) if self.context_type is not None
-                       else copy.deepcopy(context)}
+            options = {**options, "context": as_option(self.context_type, context, "context", "context type")
+                       if self.context_type is not None else copy.deepcopy(context)}
         thread = conversation.thread.thread if conversation is not None else new_thread_id()
         starting = raw.get("continue_with", "last_agent") == "starting_agent"
         return OpenAIAgentsSession(self, thread or "", calls, options, config, restart=starting)
@@ -219,18 +218,6 @@ def context_type(agent: Any) -> Any:
         for handoff in getattr(current, "handoffs", None) or ():
             queue.append(getattr(handoff, "agent", None) or handoff)
     return None
-
-
-def as_context(kind: Any, value: Any) -> Any:
-    """A ``context`` written as a mapping, validated into the agent's context type: a new object each time."""
-    if isinstance(kind, type) and isinstance(value, kind) and not isinstance(value, dict):
-        return value
-    validator = option_validator(kind, "context", "context type")
-    try:
-        return validator.validate_python(value)
-    except ValidationError as exc:
-        found = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"'context' does not fit the agent's context type {type_name(kind)} ({found})") from None
 
 
 def run_options(options: dict[str, Any]) -> tuple[dict[str, Any], RunConfig]:

@@ -14,9 +14,12 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter
+from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 
 from ..messages import Message
+
+RESPONSE_ROLES = ("assistant", "tool")
+"""The roles of the messages a turn's response may hold."""
 
 
 def assistant(content: str | None, calls: list[Message] | None = None) -> Message:
@@ -94,3 +97,17 @@ def option_validator(kind: Any, option: str, what: str) -> TypeAdapter[Any]:
         raise ValueError(f"'{option}': the agent's {what} {type_name(kind)} cannot be built from YAML ({first}); "
                          f"build it in Python instead: target_options.setup: module:function, a function returning "
                          f"{{'{option}': {type_name(kind)}(...)}}") from None
+
+
+def as_option(kind: Any, value: Any, option: str, what: str) -> Any:
+    """An option written as a mapping (PydanticAI's ``deps``, the Agents SDK's ``context``), validated into the
+    agent's ``kind`` (its ``what``: a dataclass, a model...): a new object each time. An object that already is
+    one is used as it is."""
+    if isinstance(kind, type) and isinstance(value, kind) and not isinstance(value, dict):
+        return value
+    validator = option_validator(kind, option, what)
+    try:
+        return validator.validate_python(value)
+    except ValidationError as exc:
+        found = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"'{option}' does not fit the agent's {what} {type_name(kind)} ({found})") from None

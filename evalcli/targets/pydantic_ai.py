@@ -24,11 +24,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
 from pydantic_ai import capture_run_messages
 
 from ..messages import Message
-from .openai_format import assistant, jsonable, keyword_names, option_validator, tool_call, tool_result, type_name
+from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result, type_name
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 
 OWNED = ("user_prompt", "message_history", "conversation", "conversation_id")
@@ -84,7 +83,7 @@ class PydanticAIAdapter(Adapter):
             yaml_deps = "deps" in options and "deps" not in conversation.from_setup
         if "deps" in options and (yaml_deps or isinstance(options["deps"], dict)):
             deps = options["deps"]
-            options = {**options, "deps": as_deps(self.deps_type, deps) if self.deps_type is not None
+            options = {**options, "deps": as_option(self.deps_type, deps, "deps", "deps_type") if self.deps_type is not None
                        else copy.deepcopy(deps)}
         thread = conversation.thread.thread if conversation is not None else new_thread_id()
         return PydanticAISession(self, thread, calls, options)
@@ -141,7 +140,7 @@ def run_options(agent: Any, options: Mapping[str, Any], *, typed_deps: bool = Tr
     kwargs = {k: v for k, v in options.items() if k not in RESERVED_OPTIONS}
     deps_type = declared_deps_type(agent)
     if "deps" in kwargs and deps_type is not None and typed_deps:
-        kwargs["deps"] = as_deps(deps_type, kwargs["deps"])
+        kwargs["deps"] = as_option(deps_type, kwargs["deps"], "deps", "deps_type")
     if isinstance(kwargs.get("usage_limits"), dict):
         from pydantic_ai.usage import UsageLimits
 
@@ -150,19 +149,6 @@ def run_options(agent: Any, options: Mapping[str, Any], *, typed_deps: bool = Tr
         except TypeError as exc:
             raise ValueError(f"'usage_limits': {exc}") from None
     return kwargs
-
-
-def as_deps(deps_type: Any, value: Any) -> Any:
-    """``deps`` as written in YAML (or a mapping a setup returned), validated into the agent's ``deps_type`` (a
-    dataclass, a model...): a new object each time. An object that already is one is used as it is."""
-    if isinstance(deps_type, type) and isinstance(value, deps_type) and not isinstance(value, dict):
-        return value
-    validator = option_validator(deps_type, "deps", "deps_type")
-    try:
-        return validator.validate_python(value)
-    except ValidationError as exc:
-        found = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"'deps' does not fit the agent's deps_type {type_name(deps_type)} ({found})") from None
 
 
 def output_retries(messages: Iterable[Any], output_tools: frozenset[str]) -> int:

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..errors import TargetError
 from ..messages import Message
@@ -108,6 +108,27 @@ class Calls(Protocol):
     async def call_async(self, awaitable: Any) -> Any: ...
 
     def llm(self) -> LLMClient: ...
+
+
+A = TypeVar("A", bound="Adapter")
+
+
+class TurnSession(Generic[A]):
+    """A session whose turn is its response messages, made by ``_turn`` under the conversation's ``calls`` (off
+    the loop or not, always under the turn timeout); it keeps its adapter and its thread's ids."""
+
+    def __init__(self, adapter: A, thread: Thread, calls: Calls) -> None:
+        self.adapter = adapter
+        self.thread_id = thread.thread
+        self.resource_id = thread.resource
+        self.calls = calls
+
+    async def send(self, text: str) -> Reply:
+        messages: list[Message] = await self.calls.call_async(self._turn(text))
+        return Reply(messages)
+
+    async def _turn(self, text: str) -> list[Message]:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)

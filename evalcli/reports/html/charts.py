@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..text import fmt
 
@@ -21,6 +22,25 @@ PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#c
 BINS = 10
 PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 34.0, 34.0, 14.0, 22.0
 HISTOGRAM_PAD_RIGHT = 10.0
+
+
+class Frame:
+    """What a chart of ``width`` by ``height`` plots in: the area inside its padding (the y ticks stand left of it,
+    the x labels under it)."""
+
+    width: float
+    height: float
+    left: ClassVar[float] = PAD_LEFT
+    top: ClassVar[float] = PAD_TOP
+    pad_right: ClassVar[float] = PAD_RIGHT
+
+    @property
+    def right(self) -> float:
+        return self.width - self.pad_right
+
+    @property
+    def bottom(self) -> float:
+        return self.height - PAD_BOTTOM
 
 
 @dataclass(frozen=True)
@@ -37,7 +57,7 @@ class Bar:
 
 
 @dataclass(frozen=True)
-class Histogram:
+class Histogram(Frame):
     """One scorer's distribution over the conversations where it scored."""
 
     title: str
@@ -50,14 +70,12 @@ class Histogram:
     peak: int
     width: float = 300.0
     height: float = 130.0
+    pad_right: ClassVar[float] = HISTOGRAM_PAD_RIGHT
 
     @property
     def baseline(self) -> float:
-        return self.height - PAD_BOTTOM
-
-    @property
-    def right(self) -> float:
-        return self.width - HISTOGRAM_PAD_RIGHT
+        """The x axis, where the bars stand."""
+        return self.bottom
 
 
 @dataclass(frozen=True)
@@ -86,7 +104,7 @@ class Tick:
 
 
 @dataclass(frozen=True)
-class LineChart:
+class LineChart(Frame):
     """Several series over shared x labels (turn indexes, or runs)."""
 
     title: str
@@ -98,22 +116,6 @@ class LineChart:
     highlight: float | None = None
     """An x position to mark (this run, among earlier ones)."""
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def left(self) -> float:
-        return PAD_LEFT
-
-    @property
-    def right(self) -> float:
-        return self.width - PAD_RIGHT
-
-    @property
-    def top(self) -> float:
-        return PAD_TOP
-
-    @property
-    def bottom(self) -> float:
-        return self.height - PAD_BOTTOM
 
 
 def value_range(values: list[float]) -> tuple[float, float]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from ...messages import excerpt, message_text
 from ...results import Outcome
@@ -19,7 +19,7 @@ from ..kinds import BuildContext
 from ..naming import id_value, shortened
 from .basic import CheckArgs, CheckScorer, check
 from .matching import values_match
-from .tools import schema_error, schema_validator, valid_schema
+from .tools import JsonSchemaArg, schema_error, schema_validator
 
 
 class AnsweredByArgs(CheckArgs):
@@ -31,13 +31,8 @@ class StructuredOutputArgs(CheckArgs):
                                                                       "(a mapping, compared under `mode`).")
     mode: Literal["partial", "exact"] = Field(
         default="partial", description="partial: every key given, with a matching value; exact: equal as a whole.")
-    json_schema: dict[str, Any] | None = Field(default=None, alias="schema",
-                                               description="A JSON Schema the structured result must be valid against.")
-
-    @field_validator("json_schema")
-    @classmethod
-    def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return valid_schema(value)
+    json_schema: JsonSchemaArg = Field(default=None, alias="schema",
+                                       description="A JSON Schema the structured result must be valid against.")
 
 
 def answered_by(run: ScorerRun, a: AnsweredByArgs) -> Outcome:

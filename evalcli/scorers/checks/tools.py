@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
+from pydantic import AfterValidator, BeforeValidator, Field, SerializerFunctionWrapHandler, model_serializer
 
 from ...messages import assistant_texts, excerpt
 from ...results import Outcome
@@ -23,6 +23,23 @@ from .basic import CheckArgs, CheckScorer, check
 from .matching import ArgsMode, Call, arguments_match, calls_of, maximum_matching, values_match
 
 TrajectoryMode = Literal["strict", "in_order", "unordered", "superset", "subset"]
+
+
+def valid_schema(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A ``schema`` argument checked against its metaschema (a mistake raises ``ValueError`` saying where)."""
+    if value is not None:
+        import jsonschema  # only for datasets that use a schema: it costs 50 ms to import
+
+        try:
+            jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
+        except jsonschema.SchemaError as exc:
+            where = "/".join(map(str, exc.path))
+            raise ValueError(f"not a valid JSON Schema: {exc.message}" + (f" (at {where})" if where else "")) from None
+    return value
+
+
+JsonSchemaArg = Annotated[dict[str, Any] | None, AfterValidator(valid_schema)]
+"""A ``schema`` argument (``json_schema`` by its Python name), checked against its metaschema."""
 
 
 class ToolArgsArgs(CheckArgs):
@@ -64,26 +81,8 @@ class ToolF1Args(CheckArgs):
 
 
 class JsonOutputArgs(CheckArgs):
-    json_schema: dict[str, Any] | None = Field(default=None, alias="schema",
-                                               description="A JSON Schema the JSON must be valid against.")
-
-    @field_validator("json_schema")
-    @classmethod
-    def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return valid_schema(value)
-
-
-def valid_schema(value: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A ``schema`` argument checked against its metaschema (a mistake raises ``ValueError`` saying where)."""
-    if value is not None:
-        import jsonschema  # only for datasets that use a schema: it costs 50 ms to import
-
-        try:
-            jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
-        except jsonschema.SchemaError as exc:
-            where = "/".join(map(str, exc.path))
-            raise ValueError(f"not a valid JSON Schema: {exc.message}" + (f" (at {where})" if where else "")) from None
-    return value
+    json_schema: JsonSchemaArg = Field(default=None, alias="schema", description="A JSON Schema the JSON must be valid "
+                                                                                 "against.")
 
 
 def schema_validator(schema: dict[str, Any] | None) -> Any:

@@ -8,12 +8,22 @@ and declares a judge kind: its model argument, its own prompt version, its usage
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    create_model,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from ...llm import LOCAL_JUDGE_MODEL, LLMClient, UsageSink, default_judge_model
 from ...llm.fence import (
@@ -33,7 +43,18 @@ from ...results import Outcome
 from ..base import ScorerRun, TurnView
 from ..checks.matching import calls_of
 from ..kinds import BuildContext, Kind, register
-from .engine import MAX_SAMPLES, JudgeCall, JudgeFailed, SamplePoint, output_schema, reader, sample_points, sampled, usage_of
+from .engine import (
+    MAX_SAMPLES,
+    JudgeCall,
+    JudgeFailed,
+    SamplePoint,
+    Verdicts,
+    output_schema,
+    reader,
+    sample_points,
+    sampled,
+    usage_of,
+)
 
 M = TypeVar("M", bound=BaseModel)
 A = TypeVar("A", bound=BaseModel)
@@ -260,6 +281,50 @@ def numbered(model: type[M], field: str, key: str, wanted: Sequence[int]) -> Cal
         return [by_number[n] for n in wanted]
 
     return parse
+
+
+@dataclass(frozen=True)
+class Judging:
+    """A judge's call for numbered verdicts (criteria, turns, listed items): exactly one for each number asked for,
+    each ``{key: <number>, "reasoning": ..., flag: <true or false>}``, in a reply ``{"verdicts": [...]}`` read by
+    ``model`` (``names``: the reply's model and its verdict's, the schema's names)."""
+
+    task: str
+    names: tuple[str, str]
+    key: str
+    flag: str
+    labels: tuple[str, str]
+    """How a verdict is listed in the reason: when its flag is true, when it is false."""
+
+    @functools.cached_property
+    def model(self) -> type[Verdicts]:
+        fields: dict[str, Any] = {self.key: int, "reasoning": str, self.flag: bool}
+        verdict = create_model(self.names[1], __base__=Verdicts, **fields)
+        return create_model(self.names[0], __base__=Verdicts, verdicts=list[verdict])  # type: ignore[valid-type]
+
+    def shape(self, wanted: Sequence[int]) -> str:
+        """The closing line of the prompt: the reply's shape, one entry per number asked for."""
+        return verdict_shape(self.key, wanted, self.flag)
+
+    async def ask(self, asking: Asking, prompt: str, wanted: Sequence[int]) -> list[tuple[bool, str]]:
+        """(flag, reasoning) for each number of ``wanted``, in its order; raises ``JudgeFailed``."""
+        verdicts = await asking.ask(self.task, prompt, self.model, numbered(self.model, "verdicts", self.key, wanted))
+        return [(getattr(v, self.flag), v.reasoning) for v in verdicts]
+
+    def lines(self, subjects: Sequence[str], verdicts: Sequence[tuple[bool, str]]) -> str:
+        """The verdicts as a reason lists them, each with its subject."""
+        return verdict_lines([(self.labels[0] if flag else self.labels[1], subject, reasoning)
+                              for subject, (flag, reasoning) in zip(subjects, verdicts, strict=True)])
+
+    async def each(self, asking: Asking, prompt: str, items: Sequence[str], what: str, held: str) -> Outcome:
+        """Every listed item judged, numbered from 1 (``prompt`` closes with the verdicts asked for): scored the
+        share of items whose flag holds, the reason counting them ("2 of 3 {what} {held}.") and listing each."""
+        wanted = list(range(1, len(items) + 1))
+        verdicts = await self.ask(asking, f"{prompt}Give exactly one verdict for each of {what} {numbers(wanted)}.\n"
+                                          + self.shape(wanted), wanted)
+        count = sum(flag for flag, _ in verdicts)
+        return Outcome(score=count / len(items), reason=f"{count} of {len(items)} {what} {held}.\n"
+                                                        f"{self.lines(items, verdicts)}")
 
 
 def cleaned(items: Sequence[str]) -> list[str]:

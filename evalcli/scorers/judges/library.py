@@ -34,20 +34,18 @@ from .kit import (
     Asking,
     BoundJudge,
     JudgeArgs,
+    Judging,
     PlainJudgeArgs,
     api_base_field,
     assistant_transcript,
     declare,
     model_field,
     models_field,
-    numbered,
     numbers,
     replied,
     reply_shape,
     samples_field,
     turns_of,
-    verdict_lines,
-    verdict_shape,
 )
 from .listing import completeness, grounded, knowledge_retention
 
@@ -89,17 +87,8 @@ class RubricArgs(JudgeArgs):
     samples: int = samples_field()
 
 
-class CriterionVerdict(Verdicts):
-    criterion: int
-    reasoning: str
-    satisfied: bool
-
-
-class RubricVerdicts(Verdicts):
-    verdicts: list[CriterionVerdict]
-
-
-RUBRIC_TASK = "You decide, for each criterion of a rubric, whether what the assistant said meets it."
+JUDGE_RUBRIC = Judging("You decide, for each criterion of a rubric, whether what the assistant said meets it.",
+                       ("RubricVerdicts", "CriterionVerdict"), "criterion", "satisfied", ("satisfied", "not satisfied"))
 
 
 async def rubric(asking: Asking, args: RubricArgs, run: ScorerRun) -> Outcome:
@@ -109,18 +98,15 @@ async def rubric(asking: Asking, args: RubricArgs, run: ScorerRun) -> Outcome:
     prompt = (f"Criteria:\n{listed}\n\nThe assistant's side of the conversation follows. {EVIDENCE}\n"
               f"{assistant_transcript(turns_of(run))}\n\nFor each criterion, decide whether the assistant's turns, "
               f"taken together, meet it; if unsure, it is not met. Give exactly one verdict for each of criteria "
-              f"{numbers(wanted)}.\n" + verdict_shape("criterion", wanted, "satisfied"))
-    verdicts: list[CriterionVerdict] = await asking.ask(
-        RUBRIC_TASK, prompt, RubricVerdicts, numbered(RubricVerdicts, "verdicts", "criterion", wanted))
+              f"{numbers(wanted)}.\n" + JUDGE_RUBRIC.shape(wanted))
+    verdicts = await JUDGE_RUBRIC.ask(asking, prompt, wanted)
     total = sum(c.weight for c in criteria)
-    met = sum(c.weight for c, v in zip(criteria, verdicts, strict=True) if v.satisfied)
-    failed_required = any(c.required and not v.satisfied for c, v in zip(criteria, verdicts, strict=True))
+    met = sum(c.weight for c, (satisfied, _) in zip(criteria, verdicts, strict=True) if satisfied)
+    failed_required = any(c.required and not satisfied for c, (satisfied, _) in zip(criteria, verdicts, strict=True))
     score = 0.0 if failed_required else met / total
     head = (f"A required criterion is not satisfied: score 0 (satisfied weight {met:g} of {total:g})."
             if failed_required else f"Score {score:.3f}: satisfied weight {met:g} of {total:g}.")
-    rows = [("satisfied" if v.satisfied else "not satisfied", _labelled(c), v.reasoning)
-            for c, v in zip(criteria, verdicts, strict=True)]
-    return Outcome(score=score, reason=f"{head}\n{verdict_lines(rows)}")
+    return Outcome(score=score, reason=f"{head}\n{JUDGE_RUBRIC.lines([_labelled(c) for c in criteria], verdicts)}")
 
 
 def _labelled(c: Criterion, text: str | None = None) -> str:
@@ -146,17 +132,8 @@ class RoleArgs(JudgeArgs):
 
 
 
-class RoleVerdict(Verdicts):
-    turn: int
-    reasoning: str
-    in_role: bool
-
-
-class RoleVerdicts(Verdicts):
-    verdicts: list[RoleVerdict]
-
-
-ROLE_TASK = "You decide, for each assistant turn, whether the assistant kept the role it was given."
+JUDGE_ROLE = Judging("You decide, for each assistant turn, whether the assistant kept the role it was given.",
+                     ("RoleVerdicts", "RoleVerdict"), "turn", "in_role", ("in role", "out of role"))
 
 
 async def role_adherence(asking: Asking, args: RoleArgs, run: ScorerRun) -> Outcome:
@@ -168,13 +145,12 @@ async def role_adherence(asking: Asking, args: RoleArgs, run: ScorerRun) -> Outc
               f"follows. {EVIDENCE}\n{assistant_transcript(turns)}\n\nFor each of assistant turns {numbers(judged)}, "
               "decide whether the assistant stays in that role in that turn: in character, within the role's scope "
               "and manner. A turn that breaks character, claims to be something else or goes outside the role is out "
-              "of role. Give exactly one verdict for each of those turns.\n" + verdict_shape("turn", judged, "in_role"))
-    verdicts: list[RoleVerdict] = await asking.ask(ROLE_TASK, prompt, RoleVerdicts,
-                                                   numbered(RoleVerdicts, "verdicts", "turn", judged))
-    kept = sum(v.in_role for v in verdicts)
-    rows = [("in role" if v.in_role else "out of role", f"assistant turn {v.turn}", v.reasoning) for v in verdicts]
+              "of role. Give exactly one verdict for each of those turns.\n" + JUDGE_ROLE.shape(judged))
+    verdicts = await JUDGE_ROLE.ask(asking, prompt, judged)
+    kept = sum(in_role for in_role, _ in verdicts)
+    subjects = [f"assistant turn {turn}" for turn in judged]
     return Outcome(score=kept / len(judged), reason=f"{kept} of {len(judged)} assistant turns in role.\n"
-                                                    f"Role: {args.role.strip()}\n{verdict_lines(rows)}")
+                                                    f"Role: {args.role.strip()}\n{JUDGE_ROLE.lines(subjects, verdicts)}")
 
 
 # --- factuality ---------------------------------------------------------------------------------

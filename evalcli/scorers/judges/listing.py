@@ -8,7 +8,12 @@ They are declared in ``judges.py``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import create_model
 
 from ...results import Outcome
 from ..base import ScorerRun
@@ -16,13 +21,13 @@ from .engine import Verdicts, reader
 from .kit import (
     EVIDENCE,
     Asking,
+    Judging,
     PlainJudgeArgs,
     assistant_transcript,
     cleaned,
     conversation_transcript,
     fenced_list,
     fenced_tool_results,
-    numbered,
     numbers,
     replied,
     reply_shape,
@@ -30,51 +35,52 @@ from .kit import (
     turns_of,
     user_transcript,
     verdict_lines,
-    verdict_shape,
 )
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A judge's first call: short sentences listed in a reply ``{field: ["<item>", ...]}`` read by ``model``
+    (named ``name``: the schema's name)."""
+
+    task: str
+    name: str
+    field: str
+    item: str
+
+    @functools.cached_property
+    def model(self) -> type[Verdicts]:
+        fields: dict[str, Any] = {self.field: list[str]}
+        return create_model(self.name, __base__=Verdicts, **fields)
+
+    async def ask(self, asking: Asking, prompt: str) -> list[str]:
+        """The items listed, asked by ``prompt`` closed with the reply's shape: trimmed, blank ones dropped; raises
+        ``JudgeFailed``."""
+        prompt += reply_shape(f'{{"{self.field}": ["<{self.item}>", ...]}}')
+        listed = await asking.ask(self.task, prompt, self.model, reader(self.model))
+        return cleaned(getattr(listed, self.field))
+
 
 # --- completeness -------------------------------------------------------------------------------
 
-class Intentions(Verdicts):
-    intentions: list[str]
-
-
-class IntentionVerdict(Verdicts):
-    intention: int
-    reasoning: str
-    met: bool
-
-
-class IntentionVerdicts(Verdicts):
-    verdicts: list[IntentionVerdict]
-
-
-LIST_INTENTIONS_TASK = "You list what the user wanted from the assistant."
-JUDGE_INTENTIONS_TASK = "You decide, for each of the user's intentions, whether the assistant met it."
+LIST_INTENTIONS = Listing("You list what the user wanted from the assistant.", "Intentions", "intentions", "intention")
+JUDGE_INTENTIONS = Judging("You decide, for each of the user's intentions, whether the assistant met it.",
+                           ("IntentionVerdicts", "IntentionVerdict"), "intention", "met", ("met", "not met"))
 
 
 async def completeness(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outcome:
     turns = turns_of(run)
     prompt = (f"The user's messages follow. {EVIDENCE}\n{user_transcript(turns)}\n\nList the user's intentions: "
               "each distinct thing the user wanted the assistant to do, answer or provide, as one short sentence. "
-              "Greetings, thanks and small talk are not intentions. If there are none, give an empty list.\n"
-              + reply_shape('{"intentions": ["<intention>", ...]}'))
-    listed: Intentions = await asking.ask(LIST_INTENTIONS_TASK, prompt, Intentions, reader(Intentions))
-    intentions = cleaned(listed.intentions)
+              "Greetings, thanks and small talk are not intentions. If there are none, give an empty list.\n")
+    intentions = await LIST_INTENTIONS.ask(asking, prompt)
     if not intentions:
         return Outcome(score=1.0, reason="No intentions listed: nothing to meet.")
-    wanted = list(range(1, len(intentions) + 1))
     prompt = (f"The conversation follows. {EVIDENCE}\n{conversation_transcript(turns)}\n\nThe user's intentions, "
               f"as listed from the user's messages:\n{fenced_list(intentions)}\n\nFor each intention, decide whether "
               "the assistant met it by the end of the conversation: it did what was asked or gave what was wanted. "
-              "A refusal, an excuse or a promise to do it later does not meet it. Give exactly one verdict for each "
-              f"of intentions {numbers(wanted)}.\n" + verdict_shape("intention", wanted, "met"))
-    verdicts: list[IntentionVerdict] = await asking.ask(
-        JUDGE_INTENTIONS_TASK, prompt, IntentionVerdicts, numbered(IntentionVerdicts, "verdicts", "intention", wanted))
-    met = sum(v.met for v in verdicts)
-    rows = [("met" if v.met else "not met", i, v.reasoning) for i, v in zip(intentions, verdicts, strict=True)]
-    return Outcome(score=met / len(intentions), reason=f"{met} of {len(intentions)} intentions met.\n"
-                                                       f"{verdict_lines(rows)}")
+              "A refusal, an excuse or a promise to do it later does not meet it. ")
+    return await JUDGE_INTENTIONS.each(asking, prompt, intentions, "intentions", "met")
 
 
 
@@ -90,18 +96,9 @@ class Facts(Verdicts):
     facts: list[Fact]
 
 
-class LapseVerdict(Verdicts):
-    turn: int
-    reasoning: str
-    lapse: bool
-
-
-class LapseVerdicts(Verdicts):
-    verdicts: list[LapseVerdict]
-
-
 LIST_FACTS_TASK = "You list the facts the user gave the assistant."
-JUDGE_LAPSES_TASK = "You decide, for assistant turns, whether the assistant forgot or contradicted what the user told it."
+JUDGE_LAPSES = Judging("You decide, for assistant turns, whether the assistant forgot or contradicted what the user told "
+                       "it.", ("LapseVerdicts", "LapseVerdict"), "turn", "lapse", ("lapse", "kept"))
 
 
 def _facts_reader(user_turns: set[int]) -> Callable[[str | None], Facts | None]:
@@ -136,36 +133,22 @@ async def knowledge_retention(asking: Asking, args: PlainJudgeArgs, run: ScorerR
               f"{numbers(judged)}, decide whether it has a lapse: it forgets a fact the user had given by then (in "
               "that turn or earlier), for example by asking for it again or ignoring it, or it contradicts such a "
               "fact. A turn that needs no fact has no lapse. Give exactly one verdict for each of those turns.\n"
-              + verdict_shape("turn", judged, "lapse"))
-    verdicts: list[LapseVerdict] = await asking.ask(
-        JUDGE_LAPSES_TASK, prompt, LapseVerdicts, numbered(LapseVerdicts, "verdicts", "turn", judged))
-    lapses = sum(v.lapse for v in verdicts)
-    rows = [("lapse" if v.lapse else "kept", f"assistant turn {v.turn}", v.reasoning) for v in verdicts]
+              + JUDGE_LAPSES.shape(judged))
+    verdicts = await JUDGE_LAPSES.ask(asking, prompt, judged)
+    lapses = sum(flag for flag, _ in verdicts)
+    subjects = [f"assistant turn {turn}" for turn in judged]
     return Outcome(score=1 - lapses / len(judged), reason=f"{lapses} lapse{'s' if lapses != 1 else ''} in {len(judged)} "
                                                           f"judged assistant turns.\nFacts: {shown}\n"
-                                                          f"{verdict_lines(rows)}")
+                                                          f"{JUDGE_LAPSES.lines(subjects, verdicts)}")
 
 
 
 
 # --- grounded -----------------------------------------------------------------------------------
 
-class Claims(Verdicts):
-    claims: list[str]
-
-
-class ClaimVerdict(Verdicts):
-    claim: int
-    reasoning: str
-    supported: bool
-
-
-class ClaimVerdicts(Verdicts):
-    verdicts: list[ClaimVerdict]
-
-
-LIST_CLAIMS_TASK = "You list the factual claims the assistant made."
-JUDGE_CLAIMS_TASK = "You decide, for each claim the assistant made, whether its tool results support it."
+LIST_CLAIMS = Listing("You list the factual claims the assistant made.", "Claims", "claims", "claim")
+JUDGE_CLAIMS = Judging("You decide, for each claim the assistant made, whether its tool results support it.",
+                       ("ClaimVerdicts", "ClaimVerdict"), "claim", "supported", ("supported", "not supported"))
 
 
 async def grounded(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outcome:
@@ -175,25 +158,16 @@ async def grounded(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outc
     prompt = (f"The assistant's side of the conversation follows. {EVIDENCE}\n{assistant_transcript(turns)}\n\nList "
               "the factual claims in the assistant's turns: statements about the world, data or results that could be "
               "checked (not greetings, offers of help, questions, opinions or instructions). Write each as one short "
-              "self-contained sentence. If there are none, give an empty list.\n"
-              + reply_shape('{"claims": ["<claim>", ...]}'))
-    listed: Claims = await asking.ask(LIST_CLAIMS_TASK, prompt, Claims, reader(Claims))
-    claims = cleaned(listed.claims)
+              "self-contained sentence. If there are none, give an empty list.\n")
+    claims = await LIST_CLAIMS.ask(asking, prompt)
     if not claims:
         return Outcome(score=1.0, reason="No claims listed.")
     results = tool_results(run.output)
     if not results:
         rows = [("not supported", c, "there are no tool results") for c in claims]
         return Outcome(score=0.0, reason=f"0 of {len(claims)} claims supported: no tool results.\n{verdict_lines(rows)}")
-    wanted = list(range(1, len(claims) + 1))
     prompt = (f"The results of the assistant's tool calls follow. {EVIDENCE}\n{fenced_tool_results(results)}\n\n"
               f"Claims the assistant made, as listed from its replies:\n{fenced_list(claims)}\n\nFor each claim, "
               "decide whether the tool results support it: a result states it or directly implies it. A claim that no "
-              "result mentions, or that a result contradicts, is not supported. Give exactly one verdict for each of "
-              f"claims {numbers(wanted)}.\n" + verdict_shape("claim", wanted, "supported"))
-    verdicts: list[ClaimVerdict] = await asking.ask(
-        JUDGE_CLAIMS_TASK, prompt, ClaimVerdicts, numbered(ClaimVerdicts, "verdicts", "claim", wanted))
-    supported = sum(v.supported for v in verdicts)
-    rows = [("supported" if v.supported else "not supported", c, v.reasoning) for c, v in zip(claims, verdicts, strict=True)]
-    return Outcome(score=supported / len(claims), reason=f"{supported} of {len(claims)} claims supported by tool "
-                                                         f"results.\n{verdict_lines(rows)}")
+              "result mentions, or that a result contradicts, is not supported. ")
+    return await JUDGE_CLAIMS.each(asking, prompt, claims, "claims", "supported by tool results")
