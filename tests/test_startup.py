@@ -1,8 +1,9 @@
 """Start-up stays light: ``evalcli --help`` and a check-only run never import litellm, aiohttp or openai (model
 calls need them), nor jsonschema, nor jinja2 (which only ``json_output`` with a schema and the HTML report
 need), and a check-only run
-on an existing database does not import sqlite-utils (which pulls in numpy; it creates and migrates
-databases). Which modules got imported is checked in a subprocess; no timing is asserted here (``make
+on an existing database does not import sqlite-utils (it creates and migrates databases; when it does, it is
+imported without numpy). A run whose turns make HTTP requests imports aiohttp before its clock starts, not at its
+first request. Which modules got imported is checked in a subprocess; no timing is asserted here (``make
 bench`` measures time)."""
 
 from __future__ import annotations
@@ -55,7 +56,56 @@ def test_check_only_run_imports_neither_litellm_nor_sqlite_utils(tmp_path: Path)
     code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
     assert code == 0
     assert modules["sqlite_utils"], modules  # a new database: migrations
+    assert not modules["numpy"], modules  # sqlite-utils imported without it
     assert not any(modules[m] for m in ("litellm", "jsonschema", "jinja2", "aiohttp", "openai")), modules
     code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
     assert code == 0
     assert not any(modules.values()), modules
+
+
+# Runs a dataset through the library and reports, at the run's start and at its first turn, whether aiohttp was
+# imported; then checks that numpy can still be imported after sqlite-utils was imported without it.
+AT_START = """
+import json, sys
+from evalcli import run_evals
+from evalcli.store import Store
+
+seen = {}
+
+class Events:
+    def started(self, run_id, total, done):
+        seen["at_start"] = "aiohttp" in sys.modules
+    def item_done(self, result):
+        seen.setdefault("error", result.error)
+    def warning(self, text):
+        pass
+    def stopping(self):
+        pass
+
+run_evals(sys.argv[1], store=Store(sys.argv[2]), events=Events())
+import numpy
+print("SEEN " + json.dumps(seen))
+"""
+
+
+def _seen(tmp_path: Path, dataset: str) -> dict[str, object]:
+    (tmp_path / "d.yaml").write_text(dataset)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-c", AT_START, str(tmp_path / "d.yaml"), str(tmp_path / "x.db")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = next(line for line in done.stdout.splitlines() if line.startswith("SEEN "))
+    return dict(json.loads(line.removeprefix("SEEN ")))
+
+
+def test_an_http_target_run_imports_aiohttp_before_its_clock_starts(tmp_path: Path) -> None:
+    # the endpoint refuses connections: the turn fails, but the import happened before the run started
+    seen = _seen(tmp_path, "target: {http: {url: 'http://127.0.0.1:9/chat'}}\ngates: [{includes: Sunny}]\ndata:\n  - input: Hi\n")
+    assert seen["at_start"] is True
+    assert "cannot connect" in str(seen["error"])
+
+
+def test_a_callable_target_run_does_not_import_aiohttp(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text("def answer(input, *, memory=None):\n    return 'Sunny.'\n")
+    seen = _seen(tmp_path, "target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n  - input: Hi\n")
+    assert seen["at_start"] is False

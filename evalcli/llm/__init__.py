@@ -19,6 +19,7 @@ from .client import (
     UsageSink,
     backend_from_env,
     current_usage,
+    import_http_client,
     import_litellm,
     provider_messages,
     reply_text,
@@ -28,6 +29,6 @@ from .client import (
 from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
 
 __all__ = ["LOCAL_JUDGE_MODEL", "CallRecord", "LLMClient", "LLMError", "LLMSettings", "ResponseCache", "UsageSink",
-           "backend_from_env", "check_settings", "current_usage", "default_judge_model", "import_litellm",
-           "model_problem", "provider_messages", "reply_text", "settings_problems", "supports_json_mode",
-           "supports_json_schema"]
+           "backend_from_env", "check_settings", "current_usage", "default_judge_model", "import_http_client",
+           "import_litellm", "model_problem", "provider_messages", "reply_text", "settings_problems",
+           "supports_json_mode", "supports_json_schema"]

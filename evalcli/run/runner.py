@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from ..aggregate import Aggregator, exit_code
 from ..dataset import Dataset, Item, Selection, dataset_models, load_dataset
 from ..errors import INTERNAL_ERROR, UsageError, describe
-from ..llm import LLMClient, LLMSettings, UsageSink, check_settings, import_litellm, model_problem
+from ..llm import LLMClient, LLMSettings, UsageSink, check_settings, import_http_client, import_litellm, model_problem
 from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
 from ..store import Store, StoredOptions, StoreWriter, new_run_id
@@ -138,14 +138,6 @@ def _release_switch_interval() -> None:
         _switch_runs -= 1
         if _switch_runs == 0:
             sys.setswitchinterval(_switch_saved)
-
-
-def _import_http_client() -> None:
-    """Import aiohttp before the run starts when its conversations will make HTTP requests (an ``http`` or ``mastra``
-    target, or any model call): imported at the first request instead, its 0.3-0.5 s of CPU stalled every
-    conversation's first turn, and counted in their durations."""
-    with contextlib.suppress(ImportError):  # a missing package is the first request's error, as before
-        import aiohttp  # noqa: F401
 
 
 def _import_quietly(settings: LLMSettings, models: list[str]) -> None:
@@ -317,8 +309,8 @@ class Runner:
             self.events.item_done(result)
 
         models = [model for model, _ in dataset_models(self.dataset) if model_problem(model) is None] if to_run else []
-        if models or (to_run and getattr(self.dataset.target, "speaks_http", False)):
-            _import_http_client()
+        if to_run:
+            import_http_client(models, always=bool(getattr(self.dataset.target, "speaks_http", False)))
         try:
             if store is not None:
                 resume = bool(self.options.resume)
