@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.models.openai import OpenAIResponsesModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from examples.frameworks.weather import INSTRUCTIONS, UnknownCity, api_key, base_url, forecast, model_name
+from examples.frameworks.weather import INSTRUCTIONS, api_key, base_url, model_name
+from examples.frameworks.weather_pydantic_ai import get_weather  # the same tool as the first example's
 
 
 @dataclass
@@ -54,18 +55,7 @@ def home_city(ctx: RunContext[HomeDeps]) -> str:
     return str(row[0])
 
 
-@agent.tool_plain
-def get_weather(city: str, day: Literal["today", "tomorrow"] = "today") -> dict[str, Any]:
-    """Get the weather forecast for a city.
-
-    Args:
-        city: The city name, e.g. "Brooklyn".
-        day: "today" or "tomorrow".
-    """
-    try:
-        return forecast(city, day)
-    except UnknownCity as exc:
-        raise ModelRetry(str(exc)) from exc
+agent.tool_plain(get_weather)
 
 
 @agent.output_validator

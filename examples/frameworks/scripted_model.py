@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from examples.frameworks.scripted_rules import next_message
+from examples.loopback import json_server
 
 __all__ = ["chat_messages", "completion", "next_message", "response", "serve"]
 
@@ -119,27 +119,9 @@ def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
     return completion(next_message(body.get("messages") or [], tools), model)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        data = json.dumps(answer(self.path, body)).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
 def serve(port: int = 0) -> ThreadingHTTPServer:
     """The server on 127.0.0.1:``port`` (0: any free port), not yet serving."""
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
-    return server
+    return json_server(answer, port)
 
 
 def main() -> None:

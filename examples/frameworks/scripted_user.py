@@ -17,13 +17,13 @@ real user would say too; asked again, that repeat ends the conversation as a ``l
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from evalcli.llm.fence import TRANSCRIPT_END, TRANSCRIPT_START
+from examples.loopback import json_server
 
 STOP = "###STOP###"
 DAYS = ("tomorrow", "today", "tonight")
@@ -99,26 +99,14 @@ def completion(content: str, model: str) -> dict[str, Any]:
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        reply = next_user_message(body.get("messages") or [])
-        data = json.dumps(completion(reply, str(body.get("model", "scripted-user")))).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The response body for a chat completion request: the user's next message."""
+    return completion(next_user_message(body.get("messages") or []), str(body.get("model", "scripted-user")))
 
 
 def serve(port: int = 0) -> ThreadingHTTPServer:
     """The server on 127.0.0.1 (``port`` 0: any free one), not yet serving: call ``serve_forever``."""
-    return ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    return json_server(answer, port)
 
 
 def main() -> None:

@@ -10,14 +10,14 @@ records which agent wrote it. The agents use the SDK's default model (the Respon
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Literal
 
 from agents import Agent, RunContextWrapper, function_tool, handoff, set_tracing_disabled
 from pydantic import BaseModel
 
-from examples.frameworks.weather import INSTRUCTIONS, forecast, model_name
+from examples.frameworks.weather import INSTRUCTIONS, model_name
+from examples.frameworks.weather_openai_agents import get_weather  # the same tool as the first example's
 
 # the SDK exports traces to OpenAI by default; an eval run sends none unless asked to
 set_tracing_disabled(os.environ.get("EVALCLI_AGENT_TRACING") != "1")
@@ -29,17 +29,6 @@ class TripContext(BaseModel):
     traveller: str
     booking_ref: str | None = None
     bookings: list[str] = []
-
-
-@function_tool
-def get_weather(city: str, day: Literal["today", "tomorrow"] = "today") -> str:
-    """Get the weather forecast for a city.
-
-    Args:
-        city: The city name, e.g. "Brooklyn".
-        day: "today" or "tomorrow".
-    """
-    return json.dumps(forecast(city, day))
 
 
 @function_tool

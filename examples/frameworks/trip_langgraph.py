@@ -10,10 +10,10 @@ its ``structured`` result. The model is any Chat Completions endpoint (``OPENAI_
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, NotRequired
 
 from langchain_core.messages import SystemMessage, ToolMessage
-from langchain_core.tools import InjectedToolCallId, ToolException, tool
+from langchain_core.tools import InjectedToolCallId, tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
@@ -21,7 +21,8 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
-from examples.frameworks.weather import INSTRUCTIONS, UnknownCity, api_key, base_url, forecast, model_name
+from examples.frameworks.weather import INSTRUCTIONS, api_key, base_url, model_name
+from examples.frameworks.weather_langgraph import get_weather  # the same tool as the first example's
 
 
 class TripState(TypedDict):
@@ -45,21 +46,6 @@ def confirm_city(city: str, tool_call_id: Annotated[str, InjectedToolCallId]) ->
                                                     tool_call_id=tool_call_id)]})
 
 
-@tool
-def get_weather(city: str, day: Literal["today", "tomorrow"] = "today") -> dict[str, Any]:
-    """Get the weather forecast for a city.
-
-    Args:
-        city: The city name, e.g. "Brooklyn".
-        day: "today" or "tomorrow".
-    """
-    try:
-        return forecast(city, day)
-    except UnknownCity as exc:
-        raise ToolException(str(exc)) from exc
-
-
-get_weather.handle_tool_error = True
 TOOLS = [confirm_city, get_weather]
 chat = ChatOpenAI(model=model_name(), base_url=base_url(), api_key=api_key(),  # type: ignore[arg-type]
                   use_responses_api=False).bind_tools(TOOLS)

@@ -12,16 +12,15 @@ evalcli sends the conversation's history with every turn. ``--port 0`` picks a f
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from examples.loopback import json_server
 from examples.weather_agent import FORECASTS
 
 FAVOURITE = re.compile(r"favou?rite city is\s+(\w+)", re.IGNORECASE)
@@ -62,34 +61,22 @@ def answer(messages: list[dict[str, Any]]) -> str:
     return f"{day.title()} in {city.title()}: {condition}, {degrees}."
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        messages = body.get("messages") or []
-        words = answer(messages)
-        prompt_tokens = sum(len(text_of(m).split()) for m in messages)
-        data = json.dumps({"id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()),
-                           "model": str(body.get("model", "scripted")),
-                           "choices": [{"index": 0, "message": {"role": "assistant", "content": words},
-                                        "finish_reason": "stop"}],
-                           "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(words.split()),
-                                     "total_tokens": prompt_tokens + len(words.split())}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+def completion(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The response body for a chat completion request: the answer, with words counted as tokens."""
+    messages = body.get("messages") or []
+    words = answer(messages)
+    prompt_tokens = sum(len(text_of(m).split()) for m in messages)
+    return {"id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()),
+            "model": str(body.get("model", "scripted")),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": words}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(words.split()),
+                      "total_tokens": prompt_tokens + len(words.split())}}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=8766)
-    server = ThreadingHTTPServer(("127.0.0.1", parser.parse_args().port), Handler)
+    server = json_server(completion, parser.parse_args().port)
     print(f"PORT {server.server_address[1]}", flush=True)
     print(f"scripted chat model on http://127.0.0.1:{server.server_address[1]}/v1", file=sys.stderr, flush=True)
     try:
