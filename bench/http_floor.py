@@ -84,8 +84,8 @@ def report(latency: float, concurrency: int, sleep_turn_ms: float | None) -> Non
     print(f"  http target's floor (one process, {concurrency} in flight, {latency * 1000:g} ms): aiohttp alone "
           f"{raw:.3f} ms CPU per request, evalcli's http session {session:.3f} ms (+{session - raw:.3f} ms for "
           "templates, JMESPath, messages, usage)" +
-          (f"; with the sleeping target's turn ({sleep_turn_ms:.3f} ms) the least an http turn can cost here is "
-           f"{raw + sleep_turn_ms:.3f} ms" if sleep_turn_ms is not None else ""))
+          (f"; aiohttp's request plus the sleeping target's turn ({sleep_turn_ms:.3f} ms): {raw + sleep_turn_ms:.3f} ms "
+           "per http turn before evalcli's http code" if sleep_turn_ms is not None else ""))
 
 
 def main() -> None:
