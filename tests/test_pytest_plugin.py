@@ -59,6 +59,17 @@ def test_each_conversation_is_an_item_failing_with_its_gates_and_transcript(tmp_
                      result.out)
 
 
+
+def test_a_failure_points_at_the_line_its_conversation_starts_on(tmp_path: Path) -> None:
+    write_project(tmp_path, {"datasets/weather.yaml": WEATHER})
+    result = run_pytest(tmp_path, "datasets/weather.yaml", "--tb=line")
+    assert result.code == 1, result.out
+    lines = (tmp_path / "datasets/weather.yaml").read_text().splitlines()
+    for item in ("paris", "london-two-days", "boom"):
+        line = lines.index(f"  - id: {item}") + 1
+        assert re.search(rf"datasets/weather\.yaml:{line}: conversation {item}", result.out), (item, line, result.out)
+    assert re.search(r"datasets/weather\.yaml:1: verdict failed", result.out)  # the verdict has no line of its own
+
 def test_deselected_conversations_are_not_played(tmp_path: Path) -> None:
     write_project(tmp_path, {"datasets/weather.yaml": WEATHER})
     smoke = run_pytest(tmp_path, "datasets/weather.yaml", "-m", "smoke", "--strict-markers", "--junitxml=junit.xml")

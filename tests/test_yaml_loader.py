@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from evalcli.dataset import yamlnodes, yamlsrc
+from evalcli.dataset import load_dataset, yamlnodes, yamlsrc
 from evalcli.errors import DatasetError
 from tests.conftest import REPO
 
@@ -192,3 +192,36 @@ def test_libyaml_loads_a_large_dataset_several_times_faster(tmp_path: Path) -> N
     pure = cpu(lambda: yaml.load(text, Loader=yaml.SafeLoader))
     assert yamlsrc.load_yaml(text, "f.yaml", env={})[0] == yaml.safe_load(text)
     assert fast * 3 < pure, (fast, pure)
+
+
+def test_yaml_and_jsonl_items_know_the_line_they_start_on(tmp_path: Path) -> None:
+    """What the pytest plugin points a conversation's failure at (a YAML item had none)."""
+    (tmp_path / "agents.py").write_text("def echo(input, **kw):\n    return input\n")
+    (tmp_path / "d.yaml").write_text("target: agents:echo\nscorers: [{includes: a}]\ndata:\n"
+                                     "  - input: a\n\n  - id: two\n    inputs: [a, b]\n  # a comment\n"
+                                     "  - turns:\n      - input: a\n")
+    (tmp_path / "d.jsonl").write_text('{"target": "agents:echo", "scorers": [{"includes": "a"}]}\n\n'
+                                      '{"input": "a"}\n{"id": "two", "inputs": ["a", "b"]}\n')
+    assert [i.line for i in load_dataset(tmp_path / "d.yaml").items] == [4, 6, 9]
+    assert [i.line for i in load_dataset(tmp_path / "d.jsonl").items] == [3, 4]
+
+
+def test_a_registered_name_is_parsed_once_but_an_import_error_names_every_reference(tmp_path: Path) -> None:
+    """A registered check named on every turn is one spec (memory flat in the turns); a registered custom scorer
+    whose import fails is reported where each reference is written."""
+    (tmp_path / "agents.py").write_text("def echo(input, **kw):\n    return input\n")
+    (tmp_path / "scorers.yaml").write_text("scorers:\n  said-a: {includes: a}\n"
+                                           "  missing: {python: {function: nowhere:check}}\n")
+    turns = "    turns:\n      - {input: a, gates: [said-a]}\n      - {input: b, gates: [said-a]}\n"
+    (tmp_path / "d.yaml").write_text(f"target: agents:echo\ngates: [said-a]\ndata:\n  - id: one\n{turns}"
+                                     f"  - id: two\n{turns}")
+    items = load_dataset(tmp_path / "d.yaml").items
+    specs = [g for i in items for t in i.turns or () for g in t.gates]
+    assert len(specs) == 4 and all(s is specs[0] for s in specs) and specs[0].registered
+    (tmp_path / "d.yaml").write_text("target: agents:echo\ngates: [said-a]\ndata:\n"
+                                     "  - turns:\n      - {input: a, scorers: [missing]}\n"
+                                     "      - {input: b, scorers: [missing]}\n")
+    with pytest.raises(DatasetError) as error:
+        load_dataset(tmp_path / "d.yaml")
+    places = [p.where for p in error.value.problems if "nowhere" in p.message]
+    assert places == [f"{tmp_path / 'd.yaml'}:5:30", f"{tmp_path / 'd.yaml'}:6:30"], error.value.problems

@@ -204,7 +204,8 @@ def parse_list(raw: Any, path: Path, pos: Positions, registry: Registry, problem
     specs: list[ScorerSpec] = []
     seen: dict[str, int] = {}
     for i, entry in enumerate(raw):
-        spec = parse_ref(entry, (*path, i), pos, registry, problems, gate=gate)
+        named = registry.named.get(entry) if type(entry) is str else None  # a registered name met before
+        spec = named or parse_ref(entry, (*path, i), pos, registry, problems, gate=gate)
         if spec is None:
             continue
         if spec.id in seen:
@@ -212,15 +213,24 @@ def parse_list(raw: Any, path: Path, pos: Positions, registry: Registry, problem
                                         "give one of them its own name: {scorer: ..., id: another-name}"))
             continue
         seen[spec.id] = i
-        specs.append(_shared(spec, registry))
+        if named is None:
+            spec = _shared(spec, registry)
+            if type(entry) is str and entry in registry.scorers and _plain(spec):
+                registry.named[entry] = spec
+        specs.append(spec)
     return specs
+
+
+def _plain(spec: ScorerSpec) -> bool:
+    """Whether a spec is shared by every identical reference (a kind that imports code keeps each its own place)."""
+    kind = find_kind(spec.kind)
+    return kind is None or kind.imports is None
 
 
 def _shared(spec: ScorerSpec, registry: Registry) -> ScorerSpec:
     """The spec already parsed for an identical reference, if any: a gate on every turn of a large
     dataset is then one object, not one per turn (memory stays flat in the number of items)."""
-    kind = find_kind(spec.kind)
-    if kind is not None and kind.imports is not None:
+    if not _plain(spec):
         return spec  # an import error names this reference's own place
     threshold = spec.threshold
     key = (spec.id, spec.kind, json.dumps(spec.args, sort_keys=True, default=repr), spec.registered,

@@ -30,8 +30,8 @@ def render_fact(value: Any) -> str:
 
 def parse_simulation(raw: Any, path: Path, pos: Positions, label: str, problems: list[Problem]) -> Simulation | None:
     """The simulated user of a ``simulate`` block, or ``None`` after adding every mistake in it to ``problems``."""
-    block = validated(SimulateFile, raw, path, pos, f"{label} simulate", problems, pos.problem(
-        path, f"{label}: 'simulate' must be a mapping with at least 'goal'", "write 'simulate: {goal: what the user wants}'"))
+    block = validated(SimulateFile, raw, path, pos, f"{label} simulate", problems, (
+        f"{label}: 'simulate' must be a mapping with at least 'goal'", "write 'simulate: {goal: what the user wants}'"))
     if block is None:
         return None
     facts = tuple((str(name), render_fact(value)) for name, value in (block.facts or {}).items())

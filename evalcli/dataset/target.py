@@ -53,8 +53,8 @@ def resolve_target(raw: str | dict[str, Any], options: dict[str, Any], pos: Posi
         problems.append(pos.problem(at, exc.message, exc.hint))
         return ResolvedTarget(name, None)
     where = (*at, *inside)
-    config = validated(cls.config_model, settings, where, pos, f"the {name} target", problems, pos.problem(
-        where, f"the {name} target's settings must be a mapping", f"write '{name}: {{url: ...}}'"))
+    config = validated(cls.config_model, settings, where, pos, f"the {name} target", problems, (
+        f"the {name} target's settings must be a mapping", f"write '{name}: {{url: ...}}'"))
     if config is None:
         return ResolvedTarget(name, None)
     spec, secrets = cls.describe(config), cls.secrets(config)

@@ -60,6 +60,17 @@ class Positions:
             path = path[:-1]
             key = False
 
+    def line(self, path: Sequence[str | int]) -> int | None:
+        """The 1-based line of the value at ``path`` (of the deepest known part of it), if known."""
+        if self.root is not None:
+            return self._locate(tuple(path), False)[0] + 1
+        path = tuple(path)
+        while True:
+            spot = self.values.get(path)
+            if spot is not None or not path:
+                return spot[0] if spot else None
+            path = path[:-1]
+
     def _locate(self, path: Path, key: bool) -> tuple[int, int]:
         """The place of the deepest node along ``path`` (of its key, when asked and the whole path is found).
         Keys are matched as ``load_yaml`` made them; a repeated key finds its last occurrence (the value kept)."""
@@ -310,11 +321,12 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def validated(model: type[M], raw: Any, path: Path, pos: Positions, what: str, problems: list[Problem],
-              not_a_mapping: Problem) -> M | None:
-    """``raw`` validated as ``model``; else ``None``, after adding ``not_a_mapping`` (when it is not a mapping) or a
-    located problem for each mistake (``what`` names the part of the file, e.g. ``item 3``)."""
+              not_a_mapping: tuple[str, str]) -> M | None:
+    """``raw`` validated as ``model``; else ``None``, after adding the problem ``not_a_mapping`` (message, hint) at
+    ``path`` when it is not a mapping, or a located problem for each mistake (``what`` names the part of the file,
+    e.g. ``item 3``)."""
     if not isinstance(raw, dict):
-        problems.append(not_a_mapping)
+        problems.append(pos.problem(path, *not_a_mapping))
         return None
     try:
         return model.model_validate(raw)

@@ -90,6 +90,8 @@ class Registry:
     secret_values: set[str] = field(default_factory=set)
     shared: dict[tuple[Any, ...], ScorerSpec] = field(default_factory=dict, repr=False, compare=False)
     """The one spec kept for each distinct reference parsed against this registry (see ``parse_list``)."""
+    named: dict[str, ScorerSpec] = field(default_factory=dict, repr=False, compare=False)
+    """That spec for a registered scorer's name, met as a reference before: parsed once, not on every turn."""
     problems: list[Problem] = field(default_factory=list)
     """Mistakes in the registry file; datasets report them beside their own."""
     broken: set[str] = field(default_factory=set)
