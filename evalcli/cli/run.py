@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from ..errors import DatasetError, Problem, UsageError
 from ..llm import check_settings
 from ..reports import (
     JsonReport,
+    JsonSpool,
     JsonStream,
     JUnitSuite,
     MarkdownSummary,
@@ -252,6 +254,7 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     check_request(request)
     check_settings()
     runs = load_all(request.datasets, request.scorers, request.targets)
+    gc.freeze()  # what loading made lives as long as the command: the collector need not walk it again in the run
     outputs = Outputs.plan(request, runs)
     redact = Redactor(extra=set().union(*(r.dataset.secret_values for r in runs)))
     history = request.resume or request.rerun_failed
@@ -281,11 +284,18 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
                         events.warning(why or _empty_note(request, dataset))
                         continue
                     current, watched.run_id = dataset, None
-                    result = loop.run(arun_evals(dataset, store=store, options=options, events=watched))
-                    watched.close()
-                    codes.append(result.exit_code)
-                    finished.append((dataset, result.run_id))
-                    suite, section = _report(request, result, dataset, store, out, redact, outputs, n, stream)
+                    # a fresh run whose JSON is the one report needing every conversation renders it as it goes
+                    spool = JsonSpool(redact) if (stream is not None or outputs.json[n] is not None) and not history \
+                        and not _reads_every_item(request, outputs, n) else None
+                    with contextlib.closing(spool) if spool is not None else contextlib.nullcontext():
+                        if spool is not None:
+                            options = replace(options, on_stored=spool.add)
+                        result = loop.run(arun_evals(dataset, store=store, options=options, events=watched))
+                        watched.close()
+                        codes.append(result.exit_code)
+                        finished.append((dataset, result.run_id))
+                        suite, section = _report(request, result, dataset, store, out, redact, outputs, n, stream,
+                                                 spool)
                     if suite is not None:
                         suites.append((outputs.junit[n], suite))
                     if section is not None:
@@ -340,9 +350,18 @@ def _empty_note(request: RunRequest, dataset: Dataset) -> str:
            "in all): nothing to run"
 
 
+def _reads_every_item(request: RunRequest, outputs: Outputs, n: int) -> bool:
+    """Whether a report besides the JSON reads every conversation of run ``n`` back (``--quiet`` alone reads only
+    those that errored)."""
+    return not request.quiet or any(o[n] is not None for o in (outputs.junit, outputs.markdown, outputs.html)) \
+        or bool(os.environ.get("GITHUB_STEP_SUMMARY"))
+
+
 def _report(request: RunRequest, result: RunResult, dataset: Dataset, store: Store, out: Console, redact: Redactor,
-            outputs: Outputs, n: int, stream: JsonStream | None) -> tuple[ET.Element | None, str | None]:
-    """Read the run's conversations once and feed every report; returns its JUnit suite and Markdown section."""
+            outputs: Outputs, n: int, stream: JsonStream | None,
+            spool: JsonSpool | None = None) -> tuple[ET.Element | None, str | None]:
+    """Read the run's conversations once and feed every report (the JSON from ``spool``, when it holds them all:
+    nothing failed to be stored or kept); returns its JUnit suite and Markdown section."""
     terminal = TerminalReport(out, result, [s.id for s in dataset.scorers], [g.id for g in dataset.gates],
                               verbose=request.verbose, quiet=request.quiet, db_path=str(request.db))
     junit = JUnitSuite(result) if outputs.junit[n] else None
@@ -350,14 +369,19 @@ def _report(request: RunRequest, result: RunResult, dataset: Dataset, store: Sto
     json_reports = [stream.report(result, redact)] if stream is not None else []
     json_path, html_path = outputs.json[n], outputs.html[n]
     html = _html_report(store, result, redact) if html_path is not None else None
+    spooled = spool is not None and spool.usable and not result.store_error
     with contextlib.ExitStack() as files:
         if json_path is not None:
             json_reports.append(JsonReport(files.enter_context(open_for_writing(json_path)), result, redact))
-        reports = [r for r in (terminal, *json_reports, junit, markdown, html) if r is not None]
+        reports = [r for r in (terminal, *([] if spooled else json_reports), junit, markdown, html) if r is not None]
         if len(reports) > 1 or not request.quiet:
             deliver(store.load_items(result.run_id), reports)
         elif result.summary.errors:
             deliver(store.load_items(result.run_id, errors_only=True), reports)  # --quiet: the verdict and errors
+        if spooled and spool is not None:
+            for text in spool.texts():
+                for report in json_reports:
+                    report.rendered(text)
         for report in json_reports:
             report.close()
     if html is not None and html_path is not None:

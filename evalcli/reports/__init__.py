@@ -12,7 +12,7 @@ from .compare import comparison_table, render_comparison
 from .diff import render_diff
 from .files import per_dataset
 from .history import merge_lines, runs_table
-from .json import JsonReport, JsonStream, Report, deliver
+from .json import JsonReport, JsonSpool, JsonStream, Report, deliver
 from .plain import conversation_text, plain_text, verdict_text
 from .terminal import TerminalReport, aggregate_tables, interrupted_line, summary_line, verdict_line
 from .text import (
@@ -29,7 +29,7 @@ from .text import (
 )
 from .transcript import item_document, render_item
 
-__all__ = ["NOT_SCORABLE", "VERDICT_STYLE", "JUnitSuite", "JsonReport", "JsonStream", "MarkdownSummary", "Report",
+__all__ = ["NOT_SCORABLE", "VERDICT_STYLE", "JUnitSuite", "JsonReport", "JsonSpool", "JsonStream", "MarkdownSummary", "Report",
            "TerminalReport", "aggregate_tables", "comparison_table", "conversation_text", "deliver", "fmt",
            "interrupted_line", "item_document", "junit_document", "merge_lines", "missed_gates", "one_line",
            "per_dataset", "plain_text", "plural", "render_comparison", "render_diff", "render_item", "runs_table",

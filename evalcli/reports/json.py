@@ -1,13 +1,16 @@
 """The JSON result of SPEC §7, streamed; and how one read of a run's conversations feeds every report.
 
 After a run its conversations are read once, in dataset order, and each one is handed to every report in
-turn (``deliver``): one stream feeds the terminal, JSON, JUnit, Markdown and HTML alike.
+turn (``deliver``): one stream feeds the terminal, JSON, JUnit, Markdown and HTML alike. When only the JSON
+needs every conversation (``--quiet --json``), each one's JSON is rendered while the run goes on instead, as the
+writer thread stores it (``JsonSpool``), and written out in dataset order at the end.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
@@ -46,12 +49,62 @@ class JsonReport:
         self.out.write(body[:-2] + ',\n' + self.indent + '  "items": [')
 
     def item(self, item: ItemResult) -> None:
-        text = self.redact.dumps(item.to_json(), ensure_ascii=False, default=str)
+        self.rendered(item_json(item, self.redact))
+
+    def rendered(self, text: str) -> None:
+        """A conversation's JSON, rendered already (``item_json``)."""
         self.out.write(("," if self.count else "") + "\n" + self.indent + "    " + text)
         self.count += 1
 
     def close(self) -> None:
         self.out.write("\n" + self.indent + "  ]\n" + self.indent + "}")
+
+
+def item_json(item: ItemResult, redact: Redactor) -> str:
+    """One conversation's entry in ``items``, on one line, secrets redacted."""
+    return redact.dumps(item.to_json(), ensure_ascii=False, default=str)
+
+
+class JsonSpool:
+    """Each stored conversation's JSON, rendered as the writer thread stores it (``RunOptions.on_stored``), kept in
+    a temporary file (memory stays flat in the number of conversations) and given back in dataset order.
+
+    What it holds is what reading the run back would give: each conversation is rendered from its rows just
+    written. If one cannot be kept (the temporary disk is full), ``usable`` is false and the report reads the run
+    back after all."""
+
+    def __init__(self, redact: Redactor) -> None:
+        self.redact = redact
+        self.file = tempfile.TemporaryFile()
+        self.spans: dict[int, tuple[int, int]] = {}
+        self.failed: OSError | None = None
+
+    def add(self, item: ItemResult) -> None:
+        if self.failed is not None:
+            return
+        data = item_json(item, self.redact).encode("utf-8")
+        try:
+            at = self.file.seek(0, 2)
+            self.file.write(data)
+        except OSError as exc:
+            self.failed = exc
+            return
+        self.spans[item.index] = (at, len(data))  # a conversation written again (a retried batch) replaces its text
+
+    @property
+    def usable(self) -> bool:
+        return self.failed is None
+
+    def texts(self) -> Iterator[str]:
+        """The conversations' JSON in dataset order."""
+        self.file.flush()
+        for index in sorted(self.spans):
+            at, size = self.spans[index]
+            self.file.seek(at)
+            yield self.file.read(size).decode("utf-8")
+
+    def close(self) -> None:
+        self.file.close()
 
 
 @dataclass

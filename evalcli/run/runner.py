@@ -28,7 +28,7 @@ from ..errors import INTERNAL_ERROR, UsageError, describe
 from ..llm import LLMClient, LLMSettings, UsageSink, check_settings, import_http_client, import_litellm, model_problem
 from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
-from ..store import Store, StoredOptions, StoreWriter, new_run_id
+from ..store import Store, StoredOptions, StoreWriter, new_run_id, stored_items
 from ..targets import TargetCalls, TargetThreads
 from .conversation import Conversation
 from .drivers import PlayContext
@@ -69,6 +69,10 @@ class RunOptions:
     """After an interrupt, how long conversations in flight may take to finish before they are cancelled."""
     repeat: int = 1
     """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
+    on_stored: Callable[[ItemResult], None] | None = None
+    """Called in the writer thread with each conversation as it is stored (read back from the rows just written, as
+    ``Store.load_items`` reads it), in the order they finish; it must not raise. The CLI renders each one's JSON
+    there, while the run goes on, instead of reading them all back after it."""
 
     def stored(self, plan: Plan, config: dict[str, str] | None = None) -> StoredOptions:
         """What the run's row keeps of these options (and of its plan and the dataset's configuration)."""
@@ -186,10 +190,11 @@ class RunContext:
         if self.writer is not None:
             await asyncio.wrap_future(self.writer.statements(build))
 
-    def write_later(self, build: Callable[[], list[Any]]) -> None:
-        """Statements handed to the writer thread; nobody waits (errors surface when the run closes)."""
+    def write_later(self, build: Callable[[], list[Any]], then: Callable[[Any], Any] | None = None) -> None:
+        """Statements handed to the writer thread (``then`` run after them, on its connection); nobody waits (errors
+        surface when the run closes)."""
         if self.writer is not None:
-            self._queued.append(self.writer.statements(build))
+            self._queued.append(self.writer.statements(build, then))
 
     async def keep_up(self) -> None:
         """Wait while ``WRITE_BACKLOG`` writes are queued, so results cannot pile up in memory faster than
@@ -296,12 +301,15 @@ class Runner:
                     results[result.index] = result
         registered = {s.id for s in self.dataset.all_specs() if s.registered}
         usage = UsageSink()
+        on_stored = self.options.on_stored
 
         def finished(result: ItemResult) -> None:
             aggregator.add(result)
             rates.add(result)
             if store is not None:
-                context.write_later(lambda: store.item_statements(run_id, result, registered))
+                context.write_later(lambda: store.item_statements(run_id, result, registered),
+                                    None if on_stored is None else
+                                    lambda conn: on_stored(next(stored_items(conn, run_id, index=result.index))))
             if self.options.keep_items:
                 results[result.index] = result
             for record in result.usage:

@@ -132,10 +132,7 @@ class Store:
     def query(self, sql: str, params: Any = ()) -> Iterator[dict[str, Any]]:
         """Rows as dicts, like sqlite-utils' ``Database.query`` (which history, diff and reports use through
         ``db``), without importing sqlite-utils on the path of a run."""
-        cursor = self.conn.execute(sql, params)
-        columns = [d[0] for d in cursor.description]
-        for row in cursor:
-            yield dict(zip(columns, row, strict=True))
+        return _rows(self.conn, sql, params)
 
     def close(self) -> None:
         self.conn.close()
@@ -336,25 +333,7 @@ class Store:
         Streamed: items and turns are read side by side (both ordered by item index), so reading back
         a large run holds one conversation at a time, never the whole run.
         """
-        errored = (" AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status = 'error')"
-                   if errors_only else "")
-        params = [run_id, run_id] if errors_only else [run_id]
-        turn_rows = self.query(f"SELECT * FROM turns WHERE run_id = ?{errored} ORDER BY item_index, turn_index", params)
-        pending = next(turn_rows, None)
-        for row in self.query(f"SELECT * FROM items WHERE run_id = ?{errored} ORDER BY item_index", params):
-            turns: list[TurnRecord] = []
-            while pending is not None and pending["item_index"] <= row["item_index"]:
-                if pending["item_index"] == row["item_index"]:
-                    turns.append(_turn_record(pending))
-                pending = next(turn_rows, None)
-            gates, scores, thresholds = outcomes_from_json(json.loads(row["outcomes"] or "{}"))
-            plays = json.loads(row["gate_plays"] or "{}")
-            yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
-                             row["thread_id"], row["resource_id"], turns, gates, scores, row["error"],
-                             row["traceback"], row["duration_ms"] or 0.0, thresholds=thresholds,
-                             stop_reason=row["stop_reason"], metadata=_json_or(row.get("metadata"), {}),
-                             repeats=row["repeats"] or 1, gate_passes={g: int(p[0]) for g, p in plays.items()},
-                             gate_plays={g: int(p[1]) for g, p in plays.items()})
+        return stored_items(self.conn, run_id, errors_only=errors_only)
 
     def options(self, run_id: str) -> StoredOptions:
         """How a stored run was asked to run (its plan, selection and exit rules)."""
@@ -362,6 +341,37 @@ class Store:
 
     def plan(self, run_id: str) -> Plan:
         return self.options(run_id).plan
+
+
+def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: int | None = None) -> Iterator[ItemResult]:
+    """``Store.load_items`` on any connection to the file (the writer thread's, inside its transaction, reads back a
+    conversation it has just written: ``index``)."""
+    where = " AND item_index = ?" if index is not None else (
+        " AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status = 'error')" if errors_only else "")
+    params = [run_id, index] if index is not None else [run_id, run_id] if errors_only else [run_id]
+    turn_rows = _rows(conn, f"SELECT * FROM turns WHERE run_id = ?{where} ORDER BY item_index, turn_index", params)
+    pending = next(turn_rows, None)
+    for row in _rows(conn, f"SELECT * FROM items WHERE run_id = ?{where} ORDER BY item_index", params):
+        turns: list[TurnRecord] = []
+        while pending is not None and pending["item_index"] <= row["item_index"]:
+            if pending["item_index"] == row["item_index"]:
+                turns.append(_turn_record(pending))
+            pending = next(turn_rows, None)
+        gates, scores, thresholds = outcomes_from_json(json.loads(row["outcomes"] or "{}"))
+        plays = json.loads(row["gate_plays"] or "{}")
+        yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
+                         row["thread_id"], row["resource_id"], turns, gates, scores, row["error"],
+                         row["traceback"], row["duration_ms"] or 0.0, thresholds=thresholds,
+                         stop_reason=row["stop_reason"], metadata=_json_or(row.get("metadata"), {}),
+                         repeats=row["repeats"] or 1, gate_passes={g: int(p[0]) for g, p in plays.items()},
+                         gate_plays={g: int(p[1]) for g, p in plays.items()})
+
+
+def _rows(conn: Any, sql: str, params: Any = ()) -> Iterator[dict[str, Any]]:
+    cursor = conn.execute(sql, params)
+    columns = [d[0] for d in cursor.description]
+    for row in cursor:
+        yield dict(zip(columns, row, strict=True))
 
 
 def _json_or(text: str | None, default: Any) -> Any:

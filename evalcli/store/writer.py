@@ -39,9 +39,14 @@ class StoreWriter:
         self._jobs.put((job, future))
         return future
 
-    def statements(self, build: Callable[[], list[Statement]]) -> Future[Any]:
-        """Build statements in the writer thread (serialising and redacting off the loop), then write them."""
-        return self.submit(lambda conn: run(conn, build()))
+    def statements(self, build: Callable[[], list[Statement]], then: Job | None = None) -> Future[Any]:
+        """Build statements in the writer thread (serialising and redacting off the loop), then write them; ``then``
+        runs on the same connection right after (it reads what they wrote; in a batch, before the batch commits)."""
+        def job(conn: Any) -> Any:
+            run(conn, build())
+            return None if then is None else then(conn)
+
+        return self.submit(job)
 
     def _work(self) -> None:
         try:
