@@ -139,3 +139,17 @@ def test_the_spool_gives_conversations_back_in_dataset_order_the_last_text_of_ea
         spool.close()
     assert [(t["index"], t["id"]) for t in texts] == [(0, "again"), (1, "i1"), (2, "i2")]
 
+
+
+def test_a_spool_whose_disk_is_full_says_so_and_the_report_reads_the_run_back() -> None:
+    spool = JsonSpool(Redactor(env={}))
+    assert spool.file is not None
+    spool.file.close()
+    spool.file = open("/dev/full", "w+b")  # the kernel's full disk: every write that reaches it fails
+    try:
+        spool.add(_item(0, "x"))  # buffered: the failure comes when it is written out
+        assert not spool.usable and isinstance(spool.failed, OSError)
+        spool.add(_item(1, "y"))
+        assert list(spool.spans) == [0] and not spool.usable
+    finally:
+        spool.close()

@@ -8,6 +8,7 @@ writer thread stores it (``JsonSpool``), and written out in dataset order at the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -70,17 +71,21 @@ class JsonSpool:
     a temporary file (memory stays flat in the number of conversations) and given back in dataset order.
 
     What it holds is what reading the run back would give: each conversation is rendered from its rows just
-    written. If one cannot be kept (the temporary disk is full), ``usable`` is false and the report reads the run
-    back after all."""
+    written. If one cannot be kept (no temporary file, or its disk is full), ``usable`` is false and the report
+    reads the run back after all."""
 
     def __init__(self, redact: Redactor) -> None:
         self.redact = redact
-        self.file = tempfile.TemporaryFile()
         self.spans: dict[int, tuple[int, int]] = {}
         self.failed: OSError | None = None
+        self.file: IO[bytes] | None = None
+        try:
+            self.file = tempfile.TemporaryFile()
+        except OSError as exc:
+            self.failed = exc
 
     def add(self, item: ItemResult) -> None:
-        if self.failed is not None:
+        if self.failed is not None or self.file is None:
             return
         data = item_json(item, self.redact).encode("utf-8")
         try:
@@ -93,18 +98,26 @@ class JsonSpool:
 
     @property
     def usable(self) -> bool:
+        """Whether every conversation's text is kept (what is still buffered is written first)."""
+        if self.failed is None and self.file is not None:
+            try:
+                self.file.flush()
+            except OSError as exc:
+                self.failed = exc
         return self.failed is None
 
     def texts(self) -> Iterator[str]:
-        """The conversations' JSON in dataset order."""
-        self.file.flush()
+        """The conversations' JSON in dataset order (once ``usable`` said so)."""
+        assert self.file is not None
         for index in sorted(self.spans):
             at, size = self.spans[index]
             self.file.seek(at)
             yield self.file.read(size).decode("utf-8")
 
     def close(self) -> None:
-        self.file.close()
+        if self.file is not None:
+            with contextlib.suppress(OSError):  # what it could not write out was reported as not usable
+                self.file.close()
 
 
 @dataclass
