@@ -369,17 +369,17 @@ def _report(request: RunRequest, result: RunResult, dataset: Dataset, store: Sto
     json_reports = [stream.report(result, redact)] if stream is not None else []
     json_path, html_path = outputs.json[n], outputs.html[n]
     html = _html_report(store, result, redact) if html_path is not None else None
-    spooled = spool is not None and spool.usable and not result.store_error
+    spooled = spool if spool is not None and spool.usable and not result.store_error else None
     with contextlib.ExitStack() as files:
         if json_path is not None:
             json_reports.append(JsonReport(files.enter_context(open_for_writing(json_path)), result, redact))
-        reports = [r for r in (terminal, *([] if spooled else json_reports), junit, markdown, html) if r is not None]
+        reports = [r for r in (terminal, *(json_reports if spooled is None else []), junit, markdown, html) if r is not None]
         if len(reports) > 1 or not request.quiet:
             deliver(store.load_items(result.run_id), reports)
         elif result.summary.errors:
             deliver(store.load_items(result.run_id, errors_only=True), reports)  # --quiet: the verdict and errors
-        if spooled and spool is not None:
-            for text in spool.texts():
+        if spooled is not None:
+            for text in spooled.texts():
                 for report in json_reports:
                     report.rendered(text)
         for report in json_reports:

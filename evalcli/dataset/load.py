@@ -52,11 +52,11 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
         return None
     if model.id is not None:
         label = f"item {index} ({model.id})"
-    if "labels" not in raw:
-        return _conversation(raw, model, index, label, path, pos, registry, problems, line)
-    labels = parse_labels(raw["labels"], path, pos, label, known, problems)
+    labels = parse_labels(raw["labels"], path, pos, label, known, problems) if "labels" in raw else {}
     item = _conversation(raw, model, index, label, path, pos, registry, problems, line)
-    return None if item is None or labels is None else replace(item, labels=labels)
+    if item is None or labels is None:
+        return None
+    return replace(item, labels=labels) if labels else item
 
 
 def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,

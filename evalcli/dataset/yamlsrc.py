@@ -47,29 +47,26 @@ class Positions:
 
     def where(self, path: Sequence[str | int], *, key: bool = False) -> str:
         """``FILE:LINE:COL`` of the deepest known part of ``path`` (its key, if asked and known)."""
-        path = tuple(path)
-        if self.root is not None:
-            line, column = self._locate(path, key)
-            return f"{self.file}:{line + 1}:{column + 1}"
-        while True:
-            spot = (self.keys.get(path) if key else None) or self.values.get(path)
-            if spot is not None:
-                return f"{self.file}:{spot[0]}:{spot[1]}"
-            if not path:
-                return self.file
-            path = path[:-1]
-            key = False
+        spot = self._spot(tuple(path), key)
+        return f"{self.file}:{spot[0]}:{spot[1]}" if spot else self.file
 
     def line(self, path: Sequence[str | int]) -> int | None:
         """The 1-based line of the value at ``path`` (of the deepest known part of it), if known."""
+        spot = self._spot(tuple(path), False)
+        return spot[0] if spot else None
+
+    def _spot(self, path: Path, key: bool) -> tuple[int, int] | None:
+        """1-based (line, column) of the deepest known part of ``path`` (its key, if asked and known); ``None`` when
+        no part of it is known."""
         if self.root is not None:
-            return self._locate(tuple(path), False)[0] + 1
-        path = tuple(path)
+            line, column = self._locate(path, key)
+            return line + 1, column + 1
         while True:
-            spot = self.values.get(path)
+            spot = (self.keys.get(path) if key else None) or self.values.get(path)
             if spot is not None or not path:
-                return spot[0] if spot else None
+                return spot
             path = path[:-1]
+            key = False
 
     def _locate(self, path: Path, key: bool) -> tuple[int, int]:
         """The place of the deepest node along ``path`` (of its key, when asked and the whole path is found).
