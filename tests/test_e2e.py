@@ -19,7 +19,7 @@ ANSI = re.compile(r"\x1b\[")
 
 def test_demo_dataset_runs_and_stores_everything(tmp_path: Path) -> None:
     result = run_cli(["run", str(REPO / "datasets/weather.yaml"), "--db", str(tmp_path / "demo.db"), "--json",
-                      str(tmp_path / "out.json")], cwd=REPO)
+                      str(tmp_path / "out.json")], cwd=REPO, timeout=600)  # the embedded judge on a busy CPU
     assert result.code == 0, result.stderr
     out = json.loads((tmp_path / "out.json").read_text())
     assert list(out) == JSON_KEYS
@@ -44,6 +44,11 @@ def test_demo_dataset_runs_and_stores_everything(tmp_path: Path) -> None:
     assert {r["scorer_id"] for r in gate_rows} == {"no-tool-errors", "called-weather"}
     assert ("said-tomorrow", "london-two-days", 1) in stored
     assert "warning" not in result.stderr  # the demo registers everything it uses: a first run warns of nothing
+    # the seconds spent loading the embedded judge are said, not silent (a log has no progress bar)
+    assert "loading the local model local/gemma-3-270m" in result.stderr
+    quiet = run_cli(["run", str(REPO / "datasets/weather.yaml"), "--db", str(tmp_path / "demo.db"), "--quiet"],
+                    cwd=REPO, timeout=600)
+    assert quiet.code == 0 and quiet.stderr == ""
 
 
 AGENT_DATASET = """

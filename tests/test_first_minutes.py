@@ -19,7 +19,7 @@ def _without_local_model(tmp_path: Path) -> dict[str, str]:
     """An environment in which the embedded model's packages cannot be imported (a plain install)."""
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text("import sys\nsys.modules['llama_cpp'] = None\n")
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['cyllama'] = None\n")
     return {"PYTHONPATH": f"{site}{os.pathsep}{REPO}"}
 
 

@@ -219,6 +219,11 @@ class _Watched:
     def item_done(self, result: ItemResult) -> None:
         self.events.item_done(result)
 
+    def notice(self, text: str | None) -> None:
+        notice = getattr(self.events, "notice", None)
+        if notice is not None:
+            notice(text)
+
     def warning(self, text: str) -> None:
         self.events.warning(text)
 

