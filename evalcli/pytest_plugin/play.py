@@ -26,7 +26,8 @@ from ..results import ItemResult, RunResult
 from ..run import RunOptions, arun_evals
 from ..secrets import Redactor
 from ..store import Store, load_run
-from .session import DatasetSession, EvalFailed, RunLine, Settings
+from .session import DatasetSession, EvalFailed
+from .settings import RunLine, Settings
 
 
 @dataclass

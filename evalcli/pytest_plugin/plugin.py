@@ -1,7 +1,7 @@
 """The plugin of one pytest session: its options, which files are datasets, collection errors, the summary.
 
-Nothing here imports more than pytest and the standard library: a session that collects no dataset pays for
-nothing else (``nodes`` imports the library when a dataset file is collected).
+Nothing here imports more than pytest, the standard library and ``session``: a session that collects no dataset
+pays for nothing else (``nodes`` imports the library when a dataset file is collected).
 """
 
 from __future__ import annotations
@@ -9,14 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .nodes import DatasetFile
-from .session import LOCKS, DatasetSession, RunLine, absolute_path
+from .session import LOCKS, DatasetSession, absolute_path
 
 DATASET_SUFFIXES = (".yaml", ".yml", ".jsonl")
 """The files a command-line argument names as a dataset (an ``evalcli_datasets`` pattern chooses its own)."""
@@ -91,6 +89,8 @@ class DatasetPlugin(DatasetSession):
         path = absolute_path(file_path)
         if path not in self.named and (not self.patterns or path not in self.matched()):
             return None
+        from .nodes import DatasetFile
+
         file: pytest.Collector = DatasetFile.from_parent(parent, path=file_path, plugin=self)
         return file
 
@@ -115,12 +115,16 @@ class DatasetPlugin(DatasetSession):
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         lines = (getattr(node, "workeroutput", None) or {}).get("evalcli_runs")
         if lines:
+            from .settings import RunLine
+
             self.runs.extend(RunLine(**line) for line in lines)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.close_loop()
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None and self.runs:
+            from dataclasses import asdict
+
             workeroutput["evalcli_runs"] = [asdict(line) for line in self.runs]
         for testrunuid in self._xdist_runs:
             shutil.rmtree(Path(tempfile.gettempdir()) / LOCKS / testrunuid, ignore_errors=True)
@@ -138,5 +142,3 @@ class DatasetPlugin(DatasetSession):
                 f"({line.failed} failed, {line.errors} errored); evalcli show {line.run_id} ITEM{db}")
             for warning in line.warnings:
                 terminalreporter.write_line(f"  warning: {warning}")
-
-

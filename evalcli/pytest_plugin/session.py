@@ -1,15 +1,15 @@
 """What one pytest session knows about evalcli datasets, and shares with their nodes (``DatasetSession``): how it
-plays them (``Settings``, from its options), the datasets it collected, the line of its summary for each dataset's run
-(``RunLine``), its event loop, and how an item fails (``EvalFailed``).
+plays them (its ``Settings``, read from its options), the datasets it collected, the runs it played, its event loop,
+and how an item fails (``EvalFailed``).
 
-Nothing here imports more than pytest and the standard library.
+Nothing here imports more than pytest and the standard library, and ``settings`` (whose dataclasses take longer to
+make than all the rest) only once the settings are read: importing the plugin costs about 1 ms.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,37 +18,12 @@ import pytest
 if TYPE_CHECKING:
     import asyncio
 
+    from .settings import RunLine, Settings
+
 RESERVED_MARKERS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings"})
 """pytest's own markers: a tag with one of these names matches ``-k`` but is not applied as a marker."""
 LOCKS = "evalcli-pytest"
 """The folder (in the system's temporary folder) where pytest-xdist workers agree on who plays a dataset."""
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How this session plays datasets."""
-
-    db: Path
-    html: Path | None
-    strict: bool
-    use_cache: bool
-    shown_db: str
-    """The database as a user types it after ``--db`` (relative to the current directory when inside it)."""
-
-
-@dataclass
-class RunLine:
-    """One dataset's run, for the session's summary (sent from pytest-xdist workers to the controller as a dict)."""
-
-    dataset: str
-    run_id: str
-    verdict: str | None
-    conversations: int
-    failed: int
-    errors: int
-    status: str
-    db: str
-    warnings: list[str] = field(default_factory=list)
 
 
 class EvalFailed(Exception):
@@ -131,6 +106,8 @@ class DatasetSession:
 
 def settings_of(config: pytest.Config, here: Path) -> Settings:
     """The options, paths resolved from ``here`` and checked (``pytest.UsageError``, before anything runs)."""
+    from .settings import Settings
+
     db_option = config.getoption("evalcli_db")
     db = absolute_path(here / db_option) if db_option else here / "evalcli.db"
     if db_option and db.is_dir():
