@@ -99,7 +99,7 @@ def module_name(parts: list[str]) -> str:
 
 
 def module_graph(package: Path = PACKAGE) -> dict[str, dict[str, list[str]]]:
-    """Each module of evalcli and the modules of evalcli it imports, with the names it takes from each. An import
+    """Each module of ``package`` and the modules of it that it imports, with the names it takes from each. An import
     ties a module to the module it names (``from . import x`` to the submodule ``x``), not to that module's parent
     packages, whose ``__init__`` only hands names on."""
     files = list(modules(package))
