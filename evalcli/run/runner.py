@@ -18,12 +18,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..aggregate import Aggregator, exit_code
-from ..dataset import Dataset, Item, Selection, dataset_models, load_dataset
+from ..dataset import Dataset, Item, dataset_models, load_dataset
 from ..errors import INTERNAL_ERROR, UsageError, describe
 from ..llm import (
     LLMClient,
@@ -38,57 +38,16 @@ from ..llm import (
 )
 from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
-from ..store import Store, StoredOptions, StoreWriter, new_run_id, stored_items
+from ..store import Store, StoreWriter, new_run_id, stored_items
 from ..targets import TargetCalls, TargetThreads
 from .conversation import Conversation
-from .drivers import PlayContext
 from .notices import memory_warning, unregistered_warning
+from .options import RunOptions, plan_of
+from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
 from .resume import check_resumable, option_conflicts
 
 INTERRUPTED = 130
-
-
-@dataclass
-class RunOptions:
-    """How to run a dataset; every field has the CLI's default."""
-
-    concurrency: int | None = None
-    """Conversations in flight; ``None`` takes the dataset's ``concurrency``."""
-    judge_concurrency: int = 8
-    """Judge calls in flight across all conversations."""
-    use_cache: bool = True
-    """Reuse cached judge and simulator replies (``--no-cache`` turns it off)."""
-    strict: bool = False
-    """Exit 3 on a ``scored`` verdict."""
-    max_errors: int = 0
-    """Item errors tolerated before the exit code says 4."""
-    selection: Selection = field(default_factory=Selection)
-    turn_timeout: float | None = None
-    """Seconds one target call may take (its own call only, not time spent waiting) before the conversation
-    is an error; ``None``: no limit."""
-    resume: str | None = None
-    """Continue this run id: keep finished conversations, run the rest."""
-    only_indexes: set[int] | None = None
-    """Run only these item indexes (used by --rerun-failed)."""
-    keep_items: bool = True
-    """Keep every ``ItemResult`` in ``RunResult.items`` (the CLI reads them back from the store instead)."""
-    handle_signals: bool = False
-    """Install SIGINT/SIGTERM handlers that stop the run cleanly (the CLI does)."""
-    grace_seconds: float = 5.0
-    """After an interrupt, how long conversations in flight may take to finish before they are cancelled."""
-    repeat: int = 1
-    """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
-    on_stored: Callable[[ItemResult], None] | None = None
-    """Called in the writer thread with each conversation as it is stored (read back from the rows just written, as
-    ``Store.load_items`` reads it), in the order they finish; it must not raise. The CLI renders each one's JSON
-    there, while the run goes on, instead of reading them all back after it."""
-
-    def stored(self, plan: Plan, config: dict[str, str] | None = None) -> StoredOptions:
-        """What the run's row keeps of these options (and of its plan and the dataset's configuration)."""
-        selection = self.selection
-        return StoredOptions(plan, selection.filter, selection.shard, selection.limit, self.strict, self.max_errors,
-                             self.repeat, sorted(self.only_indexes or []) or None, config)
 
 
 class Events(Protocol):
@@ -116,11 +75,6 @@ class QuietEvents:
 
     def stopping(self) -> None:
         pass
-
-
-def plan_of(dataset: Dataset) -> Plan:
-    return Plan([g.id for g in dataset.gates], [s.id for s in dataset.scorers],
-                {s.id: s.threshold.raw for s in dataset.scorers if s.threshold is not None})
 
 
 SWITCH_INTERVAL = 0.0005
