@@ -1,8 +1,9 @@
-# evalcli: `make demo` installs everything and runs the demo; `make test` installs and runs the tests.
+# evalcli: `make demo` installs everything and runs the demo; `make test` installs and runs the tests;
+# `make docs` builds the docs site (docs/, mkdocs.yml) into site/, failing on a broken link or anchor.
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: install demo test bench lint clean
+.PHONY: install demo test docs bench lint clean
 
 install:
 	@echo "Installing evalcli and its dependencies (the first time, building llama-cpp-python takes about 7 minutes)..."
@@ -17,12 +18,17 @@ test: install
 	$(PYTHON) -m tests.mastra_server --install
 	$(PYTHON) -m pytest
 
+docs:
+	@$(PYTHON) -c "import mkdocs, material" 2>/dev/null || $(PIP) install --disable-pip-version-check --root-user-action=ignore -e '.[docs]'
+	$(PYTHON) docs/gen_reference.py --write
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict
+
 bench: install
 	$(PYTHON) bench/run.py
 
 lint:
-	$(PYTHON) -m ruff check evalcli tests bench examples
+	$(PYTHON) -m ruff check evalcli tests bench examples docs
 	$(PYTHON) -m mypy
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache evalcli.db*
+	rm -rf build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache evalcli.db*
