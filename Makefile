@@ -1,5 +1,6 @@
-# evalcli: `make demo` installs what the demo needs and runs it; `make test` installs what the tests need and runs them.
-# Both install into the current Python (`PYTHON=...` to choose another) and leave `evalcli` on its PATH.
+# evalcli: `make demo` installs what the demo needs and runs it; `make test` installs what the tests need and runs them;
+# `make docs` builds the docs site (docs/, mkdocs.yml) into site/, failing on a broken link or anchor.
+# They install into the current Python (`PYTHON=...` to choose another) and leave `evalcli` on its PATH.
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip install --disable-pip-version-check --root-user-action=ignore
 , := ,
@@ -39,12 +40,17 @@ test-fast: install-dev
 
 TEST_WORKERS ?= 6
 
+docs:
+	@$(PYTHON) -c "import mkdocs, material" 2>/dev/null || $(PIP) -e '.[docs]'
+	$(PYTHON) docs/gen_reference.py --write
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict
+
 bench: install-dev
 	$(PYTHON) bench/run.py
 
 lint:
-	$(PYTHON) -m ruff check evalcli tests bench examples
+	$(PYTHON) -m ruff check evalcli tests bench examples docs
 	$(PYTHON) -m mypy
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache evalcli.db*
+	rm -rf build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache evalcli.db*
