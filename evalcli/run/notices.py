@@ -1,8 +1,8 @@
-"""What a run says once, before it starts: targets that cannot remember, gates and scorers not stored."""
+"""What a run says once, before it starts: targets that cannot remember."""
 
 from __future__ import annotations
 
-from ..dataset import Dataset, Item, registry_name, unregistered
+from ..dataset import Dataset, Item
 from ..targets import FormAdapter
 
 
@@ -29,14 +29,3 @@ def memory_warning(dataset: Dataset, items: list[Item]) -> str | None:
 
 
 _MISSING = object()
-
-
-def unregistered_warning(dataset: Dataset) -> str | None:
-    """Once per run, one short line: how many gates and scorers score without storing rows, and where the list of
-    them (with the lines that register them) is."""
-    count = len(unregistered(dataset))
-    if not count:
-        return None
-    return (f"{count} gate{'s' if count != 1 else ''}/scorer{'s' if count != 1 else ''} of {dataset.path} "
-            f"{'is' if count == 1 else 'are'} not registered in {registry_name(dataset)}: scored, but not stored "
-            f"('evalcli validate {dataset.path}' lists them, with the lines that register them)")

@@ -32,7 +32,7 @@ from ..store import Store, StoredOptions, StoreWriter, new_run_id, stored_items
 from ..targets import TargetCalls, TargetThreads
 from .conversation import Conversation
 from .drivers import PlayContext
-from .notices import memory_warning, unregistered_warning
+from .notices import memory_warning
 from .repeat import PassRates, reduce_repeats
 from .resume import check_resumable, option_conflicts
 
@@ -285,8 +285,7 @@ class Runner:
         items, kept, run_id = await self._select()
         plan = plan_of(self.dataset)
         aggregator = Aggregator(plan, [i.index for i in items])
-        warnings = [w for w in (*self.dataset.warnings, memory_warning(self.dataset, items),
-                                unregistered_warning(self.dataset)) if w]
+        warnings = [w for w in (*self.dataset.warnings, memory_warning(self.dataset, items)) if w]
         for text in warnings:
             self.events.warning(text)
         store = self.store
