@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import DatasetError, Problem
-from ..scorers import Registry
+from ..scorers import Registry, flow_yaml
 from ..secrets import Redactor
 from .files import DatasetFile, ItemFile, TurnFile
 from .imports import ImportScope, resolve_imports
@@ -136,12 +136,13 @@ def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Reg
                                                      f"{did_you_mean(str(typo), list(TurnFile.model_fields))}",
                                         "every turn needs 'input: what the user says'", key=True))
             return None
-        problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property"
-                                        + (": it is empty" if turn in (None, {}) else
-                                           f", got {', '.join(repr(str(k)) for k in turn)}" if isinstance(turn, dict)
-                                           else f", got {'a list' if isinstance(turn, list) else repr(turn)}"),
-                                    "write '- input: what the user says' (with its 'gates:' and 'scorers:' under it), "
-                                    "or '- resume: VALUE' to answer an interrupt"))
+        found = (": it is empty" if not turn and isinstance(turn, (dict, type(None))) else
+                 f": it has only {', '.join(repr(str(k)) for k in turn)}" if isinstance(turn, dict) else
+                 ", not a list" if isinstance(turn, list) else f", not {turn!r}")
+        said = f"'- input: {flow_yaml(turn)}'" if isinstance(turn, str) else "'- input: what the user says'"
+        problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property{found}",
+                                    f"write {said} (with its 'gates:' and 'scorers:' under it), or '- resume: VALUE' "
+                                    "to answer an interrupt"))
         return None
     if "input" in turn and "resume" in turn:
         problems.append(pos.problem((*at, "resume"), f"{label}: turn {t} gives both 'input' and 'resume'",

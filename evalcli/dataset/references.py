@@ -24,6 +24,12 @@ from ..scorers.kinds import Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
 from .yamlsrc import Path, Positions, did_you_mean, problems_from_pydantic
 
+GATE_PASSES = "a gate always needs an average of 1.0"
+"""Why a gate takes no threshold."""
+WRAPPER_KEYS = ("threshold", "id", "min", "max")
+"""Keys written beside a kind that belong to a wrapper around it, ``{scorer: REF, threshold: T, id: NAME}`` (``min``
+and ``max`` inside its threshold)."""
+
 
 def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: list[Problem]) -> Threshold | None:
     def bound(value: Any, label: str, at: Path) -> float | None:
@@ -186,13 +192,6 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
         return None
     kind, args, default_id = parsed
     return _as_registered(ScorerSpec(id=default_id, kind=kind, args=args, where=where), path, pos, registry, problems)
-
-
-GATE_PASSES = "a gate always needs an average of 1.0"
-"""Why a gate takes no threshold."""
-WRAPPER_KEYS = ("threshold", "id", "min", "max")
-"""Keys written beside a kind that belong to a wrapper around it, ``{scorer: REF, threshold: T, id: NAME}`` (``min``
-and ``max`` inside its threshold)."""
 
 
 @dataclass(frozen=True)
