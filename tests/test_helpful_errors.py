@@ -216,6 +216,11 @@ def test_gates_on_an_input_item_show_the_one_turn_rewrite(write: Callable[..., P
     assert "unknown key 'gates'" not in stderr and not (result.cwd / "evalcli.db").exists()
     write("d.yaml", "target: agents:echo\ndata:\n  - id: one\n" + textwrap.indent(rewrite, "    ") + "\n")
     assert cli("validate", "d.yaml").code == 0
+    ran = cli("run", "d.yaml")  # one turn: nothing to recall, so no memory warning follows the rewrite
+    assert ran.code == 0 and "multi-turn" not in ran.stderr and "memory" not in ran.stderr, ran.stderr
+    write("d.yaml", "target: agents:echo\ngates: [{includes: said}]\ndata:\n  - turns: [{input: a}, {input: b}]\n"
+                    "  - simulate: {goal: g, opening: hi, max_turns: 1}\n  - input: c\n")
+    assert "its 1 multi-turn conversation can recall" in cli("validate", "d.yaml").stderr + cli("run", "d.yaml").stderr
 
 
 def test_every_missing_output_folder_is_named_at_once_before_anything_runs(

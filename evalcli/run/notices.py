@@ -9,7 +9,7 @@ from ..targets import FormAdapter
 def memory_warning(dataset: Dataset, items: list[Item]) -> str | None:
     """Once per run: multi-turn conversations against a target that shows no memory. evalcli cannot see whether a
     function keeps its own history per thread, so it says what it knows and how to say otherwise."""
-    count = sum(1 for i in items if i.multi_turn)
+    count = sum(1 for i in items if _recalls(i))
     target = dataset.target
     if not count or target is None or dataset.remembers:
         return None
@@ -29,3 +29,13 @@ def memory_warning(dataset: Dataset, items: list[Item]) -> str | None:
 
 
 _MISSING = object()
+
+
+def _recalls(item: Item) -> bool:
+    """Whether a later turn of the conversation could need an earlier one: a target called more than once on one
+    thread (a one-turn ``turns:`` item, or a recording, never is)."""
+    if not item.multi_turn or item.recorded:
+        return False
+    if item.simulation is not None:
+        return item.simulation.max_turns > 1
+    return len(item.inputs) > 1
