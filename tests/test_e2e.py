@@ -245,9 +245,10 @@ def test_unregistered_warning_names_scorers_and_registered_rows_are_stored(write
               - input: b
                 scorers: [said]
     """)
-    result = cli("run", "d.yaml")
+    result = cli("run", "d.yaml", "--html", "r.html")
     assert result.code == 0
-    assert "1 gate/scorer of d.yaml is not registered in scorers.yaml" in result.stderr
+    assert "warning: excludes(zzz) of d.yaml: not registered in scorers.yaml, so the 'scores' table has no rows for " \
+           "it" in result.stderr
     assert "    excludes(zzz): {excludes: zzz}" in cli("validate", "d.yaml").stdout.splitlines()
     rows = result.db().execute("SELECT scorer_id, item_index, turn_index, thread_id, score FROM scores").fetchall()
     assert sorted((r[0], r[1], -1 if r[2] is None else r[2]) for r in rows) == [

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..aggregate import Aggregator, exit_code
-from ..dataset import Dataset, Item, dataset_models, load_dataset
+from ..dataset import Dataset, Item, dataset_models, load_dataset, unregistered_warning
 from ..errors import INTERNAL_ERROR, UsageError, describe
 from ..llm import (
     LLMClient,
@@ -41,7 +41,7 @@ from ..scorers import Builder
 from ..store import Store, StoreWriter, new_run_id, stored_items
 from ..targets import TargetCalls, TargetThreads
 from .conversation import Conversation
-from .notices import memory_warning, unregistered_warning
+from .notices import memory_warning
 from .options import RunOptions, plan_of
 from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
