@@ -14,6 +14,7 @@ import contextlib
 import email.utils
 import os
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
@@ -23,6 +24,7 @@ from typing import Any
 from ..errors import EvalcliError, describe
 from ..messages import Message
 from .cache import ResponseCache
+from .local_model import is_local
 from .preflight import BACKENDS, model_problem
 
 EVALCLI_ONLY_KEYS = frozenset({"is_error"})
@@ -146,8 +148,6 @@ def import_http_client(models: Iterable[str] = (), *, always: bool = False) -> N
     other than the embedded one (``models``), or ``always`` (an ``http`` or ``mastra`` target). Imported at the
     first request instead, its 0.3-0.5 s of CPU stalled every conversation's first turn and counted in their
     durations. A missing package stays the first request's error."""
-    from .local_model import is_local
-
     if always or any(not is_local(model) for model in models):
         with contextlib.suppress(ImportError):
             import aiohttp  # noqa: F401
@@ -169,8 +169,6 @@ def provider_messages(messages: list[Message]) -> list[Message]:
 
 def supports_json_schema(model: str) -> bool:
     """Whether the model takes a ``json_schema`` response format (per litellm's model table)."""
-    from .local_model import is_local
-
     if is_local(model):
         return True
     if backend_from_env() != "litellm" and _table_answers(model):
@@ -258,6 +256,7 @@ class LLMClient:
         self.settings = settings or LLMSettings()
         self.cache = cache
         self._paused_until: dict[str, float] = {}
+        self._local_turn: asyncio.Lock | None = None
         """Per model: the ``time.monotonic()`` moment before which no call starts (after a 429)."""
         self._judge_slots: asyncio.Semaphore | None = None
         self._judge_loop: asyncio.AbstractEventLoop | None = None
@@ -278,7 +277,6 @@ class LLMClient:
     def _route(self, model: str, api_base: str | None) -> Any:
         key = (model, api_base)
         if key not in self._paths:
-            from .local_model import is_local
             from .openai_compat import route
 
             if self.settings.backend == "litellm":
@@ -379,9 +377,10 @@ class LLMClient:
         for attempt in range(1, attempts + 1):
             await self._wait_for_model(model)
             try:
-                # asyncio.timeout, unlike wait_for, does not wrap every call in a task of its own
-                async with asyncio.timeout(self.settings.timeout + 1):
-                    return await attempt_once()
+                async with self._turn_of(model):
+                    # asyncio.timeout, unlike wait_for, does not wrap every call in a task of its own
+                    async with asyncio.timeout(self.settings.timeout + 1):
+                        return await attempt_once()
             except Exception as exc:  # noqa: BLE001 - a provider may raise anything; classified below
                 last = exc
                 if not _retryable(exc) or attempt == attempts:
@@ -394,6 +393,15 @@ class LLMClient:
             "check the model name, the provider's API key variable and base URL; "
             "EVALCLI_LLM_RETRIES and EVALCLI_LLM_TIMEOUT tune retries and timeouts",
         ) from None
+
+    def _turn_of(self, model: str) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The embedded model runs one completion at a time: a call waits for its turn before its timeout starts
+        (eight judges queued behind each other are not eight timeouts)."""
+        if not is_local(model):
+            return contextlib.nullcontext()
+        if self._local_turn is None:
+            self._local_turn = asyncio.Lock()
+        return self._local_turn
 
     def _attempt(self, model: str, kwargs: dict[str, Any]) -> Callable[[], Awaitable[tuple[dict[str, Any], float]]]:
         """One attempt on the model's path: the response as a plain dict, and its cost."""
@@ -460,8 +468,12 @@ async def _local(model: str, messages: list[Message], params: dict[str, Any]) ->
     """The embedded model, called in-process (one completion at a time, off the event loop); it is free."""
     from .local_model import run
 
+    cancelled = threading.Event()
     try:
-        return await asyncio.to_thread(run, model, messages, params), 0.0
+        return await asyncio.to_thread(run, model, messages, params, cancelled), 0.0
+    except asyncio.CancelledError:
+        cancelled.set()  # a timed-out completion stops at its next token instead of holding the model
+        raise
     except Exception as exc:  # noqa: BLE001 - llama.cpp may raise anything; litellm's custom provider retries it too
         from .openai_compat import ProviderError
 

@@ -85,10 +85,14 @@ class Engine:
         context.no_perf = True
         self.context = cpp.LlamaContext(self.model, context)
 
-    def complete(self, prompt: str, *, temperature: float, max_tokens: int, seed: int,
-                 grammar: str | None) -> tuple[str, int, int]:
+    def complete(self, prompt: str, *, temperature: float, max_tokens: int, seed: int, grammar: str | None,
+                 cancelled: threading.Event | None = None) -> tuple[str, int, int]:
         """The text generated after ``prompt`` (up to an end-of-turn token), with the prompt's and the completion's
-        token counts."""
+        token counts. ``cancelled`` set (the caller timed out) stops it before the next batch or token."""
+        def check() -> None:
+            if cancelled is not None and cancelled.is_set():
+                raise TimeoutError("the completion was cancelled: its caller timed out")
+
         cpp = self.cpp
         tokens = self.vocab.tokenize(prompt, True, True)
         if len(tokens) + max_tokens > N_CTX:
@@ -106,9 +110,11 @@ class Engine:
             sampler.add_dist(seed & 0xFFFFFFFF)
         self.context.kv_cache_clear()
         for start in range(0, len(tokens), N_BATCH):
+            check()
             self.context.decode(cpp.llama_batch_get_one(tokens[start:start + N_BATCH], start))
         generated: list[int] = []
         while len(generated) < max_tokens:
+            check()
             token = sampler.sample(self.context, -1)
             if self.vocab.is_eog(token):
                 break
@@ -219,8 +225,9 @@ def grammar_for(response_format: Any) -> str | None:
     return "\n".join('space ::= " "?' if line.startswith("space ::=") else line for line in grammar.splitlines())
 
 
-def run(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
-    """One chat completion on the local model, as an OpenAI-format dict (usage included)."""
+def run(model: str, messages: list[dict[str, Any]], params: dict[str, Any],
+        cancelled: threading.Event | None = None) -> dict[str, Any]:
+    """One chat completion on the local model, as an OpenAI-format dict (usage included); ``cancelled`` stops it."""
     name = model.split("/", 1)[1] if is_local(model) else model
     engine = load(name)
     grammar = grammar_for(params.get("response_format"))
@@ -231,6 +238,7 @@ def run(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> d
             max_tokens=int(params.get("max_tokens") or DEFAULT_MAX_TOKENS),
             seed=int(params["seed"]) if params.get("seed") is not None else 0,
             grammar=grammar,
+            cancelled=cancelled,
         )
     finish = "length" if completion_tokens >= int(params.get("max_tokens") or DEFAULT_MAX_TOKENS) else "stop"
     return {
