@@ -22,8 +22,8 @@ from yaml.constructor import SafeConstructor
 
 from ..errors import DatasetError, Problem
 from . import yamlnodes, yamlvalues
-from .yamlnodes import MAPPING, SCALAR, SEQUENCE, STR_TAG, Node
-from .yamlvalues import MAX_ALIAS_VISITS, MAX_DEPTH, MAX_FILE_BYTES, Walker
+from .yamlnodes import MAPPING, MAX_DEPTH, SCALAR, SEQUENCE, STR_TAG, Node
+from .yamlvalues import MAX_ALIAS_VISITS, MAX_FILE_BYTES, Walker
 
 Path = tuple[str | int, ...]
 
