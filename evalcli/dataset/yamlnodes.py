@@ -315,8 +315,11 @@ def flatten_all(root: Node, budget: int) -> dict[int, int]:
 
 def flatten(node: Node, counts: dict[int, int], left: list[int]) -> None:
     """Merge keys (``<<``) replaced by the pairs they merge, in place: pyyaml's ``SafeConstructor.flatten_mapping``.
-    ``counts[id(node)]`` grows by how many pairs were merged in (they come first); ``left[0]`` is how many pairs may
+    ``counts[id(node)]``: how many pairs were merged in (they come first), set once the node is flattened (a node
+    flattened is not read again: an alias merged many times costs one pass); ``left[0]`` is how many pairs may
     still be copied in, checked before each copy (``TooManyMerged``)."""
+    if id(node) in counts:
+        return
     pairs = node[1]
     merge: list[tuple[Node, Node]] = []
     index = 0
@@ -349,7 +352,7 @@ def flatten(node: Node, counts: dict[int, int], left: list[int]) -> None:
             index += 1
     if merge:
         pairs[:0] = merge
-        counts[id(node)] = counts.get(id(node), 0) + len(merge)
+    counts[id(node)] = counts.get(id(node), 0) + len(merge)
 
 
 def _copy(merge: list[tuple[Node, Node]], pairs: list[tuple[Node, Node]], left: list[int], node: Node) -> None:

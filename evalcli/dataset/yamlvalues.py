@@ -192,6 +192,7 @@ class SafeCounted(SafeConstructor):
     def __init__(self) -> None:
         super().__init__()
         self.left = MAX_ALIAS_VISITS
+        self.flattened: set[yaml.Node] = set()
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
@@ -202,7 +203,9 @@ class SafeCounted(SafeConstructor):
             raise unreadable(node.tag, exc, node.start_mark) from None
 
     def flatten_mapping(self, node: yaml.MappingNode) -> None:
-        """pyyaml's own, each copy counted first."""
+        """pyyaml's own, each copy counted first, and a node flattened once (as ``yamlnodes.flatten``)."""
+        if node in self.flattened:
+            return
         merge: list[tuple[yaml.Node, yaml.Node]] = []
         index = 0
         while index < len(node.value):
@@ -235,6 +238,7 @@ class SafeCounted(SafeConstructor):
                 index += 1
         if merge:
             node.value = merge + node.value
+        self.flattened.add(node)
 
     def _copy(self, merge: list[tuple[yaml.Node, yaml.Node]], pairs: list[tuple[yaml.Node, yaml.Node]],
               node: yaml.Node) -> None:
