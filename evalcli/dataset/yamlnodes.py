@@ -67,6 +67,8 @@ _WILDCARD = None in Resolver.yaml_implicit_resolvers
 _DIRECTIVE = re.compile("(?:^|[\r\n\x85\u2028\u2029\ufeff])%")
 _HEADER_HASH = re.compile(r"[|>][-+0-9]*#")
 _FLOW_INDICATOR = re.compile(r"[,\[\]{}]")
+_BREAKS = "\r\n\x85\u2028\u2029"
+_BLANKS = " \t" + _BREAKS
 
 
 class TooDeep(Exception):
@@ -113,8 +115,9 @@ def parser(text: str, pure: bool = False) -> Any:
 def libyaml_may_differ(text: str) -> bool:
     """Whether libyaml could read ``text`` otherwise than pyyaml's parser: a directive (a line starting with
     ``%``: libyaml accepts ``%YAML 1.1#x`` and tabs in directives, refuses ``%YAML 1.3``), or a tab anywhere but
-    inside a quoted scalar or a block scalar's content (pyyaml refuses tabs between tokens, libyaml skips them)."""
-    if _DIRECTIVE.search(text):
+    inside a quoted scalar or a block scalar's content (pyyaml refuses tabs between tokens, libyaml skips them), or
+    a byte order mark after the first character (text to pyyaml, ignored by libyaml)."""
+    if _DIRECTIVE.search(text) or text.find("\ufeff", 1) > 0:
         return True
     return "\t" in text and _tab_outside_scalars(text)
 
@@ -127,10 +130,15 @@ def _tab_outside_scalars(text: str) -> bool:
             event = source.get_event()
             kind = type(event)
             if kind is ScalarEvent and event.style:  # quoted or block ('' is plain)
-                start, end = event.start_mark.index, event.end_mark.index
+                start, end = event.start_mark.index, event.end_mark.index  # the start: at the node's properties
                 if event.style == "|" or event.style == ">":  # the content starts on the line after the header
-                    start = min((i for i in (text.find(b, start) for b in "\r\n\x85\u2028\u2029") if i >= 0),
-                                default=end)
+                    start = _line_end(text, start)
+                else:
+                    while text.startswith(("!", "&"), start):  # a tag or an anchor, then spaces (a tab is outside)
+                        while start < end and text[start] not in _BLANKS:
+                            start += 1
+                        while start < end and text[start] in _BLANKS and text[start] != "\t":
+                            start += 1
                 spans.append((start, end))
             elif kind is StreamEndEvent:
                 break
@@ -261,11 +269,15 @@ def _document(get_event: Any, text: str | None) -> Composed:
             keys.append(_NO_KEY)
 
 
+def _line_end(text: str, index: int) -> int:
+    """Where the line holding ``index`` ends (pyyaml's line breaks)."""
+    return min((i for i in (text.find(b, index) for b in _BREAKS) if i >= 0), default=len(text))
+
+
 def _check_flow_tag(text: str, index: int) -> None:
     """A tag in a flow collection whose text holds a flow indicator (``[!!str,x]``): pyyaml reads the indicator
     as part of the tag, libyaml ends the tag before it."""
-    line_end = min((i for i in (text.find(b, index) for b in "\r\n\x85\u2028\u2029") if i >= 0), default=len(text))
-    for token in text[index:line_end].split():
+    for token in text[index:_line_end(text, index)].split():
         if token.startswith("!") and _FLOW_INDICATOR.search(token):
             raise NeedsPyyaml
         if not token.startswith(("!", "&")):
