@@ -15,6 +15,7 @@ demo: install
 
 test: install
 	$(PYTHON) -m tests.mastra_server --install
+	$(PYTHON) -m tests.yaml_suite --install
 	$(PYTHON) -m pytest
 
 bench: install

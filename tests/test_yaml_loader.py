@@ -35,17 +35,6 @@ DOCUMENTS = {
 }
 
 
-@pytest.fixture(params=["libyaml", "pure"])
-def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both event sources: libyaml's (where pyyaml has it) and pyyaml's own."""
-    if request.param == "libyaml":
-        if yamlnodes.CParser is None:
-            pytest.skip("this pyyaml has no libyaml binding")
-    else:
-        monkeypatch.setattr(yamlnodes, "CParser", None)
-    return str(request.param)
-
-
 def repo_yaml() -> Iterator[tuple[str, str]]:
     for path in sorted([*REPO.glob("datasets/**/*.yaml"), *REPO.glob("examples/*.yaml"), REPO / "scorers.yaml",
                         REPO / "bench" / "scorers.yaml"]):

@@ -242,6 +242,8 @@ def _document(get_event: Any, text: str | None) -> Composed:
                     _check_flow_tag(text, start.index)
                 if tag == "!" or tag == (SEQ_TAG if kind is SequenceStartEvent else MAP_TAG):
                     tag = None
+                elif tag == MERGE_TAG or tag == VALUE_TAG:  # a collection as a merge (or value) key
+                    merges = True
             node = (SEQUENCE if kind is SequenceStartEvent else MAPPING, [], start.line, start.column, tag)
         elif kind is AliasEvent:
             found = anchors.get(event.anchor)
@@ -343,7 +345,8 @@ def flatten(node: Node, counts: dict[int, int], left: list[int]) -> None:
     index = 0
     while index < len(pairs):
         key, value = pairs[index]
-        if key[0] == SCALAR and key[1] == MERGE_TAG:
+        tag = key[1] if key[0] == SCALAR else key[4]  # pyyaml looks at the tag alone: a mapping may be a merge key
+        if tag == MERGE_TAG:
             del pairs[index]
             if value[0] == MAPPING:
                 flatten(value, counts, left)
@@ -363,8 +366,8 @@ def flatten(node: Node, counts: dict[int, int], left: list[int]) -> None:
                 raise yaml.constructor.ConstructorError(
                     "while constructing a mapping", mark(*place(node)),
                     f"expected a mapping or list of mappings for merging, but found {_kind(value)}", mark(*place(value)))
-        elif key[0] == SCALAR and key[1] == VALUE_TAG:
-            pairs[index] = ((SCALAR, STR_TAG, *key[2:]), value)
+        elif tag == VALUE_TAG:
+            pairs[index] = ((SCALAR, STR_TAG, *key[2:]) if key[0] == SCALAR else (*key[:4], STR_TAG), value)
             index += 1
         else:
             index += 1

@@ -151,6 +151,14 @@ def _compose(text: str, file: str) -> tuple[yamlnodes.Composed, bool]:
                 pure = True
                 continue
             raise DatasetError([_problem(exc, file, text)]) from None
+        except ValueError as exc:  # pyyaml's scanner on an escape past U+10FFFF ("\U00110000"): chr() refuses it
+            if not pure:
+                pure = True
+                continue
+            spot = source.get_mark() if source is not None else None
+            where = f"{file}:{spot.line + 1}:{spot.column + 1}" if spot else file
+            raise DatasetError([Problem(where, f"not valid YAML: an escape names no character ({exc})",
+                                        "write a character up to \\U0010FFFF, or remove the escape")]) from None
         except yamlnodes.TooDeep as exc:  # where composing stopped: inside the deepest part
             raise DatasetError([Problem(f"{file}:{exc.line + 1}:{exc.column + 1}",
                                         f"the document is nested too deeply (the limit is {MAX_DEPTH} levels)",
