@@ -325,3 +325,13 @@ def test_the_old_limits_still_hold_on_the_new_paths(parser: str) -> None:
     lines += [f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]" for a, b in itertools.pairwise(names)]
     with pytest.raises(DatasetError, match="too many values"):
         yamlsrc.load_yaml("%YAML 1.1\n---\n" + "\n".join(lines) + "\n", "f.yaml", env={})
+
+
+def test_a_file_read_by_pyyamls_own_parser_keeps_its_positions(write: Callable[..., Path],
+                                                               cli: Callable[..., CliResult]) -> None:
+    """A directive sends the file to pyyaml's parser: evalcli's own mistakes are still located where they are."""
+    body = "target: agents:echo\nscorers: [{includes: x}]\ndata:\n  - input: q\n    bogus: 1\n"
+    for name, text, line in [("plain.yaml", body, 5), ("directive.yaml", "%YAML 1.1\n---\n" + body, 7)]:
+        write(name, text)
+        done = cli("validate", name)
+        assert done.code == 2 and f"{name}:{line}:5: unknown key 'bogus'" in done.stderr, done.stderr
