@@ -130,7 +130,10 @@ def libyaml_may_differ(text: str) -> bool:
 
 def _tab_outside_scalars(text: str) -> bool:
     spans: list[tuple[int, int]] = []
-    source = CParser(text)
+    try:
+        source = CParser(text)
+    except UnicodeEncodeError:  # a lone surrogate: pyyaml's reader refuses it
+        return True
     try:
         while True:
             event = source.get_event()

@@ -160,9 +160,7 @@ def _compose(text: str, file: str) -> tuple[yamlnodes.Composed, bool]:
             raise DatasetError([Problem(where, f"not valid YAML: an escape names no character ({exc})",
                                         "write a character up to \\U0010FFFF, or remove the escape")]) from None
         except yamlnodes.TooDeep as exc:  # where composing stopped: inside the deepest part
-            raise DatasetError([Problem(f"{file}:{exc.line + 1}:{exc.column + 1}",
-                                        f"the document is nested too deeply (the limit is {MAX_DEPTH} levels)",
-                                        "flatten the structure")]) from None
+            raise DatasetError([_too_deep_problem(f"{file}:{exc.line + 1}:{exc.column + 1}")]) from None
         finally:
             dispose = getattr(source, "dispose", None)
             if dispose is not None:
@@ -174,11 +172,20 @@ def _too_deep(exc: yaml.YAMLError) -> bool:
     return isinstance(exc, yaml.MarkedYAMLError) and "maximum nesting depth" in str(exc.problem)
 
 
+def _too_deep_problem(where: str) -> Problem:
+    return Problem(where, f"the document is nested too deeply (the limit is {MAX_DEPTH} levels)", "flatten the structure")
+
+
+_TAG_HINT = "write the value in the form its tag needs, or remove the tag"
 _HINTS = {
     "found unhashable key": "a mapping key must be a plain value (a string or a number), not a list or a mapping",
     "could not determine a constructor": "remove the tag, or use one of YAML's own (!!str, !!int, !!set...)",
-    "expected a": "write the value in the form its tag needs, or remove the tag",
+    "expected a mapping for merging": "merge a mapping (<<: *name) or a list of mappings (<<: [*a, *b])",
+    "expected a mapping or list of mappings": "merge a mapping (<<: *name) or a list of mappings (<<: [*a, *b])",
+    "expected a scalar node": _TAG_HINT, "expected a sequence": _TAG_HINT, "expected a mapping": _TAG_HINT,
+    "expected a single mapping item": _TAG_HINT,
 }
+"""Hints for safe_load's errors about what a node is, by how their message starts (the first that matches)."""
 
 
 def _problem(exc: BaseException, file: str, text: str = "") -> Problem:
@@ -194,8 +201,7 @@ def _problem(exc: BaseException, file: str, text: str = "") -> Problem:
     spot = exc.problem_mark or exc.context_mark
     where = f"{file}:{spot.line + 1}:{spot.column + 1}" if spot else file
     if _too_deep(exc):
-        return Problem(where, f"the document is nested too deeply (the limit is {MAX_DEPTH} levels)",
-                       "flatten the structure")
+        return _too_deep_problem(where)
     if isinstance(exc, yamlvalues.Unreadable):
         return Problem(where, str(exc.problem), "fix the value, or remove its '!!' tag")
     problem = str(exc.problem or exc.context)
