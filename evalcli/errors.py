@@ -13,6 +13,27 @@ from typing import Any
 INTERNAL_ERROR = 70
 """The exit code of a bug in evalcli (never of a user mistake); such a run is stored as ``failed``."""
 
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (0, "verdict `passed`, or no verdict, and no conversation errored (also `scored` unless `--strict`)"),
+    (1, "verdict `failed`: a gate missed"),
+    (2, "bad invocation or invalid dataset/registry, an LLM setting that cannot be read (`EVALCLI_LLM_RETRIES=abc`), "
+        "an output path that cannot be written (or whose folder does not exist), no conversation selected, a "
+        "`--resume` of a run whose configuration changed or with a flag that contradicts it, a `--resume`/"
+        "`--rerun-failed` of another dataset's run: nothing was run, no run row written"),
+    (3, "verdict `scored` (a threshold missed) with `--strict`"),
+    (4, "some conversations errored (the target or a scorer raised, a scorer returned a non-finite score, a provider "
+        "failed after retries, a judge's model cannot be reached) and none of the above is worse; the verdict line "
+        "says what the verdict covers (`verdict: passed on 1 of 4 conversations; 3 errored (exit 4)`)"),
+    (INTERNAL_ERROR, "a bug in evalcli (`internal error`; `--debug`, which every command takes, shows the traceback); "
+                     "the run is stored as `failed`. A database write that fails is not one: the run's own code stands "
+                     "and the failure is printed beside it"),
+    (130, "interrupted (Ctrl-C / SIGTERM), during the conversations or after them (while the run is finished or its "
+          "reports written); the run is marked `interrupted`, what finished is kept; `--resume RUN_ID` continues"),
+)
+"""Every exit code of ``evalcli run`` and what it means (the reference page's table is generated from it)."""
+EXIT_PRECEDENCE = (130, 2, 1, 4, 3, 0)
+"""Which code wins when several apply (several datasets or targets, or a run that is both failed and errored)."""
+
 
 def describe(exc: BaseException) -> str:
     """``TypeName: message`` (or just the type name when there is no message), on one line."""

@@ -1,4 +1,4 @@
-"""Custom Python scorers for the README's registry example (``tone: {python: examples.scorers:tone}``).
+"""Custom Python scorers for the registry example of docs/scorers.md (``tone: {python: examples.scorers:tone}``).
 
 A custom scorer is a function of a ``ScorerRun`` returning a float, ``Score(score, reason)`` or
 ``not_scorable(reason)``; sync or async.

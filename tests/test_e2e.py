@@ -19,7 +19,7 @@ ANSI = re.compile(r"\x1b\[")
 
 def test_demo_dataset_runs_and_stores_everything(tmp_path: Path) -> None:
     result = run_cli(["run", str(REPO / "datasets/weather.yaml"), "--db", str(tmp_path / "demo.db"), "--json",
-                      str(tmp_path / "out.json")], cwd=REPO)
+                      str(tmp_path / "out.json")], cwd=REPO, timeout=600)  # the embedded judge on a busy CPU
     assert result.code == 0, result.stderr
     out = json.loads((tmp_path / "out.json").read_text())
     assert list(out) == JSON_KEYS
@@ -44,6 +44,11 @@ def test_demo_dataset_runs_and_stores_everything(tmp_path: Path) -> None:
     assert {r["scorer_id"] for r in gate_rows} == {"no-tool-errors", "called-weather"}
     assert ("said-tomorrow", "london-two-days", 1) in stored
     assert "warning" not in result.stderr  # the demo registers everything it uses: a first run warns of nothing
+    # the seconds spent loading the embedded judge are said, not silent (a log has no progress bar)
+    assert "loading the local model local/gemma-3-270m" in result.stderr
+    quiet = run_cli(["run", str(REPO / "datasets/weather.yaml"), "--db", str(tmp_path / "demo.db"), "--quiet"],
+                    cwd=REPO, timeout=600)
+    assert quiet.code == 0 and quiet.stderr == ""
 
 
 AGENT_DATASET = """
@@ -240,9 +245,10 @@ def test_unregistered_warning_names_scorers_and_registered_rows_are_stored(write
               - input: b
                 scorers: [said]
     """)
-    result = cli("run", "d.yaml")
+    result = cli("run", "d.yaml", "--html", "r.html")
     assert result.code == 0
-    assert "1 gate/scorer of d.yaml is not registered in scorers.yaml" in result.stderr
+    assert "warning: excludes(zzz) of d.yaml: not registered in scorers.yaml, so the 'scores' table has no rows for " \
+           "it" in result.stderr
     assert "    excludes(zzz): {excludes: zzz}" in cli("validate", "d.yaml").stdout.splitlines()
     rows = result.db().execute("SELECT scorer_id, item_index, turn_index, thread_id, score FROM scores").fetchall()
     assert sorted((r[0], r[1], -1 if r[2] is None else r[2]) for r in rows) == [

@@ -19,7 +19,7 @@ def _without_local_model(tmp_path: Path) -> dict[str, str]:
     """An environment in which the embedded model's packages cannot be imported (a plain install)."""
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text("import sys\nsys.modules['llama_cpp'] = None\n")
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['cyllama'] = None\n")
     return {"PYTHONPATH": f"{site}{os.pathsep}{REPO}"}
 
 
@@ -208,9 +208,9 @@ def test_help_and_wording(workdir: Path, write: Callable[..., Path], cli: Callab
     assert "n/s" in legend.stdout and "n/s = not scorable" in legend.stdout
 
 
-def test_the_readme_registry_example_points_at_a_module_that_exists() -> None:
-    readme = (REPO / "README.md").read_text()
-    assert "python: examples.scorers:tone" in readme
+def test_the_docs_registry_example_points_at_a_module_that_exists() -> None:
+    page = (REPO / "docs" / "scorers.md").read_text()
+    assert "python: examples.scorers:tone" in page
     from evalcli import ScorerRun
     from examples.scorers import tone
 

@@ -20,7 +20,7 @@ import yaml
 
 from evalcli.dataset import load_dataset
 from evalcli.llm.client import LLMClient, LLMSettings
-from evalcli.run.runner import RunOptions, run_evals
+from evalcli.run import RunOptions, run_evals
 from evalcli.scorers.base import ScorerRun
 from evalcli.scorers.judges.criterion import (
     MARKER_REMOVED,

@@ -1,10 +1,11 @@
 """The package shows its architecture: imports flow one way between packages, rich and litellm stay in their rooms,
-and no module grows past one sitting. Read from the source (function-level imports count)."""
+no module grows past one sitting, and no modules import each other in a circle. Read from the source
+(function-level imports count, and so do those under ``TYPE_CHECKING``)."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -29,9 +30,9 @@ ALLOWED: dict[str, set[str]] = {
 MAX_LINES = 500
 
 
-def modules() -> Iterator[tuple[str, list[str], Path]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = list(path.relative_to(REPO).with_suffix("").parts)
+def modules(package: Path = PACKAGE) -> Iterator[tuple[str, list[str], Path]]:
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         yield ".".join(parts), parts, path
 
 
@@ -90,3 +91,92 @@ def test_rich_and_litellm_stay_in_their_rooms() -> None:
 def test_no_module_over_500_lines() -> None:
     long = {module: n for module, _, path in modules() if (n := len(path.read_text().splitlines())) > MAX_LINES}
     assert not long, long
+
+
+def module_name(parts: list[str]) -> str:
+    """A module's dotted name; a package's ``__init__`` is the package itself."""
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_graph(package: Path = PACKAGE) -> dict[str, dict[str, list[str]]]:
+    """Each module of ``package`` and the modules of it that it imports, with the names it takes from each. An import
+    ties a module to the module it names (``from . import x`` to the submodule ``x``), not to that module's parent
+    packages, whose ``__init__`` only hands names on."""
+    files = list(modules(package))
+    known = {module_name(parts) for _, parts, _ in files}
+    graph: dict[str, dict[str, list[str]]] = {}
+    for _, parts, path in files:
+        edges = graph.setdefault(module_name(parts), {})
+        for target, names in imports(parts, path):
+            taken = [name for name in names if f"{target}.{name}" in known]
+            for name in taken:
+                edges.setdefault(f"{target}.{name}", [])
+            rest = [name for name in names if name not in taken]
+            if target in known and (rest or not names):
+                edges.setdefault(target, []).extend(name for name in rest if name not in edges[target])
+    return graph
+
+
+def circles(graph: Mapping[str, Mapping[str, list[str]]]) -> list[list[str]]:
+    """The modules that import each other in a loop (strongly connected components of two or more, or one module
+    that imports itself), each sorted (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph.get(node, {}):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, {}):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_every_kind_of_import_ties_a_circle(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    files = {
+        "__init__.py": "from .a import A\n",
+        "a.py": "from .b import B\nA = 1\n",
+        "b.py": "def f():\n    from . import c\nB = 2\n",  # a function's import, a submodule by ``from .``
+        "c.py": "import typing\nif typing.TYPE_CHECKING:\n    import pkg.a\n",  # absolute, for types only
+        "sub/__init__.py": "",
+        "sub/d.py": "from ..e import E\n",
+        "e.py": "from pkg.sub import d\nE = 3\n",
+        "f.py": "from . import A\n",  # the package's own __init__, which imports only a: no circle
+    }
+    for name, text in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text)
+    graph = module_graph(package)
+    assert graph["pkg.b"] == {"pkg.c": []} and graph["pkg.a"] == {"pkg.b": ["B"]} and graph["pkg.f"] == {"pkg": ["A"]}
+    assert circles(graph) == [["pkg.a", "pkg.b", "pkg.c"], ["pkg.e", "pkg.sub.d"]]
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    graph = module_graph()
+    found = circles(graph)
+    lines = []
+    for members in found:
+        lines.append(f"circle of {len(members)}: {', '.join(members)}")
+        lines += [f"  {module} -> {target}: {', '.join(graph[module][target]) or '(the module)'}"
+                  for module in members for target in graph[module] if target in members]
+    assert not found, ("modules of evalcli import each other in a circle; move what they share down into a module "
+                       "both import:\n" + "\n".join(lines))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from evalcli.llm.client import LLMClient, LLMSettings, UsageSink, current_usage
-from evalcli.llm.local_model import chat_messages, llama_response_format
+from evalcli.llm.local_model import chat_messages, gemma_prompt, grammar_for, load
 from evalcli.results import Outcome
 from evalcli.scorers.base import ScorerRun
 from evalcli.scorers.judges.criterion import VERDICT_SCHEMA, JudgeArgs, MultiTurnJudge
@@ -69,6 +69,24 @@ def test_messages_are_shaped_for_the_gemma_template() -> None:
         {"role": "assistant", "content": "Called f({})"},
         {"role": "user", "content": "Tool result: 42\n\nand?"},
     ]
-    assert llama_response_format({"type": "json_schema", "json_schema": {"schema": {"type": "object"}}}) == {
-        "type": "json_object", "schema": {"type": "object"}}
-    assert llama_response_format({"type": "text"}) is None
+    assert gemma_prompt([{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}]) == (
+        "<start_of_turn>user\nQ<end_of_turn>\n<start_of_turn>model\nA<end_of_turn>\n<start_of_turn>model\n")
+
+
+def test_a_response_format_becomes_a_grammar_that_holds_the_model_to_the_schema() -> None:
+    assert grammar_for({"type": "text"}) is None and grammar_for(None) is None
+    schema = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}},
+              "required": ["verdict"], "additionalProperties": False}
+    grammar = grammar_for({"type": "json_schema", "json_schema": {"name": "v", "schema": schema}})
+    assert grammar is not None and '"\\"yes\\""' in grammar  # the enum's values are the only strings allowed
+    engine = load()
+    text, prompt_tokens, completion_tokens = engine.complete(
+        gemma_prompt([{"role": "user", "content": "Is the sky green? Answer yes or no."}]),
+        temperature=0, max_tokens=24, seed=0, grammar=grammar)
+    assert json.loads(text)["verdict"] in ("yes", "no") and set(json.loads(text)) == {"verdict"}
+    assert prompt_tokens > 5 and 0 < completion_tokens <= 24
+    free, _, _ = engine.complete(gemma_prompt([{"role": "user", "content": "Say hi."}]), temperature=0,
+                                 max_tokens=8, seed=0, grammar=None)
+    again, _, _ = engine.complete(gemma_prompt([{"role": "user", "content": "Say hi."}]), temperature=0,
+                                  max_tokens=8, seed=0, grammar=None)
+    assert free == again  # greedy decoding on a cleared context is deterministic

@@ -1,4 +1,4 @@
-"""The README's database queries answer their questions: each is run exactly as written, with the real
+"""The docs' database queries (docs/storage.md) answer their questions: each is run exactly as written, with the real
 ``sqlite-utils`` command, on a database of real runs of the shipped datasets."""
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from tests.conftest import REPO, run_cli
 from tests.llm_server import LLMServer, verdict
 
 QUERY = re.compile(r"<!-- query: (?P<name>[\w-]+) -->\n```sh\n(?P<body>.*?)```", re.DOTALL)
+PAGE = REPO / "docs" / "storage.md"
 
 
-def readme_queries() -> dict[str, list[str]]:
+def documented_queries() -> dict[str, list[str]]:
     """Each documented query as the argument list of its ``sqlite-utils query`` command."""
     queries = {}
-    for match in QUERY.finditer((REPO / "README.md").read_text()):
+    for match in QUERY.finditer(PAGE.read_text()):
         lines = [line for line in match["body"].splitlines() if not line.startswith("#")]
         queries[match["name"]] = shlex.split(" ".join(line.rstrip("\\") for line in lines))
     return queries
@@ -38,7 +39,7 @@ def run_query(args: list[str], db: Path) -> list[dict[str, object]]:
 
 
 def test_the_three_documented_queries(tmp_path: Path, llm_server: LLMServer) -> None:
-    queries = readme_queries()
+    queries = documented_queries()
     assert set(queries) == {"failed-gate", "failing-conversations", "scorer-history"}
     llm_server.responder = lambda request: verdict(True, "Forecasts given.")
     judge = {"EVALCLI_JUDGE_MODEL": "openai/judge", "OPENAI_API_BASE": llm_server.url,
@@ -60,6 +61,6 @@ def test_the_three_documented_queries(tmp_path: Path, llm_server: LLMServer) -> 
 
 @pytest.mark.parametrize("name", ["failed-gate", "failing-conversations", "scorer-history"])
 def test_each_query_names_what_it_answers(name: str) -> None:
-    text = (REPO / "README.md").read_text()
+    text = PAGE.read_text()
     block = text.split(f"<!-- query: {name} -->", 1)[1].split("```", 2)[1]
     assert block.splitlines()[1].startswith("# "), "each query starts with the question it answers"

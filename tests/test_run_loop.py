@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcli.run.runner import RunOptions, run_evals
+from evalcli.run import RunOptions, run_evals
 from evalcli.store.store import Store
 from tests.conftest import REPO, CliResult
 

@@ -1,4 +1,5 @@
-"""The README's scorer table is generated from the kind declarations: it must not drift from them."""
+"""The docs' scorer table (docs/reference/scorers.md) is generated from the kind declarations: it must not drift
+from them."""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ from evalcli.scorers.docs import END, START, main, scorer_table, with_table
 from evalcli.scorers.kinds import all_kinds
 from tests.conftest import REPO
 
-README = REPO / "README.md"
+PAGE = REPO / "docs" / "reference" / "scorers.md"
 LIBRARY = ["tool_args", "trajectory", "tool_f1", "json_output", "rubric", "completeness", "knowledge_retention",
            "role_adherence", "grounded", "factuality", "goal_achieved"]
 
 
-def test_readme_table_matches_the_declarations() -> None:
-    text = README.read_text(encoding="utf-8")
-    assert with_table(text) == text, "README's scorer table is stale: run python -m evalcli.scorers.docs --write"
-    assert main(["--check", "--readme", str(README)]) == 0
+def test_the_pages_table_matches_the_declarations() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    assert with_table(text) == text, f"{PAGE}'s scorer table is stale: run make docs"
+    assert main(["--check", "--page", str(PAGE)]) == 0
 
 
 def test_the_table_has_every_kind_with_its_arguments() -> None:
@@ -37,16 +38,16 @@ def test_the_table_has_every_kind_with_its_arguments() -> None:
 
 
 def test_check_fails_on_drift_and_write_repairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    copy = tmp_path / "README.md"
+    copy = tmp_path / "scorers.md"
     table = scorer_table()
-    stale = README.read_text(encoding="utf-8").replace(table, table.replace("`tool_f1`", "`tool_f2`"))
+    stale = PAGE.read_text(encoding="utf-8").replace(table, table.replace("`tool_f1`", "`tool_f2`"))
     assert "`tool_f2`" in stale
     copy.write_text(stale, encoding="utf-8")
-    assert main(["--check", "--readme", str(copy)]) == 1
+    assert main(["--check", "--page", str(copy)]) == 1
     assert "out of date" in capsys.readouterr().err
-    assert main(["--write", "--readme", str(copy)]) == 0
-    assert main(["--check", "--readme", str(copy)]) == 0
-    assert copy.read_text(encoding="utf-8") == README.read_text(encoding="utf-8")
+    assert main(["--write", "--page", str(copy)]) == 0
+    assert main(["--check", "--page", str(copy)]) == 0
+    assert copy.read_text(encoding="utf-8") == PAGE.read_text(encoding="utf-8")
 
 
 def test_markers_are_required() -> None:
@@ -56,8 +57,9 @@ def test_markers_are_required() -> None:
         with_table(f"{END}\n{START}\n")
 
 
-def test_readme_describes_every_library_kind() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Scorer library", 1)[1].split("### Every scorer kind", 1)[0]
+def test_the_docs_describe_every_library_kind() -> None:
+    checks = (REPO / "docs" / "checks.md").read_text(encoding="utf-8").split("## The scorer library", 1)[1]
+    judges = (REPO / "docs" / "judges.md").read_text(encoding="utf-8")
+    section = checks + judges.split("## More LLM judges", 1)[1].split("## Repeated judging", 1)[0]
     for name in LIBRARY:
         assert f"| `{name}` |" in section, name

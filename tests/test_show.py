@@ -127,9 +127,9 @@ def test_warnings_and_errors_are_never_wrapped_when_not_a_terminal(write: Callab
     long_value = "a rather long expected phrase " * 8
     name = "a-dataset-with-a-rather-long-name-" * 3 + ".yaml"
     write(name, f"target: agents:echo\nscorers: [{{includes: '{long_value.strip()}'}}]\ndata: [{{input: q}}]\n")
-    result = cli("run", name, env={"COLUMNS": "80"})
+    result = cli("run", name, "--html", "r.html", env={"COLUMNS": "80"})
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and len(warnings[0]) > 160 and warnings[0].endswith("the lines that register them)")
+    assert len(warnings) == 1 and len(warnings[0]) > 160 and warnings[0].endswith("the lines that register it")
     write("bad.yaml", f"target: agents:echo\nscorers: [{{includs: '{long_value.strip()}'}}]\ndata: [{{input: q}}]\n")
     bad = cli("validate", "bad.yaml", env={"COLUMNS": "80"})
     first = bad.stderr.splitlines()[0]

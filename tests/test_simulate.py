@@ -14,7 +14,7 @@ import pytest
 from evalcli.dataset import load_dataset
 from evalcli.llm.fence import MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START
 from evalcli.results import ItemResult, RunResult
-from evalcli.run.runner import RunOptions, run_evals
+from evalcli.run import RunOptions, run_evals
 from evalcli.run.simulator import KICKOFF, REMINDER, REPAIR, SIMULATOR_SEED, STOP_MARKER, fenced
 from tests.llm_server import LLMServer, Reply, Request, empty, slow, status, text
 from tests.sim_helpers import (

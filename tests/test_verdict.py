@@ -15,7 +15,7 @@ import yaml
 
 from evalcli.aggregate import Aggregator, exit_code, verdict
 from evalcli.results import GateResult, ItemResult, Outcome, Plan, ThresholdResult, TurnResult
-from evalcli.run.runner import RunOptions, run_evals
+from evalcli.run import RunOptions, run_evals
 
 FIXED = '''
 import asyncio

@@ -387,7 +387,9 @@ def merge(
     with user_errors(debug):
         from ..reports import merge_lines
         from ..store import merge_databases
+        from .outputs import check_outputs
 
+        check_outputs([], db=("--out", out))
         result = merge_databases(databases, out, run)
         console = make_console()
         for line in merge_lines(result):

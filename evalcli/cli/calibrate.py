@@ -15,8 +15,8 @@ from ..run import Events, RunOptions
 from ..run.calibrate import acalibrate
 from ..secrets import Redactor
 from ..store import Store
-from .outputs import check_writable, open_for_writing, stdout_for_json
-from .run import DatasetsRequest, check_backend_and_db, combine_exit_codes, load_all
+from .outputs import check_outputs, open_for_writing, stdout_for_json
+from .run import DatasetsRequest, check_backend, combine_exit_codes, load_all
 
 
 @dataclass
@@ -30,11 +30,10 @@ class CalibrateRequest(DatasetsRequest):
 def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -> int:
     """Validate every dataset, calibrate each (stored as a run plus ``calibrations`` rows), print or write the
     JSON; the worst exit code (130, 2, 1, 4, 0)."""
-    check_backend_and_db(request.db)
-    datasets = [planned.dataset for planned in load_all(request.datasets, request.scorers)]
+    check_backend()
     json_path = Path(request.json_out) if request.json_out and request.json_out != "-" else None
-    if json_path is not None:
-        check_writable(json_path, "--json")
+    check_outputs([("--json", json_path)] if json_path is not None else [], db=("--db", request.db))
+    datasets = [planned.dataset for planned in load_all(request.datasets, request.scorers)]
     redact = Redactor(extra=set().union(*(d.secret_values for d in datasets)))
     options = RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
                          use_cache=request.use_cache, handle_signals=True)

@@ -19,7 +19,7 @@ from ..reports.html import HtmlReport, report_sources
 from ..scorers import all_kinds
 from ..secrets import Redactor
 from ..store import diff_runs, find_item, load_run, open_existing
-from .outputs import check_writable, open_for_writing
+from .outputs import check_outputs, open_for_writing
 from .run import load_all
 
 
@@ -58,6 +58,7 @@ def scorers_table(path: Path | None) -> RenderableType:
 
 def show_run(db: Path, run_id: str, json_out: str | None, verbose: bool, out: Console) -> None:
     """``evalcli show RUN``: the stored run as the table ``evalcli run`` prints, and optionally its JSON."""
+    check_outputs([("--json", Path(json_out))] if json_out and json_out != "-" else [])
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
@@ -81,6 +82,7 @@ def show_run(db: Path, run_id: str, json_out: str | None, verbose: bool, out: Co
 
 def show_item(db: Path, run_id: str, key: str, json_out: str | None, out: Console) -> None:
     """``evalcli show RUN ITEM``: one conversation turn by turn, with every gate's and scorer's reason."""
+    check_outputs([("--json", Path(json_out))] if json_out and json_out != "-" else [])
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
@@ -130,7 +132,7 @@ class Written:
 def report_command(db: Path, run_id: str, html: Path, baseline: str | None = None, tolerance: float = 0.0, *,
                    allow_different: bool = False) -> Written:
     """``evalcli report``: read the stored run (read-only) and write its HTML report to ``html``."""
-    check_writable(html, "--html")
+    check_outputs([("--html", html)])
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
@@ -151,7 +153,7 @@ def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Consol
     from ..store import compare_runs
 
     if html is not None:
-        check_writable(html, "--html")
+        check_outputs([("--html", html)])
     store = open_existing(db)
     try:
         comparison = compare_runs(store, run_ids, allow_different=allow_different)

@@ -64,13 +64,23 @@ class CliEvents:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.progress = Progress(TextColumn("conversations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 console=self.err, transient=True)
+                                 TextColumn("{task.description}"), console=self.err, transient=True)
         self.progress.start()
-        self.task = self.progress.add_task("run", total=total, completed=done)
+        self.task = self.progress.add_task("", total=total, completed=done)
 
     def item_done(self, result: ItemResult) -> None:
         if self.progress is not None:
             self.progress.advance(self.task)
+
+    def notice(self, text: str | None) -> None:
+        """A long step the run waits on: beside the progress bar on a terminal, else a line of its own (a CI log
+        then shows why nothing moves); ``None`` when it is over."""
+        if self.quiet:
+            return
+        if self.progress is not None:
+            self.progress.update(self.task, description=text or "")
+        elif text is not None:
+            self.err.print(text, markup=False, soft_wrap=True)
 
     def warning(self, text: str) -> None:
         if not self.quiet:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -48,21 +50,63 @@ def _slug(text: str) -> str:
     return slug[:60] or "target"
 
 
-def check_writable(path: Path, what: str) -> None:
-    """A file that can really be written here, checked by writing: an existing file is opened for appending (its
-    content untouched), a new one is created and removed again. A folder that does not exist is an error (nothing
-    is created where a typo points); a special file (``/dev/null``, a pipe) needs only the permission."""
+@dataclass(frozen=True)
+class PathProblem:
+    """Why an output path cannot be used: the message names the option and the path; ``folder`` is the folder that
+    does not exist, if that is why."""
+
+    message: str
+    hint: str
+    folder: Path | None = None
+
+
+def check_outputs(files: Sequence[tuple[str, Path]], db: tuple[str, Path] | None = None) -> None:
+    """Every output path of a command, checked before anything runs or is written: ``files`` are (option, path) of
+    the reports, ``db`` the database (created when missing, its folder must exist). One ``UsageError`` names every
+    path that cannot be used, each missing folder in the hint once."""
+    problems = [problem for problem in ([database_problem(*db)] if db else []) if problem is not None]
+    problems += [problem for what, path in files if (problem := file_problem(path, what)) is not None]
+    if not problems:
+        return
+    folders = list(dict.fromkeys(str(p.folder) for p in problems if p.folder is not None))
+    hints = list(dict.fromkeys(p.hint for p in problems if p.folder is None))
+    if folders:
+        made = " ".join(shlex.quote(folder) for folder in folders)
+        hints.insert(0, f"create {'it' if len(folders) == 1 else 'them'} first (mkdir -p {made}), or choose "
+                        f"{'another path' if len(problems) == 1 else 'other paths'}")
+    if len(problems) == 1:
+        raise UsageError(problems[0].message, hints[0])
+    raise UsageError(f"{len(problems)} output paths cannot be used:\n" + "\n".join(f"  {p.message}" for p in problems),
+                     "; ".join(hints))
+
+
+def database_problem(what: str, db: Path) -> PathProblem | None:
+    """Why the database ``db`` (``--db``, ``--out``) cannot be opened or created there, or ``None``."""
+    if db.is_dir():
+        return PathProblem(f"{what} {db} is a directory", f"give a database file, e.g. {what} {db / 'evalcli.db'}")
+    if not db.parent.is_dir():
+        return PathProblem(f"{what} {db}: the folder {db.parent} does not exist", "", db.parent)
+    if not os.access(db if db.exists() else db.parent, os.W_OK):
+        return PathProblem(f"{what} {db} cannot be written (permission denied)", "choose a database path you can write")
+    return None
+
+
+def file_problem(path: Path, what: str) -> PathProblem | None:
+    """Why ``path`` cannot be written as the report ``what``, or ``None``; checked by writing: an existing file is
+    opened for appending (its content untouched), a new one is created and removed again. A folder that does not
+    exist is a problem (nothing is created where a typo points); a special file (``/dev/null``, a pipe) needs only
+    the permission."""
     if path.is_dir():
-        raise UsageError(f"{what} {path} is a directory", f"give a file path, e.g. {path / ('out' + _ext(what))}")
+        return PathProblem(f"{what} {path} is a directory", f"give a file path, e.g. {path / ('out' + _ext(what))}")
     folder = path.parent
     if not folder.is_dir():
-        raise UsageError(f"{what} {path}: the folder {folder} does not exist", "create it first, or choose another path")
+        return PathProblem(f"{what} {path}: the folder {folder} does not exist", "", folder)
     try:
         if path.exists():
             if not path.is_file():
                 if not os.access(path, os.W_OK):
                     raise PermissionError(13, "permission denied")
-                return
+                return None
             with path.open("a", encoding="utf-8"):
                 pass
         else:
@@ -71,7 +115,8 @@ def check_writable(path: Path, what: str) -> None:
             path.unlink()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise UsageError(f"cannot write {what} {path}: {reason.lower()}", "choose a path in a folder you can write") from None
+        return PathProblem(f"cannot write {what} {path}: {reason.lower()}", "choose a path in a folder you can write")
+    return None
 
 
 def _ext(what: str) -> str:

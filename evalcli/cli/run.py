@@ -36,7 +36,7 @@ from ..secrets import Redactor
 from ..store import Store
 from ..targets import cli_target
 from .console import make_console
-from .outputs import check_writable, open_for_writing, per_run, stdout_for_json
+from .outputs import check_outputs, open_for_writing, per_run, stdout_for_json
 
 if TYPE_CHECKING:
     from ..reports.html import HtmlReport
@@ -98,18 +98,24 @@ class Outputs:
     html: list[Path | None]
 
     @classmethod
-    def plan(cls, request: RunRequest, runs: list[Planned]) -> Outputs:
-        def paths(value: Path | None, what: str) -> list[Path | None]:
-            if value is None:
-                return [None] * len(runs)
-            chosen = per_run(value, [(Path(r.dataset.path), r.target) for r in runs])
-            for path in chosen:
-                check_writable(path, what)
-            return list(chosen)
+    def plan(cls, request: RunRequest) -> Outputs:
+        """Each report's path per run (one run per dataset and ``--target``, in the order ``load_all`` gives them),
+        all of them and the database checked at once."""
+        targets: list[str | None] = [*request.targets] or [None]
+        runs = [(path, target) for path in request.datasets for target in targets]
+
+        def paths(value: Path | None) -> list[Path | None]:
+            return [None] * len(runs) if value is None else list(per_run(value, runs))
 
         json_path = Path(request.json_out) if request.json_out and request.json_out != "-" else None
-        return cls(paths(json_path, "--json"), paths(request.junit, "--junit"), paths(request.markdown, "--markdown"),
-                   paths(request.html, "--html"))
+        outputs = cls(paths(json_path), paths(request.junit), paths(request.markdown), paths(request.html))
+        check_outputs([(what, path) for what, chosen in outputs.named() for path in chosen if path is not None],
+                      db=("--db", request.db))
+        return outputs
+
+    def named(self) -> list[tuple[str, list[Path | None]]]:
+        """(option, its path per run) of each report."""
+        return [("--json", self.json), ("--junit", self.junit), ("--markdown", self.markdown), ("--html", self.html)]
 
 
 def load_all(paths: list[Path], scorers: Path | None, targets: list[str] | None = None) -> list[Planned]:
@@ -156,20 +162,14 @@ def check_request(request: RunRequest) -> None:
     check_filter(request.filter)
     if request.shard:
         parse_shard(request.shard)
-    check_backend_and_db(request.db)
+    check_backend()
 
 
-def check_backend_and_db(db: Path) -> None:
-    """``EVALCLI_LLM_BACKEND`` (checked before anything runs), and a database that cannot be opened where asked."""
+def check_backend() -> None:
+    """``EVALCLI_LLM_BACKEND``, checked before anything runs."""
     from ..llm import backend_from_env
 
     backend_from_env()
-    if db.is_dir():
-        raise UsageError(f"--db {db} is a directory", f"give a database file, e.g. --db {db / 'evalcli.db'}")
-    if not db.parent.is_dir():
-        raise UsageError(f"--db {db}: the folder {db.parent} does not exist", "create it first, or choose another path")
-    if not os.access(db if db.exists() else db.parent, os.W_OK):
-        raise UsageError(f"--db {db} cannot be written (permission denied)", "choose a database path you can write")
 
 
 def _options(request: RunRequest, store: Store | None, dataset: Dataset) -> RunOptions:
@@ -219,6 +219,11 @@ class _Watched:
     def item_done(self, result: ItemResult) -> None:
         self.events.item_done(result)
 
+    def notice(self, text: str | None) -> None:
+        notice = getattr(self.events, "notice", None)
+        if notice is not None:
+            notice(text)
+
     def warning(self, text: str) -> None:
         self.events.warning(text)
 
@@ -253,9 +258,9 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     with several targets compare them; the combined exit code."""
     check_request(request)
     check_settings()
+    outputs = Outputs.plan(request)
     runs = load_all(request.datasets, request.scorers, request.targets)
     gc.freeze()  # what loading made lives as long as the command: the collector need not walk it again in the run
-    outputs = Outputs.plan(request, runs)
     redact = Redactor(extra=set().union(*(r.dataset.secret_values for r in runs)))
     history = request.resume or request.rerun_failed
     # a run that continues or re-runs another needs its database; otherwise nothing is created before the

@@ -13,10 +13,17 @@ from .load import dataset_name, load_dataset, search_paths
 from .references import parse_definition, parse_list, parse_ref
 from .registry import find_registry, load_registry
 from .select import Selection, check_filter, parse_shard, shard_of
-from .warnings import dataset_models, reachability_warnings, registration_lines, registry_name, unregistered
+from .warnings import (
+    dataset_models,
+    reachability_warnings,
+    registration_lines,
+    registry_name,
+    unregistered,
+    unregistered_warning,
+)
 
 __all__ = ["Dataset", "ImportScope", "Item", "RecordedTurn", "Selection", "Simulation", "Turn", "check_filter",
            "dataset_models", "dataset_name",
            "find_registry", "load_dataset", "load_registry", "parse_definition", "parse_list", "parse_ref",
            "parse_shard", "reachability_warnings", "registration_lines", "registry_name", "resolve_import",
-           "search_paths", "shard_of", "unregistered"]
+           "search_paths", "shard_of", "unregistered", "unregistered_warning"]

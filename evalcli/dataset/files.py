@@ -29,8 +29,11 @@ class ItemFile(BaseModel):
     """One conversation: exactly one of ``input``, ``inputs``, ``turns``, ``simulate`` or ``transcript``."""
 
     model_config = ConfigDict(extra="forbid")
-    id: str | int | None = Field(default=None, description="Unique id; defaults to the item's position.")
-    tags: list[str] = Field(default_factory=list, description="Labels for --filter and reports.")
+    id: Annotated[str | int | None, AfterValidator(not_blank(
+        "id must not be empty: name the conversation, or leave 'id' out (its position is then its id)"))] = Field(
+        default=None, description="Unique id; defaults to the item's position.")
+    tags: list[Annotated[str, AfterValidator(not_blank("a tag must not be empty: write a word, or remove it"))]] = Field(
+        default_factory=list, description="Labels for --filter and reports.")
     input: Any = Field(default=None, description="A single-turn question.")
     inputs: Any = Field(default=None, description="Several turns on one thread, scored as a whole.")
     turns: Any = Field(default=None, description="Several turns, each with its own gates and scorers.")

@@ -12,7 +12,7 @@ import contextlib
 import gc
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path as FsPath
 from typing import Any
@@ -20,7 +20,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import DatasetError, Problem
-from ..scorers import Registry
+from ..scorers import Registry, flow_yaml
+from ..secrets import Redactor
 from .files import DatasetFile, ItemFile, TurnFile
 from .imports import ImportScope, resolve_imports
 from .items import Dataset, Item, Turn
@@ -28,6 +29,7 @@ from .options import item_options, option_warnings, setups
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
+from .shapes import ITEM_ASSERTIONS, misplaced_assertions, plain_entry_with_keys
 from .simulate import parse_simulation
 from .target import resolve_target
 from .yamlsrc import Interpolated, Path, Positions, did_you_mean, load_yaml, problems_from_pydantic, validated
@@ -46,6 +48,8 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
     """One item of any form, with its labels (``known``: the scorer ids a label may name) and the ``line`` it starts
     on."""
     label = f"item {index}"
+    if isinstance(raw, dict) and any(key in raw for key in ITEM_ASSERTIONS):
+        raw = misplaced_assertions(raw, path, pos, registry, label, problems)  # the rest is still checked
     model = validated(ItemFile, raw, path, pos, label, problems, (
         f"{label} must be a mapping with 'input', 'inputs' or 'turns'", "write '- input: your question'"))
     if model is None:
@@ -80,7 +84,8 @@ def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, 
         return None
     if "inputs" in raw and (not isinstance(raw["inputs"], list) or not raw["inputs"]):
         problems.append(pos.problem((*path, "inputs"), f"{label}: 'inputs' must be a non-empty array",
-                                    "list at least one user message under 'inputs:'"))
+                                    "list the user's messages, e.g. 'inputs: [Hello, What is the weather?]', or write "
+                                    "'input: ...' for a single turn"))
         return None
     if "turns" in raw and ("input" in raw or "inputs" in raw):
         problems.append(pos.problem((*path, "turns"), f"{label}: 'turns' cannot be combined with 'input' or 'inputs'",
@@ -131,8 +136,13 @@ def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Reg
                                                      f"{did_you_mean(str(typo), list(TurnFile.model_fields))}",
                                         "every turn needs 'input: what the user says'", key=True))
             return None
-        problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property",
-                                    "write '- input: what the user says' (or '- resume: VALUE' to answer an interrupt)"))
+        found = (": it is empty" if not turn and isinstance(turn, (dict, type(None))) else
+                 f": it has only {', '.join(repr(str(k)) for k in turn)}" if isinstance(turn, dict) else
+                 ", not a list" if isinstance(turn, list) else f", not {turn!r}")
+        said = f"'- input: {flow_yaml(turn)}'" if isinstance(turn, str) else "'- input: what the user says'"
+        problems.append(pos.problem(at, f"{label}: turn {t} must be an object with an 'input' property{found}",
+                                    f"write {said} (with its 'gates:' and 'scorers:' under it), or '- resume: VALUE' "
+                                    "to answer an interrupt"))
         return None
     if "input" in turn and "resume" in turn:
         problems.append(pos.problem((*at, "resume"), f"{label}: turn {t} gives both 'input' and 'resume'",
@@ -249,7 +259,10 @@ def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[An
         raise DatasetError([Problem(f"{file}:{line}:{column}",
                                     f"the file is not UTF-8 text (byte {exc.object[exc.start]:#04x})",
                                     "save it as UTF-8")]) from None
-    data, pos, used = load_yaml(text, str(file))
+    try:
+        data, pos, used = load_yaml(text, str(file))
+    except DatasetError as exc:
+        raise DatasetError([plain_entry_with_keys(problem, text) for problem in exc.problems]) from None
     return data, pos, used, None
 
 
@@ -266,7 +279,17 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: st
     2 times as long with it running); whatever cycles loading leaves are collected once it is back on.
     """
     with _collector_paused():
-        return _load_dataset(path, scorers_path, target, target_label)
+        try:
+            return _load_dataset(path, scorers_path, target, target_label)
+        except DatasetError as exc:  # a problem may quote a value: never a secret of the environment
+            raise DatasetError(redacted(exc.problems)) from None
+
+
+def redacted(problems: list[Problem], secrets: Iterable[str] = ()) -> list[Problem]:
+    """The problems with every secret value (of the environment, and ``secrets``) replaced: a message quotes what the
+    dataset says, e.g. an id made of an interpolated argument."""
+    redact = Redactor(extra=secrets)
+    return [replace(p, message=redact(p.message), hint=redact(p.hint)) for p in problems]
 
 
 @contextlib.contextmanager
@@ -315,6 +338,10 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
             problems.append(pos.problem(("data_file",), "'data' and 'data_file' cannot both be given",
                                         "keep the items in one place", key=True))
         data_path = file.parent / top.data_file
+        if not top.data_file.strip():
+            raise DatasetError([*problems, pos.problem(("data_file",), "'data_file' is empty",
+                                                      "name a JSONL file of items (one a line), relative to the "
+                                                      "dataset file, or remove 'data_file'")])
         if not data_path.is_file():
             raise DatasetError([*problems, pos.problem(("data_file",), f"data file '{top.data_file}' not found",
                                                       "give a path relative to the dataset file")])
@@ -329,8 +356,13 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                    lines=top.data_file is None)
     has_turn_assertions = any(t.gates or t.scorers for i in items for t in i.turns or ())
     if raw_items and not gates and not scorers and not has_turn_assertions and not problems:
-        problems.append(pos.problem((), "At least one scorer or gate must be provided",
-                                    "add 'scorers:' or 'gates:' (e.g. '- includes: Brooklyn')"))
+        empty = next((key for key in ("scorers", "gates") if key in data), None)  # written, but with no entry
+        if empty is None:
+            problems.append(pos.problem((), "At least one scorer or gate must be provided",
+                                        "add 'scorers:' or 'gates:' (e.g. '- includes: Brooklyn')"))
+        else:
+            problems.append(pos.problem((empty,), f"At least one scorer or gate must be provided: '{empty}' is empty",
+                                        f"add an entry under '{empty}:', e.g. '- includes: Brooklyn'"))
     problems.extend(registration_conflicts([*gates, *scorers, *(s for i in items for t in i.turns or ()
                                                                 for s in (*t.gates, *t.scorers))]))
     scope = ImportScope(search_paths(file, registry))
@@ -347,11 +379,11 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         imported.update(setups(items, raw_items, top.target_options, problems, pos))
     recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
     if not top.target and target is None and not recorded and "target" not in bad_keys:
-        problems.append(pos.problem(("target",), "dataset needs 'target'", "add 'target: module:attribute' (only a "
-                                                                           "dataset whose items are all recorded "
-                                                                           "transcripts may leave it out)"))
+        problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
+                                    "write 'target: module:attribute' (or a mapping with 'http', 'mastra' or 'model'; "
+                                    "only a dataset whose items are all recorded transcripts may leave it out)"))
     if problems:
-        raise DatasetError(problems)
+        raise DatasetError(redacted(problems, used.secret_values | registry.secret_values))
     if resolved is None:  # every item is a recorded transcript: nothing to call
         target_spec, adapter, target_secrets = NO_TARGET, None, set[str]()
     else:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import Problem
 from ..messages import Message, message_text
+from ..scorers import flow_yaml
 from .items import RecordedTurn
 from .yamlsrc import Path, Positions, did_you_mean
 
@@ -123,9 +124,17 @@ def parse_labels(raw: Any, path: Path, pos: Positions, label: str, known: list[s
     """``{SCORER_ID: SCORE}`` (a number in [0, 1], or pass/fail) for scorer ids the dataset configures at the top
     level (``known``); ``None`` after adding the mistakes to ``problems``."""
     at = (*path, "labels")
-    if not isinstance(raw, dict) or not raw:
-        problems.append(pos.problem(at, f"{label}: 'labels' must be a mapping of scorer id -> score",
-                                    "write labels: {weather-judge: pass} (a number from 0 to 1, or pass/fail)"))
+    write = (f"write labels: {flow_yaml({known[0] if known else 'SCORER_ID': 'pass'})} (pass, fail or a score from 0 "
+             "to 1) for "
+             + (f"one of the dataset's gates and scorers ({', '.join(known)})" if known else
+                "a gate or scorer of the dataset's top-level 'gates:' or 'scorers:' (it has none)"))
+    if raw is None or raw == {}:
+        problems.append(pos.problem(at, f"{label}: 'labels' is empty: it names no scorer, so it labels nothing",
+                                    f"{write}, or remove 'labels' from this conversation"))
+        return None
+    if not isinstance(raw, dict):
+        kind = "a list" if isinstance(raw, list) else "a string" if isinstance(raw, str) else f"{raw!r}"
+        problems.append(pos.problem(at, f"{label}: 'labels' must be a mapping of scorer id -> score, got {kind}", write))
         return None
     labels: dict[str, float] = {}
     for scorer_id, value in raw.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -18,11 +18,17 @@ from pydantic import ValidationError
 
 from ..errors import Problem
 from ..results import Threshold
-from ..scorers import Registry, ScorerSpec, inline_yaml
+from ..scorers import Registry, ScorerSpec, flow_yaml, inline_yaml
 from ..scorers import find as find_kind
 from ..scorers.kinds import Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
 from .yamlsrc import Path, Positions, did_you_mean, problems_from_pydantic
+
+GATE_PASSES = "a gate always needs an average of 1.0"
+"""Why a gate takes no threshold."""
+WRAPPER_KEYS = ("threshold", "id", "min", "max")
+"""Keys written beside a kind that belong to a wrapper around it, ``{scorer: REF, threshold: T, id: NAME}`` (``min``
+and ``max`` inside its threshold)."""
 
 
 def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: list[Problem]) -> Threshold | None:
@@ -111,7 +117,17 @@ def parse_definition(raw: Any, path: Path, pos: Positions, problems: list[Proble
     """A one-key mapping ``{KIND: ARG}`` (or a bare no-argument kind) -> (kind, args, default id)."""
     if isinstance(raw, str) and find_kind(raw) is not None:
         raw = {raw: None}
+    if isinstance(raw, dict) and len(raw) > 1 and (split := _split(raw, ())) is not None and not split.wrapper:
+        problems.append(_arguments_beside(split, path, pos, registered=True))  # a kind's arguments beside it
+        return None
     if not isinstance(raw, dict) or len(raw) != 1:
+        wrapper = [key for key in raw if key in WRAPPER_KEYS] if isinstance(raw, dict) else []
+        if wrapper and path:  # a registry's definition (a dataset's references are read by parse_ref)
+            problems.append(pos.problem((*path, wrapper[0]), f"a registered scorer is one kind with its arguments: "
+                                                             f"'{wrapper[0]}' is set where a dataset uses it",
+                                        "write it in the dataset:" + _lines({"scorer": path[-1], **{
+                                            k: raw[k] for k in wrapper}}), key=True))
+            return None
         problems.append(pos.problem(path, "a scorer must be a one-key mapping like {includes: Brooklyn}",
                                     f"kinds: {', '.join(kind_names())}"))
         return None
@@ -134,7 +150,7 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
         allowed = ["scorer", "id"] if gate else ["scorer", "threshold", "id"]
         for key in raw:
             if key == "threshold" and gate:
-                problems.append(pos.problem((*path, key), "a gate takes no threshold: a gate always needs an average of 1.0",
+                problems.append(pos.problem((*path, key), f"a gate takes no threshold: {GATE_PASSES}",
                                             "remove 'threshold', or move this entry to 'scorers'", key=True))
             elif key not in allowed:
                 problems.append(pos.problem((*path, key), f"unknown key '{key}' in scorer entry{did_you_mean(str(key), allowed)}",
@@ -157,6 +173,9 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
             threshold = _threshold(raw["threshold"], spec.id, (*path, "threshold"), pos, problems)
         spec = _as_registered(spec, (*path, "id") if "id" in raw else path, pos, registry, problems)
         return None if spec is None else replace(spec, threshold=threshold, where=where)
+    if raw is None or raw == {} or (isinstance(raw, dict) and (len(raw) > 1 or set(raw) <= set(WRAPPER_KEYS))):
+        _not_one_reference(raw, path, pos, registry, problems, gate=gate)
+        return None
     if isinstance(raw, str) and raw in registry.scorers:
         return replace(registry.scorers[raw], where=where)
     if isinstance(raw, str) and raw in registry.broken:
@@ -173,6 +192,133 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
         return None
     kind, args, default_id = parsed
     return _as_registered(ScorerSpec(id=default_id, kind=kind, args=args, where=where), path, pos, registry, problems)
+
+
+@dataclass(frozen=True)
+class _Split:
+    """A mapping of several keys read as one reference written loosely: the kind (or registered id), its arguments
+    written beside it, and the wrapper's keys."""
+
+    raw: dict[Any, Any]
+    name: str
+    arguments: tuple[str, ...]
+    wrapper: tuple[str, ...]
+
+    def reference(self) -> Any:
+        """The reference as it should have been written: ``{includes: costs}``, ``weather-judge``, or the kind with
+        its arguments in one mapping (``{called_tool: {name: x, times: 2}}``)."""
+        value = self.raw[self.name]
+        kind = find_kind(self.name)
+        if self.arguments and kind is not None:
+            inner = dict(value) if isinstance(value, dict) else {} if value is None or kind.main is None \
+                else {kind.key(kind.main): value}
+            return {self.name: {**inner, **{key: self.raw[key] for key in self.arguments}}}
+        if value is None and (kind is None or kind.main is None):
+            return self.name
+        return {self.name: value}
+
+    def wrapped(self, gate: bool) -> Any:
+        """The wrapper that holds it (a gate's without a threshold), or the reference alone when nothing is left to
+        wrap."""
+        entry: dict[str, Any] = {"scorer": self.reference()}
+        bounds = {key: self.raw[key] for key in ("min", "max") if key in self.raw}
+        if not gate and ("threshold" in self.raw or bounds):
+            entry["threshold"] = self.raw["threshold"] if "threshold" in self.raw else bounds
+        if "id" in self.raw:
+            entry["id"] = self.raw["id"]
+        return entry if len(entry) > 1 else entry["scorer"]
+
+
+def _split(raw: dict[Any, Any], registered: Iterable[str]) -> _Split | None:
+    """``raw`` read as one kind (or ``registered`` id) with its arguments and wrapper keys beside it; ``None`` when it
+    is not that (two kinds, or keys that are neither)."""
+    wrapper = tuple(str(key) for key in raw if key in WRAPPER_KEYS)
+    rest = [key for key in raw if key not in WRAPPER_KEYS]
+    if len(rest) == 1:
+        return _Split(raw, str(rest[0]), (), wrapper)
+    names = [key for key in rest if find_kind(str(key)) is not None or key in registered]
+    kind = find_kind(str(names[0])) if len(names) == 1 else None
+    if kind is None:
+        return None
+    accepted = {kind.key(name) for name in kind.args.model_fields}
+    arguments = tuple(str(key) for key in rest if key != names[0])
+    return _Split(raw, str(names[0]), arguments, wrapper) if set(arguments) <= accepted else None
+
+
+def _lines(entry: Any) -> str:
+    """A list entry as the YAML lines to write instead, each on a line of the hint: ``- scorer: {includes: costs}``
+    then ``  threshold: 1.2``."""
+    if not isinstance(entry, dict):
+        return f"\n      - {flow_yaml(entry)}"
+    lines = [f"{key}: {flow_yaml(value)}" for key, value in entry.items()]
+    return "".join(f"\n      {'- ' if n == 0 else '  '}{line}" for n, line in enumerate(lines))
+
+
+def _arguments_beside(split: _Split, path: Path, pos: Positions, *, registered: bool = False) -> Problem:
+    """A kind's arguments written beside it; the rewrite is a list entry, or the registry's ``ID: {...}`` line."""
+    names = " and ".join(f"'{key}'" for key in split.arguments)
+    rewrite = f"\n      {path[-1]}: {flow_yaml(split.reference())}" if registered else _lines(split.reference())
+    return pos.problem((*path, split.arguments[0]), f"{names} {'is an argument' if len(split.arguments) == 1 else 'are arguments'}"
+                                                    f" of {split.name}: a scorer reference has one key, so its "
+                                                    "arguments go in one mapping under it", "write" + rewrite, key=True)
+
+
+def _not_one_reference(raw: Any, path: Path, pos: Positions, registry: Registry, problems: list[Problem],
+                       *, gate: bool) -> None:
+    """An entry of ``gates:``/``scorers:`` that is not one reference: empty, a wrapper's key alone, or a kind with a
+    threshold, an id, bounds or its arguments beside it. Says what to write instead, and reports the mistakes inside
+    it as well (a threshold out of range, an argument the kind does not take), so they are all known at once."""
+    listed = "gates" if gate else "scorers"
+    if not raw:
+        problems.append(pos.problem(path, f"an empty entry in '{listed}'",
+                                    "write a scorer, e.g. '- includes: Brooklyn', or remove the '-' line"))
+        return
+    if set(raw) <= set(WRAPPER_KEYS):  # 'threshold: 0.8' as a list entry of its own
+        key = next(iter(raw))
+        problems.append(pos.problem((*path, key), f"'{key}' is not a scorer: it belongs in the entry of the scorer it "
+                                                  "is for", "write the scorer and it as one entry:" + _lines(
+                                                      {"scorer": {"includes": "Brooklyn"}, **raw}), key=True))
+        return
+    split = _split(raw, registry.scorers)
+    if split is None:
+        kinds = [key for key in raw if find_kind(str(key)) is not None or key in registry.scorers]
+        if len(kinds) > 1:
+            problems.append(pos.problem((*path, kinds[1]), f"one entry names {len(kinds)} scorers "
+                                                           f"({', '.join(map(str, kinds))}): a scorer reference has one key",
+                                        "write each as its own entry:" + "".join(_lines({k: raw[k]}) for k in kinds),
+                                        key=True))
+        else:
+            problems.append(pos.problem(path, f"a scorer reference has one key, its kind; this one has "
+                                              f"{', '.join(repr(str(k)) for k in raw)}",
+                                        f"write e.g. '- includes: Brooklyn'; kinds: {', '.join(kind_names())}"))
+        return
+    spec = parse_ref(split.reference(), path, pos, registry, problems, gate=gate)
+    scorer_id = str(raw["id"]) if isinstance(raw.get("id"), str) else spec.id if spec else split.name
+    if not split.wrapper:
+        problems.append(_arguments_beside(split, path, pos))
+        return
+    bounds = [key for key in split.wrapper if key != "id"]
+    if gate and bounds:
+        problems.append(pos.problem((*path, bounds[0]), f"'{bounds[0]}' beside '{split.name}' in 'gates': a gate takes "
+                                                        f"no threshold ({GATE_PASSES})",
+                                    "remove it, or make this a scorer: under 'scorers:' write" + _lines(
+                                        split.wrapped(gate=False)), key=True))
+    if "threshold" in raw and not gate:
+        _threshold(raw["threshold"], scorer_id, (*path, "threshold"), pos, problems)
+    elif bounds and not gate:
+        _threshold({key: raw[key] for key in ("min", "max") if key in raw}, scorer_id, path, pos, problems)
+    if "id" in raw and (not isinstance(raw["id"], str) or not raw["id"].strip()):
+        problems.append(pos.problem((*path, "id"), "'id' must be a non-empty string", "write id: my-scorer"))
+    if gate and not split.arguments and split.wrapper == tuple(bounds):
+        return  # the only mistake is the threshold, said above
+    moved = [key for key in split.wrapper if not (gate and key != "id")]
+    what = " and ".join(f"'{key}'" for key in (*split.arguments, *moved))
+    wrapped = " and ".join([*(["a threshold"] if set(moved) - {"id"} else []), *(["an id"] if "id" in moved else [])])
+    goes = [*(["its arguments go in one mapping under it"] if split.arguments else []),
+            *([f"{wrapped} {'go' if ' and ' in wrapped else 'goes'} in a wrapper around it"] if wrapped else [])]
+    problems.append(pos.problem((*path, (*split.arguments, *moved)[0]),
+                                f"{what} cannot be written beside '{split.name}': a scorer reference has one key; "
+                                f"{', and '.join(goes)}", "write" + _lines(split.wrapped(gate)), key=True))
 
 
 def _as_registered(spec: ScorerSpec, path: Path, pos: Positions, registry: Registry,

@@ -1,10 +1,14 @@
 """What ``evalcli validate`` says about a valid dataset besides "ok": things that would fail at run time, found
-without running, and the gates and scorers whose scores are not stored.
+without running, and the gates and scorers that are not registered.
 
 A judge's or simulated user's model that cannot be reached as configured (a missing package, an unset
-provider key) cannot be fixed by retrying, so it is named before anything runs. Gates and scorers not
-registered in ``scorers.yaml`` score but store no rows: ``validate`` lists each with the line that
-registers it (a run only counts them, in one line).
+provider key) cannot be fixed by retrying, so it is named before anything runs.
+
+A gate or scorer not registered in ``scorers.yaml`` scores as any other, and every run keeps its scores with the
+conversations (``show``, ``diff``, ``compare``, the JSON, JUnit, Markdown and HTML reports all have them). What it
+lacks is rows in the ``scores`` table (and its spec in ``scorers``): SQL over that table, and the HTML report's
+chart of scorers across runs, which reads it, leave it out. ``validate`` lists each with the line that registers
+it; a run says so only when it writes an HTML report.
 """
 
 from __future__ import annotations
@@ -73,6 +77,26 @@ def registration_lines(dataset: Dataset) -> list[str]:
     specs = unregistered(dataset)
     if not specs:
         return []
-    head = (f"  {len(specs)} not registered in {registry_name(dataset)} (scored, but not stored): to store them, add "
-            "these lines under 'scorers:' there")
+    head = (f"  {len(specs)} not registered in {registry_name(dataset)}: each run keeps their scores (show, diff, "
+            "compare and the reports have them), but the 'scores' table has no rows of theirs, so SQL over it and the "
+            "HTML report's chart across runs leave them out; to track them, add these lines under 'scorers:' there")
     return [head, *(f"    {registration_line(spec)}" for spec in specs)]
+
+
+NAMED = 5
+"""How many unregistered ids a run's warning names (then how many more)."""
+
+
+def unregistered_warning(dataset: Dataset) -> str | None:
+    """The line a run prints once (SPEC §8): the gates and scorers not registered, what that loses (their rows in
+    the 'scores' table, which SQL and the HTML report's chart across runs read), and where the lines that register
+    them are."""
+    ids = [spec.id for spec in unregistered(dataset)]
+    if not ids:
+        return None
+    named = ", ".join(ids[:NAMED]) + (f" and {len(ids) - NAMED} more" if len(ids) > NAMED else "")
+    them = "it" if len(ids) == 1 else "them"
+    return (f"{named} of {dataset.path}: not registered in {registry_name(dataset)}, so the 'scores' table has no rows "
+            f"for {them} and the HTML report's chart across runs leaves {them} out (the run keeps the scores: show, "
+            f"diff, compare and the report's tables have them); 'evalcli validate {dataset.path}' prints the lines that "
+            f"register {them}")

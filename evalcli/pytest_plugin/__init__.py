@@ -8,7 +8,8 @@ run. Importing this module costs nothing measurable: the library (loading, runni
 imported only once a dataset is collected.
 
 This package is a front end, like ``evalcli.cli``: ``plugin`` holds the session's hooks and options, ``nodes`` the
-pytest nodes of a dataset, ``play`` the run of a dataset and what its items report.
+pytest nodes of a dataset, ``play`` the run of a dataset and what its items report, and ``session``, under them all,
+what the session knows and its nodes share (its settings, the datasets collected, the runs played).
 """
 
 from __future__ import annotations

@@ -15,31 +15,22 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .session import DatasetSession, EvalFailed
+
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
     from ..dataset import Dataset, Item
     from .play import Played
-    from .plugin import DatasetPlugin
 
 VERDICT = "verdict"
 """The name of each dataset's verdict item (``datasets/weather.yaml::verdict``)."""
 
 
-class EvalFailed(Exception):
-    """A conversation or a verdict that failed: ``text`` says why (no traceback: it is not a bug), ``message`` in
-    one line (the short summary's and JUnit's message)."""
-
-    def __init__(self, text: str, message: str | None = None) -> None:
-        super().__init__(text)
-        self.text = text
-        self.message = message or text.splitlines()[0]
-
-
 class DatasetFile(pytest.File):
     """An evalcli dataset file, collected as its conversations and its verdict."""
 
-    def __init__(self, *, plugin: DatasetPlugin, **kwargs: Any) -> None:
+    def __init__(self, *, plugin: DatasetSession, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.plugin = plugin
         self.dataset: Dataset | None = None
@@ -86,7 +77,7 @@ class DatasetFile(pytest.File):
         # the verdict alone is the verdict of every conversation; all of them selected is an ordinary full run
         indexes = None if not wanted or len(wanted) == len(self.dataset.items) else wanted
         try:
-            self._played = play(self, self.dataset, indexes)
+            self._played = play(self.plugin, self, self.dataset, indexes)
         except Exception as exc:
             self._failure = (asking.nodeid, exc)
             raise

@@ -17,7 +17,6 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -27,11 +26,8 @@ from ..results import ItemResult, RunResult
 from ..run import RunOptions, arun_evals
 from ..secrets import Redactor
 from ..store import Store, load_run
-from .nodes import EvalFailed
+from .session import DatasetSession, EvalFailed
 from .settings import RunLine, Settings
-
-if TYPE_CHECKING:
-    from .nodes import DatasetFile
 
 
 @dataclass
@@ -91,13 +87,12 @@ class Played:
         return EvalFailed(f"{head}\n\n{conversation_text(self.run, result, self.width)}\n\n{show}", message)
 
 
-def play(file: DatasetFile, dataset: Dataset, indexes: set[int] | None) -> Played:
+def play(plugin: DatasetSession, file: pytest.File, dataset: Dataset, indexes: set[int] | None) -> Played:
     """Play the dataset's conversations (``indexes``, or all of them) once, or read the run another worker played."""
-    plugin = file.plugin
     with _turn(plugin.lock_folder(), file.nodeid) as marker:
         if marker is not None and marker.is_file():
             return _read(plugin.settings, marker.read_text(encoding="utf-8").strip())
-        played, warnings = _play(file, dataset, indexes)
+        played, warnings = _play(plugin, file, dataset, indexes)
         if marker is not None:
             marker.write_text(played.run.run_id, encoding="utf-8")
     items = played.items.values()
@@ -108,8 +103,8 @@ def play(file: DatasetFile, dataset: Dataset, indexes: set[int] | None) -> Playe
     return played
 
 
-def _play(file: DatasetFile, dataset: Dataset, indexes: set[int] | None) -> tuple[Played, list[str]]:
-    plugin = file.plugin
+def _play(plugin: DatasetSession, file: pytest.File, dataset: Dataset,
+          indexes: set[int] | None) -> tuple[Played, list[str]]:
     settings = plugin.settings
     redact = Redactor(extra=dataset.secret_values)
     store = Store(settings.db, redact)

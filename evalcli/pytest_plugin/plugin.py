@@ -1,7 +1,7 @@
 """The plugin of one pytest session: its options, which files are datasets, collection errors, the summary.
 
-Nothing here imports more than pytest and the standard library: a session that collects no dataset pays for
-nothing else (``nodes`` imports the library when a dataset file is collected).
+Nothing here imports more than pytest, the standard library and ``session``: a session that collects no dataset
+pays for nothing else (``nodes`` imports the library when a dataset file is collected).
 """
 
 from __future__ import annotations
@@ -10,23 +10,16 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-if TYPE_CHECKING:
-    import asyncio
-
-    from .settings import RunLine, Settings
+from .session import LOCKS, DatasetSession, absolute_path
 
 DATASET_SUFFIXES = (".yaml", ".yml", ".jsonl")
 """The files a command-line argument names as a dataset (an ``evalcli_datasets`` pattern chooses its own)."""
 REGISTRY_NAME = "scorers.yaml"
 """A scorer registry that a pattern such as ``datasets/*.yaml`` also matches: never collected by a pattern."""
-RESERVED_MARKERS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings"})
-"""pytest's own markers: a tag with one of these names matches ``-k`` but is not applied as a marker."""
-LOCKS = "evalcli-pytest"
-"""The folder (in the system's temporary folder) where pytest-xdist workers agree on who plays a dataset."""
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -43,20 +36,18 @@ def add_options(parser: pytest.Parser) -> None:
                   help="glob patterns (relative to the rootdir) of evalcli dataset files to collect as tests")
 
 
-class DatasetPlugin:
-    """What one pytest session knows about evalcli datasets."""
+class DatasetPlugin(DatasetSession):
+    """The hooks of one pytest session that plays evalcli datasets."""
 
     NAME = "evalcli-datasets"
 
     def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.here = config.invocation_params.dir
+        super().__init__(config)
         self.patterns: list[str] = list(config.getini("evalcli_datasets"))
         for pattern in self.patterns:
             if os.path.isabs(pattern):
                 raise pytest.UsageError(f"evalcli_datasets: '{pattern}' is not relative to the rootdir "
                                         f"({config.rootpath}); write it like datasets/*.yaml")
-        self._settings: Settings | None = None
         if config.getoption("evalcli_db") or config.getoption("evalcli_html"):
             self.settings  # noqa: B018 - paths given on the command line are checked before anything runs
         self._matched: set[Path] | None = None
@@ -65,27 +56,9 @@ class DatasetPlugin:
         self._add_datasets_outside_testpaths()
         self.named = {absolute_path(self.here / arg.split("::", 1)[0]) for arg in config.args
                       if arg.split("::", 1)[0].endswith(DATASET_SUFFIXES)}
-        self.invalid: set[str] = set()
-        """Node ids of the dataset files that did not validate (each one collection error)."""
         self.other_collection_errors = 0
         self.continue_on_collection_errors = bool(config.option.continue_on_collection_errors)
-        self.datasets: list[Path] = []
-        """Every dataset file collected, in order (an HTML report per dataset is named after them). pytest makes a
-        node for each file of a folder it enters and keeps those asked for: only these are collected."""
-        self.markers: set[str] = set()
-        self._taking_arguments: set[str] | None = None
-        self.runs: list[RunLine] = []
-        self._loop: asyncio.Runner | None = None
         self._xdist_runs: set[str] = set()
-
-    @property
-    def settings(self) -> Settings:
-        """How datasets are played (read from the options when first needed)."""
-        if self._settings is None:
-            from .settings import settings_of
-
-            self._settings = settings_of(self.config, self.here)
-        return self._settings
 
     # which files are datasets
 
@@ -121,25 +94,6 @@ class DatasetPlugin:
         file: pytest.Collector = DatasetFile.from_parent(parent, path=file_path, plugin=self)
         return file
 
-    def shown(self, path: Path) -> str:
-        """A path as the user would type it: relative to the current directory when inside it."""
-        return shown_path(path, self.here)
-
-    def marker(self, tag: str) -> bool:
-        """Register ``tag`` as a marker (so ``--strict-markers`` passes); whether it can be one. A marker that takes
-        arguments (``skip(reason=None)``, ``timeout(timeout)`` of pytest-timeout...) means something to pytest or a
-        plugin: a tag of that name is only a keyword for ``-k``."""
-        if self._taking_arguments is None:
-            lines = [line.split(":", 1)[0] for line in self.config.getini("markers")]
-            self._taking_arguments = {line.split("(", 1)[0].strip() for line in lines if "(" in line}
-        if (tag in RESERVED_MARKERS or tag in self._taking_arguments or not tag or tag[0] == "_"
-                or any(c in tag for c in ":( \t\n")):
-            return False
-        if tag not in self.markers:
-            self.markers.add(tag)
-            self.config.addinivalue_line("markers", f"{tag}: evalcli dataset tag")
-        return True
-
     # collection errors: an invalid dataset does not stop the others
 
     @pytest.hookimpl(tryfirst=True)
@@ -152,23 +106,6 @@ class DatasetPlugin:
         # other datasets and tests still run (any other collection error keeps pytest's behaviour)
         self.config.option.continue_on_collection_errors = (self.continue_on_collection_errors
                                                             or not self.other_collection_errors)
-
-    # the session's event loop: frameworks that keep clients per process stay bound to a live loop
-
-    def loop(self) -> asyncio.Runner:
-        if self._loop is None:
-            import asyncio
-
-            # a loop of our own, never set as the thread's current loop: the session's other tests do not see it
-            self._loop = asyncio.Runner(loop_factory=asyncio.new_event_loop)
-        return self._loop
-
-    def lock_folder(self) -> Path | None:
-        """Under pytest-xdist, where this test run's workers agree on who plays a dataset (else ``None``)."""
-        workerinput = getattr(self.config, "workerinput", None)
-        if workerinput is None:
-            return None
-        return Path(tempfile.gettempdir()) / LOCKS / str(workerinput["testrunuid"])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -183,9 +120,7 @@ class DatasetPlugin:
             self.runs.extend(RunLine(**line) for line in lines)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self._loop is not None:
-            self._loop.close()
-            self._loop = None
+        self.close_loop()
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None and self.runs:
             from dataclasses import asdict
@@ -207,13 +142,3 @@ class DatasetPlugin:
                 f"({line.failed} failed, {line.errors} errored); evalcli show {line.run_id} ITEM{db}")
             for warning in line.warnings:
                 terminalreporter.write_line(f"  warning: {warning}")
-
-
-def absolute_path(path: Path) -> Path:
-    return Path(os.path.abspath(path))
-
-
-def shown_path(path: Path, here: Path) -> str:
-    """A path relative to ``here`` when inside it, else absolute."""
-    absolute = absolute_path(path)
-    return os.path.relpath(absolute, here) if here in absolute.parents else str(absolute)

@@ -30,7 +30,8 @@ from .agreement import (
     metric_json,
     passes,
 )
-from .runner import INTERRUPTED, Events, RunOptions, arun_evals
+from .options import RunOptions
+from .runner import INTERRUPTED, Events, arun_evals
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ from ..targets import (
     TurnTimedOut,
     merge_options,
 )
-from .drivers import ConversationFailed, Driver, PlayContext, driver_for
+from .drivers import driver_for
+from .play import ConversationFailed, Driver, PlayContext
 
 
 class ScorerFailed(Exception):

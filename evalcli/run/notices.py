@@ -1,15 +1,15 @@
-"""What a run says once, before it starts: targets that cannot remember, gates and scorers not stored."""
+"""What a run says once, before it starts: targets that cannot remember."""
 
 from __future__ import annotations
 
-from ..dataset import Dataset, Item, registry_name, unregistered
+from ..dataset import Dataset, Item
 from ..targets import FormAdapter
 
 
 def memory_warning(dataset: Dataset, items: list[Item]) -> str | None:
     """Once per run: multi-turn conversations against a target that shows no memory. evalcli cannot see whether a
     function keeps its own history per thread, so it says what it knows and how to say otherwise."""
-    count = sum(1 for i in items if i.multi_turn)
+    count = sum(1 for i in items if _recalls(i))
     target = dataset.target
     if not count or target is None or dataset.remembers:
         return None
@@ -31,12 +31,11 @@ def memory_warning(dataset: Dataset, items: list[Item]) -> str | None:
 _MISSING = object()
 
 
-def unregistered_warning(dataset: Dataset) -> str | None:
-    """Once per run, one short line: how many gates and scorers score without storing rows, and where the list of
-    them (with the lines that register them) is."""
-    count = len(unregistered(dataset))
-    if not count:
-        return None
-    return (f"{count} gate{'s' if count != 1 else ''}/scorer{'s' if count != 1 else ''} of {dataset.path} "
-            f"{'is' if count == 1 else 'are'} not registered in {registry_name(dataset)}: scored, but not stored "
-            f"('evalcli validate {dataset.path}' lists them, with the lines that register them)")
+def _recalls(item: Item) -> bool:
+    """Whether a later turn of the conversation could need an earlier one: a target called more than once on one
+    thread (a one-turn ``turns:`` item, or a recording, never is)."""
+    if not item.multi_turn or item.recorded:
+        return False
+    if item.simulation is not None:
+        return item.simulation.max_turns > 1
+    return len(item.inputs) > 1

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..dataset import Dataset, Selection
 from ..errors import UsageError
 from ..store import Store, StoredOptions
-
-if TYPE_CHECKING:
-    from .runner import RunOptions
+from .options import RunOptions, plan_of
 
 FLAGS = {"filter": "--filter", "shard": "--shard", "limit": "--limit", "repeat": "--repeat", "strict": "--strict",
          "max_errors": "--max-errors", "only_indexes": "--rerun-failed"}
@@ -63,8 +61,6 @@ def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset
     """What differs between the configuration a run began with and the dataset's now, one label each."""
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
         changes = [] if row["target"] == dataset.target_spec else ["target"]
-        from .runner import plan_of
-
         return changes + ([] if stored.plan == plan_of(dataset) else ["gates, scorers or thresholds"])
     now = dataset.configuration()
     changed = [f"{label} (changed)" for label, digest in stored.config.items() if label in now and now[label] != digest]

@@ -18,67 +18,36 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..aggregate import Aggregator, exit_code
-from ..dataset import Dataset, Item, Selection, dataset_models, load_dataset
+from ..dataset import Dataset, Item, dataset_models, load_dataset, unregistered_warning
 from ..errors import INTERNAL_ERROR, UsageError, describe
-from ..llm import LLMClient, LLMSettings, UsageSink, check_settings, import_http_client, import_litellm, model_problem
+from ..llm import (
+    LLMClient,
+    LLMSettings,
+    UsageSink,
+    check_settings,
+    import_http_client,
+    import_litellm,
+    load_local_model,
+    local_model_pending,
+    model_problem,
+)
 from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
-from ..store import Store, StoredOptions, StoreWriter, new_run_id, stored_items
+from ..store import Store, StoreWriter, new_run_id, stored_items
 from ..targets import TargetCalls, TargetThreads
 from .conversation import Conversation
-from .drivers import PlayContext
-from .notices import memory_warning, unregistered_warning
+from .notices import memory_warning
+from .options import RunOptions, plan_of
+from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
 from .resume import check_resumable, option_conflicts
 
 INTERRUPTED = 130
-
-
-@dataclass
-class RunOptions:
-    """How to run a dataset; every field has the CLI's default."""
-
-    concurrency: int | None = None
-    """Conversations in flight; ``None`` takes the dataset's ``concurrency``."""
-    judge_concurrency: int = 8
-    """Judge calls in flight across all conversations."""
-    use_cache: bool = True
-    """Reuse cached judge and simulator replies (``--no-cache`` turns it off)."""
-    strict: bool = False
-    """Exit 3 on a ``scored`` verdict."""
-    max_errors: int = 0
-    """Item errors tolerated before the exit code says 4."""
-    selection: Selection = field(default_factory=Selection)
-    turn_timeout: float | None = None
-    """Seconds one target call may take (its own call only, not time spent waiting) before the conversation
-    is an error; ``None``: no limit."""
-    resume: str | None = None
-    """Continue this run id: keep finished conversations, run the rest."""
-    only_indexes: set[int] | None = None
-    """Run only these item indexes (used by --rerun-failed)."""
-    keep_items: bool = True
-    """Keep every ``ItemResult`` in ``RunResult.items`` (the CLI reads them back from the store instead)."""
-    handle_signals: bool = False
-    """Install SIGINT/SIGTERM handlers that stop the run cleanly (the CLI does)."""
-    grace_seconds: float = 5.0
-    """After an interrupt, how long conversations in flight may take to finish before they are cancelled."""
-    repeat: int = 1
-    """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
-    on_stored: Callable[[ItemResult], None] | None = None
-    """Called in the writer thread with each conversation as it is stored (read back from the rows just written, as
-    ``Store.load_items`` reads it), in the order they finish; it must not raise. The CLI renders each one's JSON
-    there, while the run goes on, instead of reading them all back after it."""
-
-    def stored(self, plan: Plan, config: dict[str, str] | None = None) -> StoredOptions:
-        """What the run's row keeps of these options (and of its plan and the dataset's configuration)."""
-        selection = self.selection
-        return StoredOptions(plan, selection.filter, selection.shard, selection.limit, self.strict, self.max_errors,
-                             self.repeat, sorted(self.only_indexes or []) or None, config)
 
 
 class Events(Protocol):
@@ -88,6 +57,8 @@ class Events(Protocol):
     def item_done(self, result: ItemResult) -> None: ...
     def warning(self, text: str) -> None: ...
     def stopping(self) -> None: ...
+    # optional: ``notice(text)``, a long step the run is waiting on ("loading the local model ..."); ``None`` when
+    # it is over. Events written before it existed still work (the runner looks for it).
 
 
 class QuietEvents:
@@ -104,11 +75,6 @@ class QuietEvents:
 
     def stopping(self) -> None:
         pass
-
-
-def plan_of(dataset: Dataset) -> Plan:
-    return Plan([g.id for g in dataset.gates], [s.id for s in dataset.scorers],
-                {s.id: s.threshold.raw for s in dataset.scorers if s.threshold is not None})
 
 
 SWITCH_INTERVAL = 0.0005
@@ -144,13 +110,21 @@ def _release_switch_interval() -> None:
             sys.setswitchinterval(_switch_saved)
 
 
-def _import_quietly(settings: LLMSettings, models: list[str]) -> None:
+def _import_quietly(settings: LLMSettings, models: list[str], notice: Callable[[str | None], None]) -> None:
     """Import litellm when one of the run's models goes through it (OpenAI-compatible models and the embedded one
-    never do, and then it is never imported); finding each model's path reads the model table here too."""
+    never do, and then it is never imported); finding each model's path reads the model table here too. Load the
+    embedded model when the run uses it, saying so: it takes seconds, more the first time its file is assembled."""
     with contextlib.suppress(Exception):  # an import that fails is each model call's error, as without warming up
         paths = LLMClient(settings)
         if any(paths.path(model) == "litellm" for model in models):
             import_litellm()
+    for model in dict.fromkeys(m for m in models if local_model_pending(m)):
+        notice(f"loading the local model {model} (llama.cpp on the CPU) ...")
+        try:
+            with contextlib.suppress(Exception):  # a model that cannot load is each call's error, as without this
+                load_local_model(model)
+        finally:
+            notice(None)
 
 
 class RunContext:
@@ -203,13 +177,18 @@ class RunContext:
             with contextlib.suppress(Exception):  # a failed write is raised by the writer's close (its first error)
                 await asyncio.wrap_future(self._queued[0])
 
-    def warm_up(self, models: list[str]) -> None:
+    def warm_up(self, models: list[str], notice: Callable[[str | None], None]) -> None:
         """When the run will call ``models``, start importing what they need (litellm, for a provider evalcli does
         not speak to itself) in a worker thread as conversations start: the first import takes seconds of CPU, and
         made on the event loop at the first judge or simulator call it stalled every conversation's timers (and
         Ctrl-C). Model calls wait for it with ``llm_ready``."""
         if models and self._warming is None:
-            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_quietly, self.settings, models))
+            loop = asyncio.get_running_loop()
+
+            def on_loop(text: str | None) -> None:  # told from the worker thread, shown by the loop
+                loop.call_soon_threadsafe(notice, text)
+
+            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_quietly, self.settings, models, on_loop))
 
     async def llm_ready(self) -> None:
         """Wait, without blocking the event loop, until the LLM layer the run started importing is imported."""
@@ -328,7 +307,7 @@ class Runner:
             self.events.started(run_id, len(items), len(items) - len(to_run))
             if to_run:
                 # a model that cannot be reached (package or key missing) fails each call at once, unimported
-                context.warm_up(models)
+                context.warm_up(models, self._notice)
                 if isinstance(getattr(self.dataset.target, "target_model", None), str):
                     await context.llm_ready()  # a model target calls it in every turn, timed: imported first
             await self._play_all(to_run, finished, context, plan)
@@ -408,6 +387,11 @@ class Runner:
                     task.cancel()
                 await asyncio.gather(*pending, return_exceptions=True)
                 return
+
+    def _notice(self, text: str | None) -> None:
+        notice = getattr(self.events, "notice", None)  # optional (see Events)
+        if notice is not None:
+            notice(text)
 
     def _install_signals(self) -> Callable[[], None] | None:
         loop = asyncio.get_running_loop()

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dataset import Simulation
-from .drivers import ConversationFailed, PlayContext, Send, TurnAssertions
+from .play import ConversationFailed, PlayContext, Send, TurnAssertions
 from .simulator import STOP_MARKER, Simulator, agent_words, fenced, simulator_messages
 
 

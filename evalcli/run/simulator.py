@@ -19,7 +19,7 @@ from ..dataset import Simulation
 from ..llm import LLMClient, LLMError, ResponseCache, reply_text
 from ..llm.fence import LABEL_ESCAPED, MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START, fence, neutralise_labels
 from ..messages import Message, assistant_texts
-from .drivers import ConversationFailed
+from .play import ConversationFailed
 
 SIMULATOR_PROMPT_VERSION = "1"
 """Bump when the instructions or the request's shape change: it is part of every cache key."""

@@ -15,14 +15,14 @@ from .base import NotScorable, Score, ScorerRun, TurnView, not_scorable
 
 if TYPE_CHECKING:
     from .kinds import BuildContext, Kind, Scorer, all_kinds, find, register
-    from .registry import Builder, Registry, ScorerSpec, inline_yaml, registration_line
+    from .registry import Builder, Registry, ScorerSpec, flow_yaml, inline_yaml, registration_line
 
 __all__ = ["BuildContext", "Builder", "Kind", "NotScorable", "Registry", "Score", "Scorer", "ScorerRun", "ScorerSpec",
-           "TurnView", "all_kinds", "find", "inline_yaml", "not_scorable", "register", "registration_line"]
+           "TurnView", "all_kinds", "find", "flow_yaml", "inline_yaml", "not_scorable", "register", "registration_line"]
 
 _LAZY = {"BuildContext": "kinds", "Kind": "kinds", "Scorer": "kinds", "all_kinds": "kinds", "find": "kinds",
          "register": "kinds", "Builder": "registry", "Registry": "registry", "ScorerSpec": "registry",
-         "inline_yaml": "registry", "registration_line": "registry"}
+         "flow_yaml": "registry", "inline_yaml": "registry", "registration_line": "registry"}
 
 
 def __getattr__(name: str) -> Any:

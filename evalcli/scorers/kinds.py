@@ -3,7 +3,7 @@
 A ``Kind`` is a name, a strict pydantic model of its arguments, its main argument (what
 ``{kind: ARG}`` sets), a one-line summary, whether it needs a model, how its default id reads and
 how to build a scorer from validated arguments. Parsing YAML references, building scorers,
-``evalcli scorers``, ``evalcli schema`` and the README's scorer table all read these declarations:
+``evalcli scorers``, ``evalcli schema`` and the docs' scorer table all read these declarations:
 adding a kind is one ``register(Kind(...))`` call in the module that implements it.
 """
 
@@ -53,7 +53,7 @@ class Kind:
     name: str
     args: type[BaseModel]
     summary: str
-    """One line for ``evalcli scorers`` and the README table."""
+    """One line for ``evalcli scorers`` and the docs' table."""
     build: Callable[[Any, BuildContext], Scorer]
     """Validated arguments (an instance of ``args``) + context -> a scorer."""
     group: Group = "check"

@@ -59,14 +59,14 @@ def inline_yaml(spec: ScorerSpec) -> str:
         if kind.main is None and not args:
             return spec.kind
         if kind.main is not None and list(args) == [kind.key(kind.main)]:
-            return _flow({spec.kind: args[kind.key(kind.main)]})
-    return _flow({spec.kind: args or None})
+            return flow_yaml({spec.kind: args[kind.key(kind.main)]})
+    return flow_yaml({spec.kind: args or None})
 
 
 def registration_line(spec: ScorerSpec) -> str:
     """The line of ``scorers.yaml`` (under ``scorers:``) that registers this configuration under its own id, so the
     dataset's reference becomes registered as it stands: ``includes(54): {includes: '54'}``."""
-    return _flow({spec.id: _flow_value(spec)})[1:-1]
+    return flow_yaml({spec.id: _flow_value(spec)})[1:-1]
 
 
 def _flow_value(spec: ScorerSpec) -> Any:
@@ -75,10 +75,15 @@ def _flow_value(spec: ScorerSpec) -> Any:
     return yaml.safe_load(inline_yaml(spec))
 
 
-def _flow(value: Any) -> str:
+def flow_yaml(value: Any) -> str:
+    """``value`` as one line of YAML flow style (``{includes: costs}``, ``[a, b]``), as it parses back."""
     import yaml
 
-    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000, sort_keys=False).strip()
+    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000, sort_keys=False)
+    text = text.removesuffix("\n").removesuffix("\n...").strip()  # a plain scalar is dumped as a document: '1.2\n...'
+    if "\n" in text:  # a string with line breaks: JSON is YAML too, and keeps it on one line
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return text
 
 
 @dataclass

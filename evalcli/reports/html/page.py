@@ -123,6 +123,12 @@ class HtmlReport:
         notes = []
         if len(history) <= 1:
             notes.append("No earlier run of this dataset in this database: the chart grows with every run.")
+        untracked = self.untracked()
+        if untracked:
+            notes.append(f"Not in this chart: {', '.join(untracked)}. They are not registered in scorers.yaml, so no "
+                         "run has rows of theirs in the 'scores' table this chart reads (their scores of this run are "
+                         "in the tables above and below); 'evalcli validate "
+                         f"{self.sources.row.get('dataset_path') or 'DATASET'}' prints the lines that register them.")
         if not labels:
             notes.append("No registered scorer scored this run: scorers registered in scorers.yaml are tracked across "
                          "runs.")
@@ -131,6 +137,16 @@ class HtmlReport:
         x_labels = [(point.started_at or point.run_id)[5:19].replace("T", " ") for point in history]
         chart = charts.line_chart("Registered scorers across runs", x_labels, series, highlight_last=True)
         return chart, notes
+
+    def untracked(self) -> list[str]:
+        """The run's gates and scorers (top level and per turn) that are not registered, in the order they are met."""
+        registered = self.sources.registered
+        if registered is None:
+            return []
+        summary, plan = self.result.summary, self.sources.plan
+        ids = [*plan.gate_ids, *plan.scorer_ids, *(i for t in summary.turn_results
+                                                     for i in (*(g.id for g in t.gate_results), *t.scores))]
+        return [i for i in dict.fromkeys(ids) if i not in registered]
 
     def filters(self) -> dict[str, Any]:
         """The choices of the filters, with counts: statuses, failing gates and tags."""

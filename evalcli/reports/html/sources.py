@@ -49,6 +49,8 @@ class ReportSources:
     plan: Plan
     history: list[RunPoint]
     baseline: Baseline | None = None
+    registered: frozenset[str] | None = None
+    """The ids of the run's registered gates and scorers (those with rows in ``scores``); ``None``: not read."""
 
 
 def conversation_change(change: ItemChange, tolerance: float) -> ConversationChange:
@@ -92,6 +94,8 @@ def report_sources(store: Store, run_id: str, baseline_run: str | None = None, t
                    allow_different: bool = False) -> ReportSources:
     """The run's row, plan and scorer history, and the baseline comparison when one is named."""
     row = store.require_run(run_id)
+    registered = frozenset(r["scorer_id"] for r in store.query("SELECT scorer_id FROM scorers WHERE run_id = ?",
+                                                                [row["id"]]))
     return ReportSources(row, store.plan(row["id"]), score_history(store, row["dataset"], row["id"]),
                          baseline(store, baseline_run, row["id"], tolerance, allow_different=allow_different)
-                         if baseline_run else None)
+                         if baseline_run else None, registered)

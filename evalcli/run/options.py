@@ -1,0 +1,59 @@
+"""How a dataset is run (``RunOptions``) and its plan: what the runner and a resume both read, and what a run's
+row keeps of them (``StoredOptions``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..dataset import Dataset, Selection
+from ..results import ItemResult, Plan
+from ..store import StoredOptions
+
+
+@dataclass
+class RunOptions:
+    """How to run a dataset; every field has the CLI's default."""
+
+    concurrency: int | None = None
+    """Conversations in flight; ``None`` takes the dataset's ``concurrency``."""
+    judge_concurrency: int = 8
+    """Judge calls in flight across all conversations."""
+    use_cache: bool = True
+    """Reuse cached judge and simulator replies (``--no-cache`` turns it off)."""
+    strict: bool = False
+    """Exit 3 on a ``scored`` verdict."""
+    max_errors: int = 0
+    """Item errors tolerated before the exit code says 4."""
+    selection: Selection = field(default_factory=Selection)
+    turn_timeout: float | None = None
+    """Seconds one target call may take (its own call only, not time spent waiting) before the conversation
+    is an error; ``None``: no limit."""
+    resume: str | None = None
+    """Continue this run id: keep finished conversations, run the rest."""
+    only_indexes: set[int] | None = None
+    """Run only these item indexes (used by --rerun-failed)."""
+    keep_items: bool = True
+    """Keep every ``ItemResult`` in ``RunResult.items`` (the CLI reads them back from the store instead)."""
+    handle_signals: bool = False
+    """Install SIGINT/SIGTERM handlers that stop the run cleanly (the CLI does)."""
+    grace_seconds: float = 5.0
+    """After an interrupt, how long conversations in flight may take to finish before they are cancelled."""
+    repeat: int = 1
+    """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
+    on_stored: Callable[[ItemResult], None] | None = None
+    """Called in the writer thread with each conversation as it is stored (read back from the rows just written, as
+    ``Store.load_items`` reads it), in the order they finish; it must not raise. The CLI renders each one's JSON
+    there, while the run goes on, instead of reading them all back after it."""
+
+    def stored(self, plan: Plan, config: dict[str, str] | None = None) -> StoredOptions:
+        """What the run's row keeps of these options (and of its plan and the dataset's configuration)."""
+        selection = self.selection
+        return StoredOptions(plan, selection.filter, selection.shard, selection.limit, self.strict, self.max_errors,
+                             self.repeat, sorted(self.only_indexes or []) or None, config)
+
+
+def plan_of(dataset: Dataset) -> Plan:
+    """The dataset's top-level gates and scorers, by id, with the scorers' thresholds."""
+    return Plan([g.id for g in dataset.gates], [s.id for s in dataset.scorers],
+                {s.id: s.threshold.raw for s in dataset.scorers if s.threshold is not None})
