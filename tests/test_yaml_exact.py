@@ -335,3 +335,15 @@ def test_a_file_read_by_pyyamls_own_parser_keeps_its_positions(write: Callable[.
         write(name, text)
         done = cli("validate", name)
         assert done.code == 2 and f"{name}:{line}:5: unknown key 'bogus'" in done.stderr, done.stderr
+
+
+def test_a_question_in_a_flow_mapping_is_refused_with_what_to_write(write: Callable[..., Path],
+                                                                    cli: Callable[..., CliResult]) -> None:
+    """The error people meet most (safe_load refuses it; libyaml read it): its line, and how to write it instead."""
+    write("q.yaml", "target: agents:echo\nscorers: [{includes: x}]\ndata:\n  - {id: a, input: Is it sunny?}\n")
+    done = cli("validate", "q.yaml")
+    assert done.code == 2 and "q.yaml:4:31: not valid YAML: expected ',' or '}', but got '?'" in done.stderr
+    assert "quote the value ('Is it sunny?'), or write the item in block style" in done.stderr, done.stderr
+    write("q.yaml", "target: agents:echo\nscorers: [{includes: x}]\ndata:\n  - {id: a, input: 'Is it sunny?'}\n"
+                    "  - id: b\n    input: Is it sunny?\n")
+    assert cli("validate", "q.yaml").code == 0

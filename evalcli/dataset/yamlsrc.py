@@ -24,8 +24,8 @@ from ..errors import DatasetError, Problem
 from . import yamlnodes, yamlvalues
 from .yamlnodes import MAPPING, MAX_DEPTH, SCALAR, SEQUENCE, STR_TAG, Node
 from .yamlvalues import MAX_ALIAS_VISITS, MAX_FILE_BYTES, Walker
-
-Path = tuple[str | int, ...]
+from .yamlvalues import Interpolated as Interpolated  # re-exported: load.py, registry.py
+from .yamlvalues import Path as Path
 
 
 @dataclass
@@ -101,17 +101,6 @@ def _key_of(node: Node) -> str | int:
 _constructor = SafeConstructor()
 
 
-@dataclass
-class Interpolated:
-    """What loading noticed besides the data: environment variables used, secret values that must never
-    be shown, and mistakes that do not stop the rest of the file from being checked (an unset
-    variable, a duplicate key)."""
-
-    names: set[str] = field(default_factory=set)
-    secret_values: set[str] = field(default_factory=set)
-    problems: list[Problem] = field(default_factory=list)
-
-
 def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[Any, Positions, Interpolated]:
     """Parse one YAML document safely, to the values ``yaml.safe_load`` gives it (SPEC §24). A document that cannot
     be read raises ``DatasetError`` with file:line:col, on the line safe_load's error names; mistakes that leave it
@@ -127,7 +116,8 @@ def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[
         return None, positions, used
     try:
         merged = yamlnodes.flatten_all(composed.root, MAX_ALIAS_VISITS) if composed.merges else {}
-        walker = Walker(positions, dict(os.environ) if env is None else env, used, composed.aliased, merged)
+        walker = Walker(file, positions.problem, dict(os.environ) if env is None else env, used, composed.aliased,
+                        merged)
         data = walker.walk(composed.root, ())
     except (yaml.YAMLError, yamlnodes.TooManyMerged) as exc:  # which error safe_load meets first, pyyaml says
         raise DatasetError([_problem(yamlvalues.first_error(text, pure) or exc, file)]) from None
@@ -177,6 +167,8 @@ def _too_deep_problem(where: str) -> Problem:
 
 
 _TAG_HINT = "write the value in the form its tag needs, or remove the tag"
+_QUESTION_HINT = ("inside [...] or {...} a '?' ends an unquoted value, as yaml.safe_load reads YAML: quote the value "
+                  "('Is it sunny?'), or write the item in block style (input: Is it sunny?)")
 _HINTS = {
     "found unhashable key": "a mapping key must be a plain value (a string or a number), not a list or a mapping",
     "could not determine a constructor": "remove the tag, or use one of YAML's own (!!str, !!int, !!set...)",
@@ -184,6 +176,7 @@ _HINTS = {
     "expected a mapping or list of mappings": "merge a mapping (<<: *name) or a list of mappings (<<: [*a, *b])",
     "expected a scalar node": _TAG_HINT, "expected a sequence": _TAG_HINT, "expected a mapping": _TAG_HINT,
     "expected a single mapping item": _TAG_HINT,
+    "expected ',' or '}', but got '?'": _QUESTION_HINT, "expected ',' or ']', but got '?'": _QUESTION_HINT,
 }
 """Hints for safe_load's errors about what a node is, by how their message starts (the first that matches)."""
 

@@ -12,7 +12,9 @@ bounds that keep a small file from expanding into a huge one (aliases revisited,
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
@@ -22,8 +24,8 @@ from ..secrets import looks_secret
 from . import yamlnodes as nodes
 from .yamlnodes import MAPPING, MAX_DEPTH, SCALAR, SEQUENCE, STR_TAG, Node, TooManyMerged, mark, place
 
-if TYPE_CHECKING:
-    from .yamlsrc import Interpolated, Path, Positions
+Path = tuple[str | int, ...]
+"""Where a value is in a document: the keys and list indexes that lead to it."""
 
 MAX_ALIAS_VISITS = 100_000
 """Values reached again through an alias, plus pairs copied in by merge keys, before a document is refused."""
@@ -31,6 +33,17 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_EXPANDED_CHARS = 4 * MAX_FILE_BYTES
 
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass
+class Interpolated:
+    """What loading noticed besides the data: environment variables used, secret values that must never
+    be shown, and mistakes that do not stop the rest of the file from being checked (an unset
+    variable, a duplicate key)."""
+
+    names: set[str] = field(default_factory=set)
+    secret_values: set[str] = field(default_factory=set)
+    problems: list[Problem] = field(default_factory=list)
 
 
 class Unreadable(ConstructorError):
@@ -42,12 +55,14 @@ def unreadable(tag: str, exc: Exception, at: yaml.Mark | None) -> Unreadable:
 
 
 class Walker:
-    """One document's values; ``merged`` (from ``yamlnodes.flatten_all``): per mapping, its leading merged pairs,
+    """One document's values, from ``file``; ``merged`` (from ``yamlnodes.flatten_all``): per mapping, its leading merged pairs,
     already counted in ``alias_visits``."""
 
-    def __init__(self, positions: Positions, env: dict[str, str], used: Interpolated, aliased: bool,
-                 merged: dict[int, int]) -> None:
-        self.positions = positions
+    def __init__(self, file: str, problem: Callable[[Path, str, str], Problem], env: dict[str, str],
+                 used: Interpolated, aliased: bool, merged: dict[int, int]) -> None:
+        self.file = file
+        self.problem = problem
+        """A problem located at a path (``Positions.problem``)."""
         self.env = env
         self.used = used
         self.aliased = aliased
@@ -68,10 +83,10 @@ class Walker:
                 self.alias_visits += 1
             self.seen.add(id(node))
         if self.alias_visits > MAX_ALIAS_VISITS:
-            raise DatasetError([self.positions.problem(path, "the document expands to too many values (a YAML alias bomb?)",
+            raise DatasetError([self.problem(path, "the document expands to too many values (a YAML alias bomb?)",
                                                        "write the data out instead of nesting aliases")])
         if len(path) > MAX_DEPTH:
-            raise DatasetError([self.positions.problem(path, f"nesting deeper than {MAX_DEPTH} levels",
+            raise DatasetError([self.problem(path, f"nesting deeper than {MAX_DEPTH} levels",
                                                        "flatten the structure")])
         kind = node[0]
         if kind == MAPPING:
@@ -94,7 +109,7 @@ class Walker:
             # few aliases of one long string expand to as much text as many aliases of short ones
             self.expanded_chars += len(value)
             if self.expanded_chars > MAX_EXPANDED_CHARS:
-                raise DatasetError([self.positions.problem(
+                raise DatasetError([self.problem(
                     path, "the document expands to too much text through aliases (a YAML alias bomb?)",
                     "write the data out instead of repeating a long aliased value")])
         if isinstance(value, str) and "${" in value:
@@ -135,7 +150,7 @@ class Walker:
             key = key_node[2] if key_node[0] == SCALAR and key_node[1] == STR_TAG else self._key(key_node, node)
             if index >= merged:  # a key written out may override a merged one (and the first merged one wins)
                 if key in written:
-                    self.used.problems.append(Problem(f"{self.positions.file}:{key_node[3] + 1}:{key_node[4] + 1}",
+                    self.used.problems.append(Problem(f"{self.file}:{key_node[3] + 1}:{key_node[4] + 1}",
                                                       f"duplicate key {key!r}",
                                                       "each key may appear once; remove one of them"))
                 written.add(key)
@@ -172,7 +187,7 @@ class Walker:
             value = self.env.get(name)
             if value is None or (value == "" and default is not None):
                 if default is None:
-                    self.used.problems.append(self.positions.problem(
+                    self.used.problems.append(self.problem(
                         path, f"environment variable {name} is not set",
                         f"set {name}, or give a default: ${{{name}:-value}}"))
                     return ""
