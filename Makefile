@@ -26,6 +26,7 @@ install:
 install-dev:
 	$(call install,local$(,)dev,what the tests need (frameworks, pytest, playwright, mkdocs))
 	$(PYTHON) -m tests.mastra_server --install
+	$(PYTHON) -m tests.yaml_suite --install
 
 demo: install
 	evalcli run datasets/weather.yaml

@@ -82,7 +82,7 @@ def _one_conversation(name: str, scorer: str) -> Path:
     path = OUT / f"judge-startup-{name}.yaml"
     path.write_text("target: bench.targets:sleep_agent\ntarget_options: {latency: 0}\n"
                     f"scorers:\n  - {scorer}\n"
-                    "data:\n  - {id: one, input: What is the weather in Brooklyn?}\n", encoding="utf-8")
+                    "data:\n  - {id: one, input: 'What is the weather in Brooklyn?'}\n", encoding="utf-8")
     return path
 
 

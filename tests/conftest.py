@@ -127,3 +127,17 @@ def cli(workdir: Path) -> Callable[..., CliResult]:
     def _cli(*args: str, env: dict[str, str] | None = None) -> CliResult:
         return run_cli(list(args), workdir, env)
     return _cli
+
+
+@pytest.fixture(params=["libyaml", "pure"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The YAML loader's two event sources (SPEC §24): libyaml's, where pyyaml has it, and pyyaml's own (as where
+    pyyaml has no libyaml)."""
+    from evalcli.dataset import yamlnodes
+
+    if request.param == "libyaml":
+        if yamlnodes.CParser is None:
+            pytest.skip("this pyyaml has no libyaml binding")
+    else:
+        monkeypatch.setattr(yamlnodes, "CParser", None)
+    return str(request.param)

@@ -1,9 +1,9 @@
 """A real Mastra server for the ``mastra`` target's tests and benchmark: ``tests/mastra/server.mjs`` on Node.
 
-The npm packages pinned in ``tests/mastra/package.json`` and ``package-lock.json`` are installed with
-``npm ci`` into a cache folder named after the lock file's hash (``$EVALCLI_TEST_CACHE``, else
-``~/.cache/evalcli-tests``), once; ``make test`` does it before the tests, and ``ensure_installed`` does it
-on demand. ``MastraServer`` starts the server on a free loopback port and stops it.
+The npm packages pinned in ``tests/mastra/package.json`` and ``package-lock.json`` are installed by
+``tests/npm_pins.py`` (``npm ci`` into a cache folder named after the lock file's hash), once; ``make test`` does
+it before the tests, and ``ensure_installed`` does it on demand. ``MastraServer`` starts the server on a free
+loopback port and stops it.
 
     python -m tests.mastra_server --install          # install the packages (make test runs this)
     python -m tests.mastra_server --port 4111        # serve weatherAgent and forgetfulAgent on 127.0.0.1:4111
@@ -13,62 +13,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
+from tests.npm_pins import REQUIRE, Unavailable, install_command, node_missing
+from tests.npm_pins import ensure_installed as _ensure_installed
+
 HERE = Path(__file__).resolve().parent / "mastra"
 FILES = ("package.json", "package-lock.json", "server.mjs")
-REQUIRE = "EVALCLI_REQUIRE_NODE"
-"""Set (by ``.ci/run``) when Node must be there: the Mastra tests then fail instead of skipping without it."""
-
-
-class Unavailable(Exception):
-    """Node or npm is missing, or the packages cannot be installed."""
-
-
-def node_missing() -> str | None:
-    """Why the Mastra server cannot run here (``None`` when Node and npm are on PATH)."""
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    return f"{' and '.join(missing)} not found on PATH (apt-get install nodejs npm)" if missing else None
-
-
-def cache_folder() -> Path:
-    """Where the packages are installed: one folder per lock file, so a changed pin installs afresh."""
-    digest = hashlib.sha256((HERE / "package-lock.json").read_bytes()).hexdigest()[:16]
-    root = Path(os.environ.get("EVALCLI_TEST_CACHE") or Path.home() / ".cache" / "evalcli-tests")
-    return root / f"mastra-{digest}"
+__all__ = ["REQUIRE", "MastraServer", "Unavailable", "ensure_installed", "node_missing"]
 
 
 def ensure_installed() -> Path:
     """The folder holding the server script and its ``node_modules`` (``npm ci`` the first time)."""
-    why = node_missing()
-    if why:
-        raise Unavailable(why)
-    folder = cache_folder()
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # several test processes may ask at once
-        if not (folder / "node_modules" / "@mastra" / "core").is_dir():
-            staging = Path(tempfile.mkdtemp(prefix=f"{folder.name}-", dir=folder.parent))
-            for name in ("package.json", "package-lock.json"):
-                shutil.copy2(HERE / name, staging / name)
-            done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=staging,
-                                  capture_output=True, text=True, timeout=900)
-            if done.returncode != 0:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise Unavailable(f"npm ci failed: {(done.stderr or done.stdout).strip()[-1500:]}")
-            shutil.rmtree(folder, ignore_errors=True)
-            staging.rename(folder)
-        for name in FILES:  # the script may change without the lock changing
-            shutil.copy2(HERE / name, folder / name)
-    return folder
+    return _ensure_installed(HERE, "mastra", "@mastra/core", FILES)
 
 
 class MastraServer:
@@ -127,11 +88,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds the mock model waits per call")
     args = parser.parse_args()
     if args.install:
-        why = node_missing()
-        if why and not os.environ.get(REQUIRE):
-            print(f"Mastra test server not installed: {why}")
-            return
-        print(f"Mastra test server packages in {ensure_installed()}")
+        install_command(HERE, "mastra", "@mastra/core", "Mastra test server", FILES)
         return
     with MastraServer(args.latency, args.port) as server:
         print(f"Mastra server on {server.url} (agents: weatherAgent, forgetfulAgent); Ctrl-C stops it", flush=True)

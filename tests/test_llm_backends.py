@@ -254,7 +254,7 @@ scorers:
   - scorer: judge
     threshold: 1
 data:
-  - {id: scripted, inputs: [What is the weather in Brooklyn?, And in Paris?]}
+  - {id: scripted, inputs: ['What is the weather in Brooklyn?', 'And in Paris?']}
   - id: simulated
     simulate: {goal: Learn the weather in Oslo., max_turns: 3, model: openai/gpt-4o}
 """

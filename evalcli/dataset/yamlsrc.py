@@ -1,17 +1,17 @@
 """Safe YAML loading that remembers where every value came from (line and column).
 
-``load_yaml`` returns plain Python data plus a ``Positions`` map from a value's path (a tuple of
-keys and list indexes) to its place in the file, so any error found later can point at the line.
-Anchors are allowed, but the expanded document is bounded, so a "billion laughs" bomb fails fast.
+``load_yaml`` returns the values ``yaml.safe_load`` gives a document (SPEC §24) plus a ``Positions`` map from a
+value's path (a tuple of keys and list indexes) to its place in the file, so any error found later can point at the
+line. Anchors are allowed, but the expanded document is bounded, so an alias or merge-key bomb fails fast.
 
-The text is parsed by libyaml where pyyaml has it (``yamlnodes``: its events composed into light nodes),
-several times faster than pyyaml's pure-Python loader, with the same values, tags and line:column marks.
+The text is parsed by libyaml where pyyaml has it (``yamlnodes``: its events composed into light nodes), several
+times faster than pyyaml's pure-Python loader, and by pyyaml's own parser wherever libyaml would read it otherwise;
+``yamlvalues`` makes the values.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,18 +21,12 @@ from pydantic import BaseModel, ValidationError
 from yaml.constructor import SafeConstructor
 
 from ..errors import DatasetError, Problem
-from ..secrets import looks_secret
-from . import yamlnodes
-from .yamlnodes import MAPPING, SCALAR, SEQUENCE, STR_TAG, Node
+from . import yamlnodes, yamlvalues
+from .yamlnodes import MAPPING, MAX_DEPTH, SCALAR, SEQUENCE, STR_TAG, Node
+from .yamlvalues import MAX_ALIAS_VISITS, MAX_FILE_BYTES, Walker
+from .yamlvalues import Interpolated as Interpolated  # re-exported: load.py, registry.py
+from .yamlvalues import Path as Path
 
-Path = tuple[str | int, ...]
-
-MAX_FILE_BYTES = 16 * 1024 * 1024
-MAX_ALIAS_VISITS = 100_000
-MAX_DEPTH = 64
-MAX_EXPANDED_CHARS = 4 * MAX_FILE_BYTES
-
-_INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 @dataclass
 class Positions:
@@ -107,175 +101,110 @@ def _key_of(node: Node) -> str | int:
 _constructor = SafeConstructor()
 
 
-@dataclass
-class Interpolated:
-    """What loading noticed besides the data: environment variables used, secret values that must never
-    be shown, and mistakes that do not stop the rest of the file from being checked (an unset
-    variable, a duplicate key)."""
-
-    names: set[str] = field(default_factory=set)
-    secret_values: set[str] = field(default_factory=set)
-    problems: list[Problem] = field(default_factory=list)
-
-
-class _Walker:
-    def __init__(self, file: str, env: dict[str, str], aliased: bool = True) -> None:
-        self.aliased = aliased
-        """Whether some node is reached twice (through an alias): only then are visits counted."""
-        self.positions = Positions(file)
-        self.constructor = SafeConstructor()
-        self.env = env
-        self.used = Interpolated()
-        self.problems: list[Problem] = []
-        self.seen: set[int] = set()
-        self.merged: dict[int, int] = {}
-        """Per mapping node (by id): how many of its pairs came from merge keys (``<<``)."""
-        self.alias_visits = 0
-        self.expanded_chars = 0
-
-    def walk(self, node: Node, path: Path) -> Any:
-        revisit = False
-        if self.aliased:
-            revisit = id(node) in self.seen
-            if revisit:
-                self.alias_visits += 1
-            self.seen.add(id(node))
-        if self.alias_visits > MAX_ALIAS_VISITS:
-            raise DatasetError([self.positions.problem(path, "the document expands to too many values (a YAML alias bomb?)",
-                                                       "write the data out instead of nesting aliases")])
-        if len(path) > MAX_DEPTH:
-            raise DatasetError([self.positions.problem(path, f"nesting deeper than {MAX_DEPTH} levels",
-                                                       "flatten the structure")])
-        kind = node[0]
-        if kind == MAPPING:
-            return self._mapping(node, path)
-        if kind == SEQUENCE:
-            if self.aliased or len(path) >= MAX_DEPTH:
-                return [self.walk(child, (*path, i)) for i, child in enumerate(node[1])]
-            items = []
-            for i, child in enumerate(node[1]):  # a string is the most common node: it is read here
-                if child[0] == SCALAR and child[1] == STR_TAG:
-                    text = child[2]
-                    items.append(self._interpolate(text, (*path, i)) if "${" in text else text)
-                else:
-                    items.append(self.walk(child, (*path, i)))
-            return items
-        value = node[2] if node[1] == STR_TAG else self._construct(node)
-        if revisit and isinstance(value, str):
-            # few aliases of one long string expand to as much text as many aliases of short ones
-            self.expanded_chars += len(value)
-            if self.expanded_chars > MAX_EXPANDED_CHARS:
-                raise DatasetError([self.positions.problem(
-                    path, "the document expands to too much text through aliases (a YAML alias bomb?)",
-                    "write the data out instead of repeating a long aliased value")])
-        if isinstance(value, str) and "${" in value:
-            return self._interpolate(value, path)
-        return value
-
-    def _construct(self, node: Node) -> Any:
-        """A scalar of another tag than str (int, float, bool, null, timestamp, binary...), as pyyaml's
-        ``SafeConstructor`` reads it."""
-        _, tag, value, line, column, style = node
-        start = yamlnodes.mark(line, column)
-        try:
-            return self.constructor.construct_object(yaml.ScalarNode(tag, value, start, start, style=style))
-        except yaml.YAMLError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - PyYAML's constructors raise plain errors on some bad values
-            raise DatasetError([Problem(f"{self.positions.file}:{line + 1}:{column + 1}",
-                                        f"cannot read this value as {tag.rsplit(':', 1)[-1]}: {exc}",
-                                        "fix the value, or remove its '!!' tag")]) from None
-
-    def _mapping(self, node: Node, path: Path) -> dict[Any, Any]:
-        merged = self.merged.get(id(node))
-        if merged is None:
-            merged = self.merged[id(node)] = yamlnodes.flatten(node)
-        result: dict[Any, Any] = {}
-        written: set[Any] = set()
-        plain = not self.aliased and len(path) < MAX_DEPTH
-        for index, (key_node, value_node) in enumerate(node[1]):
-            if key_node[0] != SCALAR:
-                self.problems.append(self.positions.problem(path, "a mapping key must be a plain value",
-                                                            "use a string key"))
-                continue
-            key = key_node[2] if key_node[1] == STR_TAG else self._construct(key_node)
-            if not isinstance(key, (str, int, float, bool)) and key is not None:
-                key = str(key)
-            if index >= merged:  # a key written out may override a merged one (and the first merged one wins)
-                if key in written:
-                    self.problems.append(Problem(f"{self.positions.file}:{key_node[3] + 1}:{key_node[4] + 1}",
-                                                 f"duplicate key {key!r}", "each key may appear once; remove one of them"))
-                written.add(key)
-            part = key if isinstance(key, (str, int)) else str(key)
-            if plain and value_node[0] == SCALAR and value_node[1] == STR_TAG:
-                text = value_node[2]
-                result[key] = self._interpolate(text, (*path, part)) if "${" in text else text
-            else:
-                result[key] = self.walk(value_node, (*path, part))
-        return result
-
-    def _interpolate(self, text: str, path: Path) -> str:
-        def replace(match: re.Match[str]) -> str:
-            name, default = match.group(1), match.group(2)
-            self.used.names.add(name)
-            value = self.env.get(name)
-            if value is None or (value == "" and default is not None):
-                if default is None:
-                    self.problems.append(self.positions.problem(
-                        path, f"environment variable {name} is not set",
-                        f"set {name}, or give a default: ${{{name}:-value}}"))
-                    return ""
-                value = default
-            if looks_secret(name, value):
-                self.used.secret_values.add(value)
-            return value
-
-        return _INTERPOLATION.sub(replace, text)
-
-
 def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[Any, Positions, Interpolated]:
-    """Parse one YAML document safely. A document that cannot be read raises ``DatasetError`` with
-    file:line:col; mistakes that leave it readable are returned in ``problems`` of the third value."""
+    """Parse one YAML document safely, to the values ``yaml.safe_load`` gives it (SPEC §24). A document that cannot
+    be read raises ``DatasetError`` with file:line:col, on the line safe_load's error names; mistakes that leave it
+    readable are returned in ``problems`` of the third value."""
     if len(text) > MAX_FILE_BYTES:
         raise DatasetError([Problem(file, f"file is {len(text) // (1024 * 1024)} MB; the limit is "
                                           f"{MAX_FILE_BYTES // (1024 * 1024)} MB",
                                     "split the data into a JSONL file named by 'data_file:'")])
+    composed, pure = _compose(text, file)
+    positions = Positions(file, root=composed.root)
+    used = Interpolated()
+    if composed.root is None:
+        return None, positions, used
     try:
-        source = yamlnodes.parser(text)
-    except yaml.reader.ReaderError as exc:  # a control character anywhere: pyyaml's reader checks the whole text
-        raise DatasetError([_unprintable(exc, text, file, in_bytes=False)]) from None
-    walker = _Walker(file, dict(os.environ) if env is None else env)
-    try:
-        node, walker.aliased = yamlnodes.compose(source)
-        walker.positions.root = node
-        data = walker.walk(node, ()) if node is not None else None
-    except yaml.reader.ReaderError as exc:  # libyaml meets it while parsing, at a byte offset
-        raise DatasetError([_unprintable(exc, text, file, in_bytes=True)]) from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        if "maximum nesting depth" in str(exc.problem):  # libyaml's own limit (pyyaml 6.0.4's wheels), as ours
-            raise DatasetError([Problem(f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file,
-                                        f"the document is nested too deeply (the limit is {MAX_DEPTH} levels)",
-                                        "flatten the structure")]) from None
-        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
-        raise DatasetError([Problem(where, f"not valid YAML: {exc.problem or exc.context}",
-                                    "check the indentation and quoting on that line")]) from None
-    except yaml.YAMLError as exc:
-        raise DatasetError([Problem(file, f"not valid YAML: {exc}", "check the file's syntax")]) from None
-    except yamlnodes.TooDeep as exc:  # where composing stopped: inside the deepest part
-        raise DatasetError([Problem(f"{file}:{exc.line + 1}:{exc.column + 1}",
-                                    f"the document is nested too deeply (the limit is {MAX_DEPTH} levels)",
-                                    "flatten the structure")]) from None
-    finally:
-        dispose = getattr(source, "dispose", None)
-        if dispose is not None:
-            dispose()
-    walker.used.problems.extend(walker.problems)
-    return data, walker.positions, walker.used
+        merged = yamlnodes.flatten_all(composed.root, MAX_ALIAS_VISITS) if composed.merges else {}
+        walker = Walker(file, positions.problem, dict(os.environ) if env is None else env, used, composed.aliased,
+                        merged)
+        data = walker.walk(composed.root, ())
+    except (yaml.YAMLError, yamlnodes.TooManyMerged) as exc:  # which error safe_load meets first, pyyaml says
+        raise DatasetError([_problem(yamlvalues.first_error(text, pure) or exc, file)]) from None
+    return data, positions, used
 
 
-def _unprintable(exc: yaml.reader.ReaderError, text: str, file: str, *, in_bytes: bool) -> Problem:
-    position = len(text.encode("utf-8")[: exc.position].decode("utf-8", "ignore")) if in_bytes else exc.position
+def _compose(text: str, file: str) -> tuple[yamlnodes.Composed, bool]:
+    """The document's nodes, and whether pyyaml's own parser read them: where libyaml is missing, could read the
+    text otherwise (``libyaml_may_differ``, ``NeedsPyyaml``) or refuses it, pyyaml's parser reads it again and its
+    result, or error, stands."""
+    pure = yamlnodes.CParser is None or yamlnodes.libyaml_may_differ(text)
+    while True:
+        source = None
+        try:
+            source = yamlnodes.parser(text, pure)
+            return yamlnodes.compose(source, text, libyaml=not pure), pure
+        except (yamlnodes.NeedsPyyaml, UnicodeEncodeError):
+            pure = True
+        except yaml.YAMLError as exc:
+            if not pure and not _too_deep(exc):
+                pure = True
+                continue
+            raise DatasetError([_problem(exc, file, text)]) from None
+        except ValueError as exc:  # pyyaml's scanner on an escape past U+10FFFF ("\U00110000"): chr() refuses it
+            if not pure:
+                pure = True
+                continue
+            spot = source.get_mark() if source is not None else None
+            where = f"{file}:{spot.line + 1}:{spot.column + 1}" if spot else file
+            raise DatasetError([Problem(where, f"not valid YAML: an escape names no character ({exc})",
+                                        "write a character up to \\U0010FFFF, or remove the escape")]) from None
+        except yamlnodes.TooDeep as exc:  # where composing stopped: inside the deepest part
+            raise DatasetError([_too_deep_problem(f"{file}:{exc.line + 1}:{exc.column + 1}")]) from None
+        finally:
+            dispose = getattr(source, "dispose", None)
+            if dispose is not None:
+                dispose()
+
+
+def _too_deep(exc: yaml.YAMLError) -> bool:
+    """libyaml's own nesting limit (pyyaml 6.0.4's wheels), reported as ours."""
+    return isinstance(exc, yaml.MarkedYAMLError) and "maximum nesting depth" in str(exc.problem)
+
+
+def _too_deep_problem(where: str) -> Problem:
+    return Problem(where, f"the document is nested too deeply (the limit is {MAX_DEPTH} levels)", "flatten the structure")
+
+
+_TAG_HINT = "write the value in the form its tag needs, or remove the tag"
+_QUESTION_HINT = ("inside [...] or {...} a '?' ends an unquoted value, as yaml.safe_load reads YAML: quote the value "
+                  "('Is it sunny?'), or write the item in block style (input: Is it sunny?)")
+_HINTS = {
+    "found unhashable key": "a mapping key must be a plain value (a string or a number), not a list or a mapping",
+    "could not determine a constructor": "remove the tag, or use one of YAML's own (!!str, !!int, !!set...)",
+    "expected a mapping for merging": "merge a mapping (<<: *name) or a list of mappings (<<: [*a, *b])",
+    "expected a mapping or list of mappings": "merge a mapping (<<: *name) or a list of mappings (<<: [*a, *b])",
+    "expected a scalar node": _TAG_HINT, "expected a sequence": _TAG_HINT, "expected a mapping": _TAG_HINT,
+    "expected a single mapping item": _TAG_HINT,
+    "expected ',' or '}', but got '?'": _QUESTION_HINT, "expected ',' or ']', but got '?'": _QUESTION_HINT,
+}
+"""Hints for safe_load's errors about what a node is, by how their message starts (the first that matches)."""
+
+
+def _problem(exc: BaseException, file: str, text: str = "") -> Problem:
+    """A YAML error as a located problem."""
+    if isinstance(exc, yaml.reader.ReaderError):  # a control character: pyyaml's reader checks the whole text
+        return _unprintable(exc, text, file)
+    if isinstance(exc, yamlnodes.TooManyMerged):
+        return Problem(f"{file}:{exc.line + 1}:{exc.column + 1}",
+                       "the document expands to too many values through merge keys (a YAML merge-key bomb?)",
+                       "write the data out instead of merging mappings that merge others")
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return Problem(file, f"not valid YAML: {exc}", "check the file's syntax")
+    spot = exc.problem_mark or exc.context_mark
+    where = f"{file}:{spot.line + 1}:{spot.column + 1}" if spot else file
+    if _too_deep(exc):
+        return _too_deep_problem(where)
+    if isinstance(exc, yamlvalues.Unreadable):
+        return Problem(where, str(exc.problem), "fix the value, or remove its '!!' tag")
+    problem = str(exc.problem or exc.context)
+    hint = next((h for start, h in _HINTS.items() if problem.startswith(start)),
+                "check the indentation and quoting on that line")
+    return Problem(where, f"not valid YAML: {problem}", hint)
+
+
+def _unprintable(exc: yaml.reader.ReaderError, text: str, file: str) -> Problem:
+    position = exc.position
     line = text.count("\n", 0, position) + 1
     column = position - text.rfind("\n", 0, position)
     found = text[position] if position < len(text) else exc.character
