@@ -114,7 +114,7 @@ def test_keys_under_a_plain_list_entry_say_to_make_it_a_mapping(write: Callable[
     write("d.yaml", "target: agents:echo\nscorers:\n  - says-you\n    threshold: 0.8\ndata:\n  - input: hi\n")
     result = cli("validate", "d.yaml")
     assert result.code == 2
-    assert "d.yaml:4:14: not valid YAML: mapping values are not allowed in this context" in result.stderr
+    assert "d.yaml:4:14: not valid YAML: mapping values are not allowed here" in result.stderr
     assert "'- says-you' (line 3) is a plain string, so it cannot have 'threshold' under it" in result.stderr
     rewrite = hint_yaml(result.stderr, "d.yaml:4:14")
     assert rewrite == "- scorer: says-you\n  threshold: 0.8"

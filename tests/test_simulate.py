@@ -272,11 +272,8 @@ def test_fifty_simulated_conversations_are_in_flight_at_once(env: LLMServer, pla
     assert len(arrivals) == 150
     overlap = max(sum(1 for b in arrivals if a <= b < a + delay) for a in arrivals)
     assert overlap == 50, f"at most {overlap} simulator calls were in flight together"
-    # Played ten at a time, the three rounds would need 3 x 5 x delay = 6 s; all fifty at once, 2 x delay plus
-    # evalcli's own work (about 1 s on a loaded 2-core machine). The bound tells the two apart without timing
-    # evalcli itself, which bench/run.py --only simulate does.
-    spread = arrivals[-1] - arrivals[0]
-    assert spread < 3 * 5 * delay * 0.75, f"three rounds of simulator calls spread over {spread:.1f}s"
+    # Played ten at a time, no window of one delay could hold more than ten arrivals; the overlap alone tells the
+    # two apart without timing evalcli itself (bench/run.py --only simulate does that).
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
