@@ -331,7 +331,7 @@ class Runner:
         ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
                          code, ordered, usage.totals(), warnings, completed=aggregator.items, selected=len(items),
-                         pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(),
+                         pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(), stability=rates.stability(),
                          repeat=self.options.repeat, dataset_name=self.dataset.name)
 
     async def _play_all(self, items: list[Item], finished: Callable[[ItemResult], None], context: RunContext,
