@@ -115,7 +115,8 @@ def test_diff_with_alpha_exits_1_only_beyond_the_noise(play: Runner, cli: Callab
     stats = noise.json["statistics"]
     assert stats["pass_fail"] == {"n": 10, "passed_a": 10, "passed_b": 9, "b": 1, "c": 0, "p": 1.0, "change": -0.1}
     gate = next(f for f in stats["figures"] if f["role"] == "gate")
-    assert (gate["id"], gate["mean"], gate["high"], gate["p"]) == ("includes(ok)", -0.1, 0.0, 1.0)
+    # low: P(mean <= -0.3) = P(3+ of 10 draws are the -1) = 7.0% >= 2.5% > P(4+) = 1.3%: -0.3
+    assert (gate["id"], gate["mean"], gate["low"], gate["high"], gate["p"]) == ("includes(ok)", -0.1, -0.3, 0.0, 1.0)
     assert noise.json["exit_code"] == 0 and noise.json["significant_regressions"] == []
     assert noise.json["regressions"] == ["scorer number: average 1 -> 0.9", "gate includes(ok): score 1 -> 0.9",
                                          "verdict: passed -> failed", "item c0: passed in A, fails in B"]
