@@ -73,6 +73,9 @@ def test_each_repeated_conversation_is_stable_pass_flaky_or_stable_fail(
     assert shown.code == 0, shown.stderr
     assert "stable-pass 3/3" in shown.stdout and "flaky 2/3" in shown.stdout and "stable-fail 0/3" in shown.stdout
     assert "stable-pass 1, flaky 1, stable-fail 1" in shown.stdout
+    one = cli("show", run_id, "wobbly")
+    assert one.code == 0 and "played 3 times: flaky (2 of 3 plays passed every gate)" in one.stdout
+    assert cli("show", run_id, "wobbly", "--json", "-").json["item"]["stability"] == "flaky"
     again = cli("show", run_id, "--json", "-")
     assert again.json["summary"]["stability"] == out["summary"]["stability"]
     assert [i["stability"] for i in again.json["items"]] == ["stable-pass", "flaky", "stable-fail"]

@@ -121,3 +121,15 @@ def test_statistics_load_scipy_only_when_they_compute() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
+
+
+@given(plays=st.integers(2, 20), data=st.data())
+def test_stability_is_decided_by_the_plays_that_passed(plays: int, data: st.DataObject) -> None:
+    from evalcli.results import STABILITIES, stability_counts, stability_of
+
+    passed = data.draw(st.integers(0, plays))
+    found = stability_of(passed, plays)
+    assert found == ("stable-pass" if passed == plays else "stable-fail" if passed == 0 else "flaky")
+    assert stability_of(passed, 1) is None and stability_of(None, plays) is None
+    counts = stability_counts([found, None])
+    assert sum(counts.values()) == 1 and list(counts) == list(STABILITIES)
