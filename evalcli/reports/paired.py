@@ -49,6 +49,11 @@ def figure_rows(stats: PairedStats) -> list[tuple[str, str, str, str, str, str, 
     return rows
 
 
+def _moved(stats: PairedStats) -> bool:
+    """Whether any gate, scorer or pass rate differs on some conversation."""
+    return any(f.difference.changed for f in [*stats.figures, *([stats.rates] if stats.rates else [])])
+
+
 HEADERS = ("", "n", "A", "B", "B - A", f"{CONFIDENCE:.0%} interval", "Wilcoxon p")
 
 
@@ -57,7 +62,9 @@ def stats_renderable(stats: PairedStats, title: str = "Paired statistics (B - A)
     change."""
     parts: list[RenderableType] = [Text(pass_fail_line(stats.pass_fail))]
     rows = figure_rows(stats)
-    if rows:
+    if rows and not _moved(stats):
+        parts.append(Text(f"no gate or scorer changed on any of the {stats.paired} conversations (B - A = 0)"))
+    elif rows:
         table = Table()
         for n, header in enumerate(HEADERS):
             table.add_column(header, justify="left" if n == 0 else "right", no_wrap=n == 0)
@@ -78,7 +85,9 @@ def stats_markdown(stats: PairedStats, heading: str = "#### Paired statistics (B
     """The statistics as Markdown lines (a CI step summary or a PR comment)."""
     lines = [heading, "", pass_fail_line(stats.pass_fail).replace("McNemar", "McNemar's"), ""]
     rows = figure_rows(stats)
-    if rows:
+    if rows and not _moved(stats):
+        lines += [f"No gate or scorer changed on any of the {stats.paired} conversations.", ""]
+    elif rows:
         lines += ["| " + " | ".join(HEADERS) + " |", "|---|" + "---:|" * (len(HEADERS) - 1)]
         lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
         lines.append("")
