@@ -224,6 +224,11 @@ class _Watched:
         if notice is not None:
             notice(text)
 
+    def throttled(self, model: str, limit: int | None, ceiling: int) -> None:
+        throttled = getattr(self.events, "throttled", None)
+        if throttled is not None:
+            throttled(model, limit, ceiling)
+
     def warning(self, text: str) -> None:
         self.events.warning(text)
 

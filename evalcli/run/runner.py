@@ -59,6 +59,8 @@ class Events(Protocol):
     def stopping(self) -> None: ...
     # optional: ``notice(text)``, a long step the run is waiting on ("loading the local model ..."); ``None`` when
     # it is over. Events written before it existed still work (the runner looks for it).
+    # optional: ``throttled(model, limit, concurrency)``, a model's calls in flight held at ``limit`` after 429s
+    # (``None`` once it is back at the configured concurrency).
 
 
 class QuietEvents:
@@ -133,8 +135,12 @@ class RunContext:
     Building it checks the LLM settings of the environment (a bad one is the user's mistake, found before the
     run's row is written) and takes nothing it would leave behind if it fails."""
 
-    def __init__(self, store: Store | None, options: RunOptions) -> None:
+    def __init__(self, store: Store | None, options: RunOptions, concurrency: int | None = None,
+                 on_throttle: Callable[[str, int, int], None] | None = None) -> None:
         check_settings()
+        self.model_concurrency = max(concurrency or options.concurrency or 0, options.judge_concurrency, 1)
+        """Calls in flight to one (provider, model) at most: the run's concurrency (or the judges', if larger)."""
+        self.on_throttle = on_throttle
         self.settings = LLMSettings.from_env()
         self.store = store
         self.options = options
@@ -153,10 +159,12 @@ class RunContext:
             settings = replace(self.settings)
             settings.judge_concurrency = self.options.judge_concurrency
             settings.cache = self.options.use_cache
+            settings.model_concurrency = self.model_concurrency
             cache = None
             if self.store is not None and self.options.use_cache:
                 cache = self.store.response_cache(self.writer)
             self._llm = LLMClient(settings, cache)
+            self._llm.on_throttle = self.on_throttle
         return self._llm
 
     async def write(self, build: Callable[[], list[Any]]) -> None:
@@ -249,7 +257,8 @@ class Runner:
     async def run(self) -> RunResult:
         if self.store is not None:
             self.store.protect(self.dataset.secret_values)
-        context = RunContext(self.store, self.options)
+        context = RunContext(self.store, self.options, self.options.concurrency or self.dataset.concurrency,
+                             self._throttle)
         try:
             with self.dataset.scope or contextlib.nullcontext():
                 result = await self._run(context)
@@ -387,6 +396,12 @@ class Runner:
                     task.cancel()
                 await asyncio.gather(*pending, return_exceptions=True)
                 return
+
+    def _throttle(self, model: str, limit: int, ceiling: int) -> None:
+        """A model's calls in flight moved (SPEC §27): the watcher says when it is throttled, and when no longer."""
+        throttled = getattr(self.events, "throttled", None)  # optional (see Events)
+        if throttled is not None:
+            throttled(model, limit if limit < ceiling else None, ceiling)
 
     def _notice(self, text: str | None) -> None:
         notice = getattr(self.events, "notice", None)  # optional (see Events)
