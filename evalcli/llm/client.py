@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import os
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import EvalcliError, describe
@@ -26,7 +24,8 @@ from ..messages import Message
 from .cache import ResponseCache
 from .local_model import is_local
 from .preflight import BACKENDS, model_problem
-from .ratelimit import AdaptiveLimit, Slots
+from .ratelimit import AdaptiveLimit, Slots, retry_after
+from .usage import CallRecord, UsageSink, current_usage, purpose_group
 
 EVALCLI_ONLY_KEYS = frozenset({"is_error"})
 """Message keys evalcli uses itself; they are stripped before messages reach a provider."""
@@ -50,6 +49,12 @@ class LLMError(EvalcliError):
     """A model call failed for good (after retries, or with an error retrying cannot fix)."""
 
     exit_code = 4
+
+
+class BudgetSpent(LLMError):
+    """A call that was not started: the budget of its purpose (``--max-cost``, ``--max-tokens``) is spent."""
+
+    exit_code = 5
 
 
 @dataclass
@@ -89,54 +94,6 @@ class LLMSettings:
                 "EVALCLI_LLM_RETRIES takes a whole number, EVALCLI_LLM_TIMEOUT a number of seconds",
             ) from None
         return settings
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One model call (or cache hit), as stored in ``llm_calls``."""
-
-    purpose: str
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float
-    cache_hit: bool
-    duration_ms: float
-    turn_index: int | None = None
-    """The conversation's turn the call was made for (simulator calls), if any."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class UsageSink:
-    """Collects the ``CallRecord`` of every model call made while it is ``current_usage``."""
-
-    def __init__(self) -> None:
-        self.records: list[CallRecord] = []
-
-    def record(self, rec: CallRecord) -> None:
-        self.records.append(rec)
-
-    def __iter__(self) -> Iterator[CallRecord]:
-        return iter(self.records)
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def totals(self) -> dict[str, Any]:
-        """Calls, cache hits, tokens and cost summed over the records."""
-        return {
-            "calls": len(self.records),
-            "cache_hits": sum(r.cache_hit for r in self.records),
-            "prompt_tokens": sum(r.prompt_tokens for r in self.records),
-            "completion_tokens": sum(r.completion_tokens for r in self.records),
-            "cost": sum(r.cost for r in self.records),
-        }
-
-
-current_usage: ContextVar[UsageSink | None] = ContextVar("evalcli_current_usage", default=None)
-"""Where model calls are recorded; the runner sets one per conversation."""
 
 
 def import_litellm() -> Any:
@@ -225,26 +182,6 @@ def _retryable(exc: BaseException) -> bool:
         return status in RETRYABLE_STATUS or status >= 500
     name = type(exc).__name__
     return name in {"APIConnectionError", "Timeout", "APITimeoutError", "ServiceUnavailableError"}
-
-
-def retry_after(exc: BaseException) -> float | None:
-    """Seconds asked for by a ``Retry-After`` (or ``retry-after-ms``) header on the error, if any."""
-    response_headers = getattr(getattr(exc, "response", None), "headers", None)
-    for source in (getattr(exc, "response_headers", None), getattr(exc, "litellm_response_headers", None),
-                   response_headers):
-        if not source:
-            continue
-        with contextlib.suppress(Exception):
-            if source.get("retry-after-ms"):
-                return max(0.0, float(source["retry-after-ms"]) / 1000)
-            value = source.get("retry-after") or source.get("Retry-After")
-            if value:
-                try:
-                    return max(0.0, float(value))
-                except ValueError:
-                    moment = email.utils.parsedate_to_datetime(value)
-                    return max(0.0, moment.timestamp() - time.time())
-    return None
 
 
 def _usage(response: dict[str, Any]) -> tuple[int, int]:
@@ -338,6 +275,11 @@ class LLMClient:
             if cached is not None and (accept is None or accept(cached)):
                 self._record(CallRecord(purpose, model, 0, 0, 0.0, True, _ms(started), turn_index), usage_sink)
                 return cached
+        sink = current_usage.get()
+        refused = sink.refusal(purpose) if sink is not None else None
+        if refused is not None:
+            raise BudgetSpent(f"no {purpose_group(purpose)} call to {model} was started: {refused}",
+                              "--resume the run with a larger --max-cost or --max-tokens to continue it")
         kwargs: dict[str, Any] = {"model": model, "messages": provider_messages(messages)}
         optional = {
             "temperature": temperature,

@@ -14,6 +14,8 @@ invariant); ``Slots`` makes calls wait for it on the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import email.utils
 import time
 from collections import deque
 from collections.abc import Callable
@@ -119,3 +121,23 @@ class Slots:
             if not waiter.done():
                 waiter.set_result(None)
                 free -= 1
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds asked for by a ``Retry-After`` (or ``retry-after-ms``) header on the error, if any."""
+    response_headers = getattr(getattr(exc, "response", None), "headers", None)
+    for source in (getattr(exc, "response_headers", None), getattr(exc, "litellm_response_headers", None),
+                   response_headers):
+        if not source:
+            continue
+        with contextlib.suppress(Exception):
+            if source.get("retry-after-ms"):
+                return max(0.0, float(source["retry-after-ms"]) / 1000)
+            value = source.get("retry-after") or source.get("Retry-After")
+            if value:
+                try:
+                    return max(0.0, float(value))
+                except ValueError:
+                    moment = email.utils.parsedate_to_datetime(value)
+                    return max(0.0, moment.timestamp() - time.time())
+    return None
