@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CliResult
 from tests.llm_server import LLMServer, Reply, Request, completion
 
@@ -20,9 +22,7 @@ def slow(input, **kw):
 """
 
 
-def test_turn_and_time_limits_stop_conversations_as_limited(write: Callable[..., Path],
-                                                            cli: Callable[..., CliResult]) -> None:
-    write("slow.py", SLOW_AGENT)
+def test_turn_limits_stop_conversations_as_limited(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
     write("d.yaml", """
         target: agents:echo
         limits: {turns: 2}
@@ -46,6 +46,10 @@ def test_turn_and_time_limits_stop_conversations_as_limited(write: Callable[...,
     stored = dict(done.db().execute("SELECT item_id, status FROM items").fetchall())
     assert stored["long"] == "limited"
 
+
+@pytest.mark.timing
+def test_a_time_limit_stops_a_slow_conversation(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("slow.py", SLOW_AGENT)
     write("t.yaml", """
         target: slow:slow
         limits: {seconds: 0.6}
