@@ -259,7 +259,8 @@ class TurnRecord:
 
 @dataclass
 class ItemResult:
-    """One conversation's outcome; ``status`` is ``ok`` or ``error``."""
+    """One conversation's outcome; ``status`` is ``ok``, ``error`` or ``limited`` (a limit or budget stopped it: which
+    one is its ``stop_reason``; SPEC §27)."""
 
     index: int
     id: str
@@ -332,6 +333,7 @@ class ItemResult:
             "duration_ms": round(self.duration_ms, 3), "traceback": self.traceback, "metadata": self.metadata,
             **({"repeats": self.repeats, "plays_passed": self.plays_passed, "stability": self.stability}
                if self.repeats > 1 else {}),
+            **({"limited": {"limit": self.stop_reason, "turns": len(self.turns)}} if self.status == "limited" else {}),
         }
 
 
@@ -408,6 +410,8 @@ class RunResult:
     items: list[ItemResult] | None = None
     """Every conversation in dataset order, when the caller asked to keep them."""
     usage: dict[str, Any] = field(default_factory=dict)
+    """LLM calls, cache hits, tokens and cost of the whole run, and the same per purpose (``purposes``: target,
+    simulator, judge), as ``evalcli.llm.usage_summary`` sums them."""
     warnings: list[str] = field(default_factory=list)
     completed: int = 0
     selected: int = 0
@@ -451,4 +455,4 @@ class RunResult:
         if self.stability:
             aggregate["summary"]["stability"] = self.stability
         return {"run_id": self.run_id, "dataset": self.dataset_path, "target": self.target,
-                **aggregate, **repeats, "items": rendered}
+                **aggregate, **repeats, "usage": self.usage, "items": rendered}
