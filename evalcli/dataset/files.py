@@ -75,6 +75,8 @@ class DatasetFile(BaseModel):
     data: list[Any] | None = Field(default=None, description="The conversations.")
     data_file: str | None = Field(default=None, description="A JSONL file of items (one a line), relative to this file.")
     description: str | None = Field(default=None, description="Free text, for people.")
+    secrets: list[str] | None = Field(default=None, description="Environment variables whose values are secrets "
+                                                                "whatever their names (never stored or shown).")
 
 
 class SimulateFile(BaseModel):
