@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from evalcli.errors import UsageError
+from evalcli.secrets import Redactor, header_secrets, redact_url, url_secrets
 from evalcli.targets.forms import cli_target
 from evalcli.targets.mastra import from_model_messages
-from evalcli.secrets import Redactor, header_secrets, redact_url, url_secrets
 from evalcli.targets.remote import quote
 from evalcli.targets.session import ConfigProblem
 from evalcli.targets.templates import Body
