@@ -266,7 +266,7 @@ scorers:
 MODULES = """
 import atexit, json, os, runpy, sys
 atexit.register(lambda: open(os.environ["MODULES_OUT"], "w").write(json.dumps(sorted(
-    {m.split(".")[0] for m in sys.modules} & {"litellm", "openai", "httpx", "aiohttp", "llama_cpp"}))))
+    {m.split(".")[0] for m in sys.modules} & {"litellm", "openai", "httpx", "aiohttp", "cyllama"}))))
 sys.argv = ["evalcli", *sys.argv[1:]]
 runpy.run_module("evalcli", run_name="__main__", alter_sys=True)
 """
