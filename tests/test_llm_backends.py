@@ -183,7 +183,7 @@ FAULTS = {
     "400": [status(400, message="bad request here")],
     "401": [status(401, message="invalid api key sk-test-not-a-real-key-0123456789")],
     "404 html": [Reply(status=404, body="<h1>nope</h1>")],
-    "429": [status(429, retry_after=0.01, message="slow down")],
+    "429": [status(429, retry_after=5, message="slow down")],  # longer than the call's timeout: no retry
     "malformed": [malformed()],
     "blank": [Reply(body="")],
     "not an object": [Reply(body="[1, 2]")],

@@ -112,6 +112,9 @@ class CliEvents:
         self.progress: Any = None
         self.task: Any = None
         self.signals = 0
+        self.waiting_on: str | None = None
+        self.limits: dict[str, tuple[int, int]] = {}
+        """Models throttled after 429s (SPEC §27): their calls in flight and the configured concurrency."""
 
     def started(self, run_id: str, total: int, done: int) -> None:
         if self.quiet or not self.err.is_terminal:
@@ -132,10 +135,34 @@ class CliEvents:
         then shows why nothing moves); ``None`` when it is over."""
         if self.quiet:
             return
+        self.waiting_on = text
         if self.progress is not None:
-            self.progress.update(self.task, description=text or "")
+            self._describe()
         elif text is not None:
             self.err.print(text, markup=False, soft_wrap=True)
+
+    def throttled(self, model: str, limit: int | None, ceiling: int) -> None:
+        """A model met 429s: the progress line says it is throttled (without a terminal, a line when it starts and
+        one when it ends)."""
+        if self.quiet:
+            return
+        was = model in self.limits
+        if limit is None:
+            self.limits.pop(model, None)
+        else:
+            self.limits[model] = (limit, ceiling)
+        if self.progress is not None:
+            self._describe()
+        elif limit is not None and not was:
+            self.err.print(f"{model} is rate limited (HTTP 429): throttled to {limit} of {ceiling} calls in flight",
+                           markup=False, soft_wrap=True)
+        elif limit is None and was:
+            self.err.print(f"{model} is no longer throttled: {ceiling} calls in flight", markup=False, soft_wrap=True)
+
+    def _describe(self) -> None:
+        parts = [self.waiting_on] if self.waiting_on else []
+        parts += [f"{model} throttled ({limit}/{ceiling} in flight)" for model, (limit, ceiling) in self.limits.items()]
+        self.progress.update(self.task, description="; ".join(parts))
 
     def warning(self, text: str) -> None:
         if not self.quiet:

@@ -23,9 +23,9 @@ from pydantic import ValidationError
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
 from ..secrets import Redactor, remember
-from .files import DatasetFile, ItemFile, TurnFile
+from .files import DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
-from .items import Dataset, Item, Turn
+from .items import Dataset, Item, Limits, Turn
 from .options import item_options, option_warnings, setups
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
@@ -61,7 +61,15 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
     item = _conversation(raw, model, index, label, path, pos, registry, problems, line)
     if item is None or labels is None:
         return None
+    if model.limits is not None or model.on_limit is not None:
+        item = replace(item, limits=limits_of(model.limits, model.on_limit))
     return replace(item, labels=labels) if labels else item
+
+
+def limits_of(limits: LimitsFile | None, on_limit: str | None) -> Limits:
+    """``limits:`` and ``on_limit`` as written, of a dataset or an item."""
+    given = limits or LimitsFile()
+    return Limits(given.turns, given.tokens, given.cost, given.seconds, on_limit)
 
 
 def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -409,6 +417,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
                    secret_values=secret_values | target_secrets, scope=scope,
                    target_has_memory=top.target_has_memory,
+                   limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
                    warnings=[f"{path}: {w}" for w in option_warnings(adapter, top.target_options, items)]
                    if adapter is not None else [])
 
