@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .console import CliEvents, make_console, user_errors
+from .console import CliEvents, make_console, redact_terminal, user_errors
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -437,7 +437,8 @@ def merge(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: every byte it prints is redacted (SPEC §23)."""
+    redact_terminal()
     app()
 
 

@@ -97,6 +97,8 @@ class DatasetFile(BaseModel):
                                                                 "seconds (SPEC §27).")
     on_limit: OnLimit | None = Field(default=None, description="'error' (default): a limited conversation counts as "
                                                                "errored; 'score': what was played is scored.")
+    secrets: list[str] | None = Field(default=None, description="Environment variables whose values are secrets "
+                                                                "whatever their names (never stored or shown).")
 
 
 class SimulateFile(BaseModel):

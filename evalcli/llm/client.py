@@ -160,7 +160,7 @@ def _table_answers(model: str) -> bool:
 
 
 def redact(text: str) -> str:
-    """The text without secret environment values or anything that looks like an API key."""
+    """The text with every secret known replaced (SPEC §23)."""
     from ..secrets import redact_text
 
     return redact_text(text)
