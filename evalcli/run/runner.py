@@ -352,7 +352,7 @@ class Runner:
         totals = usage_summary([*self.kept_usage, *usage_rows(usage)])
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
                          code, ordered, totals, warnings, completed=aggregator.items, selected=len(items),
-                         pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(),
+                         pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(), stability=rates.stability(),
                          repeat=self.options.repeat, dataset_name=self.dataset.name)
 
     def _ending(self, summary: Any, unfinished: bool) -> tuple[str, int]:

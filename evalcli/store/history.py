@@ -16,7 +16,17 @@ from typing import Any
 from ..aggregate import Aggregator
 from ..errors import StoreError
 from ..llm import ResponseCache, usage_summary
-from ..results import GateResult, ItemResult, Plan, RunResult, Summary, ThresholdResult, TurnResult
+from ..results import (
+    GateResult,
+    ItemResult,
+    Plan,
+    RunResult,
+    Summary,
+    ThresholdResult,
+    TurnResult,
+    stability_counts,
+    stability_of,
+)
 from .store import Store
 
 HISTORY_RUNS = 30
@@ -88,8 +98,15 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     result = RunResult(row["id"], row.get("dataset_path") or row["dataset"], row["target"], summary, row["status"],
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
                        completed=completed, selected=max(completed, row["total_items"] or 0),
-                       dataset_name=row["dataset"])
+                       dataset_name=row["dataset"], stability=_stability(store, row["id"]))
     return StoredRun(store, result, plan, row)
+
+
+def _stability(store: Store, run_id: str) -> dict[str, int]:
+    """How many of a stored run's repeated conversations are stable-pass, flaky and stable-fail."""
+    rows = store.query("SELECT status, repeats, json_extract(outcomes, '$.plays[0]') AS passed FROM items "
+                       "WHERE run_id = ? AND repeats > 1", [run_id])
+    return stability_counts([stability_of(r["passed"], r["repeats"]) if r["status"] == "ok" else None for r in rows])
 
 
 def stored_usage(store: Store, run_id: str, indexes: set[int] | None = None) -> list[tuple[Any, ...]]:

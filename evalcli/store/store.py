@@ -224,7 +224,7 @@ class Store:
             (run_id, result.index, result.id, _dumps(result.tags), result.form, result.status, int(result.passed),
              redact(result.error) if result.error else None, redact(result.traceback) if result.traceback else None,
              result.thread_id, result.resource_id, redact(result.turns[0].input) if result.turns else None,
-             self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(result.outcomes()),
+             self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(_outcomes(result)),
              result.stop_reason, result.duration_ms, stamp, self._text(result.metadata) if result.metadata else None,
              result.repeats, _dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
              if result.repeats > 1 else None)))
@@ -372,14 +372,25 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
             if pending["item_index"] == row["item_index"]:
                 turns.append(_turn_record(pending))
             pending = next(turn_rows, None)
-        gates, scores, thresholds = outcomes_from_json(json.loads(row["outcomes"] or "{}"))
+        stored = json.loads(row["outcomes"] or "{}")
+        gates, scores, thresholds = outcomes_from_json(stored)
         plays = json.loads(row["gate_plays"] or "{}")
         yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
                          row["thread_id"], row["resource_id"], turns, gates, scores, row["error"],
                          row["traceback"], row["duration_ms"] or 0.0, thresholds=thresholds,
                          stop_reason=row["stop_reason"], metadata=_json_or(row.get("metadata"), {}),
                          repeats=row["repeats"] or 1, gate_passes={g: int(p[0]) for g, p in plays.items()},
-                         gate_plays={g: int(p[1]) for g, p in plays.items()})
+                         gate_plays={g: int(p[1]) for g, p in plays.items()},
+                         plays_passed=int(stored["plays"][0]) if stored.get("plays") else None)
+
+
+def _outcomes(result: ItemResult) -> dict[str, Any]:
+    """An item's ``outcomes`` column: its gates and scorers, and with ``--repeat`` ``plays``: [plays in which every
+    gate passed, plays] (SPEC §26's stability, kept beside the outcomes it sums up)."""
+    outcomes = result.outcomes()
+    if result.repeats > 1 and result.plays_passed is not None:
+        outcomes["plays"] = [result.plays_passed, result.repeats]
+    return outcomes
 
 
 def _rows(conn: Any, sql: str, params: Any = ()) -> Iterator[dict[str, Any]]:
