@@ -34,7 +34,7 @@ def mcnemar_p(b: int, c: int) -> float:
         raise ValueError("discordant counts are never negative")
     if b + c == 0:
         return 1.0
-    from scipy.stats import binomtest  # type: ignore[import-untyped]  # scipy ships no stubs
+    from scipy.stats import binomtest
 
     return float(binomtest(min(b, c), b + c, 0.5).pvalue)
 
