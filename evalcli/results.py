@@ -272,6 +272,10 @@ class ItemResult:
     """Why a simulated conversation ended (``user_stop``, ``max_turns``, ``loop``); ``None`` when scripted."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """The item's ``metadata`` mapping (SPEC §16), as written."""
+    identity: str = ""
+    """Who the conversation is across runs (``evalcli.identity``; ``""``: not known, then its ``id`` is)."""
+    content: str = ""
+    """The digest of the item's content when it ran (tells an explicit id whose content changed)."""
 
     @property
     def per_turn(self) -> bool:

@@ -11,9 +11,9 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"errors", "secrets", "messages", "results", "aggregate"}
+BASE = {"errors", "secrets", "messages", "results", "aggregate", "identity"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"}, "aggregate": {"results"},
+    "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"}, "aggregate": {"results"}, "identity": set(),
     "llm": BASE,
     "scorers": BASE | {"llm"},
     "targets": BASE | {"llm"},

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ..identity import content_digest, identities
 from ..messages import Message
 from ..results import FORMS
 from ..scorers import Registry, ScorerSpec
@@ -80,6 +81,12 @@ class Item:
     """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (SPEC §19)."""
     line: int | None = None
     """The line of the dataset file where the item starts (for reports that point into the file)."""
+    id_given: bool = False
+    """Whether the item names itself (``id:``); otherwise ``id`` is its position."""
+    identity: str = ""
+    """Who the conversation is across runs (``evalcli.identity``): ``id:<id>``, or its content's digest."""
+    content: str = ""
+    """The digest of its content as resolved (``item_content``), beside the identity to tell a changed item."""
 
     @property
     def first_input(self) -> str:
@@ -189,6 +196,34 @@ class Dataset:
         for item in self.items:
             for turn in item.turns or ():
                 yield from turn.gates
+
+
+def item_content(item: Item) -> dict[str, Any]:
+    """What a conversation is, as resolved (SPEC §21): its form and every message, turn (with its gates and scorers),
+    ``simulate`` block, recorded transcript, own ``target_options``, ``metadata``, ground truth and expected outcome.
+    Not its id or position, nor its ``labels`` (a person's verdict on it) or ``tags`` (how it is selected)."""
+    def scorers(specs: list[ScorerSpec]) -> list[str]:
+        return [spec.fingerprint() for spec in specs]
+
+    return {
+        "form": item.form, "inputs": item.inputs,
+        "turns": None if item.turns is None else [
+            {"input": t.input, "resume": t.resume, "gates": scorers(t.gates), "scorers": scorers(t.scorers)}
+            for t in item.turns],
+        "simulate": None if item.simulation is None else asdict(item.simulation),
+        "transcript": None if item.transcript is None else [asdict(t) for t in item.transcript],
+        "target_options": item.target_options, "metadata": item.metadata,
+        "ground_truth": item.ground_truth, "expected_outcome": item.expected_outcome,
+    }
+
+
+def with_identities(items: list[Item]) -> list[Item]:
+    """The items with their identities and content digests (the nth identical item without an id numbered)."""
+    contents = [content_digest(item_content(item)) for item in items]
+    found = identities((item.id if item.id_given else None, content) for item, content in zip(items, contents,
+                                                                                             strict=True))
+    return [replace(item, identity=identity, content=content)
+            for item, identity, content in zip(items, found, contents, strict=True)]
 
 
 def _digest(value: Any) -> str:

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..store import Cell, Column, Comparison
-from .text import VERDICT_STYLE, fmt, threshold_text
+from .text import DATASETS_DIFFER, VERDICT_STYLE, fmt, threshold_text
 
 STATE_STYLE = {"pass": "green", "FAIL": "bold red", "error": "bold red", "ok": "green", "n/a": "dim", "-": "dim"}
 MAX_DIFFERENCES = 50
@@ -68,6 +68,13 @@ def _verdict(column: Column) -> Text:
     return Text(verdict or "none", style=VERDICT_STYLE.get(verdict or "", ""))
 
 
+def changed_line(comparison: Comparison) -> str:
+    """The conversations whose id names other content in some run, listed apart from the gates that differ."""
+    shown = ", ".join(comparison.changed[:MAX_DIFFERENCES]) + (", ..." if len(comparison.changed) > MAX_DIFFERENCES
+                                                               else "")
+    return f"changed (the same id, other content; neither regressed nor fixed): {shown}"
+
+
 def differences_table(comparison: Comparison) -> Table | None:
     """Per conversation, the gates (and statuses) that read differently across the runs; ``None`` when none do."""
     if not comparison.differences:
@@ -88,7 +95,11 @@ def differences_table(comparison: Comparison) -> Table | None:
 
 def render_comparison(console: Console, comparison: Comparison, *, differences: bool = True) -> None:
     """The comparison table and (with ``differences``) the conversations whose gates differ."""
+    if comparison.datasets_differ:
+        console.print(DATASETS_DIFFER, style="yellow", soft_wrap=True)
     console.print(comparison_table(comparison))
+    if comparison.changed:
+        console.print(changed_line(comparison), style="yellow", soft_wrap=True)
     if differences:
         table = differences_table(comparison)
         if table is None:

@@ -12,6 +12,7 @@ from rich.text import Text
 from ..results import ItemResult, RunResult, fmt
 
 __all__ = [
+    "DATASETS_DIFFER",
     "ERROR",
     "MAX_FAILING",
     "MAX_ROWS",
@@ -35,6 +36,9 @@ MAX_FAILING = 10
 NOT_SCORABLE = "n/s"
 ERROR = "error"
 """A score cell of the scorer whose failure made its conversation an error."""
+DATASETS_DIFFER = ("the runs are of different dataset contents (their dataset hashes differ): conversations are "
+                   "matched by identity (their id, else their content)")
+"""The first line of ``diff`` and ``compare`` when the runs' datasets differ (SPEC §21)."""
 
 
 def threshold_text(raw: Any) -> str:

@@ -45,7 +45,7 @@ from .notices import memory_warning
 from .options import RunOptions, plan_of
 from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
-from .resume import check_resumable, option_conflicts
+from .resume import check_resumable, kept_results, option_conflicts
 
 INTERRUPTED = 130
 
@@ -243,7 +243,7 @@ class Runner:
                                  "continue it with the options it was started with (evalcli.run.resume_options "
                                  "reads them)")
             stored = await asyncio.to_thread(lambda: list(store.load_items(run_id)))
-            kept = {r.index: r for r in stored if r.status == "ok"}
+            kept = kept_results(stored, items, row["dataset_hash"] == self.dataset.hash)
         return items, kept, run_id
 
     async def run(self) -> RunResult:

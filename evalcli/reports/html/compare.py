@@ -14,8 +14,8 @@ from typing import Any
 from ... import __version__
 from ...secrets import Redactor
 from ...store import Comparison
-from ..compare import cell_text, cost_text, seconds_text
-from ..text import threshold_text
+from ..compare import cell_text, changed_line, cost_text, seconds_text
+from ..text import DATASETS_DIFFER, threshold_text
 from .conversation import status_of, transcript
 from .page import asset, environment
 
@@ -42,6 +42,8 @@ def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> s
         "dataset": comparison.dataset, "columns": columns, "rows": rows,
         "differences": [{"item": d.item_id, "gate": d.gate, "states": d.states} for d in comparison.differences],
         "conversations": conversations,
+        "datasets_differ": DATASETS_DIFFER if comparison.datasets_differ else "",
+        "changed": changed_line(comparison) if comparison.changed else "",
     })
     template = environment().get_template("compare.html.j2")
     return template.render(**data, css=asset("report.css"), nonce=token_urlsafe(16), version=__version__)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...results import RunResult, Summary
 from ...store import Change
-from ..text import fmt, threshold_text
+from ..text import DATASETS_DIFFER, fmt, threshold_text
 from .sources import Baseline
 
 MAX_NAMED = 5
@@ -89,11 +89,13 @@ def _changes(changes: list[Change]) -> list[dict[str, Any]]:
 def baseline_view(baseline: Baseline, positions: dict[str, int]) -> dict[str, Any]:
     """The comparison with the baseline as ``evalcli diff BASELINE RUN`` makes it, per conversation too."""
     diff = baseline.diff
-    kinds = ("regressed", "improved", "new", "missing", "unchanged")
+    kinds = ("regressed", "improved", "changed", "new", "missing", "unchanged")
     order = {kind: n for n, kind in enumerate(kinds)}
     changed = sorted(((item_id, change) for item_id, change in baseline.changes.items() if change.kind != "unchanged"),
                      key=lambda pair: order[pair[1].kind])
-    return {"run_id": diff.a.run_id, "dataset": diff.a.dataset_path, "verdict_a": diff.a.verdict, "verdict_b": diff.b.verdict,
+    return {"run_id": diff.a.run_id, "dataset": diff.a.dataset_path,
+            "datasets_differ": DATASETS_DIFFER if diff.datasets_differ else "",
+            "verdict_a": diff.a.verdict, "verdict_b": diff.b.verdict,
             "tolerance": fmt(diff.tolerance) if diff.tolerance else "", "regressions": diff.regressions,
             "scorers": _changes(diff.scorers), "gates": _changes(diff.gates),
             "counts": {kind: baseline.count(kind) for kind in kinds},
