@@ -21,7 +21,18 @@ from pathlib import Path
 import pytest
 
 from ..dataset import Dataset, Item
-from ..reports import conversation_text, deliver, fmt, missed_gates, one_line, per_dataset, plural, threshold_text, verdict_text
+from ..reports import (
+    conversation_text,
+    deliver,
+    fmt,
+    missed_gates,
+    one_line,
+    per_dataset,
+    plural,
+    threshold_text,
+    verdict_text,
+    verdict_words,
+)
 from ..results import ItemResult, RunResult
 from ..run import RunOptions, arun_evals
 from ..secrets import Redactor
@@ -68,8 +79,9 @@ class Played:
             missed += [f"turn {turn.index} {t.id} {fmt(t.average_score)} ({threshold_text(t.threshold)})"
                        for t in turn.threshold_results if not t.passed]
         text = verdict_text(self.run, self.items.values(), self.settings.shown_db, self.width)
-        raise EvalFailed(f"verdict {summary.verdict} for {self.run.dataset_path}: {why}\n\n{text}",
-                         f"verdict {summary.verdict}: " + ", ".join(missed))
+        words = verdict_words(self.run)
+        raise EvalFailed(f"verdict {words} for {self.run.dataset_path}: {why}\n\n{text}",
+                         f"verdict {words}: " + ", ".join(missed))
 
     def _conversation_failure(self, result: ItemResult) -> EvalFailed:
         if result.status != "ok":

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..store import Cell, Column, Comparison
-from .text import DATASETS_DIFFER, VERDICT_STYLE, fmt, threshold_text
+from .text import DATASETS_DIFFER, fmt, threshold_text, verdict_style, verdict_words
 
 STATE_STYLE = {"pass": "green", "FAIL": "bold red", "error": "bold red", "ok": "green", "n/a": "dim", "-": "dim"}
 MAX_DIFFERENCES = 50
@@ -64,8 +64,7 @@ def comparison_table(comparison: Comparison) -> Table:
 
 
 def _verdict(column: Column) -> Text:
-    verdict = column.run.verdict
-    return Text(verdict or "none", style=VERDICT_STYLE.get(verdict or "", ""))
+    return Text(verdict_words(column.run), style=verdict_style(column.run))
 
 
 def changed_line(comparison: Comparison) -> str:

@@ -26,6 +26,7 @@ __all__ = [
     "plural",
     "threshold_text",
     "titled",
+    "verdict_style",
     "verdict_words",
     "why_failed",
 ]
@@ -96,6 +97,13 @@ def verdict_words(result: RunResult) -> str:
     if summary.verdict:
         return f"{summary.verdict} on {summary.total_items - summary.errors} of {total}; {summary.errors} errored"
     return f"none (no gate or threshold results); {summary.errors} of {total} errored"
+
+
+def verdict_style(result: RunResult) -> str:
+    """The style of ``verdict_words``: green only for a verdict that covers every conversation."""
+    if result.summary.errors:
+        return "bold red" if result.verdict == "failed" else "bold yellow"
+    return VERDICT_STYLE.get(result.verdict or "", "")
 
 
 def titled(title: str, table: Table, note: str = "") -> RenderableType:

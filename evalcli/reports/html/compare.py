@@ -15,7 +15,7 @@ from ... import __version__
 from ...secrets import Redactor
 from ...store import Comparison
 from ..compare import cell_text, changed_line, cost_text, seconds_text
-from ..text import DATASETS_DIFFER, threshold_text
+from ..text import DATASETS_DIFFER, threshold_text, verdict_words
 from .conversation import status_of, transcript
 from .page import asset, environment
 
@@ -23,7 +23,8 @@ from .page import asset, environment
 def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> str:
     """The page as HTML text (secrets redacted from every value first)."""
     redact = redact or Redactor()
-    columns = [{"label": c.label, "run_id": c.run.run_id, "verdict": c.run.verdict, "total": c.run.summary.total_items,
+    columns = [{"label": c.label, "run_id": c.run.run_id, "verdict": verdict_words(c.run),
+                "outcome": c.run.outcome, "total": c.run.summary.total_items,
                 "errors": c.run.summary.errors, "tokens": f"{c.target_tokens:,}", "target_cost": cost_text(c.target_cost),
                 "cost": cost_text(c.cost), "seconds": seconds_text(c.seconds)} for c in comparison.columns]
     rows = [{"label": f"{r.role} {r.id}" + (f" ({threshold_text(r.threshold)})" if r.threshold is not None else ""),

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...results import RunResult, Summary
 from ...store import Change
-from ..text import DATASETS_DIFFER, fmt, threshold_text
+from ..text import DATASETS_DIFFER, fmt, threshold_text, verdict_words
 from .sources import Baseline
 
 MAX_NAMED = 5
@@ -38,13 +38,8 @@ def header(result: RunResult, row: dict[str, Any]) -> dict[str, Any]:
 def badge(result: RunResult) -> str:
     """The header's badge: the verdict, and when conversations errored what it covers (``passed · 3 of 4
     errored``), never a plain green ``passed``."""
-    summary = result.summary
-    verdict = result.verdict or "no verdict"
-    if result.outcome == "interrupted":
-        return f"interrupted · {verdict}"
-    if not summary.errors:
-        return verdict
-    return f"{verdict} · {summary.errors} of {summary.total_items} errored"
+    words = verdict_words(result)
+    return f"interrupted · {words}" if result.outcome == "interrupted" else words
 
 
 def usage(row: dict[str, Any]) -> dict[str, Any]:
