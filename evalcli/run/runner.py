@@ -318,7 +318,8 @@ class Runner:
             aggregator.flush()
             partial = aggregator.summary()
             if store is not None:
-                context.write_later(lambda: store.finish_statements(run_id, partial, status, code, aggregator.items))
+                context.write_later(lambda: store.finish_statements(run_id, partial, status, code, aggregator.items,
+                                                                    rates.to_json(self.options.repeat)))
             raise
         status = "interrupted" if self.interrupted else "completed"
         aggregator.flush()
@@ -327,7 +328,8 @@ class Runner:
                                                                 max_errors=self.options.max_errors)
         if store is not None:
             with contextlib.suppress(Exception):  # the writer keeps the error; aclose reports it with the result
-                await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items))
+                await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items,
+                                                                    rates.to_json(self.options.repeat)))
         ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
                          code, ordered, usage.totals(), warnings, completed=aggregator.items, selected=len(items),

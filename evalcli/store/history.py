@@ -79,8 +79,9 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     """A stored run by id or unique id prefix; a run that never finished gets its summary recomputed."""
     row = store.require_run(run_id)
     plan = store.plan(row["id"])
-    if row["result"]:
-        summary = summary_from_json(json.loads(row["result"]))
+    stored = json.loads(row["result"]) if row["result"] else {}
+    if stored:
+        summary = summary_from_json(stored)
     else:
         summary = aggregate(plan, list(store.load_items(row["id"])))
     usage = {"calls": row["llm_calls"], "cache_hits": row["cache_hits"], "prompt_tokens": row["prompt_tokens"],
@@ -89,7 +90,8 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     result = RunResult(row["id"], row.get("dataset_path") or row["dataset"], row["target"], summary, row["status"],
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
                        completed=completed, selected=max(completed, row["total_items"] or 0),
-                       dataset_name=row["dataset"])
+                       dataset_name=row["dataset"], repeat=int(stored.get("repeat") or 1),
+                       pass_at_k=dict(stored.get("pass_at_k") or {}), pass_all_k=dict(stored.get("pass_all_k") or {}))
     return StoredRun(store, result, plan, row)
 
 

@@ -252,9 +252,11 @@ class Store:
         return [s for s in statements if not (isinstance(s[1], list) and not s[1])]
 
     def finish_statements(self, run_id: str, summary: Summary, status: str, exit_code: int,
-                          completed: int) -> list[Statement]:
-        """The run's verdict, aggregate and totals; totals of LLM use are summed from its stored calls."""
-        data = summary.to_json()
+                          completed: int, repeats: dict[str, Any] | None = None) -> list[Statement]:
+        """The run's verdict, aggregate and totals; totals of LLM use are summed from its stored calls. ``repeats``:
+        what the JSON of a ``--repeat`` run adds (``repeat``, ``pass_at_k``, ``pass_all_k``), kept with the
+        aggregate so ``show RUN --json`` writes what ``run --json`` did."""
+        data = {**summary.to_json(), **(repeats or {})}
         return [(
             "UPDATE runs SET finished_at = ?, status = ?, verdict = ?, exit_code = ?, total_items = ?, "
             "completed_items = ?, errors = ?, scores = ?, summary = ?, result = ?, "
