@@ -352,6 +352,9 @@ class Summary:
     threshold_results: list[ThresholdResult]
     turn_results: list[TurnResult]
     verdict: Verdict | None
+    unscored_gates: list[str] = field(default_factory=list)
+    """Declared gates that were not scorable on any conversation (SPEC §21: a warning; ``--strict`` exits 3). Not
+    part of the JSON result."""
 
     def to_json(self) -> dict[str, Any]:
         return {

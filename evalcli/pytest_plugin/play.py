@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ..aggregate import unscored_warning
 from ..dataset import Dataset, Item
 from ..reports import (
     conversation_text,
@@ -69,9 +70,12 @@ class Played:
             why = "a gate's mean over the conversations is below 1"
         elif summary.verdict == "scored" and self.settings.strict:
             why = "a scorer's mean missed its threshold (--evalcli-strict)"
+        elif summary.unscored_gates and self.settings.strict:
+            why = f"{unscored_warning(summary)} (--evalcli-strict)"
         else:
             return
         missed = [f"gate {g.id} {fmt(g.score)}" for g in summary.gate_results if not g.passed]
+        missed += [f"gate {g} never scorable" for g in summary.unscored_gates]
         missed += [f"{t.id} {fmt(t.average_score)} ({threshold_text(t.threshold)})"
                    for t in summary.threshold_results if not t.passed]
         for turn in summary.turn_results:

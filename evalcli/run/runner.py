@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..aggregate import Aggregator, exit_code
+from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, dataset_models, load_dataset, unregistered_warning
 from ..errors import INTERNAL_ERROR, UsageError, describe
 from ..llm import (
@@ -324,6 +324,10 @@ class Runner:
         status = "interrupted" if self.interrupted else "completed"
         aggregator.flush()
         summary = aggregator.summary()
+        unscored = unscored_warning(summary)
+        if unscored:
+            self.events.warning(unscored)
+            warnings.append(unscored)
         code = INTERRUPTED if self.interrupted else exit_code(summary, strict=self.options.strict,
                                                                 max_errors=self.options.max_errors)
         if store is not None:

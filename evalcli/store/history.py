@@ -48,7 +48,7 @@ def summary_from_json(data: dict[str, Any]) -> Summary:
         gate_results=gates(data["gate_results"]), threshold_results=thresholds(data["threshold_results"]),
         turn_results=[TurnResult(t["index"], gates(t["gate_results"]), thresholds(t["threshold_results"]),
                                  {k: _float(v) for k, v in t["scores"].items()}) for t in data["turn_results"]],
-        verdict=data["verdict"],
+        verdict=data["verdict"], unscored_gates=list(data.get("unscored_gates") or []),
     )
 
 

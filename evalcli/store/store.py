@@ -257,6 +257,8 @@ class Store:
         what the JSON of a ``--repeat`` run adds (``repeat``, ``pass_at_k``, ``pass_all_k``), kept with the
         aggregate so ``show RUN --json`` writes what ``run --json`` did."""
         data = {**summary.to_json(), **(repeats or {})}
+        if summary.unscored_gates:  # kept for what reads the run back (pytest's ::verdict), not in its JSON
+            data["unscored_gates"] = summary.unscored_gates
         return [(
             "UPDATE runs SET finished_at = ?, status = ?, verdict = ?, exit_code = ?, total_items = ?, "
             "completed_items = ?, errors = ?, scores = ?, summary = ?, result = ?, "
