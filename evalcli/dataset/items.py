@@ -9,10 +9,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..identity import content_digest, identities
+from ..llm import default_judge_model
 from ..messages import Message
 from ..results import FORMS
 from ..scorers import Registry, ScorerSpec
 from ..targets import Adapter
+from ..version import __version__
 from .imports import ImportScope
 
 Form = str
@@ -143,6 +145,28 @@ class Dataset:
         if self.target_has_memory is not None:
             return self.target_has_memory
         return self.target is None or self.target.has_memory  # recorded conversations have no target to recall
+
+    target_settings: dict[str, Any] = field(default_factory=dict)
+    """A mapping target's settings as the run uses them, by form (``{"http": {...}}``); ``{}`` for an import path."""
+
+    def resolved_configuration(self) -> dict[str, Any]:
+        """Everything the run uses, as one tree (SPEC §21): evalcli's version, the target (its settings after
+        interpolation and with the files they name read), its options, every gate and scorer as resolved (from
+        ``scorers.yaml`` too: kind, arguments with judges' models, samples and temperature, threshold), the default
+        judge model, and per conversation its content as resolved (own ``target_options``, simulated user, turns'
+        gates and scorers). ``--resume`` compares its leaves (``configuration_fingerprint``)."""
+        def specs(found: list[ScorerSpec]) -> dict[str, Any]:
+            return {spec.id: {**spec.spec(), "threshold": None if spec.threshold is None else spec.threshold.raw,
+                              "registered": spec.registered} for spec in found}
+
+        return {
+            "evalcli": __version__, "judge_model": default_judge_model(),
+            "target": {"spec": self.target_spec, **self.target_settings}, "target_options": self.target_options,
+            "gates": specs(self.gates), "scorers": specs(self.scorers),
+            "data": [{**item_content(item), "turns": None if item.turns is None else [
+                {"input": t.input, "gates": specs(t.gates), "scorers": specs(t.scorers)} for t in item.turns]}
+                for item in self.items],
+        }
 
     warnings: list[str] = field(default_factory=list)
     """What validation warns about (``validate`` prints them, and every run says them once)."""

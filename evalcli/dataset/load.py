@@ -396,6 +396,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
                    secret_values=used.secret_values | registry.secret_values | target_secrets, scope=scope,
                    target_has_memory=top.target_has_memory,
+                   target_settings=resolved.resolved if resolved is not None else {},
                    warnings=[f"{path}: {w}" for w in option_warnings(adapter, top.target_options, items)]
                    if adapter is not None else [])
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..dataset import Dataset, Item, Selection
 from ..errors import UsageError
+from ..fingerprint import SALT, differences
 from ..identity import LEGACY, pair_by_identity
 from ..results import ItemResult
 from ..store import Store, StoredOptions
@@ -61,6 +62,8 @@ def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> N
 
 def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset: Dataset) -> list[str]:
     """What differs between the configuration a run began with and the dataset's now, one label each."""
+    if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (SPEC §21)
+        return differences(stored.config, dataset.resolved_configuration())
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
         changes = [] if row["target"] == dataset.target_spec else ["target"]
         return changes + ([] if stored.plan == plan_of(dataset) else ["gates, scorers or thresholds"])

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, dataset_models, load_dataset, unregistered_warning
 from ..errors import INTERNAL_ERROR, UsageError, describe
+from ..fingerprint import fingerprint
 from ..llm import (
     LLMClient,
     LLMSettings,
@@ -301,9 +302,9 @@ class Runner:
         try:
             if store is not None:
                 resume = bool(self.options.resume)
+                config = None if resume else fingerprint(self.dataset.resolved_configuration())
                 await context.write(lambda: store.resume_statements(run_id) if resume else
-                                    store.begin_statements(run_id, self.dataset,
-                                                           self.options.stored(plan, self.dataset.configuration())))
+                                    store.begin_statements(run_id, self.dataset, self.options.stored(plan, config)))
             self.events.started(run_id, len(items), len(items) - len(to_run))
             if to_run:
                 # a model that cannot be reached (package or key missing) fails each call at once, unimported
