@@ -243,7 +243,8 @@ class TurnRecord:
 
 @dataclass
 class ItemResult:
-    """One conversation's outcome; ``status`` is ``ok`` or ``error``."""
+    """One conversation's outcome; ``status`` is ``ok``, ``error`` or ``limited`` (a limit or budget stopped it: which
+    one is its ``stop_reason``; SPEC §27)."""
 
     index: int
     id: str
@@ -302,6 +303,7 @@ class ItemResult:
             "turns": [t.to_json() for t in self.turns],
             "passed": self.passed, "stop_reason": self.stop_reason, "outcomes": self.outcomes(),
             "duration_ms": round(self.duration_ms, 3), "traceback": self.traceback, "metadata": self.metadata,
+            **({"limited": {"limit": self.stop_reason, "turns": len(self.turns)}} if self.status == "limited" else {}),
         }
 
 
@@ -381,6 +383,8 @@ class RunResult:
     items: list[ItemResult] | None = None
     """Every conversation in dataset order, when the caller asked to keep them."""
     usage: dict[str, Any] = field(default_factory=dict)
+    """LLM calls, cache hits, tokens and cost of the whole run, and the same per purpose (``purposes``: target,
+    simulator, judge), as ``evalcli.llm.usage_summary`` sums them."""
     warnings: list[str] = field(default_factory=list)
     completed: int = 0
     selected: int = 0
@@ -419,4 +423,4 @@ class RunResult:
         repeats = ({"repeat": self.repeat, "pass_at_k": self.pass_at_k, "pass_all_k": self.pass_all_k}
                    if self.repeat > 1 else {})
         return {"run_id": self.run_id, "dataset": self.dataset_path, "target": self.target,
-                **self.summary.to_json(), **repeats, "items": rendered}
+                **self.summary.to_json(), **repeats, "usage": self.usage, "items": rendered}

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .console import CliEvents, make_console, user_errors
+from .console import CliEvents, make_console, redact_terminal, user_errors
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -107,6 +107,12 @@ def run(
     turn_timeout: Annotated[Optional[float], typer.Option(min=0.001, metavar="SECONDS",
                                                           help="Seconds one call of the agent may take (default: "
                                                                "no limit).")] = None,
+    max_cost: Annotated[Optional[str], typer.Option(metavar="USD", help="Start no LLM call once this much is spent "
+                                                                        "(US dollars), overall or per purpose: "
+                                                                        "'5' or 'judge=2,target=3,simulator=1'; "
+                                                                        "exit 5 when it ends the run.")] = None,
+    max_tokens: Annotated[Optional[str], typer.Option(metavar="N", help="The same in tokens (in and out): '100000' "
+                                                                        "or 'judge=20000,target=50000'.")] = None,
     resume: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Continue this interrupted run, with the "
                                                                          "options it was started with.")] = None,
     rerun_failed: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
@@ -131,7 +137,7 @@ def run(
                              judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
                              turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
-                             verbose=verbose, targets=list(target or []))
+                             verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens)
         events = CliEvents(quiet)
         try:
             code = run_command(request, events, out=make_console(stderr=json_out == "-"))
@@ -398,7 +404,8 @@ def merge(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: every byte it prints is redacted (SPEC §23)."""
+    redact_terminal()
     app()
 
 

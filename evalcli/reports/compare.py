@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..llm import PURPOSES
 from ..store import Cell, Column, Comparison
 from .text import DATASETS_DIFFER, fmt, threshold_text, verdict_style, verdict_words
 
@@ -39,6 +40,18 @@ def cost_text(cost: float) -> str:
     return f"${cost:.4f}"
 
 
+def usage_rows(columns: list[Column]) -> list[tuple[str, list[str]]]:
+    """Tokens and cost per purpose (target always; simulator and judge when a run made such calls), then all."""
+    rows = []
+    for purpose in PURPOSES:
+        figures = [c.purpose(purpose) for c in columns]
+        if purpose == "target" or any(tokens or cost for tokens, cost in figures):
+            rows.append((f"{purpose} tokens", [f"{tokens:,}" for tokens, _ in figures]))
+            rows.append((f"{purpose} cost", [cost_text(cost) for _, cost in figures]))
+    rows.append(("all LLM cost", [cost_text(c.cost) for c in columns]))
+    return rows
+
+
 def comparison_table(comparison: Comparison) -> Table:
     """The table: scorers (means) and gates (passes), then verdict, conversations, errors, tokens, cost, wall time."""
     count = len(comparison.columns)
@@ -56,9 +69,8 @@ def comparison_table(comparison: Comparison) -> Table:
     table.add_row("conversations", *(str(c.run.summary.total_items) for c in columns))
     table.add_row("errors", *(Text(str(c.run.summary.errors), style="bold red" if c.run.summary.errors else "")
                               for c in columns))
-    table.add_row("target tokens", *(f"{c.target_tokens:,}" for c in columns))
-    table.add_row("target cost", *(cost_text(c.target_cost) for c in columns))
-    table.add_row("all LLM cost", *(cost_text(c.cost) for c in columns))
+    for label, texts in usage_rows(columns):
+        table.add_row(label, *texts)
     table.add_row("wall time", *(seconds_text(c.seconds) for c in columns))
     return table
 

@@ -25,6 +25,7 @@ from .text import (
     plural,
     threshold_text,
     titled,
+    usage_parts,
     verdict_style,
     verdict_words,
     why_failed,
@@ -262,6 +263,11 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
         text.append("INTERRUPTED ", style="bold red")
         text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}; "
                     f"continue with: {resume_command(result, db_path)}\n")
+    if result.status == "budget":
+        text.append("BUDGET SPENT ", style="bold red")
+        text.append(f"after {result.completed} of {plural(result.selected, 'conversation')} (those that needed a call "
+                    f"of a spent budget are limited); continue with a larger --max-cost or --max-tokens: "
+                    f"{resume_command(result, db_path)}\n")
     text.append_text(verdict_line(result))
     if summary.not_scorable:
         text.append(f"   not scorable: {sum(summary.not_scorable.values())}")
@@ -274,6 +280,9 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
     if usage.get("calls"):
         text.append(f"\nLLM calls: {usage['calls']} (cache hits: {usage['cache_hits']})   tokens: "
                     f"{usage['prompt_tokens']} in / {usage['completion_tokens']} out   cost: ${usage['cost']:.4f}")
+        parts = usage_parts(usage)
+        if parts:
+            text.append("\n  by purpose: " + "; ".join(parts))
     if db_path and stored:
         text.append(f"\nstored in {db_path} (run {result.run_id})", style="dim")
     text.append(f"   exit code {result.exit_code}", style="dim")

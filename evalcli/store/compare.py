@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from ..errors import UsageError
+from ..errors import EXIT_PRECEDENCE, UsageError
 from ..identity import changed, identity_of
 from ..results import ItemResult, RunResult, Threshold
 from .history import StoredRun, load_run
@@ -56,6 +57,13 @@ class Column:
     target_cost: float
     cost: float
     """Every LLM call of the run (target, judges, simulated users)."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """The run's usage overall and per purpose (``evalcli.llm.usage_summary``)."""
+
+    def purpose(self, name: str) -> tuple[int, float]:
+        """Tokens (in and out) and cost of the calls made for one purpose."""
+        found = (self.usage.get("purposes") or {}).get(name) or {}
+        return int(found.get("prompt_tokens", 0)) + int(found.get("completion_tokens", 0)), float(found.get("cost", 0))
 
 
 @dataclass(frozen=True)
@@ -87,9 +95,9 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
-        """The worst of the runs' exit codes (130, then 2, 1, 4, 3, 0)."""
+        """The worst of the runs' exit codes (in ``EXIT_PRECEDENCE``'s order)."""
         codes = [c.run.exit_code for c in self.columns]
-        return next((code for code in (130, 2, 1, 4, 3) if code in codes), 0)
+        return next((code for code in EXIT_PRECEDENCE if code in codes), 0)
 
 
 def _seconds(row: dict[str, object]) -> float | None:
@@ -102,11 +110,11 @@ def _seconds(row: dict[str, object]) -> float | None:
 
 
 def _column(store: Store, run: StoredRun) -> Column:
-    usage = next(store.query("SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens, "
-                             "COALESCE(SUM(cost), 0) AS cost FROM llm_calls WHERE run_id = ? AND purpose = 'target'",
-                             [run.result.run_id]))
-    return Column(run.result, run.result.target, _seconds(run.row), int(usage["tokens"]), float(usage["cost"]),
-                  float(run.row.get("cost") or 0.0))
+    usage = run.result.usage  # read back per purpose by load_run
+    target = usage["purposes"]["target"]
+    return Column(run.result, run.result.target, _seconds(run.row),
+                  int(target["prompt_tokens"]) + int(target["completion_tokens"]), float(target["cost"]),
+                  float(usage["cost"]), usage)
 
 
 def _gate_states(item: ItemResult | None) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..aggregate import Aggregator
 from ..errors import StoreError
-from ..llm import ResponseCache
+from ..llm import ResponseCache, usage_summary
 from ..results import GateResult, ItemResult, Plan, RunResult, Summary, ThresholdResult, TurnResult
 from .store import Store
 
@@ -84,8 +84,7 @@ def load_run(store: Store, run_id: str) -> StoredRun:
         summary = summary_from_json(stored)
     else:
         summary = aggregate(plan, list(store.load_items(row["id"])))
-    usage = {"calls": row["llm_calls"], "cache_hits": row["cache_hits"], "prompt_tokens": row["prompt_tokens"],
-             "completion_tokens": row["completion_tokens"], "cost": row["cost"]}
+    usage = usage_summary(stored_usage(store, row["id"]))
     completed = row["completed_items"] or summary.total_items
     result = RunResult(row["id"], row.get("dataset_path") or row["dataset"], row["target"], summary, row["status"],
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
@@ -93,6 +92,16 @@ def load_run(store: Store, run_id: str) -> StoredRun:
                        dataset_name=row["dataset"], repeat=int(stored.get("repeat") or 1),
                        pass_at_k=dict(stored.get("pass_at_k") or {}), pass_all_k=dict(stored.get("pass_all_k") or {}))
     return StoredRun(store, result, plan, row)
+
+
+def stored_usage(store: Store, run_id: str, indexes: set[int] | None = None) -> list[tuple[Any, ...]]:
+    """The run's LLM calls as ``usage_summary`` rows (per conversation and purpose), of the conversations ``indexes``
+    only when given."""
+    query = ("SELECT item_index, purpose, COUNT(*) AS calls, COALESCE(SUM(cache_hit), 0) AS hits, "
+             "COALESCE(SUM(prompt_tokens), 0) AS p, COALESCE(SUM(completion_tokens), 0) AS c, "
+             "COALESCE(SUM(cost), 0) AS cost FROM llm_calls WHERE run_id = ? GROUP BY item_index, purpose")
+    return [(r["purpose"], r["calls"], r["hits"], r["p"], r["c"], r["cost"]) for r in store.query(query, [run_id])
+            if indexes is None or r["item_index"] in indexes]
 
 
 def find_item(store: Store, run_id: str, key: str) -> ItemResult:

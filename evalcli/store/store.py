@@ -159,6 +159,19 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
         return ResponseCache(conn, writer)
 
+    def _clean(self, statements: list[Statement], *keep: str | None) -> list[Statement]:
+        """Every text parameter of ``statements`` redacted (SPEC §23: no secret in any table, whichever column a
+        value reaches: ids, tags, paths, the target, options, models), values already redacted unchanged. The ids
+        evalcli made (``keep``: the run id, a thread id) are keys, never secrets, and stay as they are."""
+        redact = self.redact
+        kept = {k for k in keep if k}
+
+        def row(params: Any) -> Any:
+            return tuple(redact(p) if isinstance(p, str) and p not in kept else p for p in params)
+
+        return [(sql, [row(p) for p in params] if isinstance(params, list) and (not params or
+                 isinstance(params[0], (tuple, list))) else row(params)) for sql, params in statements]
+
     def _text(self, value: Any) -> str:
         """Secrets redacted from the values, then serialised (a secret holding quotes or backslashes is
         found in the value, not in its escaped JSON text)."""
@@ -170,14 +183,14 @@ class Store:
         """Record a new run (status ``running``) with its registered scorers."""
         registered = {s.id: s for s in dataset.all_specs() if s.registered}
         self._fresh[run_id] = set()
-        return [
+        return self._clean([
             ("INSERT INTO runs (id, dataset, dataset_path, dataset_hash, target, started_at, status, options, "
              "git_commit) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
              (run_id, dataset.name or dataset.path, dataset.path, dataset.hash, dataset.target_spec, now(),
               _dumps(options.to_json()), git_commit(Path(dataset.path).resolve().parent))),
             ("INSERT INTO scorers (run_id, scorer_id, kind, spec) VALUES (?, ?, ?, ?)",
              [(run_id, s.id, s.kind, self._text(s.spec())) for s in registered.values()]),
-        ]
+        ], run_id)
 
     def resume_statements(self, run_id: str) -> list[Statement]:
         if self.run(run_id) is None:
@@ -249,7 +262,8 @@ class Store:
             "cost, cache_hit, duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run_id, result.index, r.turn_index, r.purpose, r.model, r.prompt_tokens, r.completion_tokens, r.cost,
               int(r.cache_hit), r.duration_ms, stamp) for r in result.usage]))
-        return [s for s in statements if not (isinstance(s[1], list) and not s[1])]
+        return self._clean([s for s in statements if not (isinstance(s[1], list) and not s[1])], run_id,
+                           result.thread_id)
 
     def finish_statements(self, run_id: str, summary: Summary, status: str, exit_code: int,
                           completed: int, repeats: dict[str, Any] | None = None) -> list[Statement]:
@@ -259,7 +273,7 @@ class Store:
         data = {**summary.to_json(), **(repeats or {})}
         if summary.unscored_gates:  # kept for what reads the run back (pytest's ::verdict), not in its JSON
             data["unscored_gates"] = summary.unscored_gates
-        return [(
+        return self._clean([(
             "UPDATE runs SET finished_at = ?, status = ?, verdict = ?, exit_code = ?, total_items = ?, "
             "completed_items = ?, errors = ?, scores = ?, summary = ?, result = ?, "
             "llm_calls = (SELECT COUNT(*) FROM llm_calls WHERE run_id = runs.id), "
@@ -268,7 +282,7 @@ class Store:
             "completion_tokens = (SELECT COALESCE(SUM(completion_tokens), 0) FROM llm_calls WHERE run_id = runs.id), "
             "cost = (SELECT COALESCE(SUM(cost), 0) FROM llm_calls WHERE run_id = runs.id) WHERE id = ?",
             (now(), status, summary.verdict, exit_code, summary.total_items, completed, summary.errors,
-             _dumps(data["scores"]), _dumps(data["summary"]), self._text(data), run_id))]
+             _dumps(data["scores"]), _dumps(data["summary"]), self._text(data), run_id))], run_id)
 
     CALIBRATION_COLUMNS = ("scorer_id", "kind", "spec", "model", "prompt_version", "labels", "compared", "agreed",
                            "errors", "not_scorable", "accuracy", "kappa", "mae", "fleiss_kappa", "metrics", "created_at")
@@ -279,7 +293,8 @@ class Store:
         columns = ("run_id", "dataset", *self.CALIBRATION_COLUMNS)
         values = [(run_id, dataset, *(self._text(row[c]) if c in ("spec", "metrics") else row[c]
                                       for c in self.CALIBRATION_COLUMNS)) for row in rows]
-        return [(f"INSERT INTO calibrations ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values)]
+        return self._clean([(f"INSERT INTO calibrations ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                             values)], run_id)
 
     def calibrations(self, dataset: str | None = None) -> list[dict[str, Any]]:
         """Stored calibrations, newest first (of one dataset, by its stable name, when given)."""

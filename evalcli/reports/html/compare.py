@@ -14,7 +14,7 @@ from typing import Any
 from ... import __version__
 from ...secrets import Redactor
 from ...store import Comparison
-from ..compare import cell_text, changed_line, cost_text, seconds_text
+from ..compare import cell_text, changed_line, cost_text, seconds_text, usage_rows
 from ..text import DATASETS_DIFFER, threshold_text, verdict_words
 from .conversation import status_of, transcript
 from .page import asset, environment
@@ -27,6 +27,7 @@ def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> s
                 "outcome": c.run.outcome, "total": c.run.summary.total_items,
                 "errors": c.run.summary.errors, "tokens": f"{c.target_tokens:,}", "target_cost": cost_text(c.target_cost),
                 "cost": cost_text(c.cost), "seconds": seconds_text(c.seconds)} for c in comparison.columns]
+    usage = [{"label": label, "cells": texts} for label, texts in usage_rows(comparison.columns)]
     rows = [{"label": f"{r.role} {r.id}" + (f" ({threshold_text(r.threshold)})" if r.threshold is not None else ""),
              "cells": [_cell(cell_text(cell, r.role).plain) for cell in r.cells]} for r in comparison.rows]
     differing = {d.item_id for d in comparison.differences}
@@ -40,7 +41,7 @@ def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> s
             "transcripts": [transcript(r) if r is not None else None for r in results],
         })
     data: dict[str, Any] = redact.value({
-        "dataset": comparison.dataset, "columns": columns, "rows": rows,
+        "dataset": comparison.dataset, "columns": columns, "rows": rows, "usage": usage,
         "differences": [{"item": d.item_id, "gate": d.gate, "states": d.states} for d in comparison.differences],
         "conversations": conversations,
         "datasets_differ": DATASETS_DIFFER if comparison.datasets_differ else "",
