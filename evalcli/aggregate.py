@@ -56,6 +56,8 @@ class Aggregator:
         self.not_scorable_early: dict[str, int] = {}
         self.not_scorable_scorers: dict[str, int] = {}
         self.turns: dict[int, _TurnBucket] = {}
+        self.turn_gates: dict[str, bool] = {}
+        """Per-turn gate ids met so far, and whether any conversation's turn scored it."""
         self.items = 0
         self.errors = 0
 
@@ -105,6 +107,7 @@ class Aggregator:
         bucket = self.turns.setdefault(turn.index, _TurnBucket())
         for gate_id, outcome in turn.gate_scores.items():
             value = _numeric(outcome)
+            self.turn_gates[gate_id] = self.turn_gates.get(gate_id, False) or value is not None
             if value is not None:
                 bucket.gates.setdefault(gate_id, Mean()).add(value)
             else:
@@ -147,7 +150,19 @@ class Aggregator:
             total_items=self.items, errors=self.errors, not_scorable=not_scorable,
             gate_results=gate_results, threshold_results=threshold_results, turn_results=turn_results,
             verdict=verdict(gate_results, threshold_results, turn_results),
+            unscored_gates=[g for g, m in self.gates.items() if not m.count and self.items > self.errors]
+            + [g for g, scored in self.turn_gates.items() if not scored],
         )
+
+
+def unscored_warning(summary: Summary) -> str | None:
+    """The one warning line for declared gates that were not scorable on any conversation (``None``: there are none)."""
+    gates = summary.unscored_gates
+    if not gates:
+        return None
+    names = ", ".join(gates)
+    return (f"gate{'s' if len(gates) > 1 else ''} {names} {'were' if len(gates) > 1 else 'was'} not scorable on any "
+            "conversation: nothing was checked (with --strict this run exits 3)")
 
 
 def verdict(gates: list[GateResult], thresholds: list[ThresholdResult], turns: list[TurnResult]) -> Verdict | None:
@@ -164,13 +179,14 @@ def verdict(gates: list[GateResult], thresholds: list[ThresholdResult], turns: l
 
 
 def exit_code(summary: Summary, *, strict: bool, max_errors: int = 0, invalid: bool = False) -> int:
-    """SPEC §9, precedence 2, then 1, then 4, then 3, then 0."""
+    """SPEC §9, precedence 2, then 1, then 4, then 3 (with ``strict``: a threshold missed, or a declared gate that no
+    conversation could score, SPEC §21), then 0."""
     if invalid:
         return 2
     if summary.verdict == "failed":
         return 1
     if summary.errors > max_errors:
         return 4
-    if summary.verdict == "scored" and strict:
+    if strict and (summary.verdict == "scored" or summary.unscored_gates):
         return 3
     return 0

@@ -20,7 +20,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
         "an output path that cannot be written (or whose folder does not exist), no conversation selected, a "
         "`--resume` of a run whose configuration changed or with a flag that contradicts it, a `--resume`/"
         "`--rerun-failed` of another dataset's run: nothing was run, no run row written"),
-    (3, "verdict `scored` (a threshold missed) with `--strict`"),
+    (3, "with `--strict`: verdict `scored` (a threshold missed), or a declared gate that was not scorable on any "
+        "conversation (nothing was checked)"),
     (4, "some conversations errored (the target or a scorer raised, a scorer returned a non-finite score, a provider "
         "failed after retries, a judge's model cannot be reached) and none of the above is worse; the verdict line "
         "says what the verdict covers (`verdict: passed on 1 of 4 conversations; 3 errored (exit 4)`); a conversation "

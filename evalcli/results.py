@@ -289,6 +289,10 @@ class ItemResult:
     """Why a simulated conversation ended (``user_stop``, ``max_turns``, ``loop``); ``None`` when scripted."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """The item's ``metadata`` mapping (SPEC §16), as written."""
+    identity: str = ""
+    """Who the conversation is across runs (``evalcli.identity``; ``""``: not known, then its ``id`` is)."""
+    content: str = ""
+    """The digest of the item's content when it ran (tells an explicit id whose content changed)."""
     plays_passed: int | None = None
     """With ``--repeat``: in how many of its plays every gate passed (top level and per turn)."""
 
@@ -384,6 +388,9 @@ class Summary:
     threshold_results: list[ThresholdResult]
     turn_results: list[TurnResult]
     verdict: Verdict | None
+    unscored_gates: list[str] = field(default_factory=list)
+    """Declared gates that were not scorable on any conversation (SPEC §21: a warning; ``--strict`` exits 3). Not
+    part of the JSON result."""
 
     def to_json(self) -> dict[str, Any]:
         return {

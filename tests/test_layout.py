@@ -11,9 +11,10 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"errors", "secrets", "messages", "results", "aggregate"}
+BASE = {"errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "version"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"}, "aggregate": {"results"},
+    "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"}, "aggregate": {"results"}, "identity": set(),
+    "fingerprint": set(), "version": set(),
     "llm": BASE,
     "scorers": BASE | {"llm"},
     "targets": BASE | {"llm"},

@@ -36,7 +36,8 @@ def test_each_conversation_is_an_item_failing_with_its_gates_and_transcript(tmp_
                                                         "scored 0")
     assert cases[f"{W}::boom"] == ("failure", "conversation boom errored: turn 0: the target raised ValueError: kaboom "
                                               "from the agent")
-    assert cases[f"{W}::verdict"] == ("failure", "verdict failed: gate includes(sunny) 0.667, includes(Brooklyn) 0.333 "
+    assert cases[f"{W}::verdict"] == ("failure", "verdict failed on 3 of 4 conversations; 1 errored: "
+                                                 "gate includes(sunny) 0.667, includes(Brooklyn) 0.333 "
                                                  "(>= 0.5), turn 1 gate includes(London) 0")
     [run] = result.runs()
     assert (run["status"], run["verdict"], run["total_items"]) == ("completed", "failed", 4)
@@ -53,7 +54,7 @@ def test_each_conversation_is_an_item_failing_with_its_gates_and_transcript(tmp_
     assert all(line in failure.splitlines() for line in lines), (lines, failure)
     assert "turn gate includes(London)  0  FAIL" in result.out
     # the verdict's failure shows the run's gates and thresholds as `evalcli run` ends
-    verdict = result.out[result.out.index("verdict failed for datasets/weather.yaml"):]
+    verdict = result.out[result.out.index("verdict failed on 3 of 4 conversations; 1 errored for datasets/weather.yaml"):]
     assert "includes(sunny) │ 0.667 │ FAIL" in verdict and "FAIL includes(London)=0 (failed by london-two-days)" in verdict
     assert re.search(rf"datasets/weather.yaml: run {run['id']}, verdict failed, 4 conversations \(2 failed, 1 errored\)",
                      result.out)

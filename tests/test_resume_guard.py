@@ -70,7 +70,7 @@ def test_resume_refuses_a_scorer_changed_in_the_registry(workdir: Path, write: C
     write("scorers.yaml", "scorers:\n  has-hello: {excludes: hello}\n")
     refused = cli("run", "ds.yaml", "--resume", run_id)
     assert refused.code == 2, refused.stderr
-    assert "scorer has-hello (changed)" in refused.stderr and "Traceback" not in refused.stderr
+    assert "scorers.has-hello.kind (changed)" in refused.stderr and "Traceback" not in refused.stderr
     assert calls(workdir) == before  # nothing ran
     assert run_rows(refused) == [(run_id, "completed", 4)]
     # the configuration the run began with resumes it
@@ -87,7 +87,7 @@ def test_resume_refuses_target_options_changed_by_the_environment(workdir: Path,
                                                                  cli: Callable[..., CliResult]) -> None:
     run_id, _ = interrupted_run(workdir, write, cli)
     refused = cli("run", "ds.yaml", "--resume", run_id, env={"AGENT_TEMPERATURE": "1"})
-    assert refused.code == 2 and "target_options (changed)" in refused.stderr, refused.stderr
+    assert refused.code == 2 and "target_options.temperature (changed)" in refused.stderr, refused.stderr
     # a registry entry the dataset does not use changes nothing
     write("other.yaml", "scorers:\n  has-hello: {includes: hello}\n  unused: {includes: x}\n")
     resumed = cli("run", "ds.yaml", "--resume", run_id, "--scorers", "other.yaml")

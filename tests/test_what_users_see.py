@@ -36,7 +36,7 @@ def test_a_verdict_over_some_conversations_says_so_in_the_terminal_html_and_mark
     assert result.code == 4
     assert "verdict: passed on 1 of 4 conversations; 3 errored (exit 4)" in result.stdout, result.stdout
     page = (result.cwd / "r.html").read_text()
-    assert '<span class="verdict v-errors">passed · 3 of 4 errored</span>' in page
+    assert '<span class="verdict v-errors">passed on 1 of 4 conversations; 3 errored</span>' in page
     assert 'class="verdict v-passed"' not in page
     assert '<span>0 failed</span>' in page and '<span class="s-error">3 errored</span>' in page
     summary = (result.cwd / "s.md").read_text()

@@ -31,7 +31,7 @@ from ..reports import (
     plural,
 )
 from ..results import ItemResult, RunResult
-from ..run import INTERRUPTED, Events, RunOptions, arun_evals, rerun_indexes, resume_options
+from ..run import INTERRUPTED, Events, RunOptions, arun_evals, rerun_selection, resume_options
 from ..secrets import Redactor
 from ..store import Store
 from ..targets import cli_target
@@ -174,7 +174,7 @@ def check_backend() -> None:
     backend_from_env()
 
 
-def _options(request: RunRequest, store: Store | None, dataset: Dataset) -> RunOptions:
+def _options(request: RunRequest, store: Store | None, dataset: Dataset, events: Events) -> RunOptions:
     selection = Selection(request.filter, parse_shard(request.shard) if request.shard else None, request.limit)
     options = RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
                          use_cache=request.use_cache, strict=request.strict, max_errors=request.max_errors or 0,
@@ -182,7 +182,12 @@ def _options(request: RunRequest, store: Store | None, dataset: Dataset) -> RunO
                          repeat=request.repeat or 1, max_cost=_budget(request.max_cost, "--max-cost", False),
                          max_tokens=_budget(request.max_tokens, "--max-tokens", True))
     if request.rerun_failed and store is not None:
-        options.only_indexes = rerun_indexes(store, request.rerun_failed, dataset)
+        options.only_indexes, gone = rerun_selection(store, request.rerun_failed, dataset)
+        if gone:
+            events.warning(f"{plural(gone, 'failed conversation')} of run {request.rerun_failed} "
+                           f"{'is' if gone == 1 else 'are'} no longer in {dataset.path} (by identity: an edited or "
+                           f"removed item is another conversation); re-running the {len(options.only_indexes)} "
+                           "that still exist")
     if request.resume and store is not None:
         given = {"filter": request.filter, "shard": selection.shard, "limit": request.limit, "repeat": request.repeat,
                  "strict": True if request.strict else None, "max_errors": request.max_errors}
@@ -292,7 +297,7 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     interrupted = reported = False
     try:
         with _sigterm_interrupts():
-            plans = [(r.dataset, _options(request, store, r.dataset)) for r in runs]
+            plans = [(r.dataset, _options(request, store, r.dataset, events)) for r in runs]
             counts = [_selected(d, o) for d, o in plans]
             reasons = [why for n, why in counts if why]
             if reasons and sum(n for n, _ in counts) == 0:

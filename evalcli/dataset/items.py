@@ -5,13 +5,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import astuple, dataclass, field
+from dataclasses import asdict, astuple, dataclass, field, replace
 from typing import Any
 
+from ..identity import content_digest, identities
+from ..llm import default_judge_model
 from ..messages import Message
 from ..results import FORMS
 from ..scorers import Registry, ScorerSpec
 from ..targets import Adapter
+from ..version import __version__
 from .imports import ImportScope
 
 Form = str
@@ -104,6 +107,12 @@ class Item:
     """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (SPEC §19)."""
     line: int | None = None
     """The line of the dataset file where the item starts (for reports that point into the file)."""
+    id_given: bool = False
+    """Whether the item names itself (``id:``); otherwise ``id`` is its position."""
+    identity: str = ""
+    """Who the conversation is across runs (``evalcli.identity``): ``id:<id>``, or its content's digest."""
+    content: str = ""
+    """The digest of its content as resolved (``item_content``), beside the identity to tell a changed item."""
     limits: Limits | None = None
     """The item's own ``limits`` and ``on_limit`` (``Dataset.limits_of`` merges them over the dataset's)."""
 
@@ -162,6 +171,28 @@ class Dataset:
         if self.target_has_memory is not None:
             return self.target_has_memory
         return self.target is None or self.target.has_memory  # recorded conversations have no target to recall
+
+    target_settings: dict[str, Any] = field(default_factory=dict)
+    """A mapping target's settings as the run uses them, by form (``{"http": {...}}``); ``{}`` for an import path."""
+
+    def resolved_configuration(self) -> dict[str, Any]:
+        """Everything the run uses, as one tree (SPEC §21): evalcli's version, the target (its settings after
+        interpolation and with the files they name read), its options, every gate and scorer as resolved (from
+        ``scorers.yaml`` too: kind, arguments with judges' models, samples and temperature, threshold), the default
+        judge model, and per conversation its content as resolved (own ``target_options``, simulated user, turns'
+        gates and scorers). ``--resume`` compares its leaves (``configuration_fingerprint``)."""
+        def specs(found: list[ScorerSpec]) -> dict[str, Any]:
+            return {spec.id: {**spec.spec(), "threshold": None if spec.threshold is None else spec.threshold.raw,
+                              "registered": spec.registered} for spec in found}
+
+        return {
+            "evalcli": __version__, "judge_model": default_judge_model(),
+            "target": {"spec": self.target_spec, **self.target_settings}, "target_options": self.target_options,
+            "gates": specs(self.gates), "scorers": specs(self.scorers),
+            "data": [{**item_content(item), "turns": None if item.turns is None else [
+                {"input": t.input, "gates": specs(t.gates), "scorers": specs(t.scorers)} for t in item.turns]}
+                for item in self.items],
+        }
 
     warnings: list[str] = field(default_factory=list)
     """What validation warns about (``validate`` prints them, and every run says them once)."""
@@ -223,6 +254,34 @@ class Dataset:
         for item in self.items:
             for turn in item.turns or ():
                 yield from turn.gates
+
+
+def item_content(item: Item) -> dict[str, Any]:
+    """What a conversation is, as resolved (SPEC §21): its form and every message, turn (with its gates and scorers),
+    ``simulate`` block, recorded transcript, own ``target_options``, ``metadata``, ground truth and expected outcome.
+    Not its id or position, nor its ``labels`` (a person's verdict on it) or ``tags`` (how it is selected)."""
+    def scorers(specs: list[ScorerSpec]) -> list[str]:
+        return [spec.fingerprint() for spec in specs]
+
+    return {
+        "form": item.form, "inputs": item.inputs,
+        "turns": None if item.turns is None else [
+            {"input": t.input, "resume": t.resume, "gates": scorers(t.gates), "scorers": scorers(t.scorers)}
+            for t in item.turns],
+        "simulate": None if item.simulation is None else asdict(item.simulation),
+        "transcript": None if item.transcript is None else [asdict(t) for t in item.transcript],
+        "target_options": item.target_options, "metadata": item.metadata,
+        "ground_truth": item.ground_truth, "expected_outcome": item.expected_outcome,
+    }
+
+
+def with_identities(items: list[Item]) -> list[Item]:
+    """The items with their identities and content digests (the nth identical item without an id numbered)."""
+    contents = [content_digest(item_content(item)) for item in items]
+    found = identities((item.id if item.id_given else None, content) for item, content in zip(items, contents,
+                                                                                             strict=True))
+    return [replace(item, identity=identity, content=content)
+            for item, identity, content in zip(items, found, contents, strict=True)]
 
 
 def _digest(value: Any) -> str:

@@ -25,7 +25,7 @@ from ..scorers import Registry, flow_yaml
 from ..secrets import Redactor, remember
 from .files import DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
-from .items import Dataset, Item, Limits, Turn
+from .items import Dataset, Item, Limits, Turn, with_identities
 from .options import item_options, option_warnings, setups
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
@@ -132,7 +132,8 @@ def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, 
     form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
     item_id = str(model.id) if model.id is not None else str(index)
     return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome,
-                target_options=model.target_options, metadata=dict(model.metadata or {}), line=line)
+                target_options=model.target_options, metadata=dict(model.metadata or {}), line=line,
+                id_given=model.id is not None)
 
 
 def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Registry,
@@ -198,7 +199,8 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
     item_id = str(model.id) if model.id is not None else str(index)
     opening = [simulation.opening] if simulation.opening else []
     return Item(index, item_id, list(model.tags), "simulate", opening, None, model.ground_truth, model.expected_outcome,
-                simulation, target_options=model.target_options, metadata=dict(model.metadata or {}), line=line)
+                simulation, target_options=model.target_options, metadata=dict(model.metadata or {}), line=line,
+                id_given=model.id is not None)
 
 
 def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -218,7 +220,7 @@ def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str,
     item_id = str(model.id) if model.id is not None else str(index)
     return Item(index, item_id, list(model.tags), "transcript", [t.input for t in turns], None, model.ground_truth,
                 model.expected_outcome, transcript=turns,
-                metadata=dict(model.metadata or {}), line=line)
+                metadata=dict(model.metadata or {}), line=line, id_given=model.id is not None)
 
 
 def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
@@ -417,6 +419,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
                    secret_values=secret_values | target_secrets, scope=scope,
                    target_has_memory=top.target_has_memory,
+                   target_settings=resolved.resolved if resolved is not None else {},
                    limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
                    warnings=[f"{path}: {w}" for w in option_warnings(adapter, top.target_options, items)]
                    if adapter is not None else [])
@@ -454,7 +457,7 @@ def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, kno
         ids.setdefault(item_id, index)
         if item is not None:
             items.append(item)
-    return items
+    return with_identities(items)
 
 
 def dataset_name(file: FsPath) -> str:

@@ -34,6 +34,8 @@ class ResolvedTarget:
     spec: str
     adapter: Adapter | None
     secrets: set[str] = field(default_factory=set)
+    resolved: dict[str, Any] = field(default_factory=dict)
+    """A mapping target's settings as the run uses them (``FormAdapter.resolved``); ``{}`` for an import path."""
 
 
 def resolve_target(raw: str | dict[str, Any], options: dict[str, Any], pos: Positions, problems: list[Problem],
@@ -62,7 +64,8 @@ def resolve_target(raw: str | dict[str, Any], options: dict[str, Any], pos: Posi
     remember(secrets)
     try:
         built = cls.build(config, FormContext(folder, resolve_import))
-        return ResolvedTarget(spec, make_form_adapter(cls, spec, built, options), secrets)
+        return ResolvedTarget(spec, make_form_adapter(cls, spec, built, options), secrets,
+                              {name: cls.resolved(config, built)})
     except ConfigProblem as exc:
         problems.append(pos.problem((*where, *exc.at), exc.message, exc.hint))
     except EvalcliError as exc:

@@ -27,6 +27,16 @@ VERDICT = "verdict"
 """The name of each dataset's verdict item (``datasets/weather.yaml::verdict``)."""
 
 
+def node_name(item: Item) -> str:
+    """A conversation's name under pytest: its id, or for an item without one its identity (``evalcli.identity``: the
+    start of its content's digest, ``#2`` for the second identical item), never its position, so ``--lf`` re-plays
+    the conversations that failed wherever they moved (give items an ``id`` for names people read)."""
+    if item.id_given:
+        return item.id
+    digest, _, nth = item.identity.partition("#")
+    return digest[:10] + (f"#{nth}" if nth else "")
+
+
 class DatasetFile(pytest.File):
     """An evalcli dataset file, collected as its conversations and its verdict."""
 
@@ -54,7 +64,7 @@ class DatasetFile(pytest.File):
                                     f"dataset's verdict item under pytest\n  hint: give it another id")
         self.dataset = dataset
         for item in dataset.items:
-            yield ConversationItem.from_parent(self, name=item.id, conversation=item)
+            yield ConversationItem.from_parent(self, name=node_name(item), conversation=item)
         yield VerdictItem.from_parent(self, name=VERDICT)
 
     def played(self, asking: pytest.Item) -> Played:

@@ -20,8 +20,20 @@ from pathlib import Path
 
 import pytest
 
+from ..aggregate import unscored_warning
 from ..dataset import Dataset, Item
-from ..reports import conversation_text, deliver, fmt, missed_gates, one_line, per_dataset, plural, threshold_text, verdict_text
+from ..reports import (
+    conversation_text,
+    deliver,
+    fmt,
+    missed_gates,
+    one_line,
+    per_dataset,
+    plural,
+    threshold_text,
+    verdict_text,
+    verdict_words,
+)
 from ..results import ItemResult, RunResult
 from ..run import RunOptions, arun_evals
 from ..secrets import Redactor
@@ -58,9 +70,12 @@ class Played:
             why = "a gate's mean over the conversations is below 1"
         elif summary.verdict == "scored" and self.settings.strict:
             why = "a scorer's mean missed its threshold (--evalcli-strict)"
+        elif summary.unscored_gates and self.settings.strict:
+            why = f"{unscored_warning(summary)} (--evalcli-strict)"
         else:
             return
         missed = [f"gate {g.id} {fmt(g.score)}" for g in summary.gate_results if not g.passed]
+        missed += [f"gate {g} never scorable" for g in summary.unscored_gates]
         missed += [f"{t.id} {fmt(t.average_score)} ({threshold_text(t.threshold)})"
                    for t in summary.threshold_results if not t.passed]
         for turn in summary.turn_results:
@@ -68,8 +83,9 @@ class Played:
             missed += [f"turn {turn.index} {t.id} {fmt(t.average_score)} ({threshold_text(t.threshold)})"
                        for t in turn.threshold_results if not t.passed]
         text = verdict_text(self.run, self.items.values(), self.settings.shown_db, self.width)
-        raise EvalFailed(f"verdict {summary.verdict} for {self.run.dataset_path}: {why}\n\n{text}",
-                         f"verdict {summary.verdict}: " + ", ".join(missed))
+        words = verdict_words(self.run)
+        raise EvalFailed(f"verdict {words} for {self.run.dataset_path}: {why}\n\n{text}",
+                         f"verdict {words}: " + ", ".join(missed))
 
     def _conversation_failure(self, result: ItemResult) -> EvalFailed:
         if result.status != "ok":

@@ -66,7 +66,8 @@ class JUnitSuite:
         self.result = result
         self.element = ET.Element("testsuite", name=_clean(result.dataset_path))
         props = ET.SubElement(self.element, "properties")
-        for key, value in (("run_id", result.run_id), ("target", result.target), ("verdict", str(result.verdict))):
+        for key, value in (("run_id", result.run_id), ("target", result.target), ("verdict", str(result.verdict)),
+                           ("verdict_words", verdict_words(result))):
             ET.SubElement(props, "property", name=key, value=_clean(value))
         self.classname = re.sub(r"\.(ya?ml|jsonl)$", "", result.dataset_path).replace("/", ".")
 

@@ -13,7 +13,7 @@ from ..llm import PURPOSES
 from ..results import finite_or_none
 from ..store import Cell, Column, Comparison, PairedStats
 from .paired import stats_markdown, stats_renderable
-from .text import VERDICT_STYLE, fmt, threshold_text
+from .text import DATASETS_DIFFER, fmt, threshold_text, verdict_style, verdict_words
 
 STATE_STYLE = {"pass": "green", "FAIL": "bold red", "error": "bold red", "ok": "green", "n/a": "dim", "-": "dim"}
 MAX_DIFFERENCES = 50
@@ -80,8 +80,14 @@ def comparison_table(comparison: Comparison) -> Table:
 
 
 def _verdict(column: Column) -> Text:
-    verdict = column.run.verdict
-    return Text(verdict or "none", style=VERDICT_STYLE.get(verdict or "", ""))
+    return Text(verdict_words(column.run), style=verdict_style(column.run))
+
+
+def changed_line(comparison: Comparison) -> str:
+    """The conversations whose id names other content in some run, listed apart from the gates that differ."""
+    shown = ", ".join(comparison.changed[:MAX_DIFFERENCES]) + (", ..." if len(comparison.changed) > MAX_DIFFERENCES
+                                                               else "")
+    return f"changed (the same id, other content; neither regressed nor fixed): {shown}"
 
 
 def differences_table(comparison: Comparison) -> Table | None:
@@ -105,7 +111,11 @@ def differences_table(comparison: Comparison) -> Table | None:
 def render_comparison(console: Console, comparison: Comparison, *, differences: bool = True) -> None:
     """The comparison table, (with ``differences``) the conversations whose gates differ, and with statistics
     each later run against the first."""
+    if comparison.datasets_differ:
+        console.print(DATASETS_DIFFER, style="yellow", soft_wrap=True)
     console.print(comparison_table(comparison))
+    if comparison.changed:
+        console.print(changed_line(comparison), style="yellow", soft_wrap=True)
     if differences:
         table = differences_table(comparison)
         if table is None:

@@ -11,7 +11,7 @@ from rich.text import Text
 from ..results import finite_or_none
 from ..store import Change, RunDiff
 from .paired import stats_markdown, stats_renderable
-from .text import VERDICT_STYLE, fmt, plural, titled
+from .text import DATASETS_DIFFER, VERDICT_STYLE, fmt, plural, titled
 
 
 def _cell(change: Change) -> Text:
@@ -27,6 +27,8 @@ def _pass_text(passed: bool | None) -> Text:
 
 def render_diff(console: Console, diff: RunDiff, *, verbose: bool = False) -> None:
     """The diff as tables: aggregates side by side, then the items (changed ones unless verbose)."""
+    if diff.datasets_differ:
+        console.print(DATASETS_DIFFER, style="yellow", soft_wrap=True)
     console.print(Text.assemble(("A ", "bold"), (diff.a.run_id, "cyan"), f"  {diff.a.dataset_path}\n",
                                 ("B ", "bold"), (diff.b.run_id, "cyan"), f"  {diff.b.dataset_path}"))
     for title, changes in (("Scorer averages", diff.scorers), ("Gate scores (each must average >= 1.0)", diff.gates)):
@@ -109,15 +111,22 @@ def _items_table(diff: RunDiff, verbose: bool) -> RenderableType:
         table.add_column(column, overflow="fold")
     hidden = 0
     for item in diff.items:
-        changed = item.passed_a != item.passed_b or any(c.a != c.b for c in item.scores)
+        changed = item.changed or item.passed_a != item.passed_b or any(c.a != c.b for c in item.scores)
         if not (verbose or changed):
             hidden += 1
             continue
         by_id = {c.id: c for c in item.scores}
-        table.add_row(Text(item.id, style="bold red" if item.newly_failing else ""), _pass_text(item.passed_a),
+        label = f"{item.id} (changed)" if item.changed else item.id
+        table.add_row(Text(label, style="bold red" if item.newly_failing else "yellow" if item.changed else ""),
+                      _pass_text(item.passed_a),
                       _pass_text(item.passed_b),
                       *(_cell(by_id[s]) if s in by_id else Text("-", style="dim") for s in scorer_ids))
-    note = f"{plural(hidden, 'unchanged conversation')} not shown (--verbose shows all)" if hidden else ""
+    notes = [f"{plural(hidden, 'unchanged conversation')} not shown (--verbose shows all)"] if hidden else []
+    edited = sum(1 for item in diff.items if item.changed)
+    if edited:
+        notes.append(f"{plural(edited, 'conversation')} changed: the same id, other content (neither regressed nor "
+                     "fixed)")
+    note = "; ".join(notes)
     if not table.row_count:
         return Text(f"Conversations (A -> B): {note or 'none'}", style="italic")
     return titled("Conversations (A -> B)", table, note)

@@ -19,7 +19,6 @@ from .text import (
     MAX_FAILING,
     MAX_ROWS,
     NOT_SCORABLE,
-    VERDICT_STYLE,
     fits,
     mark,
     one_line,
@@ -27,6 +26,8 @@ from .text import (
     threshold_text,
     titled,
     usage_parts,
+    verdict_style,
+    verdict_words,
     why_failed,
 )
 
@@ -246,21 +247,10 @@ def verdict_line(result: RunResult) -> Text:
     code: ``verdict: passed on 1 of 4 conversations; 3 errored (exit 4)``."""
     summary = result.summary
     text = Text("verdict: ")
-    verdict = summary.verdict or "none (no gate or threshold results)"
+    text.append(verdict_words(result), style=verdict_style(result))
     if not summary.errors:
-        text.append(verdict, style=VERDICT_STYLE.get(summary.verdict or "", ""))
         text.append(f"   conversations: {summary.total_items}   errors: 0")
         return text
-    scored = summary.total_items - summary.errors
-    if summary.verdict:
-        text.append(f"{summary.verdict} on {scored} of {plural(summary.total_items, 'conversation')}",
-                    style="bold red" if summary.verdict == "failed" else "bold yellow")
-        text.append("; ")
-        text.append(f"{summary.errors} errored", style="bold red")
-    else:
-        text.append(verdict)
-        text.append("; ")
-        text.append(f"{summary.errors} of {plural(summary.total_items, 'conversation')} errored", style="bold red")
     text.append(f" (exit {result.exit_code})")
     return text
 

@@ -12,6 +12,7 @@ from rich.text import Text
 from ..results import ItemResult, RunResult, fmt
 
 __all__ = [
+    "DATASETS_DIFFER",
     "ERROR",
     "MAX_FAILING",
     "MAX_ROWS",
@@ -25,6 +26,7 @@ __all__ = [
     "plural",
     "threshold_text",
     "titled",
+    "verdict_style",
     "verdict_words",
     "why_failed",
 ]
@@ -35,6 +37,9 @@ MAX_FAILING = 10
 NOT_SCORABLE = "n/s"
 ERROR = "error"
 """A score cell of the scorer whose failure made its conversation an error."""
+DATASETS_DIFFER = ("the runs are of different dataset contents (their dataset hashes differ): conversations are "
+                   "matched by identity (their id, else their content)")
+"""The first line of ``diff`` and ``compare`` when the runs' datasets differ (SPEC §21)."""
 
 
 def threshold_text(raw: Any) -> str:
@@ -92,6 +97,13 @@ def verdict_words(result: RunResult) -> str:
     if summary.verdict:
         return f"{summary.verdict} on {summary.total_items - summary.errors} of {total}; {summary.errors} errored"
     return f"none (no gate or threshold results); {summary.errors} of {total} errored"
+
+
+def verdict_style(result: RunResult) -> str:
+    """The style of ``verdict_words``: green only for a verdict that covers every conversation."""
+    if result.summary.errors:
+        return "bold red" if result.verdict == "failed" else "bold yellow"
+    return VERDICT_STYLE.get(result.verdict or "", "")
 
 
 def titled(title: str, table: Table, note: str = "") -> RenderableType:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from .calibrate import Calibration, ScorerCalibration, acalibrate
 from .options import RunOptions, plan_of
-from .resume import rerun_indexes, resume_options
+from .resume import rerun_indexes, rerun_selection, resume_options
 from .runner import INTERRUPTED, Events, QuietEvents, RunContext, Runner, arun_evals, run_evals
 
 __all__ = ["INTERRUPTED", "Calibration", "Events", "QuietEvents", "RunContext", "RunOptions", "Runner", "ScorerCalibration",
-           "acalibrate", "arun_evals", "plan_of", "rerun_indexes", "resume_options", "run_evals"]
+           "acalibrate", "arun_evals", "plan_of", "rerun_indexes", "rerun_selection", "resume_options", "run_evals"]

@@ -81,7 +81,7 @@ class Conversation:
         result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok",
                             thread_id=thread.thread if thread else None,
                             resource_id=thread.resource if thread else None, thresholds=self.thresholds,
-                            metadata=item.metadata)
+                            metadata=item.metadata, identity=item.identity, content=item.content)
         try:
             spec = options.get("setup")
             if thread is None:

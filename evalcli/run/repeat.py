@@ -9,6 +9,7 @@ conversation an error: flakiness is never averaged away.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ..aggregate import Mean
 from ..results import ItemResult, Outcome, stability_counts
@@ -86,3 +87,9 @@ class PassRates:
     def pass_all_k(self) -> dict[str, float]:
         """Per gate, the share of conversations where every scorable play passed (pass^k)."""
         return {g: m.value for g, m in self.all_k.items() if m.count}
+
+    def to_json(self, repeat: int) -> dict[str, Any]:
+        """What the JSON result of a run of ``repeat`` plays adds (``RunResult.to_json``): nothing for one play."""
+        if repeat <= 1:
+            return {}
+        return {"repeat": repeat, "pass_at_k": self.pass_at_k(), "pass_all_k": self.pass_all_k()}

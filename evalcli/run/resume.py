@@ -14,8 +14,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..dataset import Dataset, Selection
+from ..dataset import Dataset, Item, Selection
 from ..errors import UsageError
+from ..fingerprint import SALT, differences
+from ..identity import LEGACY, pair_by_identity
+from ..results import ItemResult
 from ..store import Store, StoredOptions
 from .options import RunOptions, plan_of
 
@@ -59,6 +62,8 @@ def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> N
 
 def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset: Dataset) -> list[str]:
     """What differs between the configuration a run began with and the dataset's now, one label each."""
+    if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (SPEC §21)
+        return differences(stored.config, dataset.resolved_configuration())
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
         changes = [] if row["target"] == dataset.target_spec else ["target"]
         return changes + ([] if stored.plan == plan_of(dataset) else ["gates, scorers or thresholds"])
@@ -119,8 +124,29 @@ def resume_options(store: Store, run_id: str, dataset: Dataset, options: RunOpti
 
 def rerun_indexes(store: Store, run_id: str, dataset: Dataset) -> set[int]:
     """The item indexes of ``dataset`` whose conversations errored or missed a gate in run ``run_id`` (a run of
-    this dataset: another dataset's is a ``UsageError``)."""
+    this dataset: another dataset's is a ``UsageError``), matched by identity (``evalcli.identity``)."""
+    return rerun_selection(store, run_id, dataset)[0]
+
+
+def rerun_selection(store: Store, run_id: str, dataset: Dataset) -> tuple[set[int], int]:
+    """``rerun_indexes``, and how many of the run's failed conversations the dataset no longer has: an edited
+    dataset plays exactly the failed conversations that still exist, wherever they moved."""
     row = store.require_run(run_id)
     check_same_dataset(row, dataset, "re-run the failures of")
-    failed = {item.id for item in store.load_items(row["id"]) if not item.passed}
-    return {item.index for item in dataset.items if item.id in failed}
+    failed = [item for item in store.load_items(row["id"]) if not item.passed]
+    pairs = pair_by_identity(failed, dataset.items)
+    return {item.index for stored, item in pairs if stored is not None and item is not None}, \
+        sum(1 for _, item in pairs if item is None)
+
+
+def kept_results(stored: list[ItemResult], items: list[Item], dataset_hash_matches: bool) -> dict[int, ItemResult]:
+    """The finished conversations a resumed run keeps, by the index of the item each one is (matched by identity).
+    Rows stored before evalcli kept identities are matched by position, which only a dataset of unchanged content
+    (``dataset_hash_matches``: the resume checks it) makes the same conversation."""
+    done = [r for r in stored if r.status == "ok"]
+    kept = {item.index: replace(result, index=item.index)
+            for result, item in pair_by_identity(done, items) if result is not None and item is not None}
+    if dataset_hash_matches:
+        legacy = {r.index: r for r in done if r.identity.startswith(LEGACY)}
+        kept.update({item.index: legacy[item.index] for item in items if item.index in legacy})
+    return kept

@@ -22,9 +22,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..aggregate import Aggregator, exit_code
+from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, dataset_models, load_dataset, unregistered_warning
 from ..errors import INTERNAL_ERROR, UsageError, describe
+from ..fingerprint import fingerprint
 from ..llm import (
     Budget,
     LLMClient,
@@ -48,7 +49,7 @@ from .notices import memory_warning
 from .options import RunOptions, plan_of
 from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
-from .resume import check_resumable, option_conflicts
+from .resume import check_resumable, kept_results, option_conflicts
 
 INTERRUPTED = 130
 BUDGET_SPENT = 5
@@ -261,7 +262,7 @@ class Runner:
                                  "continue it with the options it was started with (evalcli.run.resume_options "
                                  "reads them)")
             stored = await asyncio.to_thread(lambda: list(store.load_items(run_id)))
-            kept = {r.index: r for r in stored if r.status == "ok"}
+            kept = kept_results(stored, items, row["dataset_hash"] == self.dataset.hash)
             self.kept_usage = await asyncio.to_thread(stored_usage, store, run_id, set(kept))
         return items, kept, run_id
 
@@ -323,9 +324,9 @@ class Runner:
         try:
             if store is not None:
                 resume = bool(self.options.resume)
+                config = None if resume else fingerprint(self.dataset.resolved_configuration())
                 await context.write(lambda: store.resume_statements(run_id) if resume else
-                                    store.begin_statements(run_id, self.dataset,
-                                                           self.options.stored(plan, self.dataset.configuration())))
+                                    store.begin_statements(run_id, self.dataset, self.options.stored(plan, config)))
             self.events.started(run_id, len(items), len(items) - len(to_run))
             if to_run:
                 # a model that cannot be reached (package or key missing) fails each call at once, unimported
@@ -340,14 +341,20 @@ class Runner:
             aggregator.flush()
             partial = aggregator.summary()
             if store is not None:
-                context.write_later(lambda: store.finish_statements(run_id, partial, status, code, aggregator.items))
+                context.write_later(lambda: store.finish_statements(run_id, partial, status, code, aggregator.items,
+                                                                    rates.to_json(self.options.repeat)))
             raise
         aggregator.flush()
         summary = aggregator.summary()
+        unscored = unscored_warning(summary)
+        if unscored:
+            self.events.warning(unscored)
+            warnings.append(unscored)
         status, code = self._ending(summary, aggregator.items < len(items))
         if store is not None:
             with contextlib.suppress(Exception):  # the writer keeps the error; aclose reports it with the result
-                await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items))
+                await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items,
+                                                                    rates.to_json(self.options.repeat)))
         ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
         totals = usage_summary([*self.kept_usage, *usage_rows(usage)])
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,

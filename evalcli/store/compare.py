@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import EXIT_PRECEDENCE, UsageError
+from ..identity import changed, identity_of
 from ..results import ItemResult, RunResult, Threshold
 from .history import StoredRun, load_run
 from .paired import PairedStats, check_alpha, check_detect, paired_stats
@@ -85,11 +86,17 @@ class Comparison:
     rows: list[Row]
     differences: list[Difference] = field(default_factory=list)
     items: list[list[ItemResult | None]] = field(default_factory=list)
-    """Per conversation (union of item ids, in dataset order), each run's result or ``None``."""
+    """Per conversation (matched by identity, ``evalcli.identity``; in dataset order), each run's result or
+    ``None``."""
     paired: list[PairedStats | None] = field(default_factory=list)
     """With statistics (SPEC §26): each run after the first against the first (``None`` when they share no
     conversation); empty without."""
     alpha: float | None = None
+    changed: list[str] = field(default_factory=list)
+    """Item ids whose content differs between the runs (an explicit id naming another conversation): listed apart,
+    their gates never compared."""
+    datasets_differ: bool = False
+    """The runs were of different dataset contents (their stored dataset hashes differ)."""
 
     def significant(self) -> list[str]:
         """With ``alpha``: each later run's regressions against the first beyond the noise, named by run."""
@@ -173,16 +180,23 @@ def compare_runs(store: Store, run_ids: list[str], *, allow_different: bool = Fa
 
 
 def _comparison(store: Store, runs: list[StoredRun], item_lists: list[list[ItemResult]]) -> Comparison:
-    by_id = [{item.id: item for item in items} for items in item_lists]
-    order: dict[str, int] = {}
-    for items in item_lists:
+    by_identity = [{identity_of(item): item for item in items} for items in item_lists]
+    order: dict[str, tuple[int, int]] = {}
+    for n, items in enumerate(item_lists):
         for item in items:
-            order.setdefault(item.id, item.index)
-    item_ids = sorted(order, key=lambda i: (order[i], i))
+            order.setdefault(identity_of(item), (item.index, n))
+    keys = sorted(order, key=lambda key: (order[key], key))
     rows = _scorer_rows(runs) + _gate_rows(runs, item_lists)
+    hashes = {r.row.get("dataset_hash") for r in runs}
     comparison = Comparison(runs[0].result.dataset_path, [_column(store, r) for r in runs], rows,
-                            items=[[found.get(item_id) for found in by_id] for item_id in item_ids])
-    for item_id, results in zip(item_ids, comparison.items, strict=True):
+                            items=[[found.get(key) for found in by_identity] for key in keys],
+                            datasets_differ=None not in hashes and len(hashes) > 1)
+    for results in comparison.items:
+        present = [r for r in results if r is not None]
+        item_id = present[0].id
+        if any(changed(present[0], other) for other in present[1:]):
+            comparison.changed.append(item_id)
+            continue
         statuses = ["-" if r is None else ("ok" if r.status == "ok" else "error") for r in results]
         if len(set(statuses)) > 1:
             comparison.differences.append(Difference(item_id, "status", statuses))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import UsageError
+from ..identity import changed, pair_by_identity
 from ..results import ItemResult, RunResult, Summary, fmt
 from .history import load_run
 from .paired import PairedStats, check_alpha, check_detect, paired_stats
@@ -30,16 +31,19 @@ class Change:
 
 @dataclass
 class ItemChange:
-    """One conversation matched by item id across the two runs."""
+    """One conversation matched by identity across the two runs (``evalcli.identity``)."""
 
     id: str
     passed_a: bool | None
     passed_b: bool | None
     scores: list[Change]
+    changed: bool = False
+    """The item names itself (``id``) in both runs, but its content differs: another conversation under one id,
+    listed apart and never counted as regressed or fixed."""
 
     @property
     def newly_failing(self) -> bool:
-        return self.passed_a is True and self.passed_b is False
+        return not self.changed and self.passed_a is True and self.passed_b is False
 
 
 @dataclass
@@ -70,6 +74,8 @@ class RunDiff:
     def judged_by_significance(self) -> bool:
         """Whether ``--alpha`` decides the exit code (it does once the runs share a conversation)."""
         return self.alpha is not None and self.stats is not None
+    datasets_differ: bool = False
+    """The two runs were of different dataset contents (their stored dataset hashes differ)."""
 
     @property
     def exit_code(self) -> int:
@@ -98,16 +104,18 @@ def _gate_scores(summary: Summary) -> dict[str, float]:
 
 
 def _item_changes(a: list[ItemResult], b: list[ItemResult], tolerance: float) -> list[ItemChange]:
-    by_id_a, by_id_b = {item.id: item for item in a}, {item.id: item for item in b}
-    ids = [*by_id_a, *(item_id for item_id in by_id_b if item_id not in by_id_a)]
     changes = []
-    for item_id in ids:
-        item_a, item_b = by_id_a.get(item_id), by_id_b.get(item_id)
+    for item_a, item_b in pair_by_identity(a, b):
+        edited = item_a is not None and item_b is not None and changed(item_a, item_b)
         scores_a = {k: o.score for k, o in (item_a.scores if item_a else {}).items() if o.score is not None}
         scores_b = {k: o.score for k, o in (item_b.scores if item_b else {}).items() if o.score is not None}
-        changes.append(ItemChange(item_id, item_a.passed if item_a else None,
-                                  item_b.passed if item_b else None,
-                                  _changes(scores_a, scores_b, tolerance)))
+        shown = item_b if item_b is not None else item_a
+        assert shown is not None
+        scores = _changes(scores_a, scores_b, tolerance)
+        if edited:  # another conversation under one id: its scores are not a regression
+            scores = [replace(score, regressed=False) for score in scores]
+        changes.append(ItemChange(shown.id, item_a.passed if item_a else None, item_b.passed if item_b else None,
+                                  scores, edited))
     return changes
 
 
@@ -116,9 +124,11 @@ def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0, *,
               detect: float | None = None) -> RunDiff:
     """Compare run B with run A; ``regressions`` says why B is worse beyond ``tolerance`` (empty if not).
 
-    Runs of different datasets are refused unless ``allow_different``; a conversation of A that B lacks
-    is a regression. With ``statistics`` (implied by ``alpha`` and ``detect``) the paired statistics of SPEC §26
-    are computed; with ``alpha`` they decide the exit code.
+    Runs of different datasets are refused unless ``allow_different``. Conversations are paired by identity
+    (``evalcli.identity``); one whose explicit id now names other content is *changed*, never regressed. A
+    conversation of A that B lacks (an item without an id that was edited is another conversation) is a
+    regression. With ``statistics`` (implied by ``alpha``
+    and ``detect``) the paired statistics of SPEC §26 are computed; with ``alpha`` they decide the exit code.
     """
     if not (tolerance >= 0 and math.isfinite(tolerance)):
         raise UsageError(f"--tolerance {tolerance} must be a finite number >= 0", "write e.g. --tolerance 0.05")
@@ -133,7 +143,9 @@ def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0, *,
     diff = RunDiff(a.result, b.result, tolerance,
                    _changes(a.result.summary.scores, b.result.summary.scores, tolerance),
                    _changes(_gate_scores(a.result.summary), _gate_scores(b.result.summary), tolerance),
-                   _item_changes(items_a, items_b, tolerance), alpha=alpha)
+                   _item_changes(items_a, items_b, tolerance), alpha=alpha,
+                   datasets_differ=bool(a.row.get("dataset_hash") and b.row.get("dataset_hash")
+                                        and a.row["dataset_hash"] != b.row["dataset_hash"]))
     if statistics or alpha is not None or detect is not None:
         diff.stats = paired_stats(items_a, items_b, detect)
     for change in diff.scorers:

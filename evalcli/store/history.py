@@ -58,7 +58,7 @@ def summary_from_json(data: dict[str, Any]) -> Summary:
         gate_results=gates(data["gate_results"]), threshold_results=thresholds(data["threshold_results"]),
         turn_results=[TurnResult(t["index"], gates(t["gate_results"]), thresholds(t["threshold_results"]),
                                  {k: _float(v) for k, v in t["scores"].items()}) for t in data["turn_results"]],
-        verdict=data["verdict"],
+        verdict=data["verdict"], unscored_gates=list(data.get("unscored_gates") or []),
     )
 
 
@@ -89,8 +89,9 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     """A stored run by id or unique id prefix; a run that never finished gets its summary recomputed."""
     row = store.require_run(run_id)
     plan = store.plan(row["id"])
-    if row["result"]:
-        summary = summary_from_json(json.loads(row["result"]))
+    stored = json.loads(row["result"]) if row["result"] else {}
+    if stored:
+        summary = summary_from_json(stored)
     else:
         summary = aggregate(plan, list(store.load_items(row["id"])))
     usage = usage_summary(stored_usage(store, row["id"]))
@@ -98,7 +99,9 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     result = RunResult(row["id"], row.get("dataset_path") or row["dataset"], row["target"], summary, row["status"],
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
                        completed=completed, selected=max(completed, row["total_items"] or 0),
-                       dataset_name=row["dataset"], stability=_stability(store, row["id"]))
+                       dataset_name=row["dataset"], repeat=int(stored.get("repeat") or 1),
+                       pass_at_k=dict(stored.get("pass_at_k") or {}), pass_all_k=dict(stored.get("pass_all_k") or {}),
+                       stability=_stability(store, row["id"]))
     return StoredRun(store, result, plan, row)
 
 

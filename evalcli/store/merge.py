@@ -13,6 +13,7 @@ from typing import Any
 
 from ..aggregate import exit_code
 from ..errors import StoreError, UsageError
+from ..identity import identity_of
 from ..results import ItemResult, Summary
 from .history import aggregate, open_existing
 from .ids import new_run_id
@@ -101,16 +102,18 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
 
 
 def _collect_items(picked: list[tuple[Store, dict[str, Any]]]) -> list[ItemResult]:
-    """Every conversation of the picked runs in item-index order; an index in two runs is an error."""
-    owner: dict[int, str] = {}
+    """Every conversation of the picked runs in item-index order; a conversation (by identity) in two runs is an
+    error."""
+    owner: dict[str, str] = {}
     items = []
     for store, row in picked:
         for item in store.load_items(row["id"]):
             where = f"run {row['id']} in {store.path}"
-            if item.index in owner:
-                raise UsageError(f"item {item.index} ({item.id}) is in both {owner[item.index]} and {where}",
+            key = identity_of(item)
+            if key in owner:
+                raise UsageError(f"item {item.index} ({item.id}) is in both {owner[key]} and {where}",
                                  "merge each shard once; shards of one '--shard I/N' split never overlap")
-            owner[item.index] = where
+            owner[key] = where
             items.append(item)
     return sorted(items, key=lambda item: item.index)
 

@@ -5,6 +5,7 @@ Never edit a migration that has shipped: add a new one at the end of ``MIGRATION
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import sys
@@ -12,6 +13,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
+
+from ..identity import EXPLICIT, LEGACY
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -249,6 +252,37 @@ def m006_item_repeats(conn: sqlite3.Connection) -> None:
     items.add_column("gate_plays", str)
 
 
+def m007_conversation_identity(conn: sqlite3.Connection) -> None:
+    """Each conversation keeps its identity across runs and its content's digest (SPEC §21: ``evalcli.identity``).
+
+    Rows written before evalcli kept them are converted as well as what they stored allows: an item whose id is not
+    its position gave its own id (``id:<id>``, as now); one known only by its position is named by a digest of its
+    form and scripted messages, numbered like identical items (``stored:<digest>``), so such old runs still pair
+    with each other by what they asked, never by position. Their content digest is unknown (``''``): none of them
+    reads as changed."""
+    db = sqlite_utils_module().Database(conn)
+    items = db.table("items")
+    items.add_column("identity", str, not_null_default="")
+    items.add_column("content", str, not_null_default="")
+    rows = db.query("SELECT items.id AS row_id, items.run_id, items.item_index, items.item_id, items.form, "
+                    "(SELECT json_group_array(input) FROM (SELECT input FROM turns WHERE turns.run_id = items.run_id "
+                    "AND turns.item_index = items.item_index AND turns.simulated = 0 ORDER BY turn_index)) AS inputs "
+                    "FROM items ORDER BY items.run_id, items.item_index")
+    seen: dict[tuple[str, str], int] = {}
+    updates = []
+    for row in list(rows):
+        if row["item_id"] != str(row["item_index"]):
+            identity = EXPLICIT + row["item_id"]
+        else:
+            text = json.dumps([row["form"], json.loads(row["inputs"] or "[]")], ensure_ascii=False)
+            digest = LEGACY + hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+            nth = seen[(row["run_id"], digest)] = seen.get((row["run_id"], digest), 0) + 1
+            identity = digest if nth == 1 else f"{digest}#{nth}"
+        updates.append((identity, row["row_id"]))
+    conn.executemany("UPDATE items SET identity = ? WHERE id = ?", updates)
+    items.create_index(["run_id", "identity"], index_name="items_run_identity")
+
+
 def _numbers(outcomes: dict[str, Any]) -> dict[str, Any]:
     return {key: value.get("score") for key, value in outcomes.items()}
 
@@ -274,6 +308,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("004_judge_agreement", m004_judge_agreement),
     ("005_framework_turns", m005_framework_turns),
     ("006_item_repeats", m006_item_repeats),
+    ("007_conversation_identity", m007_conversation_identity),
 ]
 
 

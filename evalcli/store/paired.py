@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
+from ..identity import changed, pair_by_identity
 from ..results import ItemResult, Outcome
 from .stats import (
     ALPHA,
@@ -30,15 +31,16 @@ Pair = tuple[ItemResult | None, ItemResult | None]
 
 
 def pair_conversations(items_a: list[ItemResult], items_b: list[ItemResult]) -> list[Pair]:
-    """The conversations of run A and run B matched one to one, A's order first, then those only B has.
-
-    The one pairing the statistics use: by item id (as ``diff`` matches today), until the identity of SPEC §21
-    (``evalcli.identity.pair_by_identity``) replaces it here.
-    """
-    by_id_b = {item.id: item for item in items_b}
-    ids_a = {item.id for item in items_a}
-    return [*((item, by_id_b.get(item.id)) for item in items_a),
-            *((None, item) for item in items_b if item.id not in ids_a)]
+    """The conversations of run A and run B matched one to one by identity (SPEC §21), A's order first, then those
+    only B has. A conversation whose explicit id now names other content is *changed*: it is left out of the
+    statistics (as ``diff`` and ``compare`` list it apart), so it appears as one only A and one only B have."""
+    pairs: list[Pair] = []
+    for item_a, item_b in pair_by_identity(items_a, items_b):
+        if item_a is not None and item_b is not None and changed(item_a, item_b):
+            pairs.extend([(item_a, None), (None, item_b)])
+        else:
+            pairs.append((item_a, item_b))
+    return pairs
 
 
 def check_alpha(alpha: float | None) -> None:

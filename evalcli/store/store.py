@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..dataset import Dataset
 from ..errors import StoreError
+from ..identity import identity_of
 from ..llm import ResponseCache
 from ..results import Interrupt, ItemResult, Outcome, Plan, Summary, TurnRecord, finite_or_none, outcomes_from_json
 from ..secrets import Redactor
@@ -220,14 +221,15 @@ class Store:
         statements.append((
             "INSERT INTO items (run_id, item_index, item_id, tags, form, status, passed, error, traceback, thread_id, "
             "resource_id, input, gate_scores, scores, outcomes, stop_reason, duration_ms, finished_at, metadata, "
-            "repeats, gate_plays) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "repeats, gate_plays, identity, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?)",
             (run_id, result.index, result.id, _dumps(result.tags), result.form, result.status, int(result.passed),
              redact(result.error) if result.error else None, redact(result.traceback) if result.traceback else None,
              result.thread_id, result.resource_id, redact(result.turns[0].input) if result.turns else None,
              self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(_outcomes(result)),
              result.stop_reason, result.duration_ms, stamp, self._text(result.metadata) if result.metadata else None,
              result.repeats, _dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
-             if result.repeats > 1 else None)))
+             if result.repeats > 1 else None, identity_of(result), result.content)))
         statements.append((
             "INSERT INTO turns (run_id, item_index, item_id, turn_index, input, output, simulated, thread_id, "
             "resource_id, duration_ms, passed, gate_scores, scores, outcomes, structured, interrupt, resume, "
@@ -264,9 +266,13 @@ class Store:
                            result.thread_id)
 
     def finish_statements(self, run_id: str, summary: Summary, status: str, exit_code: int,
-                          completed: int) -> list[Statement]:
-        """The run's verdict, aggregate and totals; totals of LLM use are summed from its stored calls."""
-        data = summary.to_json()
+                          completed: int, repeats: dict[str, Any] | None = None) -> list[Statement]:
+        """The run's verdict, aggregate and totals; totals of LLM use are summed from its stored calls. ``repeats``:
+        what the JSON of a ``--repeat`` run adds (``repeat``, ``pass_at_k``, ``pass_all_k``), kept with the
+        aggregate so ``show RUN --json`` writes what ``run --json`` did."""
+        data = {**summary.to_json(), **(repeats or {})}
+        if summary.unscored_gates:  # kept for what reads the run back (pytest's ::verdict), not in its JSON
+            data["unscored_gates"] = summary.unscored_gates
         return self._clean([(
             "UPDATE runs SET finished_at = ?, status = ?, verdict = ?, exit_code = ?, total_items = ?, "
             "completed_items = ?, errors = ?, scores = ?, summary = ?, result = ?, "
@@ -381,7 +387,8 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
                          stop_reason=row["stop_reason"], metadata=_json_or(row.get("metadata"), {}),
                          repeats=row["repeats"] or 1, gate_passes={g: int(p[0]) for g, p in plays.items()},
                          gate_plays={g: int(p[1]) for g, p in plays.items()},
-                         plays_passed=int(stored["plays"][0]) if stored.get("plays") else None)
+                         plays_passed=int(stored["plays"][0]) if stored.get("plays") else None,
+                         identity=row.get("identity") or "", content=row.get("content") or "")
 
 
 def _outcomes(result: ItemResult) -> dict[str, Any]:

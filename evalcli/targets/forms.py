@@ -66,6 +66,12 @@ class FormAdapter(Adapter):
         """Values of its settings that must never be stored or shown (header values, URL credentials)."""
         return set()
 
+    @classmethod
+    def resolved(cls, config: Any, built: Any) -> dict[str, Any]:
+        """The settings as the run uses them (after interpolation, with every file they name read), for the
+        resolved-configuration fingerprint of ``--resume`` (SPEC §21; only digests of it are ever stored)."""
+        return dict(config.model_dump(mode="json"))
+
 
 def form_of(raw: dict[str, Any]) -> str:
     """Which form a target mapping is: the one of ``http``, ``mastra``, ``model`` among its keys."""

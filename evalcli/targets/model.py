@@ -89,6 +89,10 @@ class ModelAdapter(FormAdapter):
         return ModelTarget(config, system)
 
     @classmethod
+    def resolved(cls, config: Any, built: Any) -> dict[str, Any]:
+        return {**super().resolved(config, built), "system": built.system}  # system_file as read
+
+    @classmethod
     def describe(cls, config: Any) -> str:
         assert isinstance(config, ModelConfig)
         extra = []

@@ -14,9 +14,9 @@ from typing import Any
 from ... import __version__
 from ...secrets import Redactor
 from ...store import Comparison
-from ..compare import cell_text, cost_text, paired_sections, seconds_text, usage_rows
+from ..compare import cell_text, changed_line, cost_text, paired_sections, seconds_text, usage_rows
 from ..paired import HEADERS, detectable_line, figure_rows, pass_fail_line
-from ..text import threshold_text
+from ..text import DATASETS_DIFFER, threshold_text, verdict_words
 from .conversation import status_of, transcript
 from .page import asset, environment
 
@@ -24,7 +24,8 @@ from .page import asset, environment
 def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> str:
     """The page as HTML text (secrets redacted from every value first)."""
     redact = redact or Redactor()
-    columns = [{"label": c.label, "run_id": c.run.run_id, "verdict": c.run.verdict, "total": c.run.summary.total_items,
+    columns = [{"label": c.label, "run_id": c.run.run_id, "verdict": verdict_words(c.run),
+                "outcome": c.run.outcome, "total": c.run.summary.total_items,
                 "errors": c.run.summary.errors, "tokens": f"{c.target_tokens:,}", "target_cost": cost_text(c.target_cost),
                 "cost": cost_text(c.cost), "seconds": seconds_text(c.seconds)} for c in comparison.columns]
     usage = [{"label": label, "cells": texts} for label, texts in usage_rows(comparison.columns)]
@@ -45,6 +46,8 @@ def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> s
         "differences": [{"item": d.item_id, "gate": d.gate, "states": d.states} for d in comparison.differences],
         "conversations": conversations, "paired": _paired(comparison), "headers": list(HEADERS),
         "significant": comparison.significant(), "alpha": comparison.alpha,
+        "datasets_differ": DATASETS_DIFFER if comparison.datasets_differ else "",
+        "changed": changed_line(comparison) if comparison.changed else "",
     })
     template = environment().get_template("compare.html.j2")
     return template.render(**data, css=asset("report.css"), nonce=token_urlsafe(16), version=__version__)

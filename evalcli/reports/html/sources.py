@@ -60,6 +60,8 @@ def conversation_change(change: ItemChange, tolerance: float) -> ConversationCha
         return ConversationChange("new", ["not in the baseline"])
     if change.passed_b is None:
         return ConversationChange("missing", ["in the baseline, missing from this run"])
+    if change.changed:
+        return ConversationChange("changed", ["the same id, other content: neither regressed nor fixed"])
     details = []
     if change.passed_a != change.passed_b:
         details.append(f"{_passed(change.passed_a)} -> {_passed(change.passed_b)}")
@@ -87,7 +89,9 @@ def baseline(store: Store, baseline_run: str, run_id: str, tolerance: float = 0.
              allow_different: bool = False) -> Baseline:
     """This run against ``baseline_run`` as ``evalcli diff BASELINE RUN`` sees it, per conversation too."""
     diff = diff_runs(store, baseline_run, run_id, tolerance, allow_different=allow_different)
-    return Baseline(diff, {change.id: conversation_change(change, tolerance) for change in diff.items})
+    # by this run's item ids: a conversation only the baseline had never hides one of this run under its old id
+    ordered = sorted(diff.items, key=lambda change: change.passed_b is not None)
+    return Baseline(diff, {change.id: conversation_change(change, tolerance) for change in ordered})
 
 
 def report_sources(store: Store, run_id: str, baseline_run: str | None = None, tolerance: float = 0.0, *,

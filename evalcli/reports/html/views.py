@@ -7,7 +7,7 @@ from typing import Any
 
 from ...results import RunResult, Summary
 from ...store import Change
-from ..text import fmt, threshold_text, usage_parts
+from ..text import DATASETS_DIFFER, fmt, threshold_text, usage_parts, verdict_words
 from .sources import Baseline
 
 MAX_NAMED = 5
@@ -38,13 +38,8 @@ def header(result: RunResult, row: dict[str, Any]) -> dict[str, Any]:
 def badge(result: RunResult) -> str:
     """The header's badge: the verdict, and when conversations errored what it covers (``passed · 3 of 4
     errored``), never a plain green ``passed``."""
-    summary = result.summary
-    verdict = result.verdict or "no verdict"
-    if result.outcome == "interrupted":
-        return f"interrupted · {verdict}"
-    if not summary.errors:
-        return verdict
-    return f"{verdict} · {summary.errors} of {summary.total_items} errored"
+    words = verdict_words(result)
+    return f"interrupted · {words}" if result.outcome == "interrupted" else words
 
 
 def usage(row: dict[str, Any], totals: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -90,11 +85,13 @@ def _changes(changes: list[Change]) -> list[dict[str, Any]]:
 def baseline_view(baseline: Baseline, positions: dict[str, int]) -> dict[str, Any]:
     """The comparison with the baseline as ``evalcli diff BASELINE RUN`` makes it, per conversation too."""
     diff = baseline.diff
-    kinds = ("regressed", "improved", "new", "missing", "unchanged")
+    kinds = ("regressed", "improved", "changed", "new", "missing", "unchanged")
     order = {kind: n for n, kind in enumerate(kinds)}
     changed = sorted(((item_id, change) for item_id, change in baseline.changes.items() if change.kind != "unchanged"),
                      key=lambda pair: order[pair[1].kind])
-    return {"run_id": diff.a.run_id, "dataset": diff.a.dataset_path, "verdict_a": diff.a.verdict, "verdict_b": diff.b.verdict,
+    return {"run_id": diff.a.run_id, "dataset": diff.a.dataset_path,
+            "datasets_differ": DATASETS_DIFFER if diff.datasets_differ else "",
+            "verdict_a": diff.a.verdict, "verdict_b": diff.b.verdict,
             "tolerance": fmt(diff.tolerance) if diff.tolerance else "", "regressions": diff.regressions,
             "scorers": _changes(diff.scorers), "gates": _changes(diff.gates),
             "counts": {kind: baseline.count(kind) for kind in kinds},

@@ -1,0 +1,91 @@
+"""A conversation's identity across runs (SPEC §21): the one rule every cross-run operation matches by.
+
+A conversation is its ``id`` when the item gives one (``id:<id>``); otherwise a fingerprint of the item's content
+as resolved (``<digest>``), with the nth identical item of a dataset numbered (``<digest>#2``). Its position never
+matches it to anything: moving, adding or removing other items leaves it the same conversation. Beside the identity
+each conversation keeps the digest of its content, so an item with an explicit id whose content changed between two
+runs is told apart as *changed* (``diff``/``compare`` never count it as regressed or fixed).
+
+``--resume``, ``--rerun-failed``, ``diff``, ``compare``, ``report --baseline``, ``merge`` and the pytest plugin's
+``--lf`` all pair conversations through ``pair_by_identity``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol, TypeVar
+
+EXPLICIT = "id:"
+"""The prefix of an identity given by an item's ``id``."""
+LEGACY = "stored:"
+"""The prefix of the identity of a conversation stored before evalcli kept identities, known only by its position
+(migration 007 names it by its form and scripted messages)."""
+
+
+class Identified(Protocol):
+    """What pairing needs of a conversation: ``ItemResult`` has it (and so does ``dataset.Item``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def identity(self) -> str: ...
+
+
+A = TypeVar("A", bound="Identified")
+B = TypeVar("B", bound="Identified")
+
+
+def content_digest(content: Any) -> str:
+    """The digest of an item's content (any JSON-able value; mappings by sorted key, so key order never matters)."""
+    text = json.dumps(content, sort_keys=True, default=repr, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+def conversation_identity(given_id: str | None, content: str, nth: int = 1) -> str:
+    """The identity of one conversation: ``id:<given_id>`` when the item names itself, else its content digest
+    (``content``, from ``content_digest``), suffixed ``#nth`` for the second and later identical items."""
+    if given_id is not None:
+        return EXPLICIT + given_id
+    return content if nth <= 1 else f"{content}#{nth}"
+
+
+def identities(entries: Iterable[tuple[str | None, str]]) -> list[str]:
+    """The identities of a dataset's conversations, in order, from each one's (given id or ``None``, content digest):
+    identical items without an id are numbered by their order among themselves."""
+    seen: dict[str, int] = {}
+    out = []
+    for given_id, content in entries:
+        nth = 1
+        if given_id is None:
+            nth = seen[content] = seen.get(content, 0) + 1
+        out.append(conversation_identity(given_id, content, nth))
+    return out
+
+
+def identity_of(item: Identified) -> str:
+    """An item's identity; one built without one (a library caller's own ``ItemResult``) is its id."""
+    return item.identity or EXPLICIT + item.id
+
+
+def pair_by_identity(items_a: Sequence[A], items_b: Sequence[B]) -> list[tuple[A | None, B | None]]:
+    """Conversations of run A and run B paired by identity: every one of A in A's order (with B's of the same
+    identity, or ``None``), then those only B has, in B's order."""
+    by_identity = {identity_of(b): b for b in items_b}
+    pairs: list[tuple[A | None, B | None]] = []
+    matched: set[str] = set()
+    for a in items_a:
+        key = identity_of(a)
+        pairs.append((a, by_identity.get(key)))
+        matched.add(key)
+    pairs.extend((None, b) for b in items_b if identity_of(b) not in matched)
+    return pairs
+
+
+def changed(a: Any, b: Any) -> bool:
+    """Whether two conversations of one identity differ in content (only an item with an explicit id can): each
+    side's ``content`` digest, when both runs kept one."""
+    content_a, content_b = getattr(a, "content", ""), getattr(b, "content", "")
+    return bool(content_a and content_b and content_a != content_b)

@@ -1,0 +1,83 @@
+"""``--resume`` compares the configuration the run actually uses (SPEC §21): after ${VAR} interpolation, with the
+files the dataset names read; a difference is exit 2 naming its path, never a secret's value."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalcli.fingerprint import SALT, differences, fingerprint, leaves
+from tests.conftest import CliResult
+
+
+def test_a_per_item_option_from_the_environment_is_refused_by_its_path(write: Callable[..., Path],
+                                                                       cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "target: agents:echo\ngates: [{includes: said}]\ndata:\n  - input: hi\n"
+                    "  - {input: ho, target_options: {temperature: '${ITEM_T}'}}\n")
+    first = cli("run", "d.yaml", "--json", "-", env={"ITEM_T": "1"})
+    assert first.code == 0
+    again = cli("run", "d.yaml", "--resume", first.json["run_id"], env={"ITEM_T": "2"})
+    assert again.code == 2 and "data[1].target_options.temperature (changed)" in again.stderr  # old main: accepted
+    same = cli("run", "d.yaml", "--resume", first.json["run_id"], env={"ITEM_T": "1"})
+    assert same.code == 0, same.stderr
+
+
+def test_a_model_targets_system_file_and_an_http_header_are_part_of_it(write: Callable[..., Path],
+                                                                         cli: Callable[..., CliResult]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: every call is refused at once (the conversations error)
+    write("d.yaml", f"target:\n  http: {{url: 'http://127.0.0.1:{port}/chat', headers: {{Authorization: "
+                    "'Bearer ${TOKEN}'}, body: {message: '{{input}}', style: '${STYLE}'}}\n"
+                    "gates: [{includes: x}]\ndata: [{input: hi}]\n")
+    first = cli("run", "d.yaml", "--json", "-", env={"TOKEN": "sekrit-one", "STYLE": "plain"})
+    run_id = first.json["run_id"]
+    style = cli("run", "d.yaml", "--resume", run_id, env={"TOKEN": "sekrit-one", "STYLE": "polite"})
+    assert style.code == 2 and "target.http.body.style (changed)" in style.stderr  # old main: accepted
+    token = cli("run", "d.yaml", "--resume", run_id, env={"TOKEN": "sekrit-two", "STYLE": "plain"})
+    assert token.code == 2 and "target.http.headers.Authorization (changed)" in token.stderr
+    assert "sekrit" not in token.stderr + token.stdout
+    stored = "".join(str(tuple(row)) for row in first.db().execute("SELECT * FROM runs"))
+    assert "sekrit" not in stored
+    write("sys.txt", "Answer in °F.")
+    write("m.yaml", "target: {model: openai/x, system_file: sys.txt}\ngates: [{includes: x}]\ndata: [{input: hi}]\n")
+    model = cli("run", "m.yaml", "--json", "-", env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}"})
+    write("sys.txt", "Answer in °C.")
+    edited = cli("run", "m.yaml", "--resume", model.json["run_id"])
+    assert edited.code == 2 and "target.model.system (changed)" in edited.stderr, edited.stderr  # old main: accepted
+
+
+tree = st.recursive(st.one_of(st.integers(), st.text(max_size=4), st.booleans(), st.none()),
+                    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                            st.dictionaries(st.text("abc", min_size=1, max_size=2), inner, max_size=3)),
+                    max_leaves=12)
+
+
+@given(tree, st.data())
+def test_changing_any_leaf_changes_the_fingerprint_at_that_path(config: Any, data: st.DataObject) -> None:
+    stored = fingerprint(config)
+    assert differences(stored, config) == []
+    assert not any(str(value) in stored.values() for _, value in leaves(config) if isinstance(value, str) and value)
+    paths = [path for path, _ in leaves(config)]
+    target = data.draw(st.sampled_from(paths))
+    edited = json.loads(json.dumps(config))
+
+    def change(node: Any, path: str) -> Any:
+        if path == target:
+            return [*node, "x"] if isinstance(node, list) else [node, "x"]
+        if isinstance(node, dict):
+            return {k: change(v, f"{path}.{k}" if path else k) for k, v in node.items()}
+        if isinstance(node, list):
+            return [change(v, f"{path}[{n}]") for n, v in enumerate(node)]
+        return node
+
+    edited = change(edited, "")
+    found = differences(stored, edited)
+    assert found and any(f.startswith(target) for f in found)
+    assert fingerprint(config, stored[SALT]) == stored  # the same configuration, the same fingerprint
