@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -25,7 +25,7 @@ from ..messages import Message
 from .callable import BadReply, normalise
 from .forms import FormContext
 from .remote import Answer, Pool, RemoteAdapter, ReplyFailed, Secrets, parsed, quote, record_usage, redact_url, tokens
-from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession
+from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession, fresh_thread
 from .templates import MEMORY_NAMES, Body, compile_string, to_json
 
 DEFAULT_BODY = {"input": "{{ input }}"}
@@ -191,6 +191,11 @@ class HttpAdapter(RemoteAdapter):
     def has_memory(self) -> bool:
         """Only a request that carries the thread, the resource or the history can tell conversations apart."""
         return self.remembers
+
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        """A fresh thread for every conversation, single-turn ones included (SPEC §22): a service that keys its
+        history by ``{{ thread }}`` never gives one item another's messages."""
+        return fresh_thread(options)
 
     def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
              item: ItemInfo | None = None) -> HttpSession:

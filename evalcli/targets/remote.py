@@ -202,7 +202,7 @@ def tokens(value: Any) -> int:
 
 class RemoteAdapter(FormAdapter):
     """What the ``http`` and ``mastra`` targets share: their secrets (the URL's credentials, the header values), the
-    thread of a conversation (evalcli's own, as a callable target's), and the run's connection pool (``self.pool``,
+    thread of a conversation (as a callable target's: ``mastra``; ``http`` gives every one a fresh thread), and the run's connection pool (``self.pool``,
     made in ``prepare``)."""
 
     pool: Pool
