@@ -202,8 +202,8 @@ def tokens(value: Any) -> int:
 
 class RemoteAdapter(FormAdapter):
     """What the ``http`` and ``mastra`` targets share: their secrets (the URL's credentials, the header values), the
-    thread of a conversation (as a callable target's: ``mastra``; ``http`` gives every one a fresh thread), and the run's connection pool (``self.pool``,
-    made in ``prepare``)."""
+    thread of a conversation (a callable target's rule; ``http`` gives every one a fresh thread), and the run's
+    connection pool (``self.pool``, made in ``prepare``)."""
 
     pool: Pool
     speaks_http = True
