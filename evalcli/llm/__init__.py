@@ -11,6 +11,7 @@ for it or reaches for the network.
 from __future__ import annotations
 
 from .cache import ResponseCache
+from .catalog import price_of
 from .client import (
     CallRecord,
     LLMClient,
@@ -32,5 +33,5 @@ from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, m
 
 __all__ = ["LOCAL_JUDGE_MODEL", "CallRecord", "LLMClient", "LLMError", "LLMSettings", "ResponseCache", "UsageSink",
            "backend_from_env", "check_settings", "current_usage", "default_judge_model", "import_http_client",
-           "import_litellm", "load_local_model", "local_model_pending", "model_problem", "provider_messages",
+           "import_litellm", "load_local_model", "local_model_pending", "model_problem", "price_of", "provider_messages",
            "reply_text", "settings_problems", "supports_json_mode", "supports_json_schema"]

@@ -29,6 +29,7 @@ from pydantic_ai import capture_run_messages
 from ..messages import Message
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result, type_name
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
+from .usage import count, record_target_call
 
 OWNED = ("user_prompt", "message_history", "conversation", "conversation_id")
 """Parameters of ``agent.run`` that evalcli sets itself: the prompt and the thread's history."""
@@ -99,6 +100,7 @@ class PydanticAISession:
         self.calls = calls
         self.options = options
         self.history: list[Any] = []
+        self.turn = 0
 
     async def send(self, text: str) -> Reply:
         reply: Reply = await self.calls.call_async(self._turn(text))
@@ -106,16 +108,19 @@ class PydanticAISession:
 
     async def _turn(self, text: str) -> Reply:
         adapter = self.adapter
+        turn, self.turn = self.turn, self.turn + 1
         with capture_run_messages() as captured:
             try:
                 result = await adapter.obj.run(text, message_history=self.history, **self.options)
             except Exception as exc:
                 known = {id(m) for m in self.history}
                 partial = [m for m in captured if id(m) not in known]
+                record_calls(partial, turn)
                 raise TurnFailed(exc, to_openai(partial, adapter.output_tools),
                                  output_retries=output_retries(partial, adapter.output_tools)) from exc
         self.history = list(result.all_messages())
         new = list(result.new_messages())
+        record_calls(new, turn)
         messages = to_openai(new, adapter.output_tools)
         output = result.output
         structured = None if isinstance(output, str) or output is None else jsonable(output)
@@ -125,6 +130,17 @@ class PydanticAISession:
 
     async def close(self) -> None:
         self.history = []
+
+
+def record_calls(messages: Iterable[Any], turn: int) -> None:
+    """Each model call of the run (a ``ModelResponse``) as a ``target`` call with the tokens its ``usage`` reports."""
+    for message in messages:
+        if getattr(message, "kind", None) != "response":
+            continue
+        usage = getattr(message, "usage", None)
+        record_target_call(str(getattr(message, "model_name", None) or ""), count(getattr(usage, "input_tokens", 0)),
+                           count(getattr(usage, "output_tokens", 0)), turn_index=turn,
+                           cached_tokens=count(getattr(usage, "cache_read_tokens", 0)))
 
 
 def declared_deps_type(agent: Any) -> Any:

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..llm import CallRecord, current_usage
 from ..secrets import REDACTED, SECRET_NAME, redact_text
 from .callable import BadReply
 from .forms import FormAdapter
 from .session import Thread, caller_thread
+from .usage import record_target_call
 
 if TYPE_CHECKING:
     import aiohttp
@@ -181,10 +181,8 @@ def _reason(exc: Any) -> str:
 
 def record_usage(label: str, prompt_tokens: int, completion_tokens: int, started: float, turn_index: int) -> None:
     """The tokens a target reported for one turn, recorded as an LLM call of purpose ``target`` (no price known)."""
-    sink = current_usage.get()
-    if sink is not None:
-        sink.record(CallRecord("target", label, prompt_tokens, completion_tokens, 0.0, False,
-                               (time.perf_counter() - started) * 1000, turn_index))
+    record_target_call(label, prompt_tokens, completion_tokens, turn_index=turn_index, priced=False,
+                       duration_ms=(time.perf_counter() - started) * 1000)
 
 
 def tokens(value: Any) -> int:
