@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.agent_server import Answer, ScriptedAgent, Seen
 from tests.conftest import CliResult
@@ -53,3 +55,76 @@ def test_every_http_conversation_has_its_thread_single_turn_items_included(
     assert len({b["session"] for b in bodies}) == 3
     assert items["a"]["thread_id"] == bodies[0]["session"] and items["a"]["resource_id"] == bodies[0]["session"]
     assert items["c"]["turns"][1]["output"][0]["content"] == "one | two"
+
+
+def whole_conversation_agent(agent: ScriptedAgent) -> None:
+    """A service that answers every turn with the whole conversation so far: each turn's tool call (ids c0, c1, ...),
+    its result and a text."""
+    turns: dict[str, list[dict[str, object]]] = {}
+
+    def answer(seen: Seen) -> Answer:
+        history = turns.setdefault(seen.body["session"], [])
+        n = sum(1 for m in history if m["role"] == "user")
+        history += [{"role": "user", "content": seen.body["input"]},
+                    {"role": "assistant", "content": None, "tool_calls": [
+                        {"id": f"c{n}", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": f"c{n}", "content": f"result {n}"},
+                    {"role": "assistant", "content": f"answer {n}"}]
+        return Answer(body={"messages": history})
+
+    agent.answer = answer
+
+
+@pytest.mark.parametrize("history", ["", "\n            response: {messages: messages, history: full}"])
+def test_a_reply_that_repeats_the_earlier_turns_records_only_this_turns_messages(
+        write: Callable[..., Path], cli: Callable[..., CliResult], agent: ScriptedAgent, history: str) -> None:
+    whole_conversation_agent(agent)
+    reader = history or "\n            response: {messages: messages}"
+    write("d.yaml", f"""
+        target:
+          http:
+            url: {agent.url}/chat
+            body: {{input: "{{{{ input }}}}", session: "{{{{ thread }}}}"}}{reader}
+        scorers: [{{called_tool: {{name: lookup, times: 3}}}}]
+        data:
+          - id: three
+            turns:
+              - input: first
+              - input: second
+                gates: [{{includes: "answer 1"}}, {{excludes: "answer 0"}}, {{called_tool: {{name: lookup, times: 2}}}}]
+              - input: third
+        """)
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 1, result.stderr  # the second turn called lookup once, not twice
+    turns = result.json["items"][0]["turns"]
+    ids = [[c["id"] for m in t["output"] for c in m.get("tool_calls") or ()] for t in turns]
+    assert ids == [["c0"], ["c1"], ["c2"]]
+    assert [[m["content"] for m in t["output"] if m["role"] == "assistant" and m["content"]] for t in turns] == [
+        ["answer 0"], ["answer 1"], ["answer 2"]]
+    outcomes = turns[1]["outcomes"]["gates"]
+    assert [o["score"] for o in outcomes.values()] == [1.0, 1.0, 0.0]
+    assert result.json["scores"]["called_tool(lookup, times=3)"] == 1.0
+
+
+@given(st.lists(st.tuples(st.sampled_from(["full", "turn", "repeat"]), st.lists(st.integers(0, 6), max_size=4)),
+                max_size=6), st.sampled_from(["detect", "full", "turn"]))
+def test_no_tool_call_id_is_ever_recorded_in_two_turns(turns: list[tuple[str, list[int]]], history: str) -> None:
+    from evalcli.targets.replies import call_ids, this_turn
+
+    recorded: list[dict[str, object]] = []
+    every: list[dict[str, object]] = []
+    owner: dict[str, int] = {}
+    for index, (shape, ids) in enumerate(turns):
+        fresh: list[dict[str, object]] = []
+        for n in ids:
+            fresh += [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{n}", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": f"c{n}", "content": "r"}]
+        fresh.append({"role": "assistant", "content": f"text {index}"})
+        reply = [*every, *fresh] if shape == "full" else [*every[:2], *fresh] if shape == "repeat" else fresh
+        every += fresh
+        kept = this_turn(recorded, reply, history)  # type: ignore[arg-type]
+        for message in kept:
+            for call in call_ids(message):
+                assert owner.setdefault(call, index) == index
+        recorded += kept

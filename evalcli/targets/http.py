@@ -25,6 +25,7 @@ from ..messages import Message
 from .callable import BadReply, normalise
 from .forms import FormContext
 from .remote import Answer, Pool, RemoteAdapter, ReplyFailed, Secrets, parsed, quote, record_usage, redact_url, tokens
+from .replies import History, this_turn
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession, fresh_thread
 from .templates import MEMORY_NAMES, Body, compile_string, to_json
 
@@ -41,13 +42,17 @@ class ResponseConfig(BaseModel):
         default=None, description="JMESPath to {prompt_tokens, completion_tokens}, or a mapping of the two to JMESPaths.")
     transform: str | None = Field(default=None, description="module:function turning the parsed reply (JSON, or text "
                                                             "when it is not JSON) into a string or messages.")
+    history: History = Field(default="detect", description="full: every reply holds the whole conversation; turn: only "
+                                                           "this turn's messages; detect (default): told by the reply.")
 
     @model_validator(mode="after")
     def one_reader(self) -> ResponseConfig:
         given = [name for name in ("text", "messages", "transform") if getattr(self, name) is not None]
         if len(given) > 1:
             raise ValueError(f"give one of 'text', 'messages' or 'transform', not {' and '.join(given)}")
-        if not given:
+        if not given and "history" in self.model_fields_set:
+            self.text = "text"
+        elif not given:
             raise ValueError("say how to read the reply: 'text: PATH', 'messages: PATH' (JMESPath) or "
                              "'transform: module:function'")
         if self.usage is not None and self.transform is not None:
@@ -211,6 +216,8 @@ class HttpSession(TurnSession["HttpAdapter"]):
         super().__init__(adapter, thread, calls)
         self.item = item
         self.history: list[Message] = []
+        self.recorded: list[Message] = []
+        """The response messages the earlier turns recorded (a reply that repeats them has them dropped)."""
         self.turn = 0
 
     async def _turn(self, text: str) -> list[Message]:
@@ -228,6 +235,8 @@ class HttpSession(TurnSession["HttpAdapter"]):
         answer = await adapter.pool.request(target.config.method, url, shown, headers=target.headers, body=body,
                                             timeout=target.config.timeout, secrets=target.secrets)
         messages, usage = await _read(target, answer, f"{target.config.method} {shown}")
+        messages = this_turn(self.recorded, messages, target.config.response.history)
+        self.recorded = [*self.recorded, *messages]
         if usage is not None:
             record_usage(adapter.spec, usage[0], usage[1], started, turn)
         if adapter.keeps_history:
