@@ -128,3 +128,108 @@ def test_no_tool_call_id_is_ever_recorded_in_two_turns(turns: list[tuple[str, li
             for call in call_ids(message):
                 assert owner.setdefault(call, index) == index
         recorded += kept
+
+
+def test_odd_values_in_bodies_and_replies(write: Callable[..., Path], cli: Callable[..., CliResult],
+                                          agent: ScriptedAgent) -> None:
+    def answer(seen: Seen) -> Answer:
+        kind = seen.body["input"]
+        replies: dict[str, object] = {
+            "number": {"data": {"text": 3}}, "boolean": {"data": {"text": True}},
+            "array": {"data": {"text": ["a"]}}, "typed": {"data": {"text": "ok"}, "n": 7},
+            "fine": {"data": {"text": "ok"}, "usage": "not an object"}}
+        return Answer(body=replies.get(kind, {"data": {"text": "ok"}}))
+
+    agent.answer = answer
+    write("d.yaml", f"""
+        target:
+          http:
+            url: {agent.url}/chat
+            body: {{input: "{{{{ input }}}}", meta: "{{{{ metadata }}}}", day: "{{{{ metadata.day }}}}"}}
+            response: {{text: "data.text", usage: "usage"}}
+        scorers: [{{includes: ok}}]
+        data:
+          - {{id: dated, input: fine, metadata: {{day: 2024-05-01, at: 2024-05-01T10:30:00Z}}}}
+          - {{id: number, input: number, metadata: {{day: 2024-05-02}}}}
+          - {{id: boolean, input: boolean, metadata: {{day: 2024-05-03}}}}
+          - {{id: array, input: array, metadata: {{day: 2024-05-04}}}}
+        """)
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 4, result.stderr
+    items = {i["id"]: i for i in result.json["items"]}
+    assert items["dated"]["status"] == "ok", items["dated"]["error"]
+    [dated] = [r.body for r in agent.requests if r.body["input"] == "fine"]
+    assert dated["meta"] == {"day": "2024-05-01", "at": "2024-05-01T10:30:00+00:00"} and dated["day"] == "2024-05-01"
+    assert items["number"]["turns"][0]["output"][0]["content"] == "3"
+    assert "it is a boolean (true), not text" in items["boolean"]["error"]
+    assert "it is an array, not text" in items["array"]["error"]
+    assert result.stderr.count("response.usage found no usage in 4 replies") == 1, result.stderr
+    assert result.db().execute("SELECT COUNT(*) FROM llm_calls").fetchone()[0] == 0
+
+
+def test_a_jmespath_that_fails_at_run_time_is_the_turns_error_in_the_documented_form(
+        write: Callable[..., Path], cli: Callable[..., CliResult], agent: ScriptedAgent) -> None:
+    agent.answer = lambda seen: Answer(body={"data": {"text": "ok", "n": "seven"}})
+    write("d.yaml", f"""
+        target:
+          http:
+            url: {agent.url}/chat
+            response: {{text: "to_string(abs(data.n))", usage: "abs(data.n)"}}
+        scorers: [{{includes: ok}}]
+        data: [{{id: one, input: hi}}]
+        """)
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 4, result.stderr
+    error = result.json["items"][0]["error"]
+    assert error.startswith("turn 0: the reply cannot be read at `to_string(abs(data.n))`: "), error
+    assert "JMESPathTypeError" not in error and '{"data": {"text": "ok", "n": "seven"}}' in error
+    assert "invalid type for value: seven" in error
+
+
+@pytest.mark.parametrize("name", ["self", "namespace()", "range(3)", "lipsum()", "dict(a=1)", "cycler(1)"])
+def test_template_names_that_are_not_its_variables_are_validation_errors(
+        write: Callable[..., Path], cli: Callable[..., CliResult], name: str) -> None:
+    write("d.yaml", f"""
+        target:
+          http:
+            url: http://127.0.0.1:1/chat
+            body: {{input: "{{{{ input }}}}", x: "{{{{ {name} }}}}"}}
+        scorers: [{{includes: ok}}]
+        data: [{{input: hi}}]
+        """)
+    result = cli("validate", "d.yaml")
+    bare = name.split("(")[0]
+    assert result.code == 2 and f"template uses '{bare}', which is not defined" in result.stderr, result.stderr
+    assert "d.yaml:4:" in result.stderr
+
+
+def test_redirects_a_post_is_never_replayed_as_a_get_and_307_308_keep_method_and_body(
+        write: Callable[..., Path], cli: Callable[..., CliResult], agent: ScriptedAgent) -> None:
+    def answer(seen: Seen) -> Answer:
+        if seen.path == "/moved":
+            return Answer(302, {"text": "see elsewhere"}, headers={"Location": "/elsewhere"})
+        if seen.path in ("/temporary", "/permanent"):
+            code = 307 if seen.path == "/temporary" else 308
+            return Answer(code, {"text": "go"}, headers={"Location": "/chat"})
+        if seen.method != "POST" or not isinstance(seen.body, dict):
+            return Answer(body={"text": "a GET without a body"})
+        return Answer(body={"text": f"ok {seen.method} {seen.body['input']}"})
+
+    agent.answer = answer
+    for path in ("moved", "temporary", "permanent"):
+        write(f"{path}.yaml", f"""
+            target: {{http: {{url: "{agent.url}/{path}"}}}}
+            scorers: [{{includes: ok}}]
+            data: [{{id: one, input: hello}}]
+            """)
+    moved = cli("run", "moved.yaml", "--json", "-")
+    assert moved.code == 4
+    error = moved.json["items"][0]["error"]
+    assert error.startswith(f"turn 0: POST {agent.url}/moved answered 302 Found, a redirect to /elsewhere"), error
+    assert [r.path for r in agent.requests] == ["/moved"]
+    for path in ("temporary", "permanent"):
+        done = cli("run", f"{path}.yaml", "--json", "-")
+        assert done.code == 0, done.stderr
+        assert done.json["items"][0]["turns"][0]["output"][0]["content"] == "ok POST hello"
+    assert [(r.method, r.path) for r in agent.requests[1:]] == [("POST", "/temporary"), ("POST", "/chat"),
+                                                              ("POST", "/permanent"), ("POST", "/chat")]

@@ -311,6 +311,9 @@ class Runner:
                 if isinstance(getattr(self.dataset.target, "target_model", None), str):
                     await context.llm_ready()  # a model target calls it in every turn, timed: imported first
             await self._play_all(to_run, finished, context, plan)
+            for text in self.dataset.target.run_warnings() if self.dataset.target is not None else ():
+                warnings.append(text)
+                self.events.warning(text)
         except BaseException as exc:
             # whatever happened, the run's row ends with a status and an exit code, never 'running'
             interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 QUOTE_CHARS = 300
 """How much of a reply an error quotes."""
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 10
 SECRET_QUERY = re.compile(rf"{SECRET_NAME.pattern}|^(sig|signature|code)$", re.IGNORECASE)
 """Query parameter names whose values are credentials (``key``, ``api_key``, ``token``, ``sig``, ...)."""
 
@@ -146,9 +148,22 @@ class Pool:
         if limit is None:
             limit = self._timeouts[timeout] = aiohttp.ClientTimeout(total=timeout)
         try:
-            async with self.session().request(method, url, headers=headers, data=body, timeout=limit) as response:
-                raw = await response.read()
-                status, reason = response.status, response.reason or ""
+            for _ in range(MAX_REDIRECTS + 1):
+                async with self.session().request(method, url, headers=headers, data=body, timeout=limit,
+                                                  allow_redirects=False) as response:
+                    raw = await response.read()
+                    status, reason = response.status, response.reason or ""
+                    location = response.headers.get("Location")
+                    if status not in REDIRECTS or not location:
+                        break
+                    if status in (301, 302, 303) and method != "GET":
+                        # never replayed as a body-less GET whose answer would be scored (SPEC §22)
+                        raise ReplyFailed(f"{where} answered {status} {reason}, a redirect to "
+                                          f"{redact_url(secrets(location))}, which a {method} is not sent to again "
+                                          "(give the target's url as the redirect's Location)")
+                    url = response.url.join(parsed(location))  # 307/308 (or a GET): the same method and body
+            else:
+                raise ReplyFailed(f"{where} redirected more than {MAX_REDIRECTS} times")
         except TimeoutError:
             raise ReplyFailed(f"{where} did not answer within {timeout:g}s (the target's 'timeout')") from None
         except aiohttp.ClientConnectorError as exc:
