@@ -3,10 +3,17 @@ route that never imports litellm, and a second SIGTERM while the last reports ar
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import CliResult
+import pytest
+
+from tests.conftest import REPO, CliResult
+from tests.llm_server import LLMServer, verdict
 
 
 def test_a_jsonl_data_file_with_a_byte_order_mark_is_read(write: Callable[..., Path],
@@ -21,3 +28,39 @@ def test_a_jsonl_data_file_with_a_byte_order_mark_is_read(write: Callable[..., P
     result = cli("run", "d.yaml", "--json", "-")
     assert result.code == 0, result.stderr
     assert [i["id"] for i in result.json["items"]] == ["first", "second"]
+
+
+MODULES = """
+import atexit, json, os, runpy, sys, threading
+def dump():
+    for thread in threading.enumerate():  # the warm-up thread included: wait until it is done
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join(10)
+    open(os.environ["MODULES_OUT"], "w").write(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+atexit.register(dump)
+sys.argv = ["evalcli", *sys.argv[1:]]
+runpy.run_module("evalcli", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("model", ["hosted_vllm/judge-m", "openai/judge-m"])
+def test_a_judge_with_api_base_on_an_openai_compatible_route_never_imports_litellm(
+        write: Callable[..., Path], llm_server: LLMServer, model: str) -> None:
+    llm_server.responder = lambda request: verdict(True)
+    folder = write("d.yaml", f"""
+        target: agents:echo
+        scorers:
+          - judge: {{model: {model}, api_base: "{llm_server.url}", criterion: The assistant echoed.}}
+        data: [{{id: one, input: hello}}, {{id: two, input: again}}]
+        """).parent
+    (folder / "driver.py").write_text(MODULES)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MODULES_OUT": str(folder / "modules.json"),
+           "OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789"}
+    env.pop("OPENAI_API_BASE", None)
+    env.pop("OPENAI_BASE_URL", None)
+    done = subprocess.run([sys.executable, "driver.py", "run", "d.yaml", "--json", "-"], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(llm_server.requests) == 2
+    modules = json.loads((folder / "modules.json").read_text())
+    assert "litellm" not in modules and "aiohttp" in modules
