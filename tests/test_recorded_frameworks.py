@@ -114,3 +114,51 @@ def test_a_framework_agents_model_calls_are_counted_as_the_targets_usage(framewo
     assert line.count("114") == 2, compare.stdout
     cost_line = next(line for line in compare.stdout.splitlines() if "target cost" in line)
     assert cost_line.count(f"${expected:.4f}") == 2, compare.stdout
+
+
+RETRYING = '''
+import os
+from pydantic_ai import Agent, ModelRetry
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+agent = Agent(OpenAIChatModel("m", provider=OpenAIProvider(base_url=os.environ["OPENAI_BASE_URL"],
+                                                           api_key=os.environ["OPENAI_API_KEY"])))
+
+
+@agent.tool_plain
+def lookup(key: str) -> str:
+    """Look a key up (the key must be upper-case)."""
+    if key != key.upper():
+        raise ModelRetry("write the key in upper case")
+    return f"value of {key}"
+'''
+
+
+def retry_then_succeed(request: Request) -> Reply:
+    """``lookup`` with a lower-case key, then (told to retry) an upper-case one, then the answer."""
+    tools = [m for m in request.messages if m.get("role") == "tool"]
+    if not tools:
+        return tool_call("lookup", {"key": "k1"}, call_id="c1")
+    if len(tools) == 1:
+        return tool_call("lookup", {"key": "K1"}, call_id="c2")
+    return text("Found it.")
+
+
+def test_a_model_retry_the_model_recovers_from_is_not_a_tool_error(llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.responder = retry_then_succeed
+    write(tmp_path, "retrying.py", RETRYING)
+    data = write(tmp_path, "d.yaml", """
+        target: retrying:agent
+        gates: [no_tool_errors]
+        scorers: [tool_retries, {tool_retries: 1}]
+        data: [{id: one, input: look k1 up}]
+        """)
+    done = run_cli(["run", str(data), "--db", str(tmp_path / "e.db"), "--json", "-"], tmp_path, env(llm_server))
+    assert done.code == 0, done.stderr
+    output = done.json["items"][0]["turns"][0]["output"]
+    results = [m for m in output if m["role"] == "tool"]
+    assert [r.get("is_error", False) for r in results] == [False, False]
+    assert results[0]["retried"] is True and results[1]["retries"] == 1
+    assert done.json["scores"] == {"tool_retries": 0.0, "tool_retries(max=1)": 1.0}
+    assert done.json["gate_results"][0]["passed"] is True

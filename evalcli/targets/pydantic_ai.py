@@ -202,14 +202,38 @@ def used_output_tool(messages: Iterable[Any], output_tools: frozenset[str]) -> b
 
 
 def to_openai(messages: Iterable[Any], output_tools: frozenset[str]) -> list[Message]:
-    """PydanticAI messages (``ModelRequest``/``ModelResponse``) as OpenAI response messages, keyed on ``part_kind``."""
+    """PydanticAI messages (``ModelRequest``/``ModelResponse``) as OpenAI response messages, keyed on ``part_kind``;
+    retries settled (``settle_retries``)."""
     out: list[Message] = []
     for message in messages:
         if getattr(message, "kind", None) == "response":
             out.extend(_response(message.parts, output_tools))
         else:
             out.extend(_request(getattr(message, "parts", ()), output_tools))
-    return out
+    return settle_retries(out)
+
+
+def settle_retries(messages: list[Message]) -> list[Message]:
+    """A tool call that asked for a retry (``ModelRetry``) and whose tool then succeeded is not a tool error (SPEC
+    §22): the retried results lose ``is_error`` and keep ``retried: true``; the result that succeeded records its
+    ``retries``. Retries never followed by a success stay errors."""
+    pending: dict[str, list[Message]] = {}
+    for message in messages:
+        if message.get("role") != "tool":
+            continue
+        name = str(message.get("name") or "")
+        if message.pop("_retried", False):
+            pending.setdefault(name, []).append(message)
+        elif not message.get("is_error"):
+            retried = pending.pop(name, [])
+            for earlier in retried:
+                earlier.pop("is_error", None)
+                earlier["retried"] = True
+            message["retries"] = len(retried)
+    for left in pending.values():
+        for message in left:
+            message["retries_exhausted"] = True
+    return messages
 
 
 def _response(parts: Iterable[Any], output_tools: frozenset[str]) -> list[Message]:
@@ -238,7 +262,8 @@ def _request(parts: Iterable[Any], output_tools: frozenset[str]) -> list[Message
         if kind == "tool-return" and not is_output_tool(name, output_tools):
             out.append(_result(part))
         elif kind == "retry-prompt" and name and not is_output_tool(name, output_tools):
-            out.append(tool_result(part.tool_call_id, part.model_response(), name=name, is_error=True))
+            out.append({**tool_result(part.tool_call_id, part.model_response(), name=name, is_error=True),
+                        "_retried": True})
     return out
 
 
@@ -247,5 +272,8 @@ def _result(part: Any) -> Message:
         content = part.model_response_str(wrap_if_error=False)
     except TypeError:  # PydanticAI v1: no error wrapping to turn off
         content = part.model_response_str()
-    failed = getattr(part, "outcome", "success") in ERROR_OUTCOMES
-    return tool_result(part.tool_call_id, content, name=part.tool_name, is_error=failed)
+    outcome = getattr(part, "outcome", "success")
+    result = tool_result(part.tool_call_id, content, name=part.tool_name, is_error=outcome in ERROR_OUTCOMES)
+    if outcome == "retried":
+        result["_retried"] = True
+    return result
