@@ -6,7 +6,7 @@ the validated ``Dataset``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -23,6 +23,20 @@ class TurnFile(BaseModel):
                                                   "interrupt the previous turn ended in (LangGraph).")
     gates: list[Any] | None = Field(default=None, description="Gates on this turn's own output.")
     scorers: list[Any] | None = Field(default=None, description="Scorers on this turn's own output.")
+
+
+class LimitsFile(BaseModel):
+    """``limits:`` (SPEC §27): a conversation reaching one stops there and is ``limited``."""
+
+    model_config = ConfigDict(extra="forbid")
+    turns: int | None = Field(default=None, ge=1, description="User messages answered at most.")
+    tokens: int | None = Field(default=None, ge=1, description="Tokens (in and out) of the conversation's LLM calls "
+                                                               "(the target's and the simulated user's).")
+    cost: float | None = Field(default=None, gt=0, description="US dollars of the conversation's LLM calls.")
+    seconds: float | None = Field(default=None, gt=0, description="Seconds the conversation may take.")
+
+
+OnLimit = Literal["error", "score"]
 
 
 class ItemFile(BaseModel):
@@ -53,6 +67,10 @@ class ItemFile(BaseModel):
     metadata: dict[str, Any] | None = Field(default=None, description="Free data about the conversation, passed to "
                                                                       "setup, read by an http target's templates and "
                                                                       "shown by 'show'.")
+    limits: LimitsFile | None = Field(default=None, description="This conversation's limits, key by key over the "
+                                                                "dataset's (SPEC §27).")
+    on_limit: OnLimit | None = Field(default=None, description="'error' (default): a limited conversation counts as "
+                                                               "errored; 'score': what was played is scored.")
 
 
 class DatasetFile(BaseModel):
@@ -75,6 +93,12 @@ class DatasetFile(BaseModel):
     data: list[Any] | None = Field(default=None, description="The conversations.")
     data_file: str | None = Field(default=None, description="A JSONL file of items (one a line), relative to this file.")
     description: str | None = Field(default=None, description="Free text, for people.")
+    limits: LimitsFile | None = Field(default=None, description="Every conversation's limits: turns, tokens, cost, "
+                                                                "seconds (SPEC §27).")
+    on_limit: OnLimit | None = Field(default=None, description="'error' (default): a limited conversation counts as "
+                                                               "errored; 'score': what was played is scored.")
+    secrets: list[str] | None = Field(default=None, description="Environment variables whose values are secrets "
+                                                                "whatever their names (never stored or shown).")
 
 
 class SimulateFile(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 from ..messages import Message
@@ -54,6 +54,30 @@ class RecordedTurn:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """``limits:`` and ``on_limit`` (SPEC §27), of the dataset or of one item; ``None``: no such limit."""
+
+    turns: int | None = None
+    tokens: int | None = None
+    cost: float | None = None
+    seconds: float | None = None
+    on_limit: str | None = None
+    """``error`` (``None``: the default) or ``score``."""
+
+    def over(self, base: Limits | None) -> Limits:
+        """These limits, key by key, over ``base`` (an item's over its dataset's)."""
+        if base is None:
+            return self
+        return Limits(*(mine if mine is not None else theirs for mine, theirs in
+                        zip(astuple(self), astuple(base), strict=True)))
+
+    @property
+    def scored(self) -> bool:
+        """``on_limit: score``: a limited conversation is scored on what was played, not counted as errored."""
+        return self.on_limit == "score"
+
+
+@dataclass(frozen=True)
 class Item:
     """One conversation of a dataset."""
 
@@ -80,6 +104,8 @@ class Item:
     """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (SPEC §19)."""
     line: int | None = None
     """The line of the dataset file where the item starts (for reports that point into the file)."""
+    limits: Limits | None = None
+    """The item's own ``limits`` and ``on_limit`` (``Dataset.limits_of`` merges them over the dataset's)."""
 
     @property
     def first_input(self) -> str:
@@ -139,6 +165,14 @@ class Dataset:
 
     warnings: list[str] = field(default_factory=list)
     """What validation warns about (``validate`` prints them, and every run says them once)."""
+    limits: Limits | None = None
+    """The dataset's ``limits`` and ``on_limit`` (SPEC §27)."""
+
+    def limits_of(self, item: Item) -> Limits | None:
+        """The limits one conversation runs under: its own, key by key, over the dataset's."""
+        if item.limits is None:
+            return self.limits
+        return item.limits.over(self.limits)
 
     def options_of(self, item: Item) -> dict[str, Any]:
         """The ``target_options`` one conversation runs with."""

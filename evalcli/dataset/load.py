@@ -12,6 +12,7 @@ import contextlib
 import gc
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path as FsPath
@@ -21,10 +22,10 @@ from pydantic import ValidationError
 
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
-from ..secrets import Redactor
-from .files import DatasetFile, ItemFile, TurnFile
+from ..secrets import Redactor, remember
+from .files import DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
-from .items import Dataset, Item, Turn
+from .items import Dataset, Item, Limits, Turn
 from .options import item_options, option_warnings, setups
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
@@ -60,7 +61,15 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
     item = _conversation(raw, model, index, label, path, pos, registry, problems, line)
     if item is None or labels is None:
         return None
+    if model.limits is not None or model.on_limit is not None:
+        item = replace(item, limits=limits_of(model.limits, model.on_limit))
     return replace(item, labels=labels) if labels else item
+
+
+def limits_of(limits: LimitsFile | None, on_limit: str | None) -> Limits:
+    """``limits:`` and ``on_limit`` as written, of a dataset or an item."""
+    given = limits or LimitsFile()
+    return Limits(given.turns, given.tokens, given.cost, given.seconds, on_limit)
 
 
 def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -285,6 +294,18 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: st
             raise DatasetError(redacted(exc.problems)) from None
 
 
+def declared_secrets(names: list[str], used: Interpolated) -> set[str]:
+    """The values of the variables a dataset's ``secrets:`` names: as the environment holds them, and as they were
+    interpolated (a default included)."""
+    found: set[str] = set()
+    for name in names:
+        found |= used.values.get(name, set())
+        value = os.environ.get(name)
+        if value:
+            found.add(value)
+    return {v for v in found if v}
+
+
 def redacted(problems: list[Problem], secrets: Iterable[str] = ()) -> list[Problem]:
     """The problems with every secret value (of the environment, and ``secrets``) replaced: a message quotes what the
     dataset says, e.g. an id made of an interpolated argument."""
@@ -382,8 +403,10 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
                                     "write 'target: module:attribute' (or a mapping with 'http', 'mastra' or 'model'; "
                                     "only a dataset whose items are all recorded transcripts may leave it out)"))
+    secret_values = used.secret_values | registry.secret_values | declared_secrets(top.secrets or [], used)
+    remember(secret_values)
     if problems:
-        raise DatasetError(redacted(problems, used.secret_values | registry.secret_values))
+        raise DatasetError(redacted(problems, secret_values))
     if resolved is None:  # every item is a recorded transcript: nothing to call
         target_spec, adapter, target_secrets = NO_TARGET, None, set[str]()
     else:
@@ -392,8 +415,9 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     return Dataset(path=str(path), target_spec=target_spec, target=adapter, target_options=top.target_options,
                    concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
-                   secret_values=used.secret_values | registry.secret_values | target_secrets, scope=scope,
+                   secret_values=secret_values | target_secrets, scope=scope,
                    target_has_memory=top.target_has_memory,
+                   limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
                    warnings=[f"{path}: {w}" for w in option_warnings(adapter, top.target_options, items)]
                    if adapter is not None else [])
 

@@ -41,6 +41,10 @@ class RunOptions:
     """After an interrupt, how long conversations in flight may take to finish before they are cancelled."""
     repeat: int = 1
     """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
+    max_cost: dict[str | None, float] = field(default_factory=dict)
+    """``--max-cost``: US dollars per purpose (``target``, ``simulator``, ``judge``), or for all (key ``None``)."""
+    max_tokens: dict[str | None, float] = field(default_factory=dict)
+    """``--max-tokens``: tokens (in and out) per purpose, or for all (key ``None``)."""
     on_stored: Callable[[ItemResult], None] | None = None
     """Called in the writer thread with each conversation as it is stored (read back from the rows just written, as
     ``Store.load_items`` reads it), in the order they finish; it must not raise. The CLI renders each one's JSON

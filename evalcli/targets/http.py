@@ -22,9 +22,20 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import EvalcliError
 from ..messages import Message
+from ..secrets import Redactor, redact_url
 from .callable import BadReply, normalise
 from .forms import FormContext
-from .remote import Answer, Pool, RemoteAdapter, ReplyFailed, Secrets, parsed, quote, record_usage, redact_url, tokens
+from .remote import (
+    Answer,
+    Pool,
+    RemoteAdapter,
+    ReplyFailed,
+    parsed,
+    quote,
+    record_usage,
+    target_redactor,
+    tokens,
+)
 from .replies import History, this_turn
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession, fresh_thread
 from .templates import MEMORY_NAMES, Body, compile_string, to_json
@@ -109,7 +120,7 @@ class HttpTarget:
     body: Body
     headers: dict[str, str]
     reader: Reader
-    secrets: Secrets
+    secrets: Redactor
 
 
 def _jmespath(expression: str, at: tuple[str | int, ...]) -> Any:
@@ -172,7 +183,7 @@ class HttpAdapter(RemoteAdapter):
         if config.method != "GET":
             headers.setdefault("Content-Type", "application/json")
         return HttpTarget(config, compile_string(config.url, ("url",)), Body.compile(config.body, ("body",)), headers,
-                          reader, Secrets(cls.secrets(config)))
+                          reader, target_redactor(config))
 
     @classmethod
     def describe(cls, config: Any) -> str:
