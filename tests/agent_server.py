@@ -50,6 +50,7 @@ class Answer:
     body: Any = None
     """A JSON value, or ``str`` sent as it is (``text/plain``)."""
     delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -84,6 +85,8 @@ class ScriptedAgent:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "text/plain" if isinstance(reply.body, str) else "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 try:
                     self.wfile.write(data)

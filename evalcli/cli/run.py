@@ -260,19 +260,40 @@ class _Watched:
 
 @contextlib.contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM interrupts the command as Ctrl-C does (the runner handles both during the conversations)."""
+    """SIGTERM interrupts the command as Ctrl-C does (the runner handles both during the conversations), and the
+    first interrupt holds every later one; the handlers found are put back when the command is done, unless it
+    was interrupted (then it exits 130, its last words included)."""
     def interrupt(signum: int, frame: object) -> None:
+        _hold_signals()  # the first interrupt is the one: the next ones never cut into its handling
         raise KeyboardInterrupt
 
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = signal.signal(signal.SIGINT, interrupt), signal.signal(signal.SIGTERM, interrupt)
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if signal.getsignal(signal.SIGTERM) is not _held:
+            signal.signal(signal.SIGINT, previous[0])
+            signal.signal(signal.SIGTERM, previous[1])
+        else:  # interrupted: the process exits 130 now; ignored, as Python's shutdown would reset a handler of its own
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
+
+
+def _hold_signals() -> None:
+    """Once interrupted, further SIGINT/SIGTERM are ignored: the command says so and exits 130, never killed half-way
+    (nor while the interpreter shuts down)."""
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        # a handler that does nothing rather than SIG_IGN: a signal already on its way finds a handler to run
+        signal.signal(signal.SIGINT, _held)
+        signal.signal(signal.SIGTERM, _held)
+
+
+def _held(signum: int, frame: object) -> None:
+    """An interrupt after the first: the command is already stopping."""
 
 
 def run_command(request: RunRequest, events: Events, out: Console) -> int:
@@ -288,56 +309,65 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     # a run that continues or re-runs another needs its database; otherwise nothing is created before the
     # selection is known to hold a conversation
     store = Store(request.db, redact) if history else None
+    watched = _Watched(events)
+    with _sigterm_interrupts():
+        return _run_all(request, events, out, outputs, runs, redact, history, store, watched)
+
+
+def _run_all(request: RunRequest, events: Events, out: Console, outputs: Outputs, runs: list[Any], redact: Redactor,
+             history: Any, store: Store | None, watched: _Watched) -> int:
+    """``run_command``'s runs and reports, under its signal handling: an interrupt while the runs are finished or
+    reported marks the run interrupted and exits 130, and from then on further signals wait (SPEC §22)."""
     codes: list[int] = []
     suites: list[tuple[Path | None, ET.Element]] = []
     sections: list[tuple[Path | None, str]] = []
     finished: list[tuple[Dataset, str]] = []
-    watched = _Watched(events)
     current: Dataset | None = None
     interrupted = reported = False
     try:
-        with _sigterm_interrupts():
-            plans = [(r.dataset, _options(request, store, r.dataset, events)) for r in runs]
-            counts = [_selected(d, o) for d, o in plans]
-            reasons = [why for n, why in counts if why]
-            if reasons and sum(n for n, _ in counts) == 0:
-                raise UsageError(reasons[0], "loosen --filter or --limit; nothing was run or stored")
-            store = store or Store(request.db, redact)
-            # one event loop for every dataset: clients a framework keeps per process stay bound to a live loop
-            with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
-                stream = JsonStream(stdout, several=len(runs) > 1) if stdout is not None else None
-                for n, ((dataset, options), (count, why)) in enumerate(zip(plans, counts, strict=True)):
-                    if count == 0:
-                        events.warning(why or _empty_note(request, dataset))
-                        continue
-                    current, watched.run_id = dataset, None
-                    # a fresh run whose JSON is the one report needing every conversation renders it as it goes
-                    spool = JsonSpool(redact) if (stream is not None or outputs.json[n] is not None) and not history \
-                        and not _reads_every_item(request, outputs, n) else None
-                    with contextlib.closing(spool) if spool is not None else contextlib.nullcontext():
-                        if spool is not None:
-                            options = replace(options, on_stored=spool.add)
-                        result = loop.run(arun_evals(dataset, store=store, options=options, events=watched))
-                        watched.close()
-                        codes.append(result.exit_code)
-                        finished.append((dataset, result.run_id))
-                        suite, section = _report(request, result, dataset, store, out, redact, outputs, n, stream,
-                                                 spool)
-                    if suite is not None:
-                        suites.append((outputs.junit[n], suite))
-                    if section is not None:
-                        sections.append((outputs.markdown[n], section))
-                    if result.status == "interrupted":
-                        break
-                if stream is not None:
-                    stream.close()
-            if len(request.targets) > 1 and not request.quiet:
-                _compare_targets(store, finished, out, request.db)
-            reported = True
-            _write_ci_reports(suites, sections, redact)
+        plans = [(r.dataset, _options(request, store, r.dataset, events)) for r in runs]
+        counts = [_selected(d, o) for d, o in plans]
+        reasons = [why for n, why in counts if why]
+        if reasons and sum(n for n, _ in counts) == 0:
+            raise UsageError(reasons[0], "loosen --filter or --limit; nothing was run or stored")
+        store = store or Store(request.db, redact)
+        # one event loop for every dataset: clients a framework keeps per process stay bound to a live loop
+        with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
+            stream = JsonStream(stdout, several=len(runs) > 1) if stdout is not None else None
+            for n, ((dataset, options), (count, why)) in enumerate(zip(plans, counts, strict=True)):
+                if count == 0:
+                    events.warning(why or _empty_note(request, dataset))
+                    continue
+                current, watched.run_id = dataset, None
+                # a fresh run whose JSON is the one report needing every conversation renders it as it goes
+                spool = JsonSpool(redact) if (stream is not None or outputs.json[n] is not None) and not history \
+                    and not _reads_every_item(request, outputs, n) else None
+                with contextlib.closing(spool) if spool is not None else contextlib.nullcontext():
+                    if spool is not None:
+                        options = replace(options, on_stored=spool.add)
+                    result = loop.run(arun_evals(dataset, store=store, options=options, events=watched))
+                    watched.close()
+                    codes.append(result.exit_code)
+                    finished.append((dataset, result.run_id))
+                    suite, section = _report(request, result, dataset, store, out, redact, outputs, n, stream,
+                                             spool)
+                if suite is not None:
+                    suites.append((outputs.junit[n], suite))
+                if section is not None:
+                    sections.append((outputs.markdown[n], section))
+                if result.status == "interrupted":
+                    break
+            if stream is not None:
+                stream.close()
+        if len(request.targets) > 1 and not request.quiet:
+            _compare_targets(store, finished, out, request.db)
+        reported = True
+        _write_ci_reports(suites, sections, redact)
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM outside the conversations (finishing the run, writing reports): the run in progress is
-        # marked interrupted and the command exits 130, as an interrupt during the conversations does
+        # marked interrupted and the command exits 130, as an interrupt during the conversations does; a second
+        # signal while that is done waits (never a kill half-way through marking the run)
+        _hold_signals()
         interrupted = True
         watched.close()
         codes.append(INTERRUPTED)

@@ -15,6 +15,7 @@ from .registry import find_registry, load_registry
 from .select import Selection, check_filter, parse_shard, shard_of
 from .warnings import (
     dataset_models,
+    model_routes,
     reachability_warnings,
     registration_lines,
     registry_name,
@@ -24,6 +25,6 @@ from .warnings import (
 
 __all__ = ["Dataset", "ImportScope", "Item", "Limits", "RecordedTurn", "Selection", "Simulation", "Turn", "check_filter",
            "dataset_models", "dataset_name",
-           "find_registry", "load_dataset", "load_registry", "parse_definition", "parse_list", "parse_ref",
+           "find_registry", "load_dataset", "load_registry", "model_routes", "parse_definition", "parse_list", "parse_ref",
            "parse_shard", "reachability_warnings", "registration_lines", "registry_name", "resolve_import",
            "search_paths", "shard_of", "unregistered", "unregistered_warning"]

@@ -225,7 +225,7 @@ def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str,
 
 def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
     """(line number, parsed value, positions) for each non-blank line, read one line at a time."""
-    with file.open(encoding="utf-8") as handle:
+    with file.open(encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             pos = Positions(str(file), values={(): (number, 1)})
             if len(line) > MAX_JSONL_LINE:

@@ -42,6 +42,31 @@ def dataset_models(dataset: Dataset) -> Iterator[tuple[str, str]]:
         yield model, f"the target {dataset.target_spec}"
 
 
+def model_routes(dataset: Dataset) -> Iterator[tuple[str, str | None]]:
+    """(model, api_base) for every model the run may call: a judge's ``api_base`` decides its route (an
+    OpenAI-compatible one is spoken to directly, never through litellm: SPEC §22)."""
+    seen: set[int] = set()
+    for spec in dataset.all_specs():
+        if id(spec) in seen:
+            continue
+        seen.add(id(spec))
+        kind = find(spec.kind)
+        if kind is None or not kind.needs_model:
+            continue
+        base = spec.args.get("api_base")
+        for model in spec.args.get("models") or [spec.args.get("model")]:
+            if isinstance(model, str):
+                yield model, base if isinstance(base, str) else None
+    for item in dataset.items:
+        if item.simulation is not None:
+            yield item.simulation.model, None
+    target = dataset.target
+    model = getattr(target, "target_model", None)
+    if isinstance(model, str):
+        base = getattr(getattr(getattr(target, "target", None), "config", None), "api_base", None)
+        yield model, base if isinstance(base, str) else None
+
+
 def reachability_warnings(dataset: Dataset) -> list[str]:
     """One warning per model that cannot be reached as configured (each model once)."""
     seen: dict[str, str] = {}

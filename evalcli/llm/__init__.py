@@ -11,6 +11,7 @@ for it or reaches for the network.
 from __future__ import annotations
 
 from .cache import ResponseCache
+from .catalog import price_of
 from .client import (
     BudgetSpent,
     LLMClient,
@@ -43,6 +44,6 @@ __all__ = [
     "LOCAL_JUDGE_MODEL", "PURPOSES", "Budget", "BudgetSpent", "CallRecord", "LLMClient", "LLMError",
     "LLMSettings", "ResponseCache", "UsageSink", "backend_from_env", "check_settings", "current_usage",
     "default_judge_model", "import_http_client", "import_litellm", "load_local_model", "local_model_pending",
-    "model_problem", "parse_budget", "provider_messages", "purpose_group", "reply_text", "settings_problems",
+    "model_problem", "parse_budget", "price_of", "provider_messages", "purpose_group", "reply_text", "settings_problems",
     "supports_json_mode", "supports_json_schema", "usage_rows", "usage_summary",
 ]

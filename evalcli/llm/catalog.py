@@ -326,3 +326,12 @@ def _threshold(key: str) -> float:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def price_of(model: str, usage: dict[str, Any]) -> float:
+    """What one call of ``model`` with this ``usage`` costs at litellm's rates, for calls evalcli did not make
+    itself (a framework agent's: SPEC §22); 0 for a model the table does not price (or does not know)."""
+    resolved = provider_and_name(model)
+    provider, name = resolved if resolved is not None else (OPENAI, model)
+    info = pricing_info(name, None, provider)
+    return cost(info, usage) if info is not None else 0.0

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..aggregate import Aggregator, exit_code, unscored_warning
-from ..dataset import Dataset, Item, dataset_models, load_dataset, unregistered_warning
+from ..dataset import Dataset, Item, dataset_models, load_dataset, model_routes, unregistered_warning
 from ..errors import INTERNAL_ERROR, UsageError, describe
 from ..fingerprint import fingerprint
 from ..llm import (
@@ -117,13 +117,14 @@ def _release_switch_interval() -> None:
             sys.setswitchinterval(_switch_saved)
 
 
-def _import_quietly(settings: LLMSettings, models: list[str], notice: Callable[[str | None], None]) -> None:
+def _import_quietly(settings: LLMSettings, models: list[str], notice: Callable[[str | None], None],
+                    routes: list[tuple[str, str | None]] | None = None) -> None:
     """Import litellm when one of the run's models goes through it (OpenAI-compatible models and the embedded one
     never do, and then it is never imported); finding each model's path reads the model table here too. Load the
     embedded model when the run uses it, saying so: it takes seconds, more the first time its file is assembled."""
     with contextlib.suppress(Exception):  # an import that fails is each model call's error, as without warming up
         paths = LLMClient(settings)
-        if any(paths.path(model) == "litellm" for model in models):
+        if any(paths.path(model, base) == "litellm" for model, base in (routes or [(m, None) for m in models])):
             import_litellm()
     for model in dict.fromkeys(m for m in models if local_model_pending(m)):
         notice(f"loading the local model {model} (llama.cpp on the CPU) ...")
@@ -190,7 +191,8 @@ class RunContext:
             with contextlib.suppress(Exception):  # a failed write is raised by the writer's close (its first error)
                 await asyncio.wrap_future(self._queued[0])
 
-    def warm_up(self, models: list[str], notice: Callable[[str | None], None]) -> None:
+    def warm_up(self, models: list[str], notice: Callable[[str | None], None],
+                routes: list[tuple[str, str | None]] | None = None) -> None:
         """When the run will call ``models``, start importing what they need (litellm, for a provider evalcli does
         not speak to itself) in a worker thread as conversations start: the first import takes seconds of CPU, and
         made on the event loop at the first judge or simulator call it stalled every conversation's timers (and
@@ -201,7 +203,8 @@ class RunContext:
             def on_loop(text: str | None) -> None:  # told from the worker thread, shown by the loop
                 loop.call_soon_threadsafe(notice, text)
 
-            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_quietly, self.settings, models, on_loop))
+            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_quietly, self.settings, models, on_loop,
+                                                                    routes))
 
     async def llm_ready(self) -> None:
         """Wait, without blocking the event loop, until the LLM layer the run started importing is imported."""
@@ -319,6 +322,7 @@ class Runner:
             self.events.item_done(result)
 
         models = [model for model, _ in dataset_models(self.dataset) if model_problem(model) is None] if to_run else []
+        routes = [(m, base) for m, base in model_routes(self.dataset) if model_problem(m) is None] if to_run else []
         if to_run:
             import_http_client(models, always=bool(getattr(self.dataset.target, "speaks_http", False)))
         try:
@@ -330,10 +334,13 @@ class Runner:
             self.events.started(run_id, len(items), len(items) - len(to_run))
             if to_run:
                 # a model that cannot be reached (package or key missing) fails each call at once, unimported
-                context.warm_up(models, self._notice)
+                context.warm_up(models, self._notice, routes)
                 if isinstance(getattr(self.dataset.target, "target_model", None), str):
                     await context.llm_ready()  # a model target calls it in every turn, timed: imported first
             await self._play_all(to_run, finished, context, plan)
+            for text in self.dataset.target.run_warnings() if self.dataset.target is not None else ():
+                warnings.append(text)
+                self.events.warning(text)
         except BaseException as exc:
             # whatever happened, the run's row ends with a status and an exit code, never 'running'
             interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -36,7 +36,8 @@ from .remote import (
     target_redactor,
     tokens,
 )
-from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession
+from .replies import History, this_turn
+from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession, fresh_thread
 from .templates import MEMORY_NAMES, Body, compile_string, to_json
 
 DEFAULT_BODY = {"input": "{{ input }}"}
@@ -52,13 +53,17 @@ class ResponseConfig(BaseModel):
         default=None, description="JMESPath to {prompt_tokens, completion_tokens}, or a mapping of the two to JMESPaths.")
     transform: str | None = Field(default=None, description="module:function turning the parsed reply (JSON, or text "
                                                             "when it is not JSON) into a string or messages.")
+    history: History = Field(default="detect", description="full: every reply holds the whole conversation; turn: only "
+                                                           "this turn's messages; detect (default): told by the reply.")
 
     @model_validator(mode="after")
     def one_reader(self) -> ResponseConfig:
         given = [name for name in ("text", "messages", "transform") if getattr(self, name) is not None]
         if len(given) > 1:
             raise ValueError(f"give one of 'text', 'messages' or 'transform', not {' and '.join(given)}")
-        if not given:
+        if not given and "history" in self.model_fields_set:
+            self.text = "text"
+        elif not given:
             raise ValueError("say how to read the reply: 'text: PATH', 'messages: PATH' (JMESPath) or "
                              "'transform: module:function'")
         if self.usage is not None and self.transform is not None:
@@ -196,12 +201,30 @@ class HttpAdapter(RemoteAdapter):
         self.keeps_history = "history" in names
         """Only templates that read ``history`` need it kept."""
         self.shown_url = redact_url(target.config.url)
+        self.missing_usage = 0
+        """Replies whose ``usage`` path found no usage (said once, after the run)."""
         self.static_url = parsed(target.url) if isinstance(target.url, str) else None
 
     @property
     def has_memory(self) -> bool:
         """Only a request that carries the thread, the resource or the history can tell conversations apart."""
         return self.remembers
+
+    def usage_missing(self) -> None:
+        self.missing_usage += 1
+
+    def run_warnings(self) -> list[str]:
+        """The ``usage`` path that found nothing in some replies: their usage is missing (one line per run)."""
+        if not self.missing_usage:
+            return []
+        count, self.missing_usage = self.missing_usage, 0
+        return [f"target {self.spec}: response.usage found no usage in {count} repl{'y' if count == 1 else 'ies'}; "
+                "their tokens are not counted (fix the usage path, or remove it)"]
+
+    def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
+        """A fresh thread for every conversation, single-turn ones included (SPEC §22): a service that keys its
+        history by ``{{ thread }}`` never gives one item another's messages."""
+        return fresh_thread(options)
 
     def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
              item: ItemInfo | None = None) -> HttpSession:
@@ -217,6 +240,8 @@ class HttpSession(TurnSession["HttpAdapter"]):
         super().__init__(adapter, thread, calls)
         self.item = item
         self.history: list[Message] = []
+        self.recorded: list[Message] = []
+        """The response messages the earlier turns recorded (a reply that repeats them has them dropped)."""
         self.turn = 0
 
     async def _turn(self, text: str) -> list[Message]:
@@ -233,7 +258,9 @@ class HttpSession(TurnSession["HttpAdapter"]):
         started = time.perf_counter()
         answer = await adapter.pool.request(target.config.method, url, shown, headers=target.headers, body=body,
                                             timeout=target.config.timeout, secrets=target.secrets)
-        messages, usage = await _read(target, answer, f"{target.config.method} {shown}")
+        messages, usage = await _read(target, answer, f"{target.config.method} {shown}", adapter.usage_missing)
+        messages = this_turn(self.recorded, messages, target.config.response.history)
+        self.recorded = [*self.recorded, *messages]
         if usage is not None:
             record_usage(adapter.spec, usage[0], usage[1], started, turn)
         if adapter.keeps_history:
@@ -244,7 +271,8 @@ class HttpSession(TurnSession["HttpAdapter"]):
         self.history = []
 
 
-async def _read(target: HttpTarget, answer: Answer, where: str) -> tuple[list[Message], tuple[int, int] | None]:
+async def _read(target: HttpTarget, answer: Answer, where: str,
+                missing_usage: Callable[[], None] | None = None) -> tuple[list[Message], tuple[int, int] | None]:
     """The reply's response messages and (prompt, completion) tokens, as the target's mapping reads them."""
     reader = target.reader
 
@@ -270,23 +298,56 @@ async def _read(target: HttpTarget, answer: Answer, where: str) -> tuple[list[Me
         raise unreadable("it is not JSON")
     usage = None
     if reader.usage is not None:
-        found = ({k: e.search(data) for k, e in reader.usage.items()} if isinstance(reader.usage, dict)
-                 else reader.usage.search(data))
+        try:
+            found = ({k: _search(e, data) for k, e in reader.usage.items()} if isinstance(reader.usage, dict)
+                     else _search(reader.usage, data))
+        except Unreadable:
+            found = None
         usage = _usage(found)
+        if usage is None and missing_usage is not None:
+            missing_usage()
+    try:
+        if reader.text is not None:
+            value = _search(reader.text, data)
+        else:
+            value = _search(reader.messages, data)
+    except Unreadable as exc:
+        raise ReplyFailed(f"the reply cannot be read at `{exc.expression}`: {exc.why} ({where} answered: "
+                          f"{quote(answer.text, target.secrets)})") from None
     if reader.text is not None:
-        value = reader.text.search(data)
         if value is None:
             raise unreadable("nothing is there")
-        if isinstance(value, (dict, list)):
-            raise unreadable(f"it is {'an object' if isinstance(value, dict) else 'an array'}, not text")
+        if isinstance(value, (dict, list, bool)):
+            kind = "an object" if isinstance(value, dict) else "an array" if isinstance(value, list) else \
+                f"a boolean ({json.dumps(value)})"
+            raise unreadable(f"it is {kind}, not text")
         return [{"role": "assistant", "content": value if isinstance(value, str) else json.dumps(value)}], usage
-    value = reader.messages.search(data)
     if not isinstance(value, list):
         raise unreadable("nothing is there" if value is None else f"it is {type(value).__name__}, not a list of messages")
     try:
         return normalise(value), usage
     except BadReply as exc:
         raise unreadable(str(exc)) from None
+
+
+class Unreadable(Exception):
+    """A JMESPath expression that fails on the reply (a function given the wrong type, ...)."""
+
+    def __init__(self, expression: str, why: str) -> None:
+        super().__init__(why)
+        self.expression = expression
+        self.why = why
+
+
+def _search(compiled: Any, data: Any) -> Any:
+    """``compiled.search(data)``; its failure an ``Unreadable`` naming the expression and what went wrong."""
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        return compiled.search(data)
+    except JMESPathError as exc:
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise Unreadable(str(getattr(compiled, "expression", "")), why) from None
 
 
 def _usage(value: Any) -> tuple[int, int] | None:
@@ -296,11 +357,11 @@ def _usage(value: Any) -> tuple[int, int] | None:
         return None
     prompt = completion = None
     for key in ("prompt_tokens", "input_tokens", "inputTokens"):
-        if key in value:
+        if value.get(key) is not None:
             prompt = value[key]
             break
     for key in ("completion_tokens", "output_tokens", "outputTokens"):
-        if key in value:
+        if value.get(key) is not None:
             completion = value[key]
             break
     if prompt is None and completion is None:

@@ -49,6 +49,7 @@ from .session import (
     new_thread_id,
     pinned_resource,
 )
+from .usage import count, record_target_call
 
 OWNED = ("input", "stream_mode", "print_mode", "output_keys", "version")
 """Parameters of ``graph.ainvoke`` that evalcli sets itself (the input, and the shape of what comes back)."""
@@ -164,6 +165,8 @@ class LangGraphSession:
         configurable = {**(config.get("configurable") or {}), "thread_id": thread.thread, "user_id": thread.resource}
         self.config = {**config, "configurable": configurable}
         self.seen: set[str] = set()
+        self.turn = -1
+        """The index of the turn being played (the first is 0)."""
         self.pending: list[Any] = []
         """The interrupts the last turn stopped on (what the next user message resumes)."""
 
@@ -187,6 +190,7 @@ class LangGraphSession:
             graph_input = [human] if self.adapter.takes_list else {"messages": [human], **self.extra}
             resumed = None
         human_id = human.id if human is not None else None
+        self.turn += 1
         try:
             output = await graph.ainvoke(graph_input, self.config, **self.run_options)
         except Exception as exc:
@@ -234,12 +238,27 @@ class LangGraphSession:
         new = [m for i, (m, mid) in enumerate(zip(messages, ids, strict=True))
                if (mid not in self.seen and mid != human_id if mid else i > after_human)]
         self.seen.update(mid for mid in ids if mid)
+        record_calls(new, self.turn)
         return to_openai([m for m in new if isinstance(m, BaseMessage)])
 
     async def close(self) -> None:
         saver = self.adapter.saver
         if saver is not None and self.thread_id:
             await saver.adelete_thread(self.thread_id)
+
+
+def record_calls(messages: Sequence[Any], turn: int) -> None:
+    """Each model call of the turn (an ``AIMessage`` with ``usage_metadata``) as a ``target`` call with its tokens,
+    named after the model its ``response_metadata`` names."""
+    for message in messages:
+        usage = getattr(message, "usage_metadata", None)
+        if not isinstance(usage, dict):
+            continue
+        metadata = getattr(message, "response_metadata", None) or {}
+        model = metadata.get("model_name") or metadata.get("model") or ""
+        details = usage.get("input_token_details") or {}
+        record_target_call(str(model), count(usage.get("input_tokens")), count(usage.get("output_tokens")),
+                           turn_index=turn, cached_tokens=count(details.get("cache_read")))
 
 
 def interrupt_text(value: Any) -> str:

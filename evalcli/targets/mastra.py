@@ -31,11 +31,21 @@ from ..secrets import Redactor, redact_url
 from .forms import FormContext
 from .openai_format import assistant, tool_call, tool_result
 from .remote import Pool, RemoteAdapter, ReplyFailed, parsed, quote, record_usage, target_redactor, tokens
+from .replies import History, this_turn
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession
 
 PROBE_TIMEOUT = 10.0
 """Seconds the look-ups before a run may take (at most the target's own ``timeout``)."""
 ERROR_OUTPUTS = frozenset({"error-text", "error-json", "execution-denied"})
+
+
+class MastraResponse(BaseModel):
+    """``response: {history: ...}``: whether the server's replies repeat the earlier turns (SPEC §22)."""
+
+    model_config = ConfigDict(extra="forbid")
+    history: History = Field(default="detect", description="full: every reply holds the whole conversation; turn: "
+                                                           "only this turn's messages; detect (default): told by the "
+                                                           "reply.")
 
 
 class MastraConfig(BaseModel):
@@ -47,6 +57,8 @@ class MastraConfig(BaseModel):
     headers: dict[str, str | int | float] = Field(default_factory=dict, description="Request headers (never stored or "
                                                                                      "shown).")
     timeout: float = Field(default=60, gt=0, description="Seconds per request (default 60).")
+    response: MastraResponse = Field(default_factory=lambda: MastraResponse(),
+                                     description="How replies are read ({history: detect|full|turn}).")
 
     @field_validator("url")
     @classmethod
@@ -190,6 +202,8 @@ class MastraSession(TurnSession["MastraAdapter"]):
     def __init__(self, adapter: MastraAdapter, thread: Thread, memory: dict[str, Any] | None, calls: Calls) -> None:
         super().__init__(adapter, thread, calls)
         self.memory = memory
+        self.recorded: list[Message] = []
+        """The response messages the earlier turns recorded (a reply that repeats them has them dropped)."""
         self.turn = 0
 
     async def _turn(self, text: str) -> list[Message]:
@@ -218,6 +232,8 @@ class MastraSession(TurnSession["MastraAdapter"]):
         else:
             raise ReplyFailed(f"the reply of POST {shown} has neither response.messages nor text: "
                               f"{quote(answer.text, target.secrets)}")
+        messages = this_turn(self.recorded, messages, target.config.response.history)
+        self.recorded = [*self.recorded, *messages]
         usage = data.get("totalUsage") or data.get("usage")
         if isinstance(usage, dict):
             record_usage(adapter.spec, tokens(usage.get("inputTokens", usage.get("promptTokens"))),

@@ -33,6 +33,7 @@ from agents import ModelSettings, RunConfig, Runner, SQLiteSession
 from ..messages import Message
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
+from .usage import count, record_target_call
 
 OWNED = ("starting_agent", "input", "session", "previous_response_id", "auto_previous_response_id",
          "conversation_id")
@@ -120,6 +121,7 @@ class OpenAIAgentsSession:
         self.agent = adapter.obj
         self.session = SQLiteSession(thread)
         self.failed: set[str] = set()
+        self.turn = 0
         self.user_config = run_config
         self.run_config = run_config
         if HAS_FORMATTER:
@@ -143,10 +145,14 @@ class OpenAIAgentsSession:
 
     async def _turn(self, text: str) -> Reply:
         agent = self.adapter.obj if self.restart else self.agent
+        turn, self.turn = self.turn, self.turn + 1
         try:
             result = await Runner.run(agent, text, session=self.session, run_config=self.run_config, **self.options)
         except Exception as exc:
+            run_data = getattr(exc, "run_data", None)
+            record_calls(getattr(run_data, "raw_responses", None) or (), agent, self.run_config, turn)
             raise TurnFailed(exc, await self._kept(text, exc, agent)) from exc
+        record_calls(result.raw_responses, agent, self.run_config, turn)
         self.agent = result.last_agent
         output = result.final_output
         structured = None if isinstance(output, str) or output is None else jsonable(output)
@@ -175,6 +181,25 @@ class OpenAIAgentsSession:
 
     async def close(self) -> None:
         self.session.close()
+
+
+def record_calls(responses: Iterable[Any], agent: Any, config: RunConfig, turn: int) -> None:
+    """Each model response of the run as a ``target`` call with the tokens its ``usage`` reports, named after the
+    model the run used (the run config's, else the agent's)."""
+    model = model_name(config.model) or model_name(getattr(agent, "model", None))
+    for response in responses:
+        usage = getattr(response, "usage", None)
+        details = getattr(usage, "input_tokens_details", None)
+        record_target_call(model, count(getattr(usage, "input_tokens", 0)), count(getattr(usage, "output_tokens", 0)),
+                           turn_index=turn, cached_tokens=count(getattr(details, "cached_tokens", 0)))
+
+
+def model_name(model: Any) -> str:
+    """A model's name: as written (``"gpt-4o-mini"``), or the one a ``Model`` object holds."""
+    if isinstance(model, str):
+        return model
+    name = getattr(model, "model", None)
+    return name if isinstance(name, str) else ""
 
 
 def call_options_of(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from pydantic_ai import capture_run_messages
 from ..messages import Message
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result, type_name
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
+from .usage import count, record_target_call
 
 OWNED = ("user_prompt", "message_history", "conversation", "conversation_id")
 """Parameters of ``agent.run`` that evalcli sets itself: the prompt and the thread's history."""
@@ -99,6 +100,7 @@ class PydanticAISession:
         self.calls = calls
         self.options = options
         self.history: list[Any] = []
+        self.turn = 0
 
     async def send(self, text: str) -> Reply:
         reply: Reply = await self.calls.call_async(self._turn(text))
@@ -106,16 +108,19 @@ class PydanticAISession:
 
     async def _turn(self, text: str) -> Reply:
         adapter = self.adapter
+        turn, self.turn = self.turn, self.turn + 1
         with capture_run_messages() as captured:
             try:
                 result = await adapter.obj.run(text, message_history=self.history, **self.options)
             except Exception as exc:
                 known = {id(m) for m in self.history}
                 partial = [m for m in captured if id(m) not in known]
+                record_calls(partial, turn)
                 raise TurnFailed(exc, to_openai(partial, adapter.output_tools),
                                  output_retries=output_retries(partial, adapter.output_tools)) from exc
         self.history = list(result.all_messages())
         new = list(result.new_messages())
+        record_calls(new, turn)
         messages = to_openai(new, adapter.output_tools)
         output = result.output
         structured = None if isinstance(output, str) or output is None else jsonable(output)
@@ -125,6 +130,17 @@ class PydanticAISession:
 
     async def close(self) -> None:
         self.history = []
+
+
+def record_calls(messages: Iterable[Any], turn: int) -> None:
+    """Each model call of the run (a ``ModelResponse``) as a ``target`` call with the tokens its ``usage`` reports."""
+    for message in messages:
+        if getattr(message, "kind", None) != "response":
+            continue
+        usage = getattr(message, "usage", None)
+        record_target_call(str(getattr(message, "model_name", None) or ""), count(getattr(usage, "input_tokens", 0)),
+                           count(getattr(usage, "output_tokens", 0)), turn_index=turn,
+                           cached_tokens=count(getattr(usage, "cache_read_tokens", 0)))
 
 
 def declared_deps_type(agent: Any) -> Any:
@@ -186,14 +202,38 @@ def used_output_tool(messages: Iterable[Any], output_tools: frozenset[str]) -> b
 
 
 def to_openai(messages: Iterable[Any], output_tools: frozenset[str]) -> list[Message]:
-    """PydanticAI messages (``ModelRequest``/``ModelResponse``) as OpenAI response messages, keyed on ``part_kind``."""
+    """PydanticAI messages (``ModelRequest``/``ModelResponse``) as OpenAI response messages, keyed on ``part_kind``;
+    retries settled (``settle_retries``)."""
     out: list[Message] = []
     for message in messages:
         if getattr(message, "kind", None) == "response":
             out.extend(_response(message.parts, output_tools))
         else:
             out.extend(_request(getattr(message, "parts", ()), output_tools))
-    return out
+    return settle_retries(out)
+
+
+def settle_retries(messages: list[Message]) -> list[Message]:
+    """A tool call that asked for a retry (``ModelRetry``) and whose tool then succeeded is not a tool error (SPEC
+    §22): the retried results lose ``is_error`` and keep ``retried: true``; the result that succeeded records its
+    ``retries``. Retries never followed by a success stay errors."""
+    pending: dict[str, list[Message]] = {}
+    for message in messages:
+        if message.get("role") != "tool":
+            continue
+        name = str(message.get("name") or "")
+        if message.pop("_retried", False):
+            pending.setdefault(name, []).append(message)
+        elif not message.get("is_error"):
+            retried = pending.pop(name, [])
+            for earlier in retried:
+                earlier.pop("is_error", None)
+                earlier["retried"] = True
+            message["retries"] = len(retried)
+    for left in pending.values():
+        for message in left:
+            message["retries_exhausted"] = True
+    return messages
 
 
 def _response(parts: Iterable[Any], output_tools: frozenset[str]) -> list[Message]:
@@ -222,7 +262,8 @@ def _request(parts: Iterable[Any], output_tools: frozenset[str]) -> list[Message
         if kind == "tool-return" and not is_output_tool(name, output_tools):
             out.append(_result(part))
         elif kind == "retry-prompt" and name and not is_output_tool(name, output_tools):
-            out.append(tool_result(part.tool_call_id, part.model_response(), name=name, is_error=True))
+            out.append({**tool_result(part.tool_call_id, part.model_response(), name=name, is_error=True),
+                        "_retried": True})
     return out
 
 
@@ -231,5 +272,8 @@ def _result(part: Any) -> Message:
         content = part.model_response_str(wrap_if_error=False)
     except TypeError:  # PydanticAI v1: no error wrapping to turn off
         content = part.model_response_str()
-    failed = getattr(part, "outcome", "success") in ERROR_OUTCOMES
-    return tool_result(part.tool_call_id, content, name=part.tool_name, is_error=failed)
+    outcome = getattr(part, "outcome", "success")
+    result = tool_result(part.tool_call_id, content, name=part.tool_name, is_error=outcome in ERROR_OUTCOMES)
+    if outcome == "retried":
+        result["_retried"] = True
+    return result

@@ -14,17 +14,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..llm import CallRecord, current_usage
-from ..secrets import Redactor, header_secrets, remember, url_secrets
+from ..secrets import Redactor, header_secrets, redact_url, remember, url_secrets
 from .callable import BadReply
 from .forms import FormAdapter
 from .session import Thread, caller_thread
+from .usage import record_target_call
 
 if TYPE_CHECKING:
     import aiohttp
 
 QUOTE_CHARS = 300
 """How much of a reply an error quotes."""
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 10
 
 
 class ReplyFailed(BadReply):
@@ -95,9 +97,22 @@ class Pool:
         if limit is None:
             limit = self._timeouts[timeout] = aiohttp.ClientTimeout(total=timeout)
         try:
-            async with self.session().request(method, url, headers=headers, data=body, timeout=limit) as response:
-                raw = await response.read()
-                status, reason = response.status, response.reason or ""
+            for _ in range(MAX_REDIRECTS + 1):
+                async with self.session().request(method, url, headers=headers, data=body, timeout=limit,
+                                                  allow_redirects=False) as response:
+                    raw = await response.read()
+                    status, reason = response.status, response.reason or ""
+                    location = response.headers.get("Location")
+                    if status not in REDIRECTS or not location:
+                        break
+                    if status in (301, 302, 303) and method != "GET":
+                        # never replayed as a body-less GET whose answer would be scored (SPEC §22)
+                        raise ReplyFailed(f"{where} answered {status} {reason}, a redirect to "
+                                          f"{redact_url(secrets(location))}, which a {method} is not sent to again "
+                                          "(give the target's url as the redirect's Location)")
+                    url = response.url.join(parsed(location))  # 307/308 (or a GET): the same method and body
+            else:
+                raise ReplyFailed(f"{where} redirected more than {MAX_REDIRECTS} times")
         except TimeoutError:
             raise ReplyFailed(f"{where} did not answer within {timeout:g}s (the target's 'timeout')") from None
         except aiohttp.ClientConnectorError as exc:
@@ -130,10 +145,8 @@ def _reason(exc: Any) -> str:
 
 def record_usage(label: str, prompt_tokens: int, completion_tokens: int, started: float, turn_index: int) -> None:
     """The tokens a target reported for one turn, recorded as an LLM call of purpose ``target`` (no price known)."""
-    sink = current_usage.get()
-    if sink is not None:
-        sink.record(CallRecord("target", label, prompt_tokens, completion_tokens, 0.0, False,
-                               (time.perf_counter() - started) * 1000, turn_index))
+    record_target_call(label, prompt_tokens, completion_tokens, turn_index=turn_index, priced=False,
+                       duration_ms=(time.perf_counter() - started) * 1000)
 
 
 def tokens(value: Any) -> int:
@@ -151,8 +164,8 @@ def tokens(value: Any) -> int:
 
 class RemoteAdapter(FormAdapter):
     """What the ``http`` and ``mastra`` targets share: their secrets (the URL's credentials, the header values), the
-    thread of a conversation (evalcli's own, as a callable target's), and the run's connection pool (``self.pool``,
-    made in ``prepare``)."""
+    thread of a conversation (a callable target's rule; ``http`` gives every one a fresh thread), and the run's
+    connection pool (``self.pool``, made in ``prepare``)."""
 
     pool: Pool
     speaks_http = True

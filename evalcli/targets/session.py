@@ -256,6 +256,10 @@ class Adapter(ABC):
         """Validation warnings about what conversations will run with: ``(options, has_setup)`` per conversation."""
         return []
 
+    def run_warnings(self) -> list[str]:
+        """What the adapter noticed while the run played (said once, after it), as warning lines."""
+        return []
+
     @property
     def has_memory(self) -> bool:
         """Framework agents always recall: evalcli gives each conversation its thread."""

@@ -9,6 +9,7 @@ so are that conversation's error.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,9 @@ def environment() -> jinja2.Environment:
 
         _environment = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
                                                      keep_trailing_newline=True)
+        # a template sees its variables and nothing else: jinja2's globals (range, namespace, lipsum, dict,
+        # cycler, joiner) are names it did not define, found at validation like any other (SPEC §22)
+        _environment.globals.clear()
     return _environment
 
 
@@ -71,7 +75,8 @@ def compile_string(source: str, at: Location) -> Compiled | str:
     except jinja2.TemplateSyntaxError as exc:
         raise ConfigProblem(at, f"template does not parse: {exc.message}",
                               "write jinja2 syntax, e.g. \"{{ input }}\"") from None
-    names = frozenset(meta.find_undeclared_variables(tree))
+    names = frozenset(meta.find_undeclared_variables(tree)
+                      | {n.name for n in tree.find_all(nodes.Name) if n.name == "self" and n.ctx == "load"})
     unknown = sorted(names - set(NAMES))
     if unknown:
         raise ConfigProblem(at, f"template uses {', '.join(repr(n) for n in unknown)}, which "
@@ -139,9 +144,18 @@ def _render(node: Any, context: dict[str, Any]) -> Any:
     return node
 
 
+def _iso(value: Any) -> str:
+    """YAML's dates and timestamps in a body as ISO 8601 strings (SPEC §22); any other value JSON cannot hold is a
+    ``TypeError`` naming its type."""
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def to_json(value: Any) -> bytes:
-    """A rendered body as JSON bytes; a value JSON cannot hold is a ``TypeError`` naming its type."""
+    """A rendered body as JSON bytes (dates as ISO 8601); a value JSON cannot hold is a ``TypeError`` naming its
+    type."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_iso).encode()
     except (TypeError, ValueError) as exc:
         raise TypeError(f"the request body is not JSON: {exc}") from None

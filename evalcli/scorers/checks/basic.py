@@ -231,6 +231,22 @@ check("did_not_call", ToolNameArgs, "name", did_not_call, "1 if the tool was nev
       "did_not_call: delete_user")
 check("tool_order", ToolOrderArgs, "names", tool_order, "1 if the tools occur in this order (others may come between)",
       "tool_order: [search, summarize]")
+class ToolRetriesArgs(CheckArgs):
+    max: int = Field(default=0, ge=0, description="The most retries any one tool call may need (default 0).")
+
+
+def tool_retries(run: ScorerRun, a: ToolRetriesArgs) -> Outcome:
+    counts = [(str(m.get("name") or m.get("tool_call_id")), int(m.get("retries") or 0)) for m in run.output
+              if m.get("role") == "tool" and isinstance(m.get("retries"), int)]
+    worst = max((n for _, n in counts), default=0)
+    retried = ", ".join(f"{name} {n}" for name, n in counts if n) or "none"
+    return Outcome(score=float(worst <= a.max), reason=f"most retries of one tool call: {worst} (max {a.max}); "
+                                                       f"retried: {retried}")
+
+
+check("tool_retries", ToolRetriesArgs, "max", tool_retries,
+      "1 if no tool call needed more than `max` retries (PydanticAI ModelRetry; default 0)", "tool_retries: 1",
+      default_id=lambda values: f"tool_retries(max={values['max']})" if values.get("max") else "tool_retries")
 check("max_tool_calls", MaxToolCallsArgs, "max", max_tool_calls, "1 if there are at most `max` tool calls",
       "max_tool_calls: 3")
 check("used_no_tools", NoArgs, None, used_no_tools, "1 if no tool was called", "used_no_tools")
