@@ -14,16 +14,17 @@ PACKAGE = REPO / "evalcli"
 BASE = {"errors", "secrets", "messages", "results", "aggregate"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"}, "aggregate": {"results"},
+    "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},
-    "targets": BASE | {"llm"},
-    "dataset": BASE | {"llm", "scorers", "targets"},
-    "store": BASE | {"llm", "scorers", "dataset"},
-    "run": BASE | {"llm", "scorers", "targets", "dataset", "store"},
-    "reports": BASE | {"llm", "scorers", "dataset", "store", "run"},
-    "agent": BASE | {"llm"},
-    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports"},
-    "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports"},
+    "targets": BASE | {"llm", "tools"},
+    "dataset": BASE | {"llm", "scorers", "targets", "tools"},
+    "store": BASE | {"llm", "scorers", "dataset", "tools"},
+    "run": BASE | {"llm", "scorers", "targets", "dataset", "store", "tools"},
+    "reports": BASE | {"llm", "scorers", "dataset", "store", "run", "tools"},
+    "agent": BASE | {"llm", "tools"},
+    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
+    "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
 }
 """Each room and the rooms it may import from: ``cli`` -> ``reports``, ``store``, ``run`` -> ``scorers``, ``targets``,
 ``dataset`` -> ``llm`` -> the base modules. The public API (``evalcli/__init__``) may import anything."""

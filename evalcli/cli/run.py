@@ -78,6 +78,9 @@ class RunRequest(DatasetsRequest):
     verbose: bool = False
     targets: list[str] = field(default_factory=list)
     """``--target SPEC`` (repeatable): each replaces the datasets' own target, one run per target."""
+    record_tools: Path | None = None
+    """``--record-tools DIR``: every tool call to ``DIR/<dataset stem>.tape.jsonl``."""
+    hermetic: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,8 @@ def _options(request: RunRequest, store: Store | None, dataset: Dataset) -> RunO
     options = RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
                          use_cache=request.use_cache, strict=request.strict, max_errors=request.max_errors or 0,
                          selection=selection, turn_timeout=request.turn_timeout, keep_items=False, handle_signals=True,
-                         repeat=request.repeat or 1)
+                         repeat=request.repeat or 1, hermetic=request.hermetic,
+                         record_tools=str(request.record_tools) if request.record_tools else None)
     if request.rerun_failed and store is not None:
         options.only_indexes = rerun_indexes(store, request.rerun_failed, dataset)
     if request.resume and store is not None:

@@ -12,6 +12,7 @@ from ..messages import Message
 from ..results import FORMS
 from ..scorers import Registry, ScorerSpec
 from ..targets import Adapter
+from ..tools import ToolsConfig
 from .imports import ImportScope
 
 Form = str
@@ -29,6 +30,8 @@ class Turn:
     scorers: list[ScorerSpec]
     resume: Any = None
     """The value that resumes the previous turn's interrupt (``Command(resume=...)``); ``None``: an ordinary turn."""
+    tools: ToolsConfig | None = None
+    """The turn's own ``tools:`` (per tool, over the item's)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,10 @@ class Item:
     """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (SPEC §19)."""
     line: int | None = None
     """The line of the dataset file where the item starts (for reports that point into the file)."""
+    tools: ToolsConfig | None = None
+    """The item's own ``tools:`` (per tool, over the dataset's)."""
+    unmocked: str | None = None
+    """The item's ``unmocked`` (``None``: the dataset's)."""
 
     @property
     def first_input(self) -> str:
@@ -129,6 +136,19 @@ class Dataset:
     """The dataset's own modules and ``sys.path``: entered while it runs."""
     target_has_memory: bool | None = None
     """``target_has_memory`` as written (``None``: decided by the target's ``memory`` attribute)."""
+    tools: ToolsConfig | None = None
+    """The dataset's ``tools:`` (SPEC §25)."""
+    unmocked: str = "live"
+    """What a tool call no mock answers does: ``live`` or ``error``."""
+
+    @property
+    def controls_tools(self) -> bool:
+        """Whether any ``tools:`` or ``unmocked: error`` is written anywhere: the target's tools are then routed
+        through each conversation's tool plan."""
+        return (self.tools is not None or self.unmocked != "live"
+                or any(i.tools is not None or i.unmocked not in (None, "live") or any(t.tools is not None
+                                                                                        for t in i.turns or ())
+                       for i in self.items))
 
     @property
     def remembers(self) -> bool:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
 from ..secrets import Redactor
+from ..tools import ToolsConfig
 from .files import DatasetFile, ItemFile, TurnFile
 from .imports import ImportScope, resolve_imports
 from .items import Dataset, Item, Turn
@@ -32,6 +33,7 @@ from .registry import find_registry, load_registry
 from .shapes import ITEM_ASSERTIONS, misplaced_assertions, plain_entry_with_keys
 from .simulate import parse_simulation
 from .target import resolve_target
+from .tools import parse_tools, parse_unmocked, resolve_tape, target_problems
 from .yamlsrc import Interpolated, Path, Positions, did_you_mean, load_yaml, problems_from_pydantic, validated
 
 MAX_JSONL_LINE = 8 * 1024 * 1024
@@ -60,6 +62,11 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
     item = _conversation(raw, model, index, label, path, pos, registry, problems, line)
     if item is None or labels is None:
         return None
+    if model.tools is not None or model.unmocked is not None:
+        item = replace(item, tools=None if model.tools is None else
+                       parse_tools(model.tools, (*path, "tools"), pos, label, problems),
+                       unmocked=None if model.unmocked is None else
+                       parse_unmocked(model.unmocked, (*path, "unmocked"), pos, label, problems))
     return replace(item, labels=labels) if labels else item
 
 
@@ -165,9 +172,10 @@ def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Reg
         return None
     gates = parse_list(model.gates, (*at, "gates"), pos, registry, problems, gate=True)
     scorers = parse_list(model.scorers, (*at, "scorers"), pos, registry, problems, gate=False)
+    tools = None if model.tools is None else parse_tools(model.tools, (*at, "tools"), pos, f"{label} turn {t}", problems)
     if model.input is not None:
-        return Turn(model.input, gates, scorers)
-    return Turn(resume_text(model.resume), gates, scorers, resume=model.resume)
+        return Turn(model.input, gates, scorers, tools=tools)
+    return Turn(resume_text(model.resume), gates, scorers, resume=model.resume, tools=tools)
 
 
 def resume_text(value: Any) -> str:
@@ -327,6 +335,8 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     if target is not None:
         data.setdefault("target", target)
     top, bad_keys = _top_level(data, pos, problems)
+    tools = None if top.tools is None else parse_tools(top.tools, ("tools",), pos, "dataset", problems)
+    unmocked = "live" if top.unmocked is None else parse_unmocked(top.unmocked, ("unmocked",), pos, "dataset", problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
     hasher = hashlib.sha256(file.read_bytes())
@@ -377,6 +387,8 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                                                         for s in (*t.gates, *t.scorers))], problems)
         items = item_options(items, raw_items, top.target_options, resolved.adapter if resolved else None, problems)
         imported.update(setups(items, raw_items, top.target_options, problems, pos))
+    tools, items = _checked_tools(tools, items, raw_items, resolved.adapter if resolved else None, file.parent, pos,
+                                  problems)
     recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
     if not top.target and target is None and not recorded and "target" not in bad_keys:
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
@@ -393,9 +405,34 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                    concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
                    secret_values=used.secret_values | registry.secret_values | target_secrets, scope=scope,
-                   target_has_memory=top.target_has_memory,
+                   target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
                    warnings=[f"{path}: {w}" for w in option_warnings(adapter, top.target_options, items)]
                    if adapter is not None else [])
+
+
+def _checked_tools(tools: ToolsConfig | None, items: list[Item], located: list[tuple[Any, Positions, Path]],
+                   adapter: Any, folder: FsPath, pos: Positions,
+                   problems: list[Problem]) -> tuple[ToolsConfig | None, list[Item]]:
+    """Every ``tools:`` block with its tape found, checked against the target (SPEC §25)."""
+    def check(config: ToolsConfig | None, at: Path, where: Positions, label: str) -> ToolsConfig | None:
+        config = resolve_tape(config, at, where, label, folder, problems)
+        if config is not None and adapter is not None:
+            problems.extend(target_problems(config, at, where, label, adapter))
+        return config
+
+    tools = check(tools, ("tools",), pos, "dataset")
+    out = []
+    for item in items:
+        if item.tools is None and not any(turn.tools is not None for turn in item.turns or ()):
+            out.append(item)
+            continue
+        _, where, at = located[item.index]
+        label = f"item {item.index} ({item.id})"
+        own = check(item.tools, (*at, "tools"), where, label)
+        turns = [replace(turn, tools=check(turn.tools, (*at, "turns", t, "tools"), where, f"{label} turn {t}"))
+                 if turn.tools is not None else turn for t, turn in enumerate(item.turns or ())]
+        out.append(replace(item, tools=own, turns=turns if item.turns is not None else None))
+    return tools, out
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:

@@ -27,7 +27,7 @@ from .cache import ResponseCache
 from .local_model import is_local
 from .preflight import BACKENDS, model_problem
 
-EVALCLI_ONLY_KEYS = frozenset({"is_error"})
+EVALCLI_ONLY_KEYS = frozenset({"is_error", "source"})
 """Message keys evalcli uses itself; they are stripped before messages reach a provider."""
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})

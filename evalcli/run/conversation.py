@@ -38,8 +38,10 @@ from ..targets import (
     TurnTimedOut,
     merge_options,
 )
+from ..tools import CURRENT, annotate
 from .drivers import driver_for
 from .play import ConversationFailed, Driver, PlayContext
+from .tooling import ToolSettings
 
 
 class ScorerFailed(Exception):
@@ -56,8 +58,11 @@ class Conversation:
     """Plays one item against the target through a session, and scores it."""
 
     def __init__(self, dataset: Dataset, builder: Builder, calls: Calls, play_context: PlayContext,
-                 thresholds: dict[str, Any], ready: Callable[[], Awaitable[None]] | None = None) -> None:
+                 thresholds: dict[str, Any], ready: Callable[[], Awaitable[None]] | None = None,
+                 tools: ToolSettings | None = None) -> None:
         self.dataset = dataset
+        self.tools = tools or ToolSettings()
+        """What the run does with tools (``--hermetic``, ``--record-tools``); each conversation gets its own plan."""
         self.ready = ready
         """Waits until the run's LLM layer is imported (judges call models): awaited before scoring."""
         self.builder = builder
@@ -71,6 +76,8 @@ class Conversation:
         sink = UsageSink()
         token = current_usage.set(sink)
         driver = driver_for(item)
+        plan = self.tools.plan_for(self.dataset, item) if driver.calls_target else None
+        plan_token = CURRENT.set(plan)  # this conversation's task only: the conversations beside it have their own
         options = self.dataset.options_of(item)
         target = self.dataset.target if driver.calls_target else None  # a recording calls no target
         thread = target.thread(options, multi_turn=item.multi_turn) if target is not None else None
@@ -96,7 +103,9 @@ class Conversation:
             # failure are kept to be shown, the failing scorer's outcome holding its error
             self._fail(result, str(exc), exc.__cause__ or exc)
         finally:
+            CURRENT.reset(plan_token)
             current_usage.reset(token)
+        self.tools.finished(item, plan)
         result.usage = list(sink)
         result.duration_ms = (time.perf_counter() - started) * 1000
         return result
@@ -153,11 +162,23 @@ class Conversation:
                 result.turns.append(TurnRecord(index, text, list(recorded or []), 0.0, simulated=simulated))
                 return result.turns[-1].output
             started = time.perf_counter()
+            plan = CURRENT.get()
+            if plan is not None:
+                plan.turn = index
+
+            def sourced(messages: list[Message]) -> list[Message]:
+                return messages if plan is None else annotate(messages, (c for c in plan.calls if c.turn == index))
 
             def failed(messages: list[Message], output_retries: int = 0) -> None:
                 # the turn that failed is recorded too: what the user said (and what came back before the failure)
-                result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
+                result.turns.append(TurnRecord(index, text, sourced(messages), _ms(started), simulated=simulated,
                                                output_retries=output_retries))
+
+            def refused() -> ConversationFailed | None:
+                # a tool call the plan refused (unmocked: error, --hermetic) is the conversation's error
+                if plan is None or not plan.refusals:
+                    return None
+                return ConversationFailed(f"turn {index}: {plan.refusals[0]}")
 
             try:
                 reply = await (session.send(text) if resume is None else session.send(text, resume=resume))  # type: ignore[call-arg]
@@ -167,17 +188,23 @@ class Conversation:
             except TurnFailed as exc:
                 # the agent's run ended with an exception: keep the messages it produced before it
                 failed(exc.messages, exc.output_retries)
-                raise ConversationFailed(f"turn {index}: the target raised {_described(exc.cause)}", exc.cause) from None
+                raise refused() or ConversationFailed(f"turn {index}: the target raised {_described(exc.cause)}",
+                                                      exc.cause) from None
             except (BadReply, TurnRejected) as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except Exception as exc:  # noqa: BLE001 - the target's failure is this conversation's error
                 failed([])
-                raise ConversationFailed(f"turn {index}: the target raised {_described(exc)}", exc) from None
-            result.turns.append(TurnRecord(index, text, reply.messages, _ms(started), simulated=simulated,
+                raise refused() or ConversationFailed(f"turn {index}: the target raised {_described(exc)}",
+                                                      exc) from None
+            messages = sourced(reply.messages)
+            result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
                                            structured=reply.structured, interrupt=reply.interrupt,
                                            resume=reply.resume, output_retries=reply.output_retries))
-            return reply.messages
+            refusal = refused()
+            if refusal is not None:
+                raise refusal
+            return messages
 
         try:
             result.stop_reason = await driver.play(send, self.play_context)
