@@ -278,3 +278,31 @@ def test_a_when_matches_exactly_the_calls_it_is_a_subset_of(arguments: dict[str,
     assert not changed or not matches(changed, arguments)  # nor a different value
     assert json.loads(canonical(arguments)) == arguments
     assert canonical(dict(reversed(list(arguments.items())))) == canonical(arguments)  # order never matters
+
+
+def test_show_and_the_html_report_say_where_each_result_came_from(write: Callable[..., Path],
+                                                                  cli: Callable[..., CliResult],
+                                                                  agent_env: dict[str, str], workdir: Path) -> None:
+    write("d.yaml", """
+        target: tool_agents:agent
+        data:
+          - id: mocked
+            input: What is the weather in London?
+            tools:
+              get_weather: {returns: {condition: snowy, temperature_f: 1}}
+          - id: real
+            input: What is the weather in Rome?
+        scorers:
+          - includes: "°F"
+    """)
+    result = cli("run", "d.yaml", "--html", "report.html", env=agent_env)
+    assert result.code == 0, result.stderr
+    mocked, real = cli("show", "latest", "mocked"), cli("show", "latest", "real")
+    assert "tool result get_weather  (id" in mocked.stdout and ", mock)" in mocked.stdout, mocked.stdout
+    assert ", live)" in real.stdout and ", mock)" not in real.stdout
+    stored = json.loads(cli("show", "latest", "mocked", "--json", "-").stdout)
+    turns = stored["item"]["turns"]
+    assert [m["source"] for t in turns for m in t["output"] if m["role"] == "tool"] == ["mock"]
+    page = (workdir / "report.html").read_text()
+    assert '"source": "mock"' in page or '"source":"mock"' in page
+    assert "source: " in page  # the script shows it beside each result
