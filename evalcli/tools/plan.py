@@ -136,25 +136,30 @@ class ToolPlan:
 
 
 async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]], *,
-                call_id: str | None = None) -> T | Any:
-    """One async tool call under the current plan: the live function (``live()``), or the plan's answer. A mocked
-    or replayed ``raises`` raises ``MockedToolError``; a refused call ``ToolRefused``. Without a plan: ``live()``."""
+                call_id: str | None = None, shape: Callable[[Any], Any] | None = None,
+                record_as: Callable[[Any], Any] | None = None) -> T | Any:
+    """One async tool call under the current plan: the live function (``live()``, its result recorded as
+    ``record_as`` reads it), or the plan's answer (made what the framework expects of a tool's output by ``shape``).
+    A mocked or replayed ``raises`` raises ``MockedToolError``; a refused call ``ToolRefused``. Without a plan:
+    ``live()``."""
     plan = CURRENT.get()
     if plan is None:
         return await live()
     source, answer = plan.decide(tool, arguments)
     if source == "live":
-        return await _live_async(plan, tool, arguments, live, call_id)
+        return await _live_async(plan, tool, arguments, live, call_id, record_as)
     if source == "refused":
         plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
     if answer.delay:
         await asyncio.sleep(answer.delay)
-    return _answered(plan, tool, arguments, source, answer, call_id)
+    value = _answered(plan, tool, arguments, source, answer, call_id)
+    return value if shape is None else shape(value)
 
 
-def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call_id: str | None = None) -> T | Any:
+def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call_id: str | None = None,
+         shape: Callable[[Any], Any] | None = None, record_as: Callable[[Any], Any] | None = None) -> T | Any:
     """``acall`` for a sync tool (a ``delay`` sleeps the thread)."""
     plan = CURRENT.get()
     if plan is None:
@@ -169,7 +174,7 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
             raise
         finally:
             CURRENT.reset(token)
-        plan.record(tool, arguments, "live", result=value, call_id=call_id)
+        plan.record(tool, arguments, "live", result=value if record_as is None else record_as(value), call_id=call_id)
         return value
     if source == "refused":
         plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id)
@@ -177,11 +182,12 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
     assert answer is not None
     if answer.delay:
         time.sleep(answer.delay)
-    return _answered(plan, tool, arguments, source, answer, call_id)
+    value = _answered(plan, tool, arguments, source, answer, call_id)
+    return value if shape is None else shape(value)
 
 
 async def _live_async(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]],
-                      call_id: str | None) -> T:
+                      call_id: str | None, record_as: Callable[[Any], Any] | None) -> T:
     token = CURRENT.set(None)  # a wrapped tool the live one calls is a plain call, recorded once
     try:
         value = await live()
@@ -190,7 +196,7 @@ async def _live_async(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], l
         raise
     finally:
         CURRENT.reset(token)
-    plan.record(tool, arguments, "live", result=value, call_id=call_id)
+    plan.record(tool, arguments, "live", result=value if record_as is None else record_as(value), call_id=call_id)
     return value
 
 
