@@ -306,3 +306,48 @@ def test_show_and_the_html_report_say_where_each_result_came_from(write: Callabl
     page = (workdir / "report.html").read_text()
     assert '"source": "mock"' in page or '"source":"mock"' in page
     assert "source: " in page  # the script shows it beside each result
+
+
+def test_a_services_tools_take_mocks_only_when_its_body_sends_them(write: Callable[..., Path],
+                                                                  cli: Callable[..., CliResult]) -> None:
+    from tests.agent_server import ScriptedAgent
+
+    agent = ScriptedAgent()
+    try:
+        write("d.yaml", f"""
+            target:
+              http: {{url: "{agent.url}/chat"}}
+            tools:
+              get_weather: {{returns: sunny}}
+            data:
+              - input: hi
+            scorers:
+              - includes: ok
+        """)
+        refused = cli("validate", "d.yaml")
+        assert refused.code == 2
+        assert "d.yaml:3:1: dataset: the http target's tools run in the service, so 'tools:' cannot mock them" \
+               in refused.stderr and "{{ tools }}" in refused.stderr
+        write("e.yaml", f"""
+            target:
+              http:
+                url: "{agent.url}/chat"
+                body: {{input: "{{{{ input }}}}", tools: "{{{{ tools }}}}"}}
+            unmocked: error
+            tools:
+              get_weather:
+                - {{when: {{city: London}}, returns: rainy}}
+                - sequence: [{{returns: 1}}, {{raises: down, delay: 0.5}}]
+            data:
+              - input: hi
+            scorers:
+              - includes: ok
+        """)
+        result = cli("run", "e.yaml")
+        assert result.code == 0, result.stderr
+        [seen] = agent.requests
+        assert seen.body["tools"] == {"mocks": {"get_weather": [
+            {"when": {"city": "London"}, "returns": "rainy"},
+            {"sequence": [{"returns": 1}, {"raises": "down", "delay": 0.5}]}]}, "unmocked": "error", "hermetic": False}
+    finally:
+        agent.stop()

@@ -152,8 +152,7 @@ def target_problems(config: ToolsConfig, at: Path, pos: Positions, label: str, a
     sends ``{{ tools }}``); a tool the agent does not have; a ``when`` key that is not one of its parameters."""
     if not adapter.tools_mockable:
         return [pos.problem(at, f"{label}: the {adapter.name} target's tools run in the service, so 'tools:' cannot "
-                                "mock them", "remove 'tools:', or send the plan to a service that honours it by "
-                                             "writing '{{ tools }}' in the target's body template", key=True)]
+                                "mock them", adapter.tools_hint, key=True)]
     problems = []
     known = adapter.tool_names()
     for name, mocks in config.mocks.items():

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import EvalcliError
 from ..messages import Message
+from ..tools import CURRENT
 from .callable import BadReply, normalise
 from .forms import FormContext
 from .remote import Answer, Pool, RemoteAdapter, ReplyFailed, Secrets, parsed, quote, record_usage, redact_url, tokens
@@ -126,6 +127,8 @@ class HttpAdapter(RemoteAdapter):
     run_call = "the http target"
     memory_hint = "send the conversation's thread or history, e.g. body: {session_id: '{{ thread }}'}"
     config_model = HttpConfig
+    tools_hint = ("remove 'tools:', or send the plan to a service that honours it: write '{{ tools }}' in the "
+                  "target's body (e.g. body: {input: '{{ input }}', tools: '{{ tools }}'})")
 
     @classmethod
     def build(cls, config: Any, context: FormContext) -> HttpTarget:
@@ -184,6 +187,8 @@ class HttpAdapter(RemoteAdapter):
         self.remembers = bool(names & MEMORY_NAMES)
         self.keeps_history = "history" in names
         """Only templates that read ``history`` need it kept."""
+        self.tools_mockable = "tools" in names
+        """A body that sends the conversation's tool plan (``{{ tools }}``) lets ``tools:`` reach the service."""
         self.shown_url = redact_url(target.config.url)
         self.static_url = parsed(target.url) if isinstance(target.url, str) else None
 
@@ -213,6 +218,9 @@ class HttpSession(TurnSession["HttpAdapter"]):
         turn, self.turn = self.turn, self.turn + 1
         context = {"input": text, "thread": self.thread_id, "resource": self.resource_id, "item_id": self.item.id,
                    "turn": turn, "metadata": self.item.metadata, "history": list(self.history)}
+        if adapter.tools_mockable:
+            plan = CURRENT.get()
+            context["tools"] = plan.as_json() if plan is not None else None
         if isinstance(target.url, str):
             url, shown = adapter.static_url, adapter.shown_url
         else:

@@ -222,6 +222,8 @@ class Adapter(ABC):
     """What the memory warning tells a user whose target has no memory (SPEC §2)."""
     tools_mockable: bool = True
     """Whether ``tools:`` can reach this target's tools (not so for a service's own, SPEC §25)."""
+    tools_hint: ClassVar[str] = "remove 'tools:'"
+    """What the error about ``tools:`` on a target whose tools cannot be mocked says to do."""
 
     def __init__(self, spec: str, obj: Any, options: dict[str, Any]) -> None:
         self.spec = spec

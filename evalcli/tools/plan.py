@@ -85,6 +85,12 @@ class ToolPlan:
     _answered: dict[int, int] = field(default_factory=dict)
     _used: set[int] = field(default_factory=set)
 
+    def as_json(self) -> dict[str, Any]:
+        """The plan of this turn as JSON, for a service that honours it (``{{ tools }}`` in an http body)."""
+        config = self.config()
+        mocks = {name: [_mock_json(m) for m in entries] for name, entries in (config.mocks if config else {}).items()}
+        return {"mocks": mocks, "unmocked": self.unmocked, "hermetic": self.hermetic}
+
     def config(self) -> ToolsConfig | None:
         own = self.turns.get(self.turn)
         return own.over(self.base) if own is not None else self.base
@@ -133,6 +139,16 @@ class ToolPlan:
                error: str | None = None, call_id: str | None = None) -> None:
         self.calls.append(ToolCall(self.turn, len(self.calls), tool, dict(arguments), source,
                                    None if error is not None else jsonable(result), error, call_id))
+
+
+def _mock_json(mock: Mock) -> dict[str, Any]:
+    answers: list[dict[str, Any]] = [{"returns": a.returns} if a.raises is None else {"raises": a.raises}
+                                     for a in mock.answers]
+    for entry, answer in zip(answers, mock.answers, strict=True):
+        if answer.delay:
+            entry["delay"] = answer.delay
+    out: dict[str, Any] = {"when": dict(mock.when)} if mock.when is not None else {}
+    return {**out, **(answers[0] if len(answers) == 1 else {"sequence": answers})}
 
 
 async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]], *,
