@@ -44,6 +44,7 @@ class ToolCall:
     arguments: dict[str, Any]
     source: str
     result: Any = None
+    """What the tool returned (made JSON only when a tape is written)."""
     error: str | None = None
     call_id: str | None = None
 
@@ -53,7 +54,7 @@ class ToolCall:
         if self.error is not None:
             line["error"] = self.error
         else:
-            line["result"] = self.result
+            line["result"] = jsonable(self.result)
         return line
 
 
@@ -138,7 +139,7 @@ class ToolPlan:
     def record(self, tool: str, arguments: Mapping[str, Any], source: str, *, result: Any = None,
                error: str | None = None, call_id: str | None = None) -> None:
         self.calls.append(ToolCall(self.turn, len(self.calls), tool, dict(arguments), source,
-                                   None if error is not None else jsonable(result), error, call_id))
+                                   None if error is not None else result, error, call_id))
 
 
 def _mock_json(mock: Mock) -> dict[str, Any]:
