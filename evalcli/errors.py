@@ -23,7 +23,11 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (3, "verdict `scored` (a threshold missed) with `--strict`"),
     (4, "some conversations errored (the target or a scorer raised, a scorer returned a non-finite score, a provider "
         "failed after retries, a judge's model cannot be reached) and none of the above is worse; the verdict line "
-        "says what the verdict covers (`verdict: passed on 1 of 4 conversations; 3 errored (exit 4)`)"),
+        "says what the verdict covers (`verdict: passed on 1 of 4 conversations; 3 errored (exit 4)`); a conversation "
+        "a `limits:` entry stopped (status `limited`) counts as errored unless `on_limit: score`"),
+    (5, "a budget (`--max-cost`, `--max-tokens`) ended the run before every conversation finished: no new LLM call of "
+        "a spent purpose was started, the conversations that needed one are `limited`, the run is marked `budget`; "
+        "`--resume RUN_ID` with a larger budget continues it (a failed gate still says 1)"),
     (INTERNAL_ERROR, "a bug in evalcli (`internal error`; `--debug`, which every command takes, shows the traceback); "
                      "the run is stored as `failed`. A database write that fails is not one: the run's own code stands "
                      "and the failure is printed beside it"),
@@ -31,7 +35,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
           "reports written); the run is marked `interrupted`, what finished is kept; `--resume RUN_ID` continues"),
 )
 """Every exit code of ``evalcli run`` and what it means (the reference page's table is generated from it)."""
-EXIT_PRECEDENCE = (130, 2, 1, 4, 3, 0)
+EXIT_PRECEDENCE = (130, 2, 1, 5, 4, 3, 0)
 """Which code wins when several apply (several datasets or targets, or a run that is both failed and errored)."""
 
 

@@ -13,6 +13,22 @@ from typing import Any, Literal
 from .messages import Message
 
 Verdict = Literal["passed", "scored", "failed"]
+STABILITIES = ("stable-pass", "flaky", "stable-fail")
+"""A conversation played ``--repeat k`` times (SPEC §26): every play passed every gate, some did, none did."""
+
+
+def stability_of(plays_passed: int | None, plays: int) -> str | None:
+    """The one rule of stability: ``stable-pass`` when all ``plays`` passed every gate, ``stable-fail`` when none
+    did, else ``flaky``; ``None`` for a conversation played once (or whose plays are not known)."""
+    if plays_passed is None or plays <= 1:
+        return None
+    return STABILITIES[0] if plays_passed >= plays else STABILITIES[2] if plays_passed <= 0 else STABILITIES[1]
+
+
+def stability_counts(found: list[str | None]) -> dict[str, int]:
+    """How many conversations are stable-pass, flaky and stable-fail (``{}`` when none was repeated)."""
+    counts = {name: found.count(name) for name in STABILITIES}
+    return counts if any(counts.values()) else {}
 
 
 @dataclass(frozen=True)
@@ -243,7 +259,8 @@ class TurnRecord:
 
 @dataclass
 class ItemResult:
-    """One conversation's outcome; ``status`` is ``ok`` or ``error``."""
+    """One conversation's outcome; ``status`` is ``ok``, ``error`` or ``limited`` (a limit or budget stopped it: which
+    one is its ``stop_reason``; SPEC §27)."""
 
     index: int
     id: str
@@ -272,6 +289,22 @@ class ItemResult:
     """Why a simulated conversation ended (``user_stop``, ``max_turns``, ``loop``); ``None`` when scripted."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """The item's ``metadata`` mapping (SPEC §16), as written."""
+    plays_passed: int | None = None
+    """With ``--repeat``: in how many of its plays every gate passed (top level and per turn)."""
+
+    @property
+    def stability(self) -> str | None:
+        """``stable-pass``, ``flaky`` or ``stable-fail`` under ``--repeat`` (``None`` played once, or errored)."""
+        return stability_of(self.plays_passed, self.repeats) if self.status == "ok" else None
+
+    @property
+    def pass_rate(self) -> float:
+        """The share of its plays that passed every gate (1 or 0 when played once; 0 when it errored)."""
+        if self.status != "ok":
+            return 0.0
+        if self.plays_passed is None or self.repeats <= 1:
+            return float(self.passed)
+        return self.plays_passed / self.repeats
 
     @property
     def per_turn(self) -> bool:
@@ -298,6 +331,9 @@ class ItemResult:
             "turns": [t.to_json() for t in self.turns],
             "passed": self.passed, "stop_reason": self.stop_reason, "outcomes": self.outcomes(),
             "duration_ms": round(self.duration_ms, 3), "traceback": self.traceback, "metadata": self.metadata,
+            **({"repeats": self.repeats, "plays_passed": self.plays_passed, "stability": self.stability}
+               if self.repeats > 1 else {}),
+            **({"limited": {"limit": self.stop_reason, "turns": len(self.turns)}} if self.status == "limited" else {}),
         }
 
 
@@ -374,6 +410,8 @@ class RunResult:
     items: list[ItemResult] | None = None
     """Every conversation in dataset order, when the caller asked to keep them."""
     usage: dict[str, Any] = field(default_factory=dict)
+    """LLM calls, cache hits, tokens and cost of the whole run, and the same per purpose (``purposes``: target,
+    simulator, judge), as ``evalcli.llm.usage_summary`` sums them."""
     warnings: list[str] = field(default_factory=list)
     completed: int = 0
     selected: int = 0
@@ -385,6 +423,8 @@ class RunResult:
     """How many times each conversation was played (``--repeat``)."""
     dataset_name: str = ""
     """The dataset's stable name (its path relative to the repository root, or resolved): ``runs.dataset``."""
+    stability: dict[str, int] = field(default_factory=dict)
+    """With ``--repeat k``: how many conversations are stable-pass, flaky and stable-fail (``{}`` otherwise)."""
     store_error: str | None = None
     """A write to the database that failed during the run: the result stands, but the stored run may miss part
     of it (``None`` when everything was stored)."""
@@ -411,5 +451,8 @@ class RunResult:
         rendered = items if items is not None else [i.to_json() for i in self.items or []]
         repeats = ({"repeat": self.repeat, "pass_at_k": self.pass_at_k, "pass_all_k": self.pass_all_k}
                    if self.repeat > 1 else {})
+        aggregate = self.summary.to_json()
+        if self.stability:
+            aggregate["summary"]["stability"] = self.stability
         return {"run_id": self.run_id, "dataset": self.dataset_path, "target": self.target,
-                **self.summary.to_json(), **repeats, "items": rendered}
+                **aggregate, **repeats, "usage": self.usage, "items": rendered}

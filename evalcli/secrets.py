@@ -1,64 +1,275 @@
-"""Keeping secrets out of everything evalcli writes: the DB, JSON, JUnit, Markdown and logs.
+"""What is a secret (SPEC §23), and the one redaction every output of evalcli goes through.
 
-A secret is the value of an environment variable whose name says it is one (``*_API_KEY``,
-``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``...) or a value a dataset interpolated that looks like a key.
+A secret is:
+
+- the value of an environment variable a dataset or registry interpolates whose name looks secret
+  (``SECRET_WORDS`` anywhere in it, any case), or that the dataset's ``secrets: [NAME, ...]`` declares, or whose
+  value is shaped like a provider key (``KEY_SHAPE``);
+- the value of a request header whose name looks secret (``Authorization``, ``Proxy-Authorization``, ``Cookie``,
+  ``Set-Cookie``, any name holding a secret word), whatever its length, with the credential after its scheme
+  (``Bearer X``: ``X``) and, for ``Basic``, the ``user:password`` it encodes;
+- a URL's userinfo (``user:password@``: the user, the password and the pair, so also the ``Basic`` credentials
+  built from it);
+- the value of a query parameter whose name looks secret (the same words, plus ``sig`` and ``code``):
+  ``api_key``, ``X-Amz-Signature``, ``X-Amz-Credential``, ``X-Amz-Security-Token``...;
+- an API key evalcli may send to a provider: the value of any environment variable named like a secret
+  (``OPENAI_API_KEY``, ``HF_TOKEN``, ...) of at least ``ENV_MIN_CHARS`` characters.
+
+``Redactor`` replaces each of them, raw, JSON-, HTML-, URL- or base64-encoded, in any letter case, by
+``[redacted]``; it also replaces, wherever a text holds one, the userinfo of any ``scheme://user:pw@`` and the value
+of any secret-named query parameter. Nothing else is ever touched: other header values (``Host``, ``Accept``,
+``Content-Type``, ``X-Api-Version``) are not secrets. Every secret met while loading (``remember``) is known to
+every redactor made afterwards in the process, so each boundary (the terminal, the store, the cache, the
+reports, error messages) needs no list of its own.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import html
 import json
 import os
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH(?!OR)", re.IGNORECASE)
-"""Names of environment variables that hold credentials."""
+SECRET_WORDS = re.compile(r"key|token|secret|passw(?:or)?d|credential|auth|session|cookie|signature", re.IGNORECASE)
+"""Words that make a name (an environment variable, a header, a query parameter) name a secret."""
+SECRET_QUERY = re.compile(rf"{SECRET_WORDS.pattern}|^(?:sig|code)$", re.IGNORECASE)
+"""Query parameter names whose values are credentials (``api_key``, ``sig``, ``code``, ``X-Amz-Signature``...)."""
 KEY_SHAPE = re.compile(r"\b(sk|pk|rk|key|gsk|xai|hf|ghp|gho|xox[abp])[-_][A-Za-z0-9_\-]{8,}")
-"""Provider API keys by their look (``sk-...``, ``ghp_...``, ``xoxb-...``)."""
+"""Provider API keys by their look (``sk-...``, ``ghp_...``, ``xoxb-...``): an interpolated value shaped so is a
+secret whatever its variable's name."""
+MIN_CHARS = 4
+"""A secret shorter than this is replaced only where it stands (a URL's userinfo, a secret query value): replacing
+every ``x`` or ``42`` of every text would destroy the text, not protect a credential."""
+ENV_MIN_CHARS = 8
+"""An environment variable named like a secret that no dataset interpolates counts from this length (provider keys
+are long; ``XDG_SESSION_TYPE=x11`` is not one)."""
+
+USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/?#@\[\]\"'<>\\]+)@")
+"""``scheme://user:password@`` anywhere in a text."""
+QUERY_VALUE = re.compile(r"([?&;])([A-Za-z0-9_.\-\[\]%]+)=([^&#;\s\"'<>\\]+)")
+"""``?name=value`` or ``&name=value`` anywhere in a text."""
+
+
+def secret_name(name: str) -> bool:
+    """Whether a header or environment variable of this name holds a secret."""
+    return SECRET_WORDS.search(name) is not None
+
+
+def secret_query_name(name: str) -> bool:
+    """Whether a query parameter of this name holds a secret."""
+    return SECRET_QUERY.search(unquote(name)) is not None
 
 
 def looks_secret(name: str, value: str) -> bool:
-    """A value that is probably a credential: named like one, or shaped like a provider key."""
-    if len(value) < 8:
-        return False
-    return bool(SECRET_NAME.search(name)) or KEY_SHAPE.match(value) is not None
+    """Whether an interpolated ``${name}`` made ``value`` a secret: named like one, or shaped like a provider key."""
+    return bool(value) and (secret_name(name) or KEY_SHAPE.match(value) is not None)
+
+
+def header_secrets(headers: Mapping[str, Any]) -> set[str]:
+    """The secrets among request headers: the values of secret-named headers (whatever their length), the
+    credential after a scheme (``Bearer X``: ``X``), what a ``Basic`` credential encodes, a cookie's values."""
+    found: set[str] = set()
+    for name, raw in headers.items():
+        value = str(raw).strip()
+        if not value or not secret_name(name):
+            continue
+        found.add(value)
+        scheme, _, credential = value.partition(" ")
+        credential = credential.strip()
+        if credential and scheme.isalpha():
+            found.add(credential)
+            if scheme.lower() == "basic":
+                found |= _basic_pair(credential)
+        if "cookie" in name.lower():
+            for part in value.split(";"):
+                found.add(part.strip().partition("=")[2].strip())
+    return {v for v in found if v}
+
+
+def _basic_pair(credential: str) -> set[str]:
+    """``user:password`` a Basic credential encodes, the user and the password (none when it is not base64)."""
+    try:
+        pair = base64.b64decode(credential, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return set()
+    user, _, password = pair.partition(":")
+    return {pair, user, password}
+
+
+def url_secrets(url: str) -> set[str]:
+    """The credentials inside a URL (or text meant as one, e.g. a mistyped ``--target``): its userinfo (the user, the
+    password, ``user:password`` as raw and decoded) and the values of secret-named query parameters."""
+    found: set[str] = set()
+    for match in USERINFO.finditer(url):
+        found |= _userinfo_secrets(match.group(2))
+    try:
+        parts = urlsplit(url)
+        netloc, query = parts.netloc, parts.query
+    except ValueError:
+        netloc, query = "", url.partition("?")[2]
+    if "@" in netloc:
+        found |= _userinfo_secrets(netloc.rsplit("@", 1)[0])
+    for name, value in parse_qsl(query.partition("#")[0], keep_blank_values=True):
+        if value and secret_query_name(name):
+            found.add(value)
+    for match in QUERY_VALUE.finditer(url):
+        if secret_query_name(match.group(2)):
+            found |= {match.group(3), unquote(match.group(3))}
+    return {v for v in found if v}
+
+
+def _userinfo_secrets(userinfo: str) -> set[str]:
+    found = {userinfo, unquote(userinfo)}
+    for text in tuple(found):
+        user, _, password = text.partition(":")
+        found |= {user, password}
+    return found
+
+
+def redact_url(url: str) -> str:
+    """The URL with its userinfo and the values of secret query parameters replaced by ``[redacted]`` (templates
+    left as written); the rest as given."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return _structural(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(secret_query_name(name) for name, _ in pairs):
+            query = urlencode([(name, REDACTED if secret_query_name(name) else value) for name, value in pairs],
+                              safe="[]{}% ")
+    return _structural(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+
+
+def _structural(text: str) -> str:
+    """Any userinfo of a URL and any secret-named query value in ``text``, replaced."""
+    if "@" in text:
+        text = USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    if "=" in text:
+        text = QUERY_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}={REDACTED}" if secret_query_name(m.group(2))
+                               else m.group(0), text)
+    return text
+
+
+def usable(value: str) -> bool:
+    """Whether a secret is replaced wherever it occurs: long enough to be a credential, and not part of
+    ``[redacted]`` itself (which would then never be clean)."""
+    return len(value) >= MIN_CHARS and value.lower() not in REDACTED
+
+
+def encodings(value: str) -> set[str]:
+    """Every way a secret may be written in an output: raw, as JSON and HTML write it, URL-encoded, base64
+    (standard and URL-safe, with and without padding)."""
+    forms = {value, html.escape(value), html.escape(value, quote=False), quote(value, safe=""), quote(value),
+             quote_plus(value)}
+    forms |= {json.dumps(value, ensure_ascii=ascii)[1:-1] for ascii in (True, False)}
+    raws = {value.encode("utf-8")}
+    if all(ord(c) < 256 for c in value):
+        raws.add(value.encode("latin-1"))  # as aiohttp encodes a Basic credential
+    for raw in raws:
+        for encoded in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
+            forms |= {encoded, encoded.rstrip("=")}
+    return {f for f in forms if f}
+
+
+_known: frozenset[str] = frozenset()
+_known_lock = threading.Lock()
+
+
+def remember(values: Iterable[str]) -> None:
+    """Make ``values`` secrets for every redactor made from now on in this process (a dataset's interpolated
+    secrets, its target's headers and URL credentials, a ``--target``'s)."""
+    global _known
+    new = {v for v in values if v} - _known
+    if new:
+        with _known_lock:
+            _known = _known | new
+
+
+def known() -> frozenset[str]:
+    """Every secret remembered so far in this process."""
+    return _known
+
+
+def environment_secrets(env: Mapping[str, str] | None = None) -> set[str]:
+    """Values of environment variables named like secrets, long enough to be a key (``ENV_MIN_CHARS``)."""
+    source = os.environ if env is None else env
+    return {v for k, v in source.items() if len(v) >= ENV_MIN_CHARS and secret_name(k)}
 
 
 class Redactor:
-    """Replaces every known secret value in a text with ``[redacted]``."""
+    """Replaces every secret in a text with ``[redacted]`` (SPEC §23): the environment's (``env``, default
+    ``os.environ``), those remembered in this process, and ``extra``; also any URL userinfo and secret query value."""
 
-    def __init__(self, extra: Iterable[str] = (), env: dict[str, str] | None = None) -> None:
-        source = os.environ if env is None else env
-        values = {v for k, v in source.items() if len(v) >= 8 and SECRET_NAME.search(k)}
-        values.update(v for v in extra if len(v) >= 8)
+    def __init__(self, extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -> None:
+        values = {v for v in (*environment_secrets(env), *known(), *extra) if usable(v)}
         self.values = frozenset(values)
         """Every secret value this redactor replaces."""
-        ordered = sorted(values, key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
-        # each value as JSON writes it (with and without ensure_ascii): a secret in any string of a value is then
-        # in the value's JSON text, which one search finds
-        escaped = {json.dumps(v, ensure_ascii=ascii)[1:-1] for v in ordered for ascii in (True, False)}
-        self._escaped = re.compile("|".join(re.escape(v) for v in sorted(escaped, key=len, reverse=True))) \
-            if escaped else None
+        forms = sorted({f.lower() for v in values for f in encodings(v) if usable(f)}, key=len, reverse=True)
+        alternatives = "|".join(re.escape(f) for f in forms)
+        # searched in the lower-cased text: an IGNORECASE search of the same alternatives took ten times as long
+        self._pattern = re.compile(alternatives) if forms else None
+        self._anycase = re.compile(alternatives, re.IGNORECASE) if forms else None
+        """For the rare text whose lower case is not as long as itself (``İ``), where positions would not match."""
 
     def including(self, extra: Iterable[str]) -> Redactor:
         """This redactor, or one that also replaces ``extra`` when some of it is new."""
-        more = {v for v in extra if len(v) >= 8} - self.values
+        more = {v for v in extra if usable(v)} - self.values
         return self if not more else Redactor(self.values | more, env={})
 
-    def __call__(self, text: str) -> str:
-        if self._pattern is None or not text:
+    def holds_secret(self, text: str) -> bool:
+        """Whether ``text`` holds something this redactor replaces."""
+        return bool(text) and ((self._anycase is not None and self._found(text) is not None)
+                               or _structural(text) != text)
+
+    def _found(self, text: str) -> re.Match[str] | None:
+        assert self._pattern is not None and self._anycase is not None
+        lowered = text.lower()
+        if len(lowered) != len(text):
+            return self._anycase.search(text)
+        return self._pattern.search(lowered)
+
+    def _replaced(self, text: str) -> str:
+        """Every secret form in ``text`` (in any case) replaced."""
+        if self._pattern is None or self._anycase is None:
             return text
-        return self._pattern.sub(REDACTED, text)
+        lowered = text.lower()
+        if len(lowered) != len(text):
+            return self._anycase.sub(REDACTED, text)
+        pieces, at = [], 0
+        for match in self._pattern.finditer(lowered):
+            pieces += [text[at:match.start()], REDACTED]
+            at = match.end()
+        return "".join([*pieces, text[at:]]) if pieces else text
+
+    def __call__(self, text: str) -> str:
+        if not text:
+            return text
+        # again until nothing is left: a replacement may make a secret of what was beside it ("[redacted]" + "]x")
+        for _ in range(8):
+            done = _structural(self._replaced(text))
+            if done == text:
+                break
+            text = done
+        return text
 
     def dumps(self, value: Any, **options: Any) -> str:
         """``json.dumps(self.value(value), **options)``, without walking the value when its JSON holds no secret
         (the common case, and walking every string of every stored conversation was most of a report's time)."""
         text = json.dumps(value, **options)
-        if self._escaped is None or not self._escaped.search(text):
+        if not self.holds_secret(text):
             return text
         return json.dumps(self.value(value), **options)
 
@@ -66,8 +277,6 @@ class Redactor:
         """A copy of a JSON-like value with every string (keys included) redacted; done before serialising,
         so a secret holding quotes or backslashes is still found. Anything that is not JSON (an object a target
         returned, bytes, a date) becomes its text here, redacted, as serialising would have made it unredacted."""
-        if self._pattern is None:
-            return value
         if isinstance(value, str):
             return self(value)
         if isinstance(value, dict):
@@ -85,22 +294,23 @@ def _json_key(key: Any) -> bool:
     return key is None or isinstance(key, (bool, int, float))
 
 
-_environment: tuple[dict[Any, Any], Redactor] | None = None
+_current: tuple[dict[Any, Any], frozenset[str], Redactor] | None = None
 
 
-def _environment_redactor() -> Redactor:
-    """A ``Redactor`` of the environment's secrets, made again only when the environment changes (a model call's
-    error text or cached reply is redacted on every call; reading the environment and compiling the pattern
-    each time cost more than the redaction)."""
-    global _environment
+def redactor() -> Redactor:
+    """The redactor of everything known now (the environment's secrets and those remembered), made again only when
+    either changes (a model call's error text or cached reply is redacted on every call; reading the environment
+    and compiling the pattern each time cost more than the redaction)."""
+    global _current
     raw = getattr(os.environ, "_data", None)  # CPython's mapping under os.environ: comparing it is cheap
     if not isinstance(raw, dict):
         return Redactor()
-    if _environment is None or _environment[0] != raw:
-        _environment = (dict(raw), Redactor())
-    return _environment[1]
+    current = _current
+    if current is None or current[1] is not _known or current[0] != raw:
+        current = _current = (dict(raw), _known, Redactor())
+    return current[2]
 
 
 def redact_text(text: str) -> str:
-    """Secret environment values and anything shaped like a provider key, replaced (for error texts)."""
-    return KEY_SHAPE.sub(REDACTED, _environment_redactor()(text))
+    """``text`` with every secret known now replaced (for error texts, the terminal, the cache)."""
+    return redactor()(text)

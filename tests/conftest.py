@@ -19,6 +19,23 @@ pytest_plugins = ["tests.llm_fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
 
+# `make test-fast` runs `-m "not slow"`: the unit tests and the end-to-end tests on the callable and http targets.
+# Slow are the modules that start framework agents, a browser, Node, the embedded model or every docs example, and
+# every test run through litellm's path (importing litellm costs each CLI subprocess seconds of CPU); `make test`
+# and CI run them all.
+SLOW_MODULES = frozenset({
+    "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai", "test_docs_examples",
+    "test_first_minutes", "test_frameworks_cli", "test_hostile_transcripts", "test_html_report_browser",
+    "test_local_model", "test_registration", "test_scripted_model", "test_target_mastra", "test_yaml_suite",
+})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.path.stem
+        if module in SLOW_MODULES or "litellm" in item.name:
+            item.add_marker(pytest.mark.slow)
+
 # Agents used by many end-to-end tests; a test writes this module next to its dataset.
 AGENTS = '''
 import asyncio, json

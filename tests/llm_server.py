@@ -252,3 +252,45 @@ class BusyLLMServer(LLMServer):
     def __init__(self) -> None:
         super().__init__()
         self._httpd.socket.listen(1024)
+
+
+class RateLimited:
+    """Wraps a responder as a provider that allows ``allowed`` calls in flight: a call above that is answered at once
+    with a 429 and ``Retry-After`` (seconds; sent as ``retry-after-ms`` too, as OpenAI does). It measures what the
+    client did: the most calls answered at once (``peak``), every call (``calls``), the 429s (``rejected``), and the
+    requests answered more than once (``duplicates``: the same messages, answered twice)."""
+
+    def __init__(self, responder: Responder, allowed: int, delay: float, retry_after: float = 0.2) -> None:
+        self.responder = responder
+        self.allowed = allowed
+        self.delay = delay
+        self.retry_after = retry_after
+        self.now = self.peak = self.calls = self.rejected = 0
+        self.answered: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Request) -> Reply:
+        with self._lock:
+            self.calls += 1
+            if self.now >= self.allowed:
+                self.rejected += 1
+                reply = status(429, retry_after=self.retry_after, message="Rate limit reached: too many requests")
+                reply.headers["retry-after-ms"] = f"{self.retry_after * 1000:g}"
+                return reply
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        try:
+            time.sleep(self.delay)
+            answer = self.responder(request)
+            if answer.status == 200:
+                key = json.dumps(request.messages, sort_keys=True)
+                with self._lock:
+                    self.answered[key] = self.answered.get(key, 0) + 1
+            return answer
+        finally:
+            with self._lock:
+                self.now -= 1
+
+    @property
+    def duplicates(self) -> int:
+        return sum(n - 1 for n in self.answered.values())

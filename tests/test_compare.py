@@ -98,7 +98,7 @@ def test_compare_stored_runs_with_the_gates_that_differ_and_an_html_page(write: 
     assert result.code == 0, result.stderr
     out = result.stdout
     assert "Comparison of 2 runs of d.yaml" in out and "Conversations whose gates differ" in out
-    differences = out[out.index("Conversations whose gates differ"):]
+    differences = out[out.index("Conversations whose gates differ"):out.index("Paired statistics")]
     rows = [line for line in differences.splitlines() if line.startswith("│")]
     assert [[cell.strip() for cell in row.split("│")[1:-1]] for row in rows] == [
         ["one", "called_tool(get_weather)", "pass", "FAIL"],

@@ -23,6 +23,7 @@ def _without_local_model(tmp_path: Path) -> dict[str, str]:
     return {"PYTHONPATH": f"{site}{os.pathsep}{REPO}"}
 
 
+@pytest.mark.timing
 def test_the_demo_without_the_local_model_fails_fast_with_the_fix(tmp_path: Path) -> None:
     env = _without_local_model(tmp_path)
     started = time.monotonic()

@@ -244,6 +244,7 @@ HUGE = {
 
 
 @pytest.mark.parametrize("name", list(HUGE))
+@pytest.mark.timing
 def test_huge_inputs_fail_fast_with_a_clear_located_error(folder: Path, name: str) -> None:
     make, message = HUGE[name]
     path = folder / f"{name}.yaml"
@@ -256,6 +257,7 @@ def test_huge_inputs_fail_fast_with_a_clear_located_error(folder: Path, name: st
         assert re.match(rf"{re.escape(str(path))}:\d+:\d+: ", str(result)), str(result)[:200]
 
 
+@pytest.mark.timing
 def test_the_cli_rejects_broken_and_huge_files_with_exit_2_and_file_line(folder: Path) -> None:
     broken = {
         "tab.yaml": VALID.replace("  - id: one", "\t- id: one"),

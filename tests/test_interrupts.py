@@ -88,6 +88,7 @@ def run_row(db: Path) -> tuple[str, str, int, int]:
     return rows[0]
 
 
+@pytest.mark.timing
 def test_sigint_keeps_finished_conversations_and_resume_gives_the_uninterrupted_result(tmp_path: Path) -> None:
     folder, env = project(tmp_path / "run")
     process = start_cli(["run", "ds.yaml", "--json", "out.json"], folder, env)
@@ -126,6 +127,7 @@ def test_sigint_keeps_finished_conversations_and_resume_gives_the_uninterrupted_
     assert run_row(folder / "evalcli.db")[1:3] == ("completed", 0)
 
 
+@pytest.mark.timing
 def test_second_sigterm_cancels_a_hung_conversation_at_once_and_resume_reruns_it(tmp_path: Path) -> None:
     folder, env = project(tmp_path, hang_at=4)
     (folder / "hang.flag").write_text("hang")

@@ -183,7 +183,7 @@ FAULTS = {
     "400": [status(400, message="bad request here")],
     "401": [status(401, message="invalid api key sk-test-not-a-real-key-0123456789")],
     "404 html": [Reply(status=404, body="<h1>nope</h1>")],
-    "429": [status(429, retry_after=0.01, message="slow down")],
+    "429": [status(429, retry_after=5, message="slow down")],  # longer than the call's timeout: no retry
     "malformed": [malformed()],
     "blank": [Reply(body="")],
     "not an object": [Reply(body="[1, 2]")],
@@ -266,7 +266,7 @@ scorers:
 MODULES = """
 import atexit, json, os, runpy, sys
 atexit.register(lambda: open(os.environ["MODULES_OUT"], "w").write(json.dumps(sorted(
-    {m.split(".")[0] for m in sys.modules} & {"litellm", "openai", "httpx", "aiohttp", "llama_cpp"}))))
+    {m.split(".")[0] for m in sys.modules} & {"litellm", "openai", "httpx", "aiohttp", "cyllama"}))))
 sys.argv = ["evalcli", *sys.argv[1:]]
 runpy.run_module("evalcli", run_name="__main__", alter_sys=True)
 """

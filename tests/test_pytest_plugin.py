@@ -232,6 +232,7 @@ def test_datasets_outside_the_testpaths_are_collected_by_a_bare_pytest(tmp_path:
     assert list(named.junit()) == ["tests.test_unit::test_unit"]
 
 
+@pytest.mark.timing
 def test_selected_conversations_run_once_together_at_the_datasets_concurrency(tmp_path: Path) -> None:
     data = "\n".join(f"  - {{id: c{n}, input: 'Weather in City{n}?'}}" for n in range(8))
     write_project(tmp_path, {"slow.yaml": f"target: agent:weather\nconcurrency: 4\ngates: [{{includes: sunny}}]\n"

@@ -91,6 +91,7 @@ def generate(input, **kw):
 '''
 
 
+@pytest.mark.timing
 def test_hung_sync_targets_do_not_starve_healthy_ones(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
     write("hanging.py", HANGING)
     items = [f"  - {{id: hang{n}, input: hang{n}}}" for n in range(4)] + \
@@ -298,6 +299,7 @@ async def generate(input, **kw):
 '''
 
 
+@pytest.mark.timing
 def test_a_locked_database_does_not_stall_conversations_or_timeouts(write: Callable[..., Path],
                                                                     cli: Callable[..., CliResult]) -> None:
     write("locker.py", LOCKER)

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from evalcli import run_evals
 from evalcli.store import Store
 from tests.conftest import CliResult
@@ -84,6 +86,7 @@ async def answer(input, **kw):
 """
 
 
+@pytest.mark.timing
 def test_the_first_llm_import_never_stalls_conversations_in_flight(llm_server: LLMServer, workdir: Path,
                                                                    write: Callable[..., Path],
                                                                    cli: Callable[..., CliResult]) -> None:
@@ -103,6 +106,7 @@ def test_the_first_llm_import_never_stalls_conversations_in_flight(llm_server: L
     assert result.json["summary"]["errors"] == 0 and result.json["verdict"] == "passed"
 
 
+@pytest.mark.timing
 def test_cache_reads_are_not_stalled_by_another_writer(tmp_path: Path) -> None:
     """Ruled out: the response cache reads on the event loop, but the run database is in WAL mode, so a read never
     waits for a writer, even one holding an exclusive write transaction (another process, or the run's writer)."""

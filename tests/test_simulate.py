@@ -256,6 +256,7 @@ def test_hostile_agent_words_stay_inside_the_fence(env: LLMServer, play: Any, wr
     assert last_agent_words(request) is not None
 
 
+@pytest.mark.timing
 def test_fifty_simulated_conversations_are_in_flight_at_once(env: LLMServer, play: Any) -> None:
     delay = 0.4
 

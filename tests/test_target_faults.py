@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.reliability_helpers import load_json, query, run_cli, write_project
 
 AGENT = """
@@ -72,6 +74,7 @@ def dataset(target: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.timing
 def test_target_faults_are_item_errors_with_tracebacks_and_the_run_goes_on(tmp_path: Path) -> None:
     write_project(tmp_path, agent=AGENT, dataset=dataset("generate"))
     started = time.monotonic()

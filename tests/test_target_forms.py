@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from evalcli.errors import UsageError
+from evalcli.secrets import Redactor, header_secrets, redact_url, url_secrets
 from evalcli.targets.forms import cli_target
 from evalcli.targets.mastra import from_model_messages
-from evalcli.targets.remote import Secrets, header_secrets, quote, redact_url, url_secrets
+from evalcli.targets.remote import quote
 from evalcli.targets.session import ConfigProblem
 from evalcli.targets.templates import Body
 
@@ -27,11 +28,11 @@ def test_target_specs_on_the_command_line() -> None:
 
 def test_credentials_in_urls_are_redacted_and_collected() -> None:
     url = "https://bob:s3cr3t@agent.example/chat?api_key=AAA&session=1&token=BBB"
-    assert redact_url(url) == "https://[redacted]@agent.example/chat?api_key=[redacted]&session=1&token=[redacted]"
-    assert url_secrets(url) == {"bob", "s3cr3t", "AAA", "BBB"}
+    assert redact_url(url) == "https://[redacted]@agent.example/chat?api_key=[redacted]&session=[redacted]&token=[redacted]"
+    assert url_secrets(url) == {"bob", "s3cr3t", "bob:s3cr3t", "AAA", "1", "BBB"}
     assert redact_url("http://127.0.0.1:8000/chat") == "http://127.0.0.1:8000/chat"
-    assert header_secrets({"Authorization": "Bearer abc123", "X-Id": "7"}) == {"Bearer abc123", "abc123", "7"}
-    secrets = Secrets({"abc123"})
+    assert header_secrets({"Authorization": "Bearer abc123", "X-Id": "7"}) == {"Bearer abc123", "abc123"}
+    secrets = Redactor({"abc123"}, env={})
     assert quote("x" * 299 + "abc123" + "tail", secrets) == "x" * 299 + "[..."
     assert quote("  two\n lines ", secrets) == "two lines" and quote("", secrets) == "(an empty body)"
 

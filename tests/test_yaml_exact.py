@@ -138,6 +138,7 @@ def merge_bomb(levels: int) -> str:
 
 
 @pytest.mark.parametrize("levels", [9, 10, 12])
+@pytest.mark.timing
 def test_a_merge_key_bomb_is_refused_before_it_is_expanded(parser: str, levels: int) -> None:
     text = merge_bomb(levels)
     assert len(text) < 700
@@ -233,6 +234,7 @@ def test_the_cli_refuses_what_safe_load_refuses_on_its_line(write: Callable[...,
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
 
 
+@pytest.mark.timing
 def test_the_cli_refuses_a_merge_key_bomb_at_once(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
     write("bomb.yaml", f"target: agents:echo\nscorers: [{{includes: x}}]\n{merge_bomb(10)}data: [{{input: q}}]\n")
     started = time.monotonic()

@@ -142,6 +142,7 @@ def test_duplicate_keys_are_reported_at_the_second_key(parser: str) -> None:
 
 
 @pytest.mark.parametrize("depth", [70, 5_000, 200_000])
+@pytest.mark.timing
 def test_deep_nesting_is_a_located_error_not_a_crash(parser: str, depth: int) -> None:
     text = "a: " + "[" * depth + "]" * depth + "\n"
     started = time.monotonic()

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .console import CliEvents, make_console, user_errors
+from .console import CliEvents, make_console, redact_terminal, user_errors
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -107,6 +107,12 @@ def run(
     turn_timeout: Annotated[Optional[float], typer.Option(min=0.001, metavar="SECONDS",
                                                           help="Seconds one call of the agent may take (default: "
                                                                "no limit).")] = None,
+    max_cost: Annotated[Optional[str], typer.Option(metavar="USD", help="Start no LLM call once this much is spent "
+                                                                        "(US dollars), overall or per purpose: "
+                                                                        "'5' or 'judge=2,target=3,simulator=1'; "
+                                                                        "exit 5 when it ends the run.")] = None,
+    max_tokens: Annotated[Optional[str], typer.Option(metavar="N", help="The same in tokens (in and out): '100000' "
+                                                                        "or 'judge=20000,target=50000'.")] = None,
     resume: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Continue this interrupted run, with the "
                                                                          "options it was started with.")] = None,
     rerun_failed: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
@@ -136,8 +142,8 @@ def run(
                              judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
                              turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
-                             verbose=verbose, targets=list(target or []), record_tools=record_tools,
-                             hermetic=hermetic)
+                             verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens,
+                             record_tools=record_tools, hermetic=hermetic)
         events = CliEvents(quiet)
         try:
             code = run_command(request, events, out=make_console(stderr=json_out == "-"))
@@ -314,6 +320,16 @@ def show(
             show_item(db, run_id, item, json_out, out=out)
 
 
+AlphaOption = Annotated[Optional[float], typer.Option(metavar="X", help="Exit 1 only when B is worse beyond the "
+                                                                        "noise: the pass/fail change is significant "
+                                                                        "(McNemar p < X, more conversations lost than "
+                                                                        "gained) or a gate's 95% interval lies below "
+                                                                        "0.")]
+DetectOption = Annotated[Optional[float], typer.Option(metavar="D", help="Also say how many conversations detecting "
+                                                                         "a change in pass rate of D (0.05 = 5 "
+                                                                         "points) would take.")]
+
+
 @app.command(short_help="Compare run B with run A; exit 1 when B is worse.")
 def diff(
     run_a: Annotated[str, typer.Argument(metavar="RUN_A", show_default=False,
@@ -325,13 +341,24 @@ def diff(
     allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare runs of different "
                                                                            "datasets.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged conversations too.")] = False,
+    alpha: AlphaOption = None,
+    detect: DetectOption = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the diff and its "
+                                                                                   "statistics as JSON to PATH "
+                                                                                   "('-' for stdout).")] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="PATH", help="Write the diff and its "
+                                                                                       "statistics as Markdown (a "
+                                                                                       "PR comment).")] = None,
     debug: DebugOption = False,
 ) -> None:
-    """Compare run B with run A; exit 1 when B is worse beyond --tolerance (regressions are named)."""
+    """Compare run B with run A, with paired statistics over the conversations both have; exit 1 when B is worse
+    beyond --tolerance (regressions are named), or with --alpha only when B is worse beyond the noise."""
     with user_errors(debug):
         from .commands import diff_command
 
-        code = diff_command(db, run_a, run_b, tolerance, verbose, out=make_console(), allow_different=allow_different)
+        code = diff_command(db, run_a, run_b, tolerance, verbose, out=make_console(stderr=json_out == "-"),
+                            allow_different=allow_different, alpha=alpha, detect=detect, json_out=json_out,
+                            markdown=markdown)
     raise typer.Exit(code)
 
 
@@ -346,13 +373,25 @@ def compare(
                                                                                "side.")] = None,
     allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare runs of different "
                                                                            "datasets.")] = False,
+    alpha: AlphaOption = None,
+    detect: DetectOption = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the comparison and its "
+                                                                                   "statistics as JSON to PATH "
+                                                                                   "('-' for stdout).")] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="PATH", help="Write the comparison and "
+                                                                                       "its statistics as "
+                                                                                       "Markdown.")] = None,
 ) -> None:
     """Stored runs of one dataset side by side: a row per scorer and gate, a column per run (means, pass rates,
-    verdict, errors, tokens, cost, wall time), then per conversation the gates that differ."""
+    verdict, errors, tokens, cost, wall time), then per conversation the gates that differ, and each later run's
+    paired statistics against the first. Exit 0; with --alpha, 1 when a later run is worse beyond the noise."""
     with user_errors():
         from .commands import compare_command
 
-        compare_command(db, runs, html, out=make_console(), allow_different=allow_different)
+        code = compare_command(db, runs, html, out=make_console(stderr=json_out == "-"),
+                               allow_different=allow_different, alpha=alpha, detect=detect, json_out=json_out,
+                               markdown=markdown)
+    raise typer.Exit(code)
 
 
 @app.command(short_help="Write a self-contained HTML report of a stored run (charts, transcripts, baseline).")
@@ -404,7 +443,8 @@ def merge(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: every byte it prints is redacted (SPEC §23)."""
+    redact_terminal()
     app()
 
 

@@ -14,7 +14,18 @@ from rich.table import Table
 
 from ..dataset import find_registry, load_registry, reachability_warnings, registration_lines
 from ..errors import DatasetError
-from ..reports import JsonReport, TerminalReport, deliver, item_document, plural, render_diff, render_item, titled
+from ..reports import (
+    JsonReport,
+    TerminalReport,
+    deliver,
+    diff_json,
+    diff_markdown,
+    item_document,
+    plural,
+    render_diff,
+    render_item,
+    titled,
+)
 from ..reports.html import HtmlReport, report_sources
 from ..scorers import all_kinds
 from ..secrets import Redactor
@@ -102,15 +113,38 @@ def show_item(db: Path, run_id: str, key: str, json_out: str | None, out: Consol
 
 
 def diff_command(db: Path, run_a: str, run_b: str, tolerance: float, verbose: bool, out: Console, *,
-                 allow_different: bool = False) -> int:
-    """``evalcli diff``: print the comparison and return its exit code (1 when B is worse than A)."""
+                 allow_different: bool = False, alpha: float | None = None, detect: float | None = None,
+                 json_out: str | None = None, markdown: Path | None = None) -> int:
+    """``evalcli diff``: print the comparison with its paired statistics (and write it as JSON and Markdown);
+    return its exit code (1 when B is worse than A; with ``alpha``, only beyond the noise)."""
+    check_outputs(output_paths(json_out, markdown))
     store = open_existing(db)
     try:
-        diff = diff_runs(store, run_a, run_b, tolerance, allow_different=allow_different)
+        diff = diff_runs(store, run_a, run_b, tolerance, allow_different=allow_different, statistics=True,
+                         alpha=alpha, detect=detect)
     finally:
         store.close()
     render_diff(out, diff, verbose=verbose)
+    if json_out:
+        write_text(json_out, json.dumps(Redactor().value(diff_json(diff)), ensure_ascii=False, indent=2) + "\n")
+    if markdown is not None:
+        write_text(str(markdown), Redactor()(diff_markdown(diff)))
     return diff.exit_code
+
+
+def output_paths(json_out: str | None, markdown: Path | None) -> list[tuple[str, Path]]:
+    """The files ``--json`` (unless ``-``) and ``--markdown`` name, to check before anything is read."""
+    found = [("--json", Path(json_out))] if json_out and json_out != "-" else []
+    return found + ([("--markdown", markdown)] if markdown is not None else [])
+
+
+def write_text(target: str, text: str) -> None:
+    """Write to a path, or to stdout for ``-``."""
+    if target == "-":
+        sys.stdout.write(text)
+        return
+    with open_for_writing(Path(target)) as handle:
+        handle.write(text)
 
 
 @dataclass(frozen=True)
@@ -147,16 +181,19 @@ def report_command(db: Path, run_id: str, html: Path, baseline: str | None = Non
 
 
 def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Console, *,
-                    allow_different: bool = False) -> None:
-    """``evalcli compare``: the runs side by side, and with ``html`` the same as a page with the transcripts."""
-    from ..reports import render_comparison
+                    allow_different: bool = False, alpha: float | None = None, detect: float | None = None,
+                    json_out: str | None = None, markdown: Path | None = None) -> int:
+    """``evalcli compare``: the runs side by side with each later run's paired statistics against the first, and
+    with ``html`` the same as a page with the transcripts; the exit code (with ``alpha``: 1 on a regression beyond
+    the noise, else 0)."""
+    from ..reports import compare_json, compare_markdown, render_comparison
     from ..store import compare_runs
 
-    if html is not None:
-        check_outputs([("--html", html)])
+    check_outputs([*([("--html", html)] if html is not None else []), *output_paths(json_out, markdown)])
     store = open_existing(db)
     try:
-        comparison = compare_runs(store, run_ids, allow_different=allow_different)
+        comparison = compare_runs(store, run_ids, allow_different=allow_different, statistics=True, alpha=alpha,
+                                  detect=detect)
     finally:
         store.close()
     render_comparison(out, comparison)
@@ -167,3 +204,9 @@ def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Consol
             handle.write(comparison_page(comparison, Redactor()))
         out.print(f"wrote {html}: {len(comparison.columns)} runs, {plural(len(comparison.items), 'conversation')}",
                   markup=False, soft_wrap=True)
+    if json_out:
+        write_text(json_out, json.dumps(Redactor().value(compare_json(comparison)), ensure_ascii=False,
+                                        indent=2) + "\n")
+    if markdown is not None:
+        write_text(str(markdown), Redactor()(compare_markdown(comparison)))
+    return comparison.regression_exit_code

@@ -4,17 +4,68 @@ user errors become messages and exit codes."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+import sys
+from collections.abc import Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any
 
 import typer
 
 from ..errors import INTERNAL_ERROR, EvalcliError
+from ..secrets import redact_text
 
 if TYPE_CHECKING:  # rich is imported when something is printed: `evalcli --help` never loads it
     from rich.console import Console
 
     from ..results import ItemResult
+
+
+class RedactedStream:
+    """A text stream (stdout or stderr) whose every write has its secrets replaced (SPEC §23) before it reaches the
+    terminal: what evalcli prints, a target's own prints, a traceback. Text is passed on a line at a time (what is
+    after the last newline waits for the next write or a flush), so a secret written in two pieces is still whole
+    when it is redacted."""
+
+    HOLD = 1 << 16
+    """Characters of an unfinished line held at most."""
+
+    def __init__(self, raw: IO[str]) -> None:
+        self.raw = raw
+        self._held = ""
+
+    def write(self, text: str) -> int:
+        whole = self._held + text
+        cut = whole.rfind("\n") + 1
+        self._held = whole[cut:]
+        if cut:
+            self.raw.write(redact_text(whole[:cut]))
+        if len(self._held) > self.HOLD:
+            self._release()
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def _release(self) -> None:
+        held, self._held = self._held, ""
+        if held:
+            self.raw.write(redact_text(held))
+
+    def flush(self) -> None:
+        self._release()
+        self.raw.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer... are the stream's own
+        return getattr(self.raw, name)
+
+
+def redact_terminal() -> None:
+    """From now on, everything written to ``sys.stdout`` and ``sys.stderr`` is redacted (the CLI's entry point;
+    for the rest of the process, so a traceback Python prints on the way out is redacted too)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, RedactedStream):
+            setattr(sys, name, RedactedStream(stream))
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -35,14 +86,18 @@ def user_errors(debug: bool = False) -> Iterator[None]:
         yield
     except EvalcliError as exc:
         err = make_console(stderr=True)
-        err.print("error: " + str(exc), style="red", markup=False, soft_wrap=True)
+        err.print("error: " + redact_text(str(exc)), style="red", markup=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a bug: its message shown, its traceback under --debug
         if debug:
-            raise
-        make_console(stderr=True).print(f"internal error: {type(exc).__name__}: {exc}\n"
+            import traceback
+
+            sys.stderr.write(redact_text(traceback.format_exc()))
+            sys.stderr.flush()
+            raise typer.Exit(INTERNAL_ERROR) from None
+        make_console(stderr=True).print(f"internal error: {type(exc).__name__}: {redact_text(str(exc))}\n"
                                     "  this is a bug in evalcli; run again with --debug for the traceback",
                                     style="red", markup=False, soft_wrap=True)
         raise typer.Exit(INTERNAL_ERROR) from None
@@ -57,6 +112,9 @@ class CliEvents:
         self.progress: Any = None
         self.task: Any = None
         self.signals = 0
+        self.waiting_on: str | None = None
+        self.limits: dict[str, tuple[int, int]] = {}
+        """Models throttled after 429s (SPEC §27): their calls in flight and the configured concurrency."""
 
     def started(self, run_id: str, total: int, done: int) -> None:
         if self.quiet or not self.err.is_terminal:
@@ -77,10 +135,34 @@ class CliEvents:
         then shows why nothing moves); ``None`` when it is over."""
         if self.quiet:
             return
+        self.waiting_on = text
         if self.progress is not None:
-            self.progress.update(self.task, description=text or "")
+            self._describe()
         elif text is not None:
             self.err.print(text, markup=False, soft_wrap=True)
+
+    def throttled(self, model: str, limit: int | None, ceiling: int) -> None:
+        """A model met 429s: the progress line says it is throttled (without a terminal, a line when it starts and
+        one when it ends)."""
+        if self.quiet:
+            return
+        was = model in self.limits
+        if limit is None:
+            self.limits.pop(model, None)
+        else:
+            self.limits[model] = (limit, ceiling)
+        if self.progress is not None:
+            self._describe()
+        elif limit is not None and not was:
+            self.err.print(f"{model} is rate limited (HTTP 429): throttled to {limit} of {ceiling} calls in flight",
+                           markup=False, soft_wrap=True)
+        elif limit is None and was:
+            self.err.print(f"{model} is no longer throttled: {ceiling} calls in flight", markup=False, soft_wrap=True)
+
+    def _describe(self) -> None:
+        parts = [self.waiting_on] if self.waiting_on else []
+        parts += [f"{model} throttled ({limit}/{ceiling} in flight)" for model, (limit, ceiling) in self.limits.items()]
+        self.progress.update(self.task, description="; ".join(parts))
 
     def warning(self, text: str) -> None:
         if not self.quiet:

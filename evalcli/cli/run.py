@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from ..dataset import Dataset, Selection, check_filter, load_dataset, parse_shard
-from ..errors import DatasetError, Problem, UsageError
-from ..llm import check_settings
+from ..errors import EXIT_PRECEDENCE, DatasetError, Problem, UsageError
+from ..llm import check_settings, parse_budget
 from ..reports import (
     JsonReport,
     JsonSpool,
@@ -81,6 +81,9 @@ class RunRequest(DatasetsRequest):
     record_tools: Path | None = None
     """``--record-tools DIR``: every tool call to ``DIR/<dataset stem>.tape.jsonl``."""
     hermetic: bool = False
+    max_cost: str | None = None
+    """``--max-cost``, as written (``5`` or ``judge=2,target=3``)."""
+    max_tokens: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,11 +143,8 @@ def load_all(paths: list[Path], scorers: Path | None, targets: list[str] | None 
 
 
 def combine_exit_codes(codes: list[int]) -> int:
-    """One exit code for several runs: 130, then 2, 1, 4, 3, 0 (the worst wins)."""
-    for code in (INTERRUPTED, 2, 1, 4, 3):
-        if code in codes:
-            return code
-    return 0
+    """One exit code for several runs: the worst wins, in ``EXIT_PRECEDENCE``'s order."""
+    return next((code for code in EXIT_PRECEDENCE if code in codes), 0)
 
 
 def check_request(request: RunRequest) -> None:
@@ -166,6 +166,8 @@ def check_request(request: RunRequest) -> None:
     if request.shard:
         parse_shard(request.shard)
     check_backend()
+    _budget(request.max_cost, "--max-cost", False)
+    _budget(request.max_tokens, "--max-tokens", True)
 
 
 def check_backend() -> None:
@@ -180,7 +182,8 @@ def _options(request: RunRequest, store: Store | None, dataset: Dataset) -> RunO
     options = RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
                          use_cache=request.use_cache, strict=request.strict, max_errors=request.max_errors or 0,
                          selection=selection, turn_timeout=request.turn_timeout, keep_items=False, handle_signals=True,
-                         repeat=request.repeat or 1, hermetic=request.hermetic,
+                         repeat=request.repeat or 1, max_cost=_budget(request.max_cost, "--max-cost", False),
+                         max_tokens=_budget(request.max_tokens, "--max-tokens", True), hermetic=request.hermetic,
                          record_tools=str(request.record_tools) if request.record_tools else None)
     if request.rerun_failed and store is not None:
         options.only_indexes = rerun_indexes(store, request.rerun_failed, dataset)
@@ -190,6 +193,15 @@ def _options(request: RunRequest, store: Store | None, dataset: Dataset) -> RunO
         options = resume_options(store, request.resume, dataset, options,
                                  {name: value for name, value in given.items() if value is not None})
     return options
+
+
+def _budget(text: str | None, option: str, whole: bool) -> dict[str | None, float]:
+    if text is None:
+        return {}
+    try:
+        return parse_budget(text, option, whole)
+    except ValueError as exc:
+        raise UsageError(str(exc), "see evalcli run --help") from None
 
 
 def _selected(dataset: Dataset, options: RunOptions) -> tuple[int, str | None]:
@@ -227,6 +239,11 @@ class _Watched:
         notice = getattr(self.events, "notice", None)
         if notice is not None:
             notice(text)
+
+    def throttled(self, model: str, limit: int | None, ceiling: int) -> None:
+        throttled = getattr(self.events, "throttled", None)
+        if throttled is not None:
+            throttled(model, limit, ceiling)
 
     def warning(self, text: str) -> None:
         self.events.warning(text)

@@ -8,7 +8,7 @@ of evalcli trusts.
 from __future__ import annotations
 
 from .imports import ImportScope, resolve_import
-from .items import Dataset, Item, RecordedTurn, Simulation, Turn
+from .items import Dataset, Item, Limits, RecordedTurn, Simulation, Turn
 from .load import dataset_name, load_dataset, search_paths
 from .references import parse_definition, parse_list, parse_ref
 from .registry import find_registry, load_registry
@@ -22,7 +22,7 @@ from .warnings import (
     unregistered_warning,
 )
 
-__all__ = ["Dataset", "ImportScope", "Item", "RecordedTurn", "Selection", "Simulation", "Turn", "check_filter",
+__all__ = ["Dataset", "ImportScope", "Item", "Limits", "RecordedTurn", "Selection", "Simulation", "Turn", "check_filter",
            "dataset_models", "dataset_name",
            "find_registry", "load_dataset", "load_registry", "parse_definition", "parse_list", "parse_ref",
            "parse_shard", "reachability_warnings", "registration_lines", "registry_name", "resolve_import",

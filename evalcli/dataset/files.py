@@ -6,7 +6,7 @@ the validated ``Dataset``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -25,6 +25,20 @@ class TurnFile(BaseModel):
     scorers: list[Any] | None = Field(default=None, description="Scorers on this turn's own output.")
     tools: Any = Field(default=None, description="Tool mocks for this turn: per tool, they replace the item's "
                                                  "(SPEC §25).")
+
+
+class LimitsFile(BaseModel):
+    """``limits:`` (SPEC §27): a conversation reaching one stops there and is ``limited``."""
+
+    model_config = ConfigDict(extra="forbid")
+    turns: int | None = Field(default=None, ge=1, description="User messages answered at most.")
+    tokens: int | None = Field(default=None, ge=1, description="Tokens (in and out) of the conversation's LLM calls "
+                                                               "(the target's and the simulated user's).")
+    cost: float | None = Field(default=None, gt=0, description="US dollars of the conversation's LLM calls.")
+    seconds: float | None = Field(default=None, gt=0, description="Seconds the conversation may take.")
+
+
+OnLimit = Literal["error", "score"]
 
 
 class ItemFile(BaseModel):
@@ -59,6 +73,10 @@ class ItemFile(BaseModel):
                                                  "(SPEC §25).")
     unmocked: Any = Field(default=None, description="live (default) or error: what a tool call no mock answers "
                                                     "does in this conversation.")
+    limits: LimitsFile | None = Field(default=None, description="This conversation's limits, key by key over the "
+                                                                "dataset's (SPEC §27).")
+    on_limit: OnLimit | None = Field(default=None, description="'error' (default): a limited conversation counts as "
+                                                               "errored; 'score': what was played is scored.")
 
 
 class DatasetFile(BaseModel):
@@ -86,6 +104,12 @@ class DatasetFile(BaseModel):
                                                  "(SPEC §25).")
     unmocked: Any = Field(default=None, description="live (default): a tool call no mock answers runs the real "
                                                     "tool; error: it is the conversation's error.")
+    limits: LimitsFile | None = Field(default=None, description="Every conversation's limits: turns, tokens, cost, "
+                                                                "seconds (SPEC §27).")
+    on_limit: OnLimit | None = Field(default=None, description="'error' (default): a limited conversation counts as "
+                                                               "errored; 'score': what was played is scored.")
+    secrets: list[str] | None = Field(default=None, description="Environment variables whose values are secrets "
+                                                                "whatever their names (never stored or shown).")
 
 
 class SimulateFile(BaseModel):

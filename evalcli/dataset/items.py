@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 from ..messages import Message
@@ -57,6 +57,30 @@ class RecordedTurn:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """``limits:`` and ``on_limit`` (SPEC §27), of the dataset or of one item; ``None``: no such limit."""
+
+    turns: int | None = None
+    tokens: int | None = None
+    cost: float | None = None
+    seconds: float | None = None
+    on_limit: str | None = None
+    """``error`` (``None``: the default) or ``score``."""
+
+    def over(self, base: Limits | None) -> Limits:
+        """These limits, key by key, over ``base`` (an item's over its dataset's)."""
+        if base is None:
+            return self
+        return Limits(*(mine if mine is not None else theirs for mine, theirs in
+                        zip(astuple(self), astuple(base), strict=True)))
+
+    @property
+    def scored(self) -> bool:
+        """``on_limit: score``: a limited conversation is scored on what was played, not counted as errored."""
+        return self.on_limit == "score"
+
+
+@dataclass(frozen=True)
 class Item:
     """One conversation of a dataset."""
 
@@ -87,6 +111,8 @@ class Item:
     """The item's own ``tools:`` (per tool, over the dataset's)."""
     unmocked: str | None = None
     """The item's ``unmocked`` (``None``: the dataset's)."""
+    limits: Limits | None = None
+    """The item's own ``limits`` and ``on_limit`` (``Dataset.limits_of`` merges them over the dataset's)."""
 
     @property
     def first_input(self) -> str:
@@ -159,6 +185,14 @@ class Dataset:
 
     warnings: list[str] = field(default_factory=list)
     """What validation warns about (``validate`` prints them, and every run says them once)."""
+    limits: Limits | None = None
+    """The dataset's ``limits`` and ``on_limit`` (SPEC §27)."""
+
+    def limits_of(self, item: Item) -> Limits | None:
+        """The limits one conversation runs under: its own, key by key, over the dataset's."""
+        if item.limits is None:
+            return self.limits
+        return item.limits.over(self.limits)
 
     def options_of(self, item: Item) -> dict[str, Any]:
         """The ``target_options`` one conversation runs with."""

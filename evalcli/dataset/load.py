@@ -12,6 +12,7 @@ import contextlib
 import gc
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path as FsPath
@@ -21,11 +22,10 @@ from pydantic import ValidationError
 
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
-from ..secrets import Redactor
-from ..tools import ToolsConfig
-from .files import DatasetFile, ItemFile, TurnFile
+from ..secrets import Redactor, remember
+from .files import DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
-from .items import Dataset, Item, Turn
+from .items import Dataset, Item, Limits, Turn
 from .options import item_options, option_warnings, setups
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
@@ -33,7 +33,7 @@ from .registry import find_registry, load_registry
 from .shapes import ITEM_ASSERTIONS, misplaced_assertions, plain_entry_with_keys
 from .simulate import parse_simulation
 from .target import resolve_target
-from .tools import parse_tools, parse_unmocked, resolve_tape, target_problems
+from .tools import checked_tools, parse_tools, parse_unmocked
 from .yamlsrc import Interpolated, Path, Positions, did_you_mean, load_yaml, problems_from_pydantic, validated
 
 MAX_JSONL_LINE = 8 * 1024 * 1024
@@ -67,7 +67,15 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
                        parse_tools(model.tools, (*path, "tools"), pos, label, problems),
                        unmocked=None if model.unmocked is None else
                        parse_unmocked(model.unmocked, (*path, "unmocked"), pos, label, problems))
+    if model.limits is not None or model.on_limit is not None:
+        item = replace(item, limits=limits_of(model.limits, model.on_limit))
     return replace(item, labels=labels) if labels else item
+
+
+def limits_of(limits: LimitsFile | None, on_limit: str | None) -> Limits:
+    """``limits:`` and ``on_limit`` as written, of a dataset or an item."""
+    given = limits or LimitsFile()
+    return Limits(given.turns, given.tokens, given.cost, given.seconds, on_limit)
 
 
 def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
@@ -293,6 +301,18 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: st
             raise DatasetError(redacted(exc.problems)) from None
 
 
+def declared_secrets(names: list[str], used: Interpolated) -> set[str]:
+    """The values of the variables a dataset's ``secrets:`` names: as the environment holds them, and as they were
+    interpolated (a default included)."""
+    found: set[str] = set()
+    for name in names:
+        found |= used.values.get(name, set())
+        value = os.environ.get(name)
+        if value:
+            found.add(value)
+    return {v for v in found if v}
+
+
 def redacted(problems: list[Problem], secrets: Iterable[str] = ()) -> list[Problem]:
     """The problems with every secret value (of the environment, and ``secrets``) replaced: a message quotes what the
     dataset says, e.g. an id made of an interpolated argument."""
@@ -387,15 +407,17 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                                                         for s in (*t.gates, *t.scorers))], problems)
         items = item_options(items, raw_items, top.target_options, resolved.adapter if resolved else None, problems)
         imported.update(setups(items, raw_items, top.target_options, problems, pos))
-    tools, items = _checked_tools(tools, items, raw_items, resolved.adapter if resolved else None, file.parent, pos,
+    tools, items = checked_tools(tools, items, raw_items, resolved.adapter if resolved else None, file.parent, pos,
                                   problems)
     recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
     if not top.target and target is None and not recorded and "target" not in bad_keys:
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
                                     "write 'target: module:attribute' (or a mapping with 'http', 'mastra' or 'model'; "
                                     "only a dataset whose items are all recorded transcripts may leave it out)"))
+    secret_values = used.secret_values | registry.secret_values | declared_secrets(top.secrets or [], used)
+    remember(secret_values)
     if problems:
-        raise DatasetError(redacted(problems, used.secret_values | registry.secret_values))
+        raise DatasetError(redacted(problems, secret_values))
     if resolved is None:  # every item is a recorded transcript: nothing to call
         target_spec, adapter, target_secrets = NO_TARGET, None, set[str]()
     else:
@@ -404,35 +426,11 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     return Dataset(path=str(path), target_spec=target_spec, target=adapter, target_options=top.target_options,
                    concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
-                   secret_values=used.secret_values | registry.secret_values | target_secrets, scope=scope,
+                   secret_values=secret_values | target_secrets, scope=scope,
                    target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
+                   limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
                    warnings=[f"{path}: {w}" for w in option_warnings(adapter, top.target_options, items)]
                    if adapter is not None else [])
-
-
-def _checked_tools(tools: ToolsConfig | None, items: list[Item], located: list[tuple[Any, Positions, Path]],
-                   adapter: Any, folder: FsPath, pos: Positions,
-                   problems: list[Problem]) -> tuple[ToolsConfig | None, list[Item]]:
-    """Every ``tools:`` block with its tape found, checked against the target (SPEC §25)."""
-    def check(config: ToolsConfig | None, at: Path, where: Positions, label: str) -> ToolsConfig | None:
-        config = resolve_tape(config, at, where, label, folder, problems)
-        if config is not None and adapter is not None:
-            problems.extend(target_problems(config, at, where, label, adapter))
-        return config
-
-    tools = check(tools, ("tools",), pos, "dataset")
-    out = []
-    for item in items:
-        if item.tools is None and not any(turn.tools is not None for turn in item.turns or ()):
-            out.append(item)
-            continue
-        _, where, at = located[item.index]
-        label = f"item {item.index} ({item.id})"
-        own = check(item.tools, (*at, "tools"), where, label)
-        turns = [replace(turn, tools=check(turn.tools, (*at, "turns", t, "tools"), where, f"{label} turn {t}"))
-                 if turn.tools is not None else turn for t, turn in enumerate(item.turns or ())]
-        out.append(replace(item, tools=own, turns=turns if item.turns is not None else None))
-    return tools, out
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:

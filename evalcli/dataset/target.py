@@ -9,6 +9,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from ..errors import EvalcliError, Problem
+from ..secrets import remember
 from ..targets import (
     Adapter,
     ConfigProblem,
@@ -58,6 +59,7 @@ def resolve_target(raw: str | dict[str, Any], options: dict[str, Any], pos: Posi
     if config is None:
         return ResolvedTarget(name, None)
     spec, secrets = cls.describe(config), cls.secrets(config)
+    remember(secrets)
     try:
         built = cls.build(config, FormContext(folder, resolve_import))
         return ResolvedTarget(spec, make_form_adapter(cls, spec, built, options), secrets)

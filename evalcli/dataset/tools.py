@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import Problem
 from ..targets import Adapter
 from ..tools import MATCHES, RESERVED, UNMOCKED, Answer, Mock, TapeError, ToolsConfig, read_tape
+from .items import Item
 from .yamlsrc import Path, Positions, did_you_mean
 
 ENTRY_KEYS = ("when", "returns", "raises", "sequence", "delay")
@@ -172,3 +173,28 @@ def target_problems(config: ToolsConfig, at: Path, pos: Positions, label: str, a
                     problems.append(pos.problem((*mock.path, "when", key), message,
                                                 f"its parameters are: {', '.join(parameters) or 'none'}", key=True))
     return problems
+
+
+def checked_tools(tools: ToolsConfig | None, items: list[Item], located: list[tuple[Any, Positions, Path]],
+                   adapter: Any, folder: FsPath, pos: Positions,
+                   problems: list[Problem]) -> tuple[ToolsConfig | None, list[Item]]:
+    """Every ``tools:`` block with its tape found, checked against the target (SPEC §25)."""
+    def check(config: ToolsConfig | None, at: Path, where: Positions, label: str) -> ToolsConfig | None:
+        config = resolve_tape(config, at, where, label, folder, problems)
+        if config is not None and adapter is not None:
+            problems.extend(target_problems(config, at, where, label, adapter))
+        return config
+
+    tools = check(tools, ("tools",), pos, "dataset")
+    out = []
+    for item in items:
+        if item.tools is None and not any(turn.tools is not None for turn in item.turns or ()):
+            out.append(item)
+            continue
+        _, where, at = located[item.index]
+        label = f"item {item.index} ({item.id})"
+        own = check(item.tools, (*at, "tools"), where, label)
+        turns = [replace(turn, tools=check(turn.tools, (*at, "turns", t, "tools"), where, f"{label} turn {t}"))
+                 if turn.tools is not None else turn for t, turn in enumerate(item.turns or ())]
+        out.append(replace(item, tools=own, turns=turns if item.turns is not None else None))
+    return tools, out

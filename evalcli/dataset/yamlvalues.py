@@ -43,6 +43,8 @@ class Interpolated:
 
     names: set[str] = field(default_factory=set)
     secret_values: set[str] = field(default_factory=set)
+    values: dict[str, set[str]] = field(default_factory=dict)
+    """What each variable was read as (its value, or its default): a dataset's ``secrets: [NAME]`` makes them secret."""
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -192,6 +194,7 @@ class Walker:
                         f"set {name}, or give a default: ${{{name}:-value}}"))
                     return ""
                 value = default
+            self.used.values.setdefault(name, set()).add(value)
             if looks_secret(name, value):
                 self.used.secret_values.add(value)
             return value

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from .cache import ResponseCache
 from .client import (
-    CallRecord,
+    BudgetSpent,
     LLMClient,
     LLMError,
     LLMSettings,
-    UsageSink,
     backend_from_env,
-    current_usage,
     import_http_client,
     import_litellm,
     provider_messages,
@@ -29,8 +27,22 @@ from .client import (
 from .local_model import pending as local_model_pending
 from .local_model import preload as load_local_model
 from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
+from .usage import (
+    PURPOSES,
+    Budget,
+    CallRecord,
+    UsageSink,
+    current_usage,
+    parse_budget,
+    purpose_group,
+    usage_rows,
+    usage_summary,
+)
 
-__all__ = ["LOCAL_JUDGE_MODEL", "CallRecord", "LLMClient", "LLMError", "LLMSettings", "ResponseCache", "UsageSink",
-           "backend_from_env", "check_settings", "current_usage", "default_judge_model", "import_http_client",
-           "import_litellm", "load_local_model", "local_model_pending", "model_problem", "provider_messages",
-           "reply_text", "settings_problems", "supports_json_mode", "supports_json_schema"]
+__all__ = [
+    "LOCAL_JUDGE_MODEL", "PURPOSES", "Budget", "BudgetSpent", "CallRecord", "LLMClient", "LLMError",
+    "LLMSettings", "ResponseCache", "UsageSink", "backend_from_env", "check_settings", "current_usage",
+    "default_judge_model", "import_http_client", "import_litellm", "load_local_model", "local_model_pending",
+    "model_problem", "parse_budget", "provider_messages", "purpose_group", "reply_text", "settings_problems",
+    "supports_json_mode", "supports_json_schema", "usage_rows", "usage_summary",
+]

@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ..secrets import redact_text as redact
+from ..secrets import redactor
 
 
 class Writer(Protocol):
@@ -66,11 +66,11 @@ class ResponseCache:
 
     def put(self, key: str, model: str, response: dict[str, Any]) -> None:
         """Store (or replace) a response."""
-        # a reply may repeat a key it was shown (the judge quoting the transcript): never store it
-        data = redact(json.dumps(response, sort_keys=True, default=str))
+        # a reply may repeat a secret it was shown (the judge quoting the transcript): never store it (SPEC §23)
+        data = redactor().dumps(response, sort_keys=True, default=str)
         now = datetime.now(UTC).isoformat()
         self._change("INSERT OR REPLACE INTO llm_cache (key, model, response, created_at, hits) VALUES (?, ?, ?, ?, 0)",
-                     (key, model, data, now))
+                     (key, redactor()(model), data, now))
 
     def clear(self) -> int:
         """Delete every cached response; returns how many there were."""

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import os
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import EvalcliError, describe
@@ -26,6 +24,8 @@ from ..messages import Message
 from .cache import ResponseCache
 from .local_model import is_local
 from .preflight import BACKENDS, model_problem
+from .ratelimit import AdaptiveLimit, Slots, retry_after
+from .usage import CallRecord, UsageSink, current_usage, purpose_group
 
 EVALCLI_ONLY_KEYS = frozenset({"is_error", "source"})
 """Message keys evalcli uses itself; they are stripped before messages reach a provider."""
@@ -51,6 +51,12 @@ class LLMError(EvalcliError):
     exit_code = 4
 
 
+class BudgetSpent(LLMError):
+    """A call that was not started: the budget of its purpose (``--max-cost``, ``--max-tokens``) is spent."""
+
+    exit_code = 5
+
+
 @dataclass
 class LLMSettings:
     """How model calls behave: retries, timeouts, back-off, judge concurrency, caching."""
@@ -65,6 +71,8 @@ class LLMSettings:
     """Longest back-off in seconds (a provider's ``Retry-After`` may ask for longer)."""
     judge_concurrency: int = 8
     """Judge calls in flight at once, across all conversations."""
+    model_concurrency: int = 64
+    """Calls in flight to one (provider, model) at most; halved on a 429, it grows back to this (SPEC §27)."""
     cache: bool = True
     """Whether judge calls use the response cache."""
     backend: str = field(default_factory=backend_from_env)
@@ -86,54 +94,6 @@ class LLMSettings:
                 "EVALCLI_LLM_RETRIES takes a whole number, EVALCLI_LLM_TIMEOUT a number of seconds",
             ) from None
         return settings
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One model call (or cache hit), as stored in ``llm_calls``."""
-
-    purpose: str
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float
-    cache_hit: bool
-    duration_ms: float
-    turn_index: int | None = None
-    """The conversation's turn the call was made for (simulator calls), if any."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class UsageSink:
-    """Collects the ``CallRecord`` of every model call made while it is ``current_usage``."""
-
-    def __init__(self) -> None:
-        self.records: list[CallRecord] = []
-
-    def record(self, rec: CallRecord) -> None:
-        self.records.append(rec)
-
-    def __iter__(self) -> Iterator[CallRecord]:
-        return iter(self.records)
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def totals(self) -> dict[str, Any]:
-        """Calls, cache hits, tokens and cost summed over the records."""
-        return {
-            "calls": len(self.records),
-            "cache_hits": sum(r.cache_hit for r in self.records),
-            "prompt_tokens": sum(r.prompt_tokens for r in self.records),
-            "completion_tokens": sum(r.completion_tokens for r in self.records),
-            "cost": sum(r.cost for r in self.records),
-        }
-
-
-current_usage: ContextVar[UsageSink | None] = ContextVar("evalcli_current_usage", default=None)
-"""Where model calls are recorded; the runner sets one per conversation."""
 
 
 def import_litellm() -> Any:
@@ -200,7 +160,7 @@ def _table_answers(model: str) -> bool:
 
 
 def redact(text: str) -> str:
-    """The text without secret environment values or anything that looks like an API key."""
+    """The text with every secret known replaced (SPEC §23)."""
     from ..secrets import redact_text
 
     return redact_text(text)
@@ -224,26 +184,6 @@ def _retryable(exc: BaseException) -> bool:
     return name in {"APIConnectionError", "Timeout", "APITimeoutError", "ServiceUnavailableError"}
 
 
-def retry_after(exc: BaseException) -> float | None:
-    """Seconds asked for by a ``Retry-After`` (or ``retry-after-ms``) header on the error, if any."""
-    response_headers = getattr(getattr(exc, "response", None), "headers", None)
-    for source in (getattr(exc, "response_headers", None), getattr(exc, "litellm_response_headers", None),
-                   response_headers):
-        if not source:
-            continue
-        with contextlib.suppress(Exception):
-            if source.get("retry-after-ms"):
-                return max(0.0, float(source["retry-after-ms"]) / 1000)
-            value = source.get("retry-after") or source.get("Retry-After")
-            if value:
-                try:
-                    return max(0.0, float(value))
-                except ValueError:
-                    moment = email.utils.parsedate_to_datetime(value)
-                    return max(0.0, moment.timestamp() - time.time())
-    return None
-
-
 def _usage(response: dict[str, Any]) -> tuple[int, int]:
     usage = response.get("usage") or {}
     return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
@@ -256,8 +196,12 @@ class LLMClient:
         self.settings = settings or LLMSettings()
         self.cache = cache
         self._paused_until: dict[str, float] = {}
-        self._local_turn: asyncio.Lock | None = None
         """Per model: the ``time.monotonic()`` moment before which no call starts (after a 429)."""
+        self._local_turn: asyncio.Lock | None = None
+        self._limits: dict[tuple[str, str], Slots] = {}
+        """Per (provider, model): the calls in flight to it, adapted to its 429s."""
+        self.on_throttle: Callable[[str, int, int], None] | None = None
+        """Told (model, limit, configured concurrency) each time a model's limit of calls in flight moves."""
         self._judge_slots: asyncio.Semaphore | None = None
         self._judge_loop: asyncio.AbstractEventLoop | None = None
         self._reachability: dict[str, str | None] = {}
@@ -331,6 +275,11 @@ class LLMClient:
             if cached is not None and (accept is None or accept(cached)):
                 self._record(CallRecord(purpose, model, 0, 0, 0.0, True, _ms(started), turn_index), usage_sink)
                 return cached
+        sink = current_usage.get()
+        refused = sink.refusal(purpose) if sink is not None else None
+        if refused is not None:
+            raise BudgetSpent(f"no {purpose_group(purpose)} call to {model} was started: {refused}",
+                              "--resume the run with a larger --max-cost or --max-tokens to continue it")
         kwargs: dict[str, Any] = {"model": model, "messages": provider_messages(messages)}
         optional = {
             "temperature": temperature,
@@ -372,20 +321,44 @@ class LLMClient:
         if problem:
             raise LLMError(problem, "install what it names, or choose another model")
         attempt_once = self._attempt(model, kwargs)
-        attempts = self.settings.retries + 1
+        slots = self._slots(model, kwargs.get("api_base"))
+        failures = attempt = 0
+        waited = 0.0
         last: BaseException | None = None
-        for attempt in range(1, attempts + 1):
+        while True:
+            attempt += 1
             await self._wait_for_model(model)
+            ticket = await slots.acquire() if slots is not None else None
+            outcome = "failed"
             try:
                 async with self._turn_of(model):
                     # asyncio.timeout, unlike wait_for, does not wrap every call in a task of its own
                     async with asyncio.timeout(self.settings.timeout + 1):
-                        return await attempt_once()
+                        answer = await attempt_once()
+                outcome = "ok"
+                return answer
             except Exception as exc:  # noqa: BLE001 - a provider may raise anything; classified below
                 last = exc
-                if not _retryable(exc) or attempt == attempts:
+                if _status(exc) == 429:
+                    outcome = "rate_limited"
+                    # a 429 is retried after its Retry-After for as long as the call's timeout allows in all,
+                    # whatever the retry count: a run whose calls met 429s and then succeeded has no errors
+                    pause = self._rate_pause(exc, attempt)
+                    if waited + pause > self.settings.timeout:
+                        break
+                    waited += max(pause, 0.05)  # a Retry-After of 0, again and again, still ends
+                    # every call to this model waits until then: the provider said when it may resume
+                    until = time.monotonic() + pause
+                    self._paused_until[model] = max(self._paused_until.get(model, 0.0), until)
+                    continue
+                failures += 1
+                if not _retryable(exc) or failures > self.settings.retries:
                     break
-                await asyncio.sleep(self._backoff(model, exc, attempt))
+                delay = self._backoff(exc, failures)
+            finally:
+                if slots is not None and ticket is not None:
+                    slots.release(ticket, outcome)
+            await asyncio.sleep(delay)
         assert last is not None
         raise LLMError(
             f"model {model} failed after {attempt} attempt{'s' if attempt != 1 else ''}: "
@@ -393,6 +366,27 @@ class LLMClient:
             "check the model name, the provider's API key variable and base URL; "
             "EVALCLI_LLM_RETRIES and EVALCLI_LLM_TIMEOUT tune retries and timeouts",
         ) from None
+
+    def _slots(self, model: str, api_base: str | None) -> Slots | None:
+        """The calls in flight to this (provider, model), adapted to its 429s (SPEC §27); the embedded model has its
+        own turn instead."""
+        if is_local(model):
+            return None
+        key = (api_base or "", model)
+        found = self._limits.get(key)
+        if found is None:
+            found = self._limits[key] = Slots(AdaptiveLimit(self.settings.model_concurrency),
+                                              lambda rule: self._throttle_changed(model, rule))
+        return found
+
+    def _throttle_changed(self, model: str, rule: AdaptiveLimit) -> None:
+        if self.on_throttle is not None:
+            with contextlib.suppress(Exception):  # whoever watches cannot break a model call
+                self.on_throttle(model, rule.limit, rule.ceiling)
+
+    def throttled(self) -> dict[str, tuple[int, int]]:
+        """The models whose calls in flight are held below the configured concurrency: (limit, concurrency)."""
+        return {model: (s.rule.limit, s.rule.ceiling) for (_, model), s in self._limits.items() if s.rule.throttled}
 
     def _turn_of(self, model: str) -> contextlib.AbstractAsyncContextManager[Any]:
         """The embedded model runs one completion at a time: a call waits for its turn before its timeout starts
@@ -440,17 +434,17 @@ class LLMClient:
             return 0.0
         return catalog.cost(priced[0], usage, response.get("service_tier"), priced[1])
 
-    def _backoff(self, model: str, exc: BaseException, attempt: int) -> float:
-        base = min(self.settings.backoff_max, self.settings.backoff_base * 2.0 ** (attempt - 1))
-        delay = base * (0.5 + random.random() / 2)
+    def _backoff(self, exc: BaseException, failures: int) -> float:
+        return max(self._delay(failures), retry_after(exc) or 0.0)
+
+    def _delay(self, failures: int) -> float:
+        base = min(self.settings.backoff_max, self.settings.backoff_base * 2.0 ** (failures - 1))
+        return base * (0.5 + random.random() / 2)
+
+    def _rate_pause(self, exc: BaseException, attempt: int) -> float:
+        """How long a 429 asks to wait: its ``Retry-After``, else the back-off."""
         asked = retry_after(exc)
-        if _status(exc) == 429:
-            # every call to this model waits until the provider said it may resume
-            pause = asked if asked is not None else delay
-            until = time.monotonic() + pause
-            self._paused_until[model] = max(self._paused_until.get(model, 0.0), until)
-            return 0.0
-        return max(delay, asked or 0.0)
+        return asked if asked is not None else self._delay(attempt)
 
     async def _wait_for_model(self, model: str) -> None:
         while True:

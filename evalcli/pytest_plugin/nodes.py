@@ -87,6 +87,7 @@ class DatasetFile(pytest.File):
 def _repr(item: pytest.Item, excinfo: ExceptionInfo[BaseException], line: int | None) -> str | TerminalRepr | None:
     """The failure of an evaluation as its text, with a one-line message; ``None`` for a bug (pytest's traceback)."""
     from ..errors import EvalcliError
+    from ..secrets import redact_text
 
     if isinstance(excinfo.value, EvalFailed):
         text, message = excinfo.value.text, excinfo.value.message
@@ -95,6 +96,7 @@ def _repr(item: pytest.Item, excinfo: ExceptionInfo[BaseException], line: int | 
         message = text.splitlines()[0]
     else:
         return None
+    text, message = redact_text(text), redact_text(message)  # pytest prints it and writes it to its JUnit XML
     try:
         from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
     except ImportError:  # pragma: no cover - pytest moved its classes: the text alone still reads well

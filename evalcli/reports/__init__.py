@@ -8,8 +8,8 @@ does not hold. This package and ``evalcli.cli`` are the only ones that import ri
 from __future__ import annotations
 
 from .ci import JUnitSuite, MarkdownSummary, junit_document
-from .compare import comparison_table, render_comparison
-from .diff import render_diff
+from .compare import compare_json, compare_markdown, comparison_table, render_comparison
+from .diff import diff_json, diff_markdown, render_diff
 from .files import per_dataset
 from .history import merge_lines, runs_table
 from .json import JsonReport, JsonSpool, JsonStream, Report, deliver
@@ -29,8 +29,43 @@ from .text import (
 )
 from .transcript import item_document, render_item
 
-__all__ = ["NOT_SCORABLE", "VERDICT_STYLE", "JUnitSuite", "JsonReport", "JsonSpool", "JsonStream", "MarkdownSummary", "Report",
-           "TerminalReport", "aggregate_tables", "comparison_table", "conversation_text", "deliver", "fmt",
-           "interrupted_line", "item_document", "junit_document", "merge_lines", "missed_gates", "one_line",
-           "per_dataset", "plain_text", "plural", "render_comparison", "render_diff", "render_item", "runs_table",
-           "summary_line", "threshold_text", "titled", "verdict_line", "verdict_text", "verdict_words", "why_failed"]
+__all__ = [
+                   "NOT_SCORABLE",
+                   "VERDICT_STYLE",
+                   "JUnitSuite",
+                   "JsonReport",
+                   "JsonSpool",
+                   "JsonStream",
+                   "MarkdownSummary",
+                   "Report",
+                   "TerminalReport",
+                   "aggregate_tables",
+                   "compare_json",
+                   "compare_markdown",
+                   "comparison_table",
+                   "conversation_text",
+                   "deliver",
+                   "diff_json",
+                   "diff_markdown",
+                   "fmt",
+                   "interrupted_line",
+                   "item_document",
+                   "junit_document",
+                   "merge_lines",
+                   "missed_gates",
+                   "one_line",
+                   "per_dataset",
+                   "plain_text",
+                   "plural",
+                   "render_comparison",
+                   "render_diff",
+                   "render_item",
+                   "runs_table",
+                   "summary_line",
+                   "threshold_text",
+                   "titled",
+                   "verdict_line",
+                   "verdict_text",
+                   "verdict_words",
+                   "why_failed",
+]

@@ -159,6 +159,9 @@ class MarkdownSummary:
                 lines.append(f"| {_cell(scorer_id)} | {fmt(mean)} | {threshold_text(t.threshold) if t else ''} | "
                              f"{('✅' if t.passed else '❌') if t else ''} |")
             lines.append("")
+        if result.stability:
+            lines += ["Stability over the `--repeat` plays: " + ", ".join(f"**{count}** {name}" for name, count
+                                                                        in result.stability.items()), ""]
         if result.pass_at_k:
             lines += ["| gate | pass@k | pass^k |", "|---|---:|---:|"]
             lines += [f"| {_cell(g)} | {fmt(v)} | {fmt(result.pass_all_k.get(g))} |" for g, v in result.pass_at_k.items()]

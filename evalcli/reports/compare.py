@@ -3,11 +3,16 @@ scorer and gate, a column per run, then the conversations whose gates differ."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..store import Cell, Column, Comparison
+from ..llm import PURPOSES
+from ..results import finite_or_none
+from ..store import Cell, Column, Comparison, PairedStats
+from .paired import stats_markdown, stats_renderable
 from .text import VERDICT_STYLE, fmt, threshold_text
 
 STATE_STYLE = {"pass": "green", "FAIL": "bold red", "error": "bold red", "ok": "green", "n/a": "dim", "-": "dim"}
@@ -39,6 +44,18 @@ def cost_text(cost: float) -> str:
     return f"${cost:.4f}"
 
 
+def usage_rows(columns: list[Column]) -> list[tuple[str, list[str]]]:
+    """Tokens and cost per purpose (target always; simulator and judge when a run made such calls), then all."""
+    rows = []
+    for purpose in PURPOSES:
+        figures = [c.purpose(purpose) for c in columns]
+        if purpose == "target" or any(tokens or cost for tokens, cost in figures):
+            rows.append((f"{purpose} tokens", [f"{tokens:,}" for tokens, _ in figures]))
+            rows.append((f"{purpose} cost", [cost_text(cost) for _, cost in figures]))
+    rows.append(("all LLM cost", [cost_text(c.cost) for c in columns]))
+    return rows
+
+
 def comparison_table(comparison: Comparison) -> Table:
     """The table: scorers (means) and gates (passes), then verdict, conversations, errors, tokens, cost, wall time."""
     count = len(comparison.columns)
@@ -56,9 +73,8 @@ def comparison_table(comparison: Comparison) -> Table:
     table.add_row("conversations", *(str(c.run.summary.total_items) for c in columns))
     table.add_row("errors", *(Text(str(c.run.summary.errors), style="bold red" if c.run.summary.errors else "")
                               for c in columns))
-    table.add_row("target tokens", *(f"{c.target_tokens:,}" for c in columns))
-    table.add_row("target cost", *(cost_text(c.target_cost) for c in columns))
-    table.add_row("all LLM cost", *(cost_text(c.cost) for c in columns))
+    for label, texts in usage_rows(columns):
+        table.add_row(label, *texts)
     table.add_row("wall time", *(seconds_text(c.seconds) for c in columns))
     return table
 
@@ -87,7 +103,8 @@ def differences_table(comparison: Comparison) -> Table | None:
 
 
 def render_comparison(console: Console, comparison: Comparison, *, differences: bool = True) -> None:
-    """The comparison table and (with ``differences``) the conversations whose gates differ."""
+    """The comparison table, (with ``differences``) the conversations whose gates differ, and with statistics
+    each later run against the first."""
     console.print(comparison_table(comparison))
     if differences:
         table = differences_table(comparison)
@@ -95,3 +112,55 @@ def render_comparison(console: Console, comparison: Comparison, *, differences: 
             console.print("No conversation's gates differ between these runs.")
         else:
             console.print(table)
+    for title, stats in paired_sections(comparison):
+        console.print(stats_renderable(stats, title) if stats is not None
+                      else Text(f"{title}: no conversation in both runs", style="dim"), soft_wrap=True)
+    for line in comparison.significant():
+        console.print(Text.assemble(("  significant regression ", "bold red"), line), soft_wrap=True)
+    if comparison.alpha is not None:
+        console.print(f"a later run is worse than the first beyond the noise (alpha {comparison.alpha:g}): exit 1"
+                      if comparison.significant() else
+                      f"no later run is significantly worse than the first (alpha {comparison.alpha:g}): exit 0")
+
+
+def paired_sections(comparison: Comparison) -> list[tuple[str, PairedStats | None]]:
+    """(title, statistics) of each later run against the first."""
+    first = comparison.columns[0]
+    return [(f"Paired statistics: {c.label} ({c.run.run_id}) - {first.label} ({first.run.run_id})", stats)
+            for c, stats in zip(comparison.columns[1:], comparison.paired, strict=False)]
+
+
+def compare_json(comparison: Comparison) -> dict[str, Any]:
+    """``evalcli compare --json``: the runs, a row per scorer and gate (one value per run), the conversations whose
+    gates differ, and each later run's paired statistics against the first."""
+    first = comparison.columns[0].run.run_id
+    return {
+        "dataset": comparison.dataset,
+        "runs": [{"run_id": c.run.run_id, "target": c.label, "verdict": c.run.verdict,
+                  "conversations": c.run.summary.total_items, "errors": c.run.summary.errors} for c in comparison.columns],
+        "rows": [{"role": r.role, "id": r.id, "values": [finite_or_none(cell.value) for cell in r.cells],
+                  "passed": [cell.passed for cell in r.cells]} for r in comparison.rows],
+        "differences": [{"item": d.item_id, "gate": d.gate, "states": d.states} for d in comparison.differences],
+        "statistics": [{"a": first, "b": c.run.run_id, **(stats.to_json(comparison.alpha) if stats else {})}
+                       for c, stats in zip(comparison.columns[1:], comparison.paired, strict=False)],
+        "alpha": comparison.alpha, "significant_regressions": comparison.significant(),
+        "exit_code": comparison.regression_exit_code,
+    }
+
+
+def compare_markdown(comparison: Comparison) -> str:
+    """``evalcli compare --markdown``: the figures per run, then each later run's paired statistics."""
+    columns = comparison.columns
+    lines = [f"### evalcli compare: {len(columns)} runs of `{comparison.dataset}`", "",
+             "| | " + " | ".join(f"{c.label} `{c.run.run_id}`" for c in columns) + " |",
+             "|---|" + "---:|" * len(columns)]
+    for row in comparison.rows:
+        cells = [cell_text(cell, row.role).plain for cell in row.cells]
+        lines.append(f"| {row.role} {row.id} | " + " | ".join(cells).replace("\n", " ") + " |")
+    lines.append("| verdict | " + " | ".join(c.run.verdict or "none" for c in columns) + " |")
+    lines.append("")
+    for title, stats in paired_sections(comparison):
+        lines += stats_markdown(stats, f"#### {title}") if stats is not None else [f"#### {title}", "",
+                                                                                   "no conversation in both runs", ""]
+    lines += [f"- **significant regression**: {line}" for line in comparison.significant()]
+    return "\n".join(lines) + "\n"

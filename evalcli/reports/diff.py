@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..results import finite_or_none
 from ..store import Change, RunDiff
+from .paired import stats_markdown, stats_renderable
 from .text import VERDICT_STYLE, fmt, plural, titled
 
 
@@ -42,11 +46,57 @@ def render_diff(console: Console, diff: RunDiff, *, verbose: bool = False) -> No
     verdict.append(diff.b.verdict or "none", style=VERDICT_STYLE.get(diff.b.verdict or "", ""))
     console.print(verdict)
     console.print(_items_table(diff, verbose))
+    if diff.stats is not None:
+        console.print(stats_renderable(diff.stats), soft_wrap=True)
+    judged = diff.judged_by_significance
     for line in diff.regressions:
-        console.print(Text.assemble(("  regression ", "bold red"), line), soft_wrap=True)
+        label = "  change " if judged else "  regression "
+        console.print(Text.assemble((label, "yellow" if judged else "bold red"), line), soft_wrap=True)
+    for line in diff.significant:
+        console.print(Text.assemble(("  significant regression ", "bold red"), line), soft_wrap=True)
+    console.print(verdict_line(diff), soft_wrap=True)
+
+
+def verdict_line(diff: RunDiff) -> str:
+    """The last line: whether B is worse than A and the exit code that says so."""
+    if diff.judged_by_significance:
+        alpha = f"(alpha {diff.alpha:g})"
+        return (f"B is worse than A beyond the noise {alpha}: exit 1" if diff.exit_code
+                else f"B is not significantly worse than A {alpha}: exit 0")
     tolerance = f" (tolerance {fmt(diff.tolerance)})" if diff.tolerance else ""
-    console.print(f"B is worse than A{tolerance}: exit 1" if diff.regressions
-                  else f"B is not worse than A{tolerance}: exit 0")
+    return f"B is worse than A{tolerance}: exit 1" if diff.regressions else f"B is not worse than A{tolerance}: exit 0"
+
+
+def diff_json(diff: RunDiff) -> dict[str, Any]:
+    """``evalcli diff --json``: the two runs, each figure A -> B, the conversations, the regressions, the paired
+    statistics and the exit code."""
+    def changes(found: list[Change]) -> list[dict[str, Any]]:
+        return [{"id": c.id, "a": finite_or_none(c.a), "b": finite_or_none(c.b), "regressed": c.regressed}
+                for c in found]
+
+    return {"a": diff.a.run_id, "b": diff.b.run_id, "dataset_a": diff.a.dataset_path,
+            "dataset_b": diff.b.dataset_path, "verdict_a": diff.a.verdict, "verdict_b": diff.b.verdict,
+            "tolerance": diff.tolerance, "scorers": changes(diff.scorers), "gates": changes(diff.gates),
+            "items": [{"id": i.id, "passed_a": i.passed_a, "passed_b": i.passed_b, "scores": changes(i.scores)}
+                      for i in diff.items],
+            "regressions": diff.regressions, "alpha": diff.alpha, "significant_regressions": diff.significant,
+            "statistics": diff.stats.to_json(diff.alpha) if diff.stats is not None else None,
+            "exit_code": diff.exit_code}
+
+
+def diff_markdown(diff: RunDiff) -> str:
+    """``evalcli diff --markdown``: the verdicts, the regressions and the paired statistics."""
+    lines = [f"### evalcli diff `{diff.a.run_id}` -> `{diff.b.run_id}` ({diff.b.dataset_path})", "",
+             f"verdict: {diff.a.verdict or 'none'} -> {diff.b.verdict or 'none'}", ""]
+    judged = diff.judged_by_significance
+    lines += [f"- {'change' if judged else 'regression'}: {line}" for line in diff.regressions]
+    lines += [f"- **significant regression**: {line}" for line in diff.significant]
+    if diff.regressions or diff.significant:
+        lines.append("")
+    if diff.stats is not None:
+        lines += stats_markdown(diff.stats)
+    lines += [f"**{verdict_line(diff)}**", ""]
+    return "\n".join(lines)
 
 
 def _items_table(diff: RunDiff, verbose: bool) -> RenderableType:

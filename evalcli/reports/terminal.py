@@ -26,6 +26,7 @@ from .text import (
     plural,
     threshold_text,
     titled,
+    usage_parts,
     why_failed,
 )
 
@@ -83,7 +84,7 @@ class TerminalReport:
             scorable = sum(1 for o in item.gate_scores.values() if not o.not_scorable)
             passed = scorable - sum(1 for o in item.gate_scores.values() if o.missed_gate)
             cells.append(Text(f"{passed}/{scorable}", style="green" if passed == scorable else "red"))
-        cells.append(Text("ok", style="green") if item.status == "ok" else Text("error", style="bold red"))
+        cells.append(status_text(item))
         return cells
 
     def close(self) -> None:
@@ -157,6 +158,23 @@ class TerminalReport:
         if count > len(shown):
             self.console.print(f"  ... and {count - len(shown)} more "
                                f"(evalcli show {self.result.run_id} -v lists every conversation)", soft_wrap=True)
+
+
+STABILITY_STYLE = {"stable-pass": "green", "flaky": "bold yellow", "stable-fail": "bold red"}
+
+
+def status_text(item: ItemResult) -> Text:
+    """``ok`` or ``error``; under ``--repeat`` the conversation's stability and its passing plays (``flaky 2/3``)."""
+    if item.status != "ok":
+        return Text("error", style="bold red")
+    if item.stability is None:
+        return Text("ok", style="green")
+    return Text(f"{item.stability} {item.plays_passed}/{item.repeats}", style=STABILITY_STYLE[item.stability])
+
+
+def stability_text(counts: dict[str, int]) -> str:
+    """``stable-pass 3, flaky 1, stable-fail 0`` (every play passed every gate / some did / none did)."""
+    return ", ".join(f"{name} {count}" for name, count in counts.items())
 
 
 def _light(item: ItemResult) -> ItemResult:
@@ -272,6 +290,11 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
         text.append("INTERRUPTED ", style="bold red")
         text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}; "
                     f"continue with: {resume_command(result, db_path)}\n")
+    if result.status == "budget":
+        text.append("BUDGET SPENT ", style="bold red")
+        text.append(f"after {result.completed} of {plural(result.selected, 'conversation')} (those that needed a call "
+                    f"of a spent budget are limited); continue with a larger --max-cost or --max-tokens: "
+                    f"{resume_command(result, db_path)}\n")
     text.append_text(verdict_line(result))
     if summary.not_scorable:
         text.append(f"   not scorable: {sum(summary.not_scorable.values())}")
@@ -280,10 +303,16 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
                     ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_at_k.items()))
         text.append("\npass^k (a gate passed in all of the --repeat plays): " +
                     ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_all_k.items()))
+    if result.stability:
+        text.append("\nstability over the --repeat plays (every play passed every gate / some did / none did): "
+                    + stability_text(result.stability))
     usage = result.usage
     if usage.get("calls"):
         text.append(f"\nLLM calls: {usage['calls']} (cache hits: {usage['cache_hits']})   tokens: "
                     f"{usage['prompt_tokens']} in / {usage['completion_tokens']} out   cost: ${usage['cost']:.4f}")
+        parts = usage_parts(usage)
+        if parts:
+            text.append("\n  by purpose: " + "; ".join(parts))
     if db_path and stored:
         text.append(f"\nstored in {db_path} (run {result.run_id})", style="dim")
     text.append(f"   exit code {result.exit_code}", style="dim")

@@ -107,3 +107,9 @@ def fits(console: Console, table: Table) -> bool:
     """Whether the table is drawn at its natural width on this console (nothing wrapped or cut)."""
     natural = Measurement.get(console, console.options.update(max_width=100_000), table).maximum
     return natural <= console.width
+
+
+def usage_parts(usage: dict[str, Any]) -> list[str]:
+    """Each purpose that made calls (target, simulator, judge): its calls, tokens and cost, in words."""
+    return [f"{purpose} {plural(u['calls'], 'call')}, {u['prompt_tokens']} in / {u['completion_tokens']} out, "
+            f"${u['cost']:.4f}" for purpose, u in (usage.get("purposes") or {}).items() if u.get("calls")]

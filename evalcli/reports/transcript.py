@@ -126,6 +126,9 @@ def render_item(run: RunResult, item: ItemResult) -> RenderableType:
     parts: list[RenderableType] = [
         Text.assemble(("Run ", "bold"), (run.run_id, "cyan"), f"  {run.dataset_path}  ->  {run.target}"), head,
         Text(f"thread {item.thread_id or '-'}  resource {item.resource_id or '-'}", style="dim")]
+    if item.stability is not None:
+        parts.append(Text(f"played {item.repeats} times: {item.stability} ({item.plays_passed} of {item.repeats} plays "
+                          "passed every gate)", style="bold yellow" if item.stability == "flaky" else ""))
     if item.metadata:
         parts.append(Text(f"metadata {json.dumps(item.metadata, ensure_ascii=False, default=str)}", style="dim"))
     names: dict[Any, str] = {}

@@ -17,9 +17,9 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..dataset import Dataset, Item
+from ..dataset import Dataset, Item, Limits
 from ..errors import describe, requested_url
-from ..llm import UsageSink, current_usage
+from ..llm import Budget, UsageSink, current_usage
 from ..messages import Message
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
@@ -40,7 +40,7 @@ from ..targets import (
 )
 from ..tools import CURRENT, annotate
 from .drivers import driver_for
-from .play import ConversationFailed, Driver, PlayContext
+from .play import ConversationFailed, Driver, LimitReached, PlayContext
 from .tooling import ToolSettings
 
 
@@ -59,8 +59,11 @@ class Conversation:
 
     def __init__(self, dataset: Dataset, builder: Builder, calls: Calls, play_context: PlayContext,
                  thresholds: dict[str, Any], ready: Callable[[], Awaitable[None]] | None = None,
-                 tools: ToolSettings | None = None) -> None:
+                 budget: Budget | None = None, tools: ToolSettings | None = None) -> None:
         self.dataset = dataset
+        self.budget = budget
+        """The run's ``--max-cost`` / ``--max-tokens``: a conversation that needs a call of a spent purpose is
+        ``limited``."""
         self.tools = tools or ToolSettings()
         """What the run does with tools (``--hermetic``, ``--record-tools``); each conversation gets its own plan."""
         self.ready = ready
@@ -73,7 +76,7 @@ class Conversation:
 
     async def play(self, item: Item) -> ItemResult:
         started = time.perf_counter()
-        sink = UsageSink()
+        sink = UsageSink(self.budget)
         token = current_usage.set(sink)
         driver = driver_for(item)
         plan = self.tools.plan_for(self.dataset, item) if driver.calls_target else None
@@ -88,11 +91,11 @@ class Conversation:
         try:
             spec = options.get("setup")
             if thread is None:
-                await self._converse(driver, None, result)
+                await self._converse(driver, None, result, None)
             elif spec is None:
                 session = self._open(item, ConversationOptions(thread, item.target_options), result)
                 if session is not None:
-                    await self._converse(driver, session, result)
+                    await self._converse(driver, session, result, self.dataset.limits_of(item))
             else:
                 await self._with_setup(Setup(spec, self.dataset.imported[spec], self.calls), item, options, thread,
                                        driver, result)
@@ -106,6 +109,11 @@ class Conversation:
             CURRENT.reset(plan_token)
             current_usage.reset(token)
         self.tools.finished(item, plan)
+        if sink.refused is not None:
+            # a call it needed was not started: what ended it is the budget, not a fault (SPEC §27)
+            result.status, result.stop_reason = "limited", "budget"
+            result.error = f"limited by the budget after {len(result.turns)} turn(s): {sink.refused}"
+            result.traceback = None
         result.usage = list(sink)
         result.duration_ms = (time.perf_counter() - started) * 1000
         return result
@@ -146,7 +154,7 @@ class Conversation:
             merged = merge_options(options, returned) if returned else item.target_options
             session = self._open(item, ConversationOptions(thread, merged, frozenset(returned)), result)
             if session is not None:
-                await self._converse(driver, session, result)
+                await self._converse(driver, session, result, self.dataset.limits_of(item))
         finally:
             try:
                 await setup.exit()
@@ -154,7 +162,11 @@ class Conversation:
                 if result.status == "ok":
                     self._fail(result, exc.message, exc.cause or exc)
 
-    async def _converse(self, driver: Driver, session: Session | None, result: ItemResult) -> None:
+    async def _converse(self, driver: Driver, session: Session | None, result: ItemResult,
+                        limits: Limits | None) -> None:
+        sink = current_usage.get()
+        began = time.perf_counter()
+
         async def send(text: str, simulated: bool, resume: Any = None,
                        recorded: list[Message] | None = None) -> list[Message]:
             index = len(result.turns)
@@ -174,12 +186,17 @@ class Conversation:
                 result.turns.append(TurnRecord(index, text, sourced(messages), _ms(started), simulated=simulated,
                                                output_retries=output_retries))
 
-            def refused() -> ConversationFailed | None:
+            def tool_refusal() -> ConversationFailed | None:
                 # a tool call the plan refused (unmocked: error, --hermetic) is the conversation's error
                 if plan is None or not plan.refusals:
                     return None
                 return ConversationFailed(f"turn {index}: {plan.refusals[0]}")
 
+            if limits is not None:
+                _check_limits(limits, index, began, sink)
+            refused = sink.refusal("target") if sink is not None else None
+            if refused is not None:
+                raise ConversationFailed(f"turn {index}: not sent: {refused}", RuntimeError(refused))
             try:
                 reply = await (session.send(text) if resume is None else session.send(text, resume=resume))  # type: ignore[call-arg]
             except TurnTimedOut as exc:
@@ -188,26 +205,37 @@ class Conversation:
             except TurnFailed as exc:
                 # the agent's run ended with an exception: keep the messages it produced before it
                 failed(exc.messages, exc.output_retries)
-                raise refused() or ConversationFailed(f"turn {index}: the target raised {_described(exc.cause)}",
+                raise tool_refusal() or ConversationFailed(f"turn {index}: the target raised {_described(exc.cause)}",
                                                       exc.cause) from None
             except (BadReply, TurnRejected) as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except Exception as exc:  # noqa: BLE001 - the target's failure is this conversation's error
                 failed([])
-                raise refused() or ConversationFailed(f"turn {index}: the target raised {_described(exc)}",
+                raise tool_refusal() or ConversationFailed(f"turn {index}: the target raised {_described(exc)}",
                                                       exc) from None
             messages = sourced(reply.messages)
             result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
                                            structured=reply.structured, interrupt=reply.interrupt,
                                            resume=reply.resume, output_retries=reply.output_retries))
-            refusal = refused()
+            refusal = tool_refusal()
             if refusal is not None:
                 raise refusal
             return messages
 
+        seconds = limits.seconds if limits is not None else None
         try:
-            result.stop_reason = await driver.play(send, self.play_context)
+            try:
+                async with asyncio.timeout(seconds):
+                    result.stop_reason = await driver.play(send, self.play_context)
+            except TimeoutError:
+                raise LimitReached("seconds", f"the conversation's limit of {seconds:g} s was reached") from None
+        except LimitReached as exc:
+            # it stops there: limited, or scored on what was played (on_limit: score)
+            result.stop_reason = exc.limit
+            if limits is None or not limits.scored:
+                result.status = "limited"
+                result.error = f"limited by {exc.limit} after {len(result.turns)} turn(s): {exc.message}"
         except ConversationFailed as exc:
             result.stop_reason = exc.stop_reason
             self._fail(result, exc.message, exc.cause or exc)
@@ -312,6 +340,25 @@ class Conversation:
                 raise failure from failure.__cause__
             raise
         return {s.id: t.result() for s, t in zip(specs, tasks, strict=True)}
+
+
+def _check_limits(limits: Limits, index: int, began: float, sink: UsageSink | None) -> None:
+    """Before a turn: stop when the conversation has reached one of its limits (``LimitReached`` names it)."""
+    records = list(sink) if sink is not None else []
+    tokens = sum(r.prompt_tokens + r.completion_tokens for r in records)
+    cost = sum(r.cost for r in records)
+    elapsed = time.perf_counter() - began
+    reached: list[tuple[str, str]] = []
+    if limits.turns is not None and index >= limits.turns:
+        reached.append(("turns", f"its {limits.turns} turn(s) were played"))
+    if limits.tokens is not None and tokens >= limits.tokens:
+        reached.append(("tokens", f"{tokens} tokens were used (limit {limits.tokens})"))
+    if limits.cost is not None and cost >= limits.cost:
+        reached.append(("cost", f"${cost:.4f} was spent (limit ${limits.cost:g})"))
+    if limits.seconds is not None and elapsed >= limits.seconds:
+        reached.append(("seconds", f"{limits.seconds:g} s went by"))
+    for name, why in reached[:1]:
+            raise LimitReached(name, f"turn {index} not played: {why}")
 
 
 def _computed(specs: list[ScorerSpec], tasks: list[asyncio.Task[Outcome]]) -> dict[str, Outcome]:

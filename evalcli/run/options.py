@@ -45,6 +45,10 @@ class RunOptions:
     """Every tool call no mock answers, and every replay miss, is the conversation's error (SPEC §25)."""
     record_tools: str | None = None
     """Write every tool call to ``DIR/<dataset stem>.tape.jsonl`` (``--record-tools DIR``)."""
+    max_cost: dict[str | None, float] = field(default_factory=dict)
+    """``--max-cost``: US dollars per purpose (``target``, ``simulator``, ``judge``), or for all (key ``None``)."""
+    max_tokens: dict[str | None, float] = field(default_factory=dict)
+    """``--max-tokens``: tokens (in and out) per purpose, or for all (key ``None``)."""
     on_stored: Callable[[ItemResult], None] | None = None
     """Called in the writer thread with each conversation as it is stored (read back from the rows just written, as
     ``Store.load_items`` reads it), in the order they finish; it must not raise. The CLI renders each one's JSON

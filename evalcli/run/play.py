@@ -42,6 +42,15 @@ class ConversationFailed(Exception):
         self.stop_reason = stop_reason
 
 
+class LimitReached(ConversationFailed):
+    """The conversation reached one of its ``limits`` (SPEC §27): ``limit`` is which (``turns``, ``tokens``, ``cost``,
+    ``seconds``); it stops there, ``limited`` (or scored on what was played, with ``on_limit: score``)."""
+
+    def __init__(self, limit: str, message: str) -> None:
+        super().__init__(message, None, stop_reason=limit)
+        self.limit = limit
+
+
 @dataclass
 class PlayContext:
     """What a driver may use besides the session: the run's LLM client and cache setting."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..aggregate import Mean
-from ..results import ItemResult, Outcome
+from ..results import ItemResult, Outcome, stability_counts
 
 
 def mean_outcomes(runs: list[dict[str, Outcome]]) -> dict[str, Outcome]:
@@ -52,7 +52,7 @@ def reduce_repeats(results: list[ItemResult]) -> ItemResult:
     return replace(first, turns=turns, gate_scores=mean_outcomes([r.gate_scores for r in results]),
                    scores=mean_outcomes([r.scores for r in results]), usage=usage, duration_ms=duration,
                    repeats=len(results), gate_passes={g: sum(not o.missed_gate for o in p) for g, p in plays.items()},
-                   gate_plays={g: len(p) for g, p in plays.items()})
+                   gate_plays={g: len(p) for g, p in plays.items()}, plays_passed=sum(r.passed for r in results))
 
 
 class PassRates:
@@ -62,8 +62,10 @@ class PassRates:
     def __init__(self) -> None:
         self.at_k: dict[str, Mean] = {}
         self.all_k: dict[str, Mean] = {}
+        self.stabilities: list[str | None] = []
 
     def add(self, result: ItemResult) -> None:
+        self.stabilities.append(result.stability)
         if result.status != "ok" or result.repeats <= 1:
             return
         for gate_id, scorable in result.gate_plays.items():
@@ -72,6 +74,10 @@ class PassRates:
             passed = result.gate_passes.get(gate_id, 0)
             self.at_k.setdefault(gate_id, Mean()).add(float(passed > 0))
             self.all_k.setdefault(gate_id, Mean()).add(float(passed == scorable))
+
+    def stability(self) -> dict[str, int]:
+        """How many conversations are stable-pass, flaky and stable-fail (``{}`` without repeats)."""
+        return stability_counts(self.stabilities)
 
     def pass_at_k(self) -> dict[str, float]:
         """Per gate, the share of conversations where at least one scorable play passed."""

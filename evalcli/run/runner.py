@@ -26,6 +26,7 @@ from ..aggregate import Aggregator, exit_code
 from ..dataset import Dataset, Item, dataset_models, load_dataset, unregistered_warning
 from ..errors import INTERNAL_ERROR, UsageError, describe
 from ..llm import (
+    Budget,
     LLMClient,
     LLMSettings,
     UsageSink,
@@ -35,10 +36,12 @@ from ..llm import (
     load_local_model,
     local_model_pending,
     model_problem,
+    usage_rows,
+    usage_summary,
 )
 from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
-from ..store import Store, StoreWriter, new_run_id, stored_items
+from ..store import Store, StoreWriter, new_run_id, stored_items, stored_usage
 from ..targets import TargetCalls, TargetThreads
 from ..tools import TapeRecorder
 from .conversation import Conversation
@@ -50,6 +53,7 @@ from .resume import check_resumable, option_conflicts
 from .tooling import ToolSettings
 
 INTERRUPTED = 130
+BUDGET_SPENT = 5
 
 
 class Events(Protocol):
@@ -61,6 +65,8 @@ class Events(Protocol):
     def stopping(self) -> None: ...
     # optional: ``notice(text)``, a long step the run is waiting on ("loading the local model ..."); ``None`` when
     # it is over. Events written before it existed still work (the runner looks for it).
+    # optional: ``throttled(model, limit, concurrency)``, a model's calls in flight held at ``limit`` after 429s
+    # (``None`` once it is back at the configured concurrency).
 
 
 class QuietEvents:
@@ -135,8 +141,12 @@ class RunContext:
     Building it checks the LLM settings of the environment (a bad one is the user's mistake, found before the
     run's row is written) and takes nothing it would leave behind if it fails."""
 
-    def __init__(self, store: Store | None, options: RunOptions) -> None:
+    def __init__(self, store: Store | None, options: RunOptions, concurrency: int | None = None,
+                 on_throttle: Callable[[str, int, int], None] | None = None) -> None:
         check_settings()
+        self.model_concurrency = max(concurrency or options.concurrency or 0, options.judge_concurrency, 1)
+        """Calls in flight to one (provider, model) at most: the run's concurrency (or the judges', if larger)."""
+        self.on_throttle = on_throttle
         self.settings = LLMSettings.from_env()
         self.store = store
         self.options = options
@@ -155,10 +165,12 @@ class RunContext:
             settings = replace(self.settings)
             settings.judge_concurrency = self.options.judge_concurrency
             settings.cache = self.options.use_cache
+            settings.model_concurrency = self.model_concurrency
             cache = None
             if self.store is not None and self.options.use_cache:
                 cache = self.store.response_cache(self.writer)
             self._llm = LLMClient(settings, cache)
+            self._llm.on_throttle = self.on_throttle
         return self._llm
 
     async def write(self, build: Callable[[], list[Any]]) -> None:
@@ -226,6 +238,12 @@ class Runner:
         self.events = events
         self.stopping = False
         self.interrupted = False
+        self.budget = Budget(dict(options.max_cost), {k: int(v) for k, v in options.max_tokens.items()})
+        """``--max-cost`` / ``--max-tokens`` (SPEC §27): once one is spent, no new conversation starts."""
+        self.limited = 0
+        """Conversations of this run a limit stopped (status ``limited``)."""
+        self.kept_usage: list[tuple[Any, ...]] = []
+        """On a resume: the LLM calls of the conversations kept (``usage_summary`` rows)."""
 
     async def _select(self) -> tuple[list[Item], dict[int, ItemResult], str]:
         items = self.options.selection.apply(self.dataset.items)
@@ -246,12 +264,14 @@ class Runner:
                                  "reads them)")
             stored = await asyncio.to_thread(lambda: list(store.load_items(run_id)))
             kept = {r.index: r for r in stored if r.status == "ok"}
+            self.kept_usage = await asyncio.to_thread(stored_usage, store, run_id, set(kept))
         return items, kept, run_id
 
     async def run(self) -> RunResult:
         if self.store is not None:
             self.store.protect(self.dataset.secret_values)
-        context = RunContext(self.store, self.options)
+        context = RunContext(self.store, self.options, self.options.concurrency or self.dataset.concurrency,
+                             self._throttle)
         try:
             with self.dataset.scope or contextlib.nullcontext():
                 result = await self._run(context)
@@ -264,6 +284,7 @@ class Runner:
 
     async def _run(self, context: RunContext) -> RunResult:
         items, kept, run_id = await self._select()
+        self.budget.add_rows(self.kept_usage)
         plan = plan_of(self.dataset)
         aggregator = Aggregator(plan, [i.index for i in items])
         warnings = [w for w in (*self.dataset.warnings, memory_warning(self.dataset, items),
@@ -285,6 +306,7 @@ class Runner:
         on_stored = self.options.on_stored
 
         def finished(result: ItemResult) -> None:
+            self.limited += result.status == "limited"
             aggregator.add(result)
             rates.add(result)
             if store is not None:
@@ -322,19 +344,28 @@ class Runner:
             if store is not None:
                 context.write_later(lambda: store.finish_statements(run_id, partial, status, code, aggregator.items))
             raise
-        status = "interrupted" if self.interrupted else "completed"
         aggregator.flush()
         summary = aggregator.summary()
-        code = INTERRUPTED if self.interrupted else exit_code(summary, strict=self.options.strict,
-                                                                max_errors=self.options.max_errors)
+        status, code = self._ending(summary, aggregator.items < len(items))
         if store is not None:
             with contextlib.suppress(Exception):  # the writer keeps the error; aclose reports it with the result
                 await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items))
         ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
+        totals = usage_summary([*self.kept_usage, *usage_rows(usage)])
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
-                         code, ordered, usage.totals(), warnings, completed=aggregator.items, selected=len(items),
-                         pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(),
+                         code, ordered, totals, warnings, completed=aggregator.items, selected=len(items),
+                         pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(), stability=rates.stability(),
                          repeat=self.options.repeat, dataset_name=self.dataset.name)
+
+    def _ending(self, summary: Any, unfinished: bool) -> tuple[str, int]:
+        """The run's status and exit code: ``interrupted`` (130); ``budget`` when a budget ended it before every
+        conversation finished (exit 5, unless a gate failed: 1); else ``completed`` with the verdict's code."""
+        if self.interrupted:
+            return "interrupted", INTERRUPTED
+        code = exit_code(summary, strict=self.options.strict, max_errors=self.options.max_errors)
+        if self.budget.spent is not None and (unfinished or self.limited):
+            return "budget", code if code == 1 else BUDGET_SPENT
+        return "completed", code
 
     async def _play_all(self, items: list[Item], finished: Callable[[ItemResult], None], context: RunContext,
                         plan: Plan) -> None:
@@ -349,12 +380,13 @@ class Runner:
             self.dataset.target.control_tools()
         conversation = Conversation(self.dataset, builder, context.calls,
                                     PlayContext(context.llm, self.options.use_cache, context.llm_ready),
-                                    plan.thresholds, context.llm_ready, tools)
+                                    plan.thresholds, context.llm_ready, self.budget if self.budget.active else None,
+                                    tools)
         queue = iter(items)
 
         async def worker() -> None:
             for item in queue:
-                if self.stopping:
+                if self.stopping or self.budget.spent is not None:
                     return
                 if self.options.repeat > 1:
                     finished(reduce_repeats([await conversation.play(item) for _ in range(self.options.repeat)]))
@@ -395,6 +427,12 @@ class Runner:
                     task.cancel()
                 await asyncio.gather(*pending, return_exceptions=True)
                 return
+
+    def _throttle(self, model: str, limit: int, ceiling: int) -> None:
+        """A model's calls in flight moved (SPEC §27): the watcher says when it is throttled, and when no longer."""
+        throttled = getattr(self.events, "throttled", None)  # optional (see Events)
+        if throttled is not None:
+            throttled(model, limit if limit < ceiling else None, ceiling)
 
     def _notice(self, text: str | None) -> None:
         notice = getattr(self.events, "notice", None)  # optional (see Events)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dataset import Simulation
-from .play import ConversationFailed, PlayContext, Send, TurnAssertions
+from .play import ConversationFailed, LimitReached, PlayContext, Send, TurnAssertions
 from .simulator import STOP_MARKER, Simulator, agent_words, fenced, simulator_messages
 
 
@@ -54,6 +54,8 @@ class SimulatedUser:
                 simulated = True
             try:
                 output = await send(text, simulated)
+            except LimitReached:
+                raise
             except ConversationFailed as exc:
                 raise ConversationFailed(exc.message, exc.cause, stop_reason="error") from None
             said.append(text)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from ..errors import UsageError
+from ..errors import EXIT_PRECEDENCE, UsageError
 from ..results import ItemResult, RunResult, Threshold
 from .history import StoredRun, load_run
+from .paired import PairedStats, check_alpha, check_detect, paired_stats
 from .store import Store
 
 
@@ -55,6 +57,13 @@ class Column:
     target_cost: float
     cost: float
     """Every LLM call of the run (target, judges, simulated users)."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """The run's usage overall and per purpose (``evalcli.llm.usage_summary``)."""
+
+    def purpose(self, name: str) -> tuple[int, float]:
+        """Tokens (in and out) and cost of the calls made for one purpose."""
+        found = (self.usage.get("purposes") or {}).get(name) or {}
+        return int(found.get("prompt_tokens", 0)) + int(found.get("completion_tokens", 0)), float(found.get("cost", 0))
 
 
 @dataclass(frozen=True)
@@ -77,12 +86,30 @@ class Comparison:
     differences: list[Difference] = field(default_factory=list)
     items: list[list[ItemResult | None]] = field(default_factory=list)
     """Per conversation (union of item ids, in dataset order), each run's result or ``None``."""
+    paired: list[PairedStats | None] = field(default_factory=list)
+    """With statistics (SPEC §26): each run after the first against the first (``None`` when they share no
+    conversation); empty without."""
+    alpha: float | None = None
+
+    def significant(self) -> list[str]:
+        """With ``alpha``: each later run's regressions against the first beyond the noise, named by run."""
+        if self.alpha is None:
+            return []
+        return [f"{column.run.run_id} against {self.columns[0].run.run_id}: {line}"
+                for column, stats in zip(self.columns[1:], self.paired, strict=False) if stats is not None
+                for line in stats.regressions(self.alpha)]
+
+    @property
+    def regression_exit_code(self) -> int:
+        """``evalcli compare``'s exit code: 0, or with ``alpha`` 1 when a later run is worse than the first beyond
+        the noise."""
+        return 1 if self.significant() else 0
 
     @property
     def exit_code(self) -> int:
-        """The worst of the runs' exit codes (130, then 2, 1, 4, 3, 0)."""
+        """The worst of the runs' exit codes (in ``EXIT_PRECEDENCE``'s order)."""
         codes = [c.run.exit_code for c in self.columns]
-        return next((code for code in (130, 2, 1, 4, 3) if code in codes), 0)
+        return next((code for code in EXIT_PRECEDENCE if code in codes), 0)
 
 
 def _seconds(row: dict[str, object]) -> float | None:
@@ -95,11 +122,11 @@ def _seconds(row: dict[str, object]) -> float | None:
 
 
 def _column(store: Store, run: StoredRun) -> Column:
-    usage = next(store.query("SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens, "
-                             "COALESCE(SUM(cost), 0) AS cost FROM llm_calls WHERE run_id = ? AND purpose = 'target'",
-                             [run.result.run_id]))
-    return Column(run.result, run.result.target, _seconds(run.row), int(usage["tokens"]), float(usage["cost"]),
-                  float(run.row.get("cost") or 0.0))
+    usage = run.result.usage  # read back per purpose by load_run
+    target = usage["purposes"]["target"]
+    return Column(run.result, run.result.target, _seconds(run.row),
+                  int(target["prompt_tokens"]) + int(target["completion_tokens"]), float(target["cost"]),
+                  float(usage["cost"]), usage)
 
 
 def _gate_states(item: ItemResult | None) -> dict[str, str]:
@@ -119,8 +146,12 @@ def _gate_states(item: ItemResult | None) -> dict[str, str]:
     return states
 
 
-def compare_runs(store: Store, run_ids: list[str], *, allow_different: bool = False) -> Comparison:
-    """Compare stored runs (ids, unique prefixes or ``latest``) of one dataset, in the order given."""
+def compare_runs(store: Store, run_ids: list[str], *, allow_different: bool = False, statistics: bool = False,
+                 alpha: float | None = None, detect: float | None = None) -> Comparison:
+    """Compare stored runs (ids, unique prefixes or ``latest``) of one dataset, in the order given; with
+    ``statistics`` (implied by ``alpha`` and ``detect``) each later run against the first, paired (SPEC §26)."""
+    check_alpha(alpha)
+    check_detect(detect)
     if len(run_ids) < 2:
         raise UsageError("compare needs at least two runs", "evalcli compare RUN_A RUN_B [RUN_C ...]")
     runs = [load_run(store, run_id) for run_id in run_ids]
@@ -134,7 +165,11 @@ def compare_runs(store: Store, run_ids: list[str], *, allow_different: bool = Fa
         raise UsageError(f"these runs are not of one dataset: {listed}",
                          "compare runs of the same dataset, or pass --allow-different")
     item_lists = [list(r.items()) for r in runs]
-    return _comparison(store, runs, item_lists)
+    comparison = _comparison(store, runs, item_lists)
+    if statistics or alpha is not None or detect is not None:
+        comparison.paired = [paired_stats(item_lists[0], items, detect) for items in item_lists[1:]]
+        comparison.alpha = alpha
+    return comparison
 
 
 def _comparison(store: Store, runs: list[StoredRun], item_lists: list[list[ItemResult]]) -> Comparison:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..errors import UsageError
 from ..results import ItemResult, RunResult, Summary, fmt
 from .history import load_run
+from .paired import PairedStats, check_alpha, check_detect, paired_stats
 from .store import Store
 
 VERDICT_RANK = {None: 0, "passed": 0, "scored": 1, "failed": 2}
@@ -53,9 +54,28 @@ class RunDiff:
     items: list[ItemChange]
     regressions: list[str] = field(default_factory=list)
     """Why B is worse than A, one line each (empty when it is not)."""
+    stats: PairedStats | None = None
+    """The paired statistics (SPEC §26), when asked for and the runs share a conversation."""
+    alpha: float | None = None
+    """With ``--alpha``: only a significant regression (``significant``) sets the exit code."""
+
+    @property
+    def significant(self) -> list[str]:
+        """With ``alpha``: why B is worse than A beyond the noise (empty when it is not, or without ``alpha``)."""
+        if self.alpha is None or self.stats is None:
+            return []
+        return self.stats.regressions(self.alpha)
+
+    @property
+    def judged_by_significance(self) -> bool:
+        """Whether ``--alpha`` decides the exit code (it does once the runs share a conversation)."""
+        return self.alpha is not None and self.stats is not None
 
     @property
     def exit_code(self) -> int:
+        """1 when B is worse than A: with ``--alpha`` only beyond the noise, else by any regression."""
+        if self.judged_by_significance:
+            return 1 if self.significant else 0
         return 1 if self.regressions else 0
 
 
@@ -92,23 +112,30 @@ def _item_changes(a: list[ItemResult], b: list[ItemResult], tolerance: float) ->
 
 
 def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0, *,
-              allow_different: bool = False) -> RunDiff:
+              allow_different: bool = False, statistics: bool = False, alpha: float | None = None,
+              detect: float | None = None) -> RunDiff:
     """Compare run B with run A; ``regressions`` says why B is worse beyond ``tolerance`` (empty if not).
 
     Runs of different datasets are refused unless ``allow_different``; a conversation of A that B lacks
-    is a regression.
+    is a regression. With ``statistics`` (implied by ``alpha`` and ``detect``) the paired statistics of SPEC §26
+    are computed; with ``alpha`` they decide the exit code.
     """
     if not (tolerance >= 0 and math.isfinite(tolerance)):
         raise UsageError(f"--tolerance {tolerance} must be a finite number >= 0", "write e.g. --tolerance 0.05")
+    check_alpha(alpha)
+    check_detect(detect)
     a, b = load_run(store, run_a), load_run(store, run_b)
     if a.result.dataset_name != b.result.dataset_name and not allow_different:
         raise UsageError(f"run {a.result.run_id} is of {a.result.dataset_path} but run {b.result.run_id} is of "
                          f"{b.result.dataset_path}: they are not runs of one dataset",
                          "compare runs of the same dataset, or pass --allow-different")
+    items_a, items_b = list(a.items()), list(b.items())
     diff = RunDiff(a.result, b.result, tolerance,
                    _changes(a.result.summary.scores, b.result.summary.scores, tolerance),
                    _changes(_gate_scores(a.result.summary), _gate_scores(b.result.summary), tolerance),
-                   _item_changes(list(a.items()), list(b.items()), tolerance))
+                   _item_changes(items_a, items_b, tolerance), alpha=alpha)
+    if statistics or alpha is not None or detect is not None:
+        diff.stats = paired_stats(items_a, items_b, detect)
     for change in diff.scorers:
         if change.regressed:
             diff.regressions.append(f"scorer {change.id}: average {fmt(change.a)} -> {fmt(change.b)}")

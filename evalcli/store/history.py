@@ -15,8 +15,18 @@ from typing import Any
 
 from ..aggregate import Aggregator
 from ..errors import StoreError
-from ..llm import ResponseCache
-from ..results import GateResult, ItemResult, Plan, RunResult, Summary, ThresholdResult, TurnResult
+from ..llm import ResponseCache, usage_summary
+from ..results import (
+    GateResult,
+    ItemResult,
+    Plan,
+    RunResult,
+    Summary,
+    ThresholdResult,
+    TurnResult,
+    stability_counts,
+    stability_of,
+)
 from .store import Store
 
 HISTORY_RUNS = 30
@@ -83,14 +93,30 @@ def load_run(store: Store, run_id: str) -> StoredRun:
         summary = summary_from_json(json.loads(row["result"]))
     else:
         summary = aggregate(plan, list(store.load_items(row["id"])))
-    usage = {"calls": row["llm_calls"], "cache_hits": row["cache_hits"], "prompt_tokens": row["prompt_tokens"],
-             "completion_tokens": row["completion_tokens"], "cost": row["cost"]}
+    usage = usage_summary(stored_usage(store, row["id"]))
     completed = row["completed_items"] or summary.total_items
     result = RunResult(row["id"], row.get("dataset_path") or row["dataset"], row["target"], summary, row["status"],
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
                        completed=completed, selected=max(completed, row["total_items"] or 0),
-                       dataset_name=row["dataset"])
+                       dataset_name=row["dataset"], stability=_stability(store, row["id"]))
     return StoredRun(store, result, plan, row)
+
+
+def _stability(store: Store, run_id: str) -> dict[str, int]:
+    """How many of a stored run's repeated conversations are stable-pass, flaky and stable-fail."""
+    rows = store.query("SELECT status, repeats, json_extract(outcomes, '$.plays[0]') AS passed FROM items "
+                       "WHERE run_id = ? AND repeats > 1", [run_id])
+    return stability_counts([stability_of(r["passed"], r["repeats"]) if r["status"] == "ok" else None for r in rows])
+
+
+def stored_usage(store: Store, run_id: str, indexes: set[int] | None = None) -> list[tuple[Any, ...]]:
+    """The run's LLM calls as ``usage_summary`` rows (per conversation and purpose), of the conversations ``indexes``
+    only when given."""
+    query = ("SELECT item_index, purpose, COUNT(*) AS calls, COALESCE(SUM(cache_hit), 0) AS hits, "
+             "COALESCE(SUM(prompt_tokens), 0) AS p, COALESCE(SUM(completion_tokens), 0) AS c, "
+             "COALESCE(SUM(cost), 0) AS cost FROM llm_calls WHERE run_id = ? GROUP BY item_index, purpose")
+    return [(r["purpose"], r["calls"], r["hits"], r["p"], r["c"], r["cost"]) for r in store.query(query, [run_id])
+            if indexes is None or r["item_index"] in indexes]
 
 
 def find_item(store: Store, run_id: str, key: str) -> ItemResult:

@@ -158,6 +158,19 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
         return ResponseCache(conn, writer)
 
+    def _clean(self, statements: list[Statement], *keep: str | None) -> list[Statement]:
+        """Every text parameter of ``statements`` redacted (SPEC §23: no secret in any table, whichever column a
+        value reaches: ids, tags, paths, the target, options, models), values already redacted unchanged. The ids
+        evalcli made (``keep``: the run id, a thread id) are keys, never secrets, and stay as they are."""
+        redact = self.redact
+        kept = {k for k in keep if k}
+
+        def row(params: Any) -> Any:
+            return tuple(redact(p) if isinstance(p, str) and p not in kept else p for p in params)
+
+        return [(sql, [row(p) for p in params] if isinstance(params, list) and (not params or
+                 isinstance(params[0], (tuple, list))) else row(params)) for sql, params in statements]
+
     def _text(self, value: Any) -> str:
         """Secrets redacted from the values, then serialised (a secret holding quotes or backslashes is
         found in the value, not in its escaped JSON text)."""
@@ -169,14 +182,14 @@ class Store:
         """Record a new run (status ``running``) with its registered scorers."""
         registered = {s.id: s for s in dataset.all_specs() if s.registered}
         self._fresh[run_id] = set()
-        return [
+        return self._clean([
             ("INSERT INTO runs (id, dataset, dataset_path, dataset_hash, target, started_at, status, options, "
              "git_commit) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
              (run_id, dataset.name or dataset.path, dataset.path, dataset.hash, dataset.target_spec, now(),
               _dumps(options.to_json()), git_commit(Path(dataset.path).resolve().parent))),
             ("INSERT INTO scorers (run_id, scorer_id, kind, spec) VALUES (?, ?, ?, ?)",
              [(run_id, s.id, s.kind, self._text(s.spec())) for s in registered.values()]),
-        ]
+        ], run_id)
 
     def resume_statements(self, run_id: str) -> list[Statement]:
         if self.run(run_id) is None:
@@ -211,7 +224,7 @@ class Store:
             (run_id, result.index, result.id, _dumps(result.tags), result.form, result.status, int(result.passed),
              redact(result.error) if result.error else None, redact(result.traceback) if result.traceback else None,
              result.thread_id, result.resource_id, redact(result.turns[0].input) if result.turns else None,
-             self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(result.outcomes()),
+             self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(_outcomes(result)),
              result.stop_reason, result.duration_ms, stamp, self._text(result.metadata) if result.metadata else None,
              result.repeats, _dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
              if result.repeats > 1 else None)))
@@ -247,13 +260,14 @@ class Store:
             "cost, cache_hit, duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run_id, result.index, r.turn_index, r.purpose, r.model, r.prompt_tokens, r.completion_tokens, r.cost,
               int(r.cache_hit), r.duration_ms, stamp) for r in result.usage]))
-        return [s for s in statements if not (isinstance(s[1], list) and not s[1])]
+        return self._clean([s for s in statements if not (isinstance(s[1], list) and not s[1])], run_id,
+                           result.thread_id)
 
     def finish_statements(self, run_id: str, summary: Summary, status: str, exit_code: int,
                           completed: int) -> list[Statement]:
         """The run's verdict, aggregate and totals; totals of LLM use are summed from its stored calls."""
         data = summary.to_json()
-        return [(
+        return self._clean([(
             "UPDATE runs SET finished_at = ?, status = ?, verdict = ?, exit_code = ?, total_items = ?, "
             "completed_items = ?, errors = ?, scores = ?, summary = ?, result = ?, "
             "llm_calls = (SELECT COUNT(*) FROM llm_calls WHERE run_id = runs.id), "
@@ -262,7 +276,7 @@ class Store:
             "completion_tokens = (SELECT COALESCE(SUM(completion_tokens), 0) FROM llm_calls WHERE run_id = runs.id), "
             "cost = (SELECT COALESCE(SUM(cost), 0) FROM llm_calls WHERE run_id = runs.id) WHERE id = ?",
             (now(), status, summary.verdict, exit_code, summary.total_items, completed, summary.errors,
-             _dumps(data["scores"]), _dumps(data["summary"]), self._text(data), run_id))]
+             _dumps(data["scores"]), _dumps(data["summary"]), self._text(data), run_id))], run_id)
 
     CALIBRATION_COLUMNS = ("scorer_id", "kind", "spec", "model", "prompt_version", "labels", "compared", "agreed",
                            "errors", "not_scorable", "accuracy", "kappa", "mae", "fleiss_kappa", "metrics", "created_at")
@@ -273,7 +287,8 @@ class Store:
         columns = ("run_id", "dataset", *self.CALIBRATION_COLUMNS)
         values = [(run_id, dataset, *(self._text(row[c]) if c in ("spec", "metrics") else row[c]
                                       for c in self.CALIBRATION_COLUMNS)) for row in rows]
-        return [(f"INSERT INTO calibrations ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values)]
+        return self._clean([(f"INSERT INTO calibrations ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                             values)], run_id)
 
     def calibrations(self, dataset: str | None = None) -> list[dict[str, Any]]:
         """Stored calibrations, newest first (of one dataset, by its stable name, when given)."""
@@ -357,14 +372,25 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
             if pending["item_index"] == row["item_index"]:
                 turns.append(_turn_record(pending))
             pending = next(turn_rows, None)
-        gates, scores, thresholds = outcomes_from_json(json.loads(row["outcomes"] or "{}"))
+        stored = json.loads(row["outcomes"] or "{}")
+        gates, scores, thresholds = outcomes_from_json(stored)
         plays = json.loads(row["gate_plays"] or "{}")
         yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
                          row["thread_id"], row["resource_id"], turns, gates, scores, row["error"],
                          row["traceback"], row["duration_ms"] or 0.0, thresholds=thresholds,
                          stop_reason=row["stop_reason"], metadata=_json_or(row.get("metadata"), {}),
                          repeats=row["repeats"] or 1, gate_passes={g: int(p[0]) for g, p in plays.items()},
-                         gate_plays={g: int(p[1]) for g, p in plays.items()})
+                         gate_plays={g: int(p[1]) for g, p in plays.items()},
+                         plays_passed=int(stored["plays"][0]) if stored.get("plays") else None)
+
+
+def _outcomes(result: ItemResult) -> dict[str, Any]:
+    """An item's ``outcomes`` column: its gates and scorers, and with ``--repeat`` ``plays``: [plays in which every
+    gate passed, plays] (SPEC §26's stability, kept beside the outcomes it sums up)."""
+    outcomes = result.outcomes()
+    if result.repeats > 1 and result.plays_passed is not None:
+        outcomes["plays"] = [result.plays_passed, result.repeats]
+    return outcomes
 
 
 def _rows(conn: Any, sql: str, params: Any = ()) -> Iterator[dict[str, Any]]:

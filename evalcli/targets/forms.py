@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from ..errors import TargetError, UsageError
+from ..secrets import remember, url_secrets
 from .session import Adapter, ConfigProblem
 
 FORMS: dict[str, str] = {
@@ -106,7 +107,8 @@ def settings_of(name: str, raw: dict[str, Any]) -> tuple[Any, tuple[str, ...]]:
 
 def cli_target(text: str) -> str | dict[str, Any]:
     """``--target SPEC``: an import path, ``model:NAME``, ``mastra:URL#AGENT`` or ``http:URL`` (also ``https://...``),
-    as the dataset's ``target`` would be written."""
+    as the dataset's ``target`` would be written. Its credentials are secrets from now on, even in a mistyped spec."""
+    remember(url_secrets(text))
     spec = text.strip()
     if spec.startswith("model:"):
         name = spec[len("model:"):]

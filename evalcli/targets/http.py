@@ -22,10 +22,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import EvalcliError
 from ..messages import Message
+from ..secrets import Redactor, redact_url
 from ..tools import CURRENT
 from .callable import BadReply, normalise
 from .forms import FormContext
-from .remote import Answer, Pool, RemoteAdapter, ReplyFailed, Secrets, parsed, quote, record_usage, redact_url, tokens
+from .remote import (
+    Answer,
+    Pool,
+    RemoteAdapter,
+    ReplyFailed,
+    parsed,
+    quote,
+    record_usage,
+    target_redactor,
+    tokens,
+)
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession
 from .templates import MEMORY_NAMES, Body, compile_string, to_json
 
@@ -105,7 +116,7 @@ class HttpTarget:
     body: Body
     headers: dict[str, str]
     reader: Reader
-    secrets: Secrets
+    secrets: Redactor
 
 
 def _jmespath(expression: str, at: tuple[str | int, ...]) -> Any:
@@ -170,7 +181,7 @@ class HttpAdapter(RemoteAdapter):
         if config.method != "GET":
             headers.setdefault("Content-Type", "application/json")
         return HttpTarget(config, compile_string(config.url, ("url",)), Body.compile(config.body, ("body",)), headers,
-                          reader, Secrets(cls.secrets(config)))
+                          reader, target_redactor(config))
 
     @classmethod
     def describe(cls, config: Any) -> str:

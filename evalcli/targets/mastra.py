@@ -27,9 +27,10 @@ from urllib.parse import quote as quote_path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..messages import Message
+from ..secrets import Redactor, redact_url
 from .forms import FormContext
 from .openai_format import assistant, tool_call, tool_result
-from .remote import Pool, RemoteAdapter, ReplyFailed, Secrets, parsed, quote, record_usage, redact_url, tokens
+from .remote import Pool, RemoteAdapter, ReplyFailed, parsed, quote, record_usage, target_redactor, tokens
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession
 
 PROBE_TIMEOUT = 10.0
@@ -61,7 +62,7 @@ class MastraTarget:
 
     config: MastraConfig
     headers: dict[str, str]
-    secrets: Secrets
+    secrets: Redactor
 
     @property
     def base(self) -> str:
@@ -134,7 +135,7 @@ class MastraAdapter(RemoteAdapter):
     def build(cls, config: Any, context: FormContext) -> MastraTarget:
         assert isinstance(config, MastraConfig)
         target = MastraTarget(config, {name: str(value) for name, value in config.headers.items()},
-                              Secrets(cls.secrets(config)))
+                              target_redactor(config))
         look_up(target)
         return target
 

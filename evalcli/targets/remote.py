@@ -2,22 +2,20 @@
 every failure is a sentence naming the URL and status and quoting the reply, and secrets kept out of all of it.
 
 A URL is shown with its credentials (``user:pass@``, the value of a query parameter named like a key or
-token) replaced by ``[redacted]``; header values never appear anywhere. What a reply says is quoted to its
-first 300 characters, with those secrets (and anything shaped like a provider key) redacted too.
+token) replaced by ``[redacted]``; header values are never shown. What a reply says is quoted to its first 300
+characters, with every secret (``evalcli.secrets``: the target's own and every other) redacted first.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..llm import CallRecord, current_usage
-from ..secrets import REDACTED, SECRET_NAME, redact_text
+from ..secrets import Redactor, header_secrets, remember, url_secrets
 from .callable import BadReply
 from .forms import FormAdapter
 from .session import Thread, caller_thread
@@ -27,8 +25,6 @@ if TYPE_CHECKING:
 
 QUOTE_CHARS = 300
 """How much of a reply an error quotes."""
-SECRET_QUERY = re.compile(rf"{SECRET_NAME.pattern}|^(sig|signature|code)$", re.IGNORECASE)
-"""Query parameter names whose values are credentials (``key``, ``api_key``, ``token``, ``sig``, ...)."""
 
 
 class ReplyFailed(BadReply):
@@ -36,62 +32,15 @@ class ReplyFailed(BadReply):
     Its message is the conversation's error as it should read (it names the URL and quotes the reply)."""
 
 
-def redact_url(url: str) -> str:
-    """The URL with its user info and secret query values replaced by ``[redacted]`` (templates left as written)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(SECRET_QUERY.search(name) for name, _ in pairs):
-            query = urlencode([(name, REDACTED if SECRET_QUERY.search(name) else value) for name, value in pairs],
-                              safe="[]{}% ")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+def target_redactor(config: Any) -> Redactor:
+    """The redactor of a target's own secrets (SPEC §23: secret-named header values and URL credentials, whatever
+    their length), beside every other secret known; they are remembered for every later output of the process."""
+    found = RemoteAdapter.secrets(config)
+    remember(found)
+    return Redactor(found)
 
 
-def url_secrets(url: str) -> set[str]:
-    """The credentials inside a URL: its user name and password, and the values of secret query parameters."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return set()
-    found = {value for value in (parts.username, parts.password) if value}
-    found.update(value for name, value in parse_qsl(parts.query, keep_blank_values=True)
-                 if value and SECRET_QUERY.search(name))
-    return found
-
-
-def header_secrets(headers: dict[str, str]) -> set[str]:
-    """Every header value, and the credential after an auth scheme (``Bearer X`` -> ``X`` as well)."""
-    found: set[str] = set()
-    for value in headers.values():
-        if not value:
-            continue
-        found.add(value)
-        scheme, _, credential = value.partition(" ")
-        if credential and scheme.isalpha():
-            found.add(credential.strip())
-    return {v for v in found if v}
-
-
-class Secrets:
-    """Replaces a target's own secrets (header values, URL credentials) in text, whatever their length."""
-
-    def __init__(self, values: Iterable[str]) -> None:
-        ordered = sorted({v for v in values if v}, key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
-
-    def __call__(self, text: str) -> str:
-        text = self._pattern.sub(REDACTED, text) if self._pattern is not None else text
-        return redact_text(text)
-
-
-def quote(text: str, secrets: Secrets) -> str:
+def quote(text: str, secrets: Redactor) -> str:
     """The first ``QUOTE_CHARS`` characters of a reply, on one line (white space folded), secrets redacted."""
     # redacted before it is cut, so a secret that straddles the cut is still found
     flat = " ".join(secrets(text[: 64 * QUOTE_CHARS]).split())
@@ -136,7 +85,7 @@ class Pool:
         return self._session
 
     async def request(self, method: str, url: Any, shown: str, *, headers: dict[str, str], body: bytes | None,
-                      timeout: float, secrets: Secrets) -> Answer:
+                      timeout: float, secrets: Redactor) -> Answer:
         """One request to ``url`` (text, or a ``yarl.URL`` parsed once: see ``parsed``); every failure is a
         ``ReplyFailed`` naming ``METHOD shown`` (the redacted URL)."""
         import aiohttp

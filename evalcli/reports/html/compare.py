@@ -14,7 +14,8 @@ from typing import Any
 from ... import __version__
 from ...secrets import Redactor
 from ...store import Comparison
-from ..compare import cell_text, cost_text, seconds_text
+from ..compare import cell_text, cost_text, paired_sections, seconds_text, usage_rows
+from ..paired import HEADERS, detectable_line, figure_rows, pass_fail_line
 from ..text import threshold_text
 from .conversation import status_of, transcript
 from .page import asset, environment
@@ -26,6 +27,7 @@ def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> s
     columns = [{"label": c.label, "run_id": c.run.run_id, "verdict": c.run.verdict, "total": c.run.summary.total_items,
                 "errors": c.run.summary.errors, "tokens": f"{c.target_tokens:,}", "target_cost": cost_text(c.target_cost),
                 "cost": cost_text(c.cost), "seconds": seconds_text(c.seconds)} for c in comparison.columns]
+    usage = [{"label": label, "cells": texts} for label, texts in usage_rows(comparison.columns)]
     rows = [{"label": f"{r.role} {r.id}" + (f" ({threshold_text(r.threshold)})" if r.threshold is not None else ""),
              "cells": [_cell(cell_text(cell, r.role).plain) for cell in r.cells]} for r in comparison.rows]
     differing = {d.item_id for d in comparison.differences}
@@ -39,12 +41,32 @@ def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> s
             "transcripts": [transcript(r) if r is not None else None for r in results],
         })
     data: dict[str, Any] = redact.value({
-        "dataset": comparison.dataset, "columns": columns, "rows": rows,
+        "dataset": comparison.dataset, "columns": columns, "rows": rows, "usage": usage,
         "differences": [{"item": d.item_id, "gate": d.gate, "states": d.states} for d in comparison.differences],
-        "conversations": conversations,
+        "conversations": conversations, "paired": _paired(comparison), "headers": list(HEADERS),
+        "significant": comparison.significant(), "alpha": comparison.alpha,
     })
     template = environment().get_template("compare.html.j2")
     return template.render(**data, css=asset("report.css"), nonce=token_urlsafe(16), version=__version__)
+
+
+def _paired(comparison: Comparison) -> list[dict[str, Any]]:
+    """Each later run's paired statistics against the first, as the terminal words them (SPEC §26)."""
+    sections = []
+    for title, stats in paired_sections(comparison):
+        if stats is None:
+            sections.append({"title": title, "none": True})
+            continue
+        figures = [*stats.figures, *([stats.rates] if stats.rates else [])]
+        sections.append({
+            "title": title, "none": False, "pass_fail": pass_fail_line(stats.pass_fail),
+            "rows": [{"cells": list(row), "below": f.difference.below_zero}
+                     for row, f in zip(figure_rows(stats), figures, strict=True)],
+            "detectable": [detectable_line(d) for d in stats.detectable],
+            "left_out": f"{stats.only_a} conversation(s) only in the first run, {stats.only_b} only in this one"
+            if stats.only_a or stats.only_b else "",
+        })
+    return sections
 
 
 def _cell(text: str) -> dict[str, str]:

@@ -172,7 +172,7 @@ class HtmlReport:
         history_chart, history_notes = self.history_chart()
         redact = self.redact.value
         return {
-            "run": redact(views.header(self.result, sources.row)), "usage": views.usage(sources.row),
+            "run": redact(views.header(self.result, sources.row)), "usage": views.usage(sources.row, self.result.usage),
             "counts": {"total": len(self.rows), "passed": self.statuses["passed"], "failed": self.statuses["failed"],
                        "error": self.statuses["error"], "not_scorable": sum(summary.not_scorable.values())},
             "summary": redact(views.summary_view(summary, self.turn_misses)),

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...results import RunResult, Summary
 from ...store import Change
-from ..text import fmt, threshold_text
+from ..text import fmt, threshold_text, usage_parts
 from .sources import Baseline
 
 MAX_NAMED = 5
@@ -47,11 +47,12 @@ def badge(result: RunResult) -> str:
     return f"{verdict} · {summary.errors} of {summary.total_items} errored"
 
 
-def usage(row: dict[str, Any]) -> dict[str, Any]:
-    """LLM calls, cache hits, tokens and cost, as stored for the whole run."""
+def usage(row: dict[str, Any], totals: dict[str, Any] | None = None) -> dict[str, Any]:
+    """LLM calls, cache hits, tokens and cost, as stored for the whole run; with the run's usage totals, each
+    purpose that made calls (target, simulator, judge) in words."""
     return {"calls": row.get("llm_calls") or 0, "cache_hits": row.get("cache_hits") or 0,
             "prompt_tokens": row.get("prompt_tokens") or 0, "completion_tokens": row.get("completion_tokens") or 0,
-            "cost": f"{float(row.get('cost') or 0):.4f}"}
+            "cost": f"{float(row.get('cost') or 0):.4f}", "purposes": usage_parts(totals or {})}
 
 
 def summary_view(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]) -> dict[str, Any]:

@@ -1,0 +1,235 @@
+"""Two runs compared conversation by conversation (SPEC §26): over the conversations both runs have, the
+discordant pass/fail counts with McNemar's p, per gate and scorer the paired difference B - A, under repeats
+each conversation's pass rate compared the same way, and how large a change this many conversations can see.
+
+Everything is computed from the two runs' stored conversations; the arithmetic is in ``stats``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UsageError
+from ..results import ItemResult, Outcome
+from .stats import (
+    ALPHA,
+    CONFIDENCE,
+    POWER,
+    PairedDifference,
+    conversations_needed,
+    detectable_change,
+    differences,
+    mcnemar_p,
+    paired_difference,
+    spread,
+)
+
+Pair = tuple[ItemResult | None, ItemResult | None]
+
+
+def pair_conversations(items_a: list[ItemResult], items_b: list[ItemResult]) -> list[Pair]:
+    """The conversations of run A and run B matched one to one, A's order first, then those only B has.
+
+    The one pairing the statistics use: by item id (as ``diff`` matches today), until the identity of SPEC §21
+    (``evalcli.identity.pair_by_identity``) replaces it here.
+    """
+    by_id_b = {item.id: item for item in items_b}
+    ids_a = {item.id for item in items_a}
+    return [*((item, by_id_b.get(item.id)) for item in items_a),
+            *((None, item) for item in items_b if item.id not in ids_a)]
+
+
+def check_alpha(alpha: float | None) -> None:
+    if alpha is not None and not 0 < alpha < 1:
+        raise UsageError(f"--alpha {alpha} must be between 0 and 1", "write e.g. --alpha 0.05")
+
+
+def check_detect(detect: float | None) -> None:
+    if detect is not None and not 0 < detect <= 1:
+        raise UsageError(f"--detect {detect} must be a change in pass rate above 0 and at most 1",
+                         "write e.g. --detect 0.05 for a change of 5 points")
+
+
+@dataclass(frozen=True)
+class PassFail:
+    """Pass/fail (every gate passed; an errored conversation fails) over the paired conversations."""
+
+    n: int
+    passed_a: int
+    passed_b: int
+    b: int
+    """Passed in A, fail in B."""
+    c: int
+    """Failed in A, pass in B."""
+    p: float
+    """McNemar's exact two-sided p."""
+
+    @property
+    def change(self) -> float:
+        """B's pass rate minus A's, over these conversations (= (c - b) / n)."""
+        return (self.passed_b - self.passed_a) / self.n
+
+    def significant_drop(self, alpha: float) -> bool:
+        return self.p < alpha and self.b > self.c
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "passed_a": self.passed_a, "passed_b": self.passed_b, "b": self.b, "c": self.c,
+                "p": self.p, "change": self.change}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A gate, a scorer or the pass rate over plays: A's and B's means over the pairs and B - A."""
+
+    role: str
+    """``gate``, ``scorer`` or ``pass rate``."""
+    id: str
+    mean_a: float
+    mean_b: float
+    difference: PairedDifference
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "id": self.id, "mean_a": self.mean_a, "mean_b": self.mean_b,
+                **self.difference.to_json()}
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """The smallest change in pass rate ``n`` paired conversations detect (ALPHA, POWER), and with ``--detect D``
+    how many conversations D needs, judged by the spread of this comparison's differences."""
+
+    measure: str
+    """``pass/fail`` or ``pass rate`` (over the ``--repeat`` plays)."""
+    n: int
+    change: float
+    spread: float
+    """Mean squared difference per conversation (pass/fail: the share that changed)."""
+    step: float
+    """The smallest change one conversation's figure can make (1, or 1/k with k plays)."""
+    detect: float | None = None
+    needed: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"measure": self.measure, "n": self.n, "smallest_detectable_change": self.change,
+                "spread": self.spread, "alpha": ALPHA, "power": POWER, "detect": self.detect,
+                "conversations_needed": self.needed}
+
+
+@dataclass
+class PairedStats:
+    """Run B against run A over the conversations both have."""
+
+    paired: int
+    only_a: int
+    only_b: int
+    pass_fail: PassFail
+    figures: list[Figure]
+    rates: Figure | None
+    detectable: list[Detectable] = field(default_factory=list)
+
+    def regressions(self, alpha: float) -> list[str]:
+        """Why B is worse than A beyond the noise at ``alpha``: a significant drop of pass/fail (p < alpha, b > c)
+        or a gate whose interval of B - A lies wholly below 0; empty when neither."""
+        lines = []
+        pf = self.pass_fail
+        if pf.significant_drop(alpha):
+            lines.append(f"pass/fail: {pf.b} passed in A and fail in B, {pf.c} the other way "
+                         f"(McNemar p = {pvalue_text(pf.p)} < {alpha:g})")
+        lines.extend(f"gate {f.id}: B - A = {f.difference.mean:+.3f}, {CONFIDENCE:.0%} interval "
+                     f"[{f.difference.low:+.3f}, {f.difference.high:+.3f}] lies below 0"
+                     for f in self.figures if f.role == "gate" and f.difference.below_zero)
+        return lines
+
+    def to_json(self, alpha: float | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "paired": self.paired, "only_a": self.only_a, "only_b": self.only_b,
+            "pass_fail": self.pass_fail.to_json(), "figures": [f.to_json() for f in self.figures],
+            "pass_rate": self.rates.to_json() if self.rates else None,
+            "detectable": [d.to_json() for d in self.detectable], "confidence": CONFIDENCE}
+        if alpha is not None:
+            data["alpha"] = alpha
+            data["significant_regressions"] = self.regressions(alpha)
+        return data
+
+
+def pvalue_text(p: float) -> str:
+    """A p-value as people read it: 3 significant digits, ``< 0.0001`` below that."""
+    return "< 0.0001" if p < 1e-4 else f"{p:.3g}"
+
+
+def paired_stats(items_a: list[ItemResult], items_b: list[ItemResult], detect: float | None = None
+                 ) -> PairedStats | None:
+    """The statistics of B against A; ``None`` when the runs share no conversation."""
+    pairs = pair_conversations(items_a, items_b)
+    both = [(a, b) for a, b in pairs if a is not None and b is not None]
+    if not both:
+        return None
+    b_count = sum(1 for a, b in both if a.passed and not b.passed)
+    c_count = sum(1 for a, b in both if b.passed and not a.passed)
+    pass_fail = PassFail(len(both), sum(a.passed for a, _ in both), sum(b.passed for _, b in both),
+                         b_count, c_count, mcnemar_p(b_count, c_count))
+    stats = PairedStats(len(both), sum(1 for _, b in pairs if b is None), sum(1 for a, _ in pairs if a is None),
+                        pass_fail, _figures(both), _rates(both))
+    stats.detectable.append(_detectable("pass/fail", len(both), (b_count + c_count) / len(both), 1.0, detect))
+    if stats.rates is not None:
+        repeated = [(a, b) for a, b in both if a.repeats > 1 and b.repeats > 1]
+        diffs = differences([a.pass_rate for a, _ in repeated], [b.pass_rate for _, b in repeated])
+        step = 1 / math.lcm(*{item.repeats for pair in repeated for item in pair})
+        stats.detectable.append(_detectable("pass rate", len(repeated), spread(diffs), step, detect))
+    return stats
+
+
+def _detectable(measure: str, n: int, share: float, step: float, detect: float | None) -> Detectable:
+    change = detectable_change(n, share, step)
+    assert change is not None  # n > 0
+    needed = conversations_needed(detect, share, step) if detect is not None else None
+    return Detectable(measure, n, change, share, step, detect, needed)
+
+
+def _values(item: ItemResult) -> dict[tuple[str, str], float]:
+    """A conversation's scorable gate and scorer scores, per turn as ``turn N: id`` (none when it errored)."""
+    if item.status != "ok":
+        return {}
+    found: dict[tuple[str, str], float] = {}
+
+    def add(role: str, prefix: str, outcomes: dict[str, Outcome]) -> None:
+        for key, outcome in outcomes.items():
+            score = outcome.score
+            if score is not None and not outcome.not_scorable and math.isfinite(score):
+                found[(role, prefix + key)] = score
+
+    add("gate", "", item.gate_scores)
+    for turn in item.turns:
+        add("gate", f"turn {turn.index}: ", turn.gate_scores)
+    add("scorer", "", item.scores)
+    for turn in item.turns:
+        add("scorer", f"turn {turn.index}: ", turn.scores)
+    return found
+
+
+def _figures(both: list[tuple[ItemResult, ItemResult]]) -> list[Figure]:
+    per_pair = [(_values(a), _values(b)) for a, b in both]
+    keys = list(dict.fromkeys(k for va, vb in per_pair for k in (*va, *vb)))
+    keys.sort(key=lambda k: k[0] != "gate")  # gates first, each group in the order first seen
+    figures = []
+    for key in keys:
+        a_scores = [va[key] for va, vb in per_pair if key in va and key in vb]
+        b_scores = [vb[key] for va, vb in per_pair if key in va and key in vb]
+        difference = paired_difference(a_scores, b_scores)
+        if difference is not None:
+            figures.append(Figure(key[0], key[1], math.fsum(a_scores) / len(a_scores),
+                                  math.fsum(b_scores) / len(b_scores), difference))
+    return figures
+
+
+def _rates(both: list[tuple[ItemResult, ItemResult]]) -> Figure | None:
+    """Each conversation's pass rate over its plays, when both runs played it more than once."""
+    repeated = [(a, b) for a, b in both if a.repeats > 1 and b.repeats > 1]
+    a_rates, b_rates = [a.pass_rate for a, _ in repeated], [b.pass_rate for _, b in repeated]
+    difference = paired_difference(a_rates, b_rates)
+    if difference is None:
+        return None
+    return Figure("pass rate", "every gate, per play", math.fsum(a_rates) / len(a_rates),
+                  math.fsum(b_rates) / len(b_rates), difference)

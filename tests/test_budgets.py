@@ -1,0 +1,114 @@
+"""Budgets (SPEC §27): ``--max-cost`` / ``--max-tokens``, overall or per purpose, through the real CLI against the
+loopback OpenAI-compatible server: no new call of a spent purpose starts, the conversation that needed one is
+``limited``, the run is marked ``budget`` and exits 5, and ``--resume`` with a larger budget continues it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalcli.llm import Budget, parse_budget
+from tests.conftest import CliResult
+from tests.llm_server import LLMServer, Reply, Request, completion
+
+
+def answer(request: Request) -> Reply:
+    if "judge" in str(request.body.get("model")):
+        return Reply(body=completion(json.dumps({"satisfied": True, "reasoning": "fine"}), prompt_tokens=30,
+                                     completion_tokens=5))
+    return Reply(body=completion(f"ok: {request.messages[-1]['content']}", prompt_tokens=100, completion_tokens=10))
+
+
+def dataset(url: str, n: int, judge: bool = False) -> str:
+    lines = ["target:", "  model: openai/target-m", f"  api_base: {url}", "concurrency: 1", "scorers:",
+             "  - includes: ok"]
+    if judge:
+        lines.append(f'  - judge: {{criterion: It answered., model: openai/judge-m, api_base: "{url}"}}')
+    lines.append("data:")
+    lines += [f"  - {{id: c{i}, input: question {i}}}" for i in range(n)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_spent_target_budget_ends_the_run_and_a_larger_one_resumes_it(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    llm_server.responder = answer
+    write("d.yaml", dataset(llm_server.url, 8))
+    first = cli("run", "d.yaml", "--json", "-", "--max-tokens", "target=300")
+    assert first.code == 5, first.stderr
+    items = first.json["items"]
+    # three calls of 110 tokens spend 300; the fourth conversation's call is not started, and none after it
+    assert [i["status"] for i in items] == ["ok", "ok", "ok", "limited"]
+    assert items[3]["limited"] == {"limit": "budget", "turns": 0}
+    assert "the target token budget of 300 is spent (330 tokens)" in items[3]["error"]
+    assert len(llm_server.requests) == 3
+    assert first.json["usage"]["purposes"]["target"]["calls"] == 3
+    run_id = first.json["run_id"]
+    assert "BUDGET SPENT after 4 of 8 conversations" in first.stderr
+    assert f"evalcli run d.yaml --resume {run_id}" in first.stderr
+    row = first.db().execute("SELECT status, exit_code FROM runs").fetchone()
+    assert tuple(row) == ("budget", 5)
+
+    resumed = cli("run", "d.yaml", "--json", "-", "--resume", run_id, "--max-tokens", "target=10000")
+    assert resumed.code == 0, resumed.stderr
+    assert [i["status"] for i in resumed.json["items"]] == ["ok"] * 8
+    assert len(llm_server.requests) == 8  # the finished conversations were kept, not asked again
+    assert resumed.json["usage"]["purposes"]["target"]["calls"] == 8  # the kept ones' calls counted too
+    assert tuple(resumed.db().execute("SELECT status, exit_code FROM runs").fetchone()) == ("completed", 0)
+
+
+def test_a_spent_judge_budget_limits_the_conversation_that_needed_a_judge(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    llm_server.responder = answer
+    write("d.yaml", dataset(llm_server.url, 4, judge=True))
+    done = cli("run", "d.yaml", "--json", "-", "--max-tokens", "judge=60,target=100000", "--no-cache")
+    assert done.code == 5, done.stderr
+    statuses = [i["status"] for i in done.json["items"]]
+    assert statuses == ["ok", "ok", "limited"], statuses
+    judged = [r for r in llm_server.requests if "judge" in str(r.body.get("model"))]
+    assert len(judged) == 2 and done.json["usage"]["purposes"]["judge"]["prompt_tokens"] == 60
+    assert done.json["summary"]["errors"] == 1 and done.json["scores"]["includes(ok)"] == 1.0
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--max-cost", "judge=2,tagret=3", "--max-cost: 'tagret' is not a purpose (target, simulator or judge)"),
+    ("--max-cost", "five", "--max-cost: 'five' is not a number"),
+    ("--max-tokens", "1.5", "--max-tokens: '1.5' must be a whole number of tokens"),
+    ("--max-cost", "judge=1,judge=2", "--max-cost names judge twice"),
+])
+def test_a_budget_that_cannot_be_read_is_exit_2_before_anything_runs(
+        write: Callable[..., Path], cli: Callable[..., CliResult], flag: str, value: str, message: str) -> None:
+    write("d.yaml", dataset("http://127.0.0.1:9/v1", 1))
+    done = cli("run", "d.yaml", flag, value)
+    assert done.code == 2 and message in done.stderr, done.stderr
+    assert not (done.cwd / "evalcli.db").exists()
+
+
+@given(limits=st.dictionaries(st.sampled_from([None, "target", "simulator", "judge"]), st.integers(0, 500)),
+       calls=st.lists(st.tuples(st.sampled_from(["target", "simulator", "judge", "agent"]), st.integers(0, 200))))
+def test_no_call_starts_once_its_budget_is_spent(limits: dict[str | None, int],
+                                                 calls: list[tuple[str, int]]) -> None:
+    budget = Budget(max_tokens=dict(limits))
+    for purpose, tokens in calls:
+        group = "target" if purpose == "agent" else purpose
+        spent = [used for key, used in ((None, sum(budget.tokens.values())), (group, budget.tokens.get(group, 0)))
+                 if key in limits and used >= limits[key]]
+        refused = budget.refusal(purpose)
+        assert (refused is not None) == bool(spent)
+        if refused is None:
+            budget.add(purpose, tokens, 0.0)
+    for key, most in limits.items():
+        # a budget is passed by at most the one call that was allowed while under it
+        used = sum(budget.tokens.values()) if key is None else budget.tokens.get(key, 0)
+        assert used < most + 200 or (most == 0 and used == 0)
+
+
+def test_budgets_read_overall_and_per_purpose() -> None:
+    assert parse_budget("5", "--max-cost", False) == {None: 5.0}
+    assert parse_budget("judge=2, target=3,simulator=1", "--max-cost", False) == {"judge": 2, "target": 3,
+                                                                                  "simulator": 1}
+    assert parse_budget("100,judge=20", "--max-tokens", True) == {None: 100, "judge": 20}
