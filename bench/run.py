@@ -28,10 +28,12 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
 10. SPEC §20 (``bench/llm_bench.py``): CPU per LLM call on each backend (``cpu``), a judge's start-up cost
     (``judge``), and whole runs from a YAML file with start-up taken as a 1-conversation run's wall (``yaml``);
 11. rate limits (``bench/ratelimits.py``, SPEC §27): against a server allowing 8 calls in flight (429 above), a run
-    at concurrency 64 against one at 8, their walls and ratio.
+    at concurrency 64 against one at 8, their walls and ratio;
+12. SPEC §25 (``bench/tools.py``): CPU per tool call of the tool plan's wrapper (no plan, live, mocked) and of a
+    LangGraph ToolNode with and without it (``tools``).
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
-[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters,pytest,samples,cpu,judge,yaml,ratelimits]
+[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters,pytest,samples,cpu,judge,yaml,ratelimits,tools]
 [--mastra-sizes 100x3,1000x3] [--mastra-target-sizes 100x3,1000x3,3000x3]
 [--report-size 1000x3] [--simulate-cases 256x8@0.05,128x8@0.5] [--adapter-size 1000x3] [--adapter-concurrency 32]
 [--adapter-repeat 3] [--judge-size 1000] [--judge-latency 1.0] [--judge-concurrency 16] [--cpu-calls 2000]
@@ -54,13 +56,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import http_floor, llm_bench, pytest_plugin, ratelimits, samples, simulate
+from bench import http_floor, llm_bench, pytest_plugin, ratelimits, samples, simulate, tools
 from bench.report import report_section
 from bench.workload import BENCH, Measure, Workload, load_average, measure, model_server, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
 SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters", "pytest",
-            "samples", "cpu", "judge", "yaml", "ratelimits")
+            "samples", "cpu", "judge", "yaml", "ratelimits", "tools")
 BACKEND_NAMES = llm_bench.BACKEND_NAMES
 FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph")
 
@@ -440,6 +442,8 @@ def main() -> None:
         pytest_plugin.section(max(5, args.repeat * 5))
     if "ratelimits" in only:
         ratelimits.section(args.ratelimit_size, 0.1, 8, 0.2, args.repeat)
+    if "tools" in only:
+        tools.section(20_000 if args.quick else 100_000, 500 if args.quick else 3_000, max(args.repeat, 3))
     print(f"\nbenchmark done in {time.perf_counter() - started:.0f} s")
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "load_dataset",
     "not_scorable",
     "run_evals",
+    "tool",
 ]
 
 if TYPE_CHECKING:
@@ -31,10 +32,11 @@ if TYPE_CHECKING:
     from .run import RunOptions, run_evals
     from .scorers import NotScorable, Score, ScorerRun, not_scorable
     from .targets import ConversationInfo
+    from .tools import tool
 
 _LAZY = {"Agent": "agent", "Memory": "agent", "run_evals": "run", "RunOptions": "run", "load_dataset": "dataset",
          "NotScorable": "scorers", "Score": "scorers", "ScorerRun": "scorers", "not_scorable": "scorers",
-         "ConversationInfo": "targets"}
+         "ConversationInfo": "targets", "tool": "tools"}
 
 
 def __getattr__(name: str) -> Any:

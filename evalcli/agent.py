@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from .errors import EvalcliError
 from .llm import LLMClient, LLMSettings
 from .messages import Message
+from .tools import MockedToolError, acall
 
 Tool = Callable[..., Any]
 
@@ -249,6 +250,10 @@ class Agent:
             "raise max_steps, or check why the model keeps calling tools",
         )
 
+    def evalcli_tool_parameters(self) -> dict[str, list[str]]:
+        """Each tool's parameter names, by tool name (what a dataset's ``tools:`` is checked against)."""
+        return {name: list(tool.arguments.model_fields) for name, tool in self.tools.items()}
+
     def generate_sync(self, input: str, **kwargs: Any) -> list[Message]:
         """``generate`` for code that is not async."""
         return asyncio.run(self.generate(input, **kwargs))
@@ -273,12 +278,21 @@ class Agent:
         except (ValidationError, ValueError) as exc:
             return {**result, "content": f"Error: invalid arguments for {name}: {exc}", "is_error": True}
         try:
-            value = await tool.call(kwargs)
+            value = await acall(tool.name, _raw_arguments(function.get("arguments")), lambda: tool.call(kwargs),
+                                call_id=call["id"])
+        except MockedToolError as exc:  # a mock's `raises`, or a call the tool plan refuses
+            return {**result, "content": f"Error: {exc}", "is_error": True}
         except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             return {**result, "content": f"Error: {detail}", "is_error": True}
         content = value if isinstance(value, str) else json.dumps(value, default=str)
         return {**result, "content": content}
+
+
+def _raw_arguments(arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+    """The arguments as the model wrote them (what mocks match and tapes record), already known to parse."""
+    raw = json.loads(arguments or "{}") if isinstance(arguments, str) else (arguments or {})
+    return raw if isinstance(raw, dict) else {}
 
 
 def _assistant_message(response: dict[str, Any]) -> Message:

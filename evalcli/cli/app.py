@@ -123,6 +123,11 @@ def run(
                                                                                        "mastra:URL#AGENT or http:URL. "
                                                                                        "Repeat it to compare targets "
                                                                                        "(one run each).")] = None,
+    record_tools: Annotated[Optional[Path], typer.Option("--record-tools", metavar="DIR", help="Record every tool "
+                                                         "call to DIR/<dataset stem>.tape.jsonl (replay it with "
+                                                         "'tools: {replay: PATH}').")] = None,
+    hermetic: Annotated[bool, typer.Option("--hermetic", help="A tool call no mock or tape answers is the "
+                                                              "conversation's error (never run live).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line and the conversations that "
                                                                    "errored (no table, no warnings).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
@@ -137,7 +142,8 @@ def run(
                              judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
                              turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
-                             verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens)
+                             verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens,
+                             record_tools=record_tools, hermetic=hermetic)
         events = CliEvents(quiet)
         try:
             code = run_command(request, events, out=make_console(stderr=json_out == "-"))

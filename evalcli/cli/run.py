@@ -78,6 +78,9 @@ class RunRequest(DatasetsRequest):
     verbose: bool = False
     targets: list[str] = field(default_factory=list)
     """``--target SPEC`` (repeatable): each replaces the datasets' own target, one run per target."""
+    record_tools: Path | None = None
+    """``--record-tools DIR``: every tool call to ``DIR/<dataset stem>.tape.jsonl``."""
+    hermetic: bool = False
     max_cost: str | None = None
     """``--max-cost``, as written (``5`` or ``judge=2,target=3``)."""
     max_tokens: str | None = None
@@ -180,7 +183,8 @@ def _options(request: RunRequest, store: Store | None, dataset: Dataset, events:
                          use_cache=request.use_cache, strict=request.strict, max_errors=request.max_errors or 0,
                          selection=selection, turn_timeout=request.turn_timeout, keep_items=False, handle_signals=True,
                          repeat=request.repeat or 1, max_cost=_budget(request.max_cost, "--max-cost", False),
-                         max_tokens=_budget(request.max_tokens, "--max-tokens", True))
+                         max_tokens=_budget(request.max_tokens, "--max-tokens", True), hermetic=request.hermetic,
+                         record_tools=str(request.record_tools) if request.record_tools else None)
     if request.rerun_failed and store is not None:
         options.only_indexes, gone = rerun_selection(store, request.rerun_failed, dataset)
         if gone:

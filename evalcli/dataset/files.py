@@ -23,6 +23,8 @@ class TurnFile(BaseModel):
                                                   "interrupt the previous turn ended in (LangGraph).")
     gates: list[Any] | None = Field(default=None, description="Gates on this turn's own output.")
     scorers: list[Any] | None = Field(default=None, description="Scorers on this turn's own output.")
+    tools: Any = Field(default=None, description="Tool mocks for this turn: per tool, they replace the item's "
+                                                 "(SPEC §25).")
 
 
 class LimitsFile(BaseModel):
@@ -67,6 +69,10 @@ class ItemFile(BaseModel):
     metadata: dict[str, Any] | None = Field(default=None, description="Free data about the conversation, passed to "
                                                                       "setup, read by an http target's templates and "
                                                                       "shown by 'show'.")
+    tools: Any = Field(default=None, description="Tool mocks for this conversation, over the dataset's per tool "
+                                                 "(SPEC §25).")
+    unmocked: Any = Field(default=None, description="live (default) or error: what a tool call no mock answers "
+                                                    "does in this conversation.")
     limits: LimitsFile | None = Field(default=None, description="This conversation's limits, key by key over the "
                                                                 "dataset's (SPEC §27).")
     on_limit: OnLimit | None = Field(default=None, description="'error' (default): a limited conversation counts as "
@@ -93,6 +99,11 @@ class DatasetFile(BaseModel):
     data: list[Any] | None = Field(default=None, description="The conversations.")
     data_file: str | None = Field(default=None, description="A JSONL file of items (one a line), relative to this file.")
     description: str | None = Field(default=None, description="Free text, for people.")
+    tools: Any = Field(default=None, description="Tool mocks (returns, raises, sequence, when, delay) by tool name, "
+                                                 "and a tape to replay (replay, match), for every conversation "
+                                                 "(SPEC §25).")
+    unmocked: Any = Field(default=None, description="live (default): a tool call no mock answers runs the real "
+                                                    "tool; error: it is the conversation's error.")
     limits: LimitsFile | None = Field(default=None, description="Every conversation's limits: turns, tokens, cost, "
                                                                 "seconds (SPEC §27).")
     on_limit: OnLimit | None = Field(default=None, description="'error' (default): a limited conversation counts as "

@@ -14,6 +14,7 @@ from ..messages import Message
 from ..results import FORMS
 from ..scorers import Registry, ScorerSpec
 from ..targets import Adapter
+from ..tools import ToolsConfig
 from ..version import __version__
 from .imports import ImportScope
 
@@ -32,6 +33,8 @@ class Turn:
     scorers: list[ScorerSpec]
     resume: Any = None
     """The value that resumes the previous turn's interrupt (``Command(resume=...)``); ``None``: an ordinary turn."""
+    tools: ToolsConfig | None = None
+    """The turn's own ``tools:`` (per tool, over the item's)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,10 @@ class Item:
     """Who the conversation is across runs (``evalcli.identity``): ``id:<id>``, or its content's digest."""
     content: str = ""
     """The digest of its content as resolved (``item_content``), beside the identity to tell a changed item."""
+    tools: ToolsConfig | None = None
+    """The item's own ``tools:`` (per tool, over the dataset's)."""
+    unmocked: str | None = None
+    """The item's ``unmocked`` (``None``: the dataset's)."""
     limits: Limits | None = None
     """The item's own ``limits`` and ``on_limit`` (``Dataset.limits_of`` merges them over the dataset's)."""
 
@@ -164,6 +171,19 @@ class Dataset:
     """The dataset's own modules and ``sys.path``: entered while it runs."""
     target_has_memory: bool | None = None
     """``target_has_memory`` as written (``None``: decided by the target's ``memory`` attribute)."""
+    tools: ToolsConfig | None = None
+    """The dataset's ``tools:`` (SPEC §25)."""
+    unmocked: str = "live"
+    """What a tool call no mock answers does: ``live`` or ``error``."""
+
+    @property
+    def controls_tools(self) -> bool:
+        """Whether any ``tools:`` or ``unmocked: error`` is written anywhere: the target's tools are then routed
+        through each conversation's tool plan."""
+        return (self.tools is not None or self.unmocked != "live"
+                or any(i.tools is not None or i.unmocked not in (None, "live") or any(t.tools is not None
+                                                                                        for t in i.turns or ())
+                       for i in self.items))
 
     @property
     def remembers(self) -> bool:

@@ -33,6 +33,7 @@ from .registry import find_registry, load_registry
 from .shapes import ITEM_ASSERTIONS, misplaced_assertions, plain_entry_with_keys
 from .simulate import parse_simulation
 from .target import resolve_target
+from .tools import checked_tools, parse_tools, parse_unmocked
 from .yamlsrc import Interpolated, Path, Positions, did_you_mean, load_yaml, problems_from_pydantic, validated
 
 MAX_JSONL_LINE = 8 * 1024 * 1024
@@ -61,6 +62,11 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
     item = _conversation(raw, model, index, label, path, pos, registry, problems, line)
     if item is None or labels is None:
         return None
+    if model.tools is not None or model.unmocked is not None:
+        item = replace(item, tools=None if model.tools is None else
+                       parse_tools(model.tools, (*path, "tools"), pos, label, problems),
+                       unmocked=None if model.unmocked is None else
+                       parse_unmocked(model.unmocked, (*path, "unmocked"), pos, label, problems))
     if model.limits is not None or model.on_limit is not None:
         item = replace(item, limits=limits_of(model.limits, model.on_limit))
     return replace(item, labels=labels) if labels else item
@@ -175,9 +181,10 @@ def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Reg
         return None
     gates = parse_list(model.gates, (*at, "gates"), pos, registry, problems, gate=True)
     scorers = parse_list(model.scorers, (*at, "scorers"), pos, registry, problems, gate=False)
+    tools = None if model.tools is None else parse_tools(model.tools, (*at, "tools"), pos, f"{label} turn {t}", problems)
     if model.input is not None:
-        return Turn(model.input, gates, scorers)
-    return Turn(resume_text(model.resume), gates, scorers, resume=model.resume)
+        return Turn(model.input, gates, scorers, tools=tools)
+    return Turn(resume_text(model.resume), gates, scorers, resume=model.resume, tools=tools)
 
 
 def resume_text(value: Any) -> str:
@@ -350,6 +357,8 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     if target is not None:
         data.setdefault("target", target)
     top, bad_keys = _top_level(data, pos, problems)
+    tools = None if top.tools is None else parse_tools(top.tools, ("tools",), pos, "dataset", problems)
+    unmocked = "live" if top.unmocked is None else parse_unmocked(top.unmocked, ("unmocked",), pos, "dataset", problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
     hasher = hashlib.sha256(file.read_bytes())
@@ -400,6 +409,8 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                                                         for s in (*t.gates, *t.scorers))], problems)
         items = item_options(items, raw_items, top.target_options, resolved.adapter if resolved else None, problems)
         imported.update(setups(items, raw_items, top.target_options, problems, pos))
+    tools, items = checked_tools(tools, items, raw_items, resolved.adapter if resolved else None, file.parent, pos,
+                                  problems)
     recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
     if not top.target and target is None and not recorded and "target" not in bad_keys:
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
@@ -418,7 +429,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                    concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
                    hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
                    secret_values=secret_values | target_secrets, scope=scope,
-                   target_has_memory=top.target_has_memory,
+                   target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
                    target_settings=resolved.resolved if resolved is not None else {},
                    limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
                    warnings=[f"{path}: {w}" for w in option_warnings(adapter, top.target_options, items)]

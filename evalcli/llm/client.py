@@ -27,7 +27,7 @@ from .preflight import BACKENDS, model_problem
 from .ratelimit import AdaptiveLimit, Slots, retry_after
 from .usage import CallRecord, UsageSink, current_usage, purpose_group
 
-EVALCLI_ONLY_KEYS = frozenset({"is_error"})
+EVALCLI_ONLY_KEYS = frozenset({"is_error", "source"})
 """Message keys evalcli uses itself; they are stripped before messages reach a provider."""
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})

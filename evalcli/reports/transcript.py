@@ -77,8 +77,10 @@ def message_lines(output: list[Message], names: dict[Any, str] | None = None) ->
             call_id = message.get("tool_call_id")
             error = is_error_result(message)
             label = f"  tool result{' ERROR' if error else ''} "
+            source = message.get("source")
+            said = f"  (id {call_id}{f', {source}' if isinstance(source, str) else ''})"
             lines.append(Text.assemble((label, "bold red" if error else "bold blue"),
-                                       (names.get(call_id, "?"), "cyan"), (f"  (id {call_id})", "dim")))
+                                       (names.get(call_id, "?"), "cyan"), (said, "dim")))
             lines.append(Text(_indent(pretty_arguments(message_text(message)), 4), style="red" if error else ""))
     return lines
 

@@ -38,8 +38,10 @@ from ..targets import (
     TurnTimedOut,
     merge_options,
 )
+from ..tools import CURRENT, annotate
 from .drivers import driver_for
 from .play import ConversationFailed, Driver, LimitReached, PlayContext
+from .tooling import ToolSettings
 
 
 class ScorerFailed(Exception):
@@ -57,11 +59,13 @@ class Conversation:
 
     def __init__(self, dataset: Dataset, builder: Builder, calls: Calls, play_context: PlayContext,
                  thresholds: dict[str, Any], ready: Callable[[], Awaitable[None]] | None = None,
-                 budget: Budget | None = None) -> None:
+                 budget: Budget | None = None, tools: ToolSettings | None = None) -> None:
         self.dataset = dataset
         self.budget = budget
         """The run's ``--max-cost`` / ``--max-tokens``: a conversation that needs a call of a spent purpose is
         ``limited``."""
+        self.tools = tools or ToolSettings()
+        """What the run does with tools (``--hermetic``, ``--record-tools``); each conversation gets its own plan."""
         self.ready = ready
         """Waits until the run's LLM layer is imported (judges call models): awaited before scoring."""
         self.builder = builder
@@ -75,6 +79,8 @@ class Conversation:
         sink = UsageSink(self.budget)
         token = current_usage.set(sink)
         driver = driver_for(item)
+        plan = self.tools.plan_for(self.dataset, item) if driver.calls_target else None
+        plan_token = CURRENT.set(plan)  # this conversation's task only: the conversations beside it have their own
         options = self.dataset.options_of(item)
         target = self.dataset.target if driver.calls_target else None  # a recording calls no target
         thread = target.thread(options, multi_turn=item.multi_turn) if target is not None else None
@@ -100,7 +106,9 @@ class Conversation:
             # failure are kept to be shown, the failing scorer's outcome holding its error
             self._fail(result, str(exc), exc.__cause__ or exc)
         finally:
+            CURRENT.reset(plan_token)
             current_usage.reset(token)
+        self.tools.finished(item, plan)
         if sink.refused is not None:
             # a call it needed was not started: what ended it is the budget, not a fault (SPEC §27)
             result.status, result.stop_reason = "limited", "budget"
@@ -166,11 +174,23 @@ class Conversation:
                 result.turns.append(TurnRecord(index, text, list(recorded or []), 0.0, simulated=simulated))
                 return result.turns[-1].output
             started = time.perf_counter()
+            plan = CURRENT.get()
+            if plan is not None:
+                plan.turn = index
+
+            def sourced(messages: list[Message]) -> list[Message]:
+                return messages if plan is None else annotate(messages, (c for c in plan.calls if c.turn == index))
 
             def failed(messages: list[Message], output_retries: int = 0) -> None:
                 # the turn that failed is recorded too: what the user said (and what came back before the failure)
-                result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
+                result.turns.append(TurnRecord(index, text, sourced(messages), _ms(started), simulated=simulated,
                                                output_retries=output_retries))
+
+            def tool_refusal() -> ConversationFailed | None:
+                # a tool call the plan refused (unmocked: error, --hermetic) is the conversation's error
+                if plan is None or not plan.refusals:
+                    return None
+                return ConversationFailed(f"turn {index}: {plan.refusals[0]}")
 
             if limits is not None:
                 _check_limits(limits, index, began, sink)
@@ -185,17 +205,23 @@ class Conversation:
             except TurnFailed as exc:
                 # the agent's run ended with an exception: keep the messages it produced before it
                 failed(exc.messages, exc.output_retries)
-                raise ConversationFailed(f"turn {index}: the target raised {_described(exc.cause)}", exc.cause) from None
+                raise tool_refusal() or ConversationFailed(f"turn {index}: the target raised {_described(exc.cause)}",
+                                                      exc.cause) from None
             except (BadReply, TurnRejected) as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except Exception as exc:  # noqa: BLE001 - the target's failure is this conversation's error
                 failed([])
-                raise ConversationFailed(f"turn {index}: the target raised {_described(exc)}", exc) from None
-            result.turns.append(TurnRecord(index, text, reply.messages, _ms(started), simulated=simulated,
+                raise tool_refusal() or ConversationFailed(f"turn {index}: the target raised {_described(exc)}",
+                                                      exc) from None
+            messages = sourced(reply.messages)
+            result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
                                            structured=reply.structured, interrupt=reply.interrupt,
                                            resume=reply.resume, output_retries=reply.output_retries))
-            return reply.messages
+            refusal = tool_refusal()
+            if refusal is not None:
+                raise refusal
+            return messages
 
         seconds = limits.seconds if limits is not None else None
         try:

@@ -41,6 +41,10 @@ class RunOptions:
     """After an interrupt, how long conversations in flight may take to finish before they are cancelled."""
     repeat: int = 1
     """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
+    hermetic: bool = False
+    """Every tool call no mock answers, and every replay miss, is the conversation's error (SPEC §25)."""
+    record_tools: str | None = None
+    """Write every tool call to ``DIR/<dataset stem>.tape.jsonl`` (``--record-tools DIR``)."""
     max_cost: dict[str | None, float] = field(default_factory=dict)
     """``--max-cost``: US dollars per purpose (``target``, ``simulator``, ``judge``), or for all (key ``None``)."""
     max_tokens: dict[str | None, float] = field(default_factory=dict)

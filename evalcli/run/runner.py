@@ -44,12 +44,14 @@ from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
 from ..store import Store, StoreWriter, new_run_id, stored_items, stored_usage
 from ..targets import TargetCalls, TargetThreads
+from ..tools import TapeRecorder
 from .conversation import Conversation
 from .notices import memory_warning
 from .options import RunOptions, plan_of
 from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
 from .resume import check_resumable, kept_results, option_conflicts
+from .tooling import ToolSettings
 
 INTERRUPTED = 130
 BUDGET_SPENT = 5
@@ -386,9 +388,14 @@ class Runner:
         if not workers:
             return
         builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
+        tools = ToolSettings(self.options.hermetic, TapeRecorder(self.options.record_tools, self.dataset.path)
+                             if self.options.record_tools else None)
+        if tools.active(self.dataset) and self.dataset.target is not None:
+            self.dataset.target.control_tools()
         conversation = Conversation(self.dataset, builder, context.calls,
                                     PlayContext(context.llm, self.options.use_cache, context.llm_ready),
-                                    plan.thresholds, context.llm_ready, self.budget if self.budget.active else None)
+                                    plan.thresholds, context.llm_ready, self.budget if self.budget.active else None,
+                                    tools)
         queue = iter(items)
 
         async def worker() -> None:
@@ -413,6 +420,8 @@ class Runner:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if tools.recorder is not None:
+                await asyncio.to_thread(tools.recorder.write)
             if self.dataset.target is not None:
                 await self.dataset.target.aclose()
 

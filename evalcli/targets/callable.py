@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import TargetError
 from ..messages import Message
+from ..tools import REGISTERED
 from .openai_format import RESPONSE_ROLES
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, call_options, caller_thread
 
@@ -68,6 +69,20 @@ class CallableAdapter(Adapter):
 
     def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
         return caller_thread(options, multi_turn=multi_turn)
+
+    def _own_tools(self) -> dict[str, list[str]] | None:
+        """An ``evalcli.Agent``'s tools and their parameters (a plain callable's are unknown)."""
+        listing = getattr(self.obj, "evalcli_tool_parameters", None)
+        found = listing() if callable(listing) else None
+        return found if isinstance(found, dict) else None
+
+    def tool_names(self) -> list[str] | None:
+        own = self._own_tools()
+        return None if own is None else sorted(own)
+
+    def tool_parameters(self, name: str) -> list[str] | None:
+        own = self._own_tools() or {}
+        return own.get(name) if name in own else REGISTERED.get(name)
 
     def returned_problems(self, returned: Mapping[str, Any]) -> list[str]:
         problems = [f"'{name}' is set by evalcli and cannot come from a setup" for name in returned

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..errors import EvalcliError
 from ..messages import Message
 from ..secrets import Redactor, redact_url
+from ..tools import CURRENT
 from .callable import BadReply, normalise
 from .forms import FormContext
 from .remote import (
@@ -142,6 +143,8 @@ class HttpAdapter(RemoteAdapter):
     run_call = "the http target"
     memory_hint = "send the conversation's thread or history, e.g. body: {session_id: '{{ thread }}'}"
     config_model = HttpConfig
+    tools_hint = ("remove 'tools:', or send the plan to a service that honours it: write '{{ tools }}' in the "
+                  "target's body (e.g. body: {input: '{{ input }}', tools: '{{ tools }}'})")
 
     @classmethod
     def build(cls, config: Any, context: FormContext) -> HttpTarget:
@@ -200,6 +203,8 @@ class HttpAdapter(RemoteAdapter):
         self.remembers = bool(names & MEMORY_NAMES)
         self.keeps_history = "history" in names
         """Only templates that read ``history`` need it kept."""
+        self.tools_mockable = "tools" in names
+        """A body that sends the conversation's tool plan (``{{ tools }}``) lets ``tools:`` reach the service."""
         self.shown_url = redact_url(target.config.url)
         self.missing_usage = 0
         """Replies whose ``usage`` path found no usage (said once, after the run)."""
@@ -249,6 +254,9 @@ class HttpSession(TurnSession["HttpAdapter"]):
         turn, self.turn = self.turn, self.turn + 1
         context = {"input": text, "thread": self.thread_id, "resource": self.resource_id, "item_id": self.item.id,
                    "turn": turn, "metadata": self.item.metadata, "history": list(self.history)}
+        if adapter.tools_mockable:
+            plan = CURRENT.get()
+            context["tools"] = plan.as_json() if plan is not None else None
         if isinstance(target.url, str):
             url, shown = adapter.static_url, adapter.shown_url
         else:

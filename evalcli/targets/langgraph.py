@@ -35,6 +35,7 @@ from langgraph.types import Command
 
 from ..messages import Message
 from ..results import Interrupt
+from .langgraph_tools import graph_tools, planned_graph
 from .openai_format import RESPONSE_ROLES, jsonable, keyword_names
 from .session import (
     RESERVED_OPTIONS,
@@ -71,6 +72,21 @@ class LangGraphAdapter(Adapter):
         self.run_options = {k: v for k, v in self.call_options.items() if k != "config"}
         self.config: dict[str, Any] = dict(self.call_options.get("config") or {})
         self.input: dict[str, Any] = dict(self.options.get("input") or {})
+
+    def control_tools(self) -> None:
+        """Conversations run on a copy of the graph whose tool nodes ask the conversation's tool plan."""
+        if not getattr(self, "_planned", False):
+            self.graph = planned_graph(self.graph)
+            self._planned = True
+
+    def tool_names(self) -> list[str] | None:
+        tools = graph_tools(self.obj)
+        return None if tools is None else sorted(tools)
+
+    def tool_parameters(self, name: str) -> list[str] | None:
+        schema = (graph_tools(self.obj) or {}).get(name)
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        return list(properties) if isinstance(properties, dict) else None
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:

@@ -31,6 +31,7 @@ from typing import Any
 from agents import ModelSettings, RunConfig, Runner, SQLiteSession
 
 from ..messages import Message
+from ..tools import MockedToolError, acall, as_text
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 from .usage import count, record_target_call
@@ -68,6 +69,23 @@ class OpenAIAgentsAdapter(Adapter):
         self.context_type = context_type(self.obj)
         self.run_options, self.run_config = run_options(self.call_options)
         self.failure_text = default_failure_text()
+        self.start = self.obj
+        """The agent a conversation starts with: the user's, or its copy whose tools ask the tool plan."""
+
+    def control_tools(self) -> None:
+        """Conversations start with a copy of the agent (and of every agent it hands off to) whose function tools
+        ask the conversation's tool plan; the user's agents are not changed."""
+        if self.start is self.obj:
+            self.start = planned_agent(self.obj, {})
+
+    def tool_names(self) -> list[str] | None:
+        tools = function_tools(self.obj)
+        return None if tools is None else sorted(tools)
+
+    def tool_parameters(self, name: str) -> list[str] | None:
+        schema = (function_tools(self.obj) or {}).get(name)
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        return list(properties) if isinstance(properties, dict) else None
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
@@ -118,7 +136,7 @@ class OpenAIAgentsSession:
         self.calls = calls
         self.options = options
         self.restart = restart
-        self.agent = adapter.obj
+        self.agent = adapter.start
         self.session = SQLiteSession(thread)
         self.failed: set[str] = set()
         self.turn = 0
@@ -144,7 +162,7 @@ class OpenAIAgentsSession:
         return reply
 
     async def _turn(self, text: str) -> Reply:
-        agent = self.adapter.obj if self.restart else self.agent
+        agent = self.adapter.start if self.restart else self.agent
         turn, self.turn = self.turn, self.turn + 1
         try:
             result = await Runner.run(agent, text, session=self.session, run_config=self.run_config, **self.options)
@@ -200,6 +218,104 @@ def model_name(model: Any) -> str:
         return model
     name = getattr(model, "model", None)
     return name if isinstance(name, str) else ""
+
+
+def agents_of(agent: Any) -> list[Any]:
+    """The agent and every agent it can hand off to, each once."""
+    seen: dict[int, Any] = {}
+    queue = [agent]
+    while queue:
+        current = queue.pop(0)
+        if id(current) in seen or current is None:
+            continue
+        seen[id(current)] = current
+        queue.extend(getattr(h, "agent", None) or _handoff_agent(h) or h for h in getattr(current, "handoffs", None) or ())
+    return [a for a in seen.values() if hasattr(a, "tools")]
+
+
+def _handoff_agent(handoff: Any) -> Any:
+    ref = getattr(handoff, "_agent_ref", None)
+    return ref() if callable(ref) else None
+
+
+def function_tools(agent: Any) -> dict[str, Any] | None:
+    """Each function tool's JSON schema, by name, over the agent and those it hands off to; ``None`` when one of them
+    has MCP servers (tools known only once they are connected)."""
+    from agents import FunctionTool
+
+    tools: dict[str, Any] = {}
+    for each in agents_of(agent):
+        if getattr(each, "mcp_servers", None):
+            return None
+        for tool in each.tools or ():
+            if isinstance(tool, FunctionTool):
+                tools[tool.name] = tool.params_json_schema
+    return tools
+
+
+def planned_agent(agent: Any, made: dict[int, Any]) -> Any:
+    """A copy of the agent whose function tools ask the tool plan, its handoffs to copies made the same way."""
+    from agents import Agent, FunctionTool, Handoff
+
+    if id(agent) in made:
+        return made[id(agent)]
+    copy_ = agent.clone()
+    made[id(agent)] = copy_
+    copy_.tools = [planned_tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools or ()]
+    handoffs: list[Any] = []
+    for handoff in agent.handoffs or ():
+        if isinstance(handoff, Agent):
+            handoffs.append(planned_agent(handoff, made))
+        elif isinstance(handoff, Handoff):
+            handoffs.append(planned_handoff(handoff, made))
+        else:
+            handoffs.append(handoff)
+    copy_.handoffs = handoffs
+    return copy_
+
+
+def planned_handoff(handoff: Any, made: dict[int, Any]) -> Any:
+    """A ``Handoff`` whose agent is the planned copy of the one it hands to."""
+    original = handoff.on_invoke_handoff
+
+    async def invoke(context: Any, arguments: str) -> Any:
+        return planned_agent(await original(context, arguments), made)
+
+    return dataclasses.replace(handoff, on_invoke_handoff=invoke)
+
+
+def planned_tool(tool: Any) -> Any:
+    """A copy of a ``FunctionTool`` that asks the tool plan first: a mock's value is its output (text: JSON for
+    anything but a string); a mock's ``raises`` fails as the tool's own failure would (its failure function's text,
+    or the run's error when it has none)."""
+    original = tool.on_invoke_tool
+
+    async def invoke(context: Any, arguments: str) -> Any:
+        try:
+            parsed = json.loads(arguments or "{}")
+        except ValueError:
+            parsed = {}
+        try:
+            return await acall(tool.name, parsed if isinstance(parsed, dict) else {},
+                               lambda: original(context, arguments), call_id=getattr(context, "tool_call_id", None),
+                               shape=as_text)
+        except MockedToolError as exc:
+            return await failure_output(tool, context, exc)
+
+    return dataclasses.replace(tool, on_invoke_tool=invoke)
+
+
+async def failure_output(tool: Any, context: Any, error: Exception) -> Any:
+    """What the SDK gives the model when this tool raises ``error``."""
+    handler = getattr(tool, "_failure_error_function", None)
+    if handler is None and getattr(tool, "_use_default_failure_error_function", True):
+        from agents.tool import default_tool_error_function
+
+        handler = default_tool_error_function
+    if handler is None:
+        raise error
+    message = handler(context, error)
+    return await message if inspect.isawaitable(message) else message
 
 
 def call_options_of(options: Mapping[str, Any]) -> dict[str, Any]:

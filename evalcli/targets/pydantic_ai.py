@@ -24,9 +24,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic_ai import capture_run_messages
+from pydantic_ai import ModelRetry, capture_run_messages
+from pydantic_ai.capabilities import AbstractCapability
 
 from ..messages import Message
+from ..tools import MockedToolError, acall
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result, type_name
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 from .usage import count, record_target_call
@@ -49,6 +51,21 @@ class PydanticAIAdapter(Adapter):
         self.deps_type = declared_deps_type(self.obj)
         self.run_options = run_options(self.obj, self.call_options, typed_deps=False)
         self.output_tools = output_tool_names(self.obj)
+        self.tool_plan: ToolPlanCapability | None = None
+
+    def control_tools(self) -> None:
+        """Every run gets a capability whose ``wrap_tool_execute`` asks the conversation's tool plan (a per-run
+        capability: the agent itself is not changed)."""
+        self.tool_plan = ToolPlanCapability(self.output_tools)
+
+    def tool_names(self) -> list[str] | None:
+        tools = function_tools(self.obj)
+        return None if tools is None else sorted(tools)
+
+    def tool_parameters(self, name: str) -> list[str] | None:
+        schema = (function_tools(self.obj) or {}).get(name)
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        return list(properties) if isinstance(properties, dict) else None
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
@@ -109,9 +126,12 @@ class PydanticAISession:
     async def _turn(self, text: str) -> Reply:
         adapter = self.adapter
         turn, self.turn = self.turn, self.turn + 1
+        options = self.options
+        if adapter.tool_plan is not None:
+            options = {**options, "capabilities": [*(options.get("capabilities") or ()), adapter.tool_plan]}
         with capture_run_messages() as captured:
             try:
-                result = await adapter.obj.run(text, message_history=self.history, **self.options)
+                result = await adapter.obj.run(text, message_history=self.history, **options)
             except Exception as exc:
                 known = {id(m) for m in self.history}
                 partial = [m for m in captured if id(m) not in known]
@@ -141,6 +161,38 @@ def record_calls(messages: Iterable[Any], turn: int) -> None:
         record_target_call(str(getattr(message, "model_name", None) or ""), count(getattr(usage, "input_tokens", 0)),
                            count(getattr(usage, "output_tokens", 0)), turn_index=turn,
                            cached_tokens=count(getattr(usage, "cache_read_tokens", 0)))
+
+
+class ToolPlanCapability(AbstractCapability[Any]):
+    """Answers the agent's tool calls from the current conversation's tool plan (SPEC §25): a mock's value is the
+    tool's return; a mock's ``raises`` (or a refused call) is ``ModelRetry``, how PydanticAI reports a failed tool
+    to the model. Output tools are left alone."""
+
+    def __init__(self, output_tools: frozenset[str]) -> None:
+        self.output_tools = output_tools
+
+    async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        name = call.tool_name
+        if is_output_tool(name, self.output_tools):
+            return await handler(args)
+        try:
+            return await acall(name, call.args_as_dict(), lambda: handler(args), call_id=call.tool_call_id)
+        except MockedToolError as exc:
+            raise ModelRetry(str(exc)) from None
+
+
+def function_tools(agent: Any) -> dict[str, Any] | None:
+    """The JSON schema of each of the agent's function tools, by name; ``None`` when it has toolsets whose tools
+    cannot be listed before a run (MCP servers, dynamic toolsets)."""
+    from pydantic_ai.toolsets import FunctionToolset
+
+    tools: dict[str, Any] = {}
+    for toolset in getattr(agent, "toolsets", None) or ():
+        if not isinstance(toolset, FunctionToolset):
+            return None
+        for name, tool in toolset.tools.items():
+            tools[name] = getattr(getattr(tool, "function_schema", None), "json_schema", None)
+    return tools
 
 
 def declared_deps_type(agent: Any) -> Any:

@@ -169,6 +169,7 @@ class RemoteAdapter(FormAdapter):
 
     pool: Pool
     speaks_http = True
+    tools_mockable = False  # its tools run in the service
 
     @classmethod
     def secrets(cls, config: Any) -> set[str]:

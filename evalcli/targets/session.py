@@ -220,6 +220,10 @@ class Adapter(ABC):
     """Whether its agents can stop on an interrupt and be resumed (``send(text, resume=...)``)."""
     memory_hint: ClassVar[str] = "give the target a 'memory' attribute, e.g. evalcli.Memory"
     """What the memory warning tells a user whose target has no memory (SPEC §2)."""
+    tools_mockable: bool = True
+    """Whether ``tools:`` can reach this target's tools (not so for a service's own, SPEC §25)."""
+    tools_hint: ClassVar[str] = "remove 'tools:'"
+    """What the error about ``tools:`` on a target whose tools cannot be mocked says to do."""
 
     def __init__(self, spec: str, obj: Any, options: dict[str, Any]) -> None:
         self.spec = spec
@@ -259,6 +263,18 @@ class Adapter(ABC):
     def run_warnings(self) -> list[str]:
         """What the adapter noticed while the run played (said once, after it), as warning lines."""
         return []
+
+    def tool_names(self) -> list[str] | None:
+        """The names of the agent's tools, when the adapter can list them (``None``: it cannot)."""
+        return None
+
+    def tool_parameters(self, name: str) -> list[str] | None:
+        """The parameter names of one of the agent's tools, when its schema is known."""
+        return None
+
+    def control_tools(self) -> None:  # noqa: B027 - a target whose tools evalcli cannot reach has nothing to wrap
+        """From now on, run the agent's tools through each conversation's tool plan (``evalcli.tools.CURRENT``), on a
+        copy or an override, never by changing the user's object (SPEC §25). Called once, before the run."""
 
     @property
     def has_memory(self) -> bool:

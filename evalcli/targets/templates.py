@@ -20,9 +20,10 @@ from .session import ConfigProblem
 if TYPE_CHECKING:
     import jinja2
 
-NAMES = ("input", "thread", "resource", "item_id", "turn", "metadata", "history")
+NAMES = ("input", "thread", "resource", "item_id", "turn", "metadata", "history", "tools")
 """What a template may use: this turn's user message, the conversation's thread and resource, the item's id, the
-turn's index (from 0), the item's metadata, and the conversation's messages before this turn (user ones too)."""
+turn's index (from 0), the item's metadata, the conversation's messages before this turn (user ones too), and its
+tool plan as JSON (``tools``: the mocks of this turn, ``unmocked``, ``hermetic``; SPEC §25)."""
 MEMORY_NAMES = frozenset({"thread", "resource", "history"})
 """A request that carries one of these lets the agent tell one conversation's turns from another's."""
 

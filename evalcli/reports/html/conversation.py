@@ -111,8 +111,11 @@ def message_entries(output: list[Message], names: dict[Any, str] | None = None) 
                                 "args": pretty_arguments(function.get("arguments"))})
         elif role == "tool":
             call_id = message.get("tool_call_id")
-            entries.append({"k": "result", "name": names.get(call_id, "?"), "id": call_id,
-                            "error": is_error_result(message), "text": pretty_arguments(message_text(message))})
+            entry = {"k": "result", "name": names.get(call_id, "?"), "id": call_id,
+                     "error": is_error_result(message), "text": pretty_arguments(message_text(message))}
+            if isinstance(message.get("source"), str):
+                entry["source"] = message["source"]  # where the result came from: live, mock or replay (SPEC §25)
+            entries.append(entry)
     return entries
 
 

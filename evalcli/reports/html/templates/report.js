@@ -114,7 +114,7 @@
     box = el("div", m.k === "call" ? "msg call" : "msg result" + (m.error ? " error" : ""));
     who = m.k === "call" ? "tool call " : m.error ? "tool result ERROR " : "tool result ";
     box.appendChild(el("span", "who", who + m.name));
-    box.appendChild(el("span", "dim", "  (id " + m.id + ")"));
+    box.appendChild(el("span", "dim", "  (id " + m.id + ")" + (m.source ? "  source: " + m.source : "")));
     box.appendChild(el("pre", null, m.k === "call" ? m.args : m.text));
     return box;
   }

@@ -1,0 +1,200 @@
+"""The ``tools:`` blocks of a dataset (SPEC §25), read with file:line errors and checked against the target: every
+tool named must be one the agent has (where its adapter can list them), every ``when`` key one of the tool's
+parameters (where its schema is known), and a target whose tools run in a service (``http``, ``mastra``) takes
+``tools:`` only when its body template sends them (``{{ tools }}``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path as FsPath
+from typing import Any
+
+from ..errors import Problem
+from ..targets import Adapter
+from ..tools import MATCHES, RESERVED, UNMOCKED, Answer, Mock, TapeError, ToolsConfig, read_tape
+from .items import Item
+from .yamlsrc import Path, Positions, did_you_mean
+
+ENTRY_KEYS = ("when", "returns", "raises", "sequence", "delay")
+ANSWER_KEYS = ("returns", "raises", "delay")
+EXAMPLE = "write e.g. 'get_weather: {returns: {temp: 12}}', or a list of '- when: {city: London}' entries"
+
+
+def parse_tools(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> ToolsConfig | None:
+    """A ``tools:`` mapping as a ``ToolsConfig`` (``None``, with problems added, when it is wrong)."""
+    before = len(problems)
+    if not isinstance(raw, dict):
+        problems.append(pos.problem(at, f"{label}: 'tools' must be a mapping of tool names to mocks", EXAMPLE))
+        return None
+    mocks: dict[str, tuple[Mock, ...]] = {}
+    for name, value in raw.items():
+        if name in RESERVED:
+            continue
+        entries = value if isinstance(value, list) else [value]
+        if isinstance(value, list) and not value:
+            problems.append(pos.problem((*at, name), f"{label}: tools.{name} has no entries", EXAMPLE))
+            continue
+        parsed = [_entry(e, (*at, name, i) if isinstance(value, list) else (*at, name), pos,
+                         f"{label}: tools.{name}" + (f"[{i}]" if isinstance(value, list) else ""), problems)
+                  for i, e in enumerate(entries)]
+        mocks[str(name)] = tuple(m for m in parsed if m is not None)
+    replay, match = raw.get("replay"), raw.get("match", "exact")
+    if "match" in raw and match not in MATCHES:
+        problems.append(pos.problem((*at, "match"), f"{label}: tools.match is one of {', '.join(MATCHES)}, not "
+                                                    f"{match!r}", "write 'match: exact' (same tool and arguments) or "
+                                                                  "'match: name' (same tool, in order)"))
+    if "match" in raw and "replay" not in raw:
+        problems.append(pos.problem((*at, "match"), f"{label}: tools.match needs tools.replay",
+                                    "name the tape: 'replay: tapes/weather.tape.jsonl'", key=True))
+    if replay is not None and (not isinstance(replay, str) or not replay.strip()):
+        problems.append(pos.problem((*at, "replay"), f"{label}: tools.replay is the path of a tape",
+                                    "write 'replay: tapes/weather.tape.jsonl' (relative to the dataset file)"))
+    if len(problems) > before:
+        return None
+    return ToolsConfig(mocks, replay, str(match))
+
+
+def _entry(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> Mock | None:
+    if not isinstance(raw, dict):
+        problems.append(pos.problem(at, f"{label} must be a mapping with 'returns', 'raises' or 'sequence'", EXAMPLE))
+        return None
+    unknown = [k for k in raw if k not in ENTRY_KEYS]
+    for key in unknown:
+        problems.append(pos.problem((*at, key), f"{label}: unknown key '{key}'{did_you_mean(str(key), ENTRY_KEYS)}",
+                                    f"an entry has {', '.join(ENTRY_KEYS)}", key=True))
+    given = [k for k in ("returns", "raises", "sequence") if k in raw]
+    if len(given) != 1:
+        said = "none" if not given else " and ".join(given)
+        problems.append(pos.problem(at, f"{label} needs exactly one of 'returns', 'raises' or 'sequence' (it has "
+                                        f"{said})", EXAMPLE))
+        return None
+    when = raw.get("when")
+    if "when" in raw and not isinstance(when, dict):
+        problems.append(pos.problem((*at, "when"), f"{label}: 'when' is a mapping of argument names to values",
+                                    "write 'when: {city: London}' (a string '/.../' is a regular expression)"))
+        return None
+    delay = _delay(raw, at, pos, label, problems)
+    if "sequence" in raw:
+        steps = raw["sequence"]
+        if not isinstance(steps, list) or not steps:
+            problems.append(pos.problem((*at, "sequence"), f"{label}: 'sequence' is a non-empty list of answers",
+                                        "write 'sequence: [{returns: page 1}, {raises: rate limited}]'"))
+            return None
+        answers = [_answer(s, (*at, "sequence", i), pos, f"{label}.sequence[{i}]", problems, delay)
+                   for i, s in enumerate(steps)]
+        if unknown or any(a is None for a in answers) or delay is None:
+            return None
+        return Mock(tuple(a for a in answers if a is not None), when, at)
+    answer = _answer({k: raw[k] for k in ANSWER_KEYS if k in raw}, at, pos, label, problems, 0.0)
+    if unknown or answer is None:
+        return None
+    return Mock((answer,), when, at)
+
+
+def _answer(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem],
+            default_delay: float | None) -> Answer | None:
+    if not isinstance(raw, dict) or len([k for k in ("returns", "raises") if k in raw]) != 1 or \
+            any(k not in ANSWER_KEYS for k in raw):
+        problems.append(pos.problem(at, f"{label} must be {{returns: VALUE}} or {{raises: MESSAGE}} (with an "
+                                        "optional delay)", "write e.g. '{returns: page 1}' or '{raises: rate limited}'"))
+        return None
+    if "raises" in raw and (not isinstance(raw["raises"], str) or not raw["raises"].strip()):
+        problems.append(pos.problem((*at, "raises"), f"{label}: 'raises' is the error's message",
+                                    "write e.g. 'raises: no seats left'"))
+        return None
+    delay = _delay(raw, at, pos, label, problems) if "delay" in raw else default_delay
+    if delay is None:
+        return None
+    return Answer(raw.get("returns"), raw.get("raises"), delay)
+
+
+def _delay(raw: dict[str, Any], at: Path, pos: Positions, label: str, problems: list[Problem]) -> float | None:
+    value = raw.get("delay", 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        problems.append(pos.problem((*at, "delay"), f"{label}: 'delay' is seconds (a number >= 0), not {value!r}",
+                                    "write e.g. 'delay: 2.5'"))
+        return None
+    return float(value)
+
+
+def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: str, folder: FsPath,
+                 problems: list[Problem]) -> ToolsConfig | None:
+    """The block with its tape's path resolved against the dataset's folder (a problem when there is no such file)."""
+    if config is None or config.replay is None:
+        return config
+    path = folder / config.replay
+    if not path.is_file():
+        problems.append(pos.problem((*at, "replay"), f"{label}: tape '{config.replay}' not found",
+                                    "record one with 'evalcli run DATASET --record-tools DIR', and give its path "
+                                    "relative to the dataset file"))
+        return config
+    try:
+        tape = read_tape(path)
+    except TapeError as exc:
+        problems.append(Problem(f"{path}:{exc.line}" if exc.line else str(path), f"{label}: tape '{config.replay}': "
+                                                                                  f"{exc.message}",
+                                "record it again with --record-tools DIR"))
+        return config
+    return replace(config, replay=str(path), tape=tape)
+
+
+def parse_unmocked(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> str | None:
+    """``unmocked: live|error``."""
+    if raw not in UNMOCKED:
+        problems.append(pos.problem(at, f"{label}: 'unmocked' is one of {', '.join(UNMOCKED)}, not {raw!r}",
+                                    "write 'unmocked: live' (run the real tool) or 'unmocked: error' (a call no mock "
+                                    "answers is the conversation's error)"))
+        return None
+    return str(raw)
+
+
+def target_problems(config: ToolsConfig, at: Path, pos: Positions, label: str, adapter: Adapter) -> list[Problem]:
+    """What is wrong with a ``tools:`` block for this target: a service's tools cannot be mocked (unless its body
+    sends ``{{ tools }}``); a tool the agent does not have; a ``when`` key that is not one of its parameters."""
+    if not adapter.tools_mockable:
+        return [pos.problem(at, f"{label}: the {adapter.name} target's tools run in the service, so 'tools:' cannot "
+                                "mock them", adapter.tools_hint, key=True)]
+    problems = []
+    known = adapter.tool_names()
+    for name, mocks in config.mocks.items():
+        if known is not None and name not in known:
+            problems.append(pos.problem((*at, name), f"{label}: tools.{name}: the agent has no tool '{name}'"
+                                                     f"{did_you_mean(name, known)}",
+                                        f"its tools are: {', '.join(sorted(known)) or 'none'}", key=True))
+            continue
+        parameters = adapter.tool_parameters(name)
+        if parameters is None:
+            continue
+        for mock in mocks:
+            for key in mock.when or {}:
+                if key not in parameters:
+                    message = (f"{label}: tools.{name}: 'when' names '{key}', which is not a parameter of {name}"
+                               f"{did_you_mean(str(key), parameters)}")
+                    problems.append(pos.problem((*mock.path, "when", key), message,
+                                                f"its parameters are: {', '.join(parameters) or 'none'}", key=True))
+    return problems
+
+
+def checked_tools(tools: ToolsConfig | None, items: list[Item], located: list[tuple[Any, Positions, Path]],
+                   adapter: Any, folder: FsPath, pos: Positions,
+                   problems: list[Problem]) -> tuple[ToolsConfig | None, list[Item]]:
+    """Every ``tools:`` block with its tape found, checked against the target (SPEC §25)."""
+    def check(config: ToolsConfig | None, at: Path, where: Positions, label: str) -> ToolsConfig | None:
+        config = resolve_tape(config, at, where, label, folder, problems)
+        if config is not None and adapter is not None:
+            problems.extend(target_problems(config, at, where, label, adapter))
+        return config
+
+    tools = check(tools, ("tools",), pos, "dataset")
+    out = []
+    for item in items:
+        if item.tools is None and not any(turn.tools is not None for turn in item.turns or ()):
+            out.append(item)
+            continue
+        _, where, at = located[item.index]
+        label = f"item {item.index} ({item.id})"
+        own = check(item.tools, (*at, "tools"), where, label)
+        turns = [replace(turn, tools=check(turn.tools, (*at, "turns", t, "tools"), where, f"{label} turn {t}"))
+                 if turn.tools is not None else turn for t, turn in enumerate(item.turns or ())]
+        out.append(replace(item, tools=own, turns=turns if item.turns is not None else None))
+    return tools, out

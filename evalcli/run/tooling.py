@@ -1,0 +1,43 @@
+"""A run's control of its target's tools (SPEC §25): each conversation's ``ToolPlan`` from the dataset's, item's and
+turns' ``tools:``, ``--hermetic``, and the tape ``--record-tools`` writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dataset import Dataset, Item
+from ..identity import identity_of
+from ..tools import TapeRecorder, ToolPlan
+
+
+def tape_identity(item: Item) -> str:
+    """The conversation's identity on a tape: its identity across runs (SPEC §21: its id, else its content's
+    digest), so a tape still answers the same conversation after the dataset's items move."""
+    return identity_of(item)
+
+
+@dataclass
+class ToolSettings:
+    """What a run does with tools besides the dataset's ``tools:``."""
+
+    hermetic: bool = False
+    recorder: TapeRecorder | None = None
+
+    def active(self, dataset: Dataset) -> bool:
+        """Whether conversations get a tool plan at all (without one, tools run untouched)."""
+        return self.hermetic or self.recorder is not None or dataset.controls_tools
+
+    def plan_for(self, dataset: Dataset, item: Item) -> ToolPlan | None:
+        """The conversation's plan (``None`` when nothing controls tools)."""
+        if not self.active(dataset):
+            return None
+        base = item.tools.over(dataset.tools) if item.tools is not None else dataset.tools
+        turns = {t: turn.tools for t, turn in enumerate(item.turns or ()) if turn.tools is not None}
+        tape = None
+        if base is not None and base.tape is not None:
+            tape = list(base.tape.get(tape_identity(item), ()))
+        return ToolPlan(base, turns, item.unmocked or dataset.unmocked, self.hermetic, tape)
+
+    def finished(self, item: Item, plan: ToolPlan | None) -> None:
+        if self.recorder is not None and plan is not None:
+            self.recorder.add(item.index, tape_identity(item), plan.calls)

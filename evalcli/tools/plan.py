@@ -1,0 +1,226 @@
+"""One conversation's tool plan (SPEC §25): what answers each tool call, and the record of every call.
+
+The conversation puts its ``ToolPlan`` in the ``CURRENT`` context variable around each turn; every wrapped tool
+(``evalcli.Agent``'s, the framework adapters', ``@evalcli.tool`` functions) asks it through ``acall``/``call``.
+The variable belongs to the conversation's task (and is copied into the threads that run its sync code), so two
+conversations running at once never see each other's plan, and the agent object is never changed. Outside a
+conversation with a plan (``CURRENT`` is ``None``) a wrapped tool is a plain call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from .spec import Answer, Mock, ToolsConfig, canonical, jsonable, matches
+
+T = TypeVar("T")
+
+CURRENT: contextvars.ContextVar[ToolPlan | None] = contextvars.ContextVar("evalcli_tool_plan", default=None)
+"""The plan of the conversation whose turn is running (``None``: no plan, every tool runs as it is)."""
+
+
+class MockedToolError(Exception):
+    """A mocked or replayed tool call that fails (``raises``): adapters report it as their framework reports a
+    tool's error."""
+
+
+class ToolRefused(MockedToolError):
+    """A call that may not run (``unmocked: error``, ``--hermetic``): the conversation's error, named by the plan."""
+
+
+@dataclass
+class ToolCall:
+    """One tool call of a conversation, as the record (and a tape) keeps it."""
+
+    turn: int
+    index: int
+    """Its place among the conversation's calls (0-based)."""
+    tool: str
+    arguments: dict[str, Any]
+    source: str
+    result: Any = None
+    """What the tool returned (made JSON only when a tape is written)."""
+    error: str | None = None
+    call_id: str | None = None
+
+    def tape_line(self, identity: str) -> dict[str, Any]:
+        line = {"identity": identity, "turn": self.turn, "call": self.index, "tool": self.tool,
+                "arguments": self.arguments}
+        if self.error is not None:
+            line["error"] = self.error
+        else:
+            line["result"] = jsonable(self.result)
+        return line
+
+
+@dataclass
+class Recorded:
+    """A call read from a tape: its tool, canonical arguments, and result or error."""
+
+    tool: str
+    arguments: str
+    result: Any = None
+    error: str | None = None
+
+
+@dataclass
+class ToolPlan:
+    """What answers one conversation's tool calls: the dataset's and item's ``tools:`` (a turn's own over them,
+    per tool), then its tape, then ``unmocked``; and every call made, in order."""
+
+    base: ToolsConfig | None = None
+    turns: Mapping[int, ToolsConfig] = field(default_factory=dict)
+    unmocked: str = "live"
+    hermetic: bool = False
+    tape: list[Recorded] | None = None
+    """The recorded calls of this conversation (``None``: nothing to replay)."""
+    turn: int = 0
+    calls: list[ToolCall] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+    """Why calls were refused: the conversation's error once its turn ends."""
+    _answered: dict[int, int] = field(default_factory=dict)
+    _used: set[int] = field(default_factory=set)
+
+    def as_json(self) -> dict[str, Any]:
+        """The plan of this turn as JSON, for a service that honours it (``{{ tools }}`` in an http body)."""
+        config = self.config()
+        mocks = {name: [_mock_json(m) for m in entries] for name, entries in (config.mocks if config else {}).items()}
+        return {"mocks": mocks, "unmocked": self.unmocked, "hermetic": self.hermetic}
+
+    def config(self) -> ToolsConfig | None:
+        own = self.turns.get(self.turn)
+        return own.over(self.base) if own is not None else self.base
+
+    def mocks(self, tool: str) -> tuple[Mock, ...]:
+        config = self.config()
+        return config.mocks.get(tool, ()) if config is not None else ()
+
+    def decide(self, tool: str, arguments: Mapping[str, Any]) -> tuple[str, Answer | None]:
+        """Where this call's answer comes from: ``("mock" | "replay", answer)``, ``("live", None)``, or
+        ``("refused", None)`` (the reason added to ``refusals``)."""
+        entries = self.mocks(tool)
+        chosen = next((m for m in entries if m.when is not None and matches(m.when, arguments)), None)
+        chosen = chosen or next((m for m in entries if m.when is None), None)
+        if chosen is not None:
+            nth = self._answered.get(id(chosen), 0)
+            self._answered[id(chosen)] = nth + 1
+            return "mock", chosen.answer(nth)
+        recorded = self._replayed(tool, arguments)
+        if recorded is not None:
+            return "replay", Answer(recorded.result, recorded.error)
+        described = f"{tool}({canonical(dict(arguments))})"
+        if self.hermetic:
+            missed = " (and the tape has no answer for it)" if self.tape is not None else ""
+            self.refusals.append(f"--hermetic: the tool call {described} has no mock{missed}")
+            return "refused", None
+        if self.unmocked == "error":
+            missed = " or recorded answer" if self.tape is not None else ""
+            self.refusals.append(f"unmocked: error: the tool call {described} has no mock{missed}")
+            return "refused", None
+        return "live", None
+
+    def _replayed(self, tool: str, arguments: Mapping[str, Any]) -> Recorded | None:
+        if self.tape is None:
+            return None
+        config = self.config()
+        exact = config is None or config.match == "exact"
+        wanted = canonical(dict(arguments))
+        for i, recorded in enumerate(self.tape):
+            if i not in self._used and recorded.tool == tool and (not exact or recorded.arguments == wanted):
+                self._used.add(i)
+                return recorded
+        return None
+
+    def record(self, tool: str, arguments: Mapping[str, Any], source: str, *, result: Any = None,
+               error: str | None = None, call_id: str | None = None) -> None:
+        self.calls.append(ToolCall(self.turn, len(self.calls), tool, dict(arguments), source,
+                                   None if error is not None else result, error, call_id))
+
+
+def _mock_json(mock: Mock) -> dict[str, Any]:
+    answers: list[dict[str, Any]] = [{"returns": a.returns} if a.raises is None else {"raises": a.raises}
+                                     for a in mock.answers]
+    for entry, answer in zip(answers, mock.answers, strict=True):
+        if answer.delay:
+            entry["delay"] = answer.delay
+    out: dict[str, Any] = {"when": dict(mock.when)} if mock.when is not None else {}
+    return {**out, **(answers[0] if len(answers) == 1 else {"sequence": answers})}
+
+
+async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]], *,
+                call_id: str | None = None, shape: Callable[[Any], Any] | None = None,
+                record_as: Callable[[Any], Any] | None = None) -> T | Any:
+    """One async tool call under the current plan: the live function (``live()``, its result recorded as
+    ``record_as`` reads it), or the plan's answer (made what the framework expects of a tool's output by ``shape``).
+    A mocked or replayed ``raises`` raises ``MockedToolError``; a refused call ``ToolRefused``. Without a plan:
+    ``live()``."""
+    plan = CURRENT.get()
+    if plan is None:
+        return await live()
+    source, answer = plan.decide(tool, arguments)
+    if source == "live":
+        return await _live_async(plan, tool, arguments, live, call_id, record_as)
+    if source == "refused":
+        plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id)
+        raise ToolRefused(plan.refusals[-1])
+    assert answer is not None
+    if answer.delay:
+        await asyncio.sleep(answer.delay)
+    value = _answered(plan, tool, arguments, source, answer, call_id)
+    return value if shape is None else shape(value)
+
+
+def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call_id: str | None = None,
+         shape: Callable[[Any], Any] | None = None, record_as: Callable[[Any], Any] | None = None) -> T | Any:
+    """``acall`` for a sync tool (a ``delay`` sleeps the thread)."""
+    plan = CURRENT.get()
+    if plan is None:
+        return live()
+    source, answer = plan.decide(tool, arguments)
+    if source == "live":
+        token = CURRENT.set(None)  # a wrapped tool the live one calls is a plain call, recorded once
+        try:
+            value = live()
+        except Exception as exc:
+            plan.record(tool, arguments, "live", error=str(exc) or type(exc).__name__, call_id=call_id)
+            raise
+        finally:
+            CURRENT.reset(token)
+        plan.record(tool, arguments, "live", result=value if record_as is None else record_as(value), call_id=call_id)
+        return value
+    if source == "refused":
+        plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id)
+        raise ToolRefused(plan.refusals[-1])
+    assert answer is not None
+    if answer.delay:
+        time.sleep(answer.delay)
+    value = _answered(plan, tool, arguments, source, answer, call_id)
+    return value if shape is None else shape(value)
+
+
+async def _live_async(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]],
+                      call_id: str | None, record_as: Callable[[Any], Any] | None) -> T:
+    token = CURRENT.set(None)  # a wrapped tool the live one calls is a plain call, recorded once
+    try:
+        value = await live()
+    except Exception as exc:
+        plan.record(tool, arguments, "live", error=str(exc) or type(exc).__name__, call_id=call_id)
+        raise
+    finally:
+        CURRENT.reset(token)
+    plan.record(tool, arguments, "live", result=value if record_as is None else record_as(value), call_id=call_id)
+    return value
+
+
+def _answered(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], source: str, answer: Answer,
+              call_id: str | None) -> Any:
+    if answer.raises is not None:
+        plan.record(tool, arguments, source, error=answer.raises, call_id=call_id)
+        raise MockedToolError(answer.raises)
+    plan.record(tool, arguments, source, result=answer.returns, call_id=call_id)
+    return answer.returns

@@ -1,0 +1,115 @@
+"""What a dataset says about its tools (SPEC §25), as data: mocks by tool, how unmocked calls go, and the tape a
+conversation replays. Matching a call against a mock's ``when`` and the canonical JSON of arguments are each one
+function here, used everywhere."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+UNMOCKED = ("live", "error")
+"""``unmocked:``: a call no mock answers runs the real tool, or is the conversation's error."""
+MATCHES = ("exact", "name")
+"""``tools.match``: how a replayed call finds its recorded answer."""
+SOURCES = ("live", "mock", "replay")
+"""Where a recorded tool call's result came from."""
+RESERVED = ("replay", "match")
+"""Keys of a ``tools:`` mapping that are not tool names."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer a mock gives: a value (``returns``) or an error (``raises``), after ``delay`` seconds."""
+
+    returns: Any = None
+    raises: str | None = None
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Mock:
+    """One entry of a tool's mocks: the calls it answers (``when``: a subset of the arguments; ``None``: any
+    call, a fallback), and its answers (one, or a ``sequence``: the nth call it answers gets the nth, the last
+    repeats)."""
+
+    answers: tuple[Answer, ...]
+    when: Mapping[str, Any] | None = None
+    path: tuple[str | int, ...] = field(default=(), compare=False)
+    """Where it is written, inside its ``tools:`` block (for errors that point at it)."""
+
+    def answer(self, nth: int) -> Answer:
+        """The answer to the ``nth`` call (0-based) this entry answers."""
+        return self.answers[min(nth, len(self.answers) - 1)]
+
+
+@dataclass(frozen=True)
+class ToolsConfig:
+    """A ``tools:`` block (dataset, item or turn): mocks by tool name, and a tape to replay."""
+
+    mocks: Mapping[str, tuple[Mock, ...]] = field(default_factory=dict)
+    replay: str | None = None
+    """The tape's path (resolved against the dataset's folder)."""
+    match: str = "exact"
+    tape: Mapping[str, list[Any]] | None = field(default=None, compare=False, repr=False)
+    """The tape's recorded calls by conversation identity, read when the dataset is loaded."""
+
+    def over(self, base: ToolsConfig | None) -> ToolsConfig:
+        """This block over ``base``: per tool, this block's mocks replace the base's; the replay of this block if
+        it names one, else the base's."""
+        if base is None:
+            return self
+        mocks = {**base.mocks, **self.mocks}
+        chosen = self if self.replay is not None else base
+        return ToolsConfig(mocks, chosen.replay, chosen.match, chosen.tape)
+
+
+def is_pattern(value: Any) -> bool:
+    """A ``when`` value written ``"/.../"``: a regular expression."""
+    return isinstance(value, str) and len(value) >= 2 and value.startswith("/") and value.endswith("/")
+
+
+def matches(when: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> bool:
+    """Whether a call's arguments match a mock's ``when``: every key of ``when`` is an argument, with an equal value,
+    or, for a ``"/.../"`` string, a value whose text the regular expression finds (``re.search``). No ``when``
+    matches every call."""
+    if when is None:
+        return True
+    for key, wanted in when.items():
+        if key not in arguments:
+            return False
+        given = arguments[key]
+        if is_pattern(wanted):
+            text = given if isinstance(given, str) else canonical(given)
+            if re.search(wanted[1:-1], text) is None:
+                return False
+        elif given != wanted or isinstance(given, bool) != isinstance(wanted, bool):
+            return False
+    return True
+
+
+def canonical(value: Any) -> str:
+    """The canonical JSON of a value (keys sorted, no spaces): what ``exact`` replay compares arguments by."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def jsonable(value: Any) -> Any:
+    """A tool's result as JSON data (what a tape stores): JSON values as they are, anything else by its text."""
+    try:
+        return json.loads(json.dumps(value, default=_dumped))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _dumped(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    return str(value)
+
+
+def as_text(value: Any) -> str:
+    """A mocked or replayed result as a tool's text output: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False)
