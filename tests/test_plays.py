@@ -10,6 +10,11 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalcli.results import Outcome
+from evalcli.run.repeat import mean_outcomes
 from tests.conftest import CliResult
 
 AGENT = '''
@@ -97,3 +102,38 @@ def test_per_turn_gates_get_pass_at_k_and_pass_all_k(write: Callable[..., Path],
     out = played(write, cli).json
     assert out["pass_at_k"] == {"called_tool(lookup)": 1.0, "includes(found)": 1.0}
     assert out["pass_all_k"] == {"called_tool(lookup)": 0.0, "includes(found)": 0.0}
+
+
+def test_merge_keeps_every_play_and_play_1_is_a_single_plays_only_play(workdir: Path, write: Callable[..., Path],
+                                                                       cli: Callable[..., CliResult]) -> None:
+    played(write, cli)
+    merged = cli("merge", "evalcli.db", "--out", "all.db")
+    assert merged.code == 1, merged.stderr
+    shown = cli("show", "latest", "ask", "--db", "all.db", "--play", "3")
+    assert shown.code == 0 and "no idea" in shown.stdout and "found it" not in shown.stdout
+    once = cli("run", "d.yaml", "--db", "once.db", "--json", "-")
+    assert cli("show", once.json["run_id"], "ask", "--db", "once.db", "--play", "1").code == 0
+    second = cli("show", once.json["run_id"], "ask", "--db", "once.db", "--play", "2")
+    assert second.code == 2 and "it was played 1 time" in second.stderr
+    alone = cli("show", once.json["run_id"], "--db", "once.db", "--play", "1")
+    assert alone.code == 2 and "name the conversation" in alone.stderr
+
+
+OUTCOMES = st.one_of(st.builds(Outcome, score=st.floats(0, 1), reason=st.text(max_size=3)),
+                     st.builds(Outcome, not_scorable=st.just(True), reason=st.text(max_size=3)))
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a busy machine is no failure
+@given(st.lists(st.dictionaries(st.sampled_from(["g", "h"]), OUTCOMES), min_size=1, max_size=5))
+def test_a_means_reason_is_the_reason_of_a_lowest_scoring_play(plays: list[dict[str, Outcome]]) -> None:
+    for key, reduced in mean_outcomes(plays).items():
+        scored = [o for p in plays if (o := p.get(key)) is not None and not o.not_scorable]
+        if not scored:
+            assert reduced.not_scorable
+            continue
+        lowest = min(o.score or 0.0 for o in scored)
+        explaining = next(o for o in scored if o.score == lowest)
+        assert reduced.reason == explaining.reason
+        # a gate whose mean shows a failure is explained by a play that failed it
+        if reduced.missed_gate:
+            assert explaining.missed_gate
