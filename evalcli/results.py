@@ -295,6 +295,11 @@ class ItemResult:
     """The digest of the item's content when it ran (tells an explicit id whose content changed)."""
     plays_passed: int | None = None
     """With ``--repeat``: in how many of its plays every gate passed (top level and per turn)."""
+    plays: list[ItemResult] = field(default_factory=list)
+    """With ``--repeat``: every play as it happened (its own turns, outcomes and reasons), in play order; empty when
+    played once (or read back without them: ``Store.load_plays``)."""
+    play: int | None = None
+    """Which play of a ``--repeat`` this result is (from 1); ``None`` for a conversation's reduced result."""
 
     @property
     def stability(self) -> str | None:

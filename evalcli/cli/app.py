@@ -307,6 +307,9 @@ def show(
                                                                                    "conversation's) JSON to PATH "
                                                                                    "('-' for stdout).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
+    play: Annotated[Optional[int], typer.Option("--play", metavar="N", min=1,
+                                                help="With ITEM of a --repeat run: show only its play N (from 1; "
+                                                     "without it every play is shown, failing ones first).")] = None,
     debug: DebugOption = False,
 ) -> None:
     """Show a stored run as 'evalcli run' prints it, or one conversation turn by turn (with ITEM)."""
@@ -314,10 +317,15 @@ def show(
         from .commands import show_item, show_run
 
         out = make_console(stderr=json_out == "-")
+        if item is None and play is not None:
+            from ..errors import UsageError
+
+            raise UsageError("--play N shows one play of one conversation: name the conversation",
+                             f"evalcli show {run_id} ITEM --play {play}")
         if item is None:
             show_run(db, run_id, json_out, verbose, out=out)
         else:
-            show_item(db, run_id, item, json_out, out=out)
+            show_item(db, run_id, item, json_out, out=out, play=play)
 
 
 AlphaOption = Annotated[Optional[float], typer.Option(metavar="X", help="Exit 1 only when B is worse beyond the "

@@ -29,7 +29,7 @@ from ..reports import (
 from ..reports.html import HtmlReport, report_sources
 from ..scorers import all_kinds
 from ..secrets import Redactor
-from ..store import diff_runs, find_item, load_run, open_existing
+from ..store import diff_runs, find_item, find_play, load_run, open_existing
 from .outputs import check_outputs, open_for_writing
 from .run import load_all
 
@@ -91,13 +91,16 @@ def show_run(db: Path, run_id: str, json_out: str | None, verbose: bool, out: Co
 
 
 
-def show_item(db: Path, run_id: str, key: str, json_out: str | None, out: Console) -> None:
-    """``evalcli show RUN ITEM``: one conversation turn by turn, with every gate's and scorer's reason."""
+def show_item(db: Path, run_id: str, key: str, json_out: str | None, out: Console, play: int | None = None) -> None:
+    """``evalcli show RUN ITEM``: one conversation turn by turn, with every gate's and scorer's reason (every play of
+    a ``--repeat`` run, failing ones first; only play ``play`` when given)."""
     check_outputs([("--json", Path(json_out))] if json_out and json_out != "-" else [])
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
         item = find_item(store, run.result.run_id, key)
+        if play is not None:
+            item = find_play(item, play)
     finally:
         store.close()
     if json_out:

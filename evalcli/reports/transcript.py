@@ -5,7 +5,8 @@ assistant's words (with the agent that wrote them, when known, and marked when t
 every tool call with its arguments (pretty JSON) and every tool result (errors marked), the turn's
 structured result and output retries, then the turn's gates and scorers with score, threshold,
 pass/fail and reason. After the turns come the conversation's own gates and scorers with their
-reasons (a judge's explanation), and its error and traceback if it failed. Pure functions of an
+reasons (a judge's explanation), and its error and traceback if it failed. A conversation played with
+``--repeat`` shows every play that way, failing ones first, then the means. Pure functions of an
 ``ItemResult``.
 """
 
@@ -116,12 +117,20 @@ def outcome_lines(title: str, gates: dict[str, Outcome], scores: dict[str, Outco
     return lines
 
 
+def plays_failing_first(plays: list[ItemResult]) -> list[ItemResult]:
+    """A conversation's plays as ``show`` lists them: those that failed (errored, or missed a gate) first, each group
+    in play order."""
+    return sorted(plays, key=lambda play: (play.passed, play.play or 0))
+
+
 def render_item(run: RunResult, item: ItemResult) -> RenderableType:
-    """The whole conversation as a rich renderable."""
+    """The whole conversation as a rich renderable: with ``--repeat``, every play (failing ones first), then the
+    means over the plays; one play of it when ``item`` is a play (``item.play``)."""
     status = Text("ok", style="green") if item.status == "ok" else Text("error", style="bold red")
+    played = f"  play {item.play}" if item.play is not None else ""
     head = Text.assemble(("Conversation ", "bold"), (item.id, "bold cyan"),
                          f"  (item {item.index}, {item.form}, {len(item.turns)} turn{'s' if len(item.turns) != 1 else ''}"
-                         f"{', stopped: ' + item.stop_reason if item.stop_reason else ''})  status ", status,
+                         f"{', stopped: ' + item.stop_reason if item.stop_reason else ''}){played}  status ", status,
                          "  ", ("passed", "green") if item.passed else ("FAILED", "bold red"))
     parts: list[RenderableType] = [
         Text.assemble(("Run ", "bold"), (run.run_id, "cyan"), f"  {run.dataset_path}  ->  {run.target}"), head,
@@ -131,6 +140,27 @@ def render_item(run: RunResult, item: ItemResult) -> RenderableType:
                           "passed every gate)", style="bold yellow" if item.stability == "flaky" else ""))
     if item.metadata:
         parts.append(Text(f"metadata {json.dumps(item.metadata, ensure_ascii=False, default=str)}", style="dim"))
+    if not item.plays:
+        parts.extend(_conversation_parts(item))
+        return Group(*parts)
+    for play in plays_failing_first(item.plays):
+        verdict = "passed" if play.passed else "error" if play.status != "ok" else "FAILED"
+        parts.append(Rule(f"play {play.play} of {len(item.plays)}: {verdict}", align="left",
+                          style="green" if play.passed else "bold red"))
+        parts.extend(_conversation_parts(play))
+    parts.append(Rule(f"all {len(item.plays)} plays: the means (each reason from the play that scored lowest)",
+                      align="left"))
+    for turn in item.turns:
+        parts.extend(outcome_lines(f"turn {turn.index} ", turn.gate_scores, turn.scores, turn.thresholds))
+    parts.extend(outcome_lines("", item.gate_scores, item.scores, item.thresholds))
+    if item.status != "ok":
+        parts.append(Text(item.error or "", style="bold red"))
+    return Group(*parts)
+
+
+def _conversation_parts(item: ItemResult) -> list[RenderableType]:
+    """One play's turns, its whole-conversation outcomes and its error."""
+    parts: list[RenderableType] = []
     names: dict[Any, str] = {}
     for turn in item.turns:
         parts.append(Rule(f"turn {turn.index}", align="left"))
@@ -151,9 +181,16 @@ def render_item(run: RunResult, item: ItemResult) -> RenderableType:
         parts.append(Text(item.error or "", style="bold red"))
         if item.traceback:
             parts.append(Panel(Text(item.traceback.rstrip()), title="traceback", title_align="left", style="red"))
-    return Group(*parts)
+    return parts
 
 
 def item_document(run: RunResult, item: ItemResult) -> dict[str, Any]:
-    """``evalcli show RUN ITEM --json``: the run's identity and the conversation as in ``items`` of the JSON."""
-    return {"run_id": run.run_id, "dataset": run.dataset_path, "target": run.target, "item": item.to_json()}
+    """``evalcli show RUN ITEM --json``: the run's identity and the conversation as in ``items`` of the JSON; with
+    ``--repeat``, ``plays``: every play (numbered from 1) as such an item, failing ones first; ``play``: which play
+    ``item`` is, when it is one."""
+    document: dict[str, Any] = {"run_id": run.run_id, "dataset": run.dataset_path, "target": run.target, "item": item.to_json()}
+    if item.play is not None:
+        document["play"] = item.play
+    if item.plays:
+        document["plays"] = [{"play": p.play, **p.to_json()} for p in plays_failing_first(item.plays)]
+    return document

@@ -1,9 +1,11 @@
 """``--repeat N``: play each conversation N times and reduce the results to one, by mean.
 
 Every score (top level and per turn, gates included) becomes the mean over the repeats where it was
-scorable; pass@k records, per gate, whether at least one of the k repeats passed, pass^k whether all
-did, counting only the repeats where the gate was scorable. A repeat that errored makes the whole
-conversation an error: flakiness is never averaged away.
+scorable, with the reason of the play that scored lowest (so a gate whose mean shows a failure explains it
+with a failing play's reason); pass@k records, per gate (top level, and per turn by id), whether at least one
+of the k repeats passed, pass^k whether all did, counting only the repeats where the gate was scorable. A
+repeat that errored makes the whole conversation an error: flakiness is never averaged away. Every play is
+kept on the result (``ItemResult.plays``, numbered from 1) and stored (SPEC §21).
 """
 
 from __future__ import annotations
@@ -16,20 +18,21 @@ from ..results import ItemResult, Outcome, stability_counts
 
 
 def mean_outcomes(runs: list[dict[str, Outcome]]) -> dict[str, Outcome]:
-    """Per id (first-seen order): the mean of the scorable outcomes, or not scorable if none was."""
+    """Per id (first-seen order): the mean of the scorable outcomes with the reason (and error) of the lowest-scoring
+    one (the first of equals), or not scorable if none was."""
     ids = list(dict.fromkeys(key for outcomes in runs for key in outcomes))
     reduced = {}
     for key in ids:
         present = [outcomes[key] for outcomes in runs if key in outcomes]
         mean = Mean()
-        for outcome in present:
-            if outcome.score is not None and not outcome.not_scorable:
-                mean.add(outcome.score)
-        first = present[0]
-        if mean.count:
-            reduced[key] = Outcome(score=mean.value, reason=first.reason, error=first.error)
+        scored = [outcome for outcome in present if outcome.score is not None and not outcome.not_scorable]
+        for outcome in scored:
+            mean.add(outcome.score or 0.0)  # never None here
+        if scored:
+            worst = min(scored, key=lambda outcome: outcome.score or 0.0)
+            reduced[key] = Outcome(score=mean.value, reason=worst.reason, error=worst.error)
         else:
-            reduced[key] = Outcome(not_scorable=True, reason=first.reason)
+            reduced[key] = Outcome(not_scorable=True, reason=present[0].reason)
     return reduced
 
 
@@ -38,22 +41,35 @@ def reduce_repeats(results: list[ItemResult]) -> ItemResult:
     first = results[0]
     usage = [record for r in results for record in r.usage]
     duration = sum(r.duration_ms for r in results)
+    plays = [replace(r, play=n) for n, r in enumerate(results, 1)]
     failed = next(((n, r) for n, r in enumerate(results) if r.status != "ok"), None)
     if failed is not None:
         n, bad = failed
         return replace(bad, error=f"repeat {n + 1} of {len(results)}: {bad.error}", usage=usage, duration_ms=duration,
-                       repeats=len(results))
+                       repeats=len(results), plays=plays)
     turns = []
     for index, turn in enumerate(first.turns):
         same = [r.turns[index] for r in results if len(r.turns) > index]
         turns.append(replace(turn, gate_scores=mean_outcomes([t.gate_scores for t in same]),
                              scores=mean_outcomes([t.scores for t in same])))
-    plays = {gate_id: [o for r in results if (o := r.gate_scores.get(gate_id)) is not None and not o.not_scorable]
-             for gate_id in first.gate_scores}
+    passes = [gates_passed(r) for r in results]
+    gate_ids = list(dict.fromkeys([*first.gate_scores, *(g for p in passes for g in p)]))
     return replace(first, turns=turns, gate_scores=mean_outcomes([r.gate_scores for r in results]),
                    scores=mean_outcomes([r.scores for r in results]), usage=usage, duration_ms=duration,
-                   repeats=len(results), gate_passes={g: sum(not o.missed_gate for o in p) for g, p in plays.items()},
-                   gate_plays={g: len(p) for g, p in plays.items()}, plays_passed=sum(r.passed for r in results))
+                   repeats=len(results), gate_passes={g: sum(p.get(g) is True for p in passes) for g in gate_ids},
+                   gate_plays={g: sum(g in p for p in passes) for g in gate_ids},
+                   plays_passed=sum(r.passed for r in results), plays=plays)
+
+
+def gates_passed(play: ItemResult) -> dict[str, bool]:
+    """Per gate scorable in one play, whether the play passed it: top-level gates, then per-turn gates by id (passed
+    when the gate passed on every turn that scored it). A gate not scorable in the play is left out."""
+    passed: dict[str, bool] = {}
+    for outcomes in (play.gate_scores, *(turn.gate_scores for turn in play.turns)):
+        for gate_id, outcome in outcomes.items():
+            if not outcome.not_scorable:
+                passed[gate_id] = passed.get(gate_id, True) and not outcome.missed_gate
+    return passed
 
 
 class PassRates:

@@ -13,6 +13,7 @@ from .history import (
     RunPoint,
     StoredRun,
     find_item,
+    find_play,
     load_run,
     open_cache,
     open_existing,
@@ -28,6 +29,6 @@ from .writer import StoreWriter
 
 __all__ = ["Cell", "Change", "Column", "Comparison", "Detectable", "Figure", "ItemChange", "MergeResult",
            "PairedStats", "PassFail", "RunDiff", "RunPoint", "Store", "StoreWriter", "StoredOptions", "StoredRun",
-           "compare_runs", "diff_runs", "find_item", "load_run", "merge_databases", "new_run_id", "open_cache",
+           "compare_runs", "diff_runs", "find_item", "find_play", "load_run", "merge_databases", "new_run_id", "open_cache",
            "open_existing", "pair_conversations", "paired_stats", "pvalue_text", "score_history", "stored_items", "stored_usage",
            "summary_from_json"]

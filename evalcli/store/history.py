@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..aggregate import Aggregator
-from ..errors import StoreError
+from ..errors import StoreError, UsageError
 from ..llm import ResponseCache, usage_summary
 from ..results import (
     GateResult,
@@ -123,7 +123,7 @@ def stored_usage(store: Store, run_id: str, indexes: set[int] | None = None) -> 
 
 
 def find_item(store: Store, run_id: str, key: str) -> ItemResult:
-    """A conversation of a stored run by item id, or else by index."""
+    """A conversation of a stored run by item id, or else by index, with its plays when it was repeated."""
     query = "SELECT item_index FROM items WHERE run_id = ? AND item_id = ?"
     rows = list(store.query(query, [run_id, key]))
     if not rows and key.isdigit():
@@ -134,7 +134,18 @@ def find_item(store: Store, run_id: str, key: str) -> ItemResult:
         raise StoreError(f"run {run_id} has no conversation '{key}'",
                          f"give an item id or index; ids include: {', '.join(known) or '(none stored)'}")
     index = rows[0]["item_index"]
-    return next(item for item in store.load_items(run_id) if item.index == index)
+    item = next(item for item in store.load_items(run_id) if item.index == index)
+    item.plays = store.load_plays(run_id, item)
+    return item
+
+
+def find_play(item: ItemResult, number: int) -> ItemResult:
+    """Play ``number`` (from 1) of a stored conversation (``find_item``); a conversation played once has play 1."""
+    count = len(item.plays) or 1
+    if not 1 <= number <= count:
+        raise UsageError(f"conversation '{item.id}' has no play {number}: it was played {count} time"
+                         f"{'s' if count != 1 else ''}", f"give --play 1 to {count}" if count > 1 else "leave out --play")
+    return item.plays[number - 1] if item.plays else item
 
 
 def open_cache(path: str | Path, *, write: bool) -> ResponseCache:

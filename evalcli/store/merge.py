@@ -19,8 +19,8 @@ from .history import aggregate, open_existing
 from .ids import new_run_id
 from .store import Store, now
 
-COPIED_TABLES = ("items", "turns", "scores", "llm_calls")
-"""Per-item tables copied into a merged run, parents first (turns and scores reference items)."""
+COPIED_TABLES = ("items", "turns", "scores", "llm_calls", "plays")
+"""Per-item tables copied into a merged run, parents first (turns, scores and plays reference items)."""
 
 
 @dataclass

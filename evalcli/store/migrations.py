@@ -283,6 +283,32 @@ def m007_conversation_identity(conn: sqlite3.Connection) -> None:
     items.create_index(["run_id", "identity"], index_name="items_run_identity")
 
 
+def m008_plays(conn: sqlite3.Connection) -> None:
+    """Every play of a ``--repeat`` run (SPEC §21): per conversation and play (numbered from 1), its status and error,
+    whether every gate passed, its own outcomes (the ``outcomes`` layout, reasons included) and its turns (JSON: each
+    turn as in the JSON output's ``turns``, messages and per-turn outcomes). ``items`` and ``turns`` keep the reduced
+    result (the means); runs stored before have no plays."""
+    _script(
+        conn,
+        """
+        CREATE TABLE plays (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            item_index INTEGER NOT NULL,
+            play INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            passed INTEGER NOT NULL,
+            error TEXT,
+            outcomes TEXT NOT NULL DEFAULT '{}',
+            turns TEXT NOT NULL DEFAULT '[]',
+            duration_ms REAL,
+            UNIQUE (run_id, item_index, play),
+            FOREIGN KEY (run_id, item_index) REFERENCES items(run_id, item_index)
+        )
+        """,
+    )
+
+
 def _numbers(outcomes: dict[str, Any]) -> dict[str, Any]:
     return {key: value.get("score") for key, value in outcomes.items()}
 
@@ -309,6 +335,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("005_framework_turns", m005_framework_turns),
     ("006_item_repeats", m006_item_repeats),
     ("007_conversation_identity", m007_conversation_identity),
+    ("008_plays", m008_plays),
 ]
 
 

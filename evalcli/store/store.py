@@ -18,7 +18,7 @@ import os
 import sqlite3
 import subprocess
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -215,6 +215,7 @@ class Store:
             ("DELETE FROM scores WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM turns WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM llm_calls WHERE run_id = ? AND item_index = ?", key),
+            ("DELETE FROM plays WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM items WHERE run_id = ? AND item_index = ?", key),
         ]
         redact = self.redact
@@ -241,6 +242,12 @@ class Store:
               None if t.interrupt is None else self._text(t.interrupt.value),
               None if t.resume is None else self._text(t.resume), t.output_retries)
              for t in result.turns]))
+        statements.append((
+            "INSERT INTO plays (run_id, item_index, play, status, passed, error, outcomes, turns, duration_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, result.index, p.play, p.status, int(p.passed), redact(p.error) if p.error else None,
+              self._text(p.outcomes()), self._text([t.to_json() for t in p.turns]), p.duration_ms)
+             for p in result.plays]))
         rows: list[tuple[Any, ...]] = []
         if result.status == "ok":
             levels = [(None, result.gate_scores, result.scores), *((t.index, t.gate_scores, t.scores)
@@ -356,6 +363,20 @@ class Store:
         """
         return stored_items(self.conn, run_id, errors_only=errors_only)
 
+    def load_plays(self, run_id: str, item: ItemResult) -> list[ItemResult]:
+        """Every stored play of a conversation of a ``--repeat`` run, in play order (``[]`` when it was played once,
+        or stored before evalcli kept its plays): ``item`` with each play's own status, turns and outcomes."""
+        rows = self.query("SELECT * FROM plays WHERE run_id = ? AND item_index = ? ORDER BY play", [run_id, item.index])
+        plays = []
+        for row in rows:
+            gates, scores, thresholds = outcomes_from_json(json.loads(row["outcomes"] or "{}"))
+            turns = [_turn_from_json(t) for t in json.loads(row["turns"] or "[]")]
+            plays.append(replace(item, status=row["status"], error=row["error"], turns=turns, gate_scores=gates,
+                                 scores=scores, thresholds=thresholds, duration_ms=row["duration_ms"] or 0.0,
+                                 repeats=1, gate_passes={}, gate_plays={}, plays_passed=None, plays=[],
+                                 play=row["play"], traceback=None))
+        return plays
+
     def options(self, run_id: str) -> StoredOptions:
         """How a stored run was asked to run (its plan, selection and exit rules)."""
         return StoredOptions.from_json(json.loads(self.require_run(run_id)["options"] or "{}"))
@@ -409,6 +430,15 @@ def _rows(conn: Any, sql: str, params: Any = ()) -> Iterator[dict[str, Any]]:
 
 def _json_or(text: str | None, default: Any) -> Any:
     return default if text is None else json.loads(text)
+
+
+def _turn_from_json(data: dict[str, Any]) -> TurnRecord:
+    """A turn back from ``TurnRecord.to_json`` (a play's ``turns``)."""
+    return _turn_record({**data, "turn_index": data["index"], "output": json.dumps(data.get("output") or []),
+                         "outcomes": json.dumps(data.get("outcomes") or {}),
+                         "interrupt": None if data.get("interrupt") is None else json.dumps(data["interrupt"]),
+                         "structured": None if data.get("structured") is None else json.dumps(data["structured"]),
+                         "resume": None if data.get("resume") is None else json.dumps(data["resume"])})
 
 
 def _turn_record(row: dict[str, Any]) -> TurnRecord:
