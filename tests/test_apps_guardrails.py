@@ -42,6 +42,7 @@ def test_a_tripped_input_guardrail_is_the_turns_outcome_and_the_conversation_goe
     done = run(tmp_path, llm_server, f"""
         target: {APP}:support_agent
         gates: [guardrail_tripped]
+        scorers: [{{guardrail_tripped: other_guardrail}}]
         data:
           - id: homework
             turns:
@@ -61,6 +62,9 @@ def test_a_tripped_input_guardrail_is_the_turns_outcome_and_the_conversation_goe
     assert second["outcomes"]["scorers"]["guardrail_tripped"]["score"] == 0.0
     assert first["outcomes"]["gates"]["guardrail_tripped(math_guardrail)"]["passed"] is True
     assert item["outcomes"]["gates"]["guardrail_tripped"]["passed"] is True  # whole conversation: any turn
+    other = item["outcomes"]["scorers"]["guardrail_tripped(other_guardrail)"]
+    assert (other["score"], other["reason"]) == (0.0, "guardrail 'other_guardrail' did not trip; tripped: turn 0: "
+                                                      "math_guardrail (input)")
     shown = run_cli(["show", "latest", "homework", "--db", str(tmp_path / "e.db")], REPO)
     assert "guardrail tripped: math_guardrail (input guardrail; it stopped the user's message)" in shown.stdout
     shown_json = run_cli(["show", "latest", "homework", "--db", str(tmp_path / "e.db"), "--json", "-"], REPO)
@@ -118,3 +122,9 @@ def test_a_setup_that_returns_no_session_as_session_is_that_conversations_error(
         """)
     assert done.code == 4, done.stderr[-3000:]
     assert "'session' is not an Agents SDK session (got str" in done.json["items"][0]["error"]
+    (tmp_path / "d.yaml").write_text(f"target: {APP}:support_agent\ntarget_options: {{session: abc}}\n"
+                                     "scorers: [used_no_tools]\ndata: [{id: a, input: hi}]\n")
+    refused = run_cli(["validate", str(tmp_path / "d.yaml")], REPO)
+    assert refused.code == 2 and "d.yaml:2:" in refused.stderr
+    assert "'session' cannot be written in YAML: a setup (target_options.setup: module:function) may return" \
+           in refused.stderr

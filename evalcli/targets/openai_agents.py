@@ -105,6 +105,14 @@ class OpenAIAgentsAdapter(Adapter):
         return keyword_names(Runner.run, OWNED)
 
     @classmethod
+    def option_problems(cls, obj: Any, options: dict[str, Any]) -> list[str]:
+        """``session`` in YAML: a session is an object, which only a setup can give."""
+        if "session" in options:
+            return ["'session' cannot be written in YAML: a setup (target_options.setup: module:function) may return "
+                    "the app's own session object as 'session' (e.g. {'session': SQLiteSession(...)})"]
+        return super().option_problems(obj, options)
+
+    @classmethod
     def check_values(cls, obj: Any, options: dict[str, Any]) -> None:
         if options.get("continue_with", "last_agent") not in CONTINUE_WITH:
             raise ValueError(f"'continue_with' is one of: {', '.join(CONTINUE_WITH)} (not {options['continue_with']!r})")
