@@ -218,6 +218,24 @@ class Interrupt:
     value: Any
 
 
+@dataclass(frozen=True)
+class Guardrail:
+    """A guardrail that tripped on the turn (the Agents SDK's input or output guardrail, SPEC §22): an outcome of the
+    turn, not an error."""
+
+    name: str
+    kind: str
+    """``input`` (it stopped the user's message) or ``output`` (it stopped the agent's answer)."""
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "kind": self.kind}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Guardrail | None:
+        """A guardrail back from ``to_json`` (``None`` for none)."""
+        return cls(str(data["name"]), str(data["kind"])) if isinstance(data, dict) else None
+
+
 @dataclass
 class TurnRecord:
     """One turn of a conversation: what was sent, what came back, and its per-turn assertions."""
@@ -241,6 +259,8 @@ class TurnRecord:
     """What this turn resumed a pending interrupt with (a scripted or simulated message, or a turn's ``resume``)."""
     output_retries: int = 0
     """How many times the agent's output was rejected and asked for again (PydanticAI output validation)."""
+    guardrail: Guardrail | None = None
+    """The guardrail that tripped on this turn, if one did (its output is what the agent had produced)."""
 
     @property
     def passed(self) -> bool:
@@ -254,7 +274,8 @@ class TurnRecord:
         return {"index": self.index, "input": self.input, "output": self.output, "simulated": self.simulated,
                 "duration_ms": round(self.duration_ms, 3), "outcomes": self.outcomes(), "structured": self.structured,
                 "interrupt": None if self.interrupt is None else self.interrupt.value, "resume": self.resume,
-                "output_retries": self.output_retries}
+                "output_retries": self.output_retries,
+                "guardrail": None if self.guardrail is None else self.guardrail.to_json()}
 
 
 @dataclass

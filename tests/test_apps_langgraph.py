@@ -238,3 +238,62 @@ def test_a_simulated_users_next_message_resumes_the_interrupt(llm_server: LLMSer
     first, second = done.json["items"][0]["turns"][:2]
     assert first["interrupt"] == ASKED and second["simulated"] is True
     assert second["resume"] == "yes, all correct" and second["output"][-1]["content"] == "Noted: Correct"
+
+
+def orders_model(request: Request) -> Reply:
+    """Looks the order up, then refunds it (the refund tool raises inside the subgraph)."""
+    last = request.messages[-1]
+    if last["role"] == "tool" and "shipped" in last["content"]:
+        return call("refund_order", {"order_id": "A7"}, "refund1")
+    if last["role"] == "tool":
+        return text(f"Noted: {last['content']}")
+    return call("lookup_order", {"order_id": "A7"}, "lookup1")
+
+
+def test_a_tool_raising_inside_a_subgraph_keeps_the_messages_made_before_it(llm_server: LLMServer,
+                                                                            tmp_path: Path) -> None:
+    llm_server.responder = orders_model
+    done = run(tmp_path, llm_server, """
+        target: tests.app_agents.langgraph_apps:support_graph
+        gates: [no_tool_errors]
+        data:
+          - id: refund
+            input: Please refund order A7
+        """)
+    assert done.code == 4, done.stderr[-3000:]
+    [item] = done.json["items"]
+    assert item["error"].startswith("turn 0: the target raised RuntimeError: the refunds service is down")
+    [turn] = item["turns"]
+    calls = [(c["id"], c["function"]["name"]) for m in turn["output"] for c in m.get("tool_calls") or ()]
+    assert calls == [("lookup1", "lookup_order"), ("refund1", "refund_order")]
+    results = [(m["tool_call_id"], m["content"]) for m in turn["output"] if m["role"] == "tool"]
+    assert results == [("lookup1", "order A7: shipped")]
+    assert not any(m["role"] == "user" for m in turn["output"])
+
+
+def test_resume_after_turns_with_nothing_pending_errors_that_conversation_only(llm_server: LLMServer,
+                                                                                tmp_path: Path) -> None:
+    llm_server.responder = graph_model
+    done = run(tmp_path, llm_server, """
+        target: tests.app_agents.langgraph_apps:state_graph
+        concurrency: 3
+        scorers: [no_tool_errors]
+        data:
+          - id: after-two-turns
+            turns: [{input: Hello}, {input: "How are you?"}, {resume: yes}, {input: never sent}]
+          - id: after-a-resumed-interrupt
+            turns: [{input: "When was LangGraph released?"}, {resume: "yes"}, {resume: again}]
+          - id: beside
+            turns: [{input: Hello}, {input: Bye}]
+        """)
+    assert done.code == 4, done.stderr[-3000:]
+    items = {item["id"]: item for item in done.json["items"]}
+    message = "'resume' was given, but no interrupt is pending (the previous turn did not end in interrupt())"
+    assert items["after-two-turns"]["error"] == f"turn 2: {message}"
+    assert [t["input"] for t in items["after-two-turns"]["turns"]][:2] == ["Hello", "How are you?"]
+    assert len(items["after-two-turns"]["turns"]) == 3  # the turn after the error is never sent
+    assert items["after-a-resumed-interrupt"]["error"] == f"turn 2: {message}"
+    assert items["after-a-resumed-interrupt"]["turns"][1]["output"][-1]["content"] == "Noted: Correct"
+    beside = items["beside"]
+    assert beside["status"] == "ok" and beside["turns"][1]["output"][-1]["content"] == "You said: Hello | Bye"
+    assert done.json["summary"]["errors"] == 2

@@ -21,7 +21,7 @@ from rich.rule import Rule
 from rich.text import Text
 
 from ..messages import Message, is_error_result, is_interrupt, message_text
-from ..results import ItemResult, Outcome, RunResult, TurnRecord, outcome_json
+from ..results import Guardrail, ItemResult, Outcome, RunResult, TurnRecord, outcome_json
 from .text import fmt, threshold_text
 
 
@@ -172,6 +172,8 @@ def _conversation_parts(item: ItemResult) -> list[RenderableType]:
         if turn.output_retries:
             parts.append(Text(f"  output retries: {turn.output_retries} (the output was rejected and asked for again)",
                               style="yellow"))
+        if turn.guardrail is not None:
+            parts.append(Text(guardrail_text(turn.guardrail), style="bold yellow"))
         parts.extend(outcome_lines("turn ", turn.gate_scores, turn.scores, turn.thresholds))
     if item.gate_scores or item.scores:
         parts.append(Rule("whole conversation", align="left"))
@@ -182,6 +184,12 @@ def _conversation_parts(item: ItemResult) -> list[RenderableType]:
         if item.traceback:
             parts.append(Panel(Text(item.traceback.rstrip()), title="traceback", title_align="left", style="red"))
     return parts
+
+
+def guardrail_text(guardrail: Guardrail) -> str:
+    """How ``show`` and the HTML report say that a guardrail tripped on a turn."""
+    stopped = "the user's message" if guardrail.kind == "input" else "the agent's answer"
+    return f"  guardrail tripped: {guardrail.name} ({guardrail.kind} guardrail; it stopped {stopped})"
 
 
 def item_document(run: RunResult, item: ItemResult) -> dict[str, Any]:

@@ -217,7 +217,8 @@ class Conversation:
             messages = sourced(reply.messages)
             result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
                                            structured=reply.structured, interrupt=reply.interrupt,
-                                           resume=reply.resume, output_retries=reply.output_retries))
+                                           resume=reply.resume, output_retries=reply.output_retries,
+                                           guardrail=reply.guardrail))
             refusal = tool_refusal()
             if refusal is not None:
                 raise refusal
@@ -256,7 +257,8 @@ class Conversation:
         if self.ready is not None:
             await self.ready()
         views = tuple(TurnView(t.index, t.input, t.output, t.simulated, t.structured,
-                               None if t.interrupt is None else t.interrupt.value, t.resume, t.output_retries)
+                               None if t.interrupt is None else t.interrupt.value, t.resume, t.output_retries,
+                               None if t.guardrail is None else t.guardrail.to_json())
                       for t in result.turns)
         accumulated = [m for turn in result.turns for m in turn.output]
         first = result.turns[0].input if result.turns else item.first_input

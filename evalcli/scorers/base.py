@@ -33,6 +33,8 @@ class TurnView:
     """What this turn resumed a pending interrupt with, if it did."""
     output_retries: int = 0
     """How many times the agent's output was rejected and asked for again on this turn."""
+    guardrail: dict[str, str] | None = None
+    """The guardrail that tripped on this turn (``{name, kind}``, kind ``input`` or ``output``), if one did."""
 
 
 @dataclass(frozen=True)

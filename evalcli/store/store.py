@@ -27,7 +27,7 @@ from ..dataset import Dataset
 from ..errors import StoreError
 from ..identity import identity_of
 from ..llm import ResponseCache
-from ..results import Interrupt, ItemResult, Outcome, Plan, Summary, TurnRecord, finite_or_none, outcomes_from_json
+from ..results import Guardrail, Interrupt, ItemResult, Outcome, Plan, Summary, TurnRecord, finite_or_none, outcomes_from_json
 from ..secrets import Redactor
 from . import migrations
 from .connection import BUSY_TIMEOUT_MS, READ_BUSY_TIMEOUT_MS, Statement, connect, open_readonly, run
@@ -237,7 +237,7 @@ class Store:
             "output_retries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run_id, result.index, result.id, t.index, redact(t.input), self._text(t.output), int(t.simulated),
               result.thread_id, result.resource_id, t.duration_ms, int(t.passed), self._text(_scores(t.gate_scores)),
-              self._text(_scores(t.scores)), self._text(t.outcomes()),
+              self._text(_scores(t.scores)), self._text(_turn_outcomes(t)),
               None if t.structured is None else self._text(t.structured),
               None if t.interrupt is None else self._text(t.interrupt.value),
               None if t.resume is None else self._text(t.resume), t.output_retries)
@@ -421,6 +421,15 @@ def _outcomes(result: ItemResult) -> dict[str, Any]:
     return outcomes
 
 
+def _turn_outcomes(turn: TurnRecord) -> dict[str, Any]:
+    """A turn's ``outcomes`` column: its gates and scorers, and the guardrail that tripped on it (kept there, as an
+    item's ``plays`` are, rather than in a column of its own)."""
+    outcomes = turn.outcomes()
+    if turn.guardrail is not None:
+        outcomes["guardrail"] = turn.guardrail.to_json()
+    return outcomes
+
+
 def _rows(conn: Any, sql: str, params: Any = ()) -> Iterator[dict[str, Any]]:
     cursor = conn.execute(sql, params)
     columns = [d[0] for d in cursor.description]
@@ -442,10 +451,12 @@ def _turn_from_json(data: dict[str, Any]) -> TurnRecord:
 
 
 def _turn_record(row: dict[str, Any]) -> TurnRecord:
-    gates, scores, thresholds = outcomes_from_json(json.loads(row["outcomes"] or "{}"))
+    outcomes = json.loads(row["outcomes"] or "{}")
+    gates, scores, thresholds = outcomes_from_json(outcomes)
     interrupt = row.get("interrupt")
     return TurnRecord(row["turn_index"], row["input"], json.loads(row["output"]), row["duration_ms"] or 0.0,
                       gates, scores, thresholds, simulated=bool(row["simulated"]),
                       structured=_json_or(row.get("structured"), None),
                       interrupt=None if interrupt is None else Interrupt(json.loads(interrupt)),
-                      resume=_json_or(row.get("resume"), None), output_retries=row.get("output_retries") or 0)
+                      resume=_json_or(row.get("resume"), None), output_retries=row.get("output_retries") or 0,
+                      guardrail=Guardrail.from_json(outcomes.get("guardrail")))

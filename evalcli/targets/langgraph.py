@@ -14,9 +14,11 @@ LangGraph has no "new messages" API: the thread's message ids are remembered aft
 turn's messages are those with ids not seen before (never a slice by length, which trimming and
 ``RemoveMessage`` would break), minus the user's own message. ``ToolMessage(status="error")`` is
 ``is_error: true``. When ``ainvoke`` raises, the turn keeps the new messages of the checkpointer's
-state after the failure. A turn that ends in ``interrupt()`` records the interrupt and an assistant
-message holding its value (``"interrupt": true``); the next user message resumes it as
-``Command(resume=...)``. The final state without ``messages`` is the turn's ``structured`` result.
+state after the failure, those of the subgraphs whose run failed with it included (read from
+``aget_state(config, subgraphs=True)``: a subgraph's messages are in its own checkpoint until it finishes).
+A turn that ends in ``interrupt()`` records the interrupt and an assistant message holding its value
+(``"interrupt": true``); the next user message resumes it as ``Command(resume=...)``. The final state
+without ``messages`` is the turn's ``structured`` result.
 """
 
 from __future__ import annotations
@@ -211,7 +213,7 @@ class LangGraphSession:
             output = await graph.ainvoke(graph_input, self.config, **self.run_options)
         except Exception as exc:
             self.pending = []
-            raise TurnFailed(exc, self._new(await self._state_messages(), human_id)) from exc
+            raise TurnFailed(exc, self._new(await self._state_messages(subgraphs=True), human_id)) from exc
         messages, structured, self.pending = self._read(output)
         if messages is None:  # a graph whose output leaves the messages out
             messages = await self._state_messages()
@@ -236,16 +238,14 @@ class LangGraphSession:
         rest = {k: v for k, v in output.items() if k not in ("messages", INTERRUPT_KEY)}
         return messages if isinstance(messages, list) else None, jsonable(rest) if rest else None, interrupts
 
-    async def _state_messages(self) -> list[Any]:
+    async def _state_messages(self, *, subgraphs: bool = False) -> list[Any]:
+        """The thread's messages; with ``subgraphs``, followed by those of the subgraphs still in progress (a run
+        that failed inside one) that the graph's own state does not hold yet."""
         try:
-            state = await self.adapter.graph.aget_state(self.config)
+            state = await self.adapter.graph.aget_state(self.config, subgraphs=subgraphs)
         except Exception:  # noqa: BLE001 - the turn's error is the graph's, not the state read's
             return []
-        values = state.values
-        messages = values.get("messages") if isinstance(values, dict) else values
-        if isinstance(messages, BaseMessage):
-            return [messages]
-        return messages if isinstance(messages, list) else []
+        return with_subgraphs(state) if subgraphs else state_messages(state)
 
     def _new(self, messages: Sequence[Any], human_id: str | None) -> list[Message]:
         """Messages with ids this thread has not held before, the user's own left out; remembers them all."""
@@ -261,6 +261,32 @@ class LangGraphSession:
         saver = self.adapter.saver
         if saver is not None and self.thread_id:
             await saver.adelete_thread(self.thread_id)
+
+
+def state_messages(state: Any) -> list[Any]:
+    """The messages a ``StateSnapshot`` holds (its ``messages``, or its value when that is the messages)."""
+    values = getattr(state, "values", None)
+    messages = values.get("messages") if isinstance(values, dict) else values
+    if isinstance(messages, BaseMessage):
+        return [messages]
+    return list(messages) if isinstance(messages, list) else []
+
+
+def with_subgraphs(state: Any) -> list[Any]:
+    """A snapshot's messages, then (depth first) those of its tasks' subgraph snapshots that it does not hold, each
+    message once (by id)."""
+    messages = state_messages(state)
+    ids = {getattr(m, "id", None) for m in messages} - {None}
+    for task in getattr(state, "tasks", None) or ():
+        inner = getattr(task, "state", None)
+        if inner is None or not hasattr(inner, "values"):  # a task that is no subgraph, or one not read
+            continue
+        for message in with_subgraphs(inner):
+            mid = getattr(message, "id", None)
+            if mid is None or mid not in ids:
+                messages.append(message)
+                ids.add(mid)
+    return messages
 
 
 def record_calls(messages: Sequence[Any], turn: int) -> None:

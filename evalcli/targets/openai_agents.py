@@ -15,6 +15,11 @@ the call ids the SDK reports as failed (an exception in the tool, a tool that do
 the text as it was, so those results are ``is_error: true``; the SDK's default failure text and its
 timeout text are recognised too. When the run raises, the turn keeps what it produced before the failure.
 A ``final_output`` that is not text is the turn's ``structured`` result.
+
+A tripped input or output guardrail is an outcome of the turn, not an error (SPEC §22): the turn records the
+guardrail, keeps what the agent had produced (an output guardrail's: the answer it stopped) and the conversation
+goes on, as an app that catches ``InputGuardrailTripwireTriggered`` does. A ``setup`` may yield the app's own
+session object as ``session``: the conversation runs on it (and the setup, not evalcli, closes it).
 """
 
 from __future__ import annotations
@@ -28,9 +33,17 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agents import ModelSettings, RunConfig, Runner, SQLiteSession
+from agents import (
+    InputGuardrailTripwireTriggered,
+    ModelSettings,
+    OutputGuardrailTripwireTriggered,
+    RunConfig,
+    Runner,
+    SQLiteSession,
+)
 
 from ..messages import Message
+from ..results import Guardrail
 from ..tools import MockedToolError, acall, as_text
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
@@ -92,6 +105,14 @@ class OpenAIAgentsAdapter(Adapter):
         return keyword_names(Runner.run, OWNED)
 
     @classmethod
+    def option_problems(cls, obj: Any, options: dict[str, Any]) -> list[str]:
+        """``session`` in YAML: a session is an object, which only a setup can give."""
+        if "session" in options:
+            return ["'session' cannot be written in YAML: a setup (target_options.setup: module:function) may return "
+                    "the app's own session object as 'session' (e.g. {'session': SQLiteSession(...)})"]
+        return super().option_problems(obj, options)
+
+    @classmethod
     def check_values(cls, obj: Any, options: dict[str, Any]) -> None:
         if options.get("continue_with", "last_agent") not in CONTINUE_WITH:
             raise ValueError(f"'continue_with' is one of: {', '.join(CONTINUE_WITH)} (not {options['continue_with']!r})")
@@ -103,25 +124,36 @@ class OpenAIAgentsAdapter(Adapter):
         if "context" in options and kind is not None:
             as_option(kind, options["context"], "context", "context type")
 
+    def returned_problems(self, returned: Mapping[str, Any]) -> list[str]:
+        """A setup may also return ``session``: the app's own session object (e.g. ``SQLiteSession``)."""
+        problems = super().returned_problems({k: v for k, v in returned.items() if k != "session"})
+        session = returned.get("session")
+        if "session" in returned and not (hasattr(session, "get_items") and hasattr(session, "add_items")):
+            problems.append(f"'session' is not an Agents SDK session (got {type(session).__name__}; give e.g. "
+                            "agents.SQLiteSession(...))")
+        return problems
+
     def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
         """A fresh thread; the resource is not used."""
         return Thread(new_thread_id(), None)
 
     def open(self, *, multi_turn: bool, calls: Calls,
              conversation: ConversationOptions | None = None, item: ItemInfo | None = None) -> OpenAIAgentsSession:
+        session = None
         if conversation is None or conversation.options is None:
             options, config, raw, from_setup = self.run_options, self.run_config, self.options, False
         else:
             raw = conversation.options
             options, config = run_options(call_options_of(raw))
             from_setup = "context" in conversation.from_setup
+            session = options.pop("session", None) if "session" in conversation.from_setup else None
         if "context" in options and (not from_setup or isinstance(options["context"], dict)):
             context = options["context"]  # contexts are mutable: each conversation gets its own
             options = {**options, "context": as_option(self.context_type, context, "context", "context type")
                        if self.context_type is not None else copy.deepcopy(context)}
         thread = conversation.thread.thread if conversation is not None else new_thread_id()
         starting = raw.get("continue_with", "last_agent") == "starting_agent"
-        return OpenAIAgentsSession(self, thread or "", calls, options, config, restart=starting)
+        return OpenAIAgentsSession(self, thread or "", calls, options, config, restart=starting, session=session)
 
 
 class OpenAIAgentsSession:
@@ -129,7 +161,7 @@ class OpenAIAgentsSession:
     reported as failed tools."""
 
     def __init__(self, adapter: OpenAIAgentsAdapter, thread: str, calls: Calls, options: dict[str, Any],
-                 run_config: RunConfig, *, restart: bool) -> None:
+                 run_config: RunConfig, *, restart: bool, session: Any = None) -> None:
         self.adapter = adapter
         self.thread_id: str | None = thread
         self.resource_id: str | None = None
@@ -137,7 +169,9 @@ class OpenAIAgentsSession:
         self.options = options
         self.restart = restart
         self.agent = adapter.start
-        self.session = SQLiteSession(thread)
+        self.own_session = session is None
+        """Whether evalcli made the session (and closes it); a setup's own is closed by the setup."""
+        self.session = SQLiteSession(thread) if session is None else session
         self.failed: set[str] = set()
         self.turn = 0
         self.user_config = run_config
@@ -166,6 +200,8 @@ class OpenAIAgentsSession:
         turn, self.turn = self.turn, self.turn + 1
         try:
             result = await Runner.run(agent, text, session=self.session, run_config=self.run_config, **self.options)
+        except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
+            return await self._tripped(text, exc, agent, turn)
         except Exception as exc:
             run_data = getattr(exc, "run_data", None)
             record_calls(getattr(run_data, "raw_responses", None) or (), agent, self.run_config, turn)
@@ -176,6 +212,26 @@ class OpenAIAgentsSession:
         structured = None if isinstance(output, str) or output is None else jsonable(output)
         return Reply(self._convert((item.to_input_item(), _agent_name(item)) for item in result.new_items),
                      structured=structured)
+
+    async def _tripped(self, text: str, exc: InputGuardrailTripwireTriggered | OutputGuardrailTripwireTriggered,
+                       agent: Any, turn: int) -> Reply:
+        """A turn a guardrail stopped: what the agent had produced, and the guardrail (an output guardrail's agent
+        answered, so a later turn continues with it)."""
+        run_data = getattr(exc, "run_data", None)
+        record_calls(getattr(run_data, "raw_responses", None) or (), agent, self.run_config, turn)
+        checked = exc.guardrail_result
+        kind = "input" if isinstance(exc, InputGuardrailTripwireTriggered) else "output"
+        messages = await self._kept(text, exc, agent)
+        structured = None
+        if isinstance(exc, OutputGuardrailTripwireTriggered):
+            answer = exc.guardrail_result.agent_output
+            answered = getattr(exc.guardrail_result.agent, "name", None)
+            if not any(m["role"] == "assistant" and m.get("content") for m in messages):
+                text_of = answer if isinstance(answer, str) else json.dumps(jsonable(answer), ensure_ascii=False)
+                messages.append(_named(assistant(text_of), answered if isinstance(answered, str) else None))
+            structured = None if isinstance(answer, str) or answer is None else jsonable(answer)
+            self.agent = getattr(run_data, "last_agent", None) or exc.guardrail_result.agent or self.agent
+        return Reply(messages, structured=structured, guardrail=Guardrail(checked.guardrail.get_name(), kind))
 
     async def _kept(self, text: str, exc: Exception, agent: Any) -> list[Message]:
         """What the run produced before it raised: the items the exception carries (each with its agent), else
@@ -198,7 +254,8 @@ class OpenAIAgentsSession:
         return isinstance(output, str) and (output == self.adapter.failure_text or bool(TIMEOUT_TEXT.match(output)))
 
     async def close(self) -> None:
-        self.session.close()
+        if self.own_session:
+            self.session.close()
 
 
 def record_calls(responses: Iterable[Any], agent: Any, config: RunConfig, turn: int) -> None:

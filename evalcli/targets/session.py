@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..errors import TargetError
 from ..messages import Message
-from ..results import Interrupt
+from ..results import Guardrail, Interrupt
 
 if TYPE_CHECKING:
     from ..llm import LLMClient
@@ -80,6 +80,8 @@ class Reply:
     """The value this turn resumed a pending interrupt with (``None`` when it did not resume one)."""
     output_retries: int = 0
     """How many times the agent's output was rejected and asked for again on this turn."""
+    guardrail: Guardrail | None = None
+    """The guardrail that tripped on this turn (an outcome of the turn: the conversation goes on)."""
 
 
 class Session(Protocol):

@@ -96,3 +96,28 @@ def functional(inputs: list[BaseMessage], *, previous: list[BaseMessage] | None)
     messages = add_messages(previous or [], inputs)
     response = call_model(messages).result()
     return entrypoint.final(value=response, save=add_messages(messages, response))
+
+
+@tool
+def lookup_order(order_id: str) -> str:
+    """Look an order up."""
+    return f"order {order_id}: shipped"
+
+
+@tool
+def refund_order(order_id: str) -> str:
+    """Refund an order."""
+    raise RuntimeError("the refunds service is down")
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from langgraph.graph import MessagesState
+
+    orders_agent = create_react_agent(chat, tools=[lookup_order, refund_order], name="orders_agent")
+
+support_builder = StateGraph(MessagesState)
+support_builder.add_node("orders", orders_agent)  # a compiled graph as a node: a subgraph
+support_builder.add_edge(START, "orders")
+support_graph = support_builder.compile()
+"""A parent graph whose one node is a ``create_react_agent`` subgraph; its ``refund_order`` tool raises."""

@@ -16,7 +16,7 @@ from typing import Any
 from ...messages import Message, is_error_result, message_text
 from ...results import ItemResult, Outcome, outcome_json
 from ..text import ERROR, NOT_SCORABLE, fmt, one_line, threshold_text, why_failed
-from ..transcript import assistant_label, pretty_arguments, structured_text
+from ..transcript import assistant_label, guardrail_text, pretty_arguments, structured_text
 
 INPUT_WIDTH = 90
 """Characters of the first user message shown in the list."""
@@ -147,6 +147,7 @@ def transcript(item: ItemResult) -> dict[str, Any]:
                    "messages": message_entries(t.output, names),
                    "structured": None if t.structured is None else structured_text(t.structured),
                    "retries": t.output_retries,
+                   "guardrail": None if t.guardrail is None else guardrail_text(t.guardrail).strip(),
                    "outcomes": outcome_entries(t.gate_scores, t.scores, t.thresholds)} for t in item.turns],
         "outcomes": outcome_entries(item.gate_scores, item.scores, item.thresholds),
         "error": item.error if item.status != "ok" else None,

@@ -1,8 +1,10 @@
-"""Checks on what framework agents report (SPEC §16): ``answered_by`` and ``structured_output``.
+"""Checks on what framework agents report (SPEC §16, §22): ``answered_by``, ``structured_output`` and
+``guardrail_tripped``.
 
 ``answered_by`` reads the ``name`` an assistant message carries (the Agents SDK agent that wrote it);
 ``structured_output`` reads the last scored turn's ``structured`` result (a framework agent's output that is
-not text, LangGraph's final state), compared as ``tool_args`` compares arguments (SPEC §14).
+not text, LangGraph's final state), compared as ``tool_args`` compares arguments (SPEC §14);
+``guardrail_tripped`` reads the guardrail each scored turn records (an Agents SDK input or output guardrail).
 """
 
 from __future__ import annotations
@@ -33,6 +35,20 @@ class StructuredOutputArgs(CheckArgs):
         default="partial", description="partial: every key given, with a matching value; exact: equal as a whole.")
     json_schema: JsonSchemaArg = Field(default=None, alias="schema",
                                        description="A JSON Schema the structured result must be valid against.")
+
+
+class GuardrailTrippedArgs(CheckArgs):
+    name: str | None = Field(default=None, min_length=1,
+                             description="The guardrail's name (its function's name, or the name it was given); "
+                                         "default: any guardrail.")
+
+
+def guardrail_tripped(run: ScorerRun, a: GuardrailTrippedArgs) -> Outcome:
+    tripped = [(t.index, t.guardrail) for t in run.turns if t.guardrail is not None]
+    said = "; ".join(f"turn {i}: {g.get('name')} ({g.get('kind')})" for i, g in tripped) or "none"
+    hit = any(a.name is None or g.get("name") == a.name for _, g in tripped)
+    wanted = "a guardrail" if a.name is None else f"guardrail {a.name!r}"
+    return Outcome(score=float(hit), reason=f"{wanted} {'tripped' if hit else 'did not trip'}; tripped: {said}")
 
 
 def answered_by(run: ScorerRun, a: AnsweredByArgs) -> Outcome:
@@ -90,3 +106,7 @@ check("structured_output", StructuredOutputArgs, None, structured_output,
       "1 if the last turn's structured result matches `expected` (partial or exact) and `schema`; not scorable "
       "without one", "structured_output: {expected: {risk: 1}}", default_id=lambda values: "structured_output",
       build=_build_structured_output)
+check("guardrail_tripped", GuardrailTrippedArgs, "name", guardrail_tripped,
+      "1 if a guardrail (with `name`: that one) tripped on a scored turn (Agents SDK input and output guardrails)",
+      "guardrail_tripped: math_guardrail",
+      default_id=lambda values: f"guardrail_tripped({values['name']})" if values.get("name") else "guardrail_tripped")

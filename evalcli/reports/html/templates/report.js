@@ -138,6 +138,9 @@
     if (t.retries) {
       box.appendChild(el("div", "msg retries", "output retries: " + t.retries + " (the output was rejected and asked for again)"));
     }
+    if (t.guardrail) {
+      box.appendChild(el("div", "msg retries guardrail", t.guardrail));
+    }
     if (t.outcomes.length) { box.appendChild(outcomes(t.outcomes, "gates and scorers of turn " + t.index)); }
   }
 
