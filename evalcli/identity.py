@@ -12,6 +12,7 @@ runs is told apart as *changed* (``diff``/``compare`` never count it as regresse
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
@@ -39,9 +40,33 @@ B = TypeVar("B", bound="Identified")
 
 
 def content_digest(content: Any) -> str:
-    """The digest of an item's content (any JSON-able value; mappings by sorted key, so key order never matters)."""
-    text = json.dumps(content, sort_keys=True, default=repr, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+    """The digest of an item's content (any value YAML can give; key order never matters)."""
+    return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()[:20]
+
+
+def canonical_json(value: Any) -> str:
+    """One text per value, whatever the order of its mappings' keys, for everything safe_load can give: mappings
+    whose keys are dates, numbers, bytes or tuples as well as strings, sets, bytes, dates and timestamps (each
+    tagged, so the date 2024-01-01 and the string "2024-01-01" differ)."""
+    return json.dumps(_canonical(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        if all(isinstance(key, str) for key in value):
+            return {key: _canonical(item) for key, item in value.items()}
+        pairs = [[_canonical(key), _canonical(item)] for key, item in value.items()]
+        return {"<mapping>": sorted(pairs, key=lambda pair: json.dumps(pair, sort_keys=True, default=repr))}
+    if isinstance(value, list | tuple):
+        return [_canonical(item) for item in value]
+    if isinstance(value, set | frozenset):
+        return {"<set>": sorted((_canonical(item) for item in value), key=lambda item: json.dumps(
+            item, sort_keys=True, default=repr))}
+    if isinstance(value, bytes):
+        return {"<bytes>": value.hex()}
+    if isinstance(value, datetime.date):  # datetimes too
+        return {"<" + type(value).__name__ + ">": value.isoformat()}
+    return value
 
 
 def conversation_identity(given_id: str | None, content: str, nth: int = 1) -> str:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalcli.dataset import load_dataset
-from evalcli.identity import conversation_identity, identities, pair_by_identity
+from evalcli.identity import content_digest, conversation_identity, identities, pair_by_identity
 from evalcli.results import ItemResult
 from evalcli.store import migrations
 from tests.conftest import CliResult
@@ -101,7 +101,7 @@ def test_old_rows_get_an_identity_by_id_or_by_what_they_asked(tmp_path: Path) ->
                      "VALUES ('R', ?, ?, 'input', 'ok', 'now')", (index, item_id))
         conn.execute("INSERT INTO turns (run_id, item_index, turn_index, input, output) VALUES ('R', ?, 0, ?, '[]')",
                      (index, text))
-    assert migrations.apply(conn) == ["007_conversation_identity"]
+    assert migrations.apply(conn)[0] == "007_conversation_identity"  # and those after it
     found = [row[0] for row in conn.execute("SELECT identity FROM items ORDER BY item_index")]
     assert found[1] == "id:named"
     assert found[0].startswith("stored:") and found[2] == found[0] + "#2" and found[3] not in (found[0], found[2])
@@ -180,3 +180,14 @@ def test_pytest_lf_replays_the_failed_conversation_wherever_it_moved(tmp_path: P
     write_project(tmp_path, {"w.yaml": weather("Oslo", "Paris", "Rome")})  # the failing Paris moved
     again = run_pytest(tmp_path, "w.yaml", "--lf")
     assert again.code == 1 and calls(tmp_path) == ["Weather in Paris?"]  # on old main: Oslo, by position
+
+
+@given(st.dictionaries(st.dates() | st.text(max_size=4) | st.integers(-3, 3) | st.binary(max_size=3),
+                       st.text(max_size=3) | st.dates() | st.frozensets(st.integers(0, 5), max_size=3), max_size=5))
+def test_content_with_keys_of_any_type_safe_load_gives_has_one_digest_whatever_the_order(mapping: dict) -> None:
+    reordered = dict(reversed(list(mapping.items())))
+    assert content_digest({"metadata": mapping}) == content_digest({"metadata": reordered})
+    if mapping:
+        key = next(iter(mapping))
+        assert content_digest({"metadata": mapping}) != content_digest({"metadata": {**mapping, key: "changed!"}}) \
+            or mapping[key] == "changed!"

@@ -69,16 +69,16 @@ def test_record_then_replay_with_the_live_tool_disabled(write: Callable[..., Pat
     tape = workdir / "tapes" / "weather.tape.jsonl"
     lines = [json.loads(line) for line in tape.read_text().splitlines()]
     assert lines == [
-        {"identity": "london", "turn": 0, "call": 0, "tool": "get_weather",
+        {"identity": "id:london", "turn": 0, "call": 0, "tool": "get_weather",
          "arguments": {"city": "London", "day": "today"},
          "result": {"city": "London", "day": "today", "condition": "livelondon", "temperature_f": 6}},
-        {"identity": "london", "turn": 1, "call": 1, "tool": "get_weather",
+        {"identity": "id:london", "turn": 1, "call": 1, "tool": "get_weather",
          "arguments": {"city": "London", "day": "tomorrow"},
          "result": {"city": "London", "day": "tomorrow", "condition": "livelondon", "temperature_f": 6}},
-        {"identity": "paris", "turn": 0, "call": 0, "tool": "get_weather",
+        {"identity": "id:paris", "turn": 0, "call": 0, "tool": "get_weather",
          "arguments": {"city": "Paris", "day": "today"},
          "result": {"city": "Paris", "day": "today", "condition": "liveparis", "temperature_f": 5}},
-        {"identity": "atlantis", "turn": 0, "call": 0, "tool": "get_weather",
+        {"identity": "id:atlantis", "turn": 0, "call": 0, "tool": "get_weather",
          "arguments": {"city": "Atlantis", "day": "today"}, "error": "no such city"}]
     live = answers(recorded)
 
@@ -98,7 +98,7 @@ def test_hermetic_misses_and_name_matching(write: Callable[..., Path], cli: Call
     llm_server.responder = scripted_weather
     (workdir / "tape_agent.py").write_text(AGENT)
     (workdir / "t.tape.jsonl").write_text(json.dumps(
-        {"identity": "rome", "turn": 0, "call": 0, "tool": "get_weather", "arguments": {"city": "Milan", "day": "today"},
+        {"identity": "id:rome", "turn": 0, "call": 0, "tool": "get_weather", "arguments": {"city": "Milan", "day": "today"},
          "result": {"condition": "taped", "temperature_f": 1}}) + "\n")
     body = """
         data:

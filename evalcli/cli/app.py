@@ -124,8 +124,8 @@ def run(
                                                                                        "Repeat it to compare targets "
                                                                                        "(one run each).")] = None,
     record_tools: Annotated[Optional[Path], typer.Option("--record-tools", metavar="DIR", help="Record every tool "
-                                                         "call to DIR/<dataset stem>.tape.jsonl (replay it with "
-                                                         "'tools: {replay: PATH}').")] = None,
+                                                         "call to DIR/<dataset stem>.tape.jsonl (a dataset's 'tools:' "
+                                                         "replays it with 'replay: PATH').")] = None,
     hermetic: Annotated[bool, typer.Option("--hermetic", help="A tool call no mock or tape answers is the "
                                                               "conversation's error (never run live).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line and the conversations that "
