@@ -42,7 +42,7 @@ test-fast: install-dev
 	$(PYTHON) -m pytest -n $(TEST_WORKERS) -m "not slow and not timing"
 	$(PYTHON) -m pytest -p no:xdist -m "timing and not slow"
 
-TEST_WORKERS ?= 6
+TEST_WORKERS ?= 10
 
 docs:
 	@$(PYTHON) -c "import mkdocs, material" 2>/dev/null || $(PIP) -e '.[docs]'
