@@ -28,6 +28,19 @@ def test_a_per_item_option_from_the_environment_is_refused_by_its_path(write: Ca
     assert same.code == 0, same.stderr
 
 
+def test_a_conversations_limit_and_a_tool_mock_from_the_environment_are_part_of_it(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "target: agents:echo\ngates: [{includes: said}]\nlimits: {turns: '${TURNS}'}\n"
+                    "data:\n  - input: hi\n  - {input: ho, tools: {lookup: {returns: '${ANSWER}'}}}\n")
+    first = cli("run", "d.yaml", "--json", "-", env={"TURNS": "3", "ANSWER": "sunny"})
+    assert first.code == 0, first.stderr
+    limit = cli("run", "d.yaml", "--resume", first.json["run_id"], env={"TURNS": "4", "ANSWER": "sunny"})
+    assert limit.code == 2 and "data[0].limits (changed)" in limit.stderr, limit.stderr
+    mock = cli("run", "d.yaml", "--resume", first.json["run_id"], env={"TURNS": "3", "ANSWER": "rain"})
+    assert mock.code == 2 and "data[1].tools (changed)" in mock.stderr, mock.stderr
+    assert "rain" not in mock.stderr and "sunny" not in mock.stderr
+
+
 def test_a_model_targets_system_file_and_an_http_header_are_part_of_it(write: Callable[..., Path],
                                                                          cli: Callable[..., CliResult]) -> None:
     with socket.socket() as s:

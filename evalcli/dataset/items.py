@@ -200,7 +200,7 @@ class Dataset:
         interpolation and with the files they name read), its options, every gate and scorer as resolved (from
         ``scorers.yaml`` too: kind, arguments with judges' models, samples and temperature, threshold), the default
         judge model, and per conversation its content as resolved (own ``target_options``, simulated user, turns'
-        gates and scorers). ``--resume`` compares its leaves (``configuration_fingerprint``)."""
+        gates and scorers, ``tools:`` mocks and ``limits``). ``--resume`` compares its leaves (``configuration_fingerprint``)."""
         def specs(found: list[ScorerSpec]) -> dict[str, Any]:
             return {spec.id: {**spec.spec(), "threshold": None if spec.threshold is None else spec.threshold.raw,
                               "registered": spec.registered} for spec in found}
@@ -209,8 +209,11 @@ class Dataset:
             "evalcli": __version__, "judge_model": default_judge_model(),
             "target": {"spec": self.target_spec, **self.target_settings}, "target_options": self.target_options,
             "gates": specs(self.gates), "scorers": specs(self.scorers),
+            "tools": repr(self.tools), "unmocked": self.unmocked,
             "data": [{**item_content(item), "turns": None if item.turns is None else [
-                {"input": t.input, "gates": specs(t.gates), "scorers": specs(t.scorers)} for t in item.turns]}
+                {"input": t.input, "gates": specs(t.gates), "scorers": specs(t.scorers), "tools": repr(t.tools)}
+                for t in item.turns], "tools": repr(item.tools), "unmocked": item.unmocked,
+                "limits": repr(self.limits_of(item))}
                 for item in self.items],
         }
 
