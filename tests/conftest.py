@@ -14,10 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 pytest_plugins = ["tests.llm_fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Hypothesis's 200 ms deadline per example measures the machine, not evalcli: ten xdist workers on two cores made a
+# 3 ms example take 400 ms. Speed is measured in bench/, so no example has a deadline here.
+settings.register_profile("evalcli", deadline=None)
+settings.load_profile("evalcli")
 
 # `make test-fast` runs `-m "not slow"`: the unit tests and the end-to-end tests on the callable and http targets.
 # Slow are the modules that start framework agents, a browser, Node, the embedded model or every docs example, and

@@ -62,6 +62,7 @@ def server(llm_server: LLMServer) -> LLMServer:
     return llm_server
 
 
+@pytest.mark.timing
 def test_sigint_keeps_finished_simulated_conversations_and_resume_matches_an_uninterrupted_run(
         tmp_path: Path, server: LLMServer) -> None:
     folder = tmp_path / "run"
@@ -91,6 +92,7 @@ def test_sigint_keeps_finished_simulated_conversations_and_resume_matches_an_uni
     assert [i["stop_reason"] for i in result["items"]] == ["max_turns"] * ITEMS
 
 
+@pytest.mark.timing
 def test_a_conversation_cancelled_mid_way_replays_its_simulated_user_from_the_cache(
         tmp_path: Path, server: LLMServer) -> None:
     env = project(tmp_path, server, hang=1)
