@@ -34,12 +34,12 @@ demo: install
 # every test: several at a time (they mostly wait on subprocesses and servers), then the few that assert a
 # wall-clock bound one at a time, so a busy machine cannot fail them
 test: install-dev
-	$(PYTHON) -m pytest -n $(TEST_WORKERS) -m "not timing"
+	$(PYTHON) -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not timing"
 	$(PYTHON) -m pytest -p no:xdist -m timing
 
 # the inner loop: unit tests and the end-to-end tests on callable and http targets
 test-fast: install-dev
-	$(PYTHON) -m pytest -n $(TEST_WORKERS) -m "not slow and not timing"
+	$(PYTHON) -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow and not timing"
 	$(PYTHON) -m pytest -p no:xdist -m "timing and not slow"
 
 TEST_WORKERS ?= 10
