@@ -81,14 +81,8 @@ class LangGraphAdapter(Adapter):
             self.graph = planned_graph(self.graph)
             self._planned = True
 
-    def tool_names(self) -> list[str] | None:
-        tools = graph_tools(self.obj)
-        return None if tools is None else sorted(tools)
-
-    def tool_parameters(self, name: str) -> list[str] | None:
-        schema = (graph_tools(self.obj) or {}).get(name)
-        properties = schema.get("properties") if isinstance(schema, dict) else None
-        return list(properties) if isinstance(properties, dict) else None
+    def tool_schemas(self) -> dict[str, Any] | None:
+        return graph_tools(self.obj)
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:

@@ -91,14 +91,8 @@ class OpenAIAgentsAdapter(Adapter):
         if self.start is self.obj:
             self.start = planned_agent(self.obj, {})
 
-    def tool_names(self) -> list[str] | None:
-        tools = function_tools(self.obj)
-        return None if tools is None else sorted(tools)
-
-    def tool_parameters(self, name: str) -> list[str] | None:
-        schema = (function_tools(self.obj) or {}).get(name)
-        properties = schema.get("properties") if isinstance(schema, dict) else None
-        return list(properties) if isinstance(properties, dict) else None
+    def tool_schemas(self) -> dict[str, Any] | None:
+        return function_tools(self.obj)
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:

@@ -266,13 +266,21 @@ class Adapter(ABC):
         """What the adapter noticed while the run played (said once, after it), as warning lines."""
         return []
 
+    def tool_schemas(self) -> dict[str, Any] | None:
+        """The JSON schema of each of the agent's tools, by name, when the adapter can list them (``None``: it
+        cannot; a schema may be ``None`` where the tool's is unknown)."""
+        return None
+
     def tool_names(self) -> list[str] | None:
         """The names of the agent's tools, when the adapter can list them (``None``: it cannot)."""
-        return None
+        tools = self.tool_schemas()
+        return None if tools is None else sorted(tools)
 
     def tool_parameters(self, name: str) -> list[str] | None:
         """The parameter names of one of the agent's tools, when its schema is known."""
-        return None
+        schema = (self.tool_schemas() or {}).get(name)
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        return list(properties) if isinstance(properties, dict) else None
 
     def control_tools(self) -> None:  # noqa: B027 - a target whose tools evalcli cannot reach has nothing to wrap
         """From now on, run the agent's tools through each conversation's tool plan (``evalcli.tools.CURRENT``), on a
