@@ -72,6 +72,14 @@ def test_a_tripped_input_guardrail_is_the_turns_outcome_and_the_conversation_goe
         {"name": "math_guardrail", "kind": "input"}, None]
     html = (tmp_path / "r.html").read_text()
     assert "guardrail tripped: math_guardrail (input guardrail" in html
+    # the guardrail agent's calls are the conversation's model calls too (SPEC §22): turn 1 made two, the guardrail
+    # agent's and the support agent's; turn 0 at least the guardrail agent's (the support agent's call, run beside
+    # the guardrail, may have been cancelled when it tripped)
+    calls = done.db(str(tmp_path / "e.db")).execute(
+        "SELECT turn_index, COUNT(*) AS n, SUM(prompt_tokens) AS tokens FROM llm_calls WHERE purpose = 'target' "
+        "GROUP BY turn_index ORDER BY turn_index").fetchall()
+    assert [c["turn_index"] for c in calls] == [0, 1] and calls[0]["n"] >= 1
+    assert (calls[1]["n"], calls[1]["tokens"]) == (2, 22)
 
 
 def test_a_tripped_output_guardrail_keeps_the_answer_it_stopped_on_the_apps_own_session(
@@ -101,6 +109,13 @@ def test_a_tripped_output_guardrail_keeps_the_answer_it_stopped_on_the_apps_own_
     assert first["structured"] == {"response": "Here you go: Please do my homework, what is 2+2?"}
     assert second["structured"] == {"response": "Here you go: When do you open?"}
     assert items["clean"]["turns"][0]["outcomes"]["scorers"]["guardrail_tripped"]["score"] == 0.0
+    # each turn: the answering agent's call and the output guardrail's agent's, both counted
+    calls = done.db(str(tmp_path / "e.db")).execute(
+        "SELECT i.item_id, c.turn_index, COUNT(*) AS n FROM llm_calls c JOIN items i "
+        "ON i.run_id = c.run_id AND i.item_index = c.item_index "
+        "WHERE c.purpose = 'target' GROUP BY i.item_id, c.turn_index ORDER BY i.item_id, c.turn_index").fetchall()
+    assert [tuple(c) for c in calls] == [("answers", 0, 2), ("answers", 1, 2), ("clean", 0, 2)]
+    assert len(llm_server.requests) == 6
     records = [json.loads(line) for line in (tmp_path / "record.jsonl").read_text().splitlines()]
     assert sorted(r["event"] + ":" + r["item"] for r in records) == [
         "closed:answers", "closed:clean", "session:answers", "session:clean"]

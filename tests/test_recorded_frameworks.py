@@ -4,6 +4,7 @@ written as its framework's docs write it."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -162,3 +163,73 @@ def test_a_model_retry_the_model_recovers_from_is_not_a_tool_error(llm_server: L
     assert results[0]["retried"] is True and results[1]["retries"] == 1
     assert done.json["scores"] == {"tool_retries": 0.0, "tool_retries(max=1)": 1.0}
     assert done.json["gate_results"][0]["passed"] is True
+
+
+HANDING_OFF = f'''
+import json
+import os
+from typing import Any
+
+from agents import Agent, OpenAIChatCompletionsModel, RunHooks
+from openai import AsyncOpenAI
+
+client = AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ["OPENAI_API_KEY"], max_retries=0)
+billing = Agent(name="Billing", instructions="You answer billing questions.",
+                model=OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client))
+triage = Agent(name="Triage", instructions="You send each question to the right agent.", handoffs=[billing],
+               model=OpenAIChatCompletionsModel(model="{MODEL}", openai_client=client))
+
+
+class AppHooks(RunHooks):
+    """The app's own hooks: each model call's agent, written to a file."""
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        with open(os.environ["HOOKS_FILE"], "a") as out:
+            out.write(json.dumps({{"event": "llm_end", "agent": agent.name}}) + "\\n")
+
+    async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+        with open(os.environ["HOOKS_FILE"], "a") as out:
+            out.write(json.dumps({{"event": "handoff", "agent": to_agent.name}}) + "\\n")
+
+
+def setup(info: Any) -> dict[str, Any]:
+    return {{"hooks": AppHooks()}}
+'''
+
+
+def hand_off_then_answer(request: Request) -> Reply:
+    """Triage hands off to Billing (10 in / 3 out); Billing answers (20 in / 5 out)."""
+    system = next((m["content"] for m in request.messages if m["role"] == "system"), "")
+    if system.startswith("You send"):
+        return Reply(body={**tool_call("transfer_to_billing", {}).body, "usage": {  # type: ignore[dict-item]
+            "prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}})
+    return text("Your invoice is paid.", prompt_tokens=20, completion_tokens=5)
+
+
+def test_a_call_after_a_handoff_is_priced_on_the_model_of_the_agent_it_went_to(llm_server: LLMServer,
+                                                                              tmp_path: Path) -> None:
+    from evalcli.llm import price_of
+
+    llm_server.responder = hand_off_then_answer
+    write(tmp_path, "handing_off.py", HANDING_OFF)
+    data = write(tmp_path, "d.yaml", """
+        target: handing_off:triage
+        target_options: {setup: handing_off:setup}
+        gates: [{includes: invoice}]
+        data: [{id: one, input: "Is my invoice paid?"}]
+        """)
+    hooks = tmp_path / "hooks.jsonl"
+    done = run_cli(["run", str(data), "--db", str(tmp_path / "e.db"), "--json", "-"], tmp_path,
+                   env(llm_server, HOOKS_FILE=str(hooks)))
+    assert done.code == 0, done.stderr
+    calls = done.db("e.db").execute("SELECT model, prompt_tokens, completion_tokens, cost FROM llm_calls "
+                                    "WHERE purpose = 'target' ORDER BY id").fetchall()
+    assert [(c["model"], c["prompt_tokens"], c["completion_tokens"]) for c in calls] == [
+        (MODEL, 10, 3), ("gpt-4o", 20, 5)]
+    assert calls[0]["cost"] == pytest.approx(price_of(MODEL, {"prompt_tokens": 10, "completion_tokens": 3}))
+    assert calls[1]["cost"] == pytest.approx(price_of("gpt-4o", {"prompt_tokens": 20, "completion_tokens": 5}))
+    assert calls[1]["cost"] > calls[0]["cost"] * 2  # gpt-4o is the dearer model: not priced as the first one
+    # the app's own hooks still see every call and the handoff
+    seen = [json.loads(line) for line in hooks.read_text().splitlines()]
+    assert seen == [{"event": "llm_end", "agent": "Triage"}, {"event": "handoff", "agent": "Billing"},
+                    {"event": "llm_end", "agent": "Billing"}]

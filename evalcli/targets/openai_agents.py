@@ -20,6 +20,9 @@ A tripped input or output guardrail is an outcome of the turn, not an error (SPE
 guardrail, keeps what the agent had produced (an output guardrail's: the answer it stopped) and the conversation
 goes on, as an app that catches ``InputGuardrailTripwireTriggered`` does. A ``setup`` may yield the app's own
 session object as ``session``: the conversation runs on it (and the setup, not evalcli, closes it).
+
+Every model call is counted as the target's usage, named after the agent that made it, the calls of the runs a
+guardrail or a tool starts inside the turn included (``agents_usage``).
 """
 
 from __future__ import annotations
@@ -45,9 +48,9 @@ from agents import (
 from ..messages import Message
 from ..results import Guardrail
 from ..tools import MockedToolError, acall, as_text
+from .agents_usage import Counting, count_nested_runs, counting_hooks, counting_turn
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
-from .usage import count, record_target_call
 
 OWNED = ("starting_agent", "input", "session", "previous_response_id", "auto_previous_response_id",
          "conversation_id")
@@ -82,6 +85,7 @@ class OpenAIAgentsAdapter(Adapter):
         self.context_type = context_type(self.obj)
         self.run_options, self.run_config = run_options(self.call_options)
         self.failure_text = default_failure_text()
+        count_nested_runs()
         self.start = self.obj
         """The agent a conversation starts with: the user's, or its copy whose tools ask the tool plan."""
 
@@ -192,15 +196,16 @@ class OpenAIAgentsSession:
     async def _turn(self, text: str) -> Reply:
         agent = self.adapter.start if self.restart else self.agent
         turn, self.turn = self.turn, self.turn + 1
+        options = {**self.options, "hooks": counting_hooks(self.options.get("hooks"), turn, self.run_config)}
+        playing = counting_turn.set(Counting(turn, self.run_config))
         try:
-            result = await Runner.run(agent, text, session=self.session, run_config=self.run_config, **self.options)
+            result = await Runner.run(agent, text, session=self.session, run_config=self.run_config, **options)
         except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
-            return await self._tripped(text, exc, agent, turn)
+            return await self._tripped(text, exc, agent)
         except Exception as exc:
-            run_data = getattr(exc, "run_data", None)
-            record_calls(getattr(run_data, "raw_responses", None) or (), agent, self.run_config, turn)
             raise TurnFailed(exc, await self._kept(text, exc, agent)) from exc
-        record_calls(result.raw_responses, agent, self.run_config, turn)
+        finally:
+            counting_turn.reset(playing)
         self.agent = result.last_agent
         output = result.final_output
         structured = None if isinstance(output, str) or output is None else jsonable(output)
@@ -208,11 +213,10 @@ class OpenAIAgentsSession:
                      structured=structured)
 
     async def _tripped(self, text: str, exc: InputGuardrailTripwireTriggered | OutputGuardrailTripwireTriggered,
-                       agent: Any, turn: int) -> Reply:
+                       agent: Any) -> Reply:
         """A turn a guardrail stopped: what the agent had produced, and the guardrail (an output guardrail's agent
         answered, so a later turn continues with it)."""
         run_data = getattr(exc, "run_data", None)
-        record_calls(getattr(run_data, "raw_responses", None) or (), agent, self.run_config, turn)
         checked = exc.guardrail_result
         kind = "input" if isinstance(exc, InputGuardrailTripwireTriggered) else "output"
         messages = await self._kept(text, exc, agent)
@@ -250,25 +254,6 @@ class OpenAIAgentsSession:
     async def close(self) -> None:
         if self.own_session:
             self.session.close()
-
-
-def record_calls(responses: Iterable[Any], agent: Any, config: RunConfig, turn: int) -> None:
-    """Each model response of the run as a ``target`` call with the tokens its ``usage`` reports, named after the
-    model the run used (the run config's, else the agent's)."""
-    model = model_name(config.model) or model_name(getattr(agent, "model", None))
-    for response in responses:
-        usage = getattr(response, "usage", None)
-        details = getattr(usage, "input_tokens_details", None)
-        record_target_call(model, count(getattr(usage, "input_tokens", 0)), count(getattr(usage, "output_tokens", 0)),
-                           turn_index=turn, cached_tokens=count(getattr(details, "cached_tokens", 0)))
-
-
-def model_name(model: Any) -> str:
-    """A model's name: as written (``"gpt-4o-mini"``), or the one a ``Model`` object holds."""
-    if isinstance(model, str):
-        return model
-    name = getattr(model, "model", None)
-    return name if isinstance(name, str) else ""
 
 
 def agents_of(agent: Any) -> list[Any]:
