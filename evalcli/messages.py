@@ -64,6 +64,21 @@ def is_error_result(message: Message) -> bool:
     return isinstance(parsed, dict) and bool(parsed.get("error"))
 
 
+def retry_note(message: Message) -> str | None:
+    """What a tool result says about retries (SPEC §22), in the words ``show`` and the HTML report print: a result
+    that asked the model to try again, the one that succeeded after N tries, or a retry nothing recovered from."""
+    if message.get("role") != "tool":
+        return None
+    if message.get("retried") is True:
+        return "retried: the tool asked the model to try again, and a later call succeeded"
+    if message.get("retries_exhausted") is True:
+        return "retried: the tool asked the model to try again, and no later call succeeded"
+    retries = message.get("retries")
+    if isinstance(retries, int) and not isinstance(retries, bool) and retries > 0:
+        return f"succeeded after {retries} {'retry' if retries == 1 else 'retries'}"
+    return None
+
+
 def is_interrupt(message: Message) -> bool:
     """An assistant message that stands for an interrupt: the agent stopped to wait for the user (SPEC §16)."""
     return message.get("interrupt") is True and message.get("role") == "assistant"

@@ -155,7 +155,8 @@ def test_a_model_retry_the_model_recovers_from_is_not_a_tool_error(llm_server: L
         scorers: [tool_retries, {tool_retries: 1}]
         data: [{id: one, input: look k1 up}]
         """)
-    done = run_cli(["run", str(data), "--db", str(tmp_path / "e.db"), "--json", "-"], tmp_path, env(llm_server))
+    done = run_cli(["run", str(data), "--db", str(tmp_path / "e.db"), "--json", "-", "--html",
+                    str(tmp_path / "r.html")], tmp_path, env(llm_server))
     assert done.code == 0, done.stderr
     output = done.json["items"][0]["turns"][0]["output"]
     results = [m for m in output if m["role"] == "tool"]
@@ -163,6 +164,16 @@ def test_a_model_retry_the_model_recovers_from_is_not_a_tool_error(llm_server: L
     assert results[0]["retried"] is True and results[1]["retries"] == 1
     assert done.json["scores"] == {"tool_retries": 0.0, "tool_retries(max=1)": 1.0}
     assert done.json["gate_results"][0]["passed"] is True
+    shown = run_cli(["show", "latest", "one", "--db", str(tmp_path / "e.db")], tmp_path).stdout
+    results = [line for line in shown.splitlines() if "tool result" in line or line.strip().startswith(
+        ("retried:", "succeeded after"))]
+    assert [line.strip() for line in results] == [
+        "tool result lookup  (id c1)",
+        "retried: the tool asked the model to try again, and a later call succeeded",
+        "tool result lookup  (id c2)",
+        "succeeded after 1 retry"], shown
+    html = (tmp_path / "r.html").read_text()
+    assert "succeeded after 1 retry" in html and "a later call succeeded" in html
 
 
 HANDING_OFF = f'''

@@ -20,7 +20,7 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
-from ..messages import Message, is_error_result, is_interrupt, message_text
+from ..messages import Message, is_error_result, is_interrupt, message_text, retry_note
 from ..results import Guardrail, ItemResult, Outcome, RunResult, TurnRecord, outcome_json
 from .text import fmt, threshold_text
 
@@ -82,6 +82,9 @@ def message_lines(output: list[Message], names: dict[Any, str] | None = None) ->
             said = f"  (id {call_id}{f', {source}' if isinstance(source, str) else ''})"
             lines.append(Text.assemble((label, "bold red" if error else "bold blue"),
                                        (names.get(call_id, "?"), "cyan"), (said, "dim")))
+            note = retry_note(message)
+            if note:
+                lines.append(Text(f"    {note}", style="yellow"))
             lines.append(Text(_indent(pretty_arguments(message_text(message)), 4), style="red" if error else ""))
     return lines
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...messages import Message, is_error_result, message_text
+from ...messages import Message, is_error_result, message_text, retry_note
 from ...results import ItemResult, Outcome, outcome_json
 from ..text import ERROR, NOT_SCORABLE, fmt, one_line, threshold_text, why_failed
 from ..transcript import assistant_label, guardrail_text, pretty_arguments, structured_text
@@ -115,6 +115,9 @@ def message_entries(output: list[Message], names: dict[Any, str] | None = None) 
                      "error": is_error_result(message), "text": pretty_arguments(message_text(message))}
             if isinstance(message.get("source"), str):
                 entry["source"] = message["source"]  # where the result came from: live, mock or replay (SPEC §25)
+            note = retry_note(message)
+            if note:
+                entry["retry"] = note  # a ModelRetry, or the call that succeeded after N (SPEC §22)
             entries.append(entry)
     return entries
 

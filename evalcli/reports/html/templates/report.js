@@ -115,6 +115,7 @@
     who = m.k === "call" ? "tool call " : m.error ? "tool result ERROR " : "tool result ";
     box.appendChild(el("span", "who", who + m.name));
     box.appendChild(el("span", "dim", "  (id " + m.id + ")" + (m.source ? "  source: " + m.source : "")));
+    if (m.retry) box.appendChild(el("div", "retry", m.retry));
     box.appendChild(el("pre", null, m.k === "call" ? m.args : m.text));
     return box;
   }
