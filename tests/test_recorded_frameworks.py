@@ -108,6 +108,9 @@ def test_a_framework_agents_model_calls_are_counted_as_the_targets_usage(framewo
                     + price_of(MODEL, {"prompt_tokens": 20, "completion_tokens": 5}))
     assert expected > 0 and sum(c["cost"] for c in calls) == pytest.approx(expected)
     assert "tokens: 90 in / 24 out" in runs[0].stdout, runs[0].stdout
+    target = json.loads((tmp_path / "1.json").read_text())["usage"]["purposes"]["target"]
+    assert (target["calls"], target["prompt_tokens"], target["completion_tokens"]) == (6, 90, 24)
+    assert target["cost"] == pytest.approx(expected)
     compare = run_cli(["compare", "--db", str(tmp_path / "e.db"), *[f"{row['id']}" for row in
                        db.execute("SELECT id FROM runs ORDER BY id")]], tmp_path)
     assert compare.code == 0, compare.stderr
