@@ -149,9 +149,19 @@ class Thread:
     resource: str | None
 
 
-_THREAD_IDS = random.Random(int.from_bytes(os.urandom(16), "big"))
+_THREAD_IDS = random.Random()
 """Thread ids need to be unique, not secret: ``uuid4()`` reads the kernel's random source on every call,
-which costs tens of microseconds per conversation on some machines."""
+which costs tens of microseconds per conversation on some machines. Seeded from the kernel once per process, and
+again in a forked child, which would otherwise repeat its parent's ids (and a service keeping threads would take one
+run's conversations for another's)."""
+
+
+def _seed_thread_ids() -> None:
+    _THREAD_IDS.seed(int.from_bytes(os.urandom(16), "big"))
+
+
+_seed_thread_ids()
+os.register_at_fork(after_in_child=_seed_thread_ids)
 
 
 def new_thread_id() -> str:
