@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +18,8 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+
+from tests import cli_server as cli_server_module
 
 pytest_plugins = ["tests.llm_fixtures"]
 
@@ -26,13 +31,14 @@ settings.register_profile("evalcli", deadline=None)
 settings.load_profile("evalcli")
 
 # `make test-fast` runs `-m "not slow"`: the unit tests and the end-to-end tests on the callable and http targets.
-# Slow are the modules that start framework agents, a browser, Node, the embedded model or every docs example, and
-# every test run through litellm's path (importing litellm costs each CLI subprocess seconds of CPU); `make test`
-# and CI run them all.
+# Slow are the modules that start framework agents, a browser, Node, the embedded model or every docs example, the
+# demo (its embedded judge), and every test run through litellm's path (importing litellm costs each CLI subprocess
+# seconds of CPU); `make test` and CI run them all.
 SLOW_MODULES = frozenset({
-    "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai", "test_docs_examples",
-    "test_first_minutes", "test_frameworks_cli", "test_hostile_transcripts", "test_html_report_browser",
-    "test_local_model", "test_registration", "test_scripted_model", "test_target_mastra", "test_yaml_suite",
+    "test_apps_guardrails", "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai",
+    "test_docs_examples", "test_first_minutes", "test_frameworks_cli", "test_hostile_transcripts",
+    "test_html_report_browser", "test_llm_backends", "test_local_model", "test_recorded_frameworks",
+    "test_registration", "test_scripted_model", "test_target_mastra", "test_tools_frameworks", "test_yaml_suite",
 })
 
 
@@ -116,14 +122,45 @@ class CliResult:
         return conn
 
 
-def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> CliResult:
-    """Run the real ``evalcli`` in a subprocess (no TTY, so no colour and no progress bar)."""
-    full_env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO),
-                "COLUMNS": "200", **(env or {})}
-    full_env.pop("EVALCLI_JUDGE_MODEL", None) if env is None or "EVALCLI_JUDGE_MODEL" not in env else None
+def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120,
+            fresh: bool = False) -> CliResult:
+    """Run the real ``evalcli`` as ``python -m evalcli`` in a separate process (no TTY, so no colour and no
+    progress bar): forked from this process's CLI server (``tests/cli_server.py``), which has imported evalcli
+    already, or a fresh interpreter when ``fresh`` or when the environment changes what was read at import."""
+    full_env = {**cli_base_env(), **(env or {})}
+    if env is None or "EVALCLI_JUDGE_MODEL" not in env:
+        full_env.pop("EVALCLI_JUDGE_MODEL", None)
+    server = None if fresh else cli_server()
+    if server is not None and server.can_run(full_env):
+        code, out, err = server.run(list(args), str(cwd), full_env, timeout)
+        return CliResult(code, out, err, cwd)
     done = subprocess.run([sys.executable, "-m", "evalcli", *args], cwd=cwd, env=full_env, capture_output=True,
                           text=True, timeout=timeout)
     return CliResult(done.returncode, done.stdout, done.stderr, cwd)
+
+
+def cli_base_env() -> dict[str, str]:
+    return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO), "COLUMNS": "200"}
+
+
+_server: list[cli_server_module.Client | None] = []
+_server_lock = threading.Lock()
+
+
+def cli_server() -> cli_server_module.Client | None:
+    """This process's CLI fork server, started on first use; None if it could not start (then every run is fresh,
+    with a warning) or with ``EVALCLI_TEST_FRESH=1``."""
+    with _server_lock:
+        if not _server:
+            client = None
+            if os.environ.get("EVALCLI_TEST_FRESH") != "1":
+                try:
+                    client = cli_server_module.Client(cli_base_env(), str(REPO))
+                    atexit.register(client.close)
+                except RuntimeError as error:
+                    warnings.warn(f"{error}; every CLI run starts a fresh interpreter", stacklevel=2)
+            _server.append(client)
+        return _server[0]
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, CliResult, run_cli
 
 JSON_KEYS = ["run_id", "dataset", "target", "verdict", "scores", "summary", "gate_results", "threshold_results",
@@ -17,6 +19,7 @@ ITEM_KEYS = ["index", "id", "tags", "form", "status", "thread_id", "resource_id"
 ANSI = re.compile(r"\x1b\[")
 
 
+@pytest.mark.slow  # the embedded judge model: a minute of CPU
 def test_demo_dataset_runs_and_stores_everything(tmp_path: Path) -> None:
     result = run_cli(["run", str(REPO / "datasets/weather.yaml"), "--db", str(tmp_path / "demo.db"), "--json",
                       str(tmp_path / "out.json")], cwd=REPO, timeout=600)  # the embedded judge on a busy CPU

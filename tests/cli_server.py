@@ -1,0 +1,274 @@
+"""A fork server for the tests' CLI runs: ``python -m evalcli`` without paying for Python's start and evalcli's
+imports each time.
+
+Most end-to-end tests run the real CLI in a subprocess, about 700 runs in ``make test``; each spent 0.4-0.6 s of
+CPU starting Python and importing evalcli's run path before it read its dataset. Here one server per pytest
+process imports that path once and forks a child per run. The child is a real separate process: its own working
+directory, environment, ``sys.path`` and file descriptors (the caller's pipes for stdout and stderr, /dev/null as
+stdin), exit code and signals. It runs ``evalcli`` as ``python -m evalcli`` would (``runpy`` as ``__main__``) and
+ends through the interpreter's normal shutdown, so atexit handlers, flushing and exit codes are the same.
+
+What is imported ahead is evalcli's own modules and the libraries they import at module level; never litellm,
+scipy, a framework, the embedded model or a browser (tests assert those are imported only when needed, and
+importing them reads settings a test may change). ``tests.conftest.run_cli`` falls back to a fresh interpreter when
+the run's environment changes something read at import (``PYTHON*``, locale, typer's and rich's switches) or adds
+to ``PYTHONPATH``, when the server printed anything while importing, and always with ``EVALCLI_TEST_FRESH=1``.
+
+Protocol: the client connects to the server's unix socket and sends one JSON request (args, cwd, env) with its
+stdout and stderr pipes' write ends as SCM_RIGHTS fds; the server forks, replies ``pid N`` and later ``exit N``
+(N as ``subprocess`` reports it: negative for a signal). The server is one thread (fork from a threaded process is
+unsafe) and exits when the pipe from its parent closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import sys
+from typing import Any
+
+# read at import by the libraries imported ahead, or by the interpreter at start: a run that changes one of these
+# gets a fresh interpreter
+IMPORT_TIME_ENV_PREFIXES = ("PYTHON", "LC_", "LANG", "TZ", "TERMINAL_WIDTH", "_TYPER", "TYPER_", "GITHUB_ACTIONS",
+                            "FORCE_COLOR", "PY_COLORS", "AIOHTTP_")
+
+# evalcli modules that import a framework at module level (imported by their adapters only when a target needs them)
+NOT_AHEAD = ("evalcli.targets.agents_usage", "evalcli.targets.langgraph", "evalcli.targets.openai_agents",
+             "evalcli.targets.pydantic_ai", "evalcli.__main__")
+NEVER_AHEAD = {"litellm", "scipy", "agents", "pydantic_ai", "langgraph", "langchain_core", "langchain_openai",
+               "openai", "llama_cpp", "playwright", "numpy", "pandas"}
+
+
+def import_ahead() -> None:
+    """Import evalcli's modules and what they import at module level, except the heavy optional ones."""
+    import importlib
+    import pkgutil
+
+    import evalcli
+    from evalcli.store.migrations import sqlite_utils_module
+
+    for info in pkgutil.walk_packages(evalcli.__path__, "evalcli."):
+        if not info.name.startswith(NOT_AHEAD):
+            importlib.import_module(info.name)
+    sqlite_utils_module()
+    leaked = {name.split(".")[0] for name in sys.modules} & NEVER_AHEAD
+    if leaked:
+        raise SystemExit(f"cli_server: importing evalcli ahead also imported {sorted(leaked)}; add the module that "
+                         "did to NOT_AHEAD")
+
+
+class Server:
+    def __init__(self, path: str) -> None:
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(64)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
+        self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "parent")
+        self.open: dict[int, Any] = {}  # fd -> socket or (pidfd, conn, pid)
+
+    def serve(self) -> dict[str, Any] | None:
+        """Serve until the parent goes away (returns None), or return a request in a newly forked child."""
+        while True:
+            for key, _ in self.selector.select():
+                kind = key.data
+                if kind == "parent":
+                    if not os.read(sys.stdin.fileno(), 4096):
+                        return None
+                elif kind == "accept":
+                    conn, _ = self.listener.accept()
+                    self.selector.register(conn, selectors.EVENT_READ, "request")
+                    self.open[conn.fileno()] = conn
+                elif kind == "request":
+                    request = self.take_request(key.fileobj)  # type: ignore[arg-type]
+                    if request is not None:
+                        return request
+                else:
+                    self.reap(kind)
+
+    def take_request(self, conn: socket.socket) -> dict[str, Any] | None:
+        self.selector.unregister(conn)
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 2)
+        if not data or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            self.open.pop(conn.fileno(), None)
+            conn.close()
+            return None
+        request = json.loads(data)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            self.become_child(fds)
+            return request  # type: ignore[no-any-return]
+        for fd in fds:
+            os.close(fd)
+        conn.sendall(f"pid {pid}\n".encode())
+        pidfd = os.pidfd_open(pid)
+        self.selector.register(pidfd, selectors.EVENT_READ, (pidfd, conn, pid))
+        return None
+
+    def reap(self, child: tuple[int, socket.socket, int]) -> None:
+        pidfd, conn, pid = child
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        _, status = os.waitpid(pid, 0)
+        try:
+            conn.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+        except OSError:
+            pass  # the client went away (a timeout): nothing to tell
+        self.open.pop(conn.fileno(), None)
+        conn.close()
+
+    def become_child(self, fds: list[int]) -> None:
+        """In the forked child: drop every server fd, take the caller's pipes as stdout and stderr."""
+        self.selector.close()
+        self.listener.close()
+        for item in self.open.values():
+            item.close()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.dup2(fds[0], 1)
+        os.dup2(fds[1], 2)
+        for fd in fds:
+            os.close(fd)
+
+
+def become_run(request: dict[str, Any], base_path: list[str]) -> None:
+    """Make this process what ``python -m evalcli ARGS`` started in CWD with ENV would be, then run it."""
+    import importlib
+    import runpy
+
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    extra = [entry for entry in request["env"].get("PYTHONPATH", "").split(os.pathsep) if entry]
+    sys.path[:] = [os.getcwd(), *extra, *base_path]
+    importlib.invalidate_caches()
+    sys.argv = ["evalcli", *request["args"]]
+    runpy.run_module("evalcli", run_name="__main__", alter_sys=True)
+
+
+class Client:
+    """One pytest process's connection to its server, started on the first run and stopped with the process."""
+
+    def __init__(self, env: dict[str, str], cwd: str) -> None:
+        import subprocess
+        import tempfile
+
+        self.env = env
+        folder = tempfile.mkdtemp(prefix="evalcli-cli-")
+        self.path = os.path.join(folder, "s")
+        self.log = os.path.join(folder, "server.log")
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", "tests.cli_server", self.path], cwd=cwd, env=env,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+        assert self.process.stdout is not None
+        ready = self.process.stdout.readline()
+        with open(self.log, encoding="utf-8", errors="replace") as log:
+            said = log.read()
+        if ready != b"ready\n" or said:
+            self.process.kill()
+            raise RuntimeError(f"the CLI fork server did not start cleanly: {said.strip() or ready!r}")
+
+    def can_run(self, env: dict[str, str]) -> bool:
+        """Whether a run with this environment sees what a fresh interpreter would (see the module's docstring)."""
+        if self.process.poll() is not None or env.get("EVALCLI_TEST_FRESH") == "1":
+            return False
+        if env.get("PYTHONPATH") != self.env.get("PYTHONPATH"):
+            return False
+        keys = {key for key in (*env, *self.env) if key.startswith(IMPORT_TIME_ENV_PREFIXES)}
+        return all(env.get(key) == self.env.get(key) for key in keys)
+
+    def run(self, args: list[str], cwd: str, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+        """Run ``python -m evalcli ARGS`` in a forked child; stdout and stderr as ``subprocess.run(text=True)``
+        gives them. Raises ``subprocess.TimeoutExpired`` (after killing the child) as ``subprocess.run`` does."""
+        import locale
+        import signal
+        import subprocess
+        import time
+
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(self.path)
+            socket.send_fds(conn, [json.dumps({"args": args, "cwd": cwd, "env": env}).encode()], [out_w, err_w])
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        chunks: dict[int, list[bytes]] = {out_r: [], err_r: [], conn.fileno(): []}
+        selector = selectors.DefaultSelector()
+        for fd in chunks:
+            selector.register(fd, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        pid = code = None
+        try:
+            while selector.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if pid is not None:
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                    raise subprocess.TimeoutExpired([sys.executable, "-m", "evalcli", *args], timeout,
+                                                    b"".join(chunks[out_r]), b"".join(chunks[err_r]))
+                for key, _ in selector.select(min(left, 1.0)):
+                    fd = key.fd
+                    data = os.read(fd, 65536)
+                    if not data:
+                        selector.unregister(fd)
+                        continue
+                    chunks[fd].append(data)
+                    if fd == conn.fileno():
+                        for line in b"".join(chunks[fd]).decode().splitlines():
+                            word, number = line.split()
+                            if word == "pid":
+                                pid = int(number)
+                            else:
+                                code = int(number)
+        finally:
+            selector.close()
+            os.close(out_r)
+            os.close(err_r)
+            conn.close()
+        if code is None:
+            raise RuntimeError("the CLI fork server went away during a run")
+        encoding = locale.getpreferredencoding(False)
+
+        def text(fd: int) -> str:
+            return b"".join(chunks[fd]).decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
+        return code, text(out_r), text(err_r)
+
+    def close(self) -> None:
+        import subprocess
+
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()  # the server's signal to end
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def main() -> None:
+    path = sys.argv[1]
+    own = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    base_path = sys.path[1 + len(own):]  # the interpreter's own: stdlib, site-packages and their .pth entries
+    import_ahead()
+    server = Server(path)
+    print("ready", flush=True)
+    request = server.serve()
+    if request is None:
+        return
+    become_run(request, base_path)  # only in a forked child: the server's loop returned its request
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""The tests' CLI fork server (``tests/cli_server.py``) gives what a fresh ``python -m evalcli`` gives: the same exit
+codes, stdout and stderr, the run's own working directory, environment and agents, and a kill on timeout."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli_server, run_cli
+
+DATASET = """
+target: agents:echo
+data:
+  - {id: a, input: hello}
+  - {id: b, input: bye}
+scorers:
+  - includes: hello
+"""
+
+
+@pytest.fixture
+def server():  # type: ignore[no-untyped-def]
+    client = cli_server()
+    if client is None:
+        pytest.skip("EVALCLI_TEST_FRESH=1: no fork server in this process")
+    return client
+
+
+@pytest.mark.parametrize("args", [
+    ["--help"],
+    ["run", "d.yaml", "--json", "-"],
+    ["run", "d.yaml"],
+    ["run", "missing.yaml"],
+    ["validate", "bad.yaml"],
+    ["nonsense-command"],
+])
+def test_a_forked_run_is_what_a_fresh_interpreter_gives(server, workdir: Path, args: list[str]) -> None:
+    (workdir / "d.yaml").write_text(DATASET)
+    (workdir / "bad.yaml").write_text("target: agents:echo\ndata:\n  - {id: a, inputs: 3}\n")
+    assert server.can_run({**_env(), "X": "1"})
+    db = ["--db"] if args[0] == "run" else []
+    forked = run_cli([*args, *db, *(["forked.db"] if db else [])], workdir)
+    fresh = run_cli([*args, *db, *(["fresh.db"] if db else [])], workdir, fresh=True)
+    assert forked.code == fresh.code
+    assert _same(forked.stdout) == _same(fresh.stdout)
+    assert _same(forked.stderr) == _same(fresh.stderr)
+    assert forked.code in (0, 1, 2)
+
+
+def _env() -> dict[str, str]:
+    from tests.conftest import cli_base_env
+    return cli_base_env()
+
+
+def _same(text: str) -> str:
+    """A run's output with what differs between any two runs (run ids, times) taken out."""
+    import re
+    text = re.sub(r'"(run_id|started_at|finished_at|duration_ms|latency_ms|created_at)": [^,}\n]+', r'"\1": _',
+                  text)
+    text = re.sub(r"\b[0-9A-Z]{26}\b|\b[0-9a-f]{8,}\b|\d+(\.\d+)?\s?m?s\b", "_", text)
+    return text.replace("forked.db", "X.db").replace("fresh.db", "X.db")
+
+
+def test_each_run_has_its_own_directory_environment_and_agents(server, tmp_path: Path) -> None:
+    for name, word in (("one", "first"), ("two", "second")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "agents.py").write_text(textwrap.dedent(f"""
+            import os
+            def echo(input, **kw):
+                return "{word} " + os.environ.get("ONLY_HERE", "unset") + " " + os.getcwd()
+        """))
+        (folder / "d.yaml").write_text("target: agents:echo\nscorers: [{includes: x}]\ndata:\n  - {id: a, input: hi}\n")
+    one = run_cli(["run", "d.yaml", "--json", "-"], tmp_path / "one", env={"ONLY_HERE": "set"})
+    two = run_cli(["run", "d.yaml", "--json", "-"], tmp_path / "two")
+    assert one.code == two.code == 0, one.stderr + two.stderr
+    assert one.json["items"][0]["turns"][0]["output"][0]["content"] == f"first set {tmp_path / 'one'}"
+    assert two.json["items"][0]["turns"][0]["output"][0]["content"] == f"second unset {tmp_path / 'two'}"
+    assert (tmp_path / "one" / "evalcli.db").exists() and (tmp_path / "two" / "evalcli.db").exists()
+
+
+def test_a_run_past_its_timeout_is_killed_and_reported_as_subprocess_does(server, tmp_path: Path) -> None:
+    (tmp_path / "agents.py").write_text("import time\ndef slow(input, **kw):\n    time.sleep(60)\n    return 'x'\n")
+    (tmp_path / "d.yaml").write_text("target: agents:slow\nscorers: [{includes: x}]\ndata:\n  - {id: a, input: hi}\n")
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_cli(["run", "d.yaml"], tmp_path, timeout=3)
+    after = run_cli(["--help"], tmp_path)  # the server still serves
+    assert after.code == 0 and "run" in after.stdout
+
+
+def test_an_environment_read_at_import_gets_a_fresh_interpreter(server) -> None:
+    env = _env()
+    assert server.can_run(env)
+    assert not server.can_run({**env, "PYTHONHASHSEED": "3"})
+    assert not server.can_run({**env, "LC_ALL": "C"})
+    assert not server.can_run({**env, "PYTHONPATH": f"/elsewhere:{env['PYTHONPATH']}"})
+    assert not server.can_run({**env, "EVALCLI_TEST_FRESH": "1"})
+    without = dict(env)
+    without.pop("PYTHONPATH")
+    assert not server.can_run(without)
+
+
+def test_a_forked_run_has_not_imported_what_evalcli_imports_only_when_needed(server, tmp_path: Path) -> None:
+    (tmp_path / "agents.py").write_text(
+        "import sys\ndef probe(input, **kw):\n"
+        "    return ' '.join(sorted({m.split('.')[0] for m in sys.modules} & set(input.split())))\n")
+    heavy = "litellm scipy pydantic_ai langgraph langchain_core openai llama_cpp playwright numpy"
+    (tmp_path / "d.yaml").write_text(f"target: agents:probe\nscorers: [{{includes: x}}]\ndata:\n  - {{id: a, input: {heavy}}}\n")
+    done = run_cli(["run", "d.yaml", "--json", "-"], tmp_path)
+    assert done.code == 0, done.stderr
+    assert done.json["items"][0]["turns"][0]["output"][0]["content"] == ""
