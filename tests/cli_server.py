@@ -67,7 +67,8 @@ class Server:
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.listener, selectors.EVENT_READ, "accept")
         self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "parent")
-        self.open: dict[int, Any] = {}  # fd -> socket or (pidfd, conn, pid)
+        self.open: dict[int, socket.socket] = {}  # fd -> a client's connection
+        self.pidfds: set[int] = set()  # the children running
 
     def serve(self) -> dict[str, Any] | None:
         """Serve until the parent goes away (returns None), or return a request in a newly forked child."""
@@ -90,8 +91,13 @@ class Server:
 
     def take_request(self, conn: socket.socket) -> dict[str, Any] | None:
         self.selector.unregister(conn)
-        data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 2)
-        if not data or len(fds) != 2:
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 2)
+        while data and not data.endswith(b"\n"):  # the client ends its request with a newline
+            more = conn.recv(1 << 16)
+            if not more:
+                break
+            data += more
+        if not data.endswith(b"\n") or len(fds) != 2:
             for fd in fds:
                 os.close(fd)
             self.open.pop(conn.fileno(), None)
@@ -108,12 +114,14 @@ class Server:
             os.close(fd)
         conn.sendall(f"pid {pid}\n".encode())
         pidfd = os.pidfd_open(pid)
+        self.pidfds.add(pidfd)
         self.selector.register(pidfd, selectors.EVENT_READ, (pidfd, conn, pid))
         return None
 
     def reap(self, child: tuple[int, socket.socket, int]) -> None:
         pidfd, conn, pid = child
         self.selector.unregister(pidfd)
+        self.pidfds.discard(pidfd)
         os.close(pidfd)
         _, status = os.waitpid(pid, 0)
         try:
@@ -127,8 +135,10 @@ class Server:
         """In the forked child: drop every server fd, take the caller's pipes as stdout and stderr."""
         self.selector.close()
         self.listener.close()
-        for item in self.open.values():
-            item.close()
+        for conn in self.open.values():
+            conn.close()
+        for pidfd in self.pidfds:
+            os.close(pidfd)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
@@ -143,6 +153,8 @@ def become_run(request: dict[str, Any], base_path: list[str]) -> None:
     import importlib
     import runpy
 
+    for name in [name for name in sys.modules if name == "tests" or name.startswith("tests.")]:
+        del sys.modules[name]  # this server's own package: a run's `tests` is whatever its sys.path finds
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -171,13 +183,23 @@ class Client:
         ready = self.process.stdout.readline()
         with open(self.log, encoding="utf-8", errors="replace") as log:
             said = log.read()
-        if ready != b"ready\n" or said:
+        if not ready.startswith(b"ready ") or said:
             self.process.kill()
             raise RuntimeError(f"the CLI fork server did not start cleanly: {said.strip() or ready!r}")
+        self.ahead: set[str] = set(json.loads(ready[len(b"ready "):]))  # the packages imported ahead
+        self.repo = cwd
 
-    def can_run(self, env: dict[str, str]) -> bool:
-        """Whether a run with this environment sees what a fresh interpreter would (see the module's docstring)."""
+    def can_run(self, env: dict[str, str], cwd: str) -> bool:
+        """Whether a run with this environment in this folder sees what a fresh interpreter would (see the module's
+        docstring): nothing read at import changed, and nothing in the folder would shadow a package imported
+        ahead (a fresh ``python -m`` puts the folder first on ``sys.path``)."""
         if self.process.poll() is not None or env.get("EVALCLI_TEST_FRESH") == "1":
+            return False
+        try:
+            local = {entry.removesuffix(".py") for entry in os.listdir(cwd)}
+        except OSError:
+            return False
+        if local & self.ahead - ({"evalcli"} if os.path.samefile(cwd, self.repo) else set()):
             return False
         if env.get("PYTHONPATH") != self.env.get("PYTHONPATH"):
             return False
@@ -197,7 +219,9 @@ class Client:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             conn.connect(self.path)
-            socket.send_fds(conn, [json.dumps({"args": args, "cwd": cwd, "env": env}).encode()], [out_w, err_w])
+            request = json.dumps({"args": args, "cwd": cwd, "env": env}).encode() + b"\n"
+            sent = socket.send_fds(conn, [request], [out_w, err_w])
+            conn.sendall(request[sent:])
         finally:
             os.close(out_w)
             os.close(err_w)
@@ -263,7 +287,8 @@ def main() -> None:
     base_path = sys.path[1 + len(own):]  # the interpreter's own: stdlib, site-packages and their .pth entries
     import_ahead()
     server = Server(path)
-    print("ready", flush=True)
+    ahead = sorted({name.split(".")[0] for name in sys.modules} - set(sys.stdlib_module_names) - {"__main__", "tests"})
+    print("ready " + json.dumps(ahead), flush=True)
     request = server.serve()
     if request is None:
         return

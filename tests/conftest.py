@@ -131,7 +131,7 @@ def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeo
     if env is None or "EVALCLI_JUDGE_MODEL" not in env:
         full_env.pop("EVALCLI_JUDGE_MODEL", None)
     server = None if fresh else cli_server()
-    if server is not None and server.can_run(full_env):
+    if server is not None and server.can_run(full_env, str(cwd)):
         code, out, err = server.run(list(args), str(cwd), full_env, timeout)
         return CliResult(code, out, err, cwd)
     done = subprocess.run([sys.executable, "-m", "evalcli", *args], cwd=cwd, env=full_env, capture_output=True,

@@ -40,7 +40,7 @@ def server():  # type: ignore[no-untyped-def]
 def test_a_forked_run_is_what_a_fresh_interpreter_gives(server, workdir: Path, args: list[str]) -> None:
     (workdir / "d.yaml").write_text(DATASET)
     (workdir / "bad.yaml").write_text("target: agents:echo\ndata:\n  - {id: a, inputs: 3}\n")
-    assert server.can_run({**_env(), "X": "1"})
+    assert server.can_run({**_env(), "X": "1"}, str(workdir))
     db = ["--db"] if args[0] == "run" else []
     forked = run_cli([*args, *db, *(["forked.db"] if db else [])], workdir)
     fresh = run_cli([*args, *db, *(["fresh.db"] if db else [])], workdir, fresh=True)
@@ -91,16 +91,26 @@ def test_a_run_past_its_timeout_is_killed_and_reported_as_subprocess_does(server
     assert after.code == 0 and "run" in after.stdout
 
 
-def test_an_environment_read_at_import_gets_a_fresh_interpreter(server) -> None:
-    env = _env()
-    assert server.can_run(env)
-    assert not server.can_run({**env, "PYTHONHASHSEED": "3"})
-    assert not server.can_run({**env, "LC_ALL": "C"})
-    assert not server.can_run({**env, "PYTHONPATH": f"/elsewhere:{env['PYTHONPATH']}"})
-    assert not server.can_run({**env, "EVALCLI_TEST_FRESH": "1"})
+def test_an_environment_read_at_import_gets_a_fresh_interpreter(server, tmp_path: Path) -> None:
+    env, here = _env(), str(tmp_path)
+    assert server.can_run(env, here)
+    assert not server.can_run({**env, "PYTHONHASHSEED": "3"}, here)
+    assert not server.can_run({**env, "LC_ALL": "C"}, here)
+    assert not server.can_run({**env, "PYTHONPATH": f"/elsewhere:{env['PYTHONPATH']}"}, here)
+    assert not server.can_run({**env, "EVALCLI_TEST_FRESH": "1"}, here)
     without = dict(env)
     without.pop("PYTHONPATH")
-    assert not server.can_run(without)
+    assert not server.can_run(without, here)
+
+
+def test_a_folder_with_a_module_named_like_one_imported_ahead_gets_a_fresh_interpreter(server, tmp_path: Path) -> None:
+    assert "yaml" in server.ahead and "rich" in server.ahead
+    assert server.can_run(_env(), str(tmp_path))
+    (tmp_path / "yaml.py").write_text("raise SystemExit('the local yaml.py')\n")
+    assert not server.can_run(_env(), str(tmp_path))
+    (tmp_path / "d.yaml").write_text(DATASET)
+    shadowed = run_cli(["run", "d.yaml"], tmp_path)  # what python -m evalcli does here: the local yaml.py
+    assert "the local yaml.py" in shadowed.stderr and shadowed.code == 1
 
 
 def test_a_forked_run_has_not_imported_what_evalcli_imports_only_when_needed(server, tmp_path: Path) -> None:
