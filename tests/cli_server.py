@@ -9,10 +9,12 @@ stdin), exit code and signals. It runs ``evalcli`` as ``python -m evalcli`` woul
 ends through the interpreter's normal shutdown, so atexit handlers, flushing and exit codes are the same.
 
 What is imported ahead is evalcli's own modules and the libraries they import at module level; never litellm,
-scipy, a framework, the embedded model or a browser (tests assert those are imported only when needed, and
-importing them reads settings a test may change). ``tests.conftest.run_cli`` falls back to a fresh interpreter when
-the run's environment changes something read at import (``PYTHON*``, locale, typer's and rich's switches) or adds
-to ``PYTHONPATH``, when the server printed anything while importing, and always with ``EVALCLI_TEST_FRESH=1``.
+scipy, the embedded model or a browser (tests assert those are imported only when needed, and importing them reads
+settings a test may change). The "frameworks" profile, a second server used only by the test modules that run
+framework agents, imports the Agents SDK, PydanticAI and LangGraph ahead too. ``tests.conftest.run_cli`` falls back
+to a fresh interpreter when the run's environment changes something read at import (``PYTHON*``, locale, typer's
+and rich's switches, the frameworks' own), adds to ``PYTHONPATH``, or its folder holds a module named like a package
+imported ahead; when the server printed anything while importing; and always with ``EVALCLI_TEST_FRESH=1``.
 
 Protocol: the client connects to the server's unix socket and sends one JSON request (args, cwd, env) with its
 stdout and stderr pipes' write ends as SCM_RIGHTS fds; the server forks, replies ``pid N`` and later ``exit N``
@@ -29,20 +31,33 @@ import socket
 import sys
 from typing import Any
 
-# read at import by the libraries imported ahead, or by the interpreter at start: a run that changes one of these
-# gets a fresh interpreter
+# read at import by the libraries imported ahead, or by the interpreter at start (measured: os.environ reads during
+# import_ahead): a run that changes one of these gets a fresh interpreter
 IMPORT_TIME_ENV_PREFIXES = ("PYTHON", "LC_", "LANG", "TZ", "TERMINAL_WIDTH", "_TYPER", "TYPER_", "GITHUB_ACTIONS",
-                            "FORCE_COLOR", "PY_COLORS", "AIOHTTP_")
+                            "FORCE_COLOR", "PY_COLORS", "AIOHTTP_", "PYDANTIC_")
+
+# the "frameworks" profile, for the test modules that run framework agents (``tests.conftest.FRAMEWORK_MODULES``):
+# the three frameworks too, 1.1-1.6 s of CPU each to import, and what they read at import
+FRAMEWORKS = ("agents", "pydantic_ai", "pydantic_ai.models.openai", "pydantic_ai.providers.openai",
+              "langgraph.graph", "langgraph.prebuilt", "langchain_openai", "langchain_core.messages",
+              "langchain_core.tools", "langchain.agents", "evalcli.targets.agents_usage", "evalcli.targets.langgraph",
+              "evalcli.targets.openai_agents", "evalcli.targets.pydantic_ai")
+FRAMEWORKS_ENV_PREFIXES = ("OPENAI_AGENTS_DONT_LOG_", "OPENAI_LOG", "OPENAI_API_TYPE", "OPENAI_API_VERSION",
+                           "AZURE_OPENAI_", "LANGCHAIN_", "LANGSMITH_", "LANGGRAPH_", "OTEL_", "WEBSOCKETS_", "SSLKEYLOGFILE",
+                           "DEFER_PYDANTIC_BUILD", "MULTIDICT_", "YARL_", "FROZENLIST_", "PROPCACHE_")
+PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 
 # evalcli modules that import a framework at module level (imported by their adapters only when a target needs them)
 NOT_AHEAD = ("evalcli.targets.agents_usage", "evalcli.targets.langgraph", "evalcli.targets.openai_agents",
              "evalcli.targets.pydantic_ai", "evalcli.__main__")
 NEVER_AHEAD = {"litellm", "scipy", "agents", "pydantic_ai", "langgraph", "langchain_core", "langchain_openai",
                "openai", "llama_cpp", "playwright", "numpy", "pandas"}
+FRAMEWORK_PACKAGES = {"agents", "pydantic_ai", "langgraph", "langchain_core", "langchain_openai", "openai"}
 
 
-def import_ahead() -> None:
-    """Import evalcli's modules and what they import at module level, except the heavy optional ones."""
+def import_ahead(profile: str = "base") -> None:
+    """Import evalcli's modules and what they import at module level, except the heavy optional ones (and for the
+    "frameworks" profile, the frameworks too)."""
     import importlib
     import pkgutil
 
@@ -53,7 +68,10 @@ def import_ahead() -> None:
         if not info.name.startswith(NOT_AHEAD):
             importlib.import_module(info.name)
     sqlite_utils_module()
-    leaked = {name.split(".")[0] for name in sys.modules} & NEVER_AHEAD
+    for name in PROFILES[profile]:
+        importlib.import_module(name)
+    never = NEVER_AHEAD - (FRAMEWORK_PACKAGES if profile == "frameworks" else set())
+    leaked = {name.split(".")[0] for name in sys.modules} & never
     if leaked:
         raise SystemExit(f"cli_server: importing evalcli ahead also imported {sorted(leaked)}; add the module that "
                          "did to NOT_AHEAD")
@@ -168,16 +186,17 @@ def become_run(request: dict[str, Any], base_path: list[str]) -> None:
 class Client:
     """One pytest process's connection to its server, started on the first run and stopped with the process."""
 
-    def __init__(self, env: dict[str, str], cwd: str) -> None:
+    def __init__(self, env: dict[str, str], cwd: str, profile: str = "base") -> None:
         import subprocess
         import tempfile
 
         self.env = env
+        self.prefixes = IMPORT_TIME_ENV_PREFIXES + (FRAMEWORKS_ENV_PREFIXES if profile == "frameworks" else ())
         folder = tempfile.mkdtemp(prefix="evalcli-cli-")
         self.path = os.path.join(folder, "s")
         self.log = os.path.join(folder, "server.log")
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "tests.cli_server", self.path], cwd=cwd, env=env,
+            self.process = subprocess.Popen([sys.executable, "-m", "tests.cli_server", self.path, profile], cwd=cwd, env=env,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
         assert self.process.stdout is not None
         ready = self.process.stdout.readline()
@@ -203,7 +222,7 @@ class Client:
             return False
         if env.get("PYTHONPATH") != self.env.get("PYTHONPATH"):
             return False
-        keys = {key for key in (*env, *self.env) if key.startswith(IMPORT_TIME_ENV_PREFIXES)}
+        keys = {key for key in (*env, *self.env) if key.startswith(self.prefixes)}
         return all(env.get(key) == self.env.get(key) for key in keys)
 
     def run(self, args: list[str], cwd: str, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
@@ -282,10 +301,10 @@ class Client:
 
 
 def main() -> None:
-    path = sys.argv[1]
+    path, profile = sys.argv[1], sys.argv[2]
     own = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     base_path = sys.path[1 + len(own):]  # the interpreter's own: stdlib, site-packages and their .pth entries
-    import_ahead()
+    import_ahead(profile)
     server = Server(path)
     ahead = sorted({name.split(".")[0] for name in sys.modules} - set(sys.stdlib_module_names) - {"__main__", "tests"})
     print("ready " + json.dumps(ahead), flush=True)

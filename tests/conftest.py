@@ -130,7 +130,7 @@ def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeo
     full_env = {**cli_base_env(), **(env or {})}
     if env is None or "EVALCLI_JUDGE_MODEL" not in env:
         full_env.pop("EVALCLI_JUDGE_MODEL", None)
-    server = None if fresh else cli_server()
+    server = None if fresh else cli_server(server_profile())
     if server is not None and server.can_run(full_env, str(cwd)):
         code, out, err = server.run(list(args), str(cwd), full_env, timeout)
         return CliResult(code, out, err, cwd)
@@ -143,24 +143,37 @@ def cli_base_env() -> dict[str, str]:
     return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO), "COLUMNS": "200"}
 
 
-_server: list[cli_server_module.Client | None] = []
+# the test modules whose CLI runs start framework agents: their runs fork from a server that imported the frameworks
+FRAMEWORK_MODULES = frozenset({
+    "test_apps_guardrails", "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai",
+    "test_frameworks_cli", "test_recorded_frameworks", "test_registration", "test_tools_frameworks",
+})
+
+
+def server_profile() -> str:
+    """The fork server for the test running now: "frameworks" in FRAMEWORK_MODULES, else "base"."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "")
+    return "frameworks" if Path(test.split("::")[0]).stem in FRAMEWORK_MODULES else "base"
+
+
+_servers: dict[str, cli_server_module.Client | None] = {}
 _server_lock = threading.Lock()
 
 
-def cli_server() -> cli_server_module.Client | None:
-    """This process's CLI fork server, started on first use; None if it could not start (then every run is fresh,
-    with a warning) or with ``EVALCLI_TEST_FRESH=1``."""
+def cli_server(profile: str = "base") -> cli_server_module.Client | None:
+    """This process's CLI fork server for a profile, started on first use; None if it could not start (then every
+    run is fresh, with a warning) or with ``EVALCLI_TEST_FRESH=1``."""
     with _server_lock:
-        if not _server:
+        if profile not in _servers:
             client = None
             if os.environ.get("EVALCLI_TEST_FRESH") != "1":
                 try:
-                    client = cli_server_module.Client(cli_base_env(), str(REPO))
+                    client = cli_server_module.Client(cli_base_env(), str(REPO), profile)
                     atexit.register(client.close)
                 except RuntimeError as error:
                     warnings.warn(f"{error}; every CLI run starts a fresh interpreter", stacklevel=2)
-            _server.append(client)
-        return _server[0]
+            _servers[profile] = client
+        return _servers[profile]
 
 
 @pytest.fixture

@@ -60,7 +60,8 @@ def _same(text: str) -> str:
     import re
     text = re.sub(r'"(run_id|started_at|finished_at|duration_ms|latency_ms|created_at)": [^,}\n]+', r'"\1": _',
                   text)
-    text = re.sub(r"\b[0-9A-Z]{26}\b|\b[0-9a-f]{8,}\b|\d+(\.\d+)?\s?m?s\b", "_", text)
+    uuid = r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+    text = re.sub(uuid + r"|\b[0-9A-Z]{26}\b|\b[0-9a-f]{8,}\b|\d+(\.\d+)?\s?m?s\b", "_", text)
     return text.replace("forked.db", "X.db").replace("fresh.db", "X.db")
 
 
@@ -122,3 +123,30 @@ def test_a_forked_run_has_not_imported_what_evalcli_imports_only_when_needed(ser
     done = run_cli(["run", "d.yaml", "--json", "-"], tmp_path)
     assert done.code == 0, done.stderr
     assert done.json["items"][0]["turns"][0]["output"][0]["content"] == ""
+
+
+def test_the_frameworks_server_forks_framework_runs_and_leaves_a_local_agents_module_to_a_fresh_interpreter(
+        tmp_path: Path) -> None:
+    frameworks = cli_server("frameworks")
+    if frameworks is None:
+        pytest.skip("EVALCLI_TEST_FRESH=1: no fork server in this process")
+    assert {"agents", "pydantic_ai", "langgraph", "langchain_openai"} <= frameworks.ahead
+    assert not {"litellm", "scipy", "llama_cpp", "playwright"} & frameworks.ahead
+    assert not {"agents", "pydantic_ai", "langgraph"} & cli_server("base").ahead  # type: ignore[union-attr]
+    env = {**_env(), "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9"}
+    assert frameworks.can_run(env, str(tmp_path))
+    assert not frameworks.can_run({**env, "OPENAI_AGENTS_DONT_LOG_MODEL_DATA": "1"}, str(tmp_path))
+    (tmp_path / "agents.py").write_text("def echo(input, **kw):\n    return input\n")  # the SDK's name
+    assert not frameworks.can_run(env, str(tmp_path))
+    (tmp_path / "app.py").write_text(textwrap.dedent("""
+        from pydantic_ai import Agent
+        from pydantic_ai.models.test import TestModel
+        agent = Agent(TestModel(custom_output_text="from the test model"))
+    """))
+    (tmp_path / "d.yaml").write_text("target: app:agent\nscorers: [{includes: test model}]\n"
+                                     "data:\n  - {id: a, input: hi}\n")
+    (tmp_path / "agents.py").unlink()
+    code, out, err = frameworks.run(["run", "d.yaml", "--json", "-"], str(tmp_path), env, 120)
+    fresh = run_cli(["run", "d.yaml", "--json", "-", "--db", "fresh.db"], tmp_path, env=env, fresh=True)
+    assert (code, fresh.code) == (0, 0), err + fresh.stderr
+    assert _same(out) == _same(fresh.stdout).replace("fresh.db", "evalcli.db")
