@@ -43,8 +43,8 @@ FRAMEWORKS = ("agents", "pydantic_ai", "pydantic_ai.models.openai", "pydantic_ai
               "langchain_core.tools", "langchain.agents", "evalcli.targets.agents_usage", "evalcli.targets.langgraph",
               "evalcli.targets.openai_agents", "evalcli.targets.pydantic_ai")
 FRAMEWORKS_ENV_PREFIXES = ("OPENAI_AGENTS_DONT_LOG_", "OPENAI_LOG", "OPENAI_API_TYPE", "OPENAI_API_VERSION",
-                           "AZURE_OPENAI_", "LANGCHAIN_", "LANGSMITH_", "LANGGRAPH_", "OTEL_", "WEBSOCKETS_", "SSLKEYLOGFILE",
-                           "DEFER_PYDANTIC_BUILD", "MULTIDICT_", "YARL_", "FROZENLIST_", "PROPCACHE_")
+                           "AZURE_OPENAI_", "LANGCHAIN_", "LANGSMITH_", "LANGGRAPH_", "OTEL_", "WEBSOCKETS_",
+                           "SSLKEYLOGFILE", "DEFER_PYDANTIC_BUILD", "MULTIDICT_", "YARL_", "FROZENLIST_", "PROPCACHE_")
 PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 
 # evalcli modules that import a framework at module level (imported by their adapters only when a target needs them)
@@ -187,23 +187,25 @@ class Client:
     """One pytest process's connection to its server, started on the first run and stopped with the process."""
 
     def __init__(self, env: dict[str, str], cwd: str, profile: str = "base") -> None:
+        import shutil
         import subprocess
         import tempfile
 
         self.env = env
         self.prefixes = IMPORT_TIME_ENV_PREFIXES + (FRAMEWORKS_ENV_PREFIXES if profile == "frameworks" else ())
-        folder = tempfile.mkdtemp(prefix="evalcli-cli-")
-        self.path = os.path.join(folder, "s")
-        self.log = os.path.join(folder, "server.log")
+        self.folder = tempfile.mkdtemp(prefix="evalcli-cli-")
+        self.path = os.path.join(self.folder, "s")
+        self.log = os.path.join(self.folder, "server.log")
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "tests.cli_server", self.path, profile], cwd=cwd, env=env,
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+            self.process = subprocess.Popen([sys.executable, "-m", "tests.cli_server", self.path, profile], cwd=cwd,
+                                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
         assert self.process.stdout is not None
         ready = self.process.stdout.readline()
         with open(self.log, encoding="utf-8", errors="replace") as log:
             said = log.read()
         if not ready.startswith(b"ready ") or said:
             self.process.kill()
+            shutil.rmtree(self.folder, ignore_errors=True)
             raise RuntimeError(f"the CLI fork server did not start cleanly: {said.strip() or ready!r}")
         self.ahead: set[str] = set(json.loads(ready[len(b"ready "):]))  # the packages imported ahead
         self.repo = cwd
@@ -289,6 +291,7 @@ class Client:
         return code, text(out_r), text(err_r)
 
     def close(self) -> None:
+        import shutil
         import subprocess
 
         if self.process.poll() is None:
@@ -298,6 +301,7 @@ class Client:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def main() -> None:

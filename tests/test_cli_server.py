@@ -119,7 +119,8 @@ def test_a_forked_run_has_not_imported_what_evalcli_imports_only_when_needed(ser
         "import sys\ndef probe(input, **kw):\n"
         "    return ' '.join(sorted({m.split('.')[0] for m in sys.modules} & set(input.split())))\n")
     heavy = "litellm scipy pydantic_ai langgraph langchain_core openai llama_cpp playwright numpy"
-    (tmp_path / "d.yaml").write_text(f"target: agents:probe\nscorers: [{{includes: x}}]\ndata:\n  - {{id: a, input: {heavy}}}\n")
+    (tmp_path / "d.yaml").write_text("target: agents:probe\nscorers: [{includes: x}]\n"
+                                     f"data:\n  - {{id: a, input: {heavy}}}\n")
     done = run_cli(["run", "d.yaml", "--json", "-"], tmp_path)
     assert done.code == 0, done.stderr
     assert done.json["items"][0]["turns"][0]["output"][0]["content"] == ""
