@@ -31,14 +31,15 @@ settings.register_profile("evalcli", deadline=None)
 settings.load_profile("evalcli")
 
 # `make test-fast` runs `-m "not slow"`: the unit tests and the end-to-end tests on the callable and http targets.
-# Slow are the modules that start framework agents, a browser, Node, the embedded model or every docs example, the
-# demo (its embedded judge), and every test run through litellm's path (importing litellm costs each CLI subprocess
-# seconds of CPU); `make test` and CI run them all.
+# Slow are the modules that start framework agents, a browser, Node, the embedded model, pytest sessions of their
+# own (the plugin's) or every docs example, the demo (its embedded judge), and every test run through litellm's path
+# (importing litellm costs each CLI subprocess seconds of CPU); `make test` and CI run them all.
 SLOW_MODULES = frozenset({
     "test_apps_guardrails", "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai",
     "test_docs_examples", "test_first_minutes", "test_frameworks_cli", "test_hostile_transcripts",
-    "test_html_report_browser", "test_llm_backends", "test_local_model", "test_recorded_frameworks",
-    "test_registration", "test_scripted_model", "test_target_mastra", "test_tools_frameworks", "test_yaml_suite",
+    "test_html_report_browser", "test_llm_backends", "test_local_model", "test_pytest_plugin",
+    "test_pytest_plugin_runs", "test_recorded_frameworks", "test_registration", "test_scripted_model",
+    "test_target_mastra", "test_tools_frameworks", "test_yaml_suite",
 })
 
 
