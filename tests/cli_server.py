@@ -36,23 +36,23 @@ from typing import Any
 IMPORT_TIME_ENV_PREFIXES = ("PYTHON", "LC_", "LANG", "TZ", "TERMINAL_WIDTH", "_TYPER", "TYPER_", "GITHUB_ACTIONS",
                             "FORCE_COLOR", "PY_COLORS", "AIOHTTP_", "PYDANTIC_")
 
+# evalcli modules that import a framework at module level (imported by their adapters only when a target needs them)
+FRAMEWORK_ADAPTERS = ("evalcli.targets.agents_usage", "evalcli.targets.langgraph", "evalcli.targets.openai_agents",
+                      "evalcli.targets.pydantic_ai")
+FRAMEWORK_PACKAGES = {"agents", "pydantic_ai", "langgraph", "langchain_core", "langchain_openai", "openai"}
+
 # the "frameworks" profile, for the test modules that run framework agents (``tests.conftest.FRAMEWORK_MODULES``):
 # the three frameworks too, 1.1-1.6 s of CPU each to import, and what they read at import
 FRAMEWORKS = ("agents", "pydantic_ai", "pydantic_ai.models.openai", "pydantic_ai.providers.openai",
               "langgraph.graph", "langgraph.prebuilt", "langchain_openai", "langchain_core.messages",
-              "langchain_core.tools", "langchain.agents", "evalcli.targets.agents_usage", "evalcli.targets.langgraph",
-              "evalcli.targets.openai_agents", "evalcli.targets.pydantic_ai")
+              "langchain_core.tools", "langchain.agents", *FRAMEWORK_ADAPTERS)
 FRAMEWORKS_ENV_PREFIXES = ("OPENAI_AGENTS_DONT_LOG_", "OPENAI_LOG", "OPENAI_API_TYPE", "OPENAI_API_VERSION",
                            "AZURE_OPENAI_", "LANGCHAIN_", "LANGSMITH_", "LANGGRAPH_", "OTEL_", "WEBSOCKETS_",
                            "SSLKEYLOGFILE", "DEFER_PYDANTIC_BUILD", "MULTIDICT_", "YARL_", "FROZENLIST_", "PROPCACHE_")
 PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 
-# evalcli modules that import a framework at module level (imported by their adapters only when a target needs them)
-NOT_AHEAD = ("evalcli.targets.agents_usage", "evalcli.targets.langgraph", "evalcli.targets.openai_agents",
-             "evalcli.targets.pydantic_ai", "evalcli.__main__")
-NEVER_AHEAD = {"litellm", "scipy", "agents", "pydantic_ai", "langgraph", "langchain_core", "langchain_openai",
-               "openai", "llama_cpp", "playwright", "numpy", "pandas"}
-FRAMEWORK_PACKAGES = {"agents", "pydantic_ai", "langgraph", "langchain_core", "langchain_openai", "openai"}
+NOT_AHEAD = (*FRAMEWORK_ADAPTERS, "evalcli.__main__")  # walking evalcli's modules, these are left to the profile
+NEVER_AHEAD = FRAMEWORK_PACKAGES | {"litellm", "scipy", "llama_cpp", "playwright", "numpy", "pandas"}
 
 
 def import_ahead(profile: str = "base") -> None:

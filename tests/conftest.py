@@ -34,13 +34,18 @@ settings.load_profile("evalcli")
 # Slow are the modules that start framework agents, a browser, Node, the embedded model, pytest sessions of their
 # own (the plugin's) or every docs example, the demo (its embedded judge), and every test run through litellm's path
 # (importing litellm costs each CLI subprocess seconds of CPU); `make test` and CI run them all.
-SLOW_MODULES = frozenset({
+# FRAMEWORK_MODULES: the test modules whose CLI runs start framework agents; their runs fork from a server that
+# imported the frameworks (tests/cli_server.py)
+FRAMEWORK_MODULES = frozenset({
     "test_apps_guardrails", "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai",
-    "test_docs_examples", "test_first_minutes", "test_frameworks_cli", "test_hostile_transcripts",
-    "test_html_report_browser", "test_llm_backends", "test_local_model", "test_pytest_plugin",
-    "test_pytest_plugin_runs", "test_recorded_frameworks", "test_registration", "test_scripted_model",
-    "test_target_mastra", "test_tools_frameworks", "test_yaml_suite",
+    "test_frameworks_cli", "test_recorded_frameworks", "test_registration", "test_tools_frameworks",
 })
+
+SLOW_MODULES = FRAMEWORK_MODULES | {
+    "test_docs_examples", "test_first_minutes", "test_hostile_transcripts", "test_html_report_browser",
+    "test_llm_backends", "test_local_model", "test_pytest_plugin", "test_pytest_plugin_runs", "test_scripted_model",
+    "test_target_mastra", "test_yaml_suite",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -142,13 +147,6 @@ def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeo
 
 def cli_base_env() -> dict[str, str]:
     return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO), "COLUMNS": "200"}
-
-
-# the test modules whose CLI runs start framework agents: their runs fork from a server that imported the frameworks
-FRAMEWORK_MODULES = frozenset({
-    "test_apps_guardrails", "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai",
-    "test_frameworks_cli", "test_recorded_frameworks", "test_registration", "test_tools_frameworks",
-})
 
 
 def server_profile() -> str:

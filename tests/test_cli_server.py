@@ -3,13 +3,14 @@ codes, stdout and stderr, the run's own working directory, environment and agent
 
 from __future__ import annotations
 
+import re
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_server, run_cli
+from tests.conftest import cli_base_env, cli_server, run_cli
 
 DATASET = """
 target: agents:echo
@@ -40,24 +41,19 @@ def server():  # type: ignore[no-untyped-def]
 def test_a_forked_run_is_what_a_fresh_interpreter_gives(server, workdir: Path, args: list[str]) -> None:
     (workdir / "d.yaml").write_text(DATASET)
     (workdir / "bad.yaml").write_text("target: agents:echo\ndata:\n  - {id: a, inputs: 3}\n")
-    assert server.can_run({**_env(), "X": "1"}, str(workdir))
-    db = ["--db"] if args[0] == "run" else []
-    forked = run_cli([*args, *db, *(["forked.db"] if db else [])], workdir)
-    fresh = run_cli([*args, *db, *(["fresh.db"] if db else [])], workdir, fresh=True)
+    assert server.can_run({**cli_base_env(), "X": "1"}, str(workdir))
+    def stored_in(db: str) -> list[str]:
+        return [*args, "--db", db] if args[0] == "run" else args
+    forked = run_cli(stored_in("forked.db"), workdir)
+    fresh = run_cli(stored_in("fresh.db"), workdir, fresh=True)
     assert forked.code == fresh.code
     assert _same(forked.stdout) == _same(fresh.stdout)
     assert _same(forked.stderr) == _same(fresh.stderr)
     assert forked.code in (0, 1, 2)
 
 
-def _env() -> dict[str, str]:
-    from tests.conftest import cli_base_env
-    return cli_base_env()
-
-
 def _same(text: str) -> str:
     """A run's output with what differs between any two runs (run ids, times) taken out."""
-    import re
     text = re.sub(r'"(run_id|started_at|finished_at|duration_ms|latency_ms|created_at)": [^,}\n]+', r'"\1": _',
                   text)
     uuid = r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
@@ -93,7 +89,7 @@ def test_a_run_past_its_timeout_is_killed_and_reported_as_subprocess_does(server
 
 
 def test_an_environment_read_at_import_gets_a_fresh_interpreter(server, tmp_path: Path) -> None:
-    env, here = _env(), str(tmp_path)
+    env, here = cli_base_env(), str(tmp_path)
     assert server.can_run(env, here)
     assert not server.can_run({**env, "PYTHONHASHSEED": "3"}, here)
     assert not server.can_run({**env, "LC_ALL": "C"}, here)
@@ -106,9 +102,9 @@ def test_an_environment_read_at_import_gets_a_fresh_interpreter(server, tmp_path
 
 def test_a_folder_with_a_module_named_like_one_imported_ahead_gets_a_fresh_interpreter(server, tmp_path: Path) -> None:
     assert "yaml" in server.ahead and "rich" in server.ahead
-    assert server.can_run(_env(), str(tmp_path))
+    assert server.can_run(cli_base_env(), str(tmp_path))
     (tmp_path / "yaml.py").write_text("raise SystemExit('the local yaml.py')\n")
-    assert not server.can_run(_env(), str(tmp_path))
+    assert not server.can_run(cli_base_env(), str(tmp_path))
     (tmp_path / "d.yaml").write_text(DATASET)
     shadowed = run_cli(["run", "d.yaml"], tmp_path)  # what python -m evalcli does here: the local yaml.py
     assert "the local yaml.py" in shadowed.stderr and shadowed.code == 1
@@ -134,7 +130,7 @@ def test_the_frameworks_server_forks_framework_runs_and_leaves_a_local_agents_mo
     assert {"agents", "pydantic_ai", "langgraph", "langchain_openai"} <= frameworks.ahead
     assert not {"litellm", "scipy", "llama_cpp", "playwright"} & frameworks.ahead
     assert not {"agents", "pydantic_ai", "langgraph"} & cli_server("base").ahead  # type: ignore[union-attr]
-    env = {**_env(), "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9"}
+    env = {**cli_base_env(), "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9"}
     assert frameworks.can_run(env, str(tmp_path))
     assert not frameworks.can_run({**env, "OPENAI_AGENTS_DONT_LOG_MODEL_DATA": "1"}, str(tmp_path))
     (tmp_path / "agents.py").write_text("def echo(input, **kw):\n    return input\n")  # the SDK's name
