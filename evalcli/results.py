@@ -69,6 +69,29 @@ def fmt(score: float | None) -> str:
     return f"{score:.3f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:.0f}"
 
 
+TOLERANCE = 1e-9
+"""How near a bound a mean may fall and still reach it (docs/scorers.md#thresholds): the float mean of three 0.7
+scores is 0.6999999999999998, and it reaches a 0.7 threshold (a deliberate deviation from Mastra)."""
+GATE = 1.0
+"""What a gate's score (on a conversation, or averaged over a run's) must reach."""
+
+
+def within(value: float | None, low: float | None, high: float | None = None) -> bool:
+    """The one comparison of a score with a bound: ``value`` reaches ``low`` and does not pass ``high`` (either may
+    be ``None``), each within ``TOLERANCE``; no value, or a non-finite one, fails. Every threshold and every gate
+    (per conversation, per turn, over a run, in diff, compare and pytest) is decided here."""
+    if value is None or not math.isfinite(value):
+        return False
+    if low is not None and value < low - TOLERANCE:
+        return False
+    return not (high is not None and value > high + TOLERANCE)
+
+
+def reaches_gate(score: float | None) -> bool:
+    """Whether a gate's score (one conversation's, one play's, or a run's mean) reaches 1 (``within``)."""
+    return within(score, GATE)
+
+
 @dataclass(frozen=True)
 class Threshold:
     """An inclusive bound on a scorer's average: a number is a minimum, ``{min, max}`` are bounds (either may be
@@ -86,12 +109,9 @@ class Threshold:
         return cls(float(raw), None, raw)
 
     def passed(self, average: float | None) -> bool:
-        """Whether an average meets the bound; no average, or a non-finite one, fails."""
-        if average is None or not math.isfinite(average):
-            return False
-        if self.min is not None and average < self.min:
-            return False
-        return not (self.max is not None and average > self.max)
+        """Whether an average meets the bound (``within``: inclusive, with ``TOLERANCE``); no average, or a
+        non-finite one, fails."""
+        return within(average, self.min, self.max)
 
 
 @dataclass(frozen=True)
@@ -136,7 +156,7 @@ class Outcome:
     @property
     def missed_gate(self) -> bool:
         """As a gate on one conversation: scorable, and below 1.0 (or without a score)."""
-        return not self.not_scorable and (self.score is None or not self.score >= 1.0)
+        return not self.not_scorable and not reaches_gate(self.score)
 
     @property
     def scored(self) -> bool:
