@@ -7,7 +7,7 @@ This is a base module: it imports nothing of evalcli but ``messages``, so every 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .messages import Message
@@ -147,6 +147,10 @@ class Outcome:
     """Each verdict behind a repeated (``samples: N``) or panel (``models``) judge's decision; empty otherwise."""
     agreement: tuple[int, int] | None = None
     """(k, N): how many of the N samples agree with the decision."""
+    reached: bool | None = None
+    """A gate's pass or fail when its score alone does not decide it: for a gate's mean over ``--repeat`` plays,
+    whether every play that scored it reached it (a mean of 2.0 and 0.5 is 1.25, yet one play failed); as stored
+    (``outcomes_from_json``). ``None``: the score decides (``reaches_gate``)."""
 
     @property
     def agreement_text(self) -> str | None:
@@ -155,8 +159,11 @@ class Outcome:
 
     @property
     def missed_gate(self) -> bool:
-        """As a gate on one conversation: scorable, and below 1.0 (or without a score)."""
-        return not self.not_scorable and not reaches_gate(self.score)
+        """As a gate on one conversation: scorable, and not reached (below 1.0 or without a score; over ``--repeat``
+        plays, missed by some play: ``reached``)."""
+        if self.not_scorable:
+            return False
+        return not (reaches_gate(self.score) if self.reached is None else self.reached)
 
     @property
     def scored(self) -> bool:
@@ -227,8 +234,15 @@ def outcomes_from_json(data: dict[str, Any]) -> tuple[dict[str, Outcome], dict[s
     """Gates, scorers and thresholds back from ``outcomes_json``."""
     scorers = data.get("scorers", {})
     thresholds = {k: v["threshold"] for k, v in scorers.items() if v.get("threshold") is not None}
-    return ({k: Outcome.from_json(v) for k, v in data.get("gates", {}).items()},
+    return ({k: _gate_from_json(v) for k, v in data.get("gates", {}).items()},
             {k: Outcome.from_json(v) for k, v in scorers.items()}, thresholds)
+
+
+def _gate_from_json(data: dict[str, Any]) -> Outcome:
+    """A gate's outcome as stored: its ``passed`` as decided when it was scored (``Outcome.reached``)."""
+    passed = data.get("passed")
+    outcome = Outcome.from_json(data)
+    return replace(outcome, reached=passed) if isinstance(passed, bool) else outcome
 
 
 @dataclass(frozen=True)
@@ -363,7 +377,8 @@ class ItemResult:
 
     @property
     def passed(self) -> bool:
-        """Status ok and no gate missed, at the top level or on any turn."""
+        """Status ok and no gate missed, at the top level or on any turn (under ``--repeat``: missed by any play,
+        ``Outcome.reached``, so this is ``stability == "stable-pass"``)."""
         gates = [*self.gate_scores.values(), *(o for t in self.turns for o in t.gate_scores.values())]
         return self.status == "ok" and not any(o.missed_gate for o in gates)
 

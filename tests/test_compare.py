@@ -124,3 +124,46 @@ def test_compare_refuses_runs_of_different_datasets(write: Callable[..., Path], 
     result = cli("compare", first, second)
     assert result.code == 2 and "these runs are not of one dataset" in result.stderr
     assert cli("compare", first, second, "--allow-different").code == 0
+
+
+PARIS, JOKE, ROME = ("Capital of France? => Paris", "Tell me a joke => Why did the chicken cross the road?",
+                     "Capital of Italy? => Rome")
+
+
+def test_every_view_of_two_runs_pairs_and_names_conversations_by_identity(write: Callable[..., Path],
+                                                                          cli: Callable[..., CliResult]) -> None:
+    # items without ids: the joke is item 1 of A and item 0 of B, and fails the same way in both; Rome is new in B,
+    # at the joke's old position
+    def run(*inputs: str) -> str:
+        write("d.yaml", "target: agents:scripted\ngates: [{includes: Paris}]\ndata:\n"
+              + "".join(f"  - input: '{text}'\n" for text in inputs))
+        done = cli("run", "d.yaml", "--json", "-")
+        assert done.code == 1, done.stderr
+        return str(done.json["run_id"])
+
+    first, second = run(PARIS, JOKE), run(JOKE, ROME, PARIS)
+    result = cli("compare", first, second, "--html", "page.html", "--json", "out.json")
+    assert result.code == 0, result.stderr
+    differences = result.stdout[result.stdout.index("Conversations whose gates differ"):]
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in differences.splitlines()
+            if line.startswith("│")][:2]
+    assert rows == [['"Capital of Italy? => Rome"', "status", "-", "ok"],
+                    ['"Capital of Italy? => Rome"', "includes(Paris)", "-", "FAIL"]]
+    data = json.loads((result.cwd / "out.json").read_text())
+    assert {d["item"] for d in data["differences"]} == {'"Capital of Italy? => Rome"'}
+
+    page = (result.cwd / "page.html").read_text()
+    summaries = re.findall(r'<details class="conversation" id="(c-\d+)"( open)?>\s*<summary>([^<]*)', page)
+    by_name = {name: (anchor, bool(opened)) for anchor, opened, name in summaries}
+    assert set(by_name) == {"&#34;Capital of France? =&gt; Paris&#34;", "&#34;Capital of Italy? =&gt; Rome&#34;",
+                            "&#34;Tell me a joke =&gt; Why did the chicken cross the…&#34;"}
+    assert [name for name, (_, opened) in by_name.items() if opened] == ["&#34;Capital of Italy? =&gt; Rome&#34;"]
+    assert page.count("gates differ</span>") == 1
+    assert f'href="#{by_name["&#34;Capital of Italy? =&gt; Rome&#34;"][0]}"' in page
+
+    diffed = cli("diff", first, second, "--verbose", "--json", "diff.json")
+    names = [item["name"] for item in json.loads((diffed.cwd / "diff.json").read_text())["items"]]
+    assert names == ['"Capital of France? => Paris"', '"Tell me a joke => Why did the chicken cross the…"',
+                     '"Capital of Italy? => Rome"']
+    table = diffed.stdout[diffed.stdout.index("Conversations (A -> B)"):]
+    assert "│ 0 " not in table and "│ 1 " not in table and '"Capital of Italy? => Rome"' in table
