@@ -1,7 +1,8 @@
 """What a run produces (SPEC §6, §7): outcomes, per-conversation results and the run's aggregate, with
-their JSON shapes; the one ``Threshold``; the run's ``Plan``; and the conversation forms, declared once.
+their JSON shapes; the one ``Threshold`` (from ``thresholds``); the run's ``Plan``; and the conversation forms,
+declared once.
 
-This is a base module: it imports nothing of evalcli but ``messages``, so every package may use it.
+This is a base module: it imports nothing of evalcli but ``messages`` and ``thresholds``, so every package may use it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .messages import Message
+from .thresholds import TOLERANCE as TOLERANCE
+from .thresholds import Threshold as Threshold
+from .thresholds import reaches_gate as reaches_gate
+from .thresholds import within as within
 
 Verdict = Literal["passed", "scored", "failed"]
 STABILITIES = ("stable-pass", "flaky", "stable-fail")
@@ -69,51 +74,6 @@ def fmt(score: float | None) -> str:
     return f"{score:.3f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:.0f}"
 
 
-TOLERANCE = 1e-9
-"""How near a bound a mean may fall and still reach it (docs/scorers.md#thresholds): the float mean of three 0.7
-scores is 0.6999999999999998, and it reaches a 0.7 threshold (a deliberate deviation from Mastra)."""
-GATE = 1.0
-"""What a gate's score (on a conversation, or averaged over a run's) must reach."""
-
-
-def within(value: float | None, low: float | None, high: float | None = None) -> bool:
-    """The one comparison of a score with a bound: ``value`` reaches ``low`` and does not pass ``high`` (either may
-    be ``None``), each within ``TOLERANCE``; no value, or a non-finite one, fails. Every threshold and every gate
-    (per conversation, per turn, over a run, in diff, compare and pytest) is decided here."""
-    if value is None or not math.isfinite(value):
-        return False
-    if low is not None and value < low - TOLERANCE:
-        return False
-    return not (high is not None and value > high + TOLERANCE)
-
-
-def reaches_gate(score: float | None) -> bool:
-    """Whether a gate's score (one conversation's, one play's, or a run's mean) reaches 1 (``within``)."""
-    return within(score, GATE)
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """An inclusive bound on a scorer's average: a number is a minimum, ``{min, max}`` are bounds (either may be
-    left out). ``raw`` is the config as written, echoed in results and stored."""
-
-    min: float | None
-    max: float | None
-    raw: Any
-
-    @classmethod
-    def from_raw(cls, raw: Any) -> Threshold:
-        """The threshold of an already validated config (as echoed in results and stored plans)."""
-        if isinstance(raw, dict):
-            return cls(raw.get("min"), raw.get("max"), raw)
-        return cls(float(raw), None, raw)
-
-    def passed(self, average: float | None) -> bool:
-        """Whether an average meets the bound (``within``: inclusive, with ``TOLERANCE``); no average, or a
-        non-finite one, fails."""
-        return within(average, self.min, self.max)
-
-
 @dataclass(frozen=True)
 class JudgeSample:
     """One of the verdicts a judge asked several times (``samples: N``) or a panel (``models: [...]``) gave."""
@@ -148,9 +108,8 @@ class Outcome:
     agreement: tuple[int, int] | None = None
     """(k, N): how many of the N samples agree with the decision."""
     reached: bool | None = None
-    """A gate's pass or fail when its score alone does not decide it: for a gate's mean over ``--repeat`` plays,
-    whether every play that scored it reached it (a mean of 2.0 and 0.5 is 1.25, yet one play failed); as stored
-    (``outcomes_from_json``). ``None``: the score decides (``reaches_gate``)."""
+    """A gate's mean over ``--repeat`` plays: whether every play that scored it reached it (2.0 and 0.5 average 1.25,
+    yet one play failed); as stored (``outcomes_from_json``). ``None``: the score decides (``reaches_gate``)."""
 
     @property
     def agreement_text(self) -> str | None:
@@ -161,9 +120,7 @@ class Outcome:
     def missed_gate(self) -> bool:
         """As a gate on one conversation: scorable, and not reached (below 1.0 or without a score; over ``--repeat``
         plays, missed by some play: ``reached``)."""
-        if self.not_scorable:
-            return False
-        return not (reaches_gate(self.score) if self.reached is None else self.reached)
+        return not self.not_scorable and not (reaches_gate(self.score) if self.reached is None else self.reached)
 
     @property
     def scored(self) -> bool:

@@ -6,7 +6,14 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from random import Random
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalcli.identity import content_digest, conversation_identity
+from evalcli.results import ItemResult, TurnRecord
+from evalcli.store.paired import conversation_names
 from tests.conftest import CliResult
 
 DATASET = """
@@ -167,3 +174,41 @@ def test_every_view_of_two_runs_pairs_and_names_conversations_by_identity(write:
                      '"Capital of Italy? => Rome"']
     table = diffed.stdout[diffed.stdout.index("Conversations (A -> B)"):]
     assert "│ 0 " not in table and "│ 1 " not in table and '"Capital of Italy? => Rome"' in table
+
+    # the run report against a baseline: Paris (the baseline's item 0) is missing, and the joke, this run's item 0,
+    # does not hide it
+    third = run(JOKE, ROME)
+    report = cli("report", third, "--baseline", first, "--html", "r.html")
+    assert report.code == 0, report.stderr
+    page = (report.cwd / "r.html").read_text()
+    assert "1 new, 1 missing, 1 unchanged conversations" in " ".join(page.split())
+    assert '<tr class="c-missing"><td>&#34;Capital of France? =&gt; Paris&#34;</td>' in page
+    assert '<tr class="c-new"><td><a href="#c-1">&#34;Capital of Italy? =&gt; Rome&#34;</a>' in page
+
+
+@given(st.lists(st.tuples(st.sampled_from(["Paris?", "a joke", "Rome?", ""]), st.booleans()), min_size=1, max_size=6),
+       st.randoms(use_true_random=False))
+def test_a_conversations_name_never_depends_on_its_position(items: list[tuple[str, bool]], rng: Random) -> None:
+    """Whatever order a run holds its conversations in, each is named by its id or its content (the first user
+    message, numbered like its identity), never by where it stands."""
+    def results(order: list[int]) -> list[ItemResult]:
+        seen: dict[str, int] = {}
+        out = []
+        for position, n in enumerate(order):
+            text, explicit = items[n]
+            digest = content_digest(text)
+            nth = 1 if explicit else seen.get(digest, 0) + 1
+            seen[digest] = nth if not explicit else seen.get(digest, 0)
+            out.append(ItemResult(position, f"given-{n}" if explicit else str(position), [], "input", "ok", None,
+                                  None, turns=[TurnRecord(0, text, [], 0.0)] if text else [],
+                                  identity=conversation_identity(f"given-{n}" if explicit else None, digest, nth)))
+        return out
+
+    order = list(range(len(items)))
+    shuffled = order[:]
+    rng.shuffle(shuffled)
+    names = conversation_names(results(order))
+    assert conversation_names(results(shuffled)) == names
+    assert len(set(names.values())) == len(names)  # two conversations never share a name
+    for name in names.values():
+        assert name.startswith(("given-", '"', "content ")), name

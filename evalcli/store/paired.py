@@ -147,8 +147,8 @@ class Detectable:
 
     def to_json(self) -> dict[str, Any]:
         return {"measure": self.measure, "n": self.n, "smallest_detectable_change": self.change,
-                "conversations_needed_for_any": self.needed_for_any, "spread": self.spread, "alpha": ALPHA, "power": POWER, "detect": self.detect,
-                "conversations_needed": self.needed}
+                "conversations_needed_for_any": self.needed_for_any, "spread": self.spread, "alpha": ALPHA,
+                "power": POWER, "detect": self.detect, "conversations_needed": self.needed}
 
 
 @dataclass

@@ -61,7 +61,7 @@ class PairedDifference:
         """B is lower than A beyond the noise at ``alpha``: the interval lies wholly below 0 *and* Wilcoxon's p is
         below ``alpha``. A bootstrap over a few conversations that all moved alike gives an interval of one point
         (three conversations each -1: [-1, -1]) while Wilcoxon's p is 0.25: that is no evidence
-        (docs/reliability.md#comparing-two-runs)."""
+        (docs/history.md#comparisons-that-know-the-noise)."""
         return self.below_zero and self.p < alpha
 
     def to_json(self) -> dict[str, float | int]:
@@ -129,7 +129,8 @@ def detectable_change(n: int, spread: float, step: float = 1.0) -> float | None:
 def smallest_detectable(n: int, spread: float, step: float = 1.0) -> tuple[float | None, int]:
     """What ``n`` paired conversations can see, as printed: (the ``detectable_change``, or ``None`` when it is above
     100 points, a change no pass rate can make, so none is detectable; the fewest conversations that detect a change
-    of 100 points, below which none is). ``n`` is at least 1 (docs/history.md#how-many-conversations-to-see-a-5-point-change)."""
+    of 100 points, below which none is). ``n`` is at least 1
+    (docs/history.md#how-many-conversations-to-see-a-5-point-change)."""
     change = detectable_change(n, spread, step)
     if change is None:
         raise ValueError("the detectable change needs at least one conversation")
