@@ -5,16 +5,18 @@ loopback OpenAI-compatible server: no new call of a spent purpose starts, the co
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from evalcli import RunOptions, run_evals
 from evalcli.llm import Budget, parse_budget
 from tests.conftest import CliResult
-from tests.llm_server import LLMServer, Reply, Request, completion
+from tests.llm_server import InFlight, LLMServer, Reply, Request, completion
 
 
 def answer(request: Request) -> Reply:
@@ -112,3 +114,71 @@ def test_budgets_read_overall_and_per_purpose() -> None:
     assert parse_budget("judge=2, target=3,simulator=1", "--max-cost", False) == {"judge": 2, "target": 3,
                                                                                   "simulator": 1}
     assert parse_budget("100,judge=20", "--max-tokens", True) == {None: 100, "judge": 20}
+
+
+def judge_in_flight(delay: float) -> InFlight:
+    """Answers as ``answer`` does, each judge answer held ``delay`` seconds so the judges overlap."""
+    def respond(request: Request) -> Reply:
+        if "judge" in str(request.body.get("model")):
+            time.sleep(delay)
+        return answer(request)
+    return InFlight(respond, 0.0)
+
+
+def test_a_judge_budget_holds_at_any_concurrency_once_calls_get_their_slot(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    llm_server.responder = judge_in_flight(0.05)
+    text = dataset(llm_server.url, 64, judge=True).replace("concurrency: 1", "concurrency: 64")
+    write("d.yaml", text)
+    done = cli("run", "d.yaml", "--json", "-", "--max-tokens", "judge=110", "--no-cache")
+    judged = [r for r in llm_server.requests if "judge" in str(r.body.get("model"))]
+    # 35 tokens a judge call: the fourth one spends 110; only the calls already sent then (8 judge slots) finish
+    assert len(judged) <= 4 + 8 - 1, len(judged)
+    assert done.code == 5, done.stderr
+    assert "BUDGET SPENT" in done.stderr
+    assert tuple(done.db().execute("SELECT status, exit_code FROM runs").fetchone()) == ("budget", 5)
+    limited = [i for i in done.json["items"] if i["status"] == "limited"]
+    assert limited and all(i["limited"]["limit"] == "budget" for i in limited)
+    assert done.json["usage"]["purposes"]["judge"]["calls"] == len(judged)
+
+
+TOKENS = {"target": 110, "simulator": 110, "judge": 35}
+"""What one call of each purpose costs in tokens (``answer``)."""
+
+
+def purpose_dataset(url: str, purpose: str, n: int, concurrency: int) -> str:
+    """``n`` conversations at ``concurrency``, each making one call of ``purpose`` (and one target call)."""
+    text = dataset(url, n, judge=purpose == "judge").replace("concurrency: 1", f"concurrency: {concurrency}")
+    if purpose == "simulator":
+        head, _ = text.split("data:\n")
+        text = head + "data:\n" + "".join(f"  - {{id: c{i}, simulate: {{goal: ask {i}, max_turns: 1, model: "
+                                          f"openai/sim-m}}}}\n" for i in range(n))
+    return text
+
+
+@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(purpose=st.sampled_from(["target", "judge", "simulator"]), concurrency=st.integers(1, 48),
+       judge_concurrency=st.integers(1, 12), budget=st.integers(0, 500), n=st.integers(1, 40))
+def test_a_run_passes_a_budget_by_at_most_the_calls_in_flight(
+        tmp_path_factory: pytest.TempPathFactory, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch,
+        purpose: str, concurrency: int, judge_concurrency: int, budget: int, n: int) -> None:
+    monkeypatch.setenv("OPENAI_API_BASE", llm_server.url)  # the simulated user's model
+    llm_server.requests.clear()
+    llm_server.responder = judge_in_flight(0.01)
+    path = tmp_path_factory.mktemp("budget") / "d.yaml"
+    path.write_text(purpose_dataset(llm_server.url, purpose, n, concurrency))
+    options = RunOptions(judge_concurrency=judge_concurrency, use_cache=False, max_tokens={purpose: budget})
+    result = run_evals(path, options=options)
+    name = {"target": "target-m", "judge": "judge-m", "simulator": "sim-m"}[purpose]
+    sent = sum(1 for r in llm_server.requests if r.body.get("model") == name)
+    in_flight = min(concurrency, judge_concurrency) if purpose == "judge" else concurrency
+    reaching = -(-budget // TOKENS[purpose])  # the calls that spend the budget
+    # no call is sent once the budget is spent: only those in flight when it was may finish
+    assert sent <= (reaching + in_flight - 1 if budget else 0), (sent, reaching, in_flight)
+    assert result.usage["purposes"][purpose]["calls"] == sent
+    items = result.items or []
+    limited = [i for i in items if i.status == "limited"]
+    assert all(i.stop_reason == "budget" for i in limited)
+    ended = bool(limited) or len(items) < n  # a budget ended it: once spent, no new conversation starts either
+    assert (result.status == "budget") == ended and (result.exit_code == 5) == ended
+    assert sent + len(limited) >= len(items)  # every conversation played made its call or was stopped by the budget
