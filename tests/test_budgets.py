@@ -182,3 +182,31 @@ def test_a_run_passes_a_budget_by_at_most_the_calls_in_flight(
     ended = bool(limited) or len(items) < n  # a budget ended it: once spent, no new conversation starts either
     assert (result.status == "budget") == ended and (result.exit_code == 5) == ended
     assert sent + len(limited) >= len(items)  # every conversation played made its call or was stopped by the budget
+
+
+def test_a_resumed_run_counts_every_attempts_calls_against_its_budget_and_in_its_totals(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    llm_server.responder = answer
+    lines = ["target:", "  model: openai/target-m", f"  api_base: {llm_server.url}", "concurrency: 1",
+             "scorers: [{includes: ok}]", "data:"]
+    lines += [f"  - {{id: c{i}, turns: [{{input: a{i}}}, {{input: b{i}}}, {{input: c{i}}}]}}" for i in range(4)]
+    write("d.yaml", "\n".join(lines) + "\n")
+    # 110 tokens a call: c0 plays its 3 turns, c1 two of them (550 tokens) before the budget stops it
+    first = cli("run", "d.yaml", "--json", "-", "--max-tokens", "target=500")
+    assert first.code == 5, first.stderr
+    assert len(llm_server.requests) == 5 and first.json["usage"]["purposes"]["target"]["calls"] == 5
+    # the resumed run starts from the 550 tokens the first invocation spent (c1's two calls included): c1 is played
+    # again (880), then c2 (1210), and c3's first turn is not sent
+    resumed = cli("run", "d.yaml", "--json", "-", "--resume", first.json["run_id"], "--max-tokens", "target=1200")
+    assert resumed.code == 5, resumed.stderr
+    assert len(llm_server.requests) == 11
+    assert [i["status"] for i in resumed.json["items"]] == ["ok", "ok", "ok", "limited"]
+    usage = resumed.json["usage"]["purposes"]["target"]
+    assert usage["calls"] == 11 and usage["prompt_tokens"] + usage["completion_tokens"] == 1210
+    row = resumed.db().execute("SELECT llm_calls, prompt_tokens + completion_tokens FROM runs").fetchone()
+    assert tuple(row) == (11, 1210)
+    shown = cli("show", first.json["run_id"], "--json", "-")
+    assert shown.json["usage"]["purposes"]["target"]["calls"] == 11
+    last = cli("run", "d.yaml", "--json", "-", "--resume", first.json["run_id"], "--max-tokens", "target=5000")
+    assert last.code == 0, last.stderr
+    assert len(llm_server.requests) == 14 and last.json["usage"]["calls"] == 14  # every call the server answered

@@ -247,7 +247,8 @@ class Runner:
         self.limited = 0
         """Conversations of this run a limit stopped (status ``limited``)."""
         self.kept_usage: list[tuple[Any, ...]] = []
-        """On a resume: the LLM calls of the conversations kept (``usage_summary`` rows)."""
+        """On a resume: the LLM calls of every earlier invocation (``usage_summary`` rows), those of the conversations
+        played again included: they count against the budget and in the totals."""
 
     async def _select(self) -> tuple[list[Item], dict[int, ItemResult], str]:
         items = self.options.selection.apply(self.dataset.items)
@@ -268,7 +269,7 @@ class Runner:
                                  "reads them)")
             stored = await asyncio.to_thread(lambda: list(store.load_items(run_id)))
             kept = kept_results(stored, items, row["dataset_hash"] == self.dataset.hash)
-            self.kept_usage = await asyncio.to_thread(stored_usage, store, run_id, set(kept))
+            self.kept_usage = await asyncio.to_thread(stored_usage, store, run_id)
         return items, kept, run_id
 
     async def run(self) -> RunResult:

@@ -211,10 +211,10 @@ class Store:
         if written is not None:
             written.add(result.index)
         statements: list[Statement] = [] if first_write else [
-            # a resumed or re-run conversation replaces its earlier rows (a new run has none to replace)
+            # a resumed or re-run conversation replaces its earlier rows (a new run has none to replace); its earlier
+            # attempt's LLM calls stay: they were made, and count in the run's totals and budget (docs/reliability.md)
             ("DELETE FROM scores WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM turns WHERE run_id = ? AND item_index = ?", key),
-            ("DELETE FROM llm_calls WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM plays WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM items WHERE run_id = ? AND item_index = ?", key),
         ]
