@@ -20,7 +20,7 @@ from tests.llm_server import InFlight, LLMServer, Reply, Request, completion
 
 
 def answer(request: Request) -> Reply:
-    if "judge" in str(request.body.get("model")):
+    if str(request.body.get("model")) in ("judge-m", "gpt-4o-mini"):
         return Reply(body=completion(json.dumps({"satisfied": True, "reasoning": "fine"}), prompt_tokens=30,
                                      completion_tokens=5))
     return Reply(body=completion(f"ok: {request.messages[-1]['content']}", prompt_tokens=100, completion_tokens=10))
@@ -210,3 +210,22 @@ def test_a_resumed_run_counts_every_attempts_calls_against_its_budget_and_in_its
     last = cli("run", "d.yaml", "--json", "-", "--resume", first.json["run_id"], "--max-tokens", "target=5000")
     assert last.code == 0, last.stderr
     assert len(llm_server.requests) == 14 and last.json["usage"]["calls"] == 14  # every call the server answered
+
+
+def test_a_cost_budget_over_a_model_without_a_price_is_refused_before_anything_runs(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    llm_server.responder = answer
+    write("d.yaml", dataset(llm_server.url, 20, judge=True))
+    done = cli("run", "d.yaml", "--max-cost", "0.000001")
+    assert done.code == 2, done.stderr
+    assert "d.yaml: --max-cost cannot be counted: litellm's price table has no price for" in done.stderr
+    assert "openai/judge-m (scorer judge" in done.stderr and "openai/target-m (the target" in done.stderr
+    assert "--max-tokens" in done.stderr and "Traceback" not in done.stderr
+    assert not llm_server.requests and not (done.cwd / "evalcli.db").exists()
+    # a budget of the purposes whose models are priced is counted: the judge is, as gpt-4o-mini
+    write("d.yaml", dataset(llm_server.url, 3, judge=True).replace("openai/judge-m", "openai/gpt-4o-mini"))
+    priced = cli("run", "d.yaml", "--json", "-", "--max-cost", "judge=0.000001", "--no-cache")
+    assert priced.code == 5, priced.stderr
+    judge = priced.json["usage"]["purposes"]["judge"]
+    assert judge["calls"] == 1 and judge["cost"] > 0.000001  # one call spends it; none starts after it
+    assert "the judge cost budget of $1e-06 is spent" in priced.json["items"][1]["error"]

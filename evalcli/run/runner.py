@@ -47,7 +47,7 @@ from ..targets import TargetCalls, TargetThreads
 from ..tools import TapeRecorder
 from .conversation import Conversation
 from .notices import memory_warning
-from .options import RunOptions, plan_of
+from .options import RunOptions, check_budgets, plan_of
 from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
 from .resume import check_resumable, kept_results, option_conflicts
@@ -273,6 +273,7 @@ class Runner:
         return items, kept, run_id
 
     async def run(self) -> RunResult:
+        check_budgets(self.dataset, self.options)
         if self.store is not None:
             self.store.protect(self.dataset.secret_values)
         context = RunContext(self.store, self.options, self.options.concurrency or self.dataset.concurrency,
