@@ -229,3 +229,27 @@ def test_a_cost_budget_over_a_model_without_a_price_is_refused_before_anything_r
     judge = priced.json["usage"]["purposes"]["judge"]
     assert judge["calls"] == 1 and judge["cost"] > 0.000001  # one call spends it; none starts after it
     assert "the judge cost budget of $1e-06 is spent" in priced.json["items"][1]["error"]
+
+
+def test_a_run_a_budget_ended_says_so_in_every_output(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    llm_server.responder = answer
+    write("d.yaml", dataset(llm_server.url, 8))
+    done = cli("run", "d.yaml", "--json", "-", "--markdown", "summary.md", "--html", "report.html",
+               "--max-tokens", "target=300")
+    assert done.code == 5, done.stderr
+    words = "budget spent after 4 of 8 conversations, 4 not played"
+    assert done.json["status"] == "budget"
+    assert done.json["conversations"] == {"selected": 8, "played": 4, "not_played": 4}
+    assert "BUDGET SPENT after 4 of 8 conversations, 4 not played" in done.stderr
+    markdown = (done.cwd / "summary.md").read_text()
+    assert "status **budget**" in markdown and words[0].upper() + words[1:] in markdown
+    html = (done.cwd / "report.html").read_text()
+    assert words in html and "budget spent · " in html
+    shown = cli("show", done.json["run_id"], "--json", "-")
+    assert (shown.json["status"], shown.json["conversations"]) == ("budget", done.json["conversations"])
+    resumed = cli("run", "d.yaml", "--json", "-", "--resume", done.json["run_id"], "--max-tokens", "target=5000")
+    assert resumed.code == 0, resumed.stderr
+    assert resumed.json["status"] == "completed"
+    assert resumed.json["conversations"] == {"selected": 8, "played": 8, "not_played": 0}
+    assert "BUDGET SPENT" not in resumed.stderr

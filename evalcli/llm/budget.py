@@ -18,9 +18,9 @@ from .usage import PURPOSES, purpose_group
 
 @dataclass
 class Budget:
-    """``--max-cost`` and ``--max-tokens`` (SPEC §27): per purpose, or for every purpose together (key ``None``). No
-    new call of a purpose whose budget is spent starts; what was spent is counted as calls are recorded (a resumed
-    run's kept conversations included)."""
+    """``--max-cost`` and ``--max-tokens`` (docs/reliability.md, Budgets): per purpose, or for every purpose together
+    (key ``None``). No call of a purpose whose budget is spent is sent; what was spent is counted as calls are
+    recorded (on a resume, every earlier invocation's calls included)."""
 
     max_cost: dict[str | None, float] = field(default_factory=dict)
     max_tokens: dict[str | None, int] = field(default_factory=dict)
@@ -102,7 +102,8 @@ def check_cost_budget(max_cost: dict[str | None, float], uses: Iterable[tuple[st
             unpriced.setdefault(model, []).append(user)
     if unpriced:
         named = "; ".join(f"{model} ({', '.join(users)})" for model, users in unpriced.items())
+        their = "its" if len(unpriced) == 1 else "their"
         raise UsageError(f"{where}: --max-cost cannot be counted: litellm's price table has no price for "
-                         f"{named}, so its calls would cost $0 and the budget would never be spent",
+                         f"{named}, so {their} calls would cost $0 and the budget would never be spent",
                          "bound the run with --max-tokens instead (e.g. --max-tokens judge=20000,target=50000), or "
                          "give --max-cost only for the purposes whose models are priced")

@@ -353,7 +353,7 @@ class Runner:
             partial = aggregator.summary()
             if store is not None:
                 context.write_later(lambda: store.finish_statements(run_id, partial, status, code, aggregator.items,
-                                                                    rates.to_json(self.options.repeat)))
+                                                                    rates.to_json(self.options.repeat), len(items)))
             raise
         aggregator.flush()
         summary = aggregator.summary()
@@ -365,7 +365,7 @@ class Runner:
         if store is not None:
             with contextlib.suppress(Exception):  # the writer keeps the error; aclose reports it with the result
                 await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items,
-                                                                    rates.to_json(self.options.repeat)))
+                                                                    rates.to_json(self.options.repeat), len(items)))
         ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
         totals = usage_summary([*self.kept_usage, *usage_rows(usage)])
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
