@@ -1,6 +1,8 @@
-"""Budgets (SPEC §27): ``--max-cost`` / ``--max-tokens``, overall or per purpose, through the real CLI against the
-loopback OpenAI-compatible server: no new call of a spent purpose starts, the conversation that needed one is
-``limited``, the run is marked ``budget`` and exits 5, and ``--resume`` with a larger budget continues it."""
+"""Budgets (docs/reliability.md#budgets): ``--max-cost`` / ``--max-tokens``, overall or per purpose, through the real
+CLI against the loopback OpenAI-compatible server, which counts what it was sent: no call of a spent purpose is sent
+(a run passes a budget by at most the calls in flight, whatever the concurrency), the conversation that needed one
+is ``limited``, the run is marked ``budget``, says so in every output and exits 5, ``--resume`` with a larger budget
+continues it counting every earlier call, and a cost budget over an unpriced model is refused."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 from evalcli import RunOptions, run_evals
 from evalcli.llm import Budget, parse_budget
 from tests.conftest import CliResult
-from tests.llm_server import InFlight, LLMServer, Reply, Request, completion
+from tests.llm_server import LLMServer, RateLimited, Reply, Request, completion
 
 
 def answer(request: Request) -> Reply:
@@ -116,18 +118,18 @@ def test_budgets_read_overall_and_per_purpose() -> None:
     assert parse_budget("100,judge=20", "--max-tokens", True) == {None: 100, "judge": 20}
 
 
-def judge_in_flight(delay: float) -> InFlight:
-    """Answers as ``answer`` does, each judge answer held ``delay`` seconds so the judges overlap."""
+def slow_judges(delay: float) -> Callable[[Request], Reply]:
+    """Answers as ``answer`` does, each judge's answer held ``delay`` seconds so the judges overlap."""
     def respond(request: Request) -> Reply:
-        if "judge" in str(request.body.get("model")):
+        if request.body.get("model") == "judge-m":
             time.sleep(delay)
         return answer(request)
-    return InFlight(respond, 0.0)
+    return respond
 
 
 def test_a_judge_budget_holds_at_any_concurrency_once_calls_get_their_slot(
         write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
-    llm_server.responder = judge_in_flight(0.05)
+    llm_server.responder = slow_judges(0.05)
     text = dataset(llm_server.url, 64, judge=True).replace("concurrency: 1", "concurrency: 64")
     write("d.yaml", text)
     done = cli("run", "d.yaml", "--json", "-", "--max-tokens", "judge=110", "--no-cache")
@@ -164,7 +166,7 @@ def test_a_run_passes_a_budget_by_at_most_the_calls_in_flight(
         purpose: str, concurrency: int, judge_concurrency: int, budget: int, n: int) -> None:
     monkeypatch.setenv("OPENAI_API_BASE", llm_server.url)  # the simulated user's model
     llm_server.requests.clear()
-    llm_server.responder = judge_in_flight(0.01)
+    llm_server.responder = slow_judges(0.01)
     path = tmp_path_factory.mktemp("budget") / "d.yaml"
     path.write_text(purpose_dataset(llm_server.url, purpose, n, concurrency))
     options = RunOptions(judge_concurrency=judge_concurrency, use_cache=False, max_tokens={purpose: budget})
@@ -253,3 +255,18 @@ def test_a_run_a_budget_ended_says_so_in_every_output(
     assert resumed.json["status"] == "completed"
     assert resumed.json["conversations"] == {"selected": 8, "played": 8, "not_played": 0}
     assert "BUDGET SPENT" not in resumed.stderr
+
+
+def test_a_call_that_waited_for_a_rate_limit_asks_the_budget_again_before_it_is_sent(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    provider = RateLimited(answer, allowed=2, delay=0.05, retry_after=0.1)
+    llm_server.responder = provider
+    write("d.yaml", dataset(llm_server.url, 16).replace("concurrency: 1", "concurrency: 16"))
+    done = cli("run", "d.yaml", "--json", "-", "--max-tokens", "target=300")
+    assert done.code == 5, done.stderr
+    answered = sum(provider.answered.values())
+    # the provider answers 2 at a time, 110 tokens each: the third answer spends 300, and the calls waiting out a
+    # 429 then are not sent again
+    assert provider.rejected > 0 and answered <= 3 + 2 - 1, (answered, provider.rejected)
+    assert done.json["usage"]["purposes"]["target"]["calls"] == answered
+    assert done.json["status"] == "budget"
