@@ -5,10 +5,11 @@ function here, used everywhere."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..patterns import values_match
 
 UNMOCKED = ("live", "error")
 """``unmocked:``: a call no mock answers runs the real tool, or is the conversation's error."""
@@ -66,28 +67,13 @@ class ToolsConfig:
         return ToolsConfig(mocks, chosen.replay, chosen.match, chosen.tape)
 
 
-def is_pattern(value: Any) -> bool:
-    """A ``when`` value written ``"/.../"``: a regular expression."""
-    return isinstance(value, str) and len(value) >= 2 and value.startswith("/") and value.endswith("/")
-
-
 def matches(when: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> bool:
-    """Whether a call's arguments match a mock's ``when``: every key of ``when`` is an argument, with an equal value,
-    or, for a ``"/.../"`` string, a value whose text the regular expression finds (``re.search``). No ``when``
-    matches every call."""
+    """Whether a call's arguments match a mock's ``when``: every key of ``when`` is an argument whose value matches
+    (``evalcli.patterns.values_match``, the rule every check uses: equal as JSON values, or, for a ``"/.../"``
+    string, a value whose text the regular expression finds). No ``when`` matches every call."""
     if when is None:
         return True
-    for key, wanted in when.items():
-        if key not in arguments:
-            return False
-        given = arguments[key]
-        if is_pattern(wanted):
-            text = given if isinstance(given, str) else canonical(given)
-            if re.search(wanted[1:-1], text) is None:
-                return False
-        elif given != wanted or isinstance(given, bool) != isinstance(wanted, bool):
-            return False
-    return True
+    return all(key in arguments and values_match(wanted, arguments[key]) for key, wanted in when.items())
 
 
 def canonical(value: Any) -> str:
