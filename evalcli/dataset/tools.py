@@ -140,7 +140,7 @@ def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: st
                                                                                   f"{exc.message}",
                                 "record it again with --record-tools DIR"))
         return config
-    return replace(config, replay=str(path), tape=tape)
+    return replace(config, replay=str(path), tape=tape.calls, tape_digest=tape.digest)
 
 
 def parse_unmocked(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> str | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..patterns import values_match
+from ..secrets import redactor
 
 UNMOCKED = ("live", "error")
 """``unmocked:``: a call no mock answers runs the real tool, or is the conversation's error."""
@@ -56,6 +57,8 @@ class ToolsConfig:
     match: str = "exact"
     tape: Mapping[str, list[Any]] | None = field(default=None, compare=False, repr=False)
     """The tape's recorded calls by conversation identity, read when the dataset is loaded."""
+    tape_digest: str | None = None
+    """The digest of the tape's bytes as they were read (what a resume compares)."""
 
     def over(self, base: ToolsConfig | None) -> ToolsConfig:
         """This block over ``base``: per tool, this block's mocks replace the base's; the replay of this block if
@@ -64,7 +67,13 @@ class ToolsConfig:
             return self
         mocks = {**base.mocks, **self.mocks}
         chosen = self if self.replay is not None else base
-        return ToolsConfig(mocks, chosen.replay, chosen.match, chosen.tape)
+        return ToolsConfig(mocks, chosen.replay, chosen.match, chosen.tape, chosen.tape_digest)
+
+    def resolved(self) -> dict[str, Any]:
+        """This block as the resolved configuration a resume compares holds it (docs/history.md): each tool's
+        mocks, and the tape it replays by path, ``match`` and content (so an edited tape is noticed)."""
+        return {"mocks": {name: repr(entries) for name, entries in self.mocks.items()}, "replay": self.replay,
+                "match": self.match, "tape": self.tape_digest}
 
 
 def matches(when: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> bool:
@@ -79,6 +88,14 @@ def matches(when: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> boo
 def canonical(value: Any) -> str:
     """The canonical JSON of a value (keys sorted, no spaces): what ``exact`` replay compares arguments by."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def tape_arguments(arguments: Mapping[str, Any]) -> str:
+    """A call's arguments as a tape holds them and ``exact`` replay compares them: canonical JSON with every secret
+    redacted (docs/hermetic.md, "Tapes"), so a tape holds no secret and still answers the call that had one."""
+    text = canonical(dict(arguments))
+    redact = redactor()
+    return canonical(redact.value(dict(arguments))) if redact.holds_secret(text) else text
 
 
 def jsonable(value: Any) -> Any:
