@@ -313,5 +313,5 @@ def _digest(value: Any) -> str:
 
 
 def _tools(config: ToolsConfig | None) -> dict[str, Any] | None:
-    """A ``tools:`` block in the resolved configuration: its mocks and its tape, by content (docs/history.md)."""
+    """A ``tools:`` block in the resolved configuration: its mocks and its tape, by content (docs/reliability.md)."""
     return None if config is None else config.resolved()

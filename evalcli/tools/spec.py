@@ -70,7 +70,7 @@ class ToolsConfig:
         return ToolsConfig(mocks, chosen.replay, chosen.match, chosen.tape, chosen.tape_digest)
 
     def resolved(self) -> dict[str, Any]:
-        """This block as the resolved configuration a resume compares holds it (docs/history.md): each tool's
+        """This block as the resolved configuration a resume compares holds it (docs/reliability.md): each tool's
         mocks, and the tape it replays by path, ``match`` and content (so an edited tape is noticed)."""
         return {"mocks": {name: repr(entries) for name, entries in self.mocks.items()}, "replay": self.replay,
                 "match": self.match, "tape": self.tape_digest}

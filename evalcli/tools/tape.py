@@ -35,7 +35,7 @@ class TapeError(ValueError):
 @dataclass(frozen=True)
 class Tape:
     """A tape as read: its calls by conversation identity, in the order they were made, and the digest of the file's
-    bytes (what a resume compares: docs/history.md)."""
+    bytes (what a resume compares: docs/reliability.md)."""
 
     calls: dict[str, list[Recorded]]
     digest: str
