@@ -44,7 +44,6 @@ from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
 from ..store import Store, StoreWriter, new_run_id, stored_items, stored_usage
 from ..targets import TargetCalls, TargetThreads
-from ..tools import TapeRecorder
 from .conversation import Conversation
 from .notices import memory_warning
 from .options import RunOptions, check_budgets, plan_of
@@ -390,8 +389,7 @@ class Runner:
         if not workers:
             return
         builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
-        tools = ToolSettings(self.options.hermetic, TapeRecorder(self.options.record_tools, self.dataset.path)
-                             if self.options.record_tools else None)
+        tools = ToolSettings.of_run(self.dataset, self.options.hermetic, self.options.record_tools, self.options.resume)
         if tools.active(self.dataset) and self.dataset.target is not None:
             self.dataset.target.control_tools()
         conversation = Conversation(self.dataset, builder, context.calls,
