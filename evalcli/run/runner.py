@@ -46,7 +46,7 @@ from ..store import Store, StoreWriter, new_run_id, stored_items, stored_usage
 from ..targets import TargetCalls, TargetThreads
 from .conversation import Conversation
 from .notices import memory_warning
-from .options import RunOptions, plan_of
+from .options import RunOptions, check_budgets, plan_of
 from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
 from .resume import check_resumable, kept_results, option_conflicts
@@ -246,7 +246,8 @@ class Runner:
         self.limited = 0
         """Conversations of this run a limit stopped (status ``limited``)."""
         self.kept_usage: list[tuple[Any, ...]] = []
-        """On a resume: the LLM calls of the conversations kept (``usage_summary`` rows)."""
+        """On a resume: the LLM calls of every earlier invocation (``usage_summary`` rows), those of the conversations
+        played again included: they count against the budget and in the totals."""
 
     async def _select(self) -> tuple[list[Item], dict[int, ItemResult], str]:
         items = self.options.selection.apply(self.dataset.items)
@@ -267,10 +268,11 @@ class Runner:
                                  "reads them)")
             stored = await asyncio.to_thread(lambda: list(store.load_items(run_id)))
             kept = kept_results(stored, items, row["dataset_hash"] == self.dataset.hash)
-            self.kept_usage = await asyncio.to_thread(stored_usage, store, run_id, set(kept))
+            self.kept_usage = await asyncio.to_thread(stored_usage, store, run_id)
         return items, kept, run_id
 
     async def run(self) -> RunResult:
+        check_budgets(self.dataset, self.options)
         if self.store is not None:
             self.store.protect(self.dataset.secret_values)
         context = RunContext(self.store, self.options, self.options.concurrency or self.dataset.concurrency,
@@ -350,7 +352,7 @@ class Runner:
             partial = aggregator.summary()
             if store is not None:
                 context.write_later(lambda: store.finish_statements(run_id, partial, status, code, aggregator.items,
-                                                                    rates.to_json(self.options.repeat)))
+                                                                    rates.to_json(self.options.repeat), len(items)))
             raise
         aggregator.flush()
         summary = aggregator.summary()
@@ -362,7 +364,7 @@ class Runner:
         if store is not None:
             with contextlib.suppress(Exception):  # the writer keeps the error; aclose reports it with the result
                 await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items,
-                                                                    rates.to_json(self.options.repeat)))
+                                                                    rates.to_json(self.options.repeat), len(items)))
         ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
         totals = usage_summary([*self.kept_usage, *usage_rows(usage)])
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
