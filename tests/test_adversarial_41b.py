@@ -4,6 +4,7 @@ verdict label, and shards played ``--repeat k`` merge into what one unsharded ru
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -135,3 +136,20 @@ def test_scores_within_the_tolerance_are_one_score(a: float, noise: float, toler
     assert same(a, b) and differences([a], [b]) == [0.0]
     assert not _dropped(a, b, 0.0) and not _dropped(a, b - tolerance, tolerance)
     assert _dropped(a, b - tolerance - 3e-9, tolerance)  # beyond the tolerance it is a drop
+
+
+def test_report_baseline_reads_float_noise_as_unchanged_and_says_the_verdict_label(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("noisy.py", SCORE_FROM_FILE)
+    write("d.yaml", NOISE)
+    write("errors.txt", "item3")
+    write("score.txt", "1")
+    first = _run(cli)
+    write("errors.txt", "")
+    write("score.txt", "1 + 2e-10")
+    second = _run(cli)
+    done = cli("report", second, "--baseline", first, "--html", "r.html")
+    assert done.code == 0, done.stderr
+    page = " ".join(re.sub(r"<[^>]+>", " ", (done.cwd / "r.html").read_text()).split())
+    assert "1 improved" in page and "11 unchanged conversations" in page, page  # item3: errored -> passed
+    assert "verdict passed on 11 of 12 conversations; 1 errored &rarr; this run passed" in page, page
