@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from yaml.constructor import SafeConstructor
 
 from ..errors import DatasetError, Problem
-from . import yamlnodes, yamlvalues
+from . import yamlmerge, yamlnodes, yamlvalues
 from .yamlnodes import MAPPING, MAX_DEPTH, SCALAR, SEQUENCE, STR_TAG, Node
 from .yamlvalues import MAX_ALIAS_VISITS, MAX_FILE_BYTES, Walker
 from .yamlvalues import Interpolated as Interpolated  # re-exported: load.py, registry.py
@@ -115,7 +115,7 @@ def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[
     if composed.root is None:
         return None, positions, used
     try:
-        merged = yamlnodes.flatten_all(composed.root, MAX_ALIAS_VISITS) if composed.merges else {}
+        merged = yamlmerge.flatten_all(composed.root, MAX_ALIAS_VISITS) if composed.merges else {}
         walker = Walker(file, positions.problem, dict(os.environ) if env is None else env, used, composed.aliased,
                         merged)
         data = walker.walk(composed.root, ())
