@@ -19,11 +19,12 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
 from ..secrets import Redactor, remember
-from .files import DatasetFile, ItemFile, LimitsFile, TurnFile
+from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
 from .items import Dataset, Item, Limits, Turn, with_identities
 from .options import item_options, option_warnings, setups
@@ -34,7 +35,7 @@ from .shapes import ITEM_ASSERTIONS, misplaced_assertions, plain_entry_with_keys
 from .simulate import parse_simulation
 from .target import resolve_target
 from .tools import checked_tools, parse_tools, parse_unmocked
-from .yamlsrc import Interpolated, Path, Positions, did_you_mean, load_yaml, problems_from_pydantic, validated
+from .yamlsrc import Interpolated, Path, Positions, did_you_mean, load_yaml, problems_from_errors, settle, validated_worded
 
 MAX_JSONL_LINE = 8 * 1024 * 1024
 RECORDED_KEYS = ("transcript", "messages")
@@ -52,16 +53,32 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
     label = f"item {index}"
     if isinstance(raw, dict) and any(key in raw for key in ITEM_ASSERTIONS):
         raw = misplaced_assertions(raw, path, pos, registry, label, problems)  # the rest is still checked
-    model = validated(ItemFile, raw, path, pos, label, problems, (
-        f"{label} must be a mapping with 'input', 'inputs' or 'turns'", "write '- input: your question'"))
+    if not isinstance(raw, dict):
+        problems.append(pos.problem(path, f"{label} must be a mapping with 'input', 'inputs' or 'turns'",
+                                    "write '- input: your question'"))
+        return None
+    model, deferred = validated_worded(ItemFile, raw, path, pos, label, problems,
+                                       lambda error: bool(error["loc"]) and error["loc"][0] in ITEM_WORDED)
     if model is None:
         return None
     if model.id is not None:
         label = f"item {index} ({model.id})"
+    before = len(problems)
     labels = parse_labels(raw["labels"], path, pos, label, known, problems) if "labels" in raw else {}
     item = _conversation(raw, model, index, label, path, pos, registry, problems, line)
+    item = _with_tools(item, model, label, path, pos, problems) if item is not None else None
+    settle(deferred, problems, before)
     if item is None or labels is None:
         return None
+    return replace(item, labels=labels) if labels else item
+
+
+ITEM_WORDED = frozenset({*FORM_KEYS, "labels", "tools", "unmocked"})
+"""An item's keys whose mistakes load.py words itself (``validated_worded``)."""
+
+
+def _with_tools(item: Item, model: ItemFile, label: str, path: Path, pos: Positions, problems: list[Problem]) -> Item:
+    """The item with its own ``tools``, ``unmocked`` and ``limits``."""
     if model.tools is not None or model.unmocked is not None:
         item = replace(item, tools=None if model.tools is None else
                        parse_tools(model.tools, (*path, "tools"), pos, label, problems),
@@ -69,7 +86,7 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
                        parse_unmocked(model.unmocked, (*path, "unmocked"), pos, label, problems))
     if model.limits is not None or model.on_limit is not None:
         item = replace(item, limits=limits_of(model.limits, model.on_limit))
-    return replace(item, labels=labels) if labels else item
+    return item
 
 
 def limits_of(limits: LimitsFile | None, on_limit: str | None) -> Limits:
@@ -174,14 +191,15 @@ def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Reg
                                                      "ended in an interrupt", "write '- input: ...' for the first turn",
                                     key=True))
         return None
-    try:
-        model = TurnFile.model_validate(turn)
-    except ValidationError as exc:
-        problems.extend(problems_from_pydantic(exc, at, pos, f"{label} turn {t}", list(TurnFile.model_fields)))
+    model, deferred = validated_worded(TurnFile, turn, at, pos, f"{label} turn {t}", problems,
+                                       lambda error: error["loc"][:1] == ("tools",))
+    if model is None:
         return None
+    before = len(problems)
     gates = parse_list(model.gates, (*at, "gates"), pos, registry, problems, gate=True)
     scorers = parse_list(model.scorers, (*at, "scorers"), pos, registry, problems, gate=False)
     tools = None if model.tools is None else parse_tools(model.tools, (*at, "tools"), pos, f"{label} turn {t}", problems)
+    settle(deferred, problems, before)
     if model.input is not None:
         return Turn(model.input, gates, scorers, tools=tools)
     return Turn(resume_text(model.resume), gates, scorers, resume=model.resume, tools=tools)
@@ -437,18 +455,30 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
-    """The top-level keys, and those that were wrong: a wrong or unknown key is reported and left out,
-    so the rest of the file is still checked."""
+    """The top-level keys, and those that were wrong: a wrong or unknown key is reported and left out, so the rest of
+    the file is still checked. The items of ``data`` are validated one by one (``_item``), with their own lines."""
+    items = data.get("data")
+    given = {**data, "data": None} if isinstance(items, list) else data
     try:
-        return DatasetFile.model_validate(data), set()
+        top, bad = DatasetFile.model_validate(given), set[str]()
     except ValidationError as exc:
-        problems.extend(problems_from_pydantic(exc, (), pos, "dataset", list(DatasetFile.model_fields)))
-        bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
-    kept = {k: v for k, v in data.items() if k not in bad and k in DatasetFile.model_fields}
-    try:
-        return DatasetFile.model_validate(kept), bad
-    except ValidationError:  # pragma: no cover - every failing key was left out
-        return DatasetFile(), bad
+        errors = exc.errors()
+        reported = [e for e in errors if not _top_worded(e)]
+        problems.extend(problems_from_errors(reported, (), pos, "dataset", list(DatasetFile.model_fields)))
+        bad = {str(e["loc"][0]) for e in reported if e["loc"]}
+        worded = {str(e["loc"][0]) for e in errors if _top_worded(e)} - bad
+        kept = {k: v for k, v in given.items() if k not in bad | worded and k in DatasetFile.model_fields}
+        try:
+            top = DatasetFile.model_validate(kept)
+        except ValidationError:  # pragma: no cover - every failing key was left out
+            top = DatasetFile()
+        top = top.model_copy(update={key: data[key] for key in worded})
+    return (top.model_copy(update={"data": items}) if isinstance(items, list) else top), bad
+
+
+def _top_worded(error: ErrorDetails) -> bool:
+    """A mistake load.py words itself: in the ``target`` (``resolve_target``), ``tools`` and ``unmocked``."""
+    return error["loc"][:1] in (("target",), ("tools",), ("unmocked",))
 
 
 def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, known: list[str],
