@@ -41,7 +41,7 @@ class TurnFile(BaseModel):
 
 
 class LimitsFile(BaseModel):
-    """``limits:`` (SPEC §27): a conversation reaching one stops there and is ``limited``."""
+    """``limits:`` (docs/reliability.md): a conversation reaching one stops there and is ``limited``."""
 
     model_config = ConfigDict(extra="forbid")
     turns: int | None = Field(default=None, ge=1, description="User messages answered at most.")
@@ -109,7 +109,7 @@ class ItemFile(BaseModel):
     expected_outcome: str | None = Field(default=None, description="What should have happened; read by "
                                                                    "goal_achieved.")
     target_options: dict[str, Any] | None = Field(default=None, description="This conversation's options, merged over "
-                                                                            "the dataset's key by key (SPEC §16).")
+                                                                            "the dataset's key by key (docs/datasets.md).")
     metadata: dict[str, Any] | None = Field(default=None, description="Free data about the conversation, passed to "
                                                                       "setup, read by an http target's templates and "
                                                                       "shown by 'show'.")
@@ -118,7 +118,7 @@ class ItemFile(BaseModel):
     unmocked: Unmocked | None = Field(default=None, description="live (default) or error: what a tool call no mock "
                                                                 "answers does in this conversation.")
     limits: LimitsFile | None = Field(default=None, description="This conversation's limits, key by key over the "
-                                                                "dataset's (SPEC §27).")
+                                                                "dataset's (docs/reliability.md).")
     on_limit: OnLimit | None = Field(default=None, description="'error' (default): a limited conversation counts as "
                                                                "errored; 'score': what was played is scored.")
 
@@ -129,7 +129,7 @@ class DatasetFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     target: Target | None = Field(
         default=None, description="The agent under test: an import path 'module:attribute', or a mapping with 'http', "
-                                  "'mastra' or 'model' (SPEC §17); not needed when every item is a recorded transcript.")
+                                  "'mastra' or 'model' (docs/targets); not needed when every item is a recorded transcript.")
     target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
                                                                               "(and memory, adapter, keep_checkpointer, "
                                                                               "setup).")
@@ -149,7 +149,7 @@ class DatasetFile(BaseModel):
     unmocked: Unmocked | None = Field(default=None, description="live (default): a tool call no mock answers runs the "
                                                                 "real tool; error: it is the conversation's error.")
     limits: LimitsFile | None = Field(default=None, description="Every conversation's limits: turns, tokens, cost, "
-                                                                "seconds (SPEC §27).")
+                                                                "seconds (docs/reliability.md).")
     on_limit: OnLimit | None = Field(default=None, description="'error' (default): a limited conversation counts as "
                                                                "errored; 'score': what was played is scored.")
     secrets: list[str] | None = Field(default=None, description="Environment variables whose values are secrets "

@@ -28,20 +28,18 @@ from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
 from .items import Dataset, Item, Limits, Turn, with_identities
 from .options import item_options, option_warnings, setups
+from .reading import jsonl_items, read_top
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
-from .shapes import ITEM_ASSERTIONS, misplaced_assertions, plain_entry_with_keys
+from .shapes import ITEM_ASSERTIONS, misplaced_assertions
 from .simulate import parse_simulation
 from .target import resolve_target
 from .tools import checked_tools, parse_tools, parse_unmocked
-from .yamlsrc import Interpolated, Path, Positions, did_you_mean, load_yaml, problems_from_errors, settle, validated_worded
+from .yamlsrc import Interpolated, Path, Positions, did_you_mean, problems_from_errors, settle, validated_worded
 
-MAX_JSONL_LINE = 8 * 1024 * 1024
 RECORDED_KEYS = ("transcript", "messages")
 """The keys of a recorded conversation (``messages`` is what JSONL exports call it)."""
-HEADER_KEYS = {"target", "scorers", "gates"}
-"""Keys that make the first line of a ``.jsonl`` dataset its header (no item has them)."""
 NO_TARGET = "(recorded)"
 """``target_spec`` of a dataset of recorded conversations without a target."""
 
@@ -248,60 +246,6 @@ def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str,
                 metadata=dict(model.metadata or {}), line=line, id_given=model.id is not None)
 
 
-def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
-    """(line number, parsed value, positions) for each non-blank line, read one line at a time."""
-    with file.open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            pos = Positions(str(file), values={(): (number, 1)})
-            if len(line) > MAX_JSONL_LINE:
-                raise DatasetError([Problem(f"{file}:{number}:1", f"line is longer than {MAX_JSONL_LINE // 2**20} MB",
-                                            "keep each item under that size")])
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError as exc:
-                raise DatasetError([Problem(f"{file}:{number}:{getattr(exc, 'colno', 1)}",
-                                            f"not valid JSON: {getattr(exc, 'msg', exc)}",
-                                            "each line must be one JSON object")]) from None
-            yield number, value, pos
-
-
-def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[Any, Positions, Path]] | None]:
-    """The top-level mapping of a dataset file; for ``.jsonl`` files also its items (header line first)."""
-    if file.suffix == ".jsonl":
-        header: Any = None
-        header_pos = Positions(str(file))
-        items: list[tuple[Any, Positions, Path]] = []
-        for _, value, pos in _jsonl_items(file, header=True):
-            if header is None and not items and isinstance(value, dict) and HEADER_KEYS & set(value):
-                header, header_pos = value, pos
-            else:
-                items.append((value, pos, ()))
-        if header is None:
-            raise DatasetError([Problem(f"{file}:1:1", "a JSONL dataset needs a first line with 'target' (and scorers)",
-                                        'start the file with {"target": "module:attr", "scorers": [...]} ("target" may '
-                                        "be left out when every item is a recorded transcript)")])
-        header.setdefault("data", [])
-        return header, header_pos, Interpolated(), items
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError([Problem(str(file), f"cannot read dataset: {exc.strerror}", "check the path")]) from None
-    except UnicodeDecodeError as exc:
-        before = file.read_bytes()[:exc.start]
-        line, line_start = before.count(b"\n") + 1, before.rfind(b"\n") + 1
-        column = len(before[line_start:].decode("utf-8", "replace")) + 1
-        raise DatasetError([Problem(f"{file}:{line}:{column}",
-                                    f"the file is not UTF-8 text (byte {exc.object[exc.start]:#04x})",
-                                    "save it as UTF-8")]) from None
-    try:
-        data, pos, used = load_yaml(text, str(file))
-    except DatasetError as exc:
-        raise DatasetError([plain_entry_with_keys(problem, text) for problem in exc.problems]) from None
-    return data, pos, used, None
-
-
 def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: str | dict[str, Any] | None = None,
                  target_label: str | None = None) -> Dataset:
     """Read and validate a dataset (YAML, or JSONL with a header line) and its scorer registry.
@@ -365,7 +309,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     registry = load_registry(find_registry(file, scorers_path))
     problems: list[Problem] = list(registry.problems)
     try:
-        data, pos, used, jsonl_items = _read_top(file)
+        data, pos, used, listed = read_top(file)
     except DatasetError as exc:
         raise DatasetError([*exc.problems, *problems]) from None
     problems.extend(used.problems)
@@ -381,8 +325,8 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
     hasher = hashlib.sha256(file.read_bytes())
     raw_items: list[tuple[Any, Positions, Path]] = []
-    if jsonl_items is not None:
-        raw_items = jsonl_items
+    if listed is not None:
+        raw_items = listed
     elif top.data_file is not None:
         if top.data is not None:
             problems.append(pos.problem(("data_file",), "'data' and 'data_file' cannot both be given",
@@ -396,7 +340,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
             raise DatasetError([*problems, pos.problem(("data_file",), f"data file '{top.data_file}' not found",
                                                       "give a path relative to the dataset file")])
         hasher.update(data_path.read_bytes())
-        raw_items = [(value, p, ()) for _, value, p in _jsonl_items(data_path, header=False)]
+        raw_items = [(value, p, ()) for _, value, p in jsonl_items(data_path, header=False)]
     else:
         raw_items = [(raw, pos, ("data", i)) for i, raw in enumerate(top.data or [])]
     if not raw_items and "data" not in bad_keys:
@@ -477,8 +421,9 @@ def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) ->
 
 
 def _top_worded(error: ErrorDetails) -> bool:
-    """A mistake load.py words itself: in the ``target`` (``resolve_target``), ``tools`` and ``unmocked``."""
-    return error["loc"][:1] in (("target",), ("tools",), ("unmocked",))
+    """A mistake load.py words itself: in ``tools`` and ``unmocked`` (a target's own settings are validated by its
+    form, ``resolve_target``; here it is only an import path or a mapping)."""
+    return error["loc"][:1] in (("tools",), ("unmocked",))
 
 
 def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, known: list[str],

@@ -27,6 +27,48 @@ def dataset_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "evalcli dataset"}
 
 
+KEY_TABLES = (("The top level", None), ("An item (`data:`)", "Item"), ("A turn (`turns:`)", "Turn"),
+              ("A simulated user (`simulate:`)", "Simulate"), ("`limits:`", "Limits"),
+              ("A recorded message (`transcript:`)", "Message"), ("A mock (`tools: {NAME: ...}`)", "Mock"))
+"""The key reference's tables (docs/datasets.md, "Every key"): a title and the schema definition it describes."""
+
+
+def key_reference() -> str:
+    """Every key of a dataset file, per part, from the same schema (and so the same models) that validate it:
+    its type and what it does. ``docs/gen_reference.py`` writes it into docs/datasets.md."""
+    schema = dataset_schema()
+    out: list[str] = []
+    for title, name in KEY_TABLES:
+        part = schema if name is None else schema["$defs"][name]
+        required = set(part.get("required", []))
+        out += [f"**{title}**", "", "| key | holds | what it does |", "|---|---|---|"]
+        for key, prop in part["properties"].items():
+            holds = _holds(prop) + (" (required)" if key in required else "")
+            description = " ".join(str(prop.get("description", "")).replace("|", "\\|").split())
+            out.append(f"| `{key}` | {holds} | {description} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _holds(prop: dict[str, Any]) -> str:
+    """A property's type in a few words."""
+    if "$ref" in prop:
+        return str(prop["$ref"]).rsplit("/", 1)[-1]
+    if "enum" in prop:
+        return " or ".join(f"`{value}`" for value in prop["enum"])
+    if "anyOf" in prop:
+        kinds = [_holds(option) for option in prop["anyOf"] if option.get("type") != "null"]
+        return " or ".join(dict.fromkeys(kinds))
+    kind = prop.get("type")
+    if kind == "array":
+        return f"list of {_holds(prop.get('items', {}))}"
+    if kind == "object":
+        extra = prop.get("additionalProperties")
+        return f"mapping of {_holds(extra)}" if isinstance(extra, dict) and extra else "mapping"
+    names = {"string": "text", "integer": "integer", "number": "number", "boolean": "true/false"}
+    return names.get(str(kind), "any value")
+
+
 STARTER_AGENT = '''"""A tiny agent to start from: replace generate() with a call to your own agent."""
 
 from __future__ import annotations
