@@ -171,6 +171,10 @@ class RemoteAdapter(FormAdapter):
     speaks_http = True
     tools_mockable = False  # its tools run in the service
 
+    @property
+    def outside_hint(self) -> str:
+        return "its tools run in the service, where evalcli's plan cannot reach them"
+
     @classmethod
     def secrets(cls, config: Any) -> set[str]:
         return url_secrets(config.url) | header_secrets({k: str(v) for k, v in config.headers.items()})
