@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.agent_server import Answer, ScriptedAgent, Seen
 from tests.conftest import CliResult
@@ -356,3 +358,53 @@ def test_hermetic_and_an_http_services_own_tools(write: Callable[..., Path], cli
         assert cli("run", "text.yaml").code == 0  # without --hermetic it runs
     finally:
         agent.stop()
+
+
+NAMES = st.sampled_from(["get_weather", "Get Weather", "search", "book"])
+
+
+@st.composite
+def turns(draw: st.DrawFn) -> tuple[list[dict[str, Any]], Any]:
+    """A turn's reported messages (tool calls and their results, then an answer) and a plan whose record holds some
+    of those calls (by id or not) and calls the reply does not report."""
+    from evalcli.tools import ToolPlan
+
+    reported = draw(st.lists(st.tuples(NAMES, st.integers(0, 3)), max_size=5))
+    messages: list[dict[str, Any]] = []
+    for n, (name, city) in enumerate(reported):
+        arguments = json.dumps({"city": city})
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"r{n}", "type": "function", "function": {"name": name, "arguments": arguments}}]})
+        messages.append({"role": "tool", "tool_call_id": f"r{n}", "content": "x"})
+    messages.append({"role": "assistant", "content": draw(st.sampled_from(["done", ""]))})
+    plan = ToolPlan(controls=draw(st.booleans()))
+    for n, (name, city) in enumerate(reported):
+        if draw(st.booleans()):
+            plan.record(draw(st.sampled_from([name, name.upper()])), {"city": city}, "mock",
+                        result="m", call_id=f"r{n}" if draw(st.booleans()) else None)
+    for name, city in draw(st.lists(st.tuples(NAMES, st.integers(0, 3)), max_size=3)):
+        plan.record(name, {"city": city}, "live", result={"t": city})
+    return messages, plan
+
+
+@given(turns())
+def test_every_call_of_a_turn_is_recorded_once_whoever_saw_it(turn: tuple[list[dict[str, Any]], Any]) -> None:
+    from evalcli.tools import recorded_turn
+
+    messages, plan = turn
+    seen = recorded_turn(messages, plan, 0)
+    results = [m for m in seen.messages if m["role"] == "tool"]
+    # every call the plan saw is in the record once (reported, or added), and every other reported result is outside
+    assert len(results) == len(plan.calls) + len(seen.outside)
+    added = [m for m in seen.messages if m.get("observed")]
+    assert len(added) == 2 * (len(results) - sum(m["role"] == "tool" for m in messages))
+    # what the target reported is kept, in order, unchanged but for the source evalcli adds
+    kept = [{k: v for k, v in m.items() if k != "source"} for m in seen.messages if not m.get("observed")]
+    assert kept == messages
+    assert all(("source" in m) == (plan.controls or bool(m.get("observed"))) for m in results)
+    # an added call comes before the turn's answer, with its result right after it
+    for i, message in enumerate(seen.messages):
+        if message.get("observed") and message["role"] == "assistant":
+            assert seen.messages[i + 1]["tool_call_id"] == message["tool_calls"][0]["id"]
+    if messages[-1]["content"] and added:
+        assert seen.messages[-1] == messages[-1]

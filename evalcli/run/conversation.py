@@ -186,8 +186,10 @@ class Conversation:
                 # and the calls that ran outside the plan where that is the conversation's error (docs/hermetic.md)
                 if plan is None:
                     return messages
-                seen = recorded_turn(messages, plan, index, service_sources=adapter is not None and adapter.plan_sent)
-                outside.extend(problem for call in seen.outside if (problem := plan.outside(call.tool)) is not None)
+                sent = adapter is not None and adapter.plan_sent
+                seen = recorded_turn(messages, plan, index, service_sources=sent)
+                ran = [call for call in seen.outside if not call.error or adapter is None or adapter.error_results_ran]
+                outside.extend(problem for call in ran if (problem := plan.outside(call.tool, sent=sent)) is not None)
                 return seen.messages
 
             def failed(messages: list[Message], output_retries: int = 0) -> None:

@@ -39,6 +39,7 @@ class CallableAdapter(Adapter):
         self.is_async = is_async_callable(self.fn)
         self.accepts = accepted_keywords(self.fn)
         self.kwargs = self._kwargs(self.options)
+        self.error_results_ran = self._own_tools() is None  # a plain callable's reported error is its tool's
 
     def _kwargs(self, options: Mapping[str, Any]) -> dict[str, Any]:
         kwargs = call_options(options)

@@ -10,7 +10,8 @@ a new object for each conversation, shared by its turns.
 This turn's messages are ``result.new_items`` in OpenAI format (assistant text, tool calls and handoffs,
 tool results; reasoning items and the user's input left out), every assistant message named after the
 agent that wrote it (``name``). A handoff's result is marked ``handoff: true``: it is not a tool's, so it has no
-``source`` and ``--hermetic`` never counts it as a live call (docs/hermetic.md). The SDK turns a tool's exception into the tool's output text and goes on,
+``source`` and ``--hermetic`` never counts it as a live call (docs/hermetic.md). The SDK turns a tool's exception
+into the tool's output text and goes on,
 with no error flag on the item: evalcli installs a ``RunConfig.tool_error_formatter`` that only records
 the call ids the SDK reports as failed (an exception in the tool, a tool that does not exist) and leaves
 the text as it was, so those results are ``is_error: true``; the SDK's default failure text and its

@@ -170,6 +170,7 @@ class RemoteAdapter(FormAdapter):
     pool: Pool
     speaks_http = True
     tools_mockable = False  # its tools run in the service
+    error_results_ran = True
 
     @property
     def outside_hint(self) -> str:

@@ -236,6 +236,10 @@ class Adapter(ABC):
     """Whether ``tools:`` can reach this target's tools (not so for a service's own, SPEC §25)."""
     tools_hint: ClassVar[str] = "remove 'tools:'"
     """What the error about ``tools:`` on a target whose tools cannot be mocked says to do."""
+    error_results_ran: bool = False
+    """Whether an error result evalcli's plan did not answer comes from a tool that ran. Not for a framework agent:
+    every tool it runs passes through the plan, so such a result is the framework refusing a call it could not run
+    (an unknown tool, arguments that do not fit), and nothing ran (docs/hermetic.md)."""
     plan_sent: bool = False
     """Whether each turn sends the conversation's tool plan to a service that answers from it (``{{ tools }}``): a
     tool result it says came from a ``mock`` or ``replay`` is taken at its word (docs/hermetic.md)."""

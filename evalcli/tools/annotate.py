@@ -27,6 +27,8 @@ class Outside:
 
     tool: str
     call_id: Any
+    error: bool = False
+    """Whether the result is an error (a framework that refused a call it could not run reports one too)."""
 
 
 @dataclass
@@ -43,8 +45,8 @@ def recorded_turn(messages: list[Message], plan: ToolPlan, turn: int, *, service
     was sent the plan (``{{ tools }}``), so a result it says came from a ``mock`` or ``replay`` is taken at its
     word."""
     pending = [c for c in plan.calls if c.turn == turn]
-    if not plan.controls and not pending:
-        return TurnTools(messages)  # nothing to label and nothing to add: the common case costs nothing
+    if not plan.controls and not pending and not any(m.get("role") == "tool" for m in messages):
+        return TurnTools(messages)  # nothing to label, add or explain: the common case costs one pass
     asked: dict[Any, tuple[str, str | None]] = {}
     for message in messages:
         for entry in message.get("tool_calls") or ():
@@ -67,7 +69,7 @@ def recorded_turn(messages: list[Message], plan: ToolPlan, turn: int, *, service
             source = str(claimed)
         else:
             source = "live"
-            outside.append(Outside(name, call_id))
+            outside.append(Outside(name, call_id, message.get("is_error") is True))
         if not plan.controls:
             out.append(message)
             continue

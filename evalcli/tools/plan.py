@@ -121,14 +121,19 @@ class ToolPlan:
         """Whether this turn's ``tools:`` names the tool."""
         return bool(self.mocks(tool))
 
-    def outside(self, tool: str) -> str | None:
+    def outside(self, tool: str, *, sent: bool = False) -> str | None:
         """Why a call of ``tool`` that the turn's messages show but that never passed through this plan (it ran in
         the agent itself) is the conversation's error, or ``None`` when it may run so (docs/hermetic.md): under
         ``--hermetic`` nothing runs live; a tool ``tools:`` mocks was meant to be answered; ``unmocked: error``
-        allows no call that no mock answers."""
+        allows no call that no mock answers. ``sent``: the plan was sent to the service that ran the tool, which
+        answers for its mocks and ``unmocked`` itself; only ``--hermetic`` asks it to say where a result came from."""
+        if self.hermetic and sent:
+            return f"--hermetic: the service did not say its result of {tool} came from the plan it was sent"
         if self.hermetic:
             return f"--hermetic: the tool {tool} ran live, outside evalcli's control (no mock, tape or @evalcli.tool " \
                    "answered it)"
+        if sent:
+            return None
         if self.mocked(tool):
             return f"tools.{tool}: the mock never answered: the target's reply shows {tool} ran, but the call did " \
                    "not pass through evalcli"

@@ -37,23 +37,24 @@ def install() -> None:
         if _installed:
             return
         _installed = True
-        start, submit = threading.Thread.start, ThreadPoolExecutor.submit
+        start: Callable[[threading.Thread], None] = threading.Thread.start
+        submit: Callable[..., Future[Any]] = ThreadPoolExecutor.submit
 
-        @functools.wraps(start)
         def planned_start(self: threading.Thread) -> None:
             plan = CURRENT.get()
             # an executor's worker serves every conversation: its tasks carry their own plan (planned_submit)
-            if plan is not None and getattr(self, "_target", None) is not pool_threads._worker:  # type: ignore[attr-defined]
+            if plan is not None and getattr(self, "_target", None) is not pool_threads._worker:
                 self.run = functools.partial(_run_with, plan, self.run)  # type: ignore[method-assign]
             start(self)
 
-        @functools.wraps(submit)
-        def planned_submit(self: ThreadPoolExecutor, fn: Callable[..., T], /, *args: Any,
-                           **kwargs: Any) -> Future[T]:
+        def planned_submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any,
+                           **kwargs: Any) -> Future[Any]:
             return submit(self, functools.partial(_run_with, CURRENT.get(), fn), *args, **kwargs)
 
-        threading.Thread.start = planned_start  # type: ignore[method-assign]
-        ThreadPoolExecutor.submit = planned_submit  # type: ignore[method-assign]
+        functools.update_wrapper(planned_start, start)
+        functools.update_wrapper(planned_submit, submit)
+        setattr(threading.Thread, "start", planned_start)  # noqa: B010 - the one place the stdlib is changed
+        setattr(ThreadPoolExecutor, "submit", planned_submit)  # noqa: B010
 
 
 def _run_with(plan: ToolPlan | None, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
