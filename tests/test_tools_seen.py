@@ -219,6 +219,8 @@ def test_calls_through_evalcli_tool_are_recorded_when_the_reply_does_not_report_
     assert text == {"role": "assistant", "content": "buonanotte"}
     assert [m["source"] for m in tool_messages(found["live"])] == ["live"]
     assert sorted(marker(agents).splitlines()) == ["translate fail", "translate hello"]  # the mocked one never ran
+    shown = cli("show", "latest", "mocked").stdout
+    assert "tool result translate_to_italian  (id evalcli_0_0, mock, seen by evalcli, not in the reply)" in shown
 
 
 def test_checks_say_when_no_tool_calls_were_reported(agents: Path, write: Callable[..., Path],
