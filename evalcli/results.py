@@ -468,11 +468,12 @@ class RunResult:
 
     @property
     def outcome(self) -> str:
-        """One word for how the run ended, for badges: ``interrupted``; ``failed`` (a gate missed); ``errors`` (some
+        """One word for how the run ended, for badges: ``interrupted``; ``budget`` (a budget ended it before every
+        conversation was played); ``failed`` (a gate missed); ``errors`` (some
         conversations errored, so a ``passed`` or ``scored`` verdict covers only the others); ``scored``;
         ``passed``; ``none`` (no verdict and no error)."""
-        if self.status == "interrupted":
-            return "interrupted"
+        if self.status in ("interrupted", "budget"):
+            return self.status
         if self.verdict == "failed":
             return "failed"
         if self.summary.errors:
@@ -488,4 +489,12 @@ class RunResult:
         if self.stability:
             aggregate["summary"]["stability"] = self.stability
         return {"run_id": self.run_id, "dataset": self.dataset_path, "target": self.target,
-                **aggregate, **repeats, "usage": self.usage, "items": rendered}
+                **aggregate, **repeats, "usage": self.usage, "status": self.status,
+                "conversations": self.conversations, "items": rendered}
+
+    @property
+    def conversations(self) -> dict[str, int]:
+        """How many conversations the run selected, how many it played (finished, a ``limited`` one included) and
+        how many it did not play (a budget or an interrupt ended it first)."""
+        return {"selected": self.selected, "played": self.completed,
+                "not_played": max(0, self.selected - self.completed)}

@@ -31,7 +31,7 @@ from ..reports import (
     plural,
 )
 from ..results import ItemResult, RunResult
-from ..run import INTERRUPTED, Events, RunOptions, arun_evals, rerun_selection, resume_options
+from ..run import INTERRUPTED, Events, RunOptions, arun_evals, check_budgets, rerun_selection, resume_options
 from ..secrets import Redactor
 from ..store import Store
 from ..targets import cli_target
@@ -197,6 +197,7 @@ def _options(request: RunRequest, store: Store | None, dataset: Dataset, events:
                  "strict": True if request.strict else None, "max_errors": request.max_errors}
         options = resume_options(store, request.resume, dataset, options,
                                  {name: value for name, value in given.items() if value is not None})
+    check_budgets(dataset, options)
     return options
 
 

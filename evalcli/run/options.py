@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..dataset import Dataset, Selection
+from ..dataset import Dataset, Selection, model_uses
+from ..llm import check_cost_budget
 from ..results import ItemResult, Plan
 from ..store import StoredOptions
 
@@ -65,3 +66,9 @@ def plan_of(dataset: Dataset) -> Plan:
     """The dataset's top-level gates and scorers, by id, with the scorers' thresholds."""
     return Plan([g.id for g in dataset.gates], [s.id for s in dataset.scorers],
                 {s.id: s.threshold.raw for s in dataset.scorers if s.threshold is not None})
+
+
+def check_budgets(dataset: Dataset, options: RunOptions) -> None:
+    """A ``UsageError`` before anything runs when the options' budgets cannot be counted for this dataset: a
+    ``--max-cost`` over a model without a price (docs/reliability.md, Budgets)."""
+    check_cost_budget(options.max_cost, model_uses(dataset), dataset.path)

@@ -1,6 +1,6 @@
-"""A run's control of its target's tools (SPEC §25): each conversation's ``ToolPlan`` from the dataset's, item's and
-turns' ``tools:``, ``--hermetic``, and the tape ``--record-tools`` writes. A run that controls no tool still gives
-each conversation a plan that watches, so the calls evalcli sees are recorded (docs/hermetic.md)."""
+"""A run's control of its target's tools (docs/hermetic.md): each conversation's ``ToolPlan`` from the dataset's, item's
+and turns' ``tools:``, ``--hermetic``, and the tape ``--record-tools`` writes. A run that controls no tool still gives
+each conversation a plan that watches, so the calls evalcli sees are recorded."""
 
 from __future__ import annotations
 
@@ -24,6 +24,16 @@ class ToolSettings:
 
     hermetic: bool = False
     recorder: TapeRecorder | None = None
+
+    @classmethod
+    def of_run(cls, dataset: Dataset, hermetic: bool, record_tools: str | None, resume: str | None) -> ToolSettings:
+        """A run's settings: ``--hermetic``, and ``--record-tools DIR``'s tape in dataset order, which a resumed run
+        adds to (``resume``: the conversations its first invocation played keep their lines; docs/hermetic.md)."""
+        recorder = None
+        if record_tools:
+            order = {tape_identity(item): item.index for item in dataset.items}
+            recorder = TapeRecorder(record_tools, dataset.path, order, resume=resume is not None)
+        return cls(hermetic, recorder)
 
     def active(self, dataset: Dataset) -> bool:
         """Whether conversations get a tool plan at all (without one, tools run untouched)."""

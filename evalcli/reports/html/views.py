@@ -7,7 +7,7 @@ from typing import Any
 
 from ...results import RunResult, Summary
 from ...store import Change
-from ..text import DATASETS_DIFFER, fmt, threshold_text, usage_parts, verdict_words
+from ..text import DATASETS_DIFFER, budget_words, fmt, threshold_text, usage_parts, verdict_words
 from .sources import Baseline
 
 MAX_NAMED = 5
@@ -32,14 +32,15 @@ def header(result: RunResult, row: dict[str, Any]) -> dict[str, Any]:
             "target": result.target, "git_commit": row.get("git_commit"), "started": (started + " UTC") if started else "-",
             "duration": duration(row.get("started_at"), row.get("finished_at")), "status": row.get("status") or result.status,
             "verdict": result.verdict, "exit_code": result.exit_code, "outcome": result.outcome,
-            "badge": badge(result)}
+            "badge": badge(result), "budget": budget_words(result)}
 
 
 def badge(result: RunResult) -> str:
     """The header's badge: the verdict, and when conversations errored what it covers (``passed · 3 of 4
     errored``), never a plain green ``passed``."""
     words = verdict_words(result)
-    return f"interrupted · {words}" if result.outcome == "interrupted" else words
+    ended = {"interrupted": "interrupted", "budget": "budget spent"}.get(result.outcome)
+    return f"{ended} · {words}" if ended else words
 
 
 def usage(row: dict[str, Any], totals: dict[str, Any] | None = None) -> dict[str, Any]:
