@@ -50,7 +50,7 @@ from .options import RunOptions, check_budgets, plan_of
 from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
 from .resume import check_resumable, kept_results, option_conflicts
-from .tooling import ToolSettings
+from .tooling import ToolSettings, check_hermetic
 
 INTERRUPTED = 130
 BUDGET_SPENT = 5
@@ -250,6 +250,7 @@ class Runner:
         played again included: they count against the budget and in the totals."""
 
     async def _select(self) -> tuple[list[Item], dict[int, ItemResult], str]:
+        check_hermetic(self.dataset, self.options.hermetic)
         items = self.options.selection.apply(self.dataset.items)
         if self.options.only_indexes is not None:
             items = [i for i in items if i.index in self.options.only_indexes]
