@@ -25,9 +25,9 @@ from .spec import (
     matches,
     tape_arguments,
 )
-from .tape import SUFFIX, Tape, TapeError, TapeRecorder, read_tape
+from .tape import SUFFIX, Tape, TapeError, TapeRecorder, read_tape, tape_path
 
 __all__ = ["CURRENT", "MATCHES", "REGISTERED", "RESERVED", "SOURCES", "SUFFIX", "UNMOCKED", "Answer", "Mock",
            "MockedToolError", "Recorded", "Tape", "TapeError", "TapeRecorder", "ToolCall", "ToolPlan", "ToolRefused",
            "ToolsConfig", "acall", "annotate", "as_text", "call", "canonical", "jsonable", "matches", "read_tape",
-           "tape_arguments", "tool"]
+           "tape_arguments", "tape_path", "tool"]
