@@ -10,7 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from evalcli.cli.outputs import tape_names
+from evalcli.tools import tape_path
 from tests.conftest import CliResult
 
 AGENT = '''
@@ -128,3 +132,15 @@ def test_a_replay_path_that_is_a_folder_says_so(
     assert done.code == 2
     assert "d.yaml:2:17: dataset: tape 'tapes' is a folder, not a tape" in done.stderr
     assert "e.g. 'tapes/NAME.tape.jsonl'" in done.stderr
+
+
+@given(runs=st.lists(st.tuples(st.sampled_from(["d.yaml", "x/d.yaml", "y/d.yaml", "e.yaml", "x/e.yaml"]),
+                               st.sampled_from([None, "model:openai/a", "model:openai/b", "m:openai/a"])),
+                     min_size=1, max_size=6, unique=True))
+def test_no_two_runs_of_a_command_share_a_tape(runs: list[tuple[str, str | None]]) -> None:
+    """Whatever datasets and targets one command runs, each run's tape path is its own (docs/hermetic.md)."""
+    planned = [(Path(d), t) for d, t in runs]
+    paths = [tape_path("tapes", d, name) for (d, _), name in zip(planned, tape_names(planned), strict=True)]
+    assert len(set(paths)) == len(paths)
+    if len({d.stem for d, _ in planned}) == len(planned):
+        assert paths == [Path("tapes") / f"{d.stem}.tape.jsonl" for d, _ in planned]  # the documented name
