@@ -144,3 +144,15 @@ def test_no_two_runs_of_a_command_share_a_tape(runs: list[tuple[str, str | None]
     assert len(set(paths)) == len(paths)
     if len({d.stem for d, _ in planned}) == len(planned):
         assert paths == [Path("tapes") / f"{d.stem}.tape.jsonl" for d, _ in planned]  # the documented name
+
+
+def test_a_cost_budget_refusal_names_a_few_users_of_each_model_then_how_many_more(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    items = "".join(f"  - {{id: s{i}, simulate: {{goal: get answer {i}, model: openai/sim-m}}}}\n" for i in range(40))
+    write("d.yaml", "target:\n  model: openai/target-m\n  api_base: http://127.0.0.1:9/v1\nscorers: [{includes: x}]\n"
+                    "data:\n" + items)
+    done = cli("run", "d.yaml", "--max-cost", "1")
+    assert done.code == 2, done.stderr
+    assert ("openai/sim-m (the simulated user of item s0, the simulated user of item s1, the simulated user of item s2 "
+            "and 37 more)") in done.stderr
+    assert "item s3," not in done.stderr and len(done.stderr) < 1200
