@@ -10,7 +10,7 @@ for it or reaches for the network.
 
 from __future__ import annotations
 
-from .budget import Budget, check_cost_budget, parse_budget
+from .budget import PURPOSES, Budget, check_cost_budget, parse_budget, purpose_group
 from .cache import ResponseCache
 from .catalog import price_of
 from .client import (
@@ -29,7 +29,7 @@ from .client import (
 from .local_model import pending as local_model_pending
 from .local_model import preload as load_local_model
 from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
-from .usage import PURPOSES, CallRecord, UsageSink, current_usage, purpose_group, usage_rows, usage_summary
+from .usage import CallRecord, UsageSink, current_usage, usage_rows, usage_summary
 
 __all__ = [
     "LOCAL_JUDGE_MODEL", "PURPOSES", "Budget", "BudgetSpent", "CallRecord", "LLMClient", "LLMError",

@@ -13,7 +13,15 @@ from typing import Any
 from ..errors import UsageError
 from .catalog import priced
 from .local_model import is_local
-from .usage import PURPOSES, purpose_group
+
+PURPOSES = ("target", "simulator", "judge")
+"""What LLM calls are for, as usage is reported (SPEC §27); ``evalcli.Agent``'s calls (purpose ``agent``) and a
+framework agent's count as ``target``."""
+
+
+def purpose_group(purpose: str) -> str:
+    """The purpose a call's usage is reported under: ``agent`` (evalcli.Agent, the target) as ``target``."""
+    return "target" if purpose == "agent" else purpose
 
 
 @dataclass

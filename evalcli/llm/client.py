@@ -21,11 +21,12 @@ from typing import Any
 
 from ..errors import EvalcliError, describe
 from ..messages import Message
+from .budget import purpose_group
 from .cache import ResponseCache
 from .local_model import is_local
 from .preflight import BACKENDS, model_problem
 from .ratelimit import AdaptiveLimit, Slots, retry_after
-from .usage import CallRecord, UsageSink, current_usage, purpose_group
+from .usage import CallRecord, UsageSink, current_usage
 
 EVALCLI_ONLY_KEYS = frozenset({"is_error", "source"})
 """Message keys evalcli uses itself; they are stripped before messages reach a provider."""

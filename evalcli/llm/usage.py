@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .budget import Budget
+from .budget import PURPOSES, Budget, purpose_group
 
 
 @dataclass(frozen=True)
@@ -30,15 +29,7 @@ class CallRecord:
         return asdict(self)
 
 
-PURPOSES = ("target", "simulator", "judge")
-"""What LLM calls are for, as usage is reported (SPEC §27); ``evalcli.Agent``'s calls (purpose ``agent``) and a
-framework agent's count as ``target``."""
 USAGE_FIELDS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost")
-
-
-def purpose_group(purpose: str) -> str:
-    """The purpose a call's usage is reported under: ``agent`` (evalcli.Agent, the target) as ``target``."""
-    return "target" if purpose == "agent" else purpose
 
 
 def usage_summary(rows: Iterable[tuple[Any, ...]]) -> dict[str, Any]:

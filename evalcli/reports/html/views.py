@@ -88,7 +88,8 @@ def baseline_view(baseline: Baseline, positions: dict[str, int]) -> dict[str, An
     diff = baseline.diff
     kinds = ("regressed", "improved", "changed", "new", "missing", "unchanged")
     order = {kind: n for n, kind in enumerate(kinds)}
-    changed = sorted(((item_id, change) for item_id, change in baseline.changes.items() if change.kind != "unchanged"),
+    listed = [*baseline.changes.items(), *((None, change) for change in baseline.gone)]
+    changed = sorted(((item_id, change) for item_id, change in listed if change.kind != "unchanged"),
                      key=lambda pair: order[pair[1].kind])
     return {"run_id": diff.a.run_id, "dataset": diff.a.dataset_path,
             "datasets_differ": DATASETS_DIFFER if diff.datasets_differ else "",
@@ -96,5 +97,5 @@ def baseline_view(baseline: Baseline, positions: dict[str, int]) -> dict[str, An
             "tolerance": fmt(diff.tolerance) if diff.tolerance else "", "regressions": diff.regressions,
             "scorers": _changes(diff.scorers), "gates": _changes(diff.gates),
             "counts": {kind: baseline.count(kind) for kind in kinds},
-            "conversations": [{"id": item_id, "position": positions.get(item_id), "kind": change.kind,
-                               "details": change.details} for item_id, change in changed]}
+            "conversations": [{"id": change.name, "position": None if item_id is None else positions.get(item_id),
+                               "kind": change.kind, "details": change.details} for item_id, change in changed]}
