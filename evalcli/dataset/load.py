@@ -64,7 +64,7 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
     before = len(problems)
     labels = parse_labels(raw["labels"], path, pos, label, known, problems) if "labels" in raw else {}
     item = _conversation(raw, model, index, label, path, pos, registry, problems, line)
-    item = _with_tools(item, model, label, path, pos, problems) if item is not None else None
+    item = _with_tools(item, raw, model, label, path, pos, problems) if item is not None else None
     settle(deferred, problems, before)
     if item is None or labels is None:
         return None
@@ -75,11 +75,12 @@ ITEM_WORDED = frozenset({*FORM_KEYS, "labels", "tools", "unmocked"})
 """An item's keys whose mistakes load.py words itself (``validated_worded``)."""
 
 
-def _with_tools(item: Item, model: ItemFile, label: str, path: Path, pos: Positions, problems: list[Problem]) -> Item:
-    """The item with its own ``tools``, ``unmocked`` and ``limits``."""
+def _with_tools(item: Item, raw: dict[str, Any], model: ItemFile, label: str, path: Path, pos: Positions,
+                problems: list[Problem]) -> Item:
+    """The item with its own ``tools`` (read from ``raw``: the model holds them typed), ``unmocked`` and ``limits``."""
     if model.tools is not None or model.unmocked is not None:
         item = replace(item, tools=None if model.tools is None else
-                       parse_tools(model.tools, (*path, "tools"), pos, label, problems),
+                       parse_tools(raw["tools"], (*path, "tools"), pos, label, problems),
                        unmocked=None if model.unmocked is None else
                        parse_unmocked(model.unmocked, (*path, "unmocked"), pos, label, problems))
     if model.limits is not None or model.on_limit is not None:
@@ -196,7 +197,7 @@ def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Reg
     before = len(problems)
     gates = parse_list(model.gates, (*at, "gates"), pos, registry, problems, gate=True)
     scorers = parse_list(model.scorers, (*at, "scorers"), pos, registry, problems, gate=False)
-    tools = None if model.tools is None else parse_tools(model.tools, (*at, "tools"), pos, f"{label} turn {t}", problems)
+    tools = None if model.tools is None else parse_tools(turn["tools"], (*at, "tools"), pos, f"{label} turn {t}", problems)
     settle(deferred, problems, before)
     if model.input is not None:
         return Turn(model.input, gates, scorers, tools=tools)
@@ -319,7 +320,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     if target is not None:
         data.setdefault("target", target)
     top, bad_keys = _top_level(data, pos, problems)
-    tools = None if top.tools is None else parse_tools(top.tools, ("tools",), pos, "dataset", problems)
+    tools = None if top.tools is None else parse_tools(data["tools"], ("tools",), pos, "dataset", problems)
     unmocked = "live" if top.unmocked is None else parse_unmocked(top.unmocked, ("unmocked",), pos, "dataset", problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
