@@ -131,6 +131,11 @@ def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: st
     if config is None or config.replay is None:
         return config
     path = folder / config.replay
+    if path.is_dir():
+        problems.append(pos.problem((*at, "replay"), f"{label}: tape '{config.replay}' is a folder, not a tape",
+                                    f"name the tape file in it, e.g. '{FsPath(config.replay) / 'NAME.tape.jsonl'}' "
+                                    "(--record-tools DIR writes DIR/<dataset stem>.tape.jsonl)"))
+        return config
     if not path.is_file():
         problems.append(pos.problem((*at, "replay"), f"{label}: tape '{config.replay}' not found",
                                     "record one with 'evalcli run DATASET --record-tools DIR', and give its path "

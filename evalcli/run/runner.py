@@ -391,7 +391,8 @@ class Runner:
         if not workers:
             return
         builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
-        tools = ToolSettings.of_run(self.dataset, self.options.hermetic, self.options.record_tools, self.options.resume)
+        tools = ToolSettings.of_run(self.dataset, self.options.hermetic, self.options.record_tools, self.options.resume,
+                                    self.options.tape_name)
         if tools.active(self.dataset) and self.dataset.target is not None:
             self.dataset.target.control_tools()
         conversation = Conversation(self.dataset, builder, context.calls,

@@ -26,13 +26,14 @@ class ToolSettings:
     recorder: TapeRecorder | None = None
 
     @classmethod
-    def of_run(cls, dataset: Dataset, hermetic: bool, record_tools: str | None, resume: str | None) -> ToolSettings:
+    def of_run(cls, dataset: Dataset, hermetic: bool, record_tools: str | None, resume: str | None,
+               tape_name: str | None = None) -> ToolSettings:
         """A run's settings: ``--hermetic``, and ``--record-tools DIR``'s tape in dataset order, which a resumed run
         adds to (``resume``: the conversations its first invocation played keep their lines; docs/hermetic.md)."""
         recorder = None
         if record_tools:
             order = {tape_identity(item): item.index for item in dataset.items}
-            recorder = TapeRecorder(record_tools, dataset.path, order, resume=resume is not None)
+            recorder = TapeRecorder(record_tools, dataset.path, order, resume=resume is not None, name=tape_name)
         return cls(hermetic, recorder)
 
     def active(self, dataset: Dataset) -> bool:

@@ -26,10 +26,10 @@ from .spec import (
     matches,
     tape_arguments,
 )
-from .tape import SUFFIX, Tape, TapeError, TapeRecorder, read_tape
+from .tape import SUFFIX, Tape, TapeError, TapeRecorder, read_tape, tape_path
 from .threads import install as carry_plans_into_threads
 
 __all__ = ["CURRENT", "MATCHES", "REGISTERED", "RESERVED", "SOURCES", "SUFFIX", "UNMOCKED", "Answer", "HermeticRun",
            "Mock", "MockedToolError", "Outside", "Recorded", "Tape", "TapeError", "TapeRecorder", "ToolCall", "ToolPlan",
            "ToolRefused", "ToolsConfig", "TurnTools", "acall", "as_text", "call", "canonical", "carry_plans_into_threads",
-           "jsonable", "matches", "read_tape", "recorded_turn", "same_tool", "tape_arguments", "tool"]
+           "jsonable", "matches", "read_tape", "recorded_turn", "same_tool", "tape_arguments", "tape_path", "tool"]
