@@ -44,6 +44,7 @@ from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
 from ..store import Store, StoreWriter, new_run_id, stored_items, stored_usage
 from ..targets import TargetCalls, TargetThreads
+from ..tools import HermeticRun
 from .conversation import Conversation
 from .notices import memory_warning
 from .options import RunOptions, check_budgets, plan_of
@@ -415,7 +416,8 @@ class Runner:
         tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
         restore = self._install_signals() if self.options.handle_signals else None
         try:
-            await self._wait(tasks)
+            with HermeticRun(self.options.hermetic):  # a tool call tied to no conversation is refused meanwhile
+                await self._wait(tasks)
         finally:
             if restore:
                 restore()
