@@ -109,9 +109,18 @@ def check_cost_budget(max_cost: dict[str | None, float], uses: Iterable[tuple[st
         if purpose_group(purpose) in covered and not is_local(model) and not priced(model):
             unpriced.setdefault(model, []).append(user)
     if unpriced:
-        named = "; ".join(f"{model} ({', '.join(users)})" for model, users in unpriced.items())
+        named = "; ".join(f"{model} ({_first(users)})" for model, users in unpriced.items())
         their = "its" if len(unpriced) == 1 else "their"
         raise UsageError(f"{where}: --max-cost cannot be counted: litellm's price table has no price for "
                          f"{named}, so {their} calls would cost $0 and the budget would never be spent",
                          "bound the run with --max-tokens instead (e.g. --max-tokens judge=20000,target=50000), or "
                          "give --max-cost only for the purposes whose models are priced")
+
+
+NAMED = 3
+"""How many users of an unpriced model the ``--max-cost`` refusal names (then how many more)."""
+
+
+def _first(users: list[str]) -> str:
+    """The first ``NAMED`` users, then how many more (a dataset of a thousand simulated users is one line)."""
+    return ", ".join(users[:NAMED]) + (f" and {len(users) - NAMED} more" if len(users) > NAMED else "")

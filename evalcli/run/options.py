@@ -46,6 +46,9 @@ class RunOptions:
     """Every tool call no mock answers, and every replay miss, is the conversation's error (SPEC §25)."""
     record_tools: str | None = None
     """Write every tool call to ``DIR/<dataset stem>.tape.jsonl`` (``--record-tools DIR``)."""
+    tape_name: str | None = None
+    """The tape's name in ``record_tools`` instead of the dataset's stem: the CLI gives each run of a command of
+    several (datasets with one stem, several ``--target``) a tape of its own (docs/hermetic.md, "Tapes")."""
     max_cost: dict[str | None, float] = field(default_factory=dict)
     """``--max-cost``: US dollars per purpose (``target``, ``simulator``, ``judge``), or for all (key ``None``)."""
     max_tokens: dict[str | None, float] = field(default_factory=dict)

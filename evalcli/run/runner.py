@@ -44,13 +44,14 @@ from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
 from ..store import Store, StoreWriter, new_run_id, stored_items, stored_usage
 from ..targets import TargetCalls, TargetThreads
+from ..tools import HermeticRun
 from .conversation import Conversation
 from .notices import memory_warning
 from .options import RunOptions, check_budgets, plan_of
 from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
 from .resume import check_resumable, kept_results, option_conflicts
-from .tooling import ToolSettings
+from .tooling import ToolSettings, check_hermetic
 
 INTERRUPTED = 130
 BUDGET_SPENT = 5
@@ -250,6 +251,7 @@ class Runner:
         played again included: they count against the budget and in the totals."""
 
     async def _select(self) -> tuple[list[Item], dict[int, ItemResult], str]:
+        check_hermetic(self.dataset, self.options.hermetic)
         items = self.options.selection.apply(self.dataset.items)
         if self.options.only_indexes is not None:
             items = [i for i in items if i.index in self.options.only_indexes]
@@ -389,7 +391,8 @@ class Runner:
         if not workers:
             return
         builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
-        tools = ToolSettings.of_run(self.dataset, self.options.hermetic, self.options.record_tools, self.options.resume)
+        tools = ToolSettings.of_run(self.dataset, self.options.hermetic, self.options.record_tools, self.options.resume,
+                                    self.options.tape_name)
         if tools.active(self.dataset) and self.dataset.target is not None:
             self.dataset.target.control_tools()
         conversation = Conversation(self.dataset, builder, context.calls,
@@ -413,7 +416,8 @@ class Runner:
         tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
         restore = self._install_signals() if self.options.handle_signals else None
         try:
-            await self._wait(tasks)
+            with HermeticRun(self.options.hermetic):  # a tool call tied to no conversation is refused meanwhile
+                await self._wait(tasks)
         finally:
             if restore:
                 restore()
