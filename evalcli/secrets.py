@@ -51,6 +51,9 @@ every ``x`` or ``42`` of every text would destroy the text, not protect a creden
 ENV_MIN_CHARS = 8
 """An environment variable named like a secret that no dataset interpolates counts from this length (provider keys
 are long; ``XDG_SESSION_TYPE=x11`` is not one)."""
+B64_CORE_MIN = 6
+"""The fewest base64 characters by which a secret inside a longer base64 payload is recognised (a secret of 5 bytes
+or more, at every alignment): fewer would match unrelated base64 (an image, a token) by chance."""
 
 USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/?#@\[\]\"'<>\\]+)@")
 """``scheme://user:password@`` anywhere in a text."""
@@ -171,7 +174,8 @@ def usable(value: str) -> bool:
 
 def encodings(value: str) -> set[str]:
     """Every way a secret may be written in an output: raw, as JSON and HTML write it, URL-encoded, base64
-    (standard and URL-safe, with and without padding)."""
+    (standard and URL-safe, with and without padding), and base64 inside a longer payload at each of the three byte
+    alignments (``base64_cores``)."""
     forms = {value, html.escape(value), html.escape(value, quote=False), quote(value, safe=""), quote(value),
              quote_plus(value)}
     forms |= {json.dumps(value, ensure_ascii=ascii)[1:-1] for ascii in (True, False)}
@@ -181,7 +185,24 @@ def encodings(value: str) -> set[str]:
     for raw in raws:
         for encoded in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
             forms |= {encoded, encoded.rstrip("=")}
+        forms |= base64_cores(raw)
     return {f for f in forms if f}
+
+
+def base64_cores(raw: bytes) -> set[str]:
+    """The base64 characters that carry only ``raw``'s bits wherever ``raw`` sits in a longer payload
+    (``base64("apiuser:" + token)``): for each of the three byte alignments and both alphabets, the characters between
+    the first and the last ones it shares with the bytes around it. Those two edge characters are left (they hold at
+    most 4 bits of the secret each, and otherwise the payload's own bits); a core shorter than ``B64_CORE_MIN`` is
+    not one (it would match unrelated base64 by chance)."""
+    cores = set()
+    for shift in range(3):
+        start, end = -(-8 * shift // 6), 8 * (shift + len(raw)) // 6  # first and past-last character of raw's bits
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            core = encode(bytes(shift) + raw).decode()[start:end]
+            if len(core) >= B64_CORE_MIN:
+                cores.add(core)
+    return cores
 
 
 _known: frozenset[str] = frozenset()
