@@ -224,6 +224,34 @@ def known() -> frozenset[str]:
     return _known
 
 
+_names: dict[str, str] = {}
+_ambiguous: set[str] = set()
+
+
+def remember_named(pairs: Iterable[tuple[str, str]]) -> None:
+    """Make each ``(name, value)`` a secret (``remember``) known by the variable that held it, so a text that must keep
+    its words can hold ``${NAME}`` in its place (``evalcli.secret_references``: the response cache, stored digests).
+    A name read as two values refers to neither."""
+    global _names
+    pairs = [(name, value) for name, value in pairs if name and value]
+    remember(value for _, value in pairs)
+    with _known_lock:
+        names = dict(_names)
+        for name, value in pairs:
+            if names.get(name, value) != value:
+                _ambiguous.add(name)
+            names[name] = value
+        _names = {name: value for name, value in names.items() if name not in _ambiguous}
+
+
+def named(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every secret whose variable is known, by name: the environment's (named like a secret, ``ENV_MIN_CHARS`` long)
+    and those a dataset or registry interpolated or declared (``remember_named``), which win."""
+    source = os.environ if env is None else env
+    found = {k: v for k, v in source.items() if len(v) >= ENV_MIN_CHARS and secret_name(k) and k not in _ambiguous}
+    return {**found, **_names}
+
+
 def environment_secrets(env: Mapping[str, str] | None = None) -> set[str]:
     """Values of environment variables named like secrets, long enough to be a key (``ENV_MIN_CHARS``)."""
     source = os.environ if env is None else env

@@ -11,9 +11,10 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "version"}
+BASE = {"errors", "secrets", "secret_references", "messages", "results", "aggregate", "identity", "fingerprint", "version"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"}, "aggregate": {"results"}, "identity": set(),
+    "errors": set(), "secrets": set(), "secret_references": {"secrets"},
+    "messages": set(), "results": {"messages"}, "aggregate": {"results"}, "identity": set(),
     "fingerprint": set(), "version": set(),
     "tools": BASE,
     "llm": BASE,
