@@ -14,8 +14,8 @@ PACKAGE = REPO / "evalcli"
 BASE = {"errors", "secrets", "secret_references", "messages", "results", "aggregate", "identity", "fingerprint", "version"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(), "secrets": set(), "secret_references": {"secrets"},
-    "messages": set(), "results": {"messages"}, "aggregate": {"results"}, "identity": set(),
-    "fingerprint": set(), "version": set(),
+    "messages": set(), "results": {"messages"}, "aggregate": {"results"}, "identity": {"secret_references"},
+    "fingerprint": {"secret_references"}, "version": set(),
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},

@@ -364,6 +364,10 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     if target is not None:
         data.setdefault("target", target)
     top, bad_keys = _top_level(data, pos, problems)
+    # known before anything is digested (conversations' identities, scorer ids): a digest covers a secret by its name
+    secret_values = used.secret_values | registry.secret_values | declared_secrets(top.secrets or [], used)
+    remember(secret_values)
+    remember_named(secret_variables(top.secrets or [], used, secret_values))
     tools = None if top.tools is None else parse_tools(top.tools, ("tools",), pos, "dataset", problems)
     unmocked = "live" if top.unmocked is None else parse_unmocked(top.unmocked, ("unmocked",), pos, "dataset", problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
@@ -423,9 +427,6 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
                                     "write 'target: module:attribute' (or a mapping with 'http', 'mastra' or 'model'; "
                                     "only a dataset whose items are all recorded transcripts may leave it out)"))
-    secret_values = used.secret_values | registry.secret_values | declared_secrets(top.secrets or [], used)
-    remember(secret_values)
-    remember_named(secret_variables(top.secrets or [], used, secret_values))
     if problems:
         raise DatasetError(redacted(problems, secret_values))
     if resolved is None:  # every item is a recorded transcript: nothing to call
