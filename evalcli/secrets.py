@@ -15,12 +15,14 @@ A secret is:
 - an API key evalcli may send to a provider: the value of any environment variable named like a secret
   (``OPENAI_API_KEY``, ``HF_TOKEN``, ...) of at least ``ENV_MIN_CHARS`` characters.
 
-``Redactor`` replaces each of them, raw, JSON-, HTML-, URL- or base64-encoded, in any letter case, by
-``[redacted]``; it also replaces, wherever a text holds one, the userinfo of any ``scheme://user:pw@`` and the value
-of any secret-named query parameter. Nothing else is ever touched: other header values (``Host``, ``Accept``,
-``Content-Type``, ``X-Api-Version``) are not secrets. Every secret met while loading (``remember``) is known to
-every redactor made afterwards in the process, so each boundary (the terminal, the store, the cache, the
-reports, error messages) needs no list of its own.
+``Redactor`` replaces each of them, raw, JSON-, HTML-, URL- or base64-encoded (also inside a longer base64 payload,
+at any byte alignment: ``base64_cores``), in any letter case, by ``[redacted]``; it also replaces, wherever a
+text holds one, the userinfo of any ``scheme://user:pw@`` and the value of any secret-named query parameter.
+Nothing else is ever touched: other header values (``Host``, ``Accept``, ``Content-Type``, ``X-Api-Version``) are
+not secrets. Every secret met while loading (``remember``) is known to every redactor made afterwards in the
+process, so each boundary (the terminal, the store, the cache, the reports, error messages) needs no list of its
+own. A secret remembered with its variable's name (``remember_named``) can also be written as ``${NAME}`` where a
+text must keep its words (``secret_references``).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 A judge is a prompt, an output model and a score function. It renders what it reads with
 ``evalcli.llm.fence`` (untrusted text between markers on lines of their own, marker look-alikes
 neutralised) and asks ``JudgeCall.ask`` for a verdict: the reply must be one clean JSON object matching
-the output model (strict types; the library's models forbid missing and extra fields). A reply that is
-not is asked again, then the scoring is an error, never a score. Replies are cached on everything that
+the output model (strict types; the library's models forbid missing and extra fields), none of whose texts is
+the prompt's own (``copies``: a copied placeholder, example or rule; docs/judges.md, "Unusable answers"). A reply
+that is not is asked again, then the scoring is an error, never a score. Replies are cached on everything that
 changes them, including the judge's own prompt version, and every call is recorded with its tokens and
 cost.
 
