@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from .secret_references import digestible
+from .secret_references import bears_secret, digestible
 
 EXPLICIT = "id:"
 """The prefix of an identity given by an item's ``id``."""
@@ -46,7 +46,10 @@ def content_digest(content: Any) -> str:
     reference to its variable (``${PIN}``) or redacted (``secret_references.digestible``): the same conversation on
     every machine and shard whatever the secret's value, and no guess of a secret can be confirmed against it
     (docs/reliability.md, "Secrets")."""
-    return hashlib.sha256(canonical_json(digestible(content)).encode("utf-8")).hexdigest()[:20]
+    text = canonical_json(content)
+    if bears_secret(text):
+        text = canonical_json(digestible(content))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
 
 def canonical_json(value: Any) -> str:

@@ -13,12 +13,13 @@ value (docs/reliability.md, "Secrets"). Which values are secrets, and by which n
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .secrets import known, named, redactor, usable
+from .secrets import known, named, redactor, remembered_names, usable
 
 REFERENCE = re.compile(r"\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 """``$$`` (a ``$`` of the original text) or ``${NAME}`` (the value of the secret NAME), in a stored text."""
@@ -42,6 +43,10 @@ class References:
         alternatives = "|".join(re.escape(v) for v in sorted(by_value, key=len, reverse=True))
         self._values = re.compile(alternatives) if alternatives else None
         self._escaping = re.compile(f"{alternatives}|\\$" if alternatives else r"\$")
+        serialised = {json.dumps(v, ensure_ascii=ascii)[1:-1] for v in by_value for ascii in (True, False)}
+        self._in_json = re.compile("|".join(re.escape(v) for v in sorted(serialised, key=len, reverse=True))) \
+            if serialised else None
+        """Each value as JSON writes it, to tell at once whether a serialised value holds one."""
 
     def _written(self, match: re.Match[str]) -> str:
         found = match.group(0)
@@ -52,6 +57,10 @@ class References:
         exactly ``text``."""
         pattern = self._escaping if escape else self._values
         return text if pattern is None else pattern.sub(self._written, text)
+
+    def holds(self, text: str) -> bool:
+        """Whether ``text`` (or the JSON of a value) holds one of the secrets, as it is or as JSON escapes it."""
+        return self._in_json is not None and self._in_json.search(text) is not None
 
     def read(self, text: str) -> str:
         """A text ``write(..., escape=True)`` made, with every value back; raises ``Unresolved``."""
@@ -66,18 +75,20 @@ class References:
         return REFERENCE.sub(value, text) if "$" in text else text
 
 
-_current: tuple[dict[Any, Any], dict[str, str], frozenset[str], References] | None = None
+_current: tuple[dict[Any, Any], Mapping[str, str], frozenset[str], References] | None = None
 
 
 def references() -> References:
-    """The references of every secret known by name now (made again only when those change)."""
+    """The references of every secret known by name now, made again only when the environment or the secrets
+    remembered change (a dataset's every conversation is digested: reading the environment each time cost more than
+    the digests)."""
     global _current
     raw = getattr(os.environ, "_data", None)
-    names = named()
     current = _current
-    if (current is None or not isinstance(raw, dict) or current[0] != raw or current[1] != names
+    if (current is None or not isinstance(raw, dict) or current[0] != raw or current[1] is not remembered_names()
             or current[2] is not known()):
-        current = _current = (dict(raw) if isinstance(raw, dict) else {}, names, known(), References(names))
+        current = _current = (dict(raw) if isinstance(raw, dict) else {}, remembered_names(), known(),
+                              References(named()))
     return current[3]
 
 
@@ -99,9 +110,18 @@ def walk(value: Any, change: Callable[[str], str]) -> Any:
 
 def digestible(value: Any) -> Any:
     """``value`` as a stored digest may cover it: each secret known by name as ``${NAME}``, then every other secret
-    redacted (``secrets.redactor``). A value holding no secret is returned as it is (its digest unchanged)."""
+    redacted (``secrets.redactor``). A value holding no secret is returned as it is (its digest unchanged), found so
+    from its JSON at once, without walking it."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
+    if not bears_secret(text):
+        return value
     refs, redact = references(), redactor()
     return walk(value, lambda text: redact(refs.write(text, escape=False)))
+
+
+def bears_secret(text: str) -> bool:
+    """Whether a text (a value's JSON) holds a secret ``digestible`` would change."""
+    return references().holds(text) or redactor().holds_secret(text)
 
 
 def stored(value: Any) -> Any:

@@ -246,6 +246,11 @@ def remember_named(pairs: Iterable[tuple[str, str]]) -> None:
         _names = {name: value for name, value in names.items() if name not in _ambiguous}
 
 
+def remembered_names() -> Mapping[str, str]:
+    """The secrets remembered with their variable's name (a new mapping whenever one is added: cheap to compare)."""
+    return _names
+
+
 def named(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every secret whose variable is known, by name: the environment's (named like a secret, ``ENV_MIN_CHARS`` long)
     and those a dataset or registry interpolated or declared (``remember_named``), which win."""
