@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from evalcli.secrets import Redactor
 from tests.llm_server import LLMServer, Reply, Request, status, verdict
-from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, load_json, run_cli, write_project
+from tests.reliability_helpers import cli_env, load_json, run_cli, write_project
 
 pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
 

@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evalcli.secrets import Redactor
-from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, run_cli, write_project
+from tests.reliability_helpers import cli_env, run_cli, write_project
 
 B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]+={0,2}")
 
