@@ -15,6 +15,7 @@ import asyncio
 import time
 import traceback
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from ..dataset import Dataset, Item, Limits
@@ -167,6 +168,15 @@ class Conversation:
         sink = current_usage.get()
         began = time.perf_counter()
 
+        def before_turn() -> None:
+            # a limit or a spent budget ends the conversation before its next turn: nothing is sent, nor asked
+            index = len(result.turns)
+            if limits is not None:
+                _check_limits(limits, index, began, sink)
+            refused = sink.refusal("target") if sink is not None and session is not None else None
+            if refused is not None:
+                raise ConversationFailed(f"turn {index}: not sent: {refused}", RuntimeError(refused))
+
         async def send(text: str, simulated: bool, resume: Any = None,
                        recorded: list[Message] | None = None) -> list[Message]:
             index = len(result.turns)
@@ -192,11 +202,7 @@ class Conversation:
                     return None
                 return ConversationFailed(f"turn {index}: {plan.refusals[0]}")
 
-            if limits is not None:
-                _check_limits(limits, index, began, sink)
-            refused = sink.refusal("target") if sink is not None else None
-            if refused is not None:
-                raise ConversationFailed(f"turn {index}: not sent: {refused}", RuntimeError(refused))
+            before_turn()
             try:
                 reply = await (session.send(text) if resume is None else session.send(text, resume=resume))  # type: ignore[call-arg]
             except TurnTimedOut as exc:
@@ -228,7 +234,7 @@ class Conversation:
         try:
             try:
                 async with asyncio.timeout(seconds):
-                    result.stop_reason = await driver.play(send, self.play_context)
+                    result.stop_reason = await driver.play(send, replace(self.play_context, before_turn=before_turn))
             except TimeoutError:
                 raise LimitReached("seconds", f"the conversation's limit of {seconds:g} s was reached") from None
         except LimitReached as exc:
