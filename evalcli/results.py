@@ -417,12 +417,19 @@ class Summary:
     unscored_gates: list[str] = field(default_factory=list)
     """Declared gates that were not scorable on any conversation (SPEC §21: a warning; ``--strict`` exits 3). Not
     part of the JSON result."""
+    scorer_errors: dict[str, int] = field(default_factory=dict)
+    """Per scorer id, how many times it errored on a conversation that did not (or on one of its turns): each left
+    out of that scorer's mean and counted as an error for the exit code (docs/scorers.md, "A scorer that fails")."""
 
     def to_json(self) -> dict[str, Any]:
+        counts: dict[str, Any] = {"total_items": self.total_items, "errors": self.errors,
+                                  "not_scorable": self.not_scorable}
+        if self.scorer_errors:
+            counts["scorer_errors"] = self.scorer_errors
         return {
             "verdict": self.verdict,
             "scores": {k: finite_or_none(v) for k, v in self.scores.items()},
-            "summary": {"total_items": self.total_items, "errors": self.errors, "not_scorable": self.not_scorable},
+            "summary": counts,
             "gate_results": [g.to_json() for g in self.gate_results],
             "threshold_results": [t.to_json() for t in self.threshold_results],
             "turn_results": [t.to_json() for t in self.turn_results],
@@ -475,7 +482,7 @@ class RunResult:
             return "interrupted"
         if self.verdict == "failed":
             return "failed"
-        if self.summary.errors:
+        if self.summary.errors or self.summary.scorer_errors:
             return "errors"
         return self.verdict or "none"
 

@@ -248,7 +248,7 @@ def verdict_line(result: RunResult) -> Text:
     summary = result.summary
     text = Text("verdict: ")
     text.append(verdict_words(result), style=verdict_style(result))
-    if not summary.errors:
+    if not summary.errors and not summary.scorer_errors:
         text.append(f"   conversations: {summary.total_items}   errors: 0")
         return text
     text.append(f" (exit {result.exit_code})")
