@@ -478,13 +478,7 @@ class RunResult:
         """One word for how the run ended, for badges: ``interrupted``; ``failed`` (a gate missed); ``errors`` (some
         conversations errored, so a ``passed`` or ``scored`` verdict covers only the others); ``scored``;
         ``passed``; ``none`` (no verdict and no error)."""
-        if self.status == "interrupted":
-            return "interrupted"
-        if self.verdict == "failed":
-            return "failed"
-        if self.summary.errors or self.summary.scorer_errors:
-            return "errors"
-        return self.verdict or "none"
+        return run_outcome(self.verdict, bool(self.summary.errors or self.summary.scorer_errors), self.status)
 
     def to_json(self, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON result of SPEC §7; ``items`` may be given already rendered (e.g. read back from the store)."""
@@ -496,3 +490,15 @@ class RunResult:
             aggregate["summary"]["stability"] = self.stability
         return {"run_id": self.run_id, "dataset": self.dataset_path, "target": self.target,
                 **aggregate, **repeats, "usage": self.usage, "items": rendered}
+
+
+def run_outcome(verdict: str | None, errored: bool, status: str = "completed") -> str:
+    """``RunResult.outcome`` from its parts (``errored``: a conversation or a scorer errored), for a stored run's row
+    too: ``evalcli runs`` never shows a run that errored as ``passed``."""
+    if status == "interrupted":
+        return "interrupted"
+    if verdict == "failed":
+        return "failed"
+    if errored:
+        return "errors"
+    return verdict or "none"
