@@ -151,7 +151,9 @@ def test_sharded_then_merged_equals_unsharded(write: Callable[..., Path], cli: C
     assert shown.code == 0, shown.stderr
     assert shown.json["run_id"] == run_id
     assert _comparable(shown.json) == _comparable(expected)
-    assert "Conversations" in shown.stderr and "juliet" in shown.stderr  # the table moved to stderr
+    assert shown.stderr == ""  # the JSON alone
+    table = cli("show", run_id[:12], "--db", "all.db")
+    assert "Conversations" in table.stdout and "juliet" in table.stdout
 
     db = sqlite3.connect(merged.cwd / "all.db")
     row = db.execute("SELECT status, verdict, exit_code, total_items, errors FROM runs WHERE id = ?",
