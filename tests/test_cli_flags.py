@@ -122,4 +122,4 @@ def test_resume_refuses_a_dataset_that_changed(write: Callable[..., Path], cli: 
     assert same.json["run_id"] == run_id and len(same.json["items"]) == 60
     write("d.yaml", MANY.replace("good 0", "changed 0"))
     changed = cli("run", "d.yaml", "--resume", run_id)
-    assert changed.code == 2 and "changed since run" in changed.stderr
+    assert changed.code == 2 and "changed since run" in changed.stderr and "data[0].inputs[0] (changed)" in changed.stderr
