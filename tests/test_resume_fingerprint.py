@@ -63,7 +63,7 @@ def test_a_model_targets_system_file_and_an_http_header_are_part_of_it(write: Ca
     model = cli("run", "m.yaml", "--json", "-", env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}"})
     write("sys.txt", "Answer in °C.")
     edited = cli("run", "m.yaml", "--resume", model.json["run_id"])
-    assert edited.code == 2 and "target.model.system (changed)" in edited.stderr, edited.stderr  # old main: accepted
+    assert edited.code == 2 and "target.model.system (changed; read from sys.txt)" in edited.stderr, edited.stderr
 
 
 def test_a_resume_refused_for_an_edit_names_the_paths_that_changed(write: Callable[..., Path],

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..dataset import Dataset, Item, Selection
 from ..errors import UsageError
-from ..fingerprint import SALT, differences, fingerprint
+from ..fingerprint import SALT, differences, fingerprint, leaves
 from ..identity import LEGACY, pair_by_identity
 from ..results import ItemResult
 from ..store import Store, StoredOptions
@@ -63,8 +63,14 @@ def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> N
 def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset: Dataset) -> list[str]:
     """What differs between the configuration a run began with and the dataset's now, one label each."""
     if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (SPEC §21)
-        now = fingerprint(dataset.resolved_configuration(), stored.config[SALT])
-        return collapsed(differences(stored.config, dataset.resolved_configuration()), set(stored.config), set(now))
+        resolved = dataset.resolved_configuration()
+        now = fingerprint(resolved, stored.config[SALT])
+        # a setting read from a file (``system_file``) is named with the file, the thing to look at
+        files = {path.removesuffix("_file"): value for path, value in leaves(resolved)
+                 if path.endswith("_file") and isinstance(value, str)}
+        return [f"{change[:-1]}; read from {files[path]})" if path in files else change
+                for change in collapsed(differences(stored.config, resolved), set(stored.config), set(now))
+                for path in [change.rpartition(" (")[0]]]
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
         changes = [] if row["target"] == dataset.target_spec else ["target"]
         return changes + ([] if stored.plan == plan_of(dataset) else ["gates, scorers or thresholds"])
