@@ -11,10 +11,10 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "version"}
+BASE = {"errors", "secrets", "messages", "patterns", "thresholds", "results", "aggregate", "identity", "fingerprint", "version"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"}, "aggregate": {"results"}, "identity": set(),
-    "fingerprint": set(), "version": set(),
+    "errors": set(), "secrets": set(), "messages": set(), "thresholds": set(), "results": {"messages", "thresholds"},
+    "aggregate": {"results"}, "identity": set(), "fingerprint": set(), "version": set(),
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},

@@ -37,7 +37,7 @@ def test_a_conversations_limit_and_a_tool_mock_from_the_environment_are_part_of_
     limit = cli("run", "d.yaml", "--resume", first.json["run_id"], env={"TURNS": "4", "ANSWER": "sunny"})
     assert limit.code == 2 and "data[0].limits (changed)" in limit.stderr, limit.stderr
     mock = cli("run", "d.yaml", "--resume", first.json["run_id"], env={"TURNS": "3", "ANSWER": "rain"})
-    assert mock.code == 2 and "data[1].tools (changed)" in mock.stderr, mock.stderr
+    assert mock.code == 2 and "data[1].tools.mocks.lookup (changed)" in mock.stderr, mock.stderr
     assert "rain" not in mock.stderr and "sunny" not in mock.stderr
 
 
@@ -63,7 +63,7 @@ def test_a_model_targets_system_file_and_an_http_header_are_part_of_it(write: Ca
     model = cli("run", "m.yaml", "--json", "-", env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}"})
     write("sys.txt", "Answer in °C.")
     edited = cli("run", "m.yaml", "--resume", model.json["run_id"])
-    assert edited.code == 2 and "target.model.system (changed; read from sys.txt)" in edited.stderr, edited.stderr
+    assert edited.code == 2 and "target.model.system (changed: the content of sys.txt)" in edited.stderr, edited.stderr
 
 
 def test_a_resume_refused_for_an_edit_names_the_paths_that_changed(write: Callable[..., Path],

@@ -186,6 +186,12 @@ class Dataset:
                        for i in self.items))
 
     @property
+    def replayed_tapes(self) -> list[str]:
+        """The path of every tape a ``tools: {replay: ...}`` of the dataset, an item or a turn reads."""
+        blocks = [self.tools, *(i.tools for i in self.items), *(t.tools for i in self.items for t in i.turns or ())]
+        return list(dict.fromkeys(b.replay for b in blocks if b is not None and b.replay is not None))
+
+    @property
     def remembers(self) -> bool:
         """Whether the target can recall earlier turns of a thread: as the dataset says, else as the target shows."""
         if self.target_has_memory is not None:
@@ -209,10 +215,10 @@ class Dataset:
             "evalcli": __version__, "judge_model": default_judge_model(),
             "target": {"spec": self.target_spec, **self.target_settings}, "target_options": self.target_options,
             "gates": specs(self.gates), "scorers": specs(self.scorers),
-            "tools": repr(self.tools), "unmocked": self.unmocked,
+            "tools": _tools(self.tools), "unmocked": self.unmocked,
             "data": [{**item_content(item), "turns": None if item.turns is None else [
-                {"input": t.input, "gates": specs(t.gates), "scorers": specs(t.scorers), "tools": repr(t.tools)}
-                for t in item.turns], "tools": repr(item.tools), "unmocked": item.unmocked,
+                {"input": t.input, "gates": specs(t.gates), "scorers": specs(t.scorers), "tools": _tools(t.tools)}
+                for t in item.turns], "tools": _tools(item.tools), "unmocked": item.unmocked,
                 "limits": repr(self.limits_of(item))}
                 for item in self.items],
         }
@@ -310,3 +316,8 @@ def with_identities(items: list[Item]) -> list[Item]:
 def _digest(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _tools(config: ToolsConfig | None) -> dict[str, Any] | None:
+    """A ``tools:`` block in the resolved configuration: its mocks and its tape, by content (docs/reliability.md)."""
+    return None if config is None else config.resolved()

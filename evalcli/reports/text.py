@@ -18,6 +18,7 @@ __all__ = [
     "MAX_ROWS",
     "NOT_SCORABLE",
     "VERDICT_STYLE",
+    "budget_words",
     "fits",
     "fmt",
     "mark",
@@ -112,6 +113,16 @@ def scorer_errors_words(scorer_errors: dict[str, int]) -> str:
     which = next(iter(scorer_errors)) if len(scorer_errors) == 1 else ", ".join(
         f"{key} {n}" for key, n in scorer_errors.items())
     return f"{plural(count, 'scorer error')}: {which}"
+
+
+def budget_words(result: RunResult) -> str | None:
+    """How a run that a budget ended says so, in every report (terminal, Markdown, HTML; the JSON has ``status``
+    and ``conversations``): ``budget spent after 4 of 8 conversations, 4 not played``; ``None`` for any other run."""
+    if result.status != "budget":
+        return None
+    counts = result.conversations
+    return (f"budget spent after {counts['played']} of {plural(counts['selected'], 'conversation')}, "
+            f"{counts['not_played']} not played")
 
 
 def verdict_style(result: RunResult) -> str:

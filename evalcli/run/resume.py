@@ -63,14 +63,10 @@ def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> N
 def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset: Dataset) -> list[str]:
     """What differs between the configuration a run began with and the dataset's now, one label each."""
     if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (SPEC §21)
-        resolved = dataset.resolved_configuration()
-        now = fingerprint(resolved, stored.config[SALT])
-        # a setting read from a file (``system_file``) is named with the file, the thing to look at
-        files = {path.removesuffix("_file"): value for path, value in leaves(resolved)
-                 if path.endswith("_file") and isinstance(value, str)}
-        return [f"{change[:-1]}; read from {files[path]})" if path in files else change
-                for change in collapsed(differences(stored.config, resolved), set(stored.config), set(now))
-                for path in [change.rpartition(" (")[0]]]
+        tree = dataset.resolved_configuration()
+        now = fingerprint(tree, stored.config[SALT])
+        changes = collapsed(differences(stored.config, tree), set(stored.config), set(now))
+        return files_named(tapes_named(changes, tree), tree)
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
         changes = [] if row["target"] == dataset.target_spec else ["target"]
         return changes + ([] if stored.plan == plan_of(dataset) else ["gates, scorers or thresholds"])
@@ -115,6 +111,31 @@ def edited(changes: list[str], shown: int = 8) -> str:
         return "its text changed, though no path of its configuration differs (a comment, the layout or labels)"
     more = f" and {len(changes) - shown} more" if len(changes) > shown else ""
     return ", ".join(changes[:shown]) + more
+
+
+def tapes_named(changes: list[str], tree: Any) -> list[str]:
+    """Changes with a replayed tape's content named by the tape's file (``tools.tape (changed: the content of
+    tapes/weather.tape.jsonl)``): a tape is part of the configuration by content (docs/hermetic.md)."""
+    now = dict(leaves(tree))
+    named = []
+    for change in changes:
+        path, _, state = change.partition(" ")
+        replay = now.get(path[:-len("tape")] + "replay") if path == "tools.tape" or path.endswith(".tools.tape") \
+            else None
+        named.append(f"{path} ({state.strip('()')}: the content of {replay})" if isinstance(replay, str) else change)
+    return named
+
+
+def files_named(changes: list[str], tree: Any) -> list[str]:
+    """Changes with a setting read from a file (``system_file``) named by the file: ``target.model.system (changed:
+    the content of prompts/system.txt)``, as a replayed tape is."""
+    files = {path.removesuffix("_file"): value for path, value in leaves(tree)
+             if path.endswith("_file") and isinstance(value, str)}
+    named = []
+    for change in changes:
+        path, _, state = change.rpartition(" (")
+        named.append(f"{path} ({state.rstrip(')')}: the content of {files[path]})" if path in files else change)
+    return named
 
 
 def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[str, Any], StoredOptions]:

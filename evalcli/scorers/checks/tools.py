@@ -19,8 +19,8 @@ from ...results import Outcome
 from ..base import ScorerRun
 from ..kinds import BuildContext
 from ..naming import id_text, id_value, shortened
-from .basic import CheckArgs, CheckScorer, check
-from .matching import ArgsMode, Call, arguments_match, calls_of, maximum_matching, values_match
+from .basic import NO_CALLS, CheckArgs, CheckScorer, check
+from .matching import ArgsMode, Call, arguments_match, calls_of, maximum_matching, valid_patterns, values_match
 
 TrajectoryMode = Literal["strict", "in_order", "unordered", "superset", "subset"]
 
@@ -38,13 +38,16 @@ def valid_schema(value: dict[str, Any] | None) -> dict[str, Any] | None:
     return value
 
 
+PatternedArgs = Annotated[dict[str, Any], AfterValidator(valid_patterns)]
+"""Arguments a call's must match (``"/.../"`` strings are regular expressions: docs/checks.md), checked to compile."""
 JsonSchemaArg = Annotated[dict[str, Any] | None, AfterValidator(valid_schema)]
 """A ``schema`` argument (``json_schema`` by its Python name), checked against its metaschema."""
 
 
 class ToolArgsArgs(CheckArgs):
     name: str = Field(min_length=1, description="The tool's name.")
-    args: dict[str, Any] = Field(default_factory=dict, description="The arguments some call must have (a mapping).")
+    args: PatternedArgs = Field(default_factory=dict, description="The arguments some call must have (a mapping; "
+                                                                  "a string \"/.../\" is a regular expression).")
     mode: Literal["partial", "exact"] = Field(
         default="partial", description="partial: every key given, with a matching value; exact: equal as a whole.")
 
@@ -53,7 +56,8 @@ class ExpectedCall(CheckArgs):
     """One expected call of a trajectory written as a mapping."""
 
     name: str = Field(min_length=1, description="The tool's name.")
-    args: dict[str, Any] | None = Field(default=None, description="Its arguments, compared under the `args` mode.")
+    args: PatternedArgs | None = Field(default=None, description="Its arguments, compared under the `args` mode (a "
+                                                                  "string \"/.../\" is a regular expression).")
 
     @model_serializer(mode="wrap")
     def _as_written(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -103,7 +107,7 @@ def schema_error(validator: Any, value: Any) -> str | None:
 
 
 def _calls_text(calls: list[Call]) -> str:
-    return ", ".join(c.describe() for c in calls) if calls else "none"
+    return ", ".join(c.describe() for c in calls) if calls else NO_CALLS
 
 
 def _entry_text(entry: ExpectedCall) -> str:
@@ -190,7 +194,8 @@ def tool_f1(run: ScorerRun, a: ToolF1Args) -> Outcome:
 
     return Outcome(score=value, reason=f"F1 {value:.3f} (precision {len(shared)}/{len(called)}, recall "
                                        f"{len(shared)}/{len(wanted)}): matched {names(shared)}; missing "
-                                       f"{names(wanted - called)}; extra {names(called - wanted)}")
+                                       f"{names(wanted - called)}; extra {names(called - wanted)}"
+                                       + ("" if called else f"; calls: {NO_CALLS}"))
 
 
 _FENCE = re.compile(r"\A```([A-Za-z]*)[ \t]*\n(.*)\n[ \t]*```\Z", re.DOTALL)
