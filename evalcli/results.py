@@ -414,14 +414,12 @@ class Summary:
     out of that scorer's mean and counted as an error for the exit code (docs/scorers.md, "A scorer that fails")."""
 
     def to_json(self) -> dict[str, Any]:
-        counts: dict[str, Any] = {"total_items": self.total_items, "errors": self.errors,
-                                  "not_scorable": self.not_scorable}
-        if self.scorer_errors:
-            counts["scorer_errors"] = self.scorer_errors
+        failed = {"scorer_errors": self.scorer_errors} if self.scorer_errors else {}
         return {
             "verdict": self.verdict,
             "scores": {k: finite_or_none(v) for k, v in self.scores.items()},
-            "summary": counts,
+            "summary": {"total_items": self.total_items, "errors": self.errors, "not_scorable": self.not_scorable,
+                        **failed},
             "gate_results": [g.to_json() for g in self.gate_results],
             "threshold_results": [t.to_json() for t in self.threshold_results],
             "turn_results": [t.to_json() for t in self.turn_results],
@@ -494,12 +492,7 @@ class RunResult:
 
 
 def run_outcome(verdict: str | None, errored: bool, status: str = "completed") -> str:
-    """``RunResult.outcome`` from its parts (``errored``: a conversation or a scorer errored), for a stored run's row
-    too: ``evalcli runs`` never shows a run that errored as ``passed``."""
+    """``RunResult.outcome`` from its parts (``errored``: a conversation or a scorer errored), a stored run's too."""
     if status in ("interrupted", "budget"):
         return status
-    if verdict == "failed":
-        return "failed"
-    if errored:
-        return "errors"
-    return verdict or "none"
+    return "failed" if verdict == "failed" else "errors" if errored else verdict or "none"
