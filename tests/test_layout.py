@@ -11,10 +11,12 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"errors", "secrets", "messages", "patterns", "thresholds", "results", "aggregate", "identity", "fingerprint", "version"}
+BASE = {"errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "results", "aggregate",
+        "identity", "fingerprint", "version"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(), "secrets": set(), "messages": set(), "thresholds": set(), "results": {"messages", "thresholds"},
-    "aggregate": {"results"}, "identity": set(), "fingerprint": set(), "version": set(),
+    "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(), "thresholds": set(),
+    "results": {"messages", "thresholds"}, "aggregate": {"results"}, "identity": {"secret_references"},
+    "fingerprint": {"secret_references"}, "version": set(),
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},
