@@ -73,6 +73,8 @@ class Aggregator:
         """Per-turn gate ids met so far, and whether any conversation's turn scored it."""
         self.items = 0
         self.errors = 0
+        self.scorer_errors: dict[str, int] = {}
+        """Per scorer id, the conversations (or turns) where it errored: left out of its mean, never not-scorable."""
 
     def expects(self, index: int) -> bool:
         """Whether the item with this index is part of the run."""
@@ -108,7 +110,7 @@ class Aggregator:
     def _fold_top(self, outcomes: dict[str, Outcome], means: dict[str, Mean], not_scorable: dict[str, int]) -> None:
         for key, mean in means.items():
             outcome = outcomes.get(key)
-            if outcome is None:
+            if outcome is None or self._errored(key, outcome):
                 continue
             value = _numeric(outcome)
             if value is not None:
@@ -126,6 +128,8 @@ class Aggregator:
             else:
                 self._count(self.not_scorable_early, gate_id)
         for scorer_id, outcome in turn.scores.items():
+            if self._errored(scorer_id, outcome):
+                continue
             value = _numeric(outcome)
             if value is None:
                 self._count(self.not_scorable_early, scorer_id)
@@ -134,6 +138,13 @@ class Aggregator:
                 _, mean = bucket.thresholds.setdefault(scorer_id, (turn.thresholds[scorer_id], Mean()))
                 mean.add(value)
             bucket.scores.setdefault(scorer_id, Mean()).add(value)
+
+    def _errored(self, key: str, outcome: Outcome) -> bool:
+        """A scorer's outcome that is its error (a gate's error scores 0 and is folded as a score)."""
+        if outcome.error is None or outcome.score is not None:
+            return False
+        self._count(self.scorer_errors, key)
+        return True
 
     def summary(self) -> Summary:
         """The run's aggregate so far (call after every result has been added)."""
@@ -160,7 +171,7 @@ class Aggregator:
             not_scorable[key] = not_scorable.get(key, 0) + count
         return Summary(
             scores={s: m.value for s, m in self.scores.items() if m.count},
-            total_items=self.items, errors=self.errors, not_scorable=not_scorable,
+            total_items=self.items, errors=self.errors, not_scorable=not_scorable, scorer_errors=dict(self.scorer_errors),
             gate_results=gate_results, threshold_results=threshold_results, turn_results=turn_results,
             verdict=verdict(gate_results, threshold_results, turn_results),
             unscored_gates=[g for g, m in self.gates.items() if not m.count and self.items > self.errors]
@@ -192,13 +203,13 @@ def verdict(gates: list[GateResult], thresholds: list[ThresholdResult], turns: l
 
 
 def exit_code(summary: Summary, *, strict: bool, max_errors: int = 0, invalid: bool = False) -> int:
-    """SPEC §9, precedence 2, then 1, then 4, then 3 (with ``strict``: a threshold missed, or a declared gate that no
-    conversation could score, SPEC §21), then 0."""
+    """SPEC §9, precedence 2, then 1, then 4 (a conversation errored, or a scorer on one: docs/scorers.md), then 3
+    (with ``strict``: a threshold missed, or a declared gate that no conversation could score, SPEC §21), then 0."""
     if invalid:
         return 2
     if summary.verdict == "failed":
         return 1
-    if summary.errors > max_errors:
+    if summary.errors + sum(summary.scorer_errors.values()) > max_errors:
         return 4
     if strict and (summary.verdict == "scored" or summary.unscored_gates):
         return 3

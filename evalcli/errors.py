@@ -22,10 +22,12 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
         "`--rerun-failed` of another dataset's run: nothing was run, no run row written"),
     (3, "with `--strict`: verdict `scored` (a threshold missed), or a declared gate that was not scorable on any "
         "conversation (nothing was checked)"),
-    (4, "some conversations errored (the target or a scorer raised, a scorer returned a non-finite score, a provider "
-        "failed after retries, a judge's model cannot be reached) and none of the above is worse; the verdict line "
-        "says what the verdict covers (`verdict: passed on 1 of 4 conversations; 3 errored (exit 4)`); a conversation "
-        "a `limits:` entry stopped (status `limited`) counts as errored unless `on_limit: score`"),
+    (4, "some conversations errored (the target raised, a provider failed after retries) or a scorer failed on a "
+        "conversation (it raised, returned a non-finite score, its judge's model cannot be reached: that scorer's "
+        "error, the conversation and the verdict stand), and none of the above is worse; the verdict line says what "
+        "the verdict covers (`verdict: passed on 1 of 4 conversations; 3 errored (exit 4)`, `verdict: passed; 1 "
+        "scorer error: grounded (exit 4)`); a conversation a `limits:` entry stopped (status `limited`) counts as "
+        "errored unless `on_limit: score`"),
     (5, "a budget (`--max-cost`, `--max-tokens`) ended the run before every conversation finished: no new LLM call of "
         "a spent purpose was started, the conversations that needed one are `limited`, the run is marked `budget`; "
         "`--resume RUN_ID` with a larger budget continues it (a failed gate still says 1)"),

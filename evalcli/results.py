@@ -409,12 +409,17 @@ class Summary:
     unscored_gates: list[str] = field(default_factory=list)
     """Declared gates that were not scorable on any conversation (SPEC §21: a warning; ``--strict`` exits 3). Not
     part of the JSON result."""
+    scorer_errors: dict[str, int] = field(default_factory=dict)
+    """Per scorer id, how many times it errored on a conversation that did not (or on one of its turns): each left
+    out of that scorer's mean and counted as an error for the exit code (docs/scorers.md, "A scorer that fails")."""
 
     def to_json(self) -> dict[str, Any]:
+        failed = {"scorer_errors": self.scorer_errors} if self.scorer_errors else {}
         return {
             "verdict": self.verdict,
             "scores": {k: finite_or_none(v) for k, v in self.scores.items()},
-            "summary": {"total_items": self.total_items, "errors": self.errors, "not_scorable": self.not_scorable},
+            "summary": {"total_items": self.total_items, "errors": self.errors, "not_scorable": self.not_scorable,
+                        **failed},
             "gate_results": [g.to_json() for g in self.gate_results],
             "threshold_results": [t.to_json() for t in self.threshold_results],
             "turn_results": [t.to_json() for t in self.turn_results],
@@ -464,13 +469,7 @@ class RunResult:
         conversation was played); ``failed`` (a gate missed); ``errors`` (some
         conversations errored, so a ``passed`` or ``scored`` verdict covers only the others); ``scored``;
         ``passed``; ``none`` (no verdict and no error)."""
-        if self.status in ("interrupted", "budget"):
-            return self.status
-        if self.verdict == "failed":
-            return "failed"
-        if self.summary.errors:
-            return "errors"
-        return self.verdict or "none"
+        return run_outcome(self.verdict, bool(self.summary.errors or self.summary.scorer_errors), self.status)
 
     def to_json(self, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON result of SPEC §7; ``items`` may be given already rendered (e.g. read back from the store)."""
@@ -490,3 +489,10 @@ class RunResult:
         how many it did not play (a budget or an interrupt ended it first)."""
         return {"selected": self.selected, "played": self.completed,
                 "not_played": max(0, self.selected - self.completed)}
+
+
+def run_outcome(verdict: str | None, errored: bool, status: str = "completed") -> str:
+    """``RunResult.outcome`` from its parts (``errored``: a conversation or a scorer errored), a stored run's too."""
+    if status in ("interrupted", "budget"):
+        return status
+    return "failed" if verdict == "failed" else "errors" if errored else verdict or "none"

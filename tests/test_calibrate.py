@@ -247,7 +247,8 @@ def test_errors_are_left_out_and_counted(registry: LLMServer, write: Callable[..
     assert result.code == 4
     (judge,) = result.json["scorers"]
     assert (judge["labels"], judge["compared"], judge["agreed"], judge["errors"]) == (2, 1, 1, 1)
-    assert result.json["errors"] == 1 and "1 conversation errored" in result.stderr
+    # the judge's failure is its own error: the conversation stands, the scorer's errors say it
+    assert result.json["errors"] == 0 and "1 scorer error: fair-judge (left out of the comparison)" in result.stderr
     # unknown accuracy is below any --min-agreement, and 1 beats 4
     registry.responder = lambda r: status(500)
     write("e.yaml", "scorers: [fair-judge]\ndata:\n" + item("z", {"fair-judge": "pass"}))

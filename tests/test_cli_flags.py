@@ -27,6 +27,36 @@ def test_quiet_prints_only_the_verdict_line_and_verbose_every_row(write: Callabl
     assert "more passing" not in verbose.stdout and "item-59" in verbose.stdout
 
 
+CHATTY = """
+import logging, sys
+
+logging.basicConfig(level=logging.INFO, format="LOG %(levelname)s %(message)s")  # a handler holding sys.stderr
+log = logging.getLogger("chatty")
+
+def agent(input, **kw):
+    log.info("thinking about %s", input)
+    print("PRINTED to stderr", file=sys.stderr)
+    if "boom" in input:
+        raise ValueError("kaboom")
+    return "fine " + input
+"""
+
+
+def test_quiet_keeps_the_agents_own_log_lines_out(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("chatty.py", CHATTY)
+    write("d.yaml", "target: chatty:agent\ngates: [{includes: fine}]\ndata: [{id: a, input: hi}, {id: b, input: boom}]\n")
+    loud = cli("run", "d.yaml")
+    assert "LOG INFO thinking about hi" in loud.stderr and "PRINTED to stderr" in loud.stderr  # it does log
+    quiet = cli("run", "d.yaml", "--quiet")
+    assert quiet.code == 4
+    assert "LOG" not in quiet.stderr + quiet.stdout and "PRINTED" not in quiet.stderr + quiet.stdout  # old main: both
+    assert "verdict: passed on 1 of 2 conversations; 1 errored (exit 4)" in quiet.stdout and quiet.stderr == ""
+    assert "b  error: turn 0: the target raised ValueError: kaboom" in quiet.stdout
+    as_json = cli("run", "d.yaml", "--quiet", "--json", "-")
+    assert as_json.json["summary"]["errors"] == 1 and "LOG" not in as_json.stderr and "PRINTED" not in as_json.stderr
+    assert "verdict: passed on 1 of 2 conversations; 1 errored (exit 4)" in as_json.stderr
+
+
 def test_rerun_failed_runs_only_what_failed_or_errored(write: Callable[..., Path],
                                                        cli: Callable[..., CliResult]) -> None:
     write("d.yaml", MANY)
@@ -92,4 +122,4 @@ def test_resume_refuses_a_dataset_that_changed(write: Callable[..., Path], cli: 
     assert same.json["run_id"] == run_id and len(same.json["items"]) == 60
     write("d.yaml", MANY.replace("good 0", "changed 0"))
     changed = cli("run", "d.yaml", "--resume", run_id)
-    assert changed.code == 2 and "changed since run" in changed.stderr
+    assert changed.code == 2 and "changed since run" in changed.stderr and "data[0].inputs[0] (changed)" in changed.stderr

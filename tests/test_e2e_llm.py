@@ -64,7 +64,7 @@ def test_judge_cache_hits_on_second_run_and_clears(llm_server: LLMServer, write:
     assert count == 8 and low == 1.0 and reason.startswith("Criterion satisfied.")
 
 
-def test_provider_failure_is_an_item_error_never_a_pass(llm_server: LLMServer, write: Callable[..., Path],
+def test_provider_failure_is_a_scorer_error_never_a_pass(llm_server: LLMServer, write: Callable[..., Path],
                                                        cli: Callable[..., CliResult]) -> None:
     llm_server.responder = lambda request: status(500, message="provider down")
     write("scorers.yaml", REGISTRY.format(url=llm_server.url))
@@ -72,6 +72,6 @@ def test_provider_failure_is_an_item_error_never_a_pass(llm_server: LLMServer, w
     result = cli("run", "d.yaml", "--json", "-", env=_env(llm_server))
     assert result.code == 4
     out = result.json
-    assert out["summary"]["errors"] == 2 and out["scores"] == {} and out["verdict"] is None
-    assert all("fair-judge" in item["error"] for item in out["items"])
+    assert out["summary"]["scorer_errors"] == {"fair-judge": 2} and out["scores"] == {} and out["verdict"] is None
+    assert all("provider down" in item["outcomes"]["scorers"]["fair-judge"]["error"] for item in out["items"])
     assert "sk-test-not-a-real-key" not in result.stdout + result.stderr

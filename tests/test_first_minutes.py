@@ -31,8 +31,9 @@ def test_the_demo_without_the_local_model_fails_fast_with_the_fix(tmp_path: Path
     result = run_cli(["run", WEATHER, "--db", str(tmp_path / "x.db"), "--json", "-"], REPO, env=env)
     wall = time.monotonic() - started
     assert result.code == 4, result.stderr
-    errors = {item["error"] for item in result.json["items"]}
-    assert len(errors) == 1
+    # the judge's error, the same on every conversation (which stands, its gates scored)
+    errors = {item["outcomes"]["scorers"]["weather-judge"]["error"] for item in result.json["items"]}
+    assert len(errors) == 1 and all(item["status"] == "ok" for item in result.json["items"])
     (error,) = errors
     assert "pip install 'evalcli[local]'" in error and "EVALCLI_JUDGE_MODEL" in error and "\n" not in error
     assert wall < 15, f"retried for {wall:.1f} s"
@@ -50,7 +51,10 @@ def test_a_provider_model_without_its_key_fails_fast_and_validate_warns(tmp_path
     assert checked.code == 0 and "OPENAI_API_KEY" in checked.stderr
     result = run_cli(["run", WEATHER, "--db", str(tmp_path / "x.db"), "--json", "-"], REPO, env=env)
     assert result.code == 4
-    assert all("needs the environment variable OPENAI_API_KEY" in item["error"] for item in result.json["items"])
+    assert all("needs the environment variable OPENAI_API_KEY" in item["outcomes"]["scorers"]["weather-judge"]["error"]
+               for item in result.json["items"])
+    assert "scorer error weather-judge (and 2 more) on brooklyn-now: judge weather-judge: model openai/gpt-4o-mini " \
+           "needs the environment variable OPENAI_API_KEY" in result.stderr
 
 
 SMALL = "target: agents:echo\nscorers: [{includes: said}]\ndata: [{id: a, input: q}, {id: b, input: r}]\n"

@@ -151,7 +151,9 @@ def test_sharded_then_merged_equals_unsharded(write: Callable[..., Path], cli: C
     assert shown.code == 0, shown.stderr
     assert shown.json["run_id"] == run_id
     assert _comparable(shown.json) == _comparable(expected)
-    assert "Conversations" in shown.stderr and "juliet" in shown.stderr  # the table moved to stderr
+    assert shown.stderr == ""  # the JSON alone
+    table = cli("show", run_id[:12], "--db", "all.db")
+    assert "Conversations" in table.stdout and "juliet" in table.stdout
 
     db = sqlite3.connect(merged.cwd / "all.db")
     row = db.execute("SELECT status, verdict, exit_code, total_items, errors FROM runs WHERE id = ?",
@@ -256,3 +258,24 @@ def test_database_is_a_plain_sqlite_utils_database(workdir: Path, write: Callabl
     turn = next(db.table("turns").rows)
     assert turn["item_id"] == item["item_id"] and json.loads(turn["outcomes"]) == {"gates": {}, "scorers": {}}
     assert json.loads(turn["output"]) == [{"role": "assistant", "content": "sunny and warm"}]
+
+
+def test_runs_shows_a_run_that_errored_as_errored(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "target: agents:boom\ngates: [{includes: fine}]\ndata: [{id: ok, input: hi}, {id: bad, input: boom}]\n")
+    errored = cli("run", "d.yaml", "--json", "-")
+    assert errored.code == 4 and errored.json["verdict"] == "passed"
+    write("s.yaml", "target: agents:echo\ngates: [{includes: said}]\nscorers: [{python: 'nope:scorer'}]\n"
+                    "data: [{id: one, input: hi}]\n")
+    write("nope.py", "def scorer(run):\n    raise ValueError('cannot score')\n")
+    scorer = cli("run", "s.yaml", "--json", "-")
+    assert scorer.code == 4 and scorer.json["verdict"] == "passed"
+    write("g.yaml", "target: agents:echo\ngates: [{includes: said}]\ndata: [{id: one, input: hi}]\n")
+    passed = cli("run", "g.yaml", "--json", "-")
+    assert passed.code == 0
+    listed = cli("runs", env={"COLUMNS": "250"})
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")] for line in listed.stdout.splitlines()
+            if line.startswith("│ 01")}
+    # old main: "passed" with "2 (1 err)" beside it, and a plain "passed" for the scorer's error
+    assert rows[errored.json["run_id"]][6:8] == ["errored", "2 (1 err)"], rows
+    assert rows[scorer.json["run_id"]][6] == "errored"
+    assert rows[passed.json["run_id"]][6] == "passed"

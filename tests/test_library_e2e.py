@@ -193,8 +193,9 @@ def test_a_judge_that_never_answers_cleanly_is_an_error_never_a_score(llm_server
     result = cli("run", "d.yaml", "--json", "-", env=ENV)
     assert result.code == 4
     out = result.json
-    assert out["scores"] == {} and out["summary"]["errors"] == 1
-    assert "grounded-judge" in out["items"][0]["error"] and "no readable verdict" in out["items"][0]["error"]
+    assert out["scores"] == {} and out["summary"]["scorer_errors"] == {"grounded-judge": 1}
+    item = out["items"][0]
+    assert item["status"] == "ok" and "no readable verdict" in item["outcomes"]["scorers"]["grounded-judge"]["error"]
 
 
 def test_validate_reports_bad_library_arguments_with_their_place(write: Callable[..., Path],

@@ -97,3 +97,24 @@ def test_limits_that_cannot_be_read_are_validation_errors(write: Callable[..., P
     done = cli("validate", "d.yaml")
     assert done.code == 2, done.stderr
     assert "d.yaml:2" in done.stderr and "minutes" in done.stderr and "on_limit" in done.stderr
+
+
+def test_a_simulated_user_is_not_asked_for_a_turn_a_limit_ended(write: Callable[..., Path],
+                                                                 cli: Callable[..., CliResult],
+                                                                 llm_server: LLMServer) -> None:
+    from tests.sim_helpers import serve, sim_env, simulator_requests
+
+    serve(llm_server, lambda heard, request: f"question {len(simulator_requests(llm_server))}")
+    write("d.yaml", """
+        target: agents:echo
+        limits: {turns: 3}
+        on_limit: score
+        scorers: [{includes: said}]
+        data:
+          - {id: chatty, simulate: {goal: keep talking, max_turns: 6}}
+        """)
+    done = cli("run", "d.yaml", "--json", "-", env=sim_env(llm_server))
+    assert done.code == 0, done.stderr
+    item = done.json["items"][0]
+    assert item["stop_reason"] == "turns" and len(item["turns"]) == 3
+    assert len(simulator_requests(llm_server)) == 3  # old main: 4, the fourth message written and never sent

@@ -57,8 +57,19 @@ def test_each_conversation_is_an_item_failing_with_its_gates_and_transcript(tmp_
     # the verdict's failure shows the run's gates and thresholds as `evalcli run` ends
     verdict = result.out[result.out.index("verdict failed on 3 of 4 conversations; 1 errored for datasets/weather.yaml"):]
     assert "includes(sunny) │ 0.667 │ FAIL" in verdict and "FAIL includes(London)=0 (failed by london-two-days)" in verdict
-    assert re.search(rf"datasets/weather.yaml: run {run['id']}, verdict failed, 4 conversations \(2 failed, 1 errored\)",
-                     result.out)
+    assert re.search(rf"datasets/weather.yaml: run {run['id']}, verdict failed on 3 of 4 conversations; 1 errored "
+                     r"\(4 conversations: 2 failed, 1 errored\)", result.out)
+
+
+def test_the_summary_line_carries_the_verdicts_one_label(tmp_path: Path) -> None:
+    write_project(tmp_path, {"datasets/good.yaml": GOOD + "  - {id: boom, input: boom}\n"})
+    result = run_pytest(tmp_path, "datasets/good.yaml", "-rA")
+    assert result.code == 1, result.out  # the conversation that errored fails; the verdict item passes
+    [run] = result.runs()
+    # old main: "verdict passed, 3 conversations (0 failed, 1 errored)": a plain "passed" where 1 of 3 errored
+    assert (f"datasets/good.yaml: run {run['id']}, verdict passed on 2 of 3 conversations; 1 errored "
+            "(3 conversations: 0 failed, 1 errored)") in result.out
+    assert "PASSED datasets/good.yaml::verdict" in result.out
 
 
 

@@ -106,28 +106,101 @@ def test_a_reply_that_repeats_the_earlier_turns_records_only_this_turns_messages
     assert result.json["scores"]["called_tool(lookup, times=3)"] == 1.0
 
 
-@given(st.lists(st.tuples(st.sampled_from(["full", "turn", "repeat"]), st.lists(st.integers(0, 6), max_size=4)),
+def test_a_reply_that_says_the_previous_turns_text_again_is_this_turns_reply(
+        write: Callable[..., Path], cli: Callable[..., CliResult], agent: ScriptedAgent) -> None:
+    agent.answer = lambda seen: Answer(body={"text": "I can help with that."})  # the same sentence every turn
+    write("d.yaml", f"""
+        target:
+          http:
+            url: {agent.url}/chat
+            body: {{input: "{{{{ input }}}}", session: "{{{{ thread }}}}"}}
+        data:
+          - id: polite
+            turns:
+              - {{input: hello, gates: [{{includes: help}}]}}
+              - {{input: again, gates: [{{includes: help}}]}}
+              - {{input: "and again", gates: [{{includes: help}}]}}
+        """)
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 0, result.stderr  # old main: turns 1 and 2 recorded as [] (taken as history), exit 1
+    turns = result.json["items"][0]["turns"]
+    assert [t["output"] for t in turns] == [[{"role": "assistant", "content": "I can help with that."}]] * 3
+
+
+def call_zero_agent(agent: ScriptedAgent) -> None:
+    """A service that names its tool call ``call_0`` on every turn (this turn's messages only)."""
+    def answer(seen: Seen) -> Answer:
+        city = seen.body["input"]
+        return Answer(body={"messages": [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_0", "type": "function", "function": {"name": "weather", "arguments": f'{{"city": "{city}"}}'}}]},
+            {"role": "tool", "tool_call_id": "call_0", "content": f"sunny in {city}"},
+            {"role": "assistant", "content": f"It is sunny in {city}."}]})
+
+    agent.answer = answer
+
+
+@pytest.mark.parametrize("history", ["", ", history: turn"])
+def test_a_service_reusing_tool_call_ids_keeps_every_turns_calls(
+        write: Callable[..., Path], cli: Callable[..., CliResult], agent: ScriptedAgent, history: str) -> None:
+    call_zero_agent(agent)
+    gates = "gates: [{called_tool: {name: weather, times: 1}}, no_tool_errors]"
+    write("d.yaml", f"""
+        target:
+          http:
+            url: {agent.url}/chat
+            body: {{input: "{{{{ input }}}}", session: "{{{{ thread }}}}"}}
+            response: {{messages: messages{history}}}
+        gates: [{{called_tool: {{name: weather, times: 3}}}}]
+        data:
+          - id: cities
+            turns:
+              - {{input: Paris, {gates}}}
+              - {{input: Rome, {gates}}}
+              - {{input: Oslo, {gates}}}
+        """)
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 0, result.stderr  # old main: turns 1 and 2 lost their calls (exit 1)
+    turns = result.json["items"][0]["turns"]
+    calls = [[c["id"] for m in t["output"] for c in m.get("tool_calls") or ()] for t in turns]
+    answered = [[m["tool_call_id"] for m in t["output"] if m["role"] == "tool"] for t in turns]
+    assert calls == answered == [["call_0"], ["call_0~1"], ["call_0~2"]]
+    assert [t["output"][1]["content"] for t in turns] == ["sunny in Paris", "sunny in Rome", "sunny in Oslo"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["full", "turn", "repeat", "same"]), st.lists(st.integers(0, 6), max_size=4)),
                 max_size=6), st.sampled_from(["detect", "full", "turn"]))
 def test_no_tool_call_id_is_ever_recorded_in_two_turns(turns: list[tuple[str, list[int]]], history: str) -> None:
-    from evalcli.targets.replies import call_ids, this_turn
+    from evalcli.targets.replies import TurnReplies, call_ids
 
-    recorded: list[dict[str, object]] = []
+    replies = TurnReplies(history)  # type: ignore[arg-type]
     every: list[dict[str, object]] = []
     owner: dict[str, int] = {}
+    earlier: list[dict[str, object]] = []  # what the earlier turns kept, as the service sent it
     for index, (shape, ids) in enumerate(turns):
         fresh: list[dict[str, object]] = []
         for n in ids:
             fresh += [{"role": "assistant", "content": None, "tool_calls": [
                 {"id": f"c{n}", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
                 {"role": "tool", "tool_call_id": f"c{n}", "content": "r"}]
-        fresh.append({"role": "assistant", "content": f"text {index}"})
-        reply = [*every, *fresh] if shape == "full" else [*every[:2], *fresh] if shape == "repeat" else fresh
+        fresh.append({"role": "assistant", "content": "same" if shape == "same" else f"text {index}"})
+        reply = [*every, *fresh] if shape == "full" or history == "full" else \
+            [*every[:2], *fresh] if shape == "repeat" else fresh
         every += fresh
-        kept = this_turn(recorded, reply, history)  # type: ignore[arg-type]
+        sent, kept = replies.take(reply)  # type: ignore[arg-type]
         for message in kept:
             for call in call_ids(message):
                 assert owner.setdefault(call, index) == index
-        recorded += kept
+        # only a whole repeat of the earlier turns, with something after it, is ever dropped (history: turn drops
+        # nothing); the record keeps every message and call of this turn's part, ids aside
+        dropped = len(reply) - len(sent)
+        assert sent == reply[dropped:] and len(kept) == len(sent)
+        if history == "turn" or (history == "detect" and (reply[:len(earlier)] != earlier or reply == earlier)):
+            assert dropped == 0
+        else:
+            assert dropped == len(earlier)
+        assert [m["content"] for m in kept] == [m["content"] for m in sent]
+        earlier += sent
 
 
 def test_odd_values_in_bodies_and_replies(write: Callable[..., Path], cli: Callable[..., CliResult],

@@ -63,7 +63,28 @@ def test_a_model_targets_system_file_and_an_http_header_are_part_of_it(write: Ca
     model = cli("run", "m.yaml", "--json", "-", env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}"})
     write("sys.txt", "Answer in °C.")
     edited = cli("run", "m.yaml", "--resume", model.json["run_id"])
-    assert edited.code == 2 and "target.model.system (changed)" in edited.stderr, edited.stderr  # old main: accepted
+    assert edited.code == 2 and "target.model.system (changed: the content of sys.txt)" in edited.stderr, edited.stderr
+
+
+def test_a_resume_refused_for_an_edit_names_the_paths_that_changed(write: Callable[..., Path],
+                                                                   cli: Callable[..., CliResult]) -> None:
+    dataset = ("target: agents:boom\ngates: [{includes: fine}]\ndata:\n  - {id: a, input: hi}\n  - id: b\n"
+               "    turns:\n      - {input: one}\n      - {input: boom, gates: [{includes: fine}]}\n")
+    write("d.yaml", dataset)
+    first = cli("run", "d.yaml", "--json", "-")
+    assert first.code == 4, first.stderr  # b errored: there is something to resume
+    run_id = first.json["run_id"]
+    write("d.yaml", dataset.replace("gates: [{includes: fine}]}", "gates: [{includes: fin}]}"))
+    gate = cli("run", "d.yaml", "--resume", run_id)
+    # old main: "d.yaml changed since run ... started" and nothing about where
+    assert gate.code == 2 and ("d.yaml changed since run" in gate.stderr and "data[1].turns[1].gates.includes(fine) "
+                               "(removed), data[1].turns[1].gates.includes(fin) (added)" in gate.stderr), gate.stderr
+    write("d.yaml", dataset.replace("{id: a, input: hi}", "{id: a, input: ho}") + "  - {id: c, input: new}\n")
+    items = cli("run", "d.yaml", "--resume", run_id)
+    assert items.code == 2 and "data[0].inputs[0] (changed), data[2] (added)" in items.stderr, items.stderr
+    write("d.yaml", dataset.replace("data:\n", "data:   # the same conversations\n"))
+    comment = cli("run", "d.yaml", "--resume", run_id)
+    assert comment.code == 2 and "no path of its configuration differs" in comment.stderr, comment.stderr
 
 
 tree = st.recursive(st.one_of(st.integers(), st.text(max_size=4), st.booleans(), st.none()),
@@ -94,3 +115,21 @@ def test_changing_any_leaf_changes_the_fingerprint_at_that_path(config: Any, dat
     found = differences(stored, edited)
     assert found and any(f.startswith(target) for f in found)
     assert fingerprint(config, stored[SALT]) == stored  # the same configuration, the same fingerprint
+
+
+@given(tree, tree)
+def test_a_refusal_names_every_difference_once_by_its_whole_subtree(before: Any, after: Any) -> None:
+    from evalcli.run.resume import _ancestors, collapsed
+
+    stored = fingerprint({"c": before})
+    now = fingerprint({"c": after}, stored[SALT])
+    leaves_then, leaves_now = set(stored) - {SALT}, set(now) - {SALT}
+    named = collapsed(differences(stored, {"c": after}), leaves_then, leaves_now)
+    assert len(named) == len(set(named))
+    for entry in named:
+        path, _, kind = entry.rpartition(" (")
+        # a removed (added) path has nothing under it now (then); a changed one is a leaf of both
+        others = {"removed)": leaves_now, "added)": leaves_then, "changed)": set()}[kind]
+        assert not any(path in _ancestors(other) for other in others)
+    for leaf in (leaves_then ^ leaves_now):  # every leaf that went or came is under a named path
+        assert any(entry.rpartition(" (")[0] in _ancestors(leaf) for entry in named)

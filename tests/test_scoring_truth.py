@@ -106,8 +106,8 @@ def test_a_non_finite_score_is_its_scorers_error_and_merge_gives_the_same_verdic
     assert merged.code == result.code == 1 and "verdict failed" in merged.stdout, merged.stdout + merged.stderr
     write("n.yaml", "target: agents:echo\nscorers: [{python: 'inf:nan_score'}]\ndata: [{id: a, input: x}]\n")
     scorer = cli("run", "n.yaml", "--json", "-")
-    assert scorer.code == 4 and scorer.json["items"][0]["status"] == "error"
-    assert "returned the score nan" in scorer.json["items"][0]["error"]
+    assert scorer.code == 4 and scorer.json["items"][0]["status"] == "ok"
+    assert "returned the score nan" in scorer.json["items"][0]["outcomes"]["scorers"]["python(inf:nan_score)"]["error"]
 
 
 PICKY = '''
@@ -127,15 +127,18 @@ def test_a_failing_scorer_keeps_the_scores_that_were_computed(write: Callable[..
     result = cli("run", "d.yaml", "--json", "-", "--html", "r.html", env={"COLUMNS": "200"})
     out = result.json
     first = out["items"][0]
-    assert first["status"] == "error" and first["error"].startswith("scorer python(picky:picky) raised ValueError")
+    assert result.code == 4 and out["verdict"] == "passed"
+    assert first["status"] == "ok" and first["error"] is None  # the conversation stands
     assert first["gate_scores"] == {"includes(said)": 1.0}
     assert first["scores"] == {"includes(said)": 1.0, "python(picky:picky)": None, "excludes(zzz)": 1.0}
     assert first["outcomes"]["scorers"]["python(picky:picky)"]["error"] == "ValueError: cannot score this one"
-    # an errored conversation still counts in no mean
+    # the scorer's error counts in no mean, and is counted as its own
     assert out["scores"] == {"includes(said)": 1.0, "python(picky:picky)": 0.5, "excludes(zzz)": 1.0}
+    assert out["summary"]["errors"] == 0 and out["summary"]["scorer_errors"] == {"python(picky:picky)": 1}
+    assert "verdict: passed; 1 scorer error: python(picky:picky) (exit 4)" in result.stderr
     table = cli("show", "latest").stdout
     row = next(line for line in table.splitlines() if line.startswith("│ exploding"))
-    assert [cell.strip() for cell in row.split("│")[4:9]] == ["1", "error", "1", "1/1", "error"], row
+    assert [cell.strip() for cell in row.split("│")[4:9]] == ["1", "error", "1", "1/1", "ok"], row
     shown = cli("show", "latest", "exploding").stdout
     assert "scorer includes(said)  1" in shown and "scorer python(picky:picky)  error" in shown
     assert "scorer excludes(zzz)  1" in shown
@@ -143,3 +146,35 @@ def test_a_failing_scorer_keeps_the_scores_that_were_computed(write: Callable[..
     transcripts = json.loads(page.split('id="evalcli-transcripts">', 1)[1].split("</script>", 1)[0])
     scores = {o["id"]: o["score"] for o in transcripts[0]["outcomes"]}
     assert scores == {"includes(said)": "1", "python(picky:picky)": "error", "excludes(zzz)": "1"}
+
+
+def test_a_tracked_judge_that_cannot_answer_leaves_the_gates_and_verdict_standing(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    from tests.llm_server import text
+
+    llm_server.responder = lambda request: text("I would rather not say.")  # never a readable verdict
+    write("d.yaml", f"""
+        target: agents:echo
+        scorers: [{{grounded: {{model: openai/judge-model, api_base: "{llm_server.url}"}}}}]
+        data:
+          - id: chat
+            turns:
+              - {{input: hello, gates: [{{includes: hello}}]}}
+              - {{input: weather, gates: [{{includes: weather}}]}}
+        """)
+    result = cli("run", "d.yaml", "--json", "-", env={"EVALCLI_LLM_RETRIES": "0"})
+    out = result.json
+    item = out["items"][0]
+    # old main: the conversation an error, verdict none, no turn gate in the JSON's results or in show
+    assert item["status"] == "ok" and out["verdict"] == "passed", result.stderr
+    assert out["summary"]["scorer_errors"] == {"grounded": 1} and out["scores"] == {}
+    assert item["outcomes"]["scorers"]["grounded"]["score"] is None
+    assert "no readable" in item["outcomes"]["scorers"]["grounded"]["error"]
+    assert [[g["passed"] for g in t["gate_results"]] for t in out["turn_results"]] == [[True], [True]]
+    assert result.code == 4  # a scorer's error is an error: never a silent pass
+    assert "verdict: passed; 1 scorer error: grounded (exit 4)" in result.stderr
+    shown = cli("show", "latest", "chat")
+    assert "status ok" in shown.stdout and "gate includes(hello)  1  pass" in shown.stdout
+    assert "gate includes(weather)  1  pass" in shown.stdout and "scorer grounded  error" in shown.stdout
+    table = cli("show", "latest").stdout
+    assert "verdict: passed; 1 scorer error: grounded (exit 4)" in table

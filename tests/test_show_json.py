@@ -20,3 +20,15 @@ def test_show_json_is_what_run_json_wrote_for_a_repeated_run(write: Callable[...
     assert shown.json == ran.json  # on old main: without repeat, pass_at_k and pass_all_k
     single = cli("run", "d.yaml", "--json", "-")
     assert "repeat" not in single.json and cli("show", "latest", "--json", "-").json == single.json
+
+
+def test_show_json_to_stdout_writes_only_the_json(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "target: agents:scripted\ngates: [{excludes: bad}]\ndata: [{input: 'q=>good'}, {input: 'q=>bad'}]\n")
+    ran = cli("run", "d.yaml", "--json", "-")
+    shown = cli("show", "latest", "--json", "-")
+    assert shown.code == 0 and shown.json == ran.json
+    assert shown.stderr == ""  # old main: the run's table and verdict line on stderr as well
+    item = cli("show", "latest", "1", "--json", "-")
+    assert item.code == 0 and item.json["item"]["index"] == 1 and item.stderr == ""
+    table = cli("show", "latest", "--json", "r.json")  # to a file: the table on stdout, as before
+    assert "verdict: failed" in table.stdout and (table.cwd / "r.json").is_file()

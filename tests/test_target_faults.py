@@ -59,18 +59,16 @@ FAULTS = {
     "roleless": "turn 0: response message 0 is dict, not a message dict with a 'role'",
     "object": "turn 0: the target returned Reply, not a response",
     "multi": "turn 1: the target raised RuntimeError: the second turn broke",
-    "score-raise": "scorer picky raised KeyError: 'scorer blew up'",
 }
 TRACEBACK_SAYS = {"raise": "ValueError: kaboom from the target", "multi": "RuntimeError: the second turn broke",
-                  "hang": "TurnTimedOut: the target did not answer within", "int": "BadReply",
-                  "score-raise": "KeyError: 'scorer blew up'"}
+                  "hang": "TurnTimedOut: the target did not answer within", "int": "BadReply"}
 
 
 def dataset(target: str) -> str:
     lines = [f"target: agent:{target}", "concurrency: 12", "gates:", "  - includes: fine", "scorers:",
              "  - scorer: {python: 'agent:picky_scorer'}", "    id: picky", "data:", "  - {id: good, input: good}",
              "  - {id: multi, inputs: [first turn, second turn fails]}"]
-    lines += [f"  - {{id: {key}, input: {key}}}" for key in FAULTS if key != "multi"]
+    lines += [f"  - {{id: {key}, input: {key}}}" for key in [*FAULTS, "score-raise"] if key != "multi"]
     return "\n".join(lines) + "\n"
 
 
@@ -89,7 +87,13 @@ def test_target_faults_are_item_errors_with_tracebacks_and_the_run_goes_on(tmp_p
         assert items[key]["status"] == "error", key
         assert items[key]["error"] == message or items[key]["error"].startswith(message), (key, items[key]["error"])
     assert result["summary"]["errors"] == len(FAULTS)
-    assert result["verdict"] == "passed"  # the one conversation that ran passed; errors are not scored
+    # a scorer that raises is that scorer's error: the conversation stands (its gate scored), the exit code says 4
+    scored = items["score-raise"]
+    assert scored["status"] == "ok" and scored["scores"] == {"picky": None} and scored["gate_scores"] == {
+        "includes(fine)": 1.0}
+    assert scored["outcomes"]["scorers"]["picky"]["error"] == "KeyError: 'scorer blew up'"
+    assert result["summary"]["scorer_errors"] == {"picky": 1}
+    assert result["verdict"] == "passed"  # the two conversations that ran passed; errors are not scored
 
     rows = dict(query(tmp_path / "evalcli.db", "SELECT item_id, traceback FROM items WHERE status = 'error'"))
     assert set(rows) == set(FAULTS)
@@ -107,14 +111,15 @@ def test_target_faults_are_item_errors_with_tracebacks_and_the_run_goes_on(tmp_p
 
 def test_an_async_hang_is_cancelled_and_max_errors_tolerates_exactly_n(tmp_path: Path) -> None:
     write_project(tmp_path, agent=AGENT, dataset=dataset("agenerate"))
-    tolerated = run_cli(["run", "ds.yaml", "--turn-timeout", "0.5", "--max-errors", str(len(FAULTS)), "--json", "-"],
+    errors = len(FAULTS) + 1  # the conversations that errored, and the one scorer error
+    tolerated = run_cli(["run", "ds.yaml", "--turn-timeout", "0.5", "--max-errors", str(errors), "--json", "-"],
                         tmp_path)
     assert tolerated.returncode == 0, tolerated.stderr
     result = load_json(tolerated.stdout)
     assert result["summary"]["errors"] == len(FAULTS)
     hang = next(i for i in result["items"] if i["id"] == "hang")
     assert hang["error"] == FAULTS["hang"]
-    one_short = run_cli(["run", "ds.yaml", "--turn-timeout", "0.5", "--max-errors", str(len(FAULTS) - 1), "-q"],
+    one_short = run_cli(["run", "ds.yaml", "--turn-timeout", "0.5", "--max-errors", str(errors - 1), "-q"],
                         tmp_path)
     assert one_short.returncode == 4, one_short.stderr
     assert query(tmp_path / "evalcli.db", "SELECT exit_code, errors FROM runs ORDER BY id") == [

@@ -170,18 +170,17 @@ def test_a_gate_that_raises_scores_zero_and_is_not_an_item_error(tmp_path: Path)
     assert out["items"][0]["status"] == "ok"
 
 
-def test_a_scorer_that_raises_makes_the_item_an_error_left_out_of_scoring(tmp_path: Path) -> None:
+def test_a_scorer_that_raises_is_its_own_error_left_out_of_its_mean(tmp_path: Path) -> None:
     out = run_dataset(tmp_path, {"scorers": [named(Q, "quality", 0.5)],
                                  "data": items({"quality": 1}, {"quality": "raise"}, {"quality": 0.5})})
-    assert out["summary"] == {"total_items": 3, "errors": 1, "not_scorable": {}}
+    assert out["summary"] == {"total_items": 3, "errors": 0, "not_scorable": {}, "scorer_errors": {"quality": 1}}
     assert out["scores"] == {"quality": 0.75}
-    assert out["items"][1]["status"] == "error"
-    assert "quality" in out["items"][1]["error"] and "boom" in out["items"][1]["error"]
-    # what was computed is kept to be shown (the failing scorer with its error), counted in no mean
-    assert out["items"][1]["scores"] == {"quality": None} and out["items"][1]["gate_scores"] == {}
+    # the conversation stands; the scorer's outcome is its error, counted in no mean
+    assert out["items"][1]["status"] == "ok" and out["items"][1]["error"] is None
+    assert out["items"][1]["scores"] == {"quality": None}
     assert "boom" in out["items"][1]["outcomes"]["scorers"]["quality"]["error"]
     assert out["verdict"] == "passed"
-    assert out["exit_code"] == 4
+    assert out["exit_code"] == 4  # an error all the same
 
 
 def test_max_errors_tolerates_item_errors(tmp_path: Path) -> None:
@@ -196,10 +195,10 @@ def test_failed_gate_outranks_item_errors(tmp_path: Path) -> None:
     assert (out["verdict"], out["exit_code"]) == ("failed", 1)
 
 
-def test_custom_scorer_returning_a_wrong_type_is_an_item_error(tmp_path: Path) -> None:
+def test_custom_scorer_returning_a_wrong_type_is_its_error(tmp_path: Path) -> None:
     out = run_dataset(tmp_path, {"scorers": [{"python": "fixed:bad_type"}], "data": items({})})
-    assert out["items"][0]["status"] == "error"
-    assert "returned str" in out["items"][0]["error"]
+    assert out["items"][0]["status"] == "ok" and out["exit_code"] == 4
+    assert "returned str" in out["items"][0]["outcomes"]["scorers"]["python(fixed:bad_type)"]["error"]
 
 
 # -- reference §9.6 / §9.8: averaging and not-scorable ---------------------------------------------------------

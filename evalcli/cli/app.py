@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .console import CliEvents, make_console, redact_terminal, user_errors
+from .console import CliEvents, make_console, quiet_target_output, redact_terminal, user_errors
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -144,11 +144,12 @@ def run(
                              turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
                              verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens,
                              record_tools=record_tools, hermetic=hermetic)
-        events = CliEvents(quiet)
-        try:
-            code = run_command(request, events, out=make_console(stderr=json_out == "-"))
-        finally:
-            events.close()
+        with quiet_target_output(quiet):  # the agent's own log lines do not pass through --quiet
+            events = CliEvents(quiet)
+            try:
+                code = run_command(request, events, out=make_console(stderr=json_out == "-"))
+            finally:
+                events.close()
     raise typer.Exit(code)
 
 

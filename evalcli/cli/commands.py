@@ -68,15 +68,16 @@ def scorers_table(path: Path | None) -> RenderableType:
 
 
 def show_run(db: Path, run_id: str, json_out: str | None, verbose: bool, out: Console) -> None:
-    """``evalcli show RUN``: the stored run as the table ``evalcli run`` prints, and optionally its JSON."""
+    """``evalcli show RUN``: the stored run as the table ``evalcli run`` prints, and optionally its JSON; with
+    ``--json -`` the JSON alone, on stdout, and nothing on stderr (docs/history.md)."""
     check_outputs([("--json", Path(json_out))] if json_out and json_out != "-" else [])
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
-        terminal = TerminalReport(out, run.result, run.plan.scorer_ids, run.plan.gate_ids, verbose=verbose,
-                                  db_path=str(db))
+        terminal = None if json_out == "-" else TerminalReport(out, run.result, run.plan.scorer_ids, run.plan.gate_ids,
+                                                               verbose=verbose, db_path=str(db))
         with contextlib.ExitStack() as files:
-            reports: list[Any] = [terminal]
+            reports: list[Any] = [] if terminal is None else [terminal]
             if json_out:
                 stream = sys.stdout if json_out == "-" else files.enter_context(open_for_writing(Path(json_out)))
                 json_report = JsonReport(stream, run.result, Redactor())
@@ -85,7 +86,8 @@ def show_run(db: Path, run_id: str, json_out: str | None, verbose: bool, out: Co
             if json_out:
                 json_report.close()
                 stream.write("\n")
-        terminal.close()
+        if terminal is not None:
+            terminal.close()
     finally:
         store.close()
 

@@ -4,6 +4,7 @@ user errors become messages and exit codes."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
@@ -68,15 +69,48 @@ def redact_terminal() -> None:
             setattr(sys, name, RedactedStream(stream))
 
 
+_own_stderr: IO[str] | None = None
+"""While ``quiet_target_output`` holds file descriptor 2, the real stderr, where evalcli's own lines still go."""
+
+
 def make_console(stderr: bool = False) -> Console:
     """A console for stdout or stderr: no markup, no highlighting; off a terminal 160 columns and no wrapping."""
     from rich.console import Console
 
-    console = Console(stderr=stderr, highlight=False, markup=False, soft_wrap=False)
+    file = _own_stderr if stderr else None
+    console = Console(stderr=stderr, file=file, highlight=False, markup=False, soft_wrap=False)
     if not console.is_terminal:
         # a log or a pipe has no width to fit: tables get 160 columns, and lines of text are never wrapped
-        console = Console(stderr=stderr, highlight=False, markup=False, soft_wrap=False, width=160)
+        console = Console(stderr=stderr, file=file, highlight=False, markup=False, soft_wrap=False, width=160)
     return console
+
+
+@contextlib.contextmanager
+def quiet_target_output(active: bool) -> Iterator[None]:
+    """``run --quiet``: while the run goes on, file descriptor 2 is ``os.devnull``, so what the agent writes to stderr
+    (its logging, its prints, a library's warnings, a subprocess's output) does not pass; evalcli's own lines (the
+    verdict, the conversations that errored, an error) still reach the real stderr (docs/ci.md, "--quiet")."""
+    global _own_stderr
+    if not active or _own_stderr is not None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 2)
+    os.close(quiet)
+    own = os.fdopen(os.dup(saved), "w", encoding="utf-8", errors="replace", closefd=True)
+    redacted = RedactedStream(own)
+    _own_stderr = redacted  # type: ignore[assignment]  # a text stream: write, flush, isatty, fileno
+    try:
+        yield
+    finally:
+        redacted.flush()
+        _own_stderr = None
+        own.close()
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 @contextlib.contextmanager

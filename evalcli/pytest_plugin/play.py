@@ -112,7 +112,7 @@ def play(plugin: DatasetSession, file: pytest.File, dataset: Dataset, indexes: s
         if marker is not None:
             marker.write_text(played.run.run_id, encoding="utf-8")
     items = played.items.values()
-    plugin.runs.append(RunLine(dataset.path, played.run.run_id, played.run.verdict, len(played.items),
+    plugin.runs.append(RunLine(dataset.path, played.run.run_id, verdict_words(played.run), len(played.items),
                                sum(1 for i in items if i.status == "ok" and not i.passed),
                                sum(1 for i in items if i.status != "ok"), played.run.status,
                                plugin.settings.shown_db, warnings))

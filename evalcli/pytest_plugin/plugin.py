@@ -137,8 +137,8 @@ class DatasetPlugin(DatasetSession):
             db = "" if line.db == "evalcli.db" else f" --db {line.db}"
             status = "" if line.status == "completed" else f" ({line.status})"
             terminalreporter.write_line(
-                f"{line.dataset}: run {line.run_id}{status}, verdict {line.verdict or 'none'}, "
-                f"{line.conversations} conversation{'s' if line.conversations != 1 else ''} "
-                f"({line.failed} failed, {line.errors} errored); evalcli show {line.run_id} ITEM{db}")
+                f"{line.dataset}: run {line.run_id}{status}, verdict {line.verdict} "
+                f"({line.conversations} conversation{'s' if line.conversations != 1 else ''}: "
+                f"{line.failed} failed, {line.errors} errored); evalcli show {line.run_id} ITEM{db}")
             for warning in line.warnings:
                 terminalreporter.write_line(f"  warning: {warning}")

@@ -25,7 +25,8 @@ class RunLine:
 
     dataset: str
     run_id: str
-    verdict: str | None
+    verdict: str
+    """The verdict's one label (``passed on 1 of 2 conversations; 1 errored``), as every report words it."""
     conversations: int
     failed: int
     errors: int

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..run.calibrate import Calibration, ScorerCalibration
-from .text import fmt, plural
+from .text import fmt, plural, scorer_errors_words
 
 
 def percent(part: int, whole: int) -> str:
@@ -102,6 +102,9 @@ def summary_text(calibration: Calibration, db_path: str | None) -> Text:
     errors = calibration.run.summary.errors
     if errors:
         text.append(f"{plural(errors, 'conversation')} errored (left out of the comparison)\n", style="yellow")
+    failing = scorer_errors_words(calibration.run.summary.scorer_errors)
+    if failing:
+        text.append(f"{failing} (left out of the comparison)\n", style="yellow")
     usage = calibration.run.usage
     if usage.get("calls"):
         text.append(f"LLM calls: {usage['calls']} (cache hits: {usage['cache_hits']})   cost: ${usage['cost']:.4f}\n")

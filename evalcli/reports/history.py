@@ -11,6 +11,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..results import run_outcome
 from ..store import MergeResult, Store
 from .text import VERDICT_STYLE, fmt, verdict_style, verdict_words
 
@@ -61,6 +62,12 @@ def _when(row: dict[str, Any]) -> str:
 
 
 def _verdict(row: dict[str, Any]) -> Text:
+    """The run's verdict, or ``errored`` when a conversation or a scorer errored and no gate failed (such a run's
+    ``passed`` covers only part of it: docs/history.md)."""
+    counts = json.loads(row.get("summary") or "{}")
+    outcome = run_outcome(row["verdict"], bool(row["errors"] or counts.get("scorer_errors")))
+    if outcome == "errors":
+        return Text("errored", style="bold yellow")
     return Text(row["verdict"] or "-", style=VERDICT_STYLE.get(row["verdict"] or "", ""))
 
 

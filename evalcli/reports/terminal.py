@@ -50,6 +50,8 @@ class TerminalReport:
     failing: list[ItemResult] = field(default_factory=list)
     failing_count: int = 0
     gate_errors: list[str] = field(default_factory=list)
+    scorer_errors: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Per scorer id that failed on a conversation: its first error (where, what) and how many times it failed."""
     turn_misses: dict[tuple[int, str], list[str]] = field(default_factory=dict)
 
     def item(self, item: ItemResult) -> None:
@@ -64,6 +66,12 @@ class TerminalReport:
         for where, gates in (("", item.gate_scores), *((f" turn {t.index}", t.gate_scores) for t in item.turns)):
             self.gate_errors.extend(f"{item.id}{where}: gate {gate_id} raised (scored 0): {one_line(o.error)}"
                                     for gate_id, o in gates.items() if o.error)
+        if item.status == "ok":
+            for where, scores in (("", item.scores), *((f" turn {t.index}", t.scores) for t in item.turns)):
+                for scorer_id, outcome in scores.items():
+                    if outcome.error and outcome.score is None:  # the scorer's own error (docs/scorers.md)
+                        first, count = self.scorer_errors.get(scorer_id, (f"{item.id}{where}: {one_line(outcome.error)}", 0))
+                        self.scorer_errors[scorer_id] = (first, count + 1)
         if self.quiet:
             return
         if not self.verbose and len(self.rows) >= MAX_ROWS and item.passed:
@@ -79,7 +87,7 @@ class TerminalReport:
                 self.not_scorable_shown = True
                 cells.append(NOT_SCORABLE)
             elif outcome is not None and outcome.score is None and outcome.error:
-                cells.append(Text(ERROR, style="bold red"))  # the scorer that made the conversation an error
+                cells.append(Text(ERROR, style="bold red"))  # the scorer's own error
             else:
                 cells.append(fmt(outcome.score if outcome else None))
         if self.gate_ids:
@@ -105,6 +113,10 @@ class TerminalReport:
                           f"'evalcli show {self.result.run_id} ITEM' shows one)", soft_wrap=True)
         for line in self.gate_errors[:20]:
             console.print(Text.assemble(("  gate error ", "bold yellow"), line), soft_wrap=True)
+        for scorer_id, (first, count) in self.scorer_errors.items():
+            more = f" (and {count - 1} more)" if count > 1 else ""
+            console.print(Text.assemble(("  scorer error ", "bold yellow"), f"{scorer_id}{more} on {first}"),
+                          soft_wrap=True)
         for table in aggregate_tables(self.result.summary, self.turn_misses):
             console.print(table)
         self._print_failing()
@@ -249,7 +261,7 @@ def verdict_line(result: RunResult) -> Text:
     summary = result.summary
     text = Text("verdict: ")
     text.append(verdict_words(result), style=verdict_style(result))
-    if not summary.errors:
+    if not summary.errors and not summary.scorer_errors:
         text.append(f"   conversations: {summary.total_items}   errors: 0")
         return text
     text.append(f" (exit {result.exit_code})")

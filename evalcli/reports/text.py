@@ -93,14 +93,29 @@ def why_failed(item: ItemResult) -> str:
 
 def verdict_words(result: RunResult | Summary) -> str:
     """The verdict as words, saying what it covers when conversations errored: ``passed``, ``passed on 1 of 4
-    conversations; 3 errored``, ``none (no gate or threshold results); 3 of 4 conversations errored``."""
+    conversations; 3 errored``, ``none (no gate or threshold results); 3 of 4 conversations errored``; and the
+    scorers that errored on conversations that did not: ``passed; 1 scorer error: grounded``."""
     summary = result if isinstance(result, Summary) else result.summary
+    failing = scorer_errors_words(summary.scorer_errors)
     if not summary.errors:
-        return summary.verdict or "none (no gate or threshold results)"
+        words: str = summary.verdict or "none (no gate or threshold results)"
+        return f"{words}; {failing}" if failing else words
     total = plural(summary.total_items, "conversation")
     if summary.verdict:
-        return f"{summary.verdict} on {summary.total_items - summary.errors} of {total}; {summary.errors} errored"
-    return f"none (no gate or threshold results); {summary.errors} of {total} errored"
+        words = f"{summary.verdict} on {summary.total_items - summary.errors} of {total}; {summary.errors} errored"
+    else:
+        words = f"none (no gate or threshold results); {summary.errors} of {total} errored"
+    return f"{words}; {failing}" if failing else words
+
+
+def scorer_errors_words(scorer_errors: dict[str, int]) -> str:
+    """``1 scorer error: grounded``, ``7 scorer errors: fair-judge 6, dead-judge 1``; ``""`` when none."""
+    count = sum(scorer_errors.values())
+    if not count:
+        return ""
+    which = next(iter(scorer_errors)) if len(scorer_errors) == 1 else ", ".join(
+        f"{key} {n}" for key, n in scorer_errors.items())
+    return f"{plural(count, 'scorer error')}: {which}"
 
 
 def budget_words(result: RunResult) -> str | None:
@@ -114,9 +129,9 @@ def budget_words(result: RunResult) -> str | None:
 
 
 def verdict_style(result: RunResult | Summary) -> str:
-    """The style of ``verdict_words``: green only for a verdict that covers every conversation."""
+    """The style of ``verdict_words``: green only for a verdict that covers every conversation and scorer."""
     summary = result if isinstance(result, Summary) else result.summary
-    if summary.errors:
+    if summary.errors or summary.scorer_errors:
         return "bold red" if summary.verdict == "failed" else "bold yellow"
     return VERDICT_STYLE.get(summary.verdict or "", "")
 

@@ -4,9 +4,8 @@ up, score the result.
 The conversation runs with its own ``target_options`` (the item's merged over the dataset's) and what its
 ``setup`` returned (SPEC §16); a generator setup is resumed after the conversation, also when it failed.
 Gates run before scorers, each group over the whole conversation and then per turn (SPEC §3, §6). A
-gate that raises scores 0; a scorer that raises makes the conversation an error, and its siblings
-are cancelled at once so nothing keeps running (or spending) after the conversation ended. The
-scores computed before the failure stay in the conversation's record (shown, never counted).
+gate that raises scores 0; a scorer that raises or errors is recorded as that scorer's error, left out of its mean,
+and the conversation's gates, per-turn results and verdict stand (docs/scorers.md, "A scorer that fails").
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import asyncio
 import time
 import traceback
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from ..dataset import Dataset, Item, Limits
@@ -43,16 +43,6 @@ from ..tools import CURRENT, ToolPlan, recorded_turn
 from .drivers import driver_for
 from .play import ConversationFailed, Driver, LimitReached, PlayContext
 from .tooling import ToolSettings
-
-
-class ScorerFailed(Exception):
-    """A scorer (not a gate) raised or errored: the conversation becomes an error. ``outcome`` is that scorer's
-    (its error); ``partial`` every outcome of its list that was computed, the failing one included."""
-
-    def __init__(self, message: str, outcome: Outcome) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.partial: dict[str, Outcome] = {}
 
 
 class Conversation:
@@ -102,10 +92,6 @@ class Conversation:
                                        driver, result)
             if result.status == "ok":
                 await self._score(item, driver, result)
-        except ScorerFailed as exc:
-            # the conversation is an error, left out of every mean (SPEC §6); the scores computed before the
-            # failure are kept to be shown, the failing scorer's outcome holding its error
-            self._fail(result, str(exc), exc.__cause__ or exc)
         finally:
             if plan is not None:
                 plan.close()
@@ -170,6 +156,15 @@ class Conversation:
         sink = current_usage.get()
         began = time.perf_counter()
 
+        def before_turn() -> None:
+            # a limit or a spent budget ends the conversation before its next turn: nothing is sent, nor asked
+            index = len(result.turns)
+            if limits is not None:
+                _check_limits(limits, index, began, sink)
+            refused = sink.refusal("target") if sink is not None and session is not None else None
+            if refused is not None:
+                raise ConversationFailed(f"turn {index}: not sent: {refused}", RuntimeError(refused))
+
         async def send(text: str, simulated: bool, resume: Any = None,
                        recorded: list[Message] | None = None) -> list[Message]:
             index = len(result.turns)
@@ -204,11 +199,7 @@ class Conversation:
                 # may not, is the conversation's error
                 return _tool_problem(plan, outside, index, adapter)
 
-            if limits is not None:
-                _check_limits(limits, index, began, sink)
-            refused = sink.refusal("target") if sink is not None else None
-            if refused is not None:
-                raise ConversationFailed(f"turn {index}: not sent: {refused}", RuntimeError(refused))
+            before_turn()
             try:
                 reply = await (session.send(text) if resume is None else session.send(text, resume=resume))  # type: ignore[call-arg]
             except TurnTimedOut as exc:
@@ -240,7 +231,7 @@ class Conversation:
         try:
             try:
                 async with asyncio.timeout(seconds):
-                    result.stop_reason = await driver.play(send, self.play_context)
+                    result.stop_reason = await driver.play(send, replace(self.play_context, before_turn=before_turn))
             except TimeoutError:
                 raise LimitReached("seconds", f"the conversation's limit of {seconds:g} s was reached") from None
         except LimitReached as exc:
@@ -276,11 +267,7 @@ class Conversation:
         first = result.turns[0].input if result.turns else item.first_input
         whole = ScorerRun(first, accumulated, item.ground_truth, None, views, item.expected_outcome, item.goal)
         result.gate_scores = await self._outcomes(self.dataset.gates, whole, gate=True)
-        try:
-            result.scores = await self._outcomes(self.dataset.scorers, whole, gate=False)
-        except ScorerFailed as failed:
-            result.scores = failed.partial
-            raise
+        result.scores = await self._outcomes(self.dataset.scorers, whole, gate=False)
         for record, view in zip(result.turns, views, strict=True):
             assertions = driver.assertions(record.index)
             if assertions is None:
@@ -289,70 +276,43 @@ class Conversation:
                             item.expected_outcome, item.goal)
             record.gate_scores = await self._outcomes(assertions.gates, run, gate=True)
             record.thresholds = {s.id: s.threshold.raw for s in assertions.scorers if s.threshold is not None}
-            try:
-                record.scores = await self._outcomes(assertions.scorers, run, gate=False)
-            except ScorerFailed as failed:
-                record.scores = failed.partial
-                raise
+            record.scores = await self._outcomes(assertions.scorers, run, gate=False)
 
     async def _outcomes(self, specs: list[ScorerSpec], run: ScorerRun, *, gate: bool) -> dict[str, Outcome]:
-        """Every spec's outcome on ``run``, in list order. A gate that raises or errors scores 0 (its error kept);
-        a scorer that does makes the conversation an error (``ScorerFailed``, with the outcomes computed so far).
-        Checks cost nothing, so each one still scores; other scorers (judges) still running are cancelled."""
-        where = "" if run.turn_index is None else f" (turn {run.turn_index})"
+        """Every spec's outcome on ``run``, in list order. A gate that raises or errors scores 0 (its error kept); a
+        scorer that does is recorded as that scorer's error, left out of its mean: the conversation's gates, its
+        per-turn results and the verdict stand (docs/scorers.md, "A scorer that fails")."""
 
-        def settle(spec: ScorerSpec, outcome: Outcome) -> Outcome:
+        def settle(outcome: Outcome) -> Outcome:
             if outcome.error is None:
                 return outcome
             if gate:
                 return Outcome(score=0.0, reason=outcome.reason, error=outcome.error, usage=outcome.usage)
-            raise ScorerFailed(f"scorer {spec.id}{where} failed: {outcome.error}",
-                               Outcome(reason=outcome.reason, error=outcome.error, usage=outcome.usage))
+            return Outcome(reason=outcome.reason, error=outcome.error, usage=outcome.usage)
 
-        def raised(spec: ScorerSpec, exc: Exception) -> Outcome:
-            if gate:
-                return Outcome(score=0.0, error=describe(exc))  # a gate that raises scores 0, with its error shown
-            raise ScorerFailed(f"scorer {spec.id}{where} raised {describe(exc)}",
-                               Outcome(error=describe(exc))) from exc
+        def raised(exc: Exception) -> Outcome:
+            return Outcome(score=0.0 if gate else None, error=describe(exc))
 
         scorers = [self.builder.build(s) for s in specs]
         if all(hasattr(s, "score_now") for s in scorers):
             # checks never wait on anything: scoring them in turn spares tasks and event-loop round trips
             outcomes: dict[str, Outcome] = {}
-            first: ScorerFailed | None = None
             for spec, scorer in zip(specs, scorers, strict=True):
                 try:
-                    try:
-                        outcome = scorer.score_now(run)  # type: ignore[attr-defined]
-                    except Exception as exc:  # noqa: BLE001 - a gate's error scores 0; a scorer's is raised
-                        outcome = raised(spec, exc)
-                    outcomes[spec.id] = settle(spec, outcome)
-                except ScorerFailed as failed:
-                    first = first or failed
-                    outcomes[spec.id] = failed.outcome
-            if first is not None:
-                first.partial = outcomes
-                raise first
+                    outcome = scorer.score_now(run)  # type: ignore[attr-defined]
+                except Exception as exc:  # noqa: BLE001 - a scorer's failure is its own outcome
+                    outcome = raised(exc)
+                outcomes[spec.id] = settle(outcome)
             return outcomes
 
-        async def score(spec: ScorerSpec, scorer: Scorer) -> Outcome:
+        async def score(scorer: Scorer) -> Outcome:
             try:
-                outcome = await scorer.score(run)
+                return settle(await scorer.score(run))
             except Exception as exc:  # noqa: BLE001 - as above
-                outcome = raised(spec, exc)
-            return settle(spec, outcome)
+                return raised(exc)
 
-        # one scorer failing makes the conversation an error: its siblings are cancelled, not left spending
-        tasks: list[asyncio.Task[Outcome]] = []
-        try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(score(s, scorer)) for s, scorer in zip(specs, scorers, strict=True)]
-        except BaseExceptionGroup as failed:
-            failure = _first_failure(failed, tasks)
-            if failure is not None:
-                failure.partial = _computed(specs, tasks)
-                raise failure from failure.__cause__
-            raise
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(score(scorer)) for scorer in scorers]
         return {s.id: t.result() for s, t in zip(specs, tasks, strict=True)}
 
 
@@ -373,29 +333,6 @@ def _check_limits(limits: Limits, index: int, began: float, sink: UsageSink | No
         reached.append(("seconds", f"{limits.seconds:g} s went by"))
     for name, why in reached[:1]:
             raise LimitReached(name, f"turn {index} not played: {why}")
-
-
-def _computed(specs: list[ScorerSpec], tasks: list[asyncio.Task[Outcome]]) -> dict[str, Outcome]:
-    """The outcomes that were computed before a failure cancelled the rest: the failures' own included."""
-    outcomes = {}
-    for spec, task in zip(specs, tasks, strict=True):
-        if not task.done() or task.cancelled():
-            continue
-        error = task.exception()
-        if error is None:
-            outcomes[spec.id] = task.result()
-        elif isinstance(error, ScorerFailed):
-            outcomes[spec.id] = error.outcome
-    return outcomes
-
-
-def _first_failure(group: BaseExceptionGroup[Any], tasks: list[asyncio.Task[Outcome]]) -> ScorerFailed | None:
-    """The failure of the first scorer in list order (what the conversation's error names)."""
-    for task in tasks:
-        if task.done() and not task.cancelled() and isinstance(task.exception(), ScorerFailed):
-            return task.exception()  # type: ignore[return-value]
-    matched, _ = group.split(ScorerFailed)
-    return matched.exceptions[0] if matched else None  # type: ignore[return-value]
 
 
 def _tool_problem(plan: ToolPlan | None, outside: list[str], index: int,

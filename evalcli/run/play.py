@@ -60,6 +60,10 @@ class PlayContext:
     use_cache: bool = True
     ready: Callable[[], Awaitable[None]] | None = None
     """Waits until the run's LLM layer is imported (off the event loop); await it before a model call."""
+    before_turn: Callable[[], None] | None = None
+    """This conversation's check before its next turn: raises ``LimitReached`` (or ``ConversationFailed`` for a spent
+    budget) when that turn will not be played. ``send`` checks it too; a driver that asks a model for the user's next
+    message calls it first, so that model is never asked for a turn a limit ended (docs/simulated-users.md)."""
 
 
 class Driver(Protocol):

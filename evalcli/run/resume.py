@@ -16,7 +16,7 @@ from typing import Any
 
 from ..dataset import Dataset, Item, Selection
 from ..errors import UsageError
-from ..fingerprint import SALT, differences, leaves
+from ..fingerprint import SALT, differences, fingerprint, leaves
 from ..identity import LEGACY, pair_by_identity
 from ..results import ItemResult
 from ..store import Store, StoredOptions
@@ -64,7 +64,9 @@ def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset
     """What differs between the configuration a run began with and the dataset's now, one label each."""
     if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (SPEC §21)
         tree = dataset.resolved_configuration()
-        return tapes_named(differences(stored.config, tree), tree)
+        now = fingerprint(tree, stored.config[SALT])
+        changes = collapsed(differences(stored.config, tree), set(stored.config), set(now))
+        return files_named(tapes_named(changes, tree), tree)
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
         changes = [] if row["target"] == dataset.target_spec else ["target"]
         return changes + ([] if stored.plan == plan_of(dataset) else ["gates, scorers or thresholds"])
@@ -73,6 +75,42 @@ def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset
     removed = [f"{label} (removed)" for label in stored.config if label not in now]
     added = [f"{label} (added)" for label in now if label not in stored.config]
     return changed + removed + added
+
+
+def _ancestors(path: str) -> list[str]:
+    """``data[1].turns[0].gates.includes(a.b)`` -> ``data``, ``data[1]``, ``data[1].turns``, ... and the path itself
+    (a dot or bracket inside an id's parentheses does not split it)."""
+    found, depth = [], 0
+    for n, char in enumerate(path):
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and n and char in ".[":
+            found.append(path[:n])
+    return [*found, path]
+
+
+def collapsed(changes: list[str], then: set[str], now: set[str]) -> list[str]:
+    """``differences``' leaves, each removed or added one named by the shortest path whose whole subtree went or came
+    (``data[1].turns[1].gates.includes(fine) (removed)`` for its kind, arguments and threshold), once; changed leaves
+    as they are."""
+    under = {"removed": {a for p in now for a in _ancestors(p)}, "added": {a for p in then for a in _ancestors(p)}}
+    named: dict[str, None] = {}
+    for change in changes:
+        path, _, kind = change.rpartition(" (")
+        kind = kind.rstrip(")")
+        if kind in under:
+            whole = next((a for a in _ancestors(path) if a not in under[kind]), None)
+            path, kind = (path, "changed") if whole is None else (whole, kind)  # a leaf that became a subtree
+        named[f"{path} ({kind})"] = None
+    return list(named)
+
+
+def edited(changes: list[str], shown: int = 8) -> str:
+    """What an edit of the dataset changed, for the refusal: the paths of the resolved configuration that differ
+    (``data[3].turns[1].gates...``, a few and how many more), or, when none does, that only its text did."""
+    if not changes:
+        return "its text changed, though no path of its configuration differs (a comment, the layout or labels)"
+    more = f" and {len(changes) - shown} more" if len(changes) > shown else ""
+    return ", ".join(changes[:shown]) + more
 
 
 def tapes_named(changes: list[str], tree: Any) -> list[str]:
@@ -88,6 +126,18 @@ def tapes_named(changes: list[str], tree: Any) -> list[str]:
     return named
 
 
+def files_named(changes: list[str], tree: Any) -> list[str]:
+    """Changes with a setting read from a file (``system_file``) named by the file: ``target.model.system (changed:
+    the content of prompts/system.txt)``, as a replayed tape is."""
+    files = {path.removesuffix("_file"): value for path, value in leaves(tree)
+             if path.endswith("_file") and isinstance(value, str)}
+    named = []
+    for change in changes:
+        path, _, state = change.rpartition(" (")
+        named.append(f"{path} ({state.rstrip(')')}: the content of {files[path]})" if path in files else change)
+    return named
+
+
 def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[str, Any], StoredOptions]:
     """The stored run to continue (its row, its options), or a ``UsageError`` saying why it cannot be: another
     dataset, a dataset file that changed, or a configuration that changed since it began."""
@@ -97,11 +147,11 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
     if row["target"] != dataset.target_spec:
         raise UsageError(f"run {resume} was of target {row['target']}, not {dataset.target_spec}",
                          "resume it with the target it ran against (--target SPEC when it was given one)")
-    if row["dataset_hash"] and row["dataset_hash"] != dataset.hash:
-        raise UsageError(f"{dataset.path} changed since run {resume} started: its results would not add up",
-                         f"run it afresh (evalcli run {dataset.path}) instead of resuming")
     stored = store.options(resume)
     changes = configuration_changes(row, stored, dataset)
+    if row["dataset_hash"] and row["dataset_hash"] != dataset.hash:
+        raise UsageError(f"{dataset.path} changed since run {resume} started: {edited(changes)}; its "
+                         "results would not add up", f"run it afresh (evalcli run {dataset.path}) instead of resuming")
     if changes:
         raise UsageError(f"the configuration of {dataset.path} changed since run {resume} started: "
                          f"{', '.join(changes)}; resuming would score its conversations two ways under one verdict",

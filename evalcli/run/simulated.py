@@ -44,6 +44,8 @@ class SimulatedUser:
             if turn == 0 and simulation.opening:
                 text, simulated = simulation.opening, False
             else:
+                if context.before_turn is not None:
+                    context.before_turn()  # a limit that ended the conversation: the simulator is not asked
                 if context.ready is not None:
                     await context.ready()
                 text = await simulator.next_message(simulator_messages(simulation, said, heard), turn)

@@ -255,7 +255,7 @@ class Store:
             for turn_index, gates, scores in levels:
                 for role, outcomes in (("gate", gates), ("scorer", scores)):
                     for scorer_id, outcome in outcomes.items():
-                        if scorer_id in registered and not outcome.not_scorable:
+                        if scorer_id in registered and not outcome.not_scorable and outcome.score is not None:
                             samples = (self._text([s.to_json() for s in outcome.samples]) if outcome.samples
                                        else None)
                             rows.append((run_id, result.index, result.id, turn_index, result.thread_id, scorer_id,

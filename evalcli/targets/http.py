@@ -37,7 +37,7 @@ from .remote import (
     target_redactor,
     tokens,
 )
-from .replies import History, this_turn
+from .replies import History, TurnReplies
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession, fresh_thread
 from .templates import MEMORY_NAMES, Body, compile_string, to_json
 
@@ -266,8 +266,8 @@ class HttpSession(TurnSession["HttpAdapter"]):
         super().__init__(adapter, thread, calls)
         self.item = item
         self.history: list[Message] = []
-        self.recorded: list[Message] = []
-        """The response messages the earlier turns recorded (a reply that repeats them has them dropped)."""
+        self.replies = TurnReplies(adapter.target.config.response.history)
+        """What the earlier turns recorded (a reply that repeats them has them dropped; docs/targets/http.md)."""
         self.turn = 0
 
     async def _turn(self, text: str) -> list[Message]:
@@ -288,12 +288,11 @@ class HttpSession(TurnSession["HttpAdapter"]):
         answer = await adapter.pool.request(target.config.method, url, shown, headers=target.headers, body=body,
                                             timeout=target.config.timeout, secrets=target.secrets)
         messages, usage = await _read(target, answer, f"{target.config.method} {shown}", adapter.usage_missing)
-        messages = this_turn(self.recorded, messages, target.config.response.history)
-        self.recorded = [*self.recorded, *messages]
+        sent, messages = self.replies.take(messages)
         if usage is not None:
             record_usage(adapter.spec, usage[0], usage[1], started, turn)
-        if adapter.keeps_history:
-            self.history = [*self.history, {"role": "user", "content": text}, *messages]
+        if adapter.keeps_history:  # the service's own messages, as it sent them (a reply echoing them is history)
+            self.history = [*self.history, {"role": "user", "content": text}, *sent]
         return messages
 
     async def close(self) -> None:

@@ -31,7 +31,7 @@ from ..secrets import Redactor, redact_url
 from .forms import FormContext
 from .openai_format import assistant, tool_call, tool_result
 from .remote import Pool, RemoteAdapter, ReplyFailed, parsed, quote, record_usage, target_redactor, tokens
-from .replies import History, this_turn
+from .replies import History, TurnReplies
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession
 
 PROBE_TIMEOUT = 10.0
@@ -202,8 +202,8 @@ class MastraSession(TurnSession["MastraAdapter"]):
     def __init__(self, adapter: MastraAdapter, thread: Thread, memory: dict[str, Any] | None, calls: Calls) -> None:
         super().__init__(adapter, thread, calls)
         self.memory = memory
-        self.recorded: list[Message] = []
-        """The response messages the earlier turns recorded (a reply that repeats them has them dropped)."""
+        self.replies = TurnReplies(adapter.target.config.response.history)
+        """What the earlier turns recorded (a reply that repeats them has them dropped; docs/targets/http.md)."""
         self.turn = 0
 
     async def _turn(self, text: str) -> list[Message]:
@@ -232,8 +232,7 @@ class MastraSession(TurnSession["MastraAdapter"]):
         else:
             raise ReplyFailed(f"the reply of POST {shown} has neither response.messages nor text: "
                               f"{quote(answer.text, target.secrets)}")
-        messages = this_turn(self.recorded, messages, target.config.response.history)
-        self.recorded = [*self.recorded, *messages]
+        _, messages = self.replies.take(messages)
         usage = data.get("totalUsage") or data.get("usage")
         if isinstance(usage, dict):
             record_usage(adapter.spec, tokens(usage.get("inputTokens", usage.get("promptTokens"))),
