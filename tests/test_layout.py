@@ -11,10 +11,10 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "version"}
+BASE = {"errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "version", "plugins"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"}, "aggregate": {"results"}, "identity": set(),
-    "fingerprint": set(), "version": set(),
+    "fingerprint": set(), "version": set(), "plugins": {"errors"},
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},

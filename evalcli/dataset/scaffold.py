@@ -78,10 +78,10 @@ def dataset_schema() -> dict[str, Any]:
 
 def _target_schema(defs: dict[str, Any]) -> dict[str, Any]:
     """An import path, or one of the mapping forms (SPEC §17), each from its adapter's settings model."""
-    from ..targets import FORMS, form_class
+    from ..targets import form_class, form_names
 
     forms: list[dict[str, Any]] = [{"type": "string", "description": "Import path 'module:attribute' of the agent."}]
-    for name in FORMS:
+    for name in form_names():
         cls = form_class(name)
         settings = cls.config_model.model_json_schema(ref_template="#/$defs/{model}")
         defs.update(settings.pop("$defs", {}))
