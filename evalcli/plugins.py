@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,9 +82,27 @@ def load_path(path: str, entry: Entry) -> Any:
     return found
 
 
+class Names:
+    """The names of one kind of thing (adapters, or scorer kinds and their aliases), each given once: the first entry
+    point to declare a name keeps it, and another declaring it is refused, never silently replacing it (evalcli's own
+    come first, so a package can never replace a built-in one)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.owners: dict[str, Entry] = {}
+
+    def claim(self, names: Sequence[str], entry: Entry) -> None:
+        """Give ``names`` to ``entry``, all or none: a ``PluginError`` names the first one taken, and its owner."""
+        for name in names:
+            first = self.owners.get(name)
+            if first is not None:
+                raise taken(name, self.what, entry, first)
+        for name in names:
+            self.owners[name] = entry
+
+
 def taken(name: str, what: str, entry: Entry, first: Entry) -> PluginError:
-    """The error of ``entry`` declaring ``what`` called ``name``, which ``first`` declared already: a name is never
-    silently replaced, least of all a built-in one."""
+    """The error of ``entry`` declaring ``what`` called ``name``, which ``first`` declared already."""
     owner = "evalcli itself (built in)" if first.builtin else f"{first.describe()}"
     if first.builtin:
         hint = (f"a package cannot replace one of evalcli's own {what}s: rename it in {entry.package}'s "

@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from evalcli.errors import PluginError
+from evalcli.plugins import Entry, Names
 from tests.conftest import REPO, CliResult, run_cli
 from tests.doc_blocks import read_page
 from tests.plugin_packages import DEMO_PLUGIN, demo_plugin, installed
@@ -90,6 +94,31 @@ def check_run(done: CliResult, db: Path) -> None:
     # the second turn of "time" heard its history (Hi) too: 1 + 6 words in
     assert calls == [("parrot-1", 0, 0, 2, 4), ("parrot-1", 1, 0, 1, 3), ("parrot-1", 1, 1, 7, 8)]
     assert items["time"]["outcomes"]["gates"]["short-replies"]["reason"] == "longest assistant message: 8 words (max 6)"
+
+
+DECLARED = st.lists(st.tuples(st.sampled_from(["evalcli", "pkg-a", "pkg-b"]),
+                               st.lists(st.sampled_from(["includes", "judge", "mine", "other"]), min_size=1, max_size=3)),
+                     max_size=8)
+
+
+@given(DECLARED)
+def test_a_name_is_given_once_and_never_replaced(declared: list[tuple[str, list[str]]]) -> None:
+    """Whatever entry points declare, in whatever order: each name belongs to the first that declared it; a later one
+    declaring a taken name is refused with both named, and takes none of its names (all or none)."""
+    names, first = Names("scorer kind"), {}
+    for number, (package, wanted) in enumerate(declared):
+        entry = Entry("evalcli.scorers", f"e{number}", f"m{number}:K", package, "1.0")
+        clash = next((name for name in wanted if name in first), None)
+        if clash is None:
+            names.claim(wanted, entry)
+            first.update({name: entry for name in wanted})
+            continue
+        with pytest.raises(PluginError) as refused:
+            names.claim(wanted, entry)
+        assert f"'{clash}', which is taken by " in refused.value.message and entry.describe() in refused.value.message
+        owner = first[clash]
+        assert ("evalcli itself (built in)" if owner.builtin else owner.describe()) in refused.value.message
+    assert names.owners == first
 
 
 def test_builtins_come_from_evalcli_own_entry_points(tmp_path: Path) -> None:

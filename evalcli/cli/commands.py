@@ -14,6 +14,7 @@ from rich.table import Table
 
 from ..dataset import find_registry, load_registry, reachability_warnings, registration_lines
 from ..errors import DatasetError
+from ..plugins import Entry
 from ..reports import (
     JsonReport,
     TerminalReport,
@@ -27,7 +28,6 @@ from ..reports import (
     titled,
 )
 from ..reports.html import HtmlReport, report_sources
-from ..plugins import Entry
 from ..scorers import all_kinds, origin
 from ..secrets import Redactor
 from ..store import diff_runs, find_item, find_play, load_run, open_existing

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from ..llm import LLMClient
-from ..plugins import SCORERS, Entry, entries, taken
+from ..plugins import SCORERS, Entry, Names, entries
 from ..results import Outcome
 from .base import ScorerRun
 from .naming import id_arg, id_value
@@ -142,12 +142,9 @@ _ORIGINS: dict[str, Entry] = {}
 _loaded = False
 
 
-def _add(kind: Kind, entry: Entry) -> None:
+def _add(kind: Kind, entry: Entry, names: Names) -> None:
     """Take one declared kind; a name or alias declared before is refused, never replaced."""
-    for name in (kind.name, *kind.aliases):
-        owner = _ALIASES.get(name)
-        if owner is not None:
-            raise taken(name, "scorer kind", entry, _ORIGINS[owner])
+    names.claim([kind.name, *kind.aliases], entry)
     for name in (kind.name, *kind.aliases):
         _ALIASES[name] = kind.name
     _KINDS[kind.name] = kind
@@ -178,10 +175,11 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
+    names = Names("scorer kind")
     try:
         for entry in entries(SCORERS):
             for kind in _declared(entry):
-                _add(kind, entry)
+                _add(kind, entry, names)
     except BaseException:
         _loaded = False  # asked again, every kind is read again (and the mistake found again)
         _KINDS.clear()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ..errors import TargetError
-from ..plugins import ADAPTERS, Entry, entries, taken
+from ..plugins import ADAPTERS, Entry, Names, entries
 from .forms import FormAdapter
 from .session import Adapter, ConfigProblem, mro_names, options_hint
 
@@ -74,13 +74,11 @@ def declared() -> dict[str, Declared]:
 
 
 def _load_declarations() -> dict[str, Declared]:
-    found: dict[str, Entry] = {}
-    for entry in entries(ADAPTERS):
-        if entry.name in found:
-            raise taken(entry.name, "adapter", entry, found[entry.name])
-        found[entry.name] = entry
+    names = Names("adapter")
+    for entry in entries(ADAPTERS):  # every name checked before anything is imported
+        names.claim([entry.name], entry)
     loaded = {}
-    for name, entry in found.items():
+    for name, entry in names.owners.items():
         declaration = entry.load()
         if not isinstance(declaration, AdapterDeclaration):
             raise entry.error(f"names a {type(declaration).__name__}, not an evalcli.targets.AdapterDeclaration")
