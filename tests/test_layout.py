@@ -11,10 +11,11 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "version", "plugins"}
+BASE = {"errors", "secrets", "messages", "patterns", "thresholds", "results", "aggregate", "identity", "fingerprint", "version",
+        "plugins"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"}, "aggregate": {"results"}, "identity": set(),
-    "fingerprint": set(), "version": set(), "plugins": {"errors"},
+    "errors": set(), "secrets": set(), "messages": set(), "thresholds": set(), "results": {"messages", "thresholds"},
+    "aggregate": {"results"}, "identity": set(), "fingerprint": set(), "version": set(), "plugins": {"errors"},
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},

@@ -31,12 +31,13 @@ from ..reports import (
     plural,
 )
 from ..results import ItemResult, RunResult
-from ..run import INTERRUPTED, Events, RunOptions, arun_evals, rerun_selection, resume_options
+from ..run import INTERRUPTED, Events, RunOptions, arun_evals, check_budgets, rerun_selection, resume_options
 from ..secrets import Redactor
 from ..store import Store
 from ..targets import cli_target
+from ..tools import tape_path
 from .console import make_console
-from .outputs import check_outputs, open_for_writing, per_run, stdout_for_json
+from .outputs import check_outputs, check_tapes, open_for_writing, per_run, stdout_for_json, tape_names
 
 if TYPE_CHECKING:
     from ..reports.html import HtmlReport
@@ -102,6 +103,8 @@ class Outputs:
     junit: list[Path | None]
     markdown: list[Path | None]
     html: list[Path | None]
+    tapes: list[str | None] = field(default_factory=list)
+    """Each run's ``--record-tools`` tape name (``None``: its dataset's stem)."""
 
     @classmethod
     def plan(cls, request: RunRequest) -> Outputs:
@@ -114,7 +117,8 @@ class Outputs:
             return [None] * len(runs) if value is None else list(per_run(value, runs))
 
         json_path = Path(request.json_out) if request.json_out and request.json_out != "-" else None
-        outputs = cls(paths(json_path), paths(request.junit), paths(request.markdown), paths(request.html))
+        outputs = cls(paths(json_path), paths(request.junit), paths(request.markdown), paths(request.html),
+                      tape_names(runs))
         check_outputs([(what, path) for what, chosen in outputs.named() for path in chosen if path is not None],
                       db=("--db", request.db))
         return outputs
@@ -177,14 +181,16 @@ def check_backend() -> None:
     backend_from_env()
 
 
-def _options(request: RunRequest, store: Store | None, dataset: Dataset, events: Events) -> RunOptions:
+def _options(request: RunRequest, store: Store | None, dataset: Dataset, events: Events,
+             tape_name: str | None = None) -> RunOptions:
     selection = Selection(request.filter, parse_shard(request.shard) if request.shard else None, request.limit)
     options = RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
                          use_cache=request.use_cache, strict=request.strict, max_errors=request.max_errors or 0,
                          selection=selection, turn_timeout=request.turn_timeout, keep_items=False, handle_signals=True,
                          repeat=request.repeat or 1, max_cost=_budget(request.max_cost, "--max-cost", False),
                          max_tokens=_budget(request.max_tokens, "--max-tokens", True), hermetic=request.hermetic,
-                         record_tools=str(request.record_tools) if request.record_tools else None)
+                         record_tools=str(request.record_tools) if request.record_tools else None,
+                         tape_name=tape_name)
     if request.rerun_failed and store is not None:
         options.only_indexes, gone = rerun_selection(store, request.rerun_failed, dataset)
         if gone:
@@ -197,6 +203,7 @@ def _options(request: RunRequest, store: Store | None, dataset: Dataset, events:
                  "strict": True if request.strict else None, "max_errors": request.max_errors}
         options = resume_options(store, request.resume, dataset, options,
                                  {name: value for name, value in given.items() if value is not None})
+    check_budgets(dataset, options)
     return options
 
 
@@ -307,6 +314,9 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     check_settings()
     outputs = Outputs.plan(request)
     runs = load_all(request.datasets, request.scorers, request.targets)
+    if request.record_tools is not None:
+        check_tapes([tape_path(request.record_tools, r.dataset.path, outputs.tapes[n]) for n, r in enumerate(runs)],
+                    [Path(tape) for r in runs for tape in r.dataset.replayed_tapes])
     gc.freeze()  # what loading made lives as long as the command: the collector need not walk it again in the run
     redact = Redactor(extra=set().union(*(r.dataset.secret_values for r in runs)))
     history = request.resume or request.rerun_failed
@@ -329,7 +339,7 @@ def _run_all(request: RunRequest, events: Events, out: Console, outputs: Outputs
     current: Dataset | None = None
     interrupted = reported = False
     try:
-        plans = [(r.dataset, _options(request, store, r.dataset, events)) for r in runs]
+        plans = [(r.dataset, _options(request, store, r.dataset, events, outputs.tapes[n])) for n, r in enumerate(runs)]
         counts = [_selected(d, o) for d, o in plans]
         reasons = [why for n, why in counts if why]
         if reasons and sum(n for n, _ in counts) == 0:

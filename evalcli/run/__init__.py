@@ -9,9 +9,10 @@ aggregate, the store (through its writer thread) and the events.
 from __future__ import annotations
 
 from .calibrate import Calibration, ScorerCalibration, acalibrate
-from .options import RunOptions, plan_of
+from .options import RunOptions, check_budgets, plan_of
 from .resume import rerun_indexes, rerun_selection, resume_options
 from .runner import INTERRUPTED, Events, QuietEvents, RunContext, Runner, arun_evals, run_evals
 
 __all__ = ["INTERRUPTED", "Calibration", "Events", "QuietEvents", "RunContext", "RunOptions", "Runner", "ScorerCalibration",
-           "acalibrate", "arun_evals", "plan_of", "rerun_indexes", "rerun_selection", "resume_options", "run_evals"]
+           "acalibrate", "arun_evals", "check_budgets", "plan_of", "rerun_indexes", "rerun_selection", "resume_options",
+           "run_evals"]

@@ -44,13 +44,14 @@ from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
 from ..store import Store, StoreWriter, new_run_id, stored_items, stored_usage
 from ..targets import TargetCalls, TargetThreads
+from ..tools import HermeticRun
 from .conversation import Conversation
 from .notices import memory_warning
-from .options import RunOptions, plan_of
+from .options import RunOptions, check_budgets, plan_of
 from .play import PlayContext
 from .repeat import PassRates, reduce_repeats
 from .resume import check_resumable, kept_results, option_conflicts
-from .tooling import ToolSettings
+from .tooling import ToolSettings, check_hermetic
 
 INTERRUPTED = 130
 BUDGET_SPENT = 5
@@ -246,9 +247,11 @@ class Runner:
         self.limited = 0
         """Conversations of this run a limit stopped (status ``limited``)."""
         self.kept_usage: list[tuple[Any, ...]] = []
-        """On a resume: the LLM calls of the conversations kept (``usage_summary`` rows)."""
+        """On a resume: the LLM calls of every earlier invocation (``usage_summary`` rows), those of the conversations
+        played again included: they count against the budget and in the totals."""
 
     async def _select(self) -> tuple[list[Item], dict[int, ItemResult], str]:
+        check_hermetic(self.dataset, self.options.hermetic)
         items = self.options.selection.apply(self.dataset.items)
         if self.options.only_indexes is not None:
             items = [i for i in items if i.index in self.options.only_indexes]
@@ -267,10 +270,11 @@ class Runner:
                                  "reads them)")
             stored = await asyncio.to_thread(lambda: list(store.load_items(run_id)))
             kept = kept_results(stored, items, row["dataset_hash"] == self.dataset.hash)
-            self.kept_usage = await asyncio.to_thread(stored_usage, store, run_id, set(kept))
+            self.kept_usage = await asyncio.to_thread(stored_usage, store, run_id)
         return items, kept, run_id
 
     async def run(self) -> RunResult:
+        check_budgets(self.dataset, self.options)
         if self.store is not None:
             self.store.protect(self.dataset.secret_values)
         context = RunContext(self.store, self.options, self.options.concurrency or self.dataset.concurrency,
@@ -350,7 +354,7 @@ class Runner:
             partial = aggregator.summary()
             if store is not None:
                 context.write_later(lambda: store.finish_statements(run_id, partial, status, code, aggregator.items,
-                                                                    rates.to_json(self.options.repeat)))
+                                                                    rates.to_json(self.options.repeat), len(items)))
             raise
         aggregator.flush()
         summary = aggregator.summary()
@@ -362,7 +366,7 @@ class Runner:
         if store is not None:
             with contextlib.suppress(Exception):  # the writer keeps the error; aclose reports it with the result
                 await context.write(lambda: store.finish_statements(run_id, summary, status, code, aggregator.items,
-                                                                    rates.to_json(self.options.repeat)))
+                                                                    rates.to_json(self.options.repeat), len(items)))
         ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
         totals = usage_summary([*self.kept_usage, *usage_rows(usage)])
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
@@ -387,7 +391,8 @@ class Runner:
         if not workers:
             return
         builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
-        tools = ToolSettings.of_run(self.dataset, self.options.hermetic, self.options.record_tools, self.options.resume)
+        tools = ToolSettings.of_run(self.dataset, self.options.hermetic, self.options.record_tools, self.options.resume,
+                                    self.options.tape_name)
         if tools.active(self.dataset) and self.dataset.target is not None:
             self.dataset.target.control_tools()
         conversation = Conversation(self.dataset, builder, context.calls,
@@ -411,7 +416,8 @@ class Runner:
         tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
         restore = self._install_signals() if self.options.handle_signals else None
         try:
-            await self._wait(tasks)
+            with HermeticRun(self.options.hermetic):  # a tool call tied to no conversation is refused meanwhile
+                await self._wait(tasks)
         finally:
             if restore:
                 restore()
