@@ -1,7 +1,7 @@
-"""Scorers (SPEC §4, §5, §8, §14): every kind declared once (``kinds``, found through the ``evalcli.scorers`` entry
-points: evalcli's own in ``builtin``, and those of installed packages, docs/extending.md), the specs and how scorers
-are built from them (``registry``), custom Python scorers, the deterministic ``checks`` and the LLM ``judges`` on one
-engine.
+"""Scorers (docs/scorers.md, docs/reference/scorers.md): every kind declared once (``kinds``, found through the
+``evalcli.scorers`` entry points: evalcli's own in ``builtin``, and those of installed packages, docs/extending.md),
+the specs and how scorers are built from them (``registry``), custom Python scorers, the deterministic ``checks`` and
+the LLM ``judges`` on one engine.
 
 A scorer is any object with ``async def score(run: ScorerRun) -> Outcome``. Kinds are declared where they are
 implemented and found by name; parsing references from YAML is ``evalcli.dataset``'s job. What a scorer

@@ -1,4 +1,4 @@
-"""Scorer kinds, each declared once (SPEC §14), found through the ``evalcli.scorers`` entry points.
+"""Scorer kinds, each declared once (docs/reference/scorers.md), found through the ``evalcli.scorers`` entry points.
 
 A ``Kind`` is a name, a strict pydantic model of its arguments, its main argument (what
 ``{kind: ARG}`` sets), a one-line summary, whether it needs a model, how its default id reads and

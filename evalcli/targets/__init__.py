@@ -1,14 +1,15 @@
-"""Targets as sessions (SPEC §2, §12): one small protocol over every kind of agent.
+"""Targets as sessions (docs/targets/index.md): one small protocol over every kind of agent.
 
 A conversation opens a ``Session`` on the target's ``Adapter``, sends each user message with ``send`` (which
 returns only this turn's response messages, in OpenAI format) and closes it. ``session`` holds the protocol;
 ``registry`` the adapters as the ``evalcli.adapters`` entry points declare them (``AdapterDeclaration``: evalcli's
 own in ``builtin``, and those of installed packages, docs/extending.md) and how an agent object is recognised;
-``calls`` runs user code under the turn timeout; ``setup`` calls a conversation's setup function (SPEC §16); each
-adapter lives in a module of its own (``callable``, ``pydantic_ai``, ``openai_agents``, ``langgraph``) and imports its
-framework only inside itself. Targets written as a mapping (SPEC §17) are adapters too (``forms``): ``http`` and
-``mastra`` (sharing ``remote``: one aiohttp pool per run, errors and redaction; ``templates``: the request body's
-jinja2 templates) and ``model`` (a chat completion per turn through ``evalcli.llm``).
+``calls`` runs user code under the turn timeout; ``setup`` calls a conversation's setup function
+(docs/targets/frameworks.md); each adapter lives in a module of its own (``callable``, ``pydantic_ai``,
+``openai_agents``, ``langgraph``) and imports its framework only inside itself. Targets written as a mapping
+(docs/targets/index.md) are adapters too (``forms``): ``http`` and ``mastra`` (sharing ``remote``: one aiohttp pool
+per run, errors and redaction; ``templates``: the request body's jinja2 templates) and ``model`` (a chat completion
+per turn through ``evalcli.llm``).
 """
 
 from __future__ import annotations

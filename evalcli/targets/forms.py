@@ -1,4 +1,4 @@
-"""Targets written as a mapping instead of an import path (SPEC §17): ``http``, ``mastra``, ``model`` and those of
+"""Targets written as a mapping instead of an import path (docs/targets/index.md): ``http``, ``mastra``, ``model`` and those of
 installed packages (an ``AdapterDeclaration`` with ``mapping``, docs/extending.md).
 
 ``target: {http: {...}}``, ``target: {mastra: {...}}`` and ``target: {model: NAME, system: ..., ...}`` each
