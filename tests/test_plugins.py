@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -326,3 +327,22 @@ def test_pip_installs_the_example_plugin_into_a_fresh_environment(tmp_path: Path
     check_run(cli("run", "d.yaml", "--json", "-", "--db", "x.db"), work / "x.db")
     outside = run_cli(["adapters", "--json"], work)  # the machine's own Python does not have it
     assert "parrot" not in {a["name"] for a in outside.json["adapters"]}
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_an_installed_evalcli_reads_its_own_entry_points_from_its_metadata(tmp_path: Path, declared: bool) -> None:
+    """Installed (no source tree around it), evalcli's built-ins come from its metadata, as a package's do; metadata
+    without them (an install older than its code) is an error saying to reinstall, not an evalcli without adapters."""
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "evalcli", site / "evalcli", ignore=shutil.ignore_patterns("__pycache__"))
+    own = pyproject_entry_points(REPO / "pyproject.toml")
+    installed(site, "evalcli", {group: own[group] for group in ("evalcli.adapters", "evalcli.scorers") if declared},
+              {}, version="0.1.0")
+    done = run_cli(["adapters", "--json"], tmp_path, {"PYTHONPATH": str(site)})
+    if declared:
+        assert done.code == 0, done.stderr
+        assert {a["name"]: a["entry_point"] for a in done.json["adapters"]} == {
+            name: f"{name} = {value}" for name, value in own["evalcli.adapters"].items()}
+    else:
+        assert_refused(done, "evalcli's own entry points are missing from its installed metadata",
+                       "reinstall evalcli")
