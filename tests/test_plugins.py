@@ -297,6 +297,23 @@ def test_the_docs_show_the_example_plugin_as_it_is(tmp_path: Path) -> None:
     assert any(block.endswith(tables) for block in blocks), "docs/extending.md does not show the plugin's pyproject.toml"
 
 
+def test_the_schema_has_the_kinds_of_installed_packages(tmp_path: Path) -> None:
+    """``evalcli schema`` accepts the example plugin's kind once it is installed, and so the docs' datasets that use
+    it validate against it (without the plugin, the same dataset is refused)."""
+    import jsonschema
+
+    documented = [block.dataset for block in read_page(REPO / "docs" / "extending.md").blocks
+                  if block.dataset is not None and "demo_plugin" in block.needs]
+    assert documented
+    without = run_cli(["schema"], tmp_path)
+    demo_plugin(tmp_path)
+    with_plugin = run_cli(["schema"], tmp_path)
+    assert without.code == 0 and with_plugin.code == 0, without.stderr + with_plugin.stderr
+    for dataset in documented:
+        assert list(jsonschema.Draft202012Validator(with_plugin.json).iter_errors(dataset)) == []
+        assert list(jsonschema.Draft202012Validator(without.json).iter_errors(dataset)) != []
+
+
 @pytest.mark.slow
 def test_pip_installs_the_example_plugin_into_a_fresh_environment(tmp_path: Path) -> None:
     """The plugin as users install one: ``pip install -e`` into a virtual environment, then that environment's
