@@ -23,7 +23,7 @@ from pydantic_core import ErrorDetails
 
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
-from ..secrets import Redactor, remember
+from ..secrets import Redactor, remember, remember_named
 from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
 from .items import Dataset, Item, Limits, Turn, with_identities
@@ -278,6 +278,13 @@ def declared_secrets(names: list[str], used: Interpolated) -> set[str]:
     return {v for v in found if v}
 
 
+def secret_variables(declared: list[str], used: Interpolated, secret_values: set[str]) -> list[tuple[str, str]]:
+    """(name, value) of every secret a variable held: as interpolated, and as the environment holds a declared one (the
+    response cache and stored digests write it as ``${NAME}``: evalcli.secret_references)."""
+    found = [(name, value) for name, values in used.values.items() for value in values if value in secret_values]
+    return found + [(name, os.environ[name]) for name in declared if os.environ.get(name)]
+
+
 def redacted(problems: list[Problem], secrets: Iterable[str] = ()) -> list[Problem]:
     """The problems with every secret value (of the environment, and ``secrets``) replaced: a message quotes what the
     dataset says, e.g. an id made of an interpolated argument."""
@@ -320,6 +327,10 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     if target is not None:
         data.setdefault("target", target)
     top, bad_keys = _top_level(data, pos, problems)
+    # known before anything is digested (conversations' identities, scorer ids): a digest covers a secret by its name
+    secret_values = used.secret_values | registry.secret_values | declared_secrets(top.secrets or [], used)
+    remember(secret_values)
+    remember_named(secret_variables(top.secrets or [], used, secret_values))
     tools = None if top.tools is None else parse_tools(data["tools"], ("tools",), pos, "dataset", problems)
     unmocked = "live" if top.unmocked is None else parse_unmocked(top.unmocked, ("unmocked",), pos, "dataset", problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
@@ -379,8 +390,6 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
                                     "write 'target: module:attribute' (or a mapping with 'http', 'mastra' or 'model'; "
                                     "only a dataset whose items are all recorded transcripts may leave it out)"))
-    secret_values = used.secret_values | registry.secret_values | declared_secrets(top.secrets or [], used)
-    remember(secret_values)
     if problems:
         raise DatasetError(redacted(problems, secret_values))
     if resolved is None:  # every item is a recorded transcript: nothing to call
