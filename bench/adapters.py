@@ -36,9 +36,8 @@ TURNS = ["What is the weather in Brooklyn?", "What about tomorrow?", "What is th
 def through_adapter(agent: Any, framework: str) -> Conversation:
     """One conversation through evalcli, as the runner plays it: the setup, the adapter's session, the cleanup."""
     from bench import framework_agents
-    from evalcli.targets import ConversationInfo, ConversationOptions, Setup, merge_options
+    from evalcli.targets import ConversationInfo, ConversationOptions, Setup, make_adapter, merge_options
     from evalcli.targets.calls import TargetCalls, TargetThreads
-    from evalcli.targets.session import make_adapter
 
     options: dict[str, Any] = {"setup": "bench.framework_agents:setup"}
     if framework == "openai_agents":

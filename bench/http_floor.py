@@ -34,8 +34,8 @@ async def _measure(base: str, concurrency: int, requests: int) -> tuple[float, f
     import aiohttp
     from yarl import URL
 
+    from evalcli.targets import FormContext, form_class, make_form_adapter
     from evalcli.targets.calls import TargetCalls, TargetThreads
-    from evalcli.targets.forms import FormContext, form_class, make_form_adapter
     from evalcli.targets.session import ItemInfo
 
     cls = form_class("http")

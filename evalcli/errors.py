@@ -148,6 +148,11 @@ class StoreError(EvalcliError):
     """The SQLite store cannot be opened or does not hold what was asked for."""
 
 
+class PluginError(EvalcliError):
+    """An installed package's entry point in evalcli's groups cannot be used (docs/extending.md): it cannot be
+    loaded, it is not what its group takes, or its name is taken. The message names the package and the entry point."""
+
+
 def not_blank(message: str) -> Callable[[Any], Any]:
     """A check for a pydantic ``AfterValidator``: a string that is empty or only white space is a mistake, and
     ``message`` says what to write instead (``None``, for an optional field, passes)."""

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from evalcli.messages import Message
+from evalcli.targets import Adapter, make_adapter
 from evalcli.targets.calls import TargetCalls, TargetThreads
-from evalcli.targets.session import Adapter, make_adapter
 from examples.weather_agent import FORECASTS
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")

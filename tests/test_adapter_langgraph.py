@@ -21,7 +21,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from evalcli.errors import TargetError
 from evalcli.messages import Message
-from evalcli.targets.session import recognise
+from evalcli.targets import recognise
 from tests.framework_agents import (
     KEY,
     aconverse,

@@ -17,7 +17,7 @@ import pytest
 
 from evalcli.errors import TargetError
 from evalcli.messages import Message
-from evalcli.targets.session import recognise
+from evalcli.targets import recognise
 from tests.framework_agents import (
     KEY,
     aconverse,

@@ -13,7 +13,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from evalcli.errors import TargetError
-from evalcli.targets.session import recognise
+from evalcli.targets import recognise
 from tests.framework_agents import KEY, adapter_for, calls_of, converse, failed_turn, request_with, results_of, texts_of, weather
 from tests.llm_server import LLMServer, scripted_weather, text, tool_call
 

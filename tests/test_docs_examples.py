@@ -19,6 +19,7 @@ import pytest
 from tests.conftest import REPO, CliResult, run_cli
 from tests.doc_blocks import Block, Page, pages
 from tests.mastra_server import REQUIRE, MastraServer, Unavailable, ensure_installed, node_missing
+from tests.plugin_packages import demo_plugin
 
 PAGES = pages()
 DATASETS = [(page, block) for page in PAGES for block in page.blocks if block.dataset is not None]
@@ -63,8 +64,10 @@ def mastra_url() -> Iterator[str]:
         unavailable(str(exc))
 
 
-def needs(block: Block, request: pytest.FixtureRequest) -> dict[str, str]:
+def needs(block: Block, request: pytest.FixtureRequest, folder: Path) -> dict[str, str]:
     env = {}
+    if "demo_plugin" in block.needs:
+        demo_plugin(folder)  # installed in the folder the example runs in
     if "mastra" in block.needs:
         if block.kind == "sh":
             why = node_missing()
@@ -92,7 +95,7 @@ def test_dataset_example(case: tuple[Page, Block], tmp_path: Path, request: pyte
     folder = workspace(tmp_path, page, block)
     name = block.file or "doc-example.yaml"
     (folder / name).write_text(block.text, encoding="utf-8")
-    env = needs(block, request)
+    env = needs(block, request, folder)
     command = "run" if block.kind == "run" else "validate"  # a run validates the dataset first (exit 2 if not)
     done = run_cli([command, name], folder, env)
     assert done.code == block.exit, (f"{block.where}: evalcli {command} {name} exited {done.code}, expected "
@@ -132,7 +135,7 @@ def test_shell_example(case: tuple[Page, Block], tmp_path: Path, request: pytest
     page, block = case
     folder = workspace(tmp_path / "work", page, block)
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           **needs(block, request)}
+           **needs(block, request, folder)}
     for name in ("EVALCLI_JUDGE_MODEL", "EVALCLI_SIMULATOR_MODEL", "GITHUB_STEP_SUMMARY"):
         env.pop(name, None)
     out, err = tmp_path / "stdout", tmp_path / "stderr"

@@ -12,11 +12,11 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
 BASE = {"errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "results", "aggregate",
-        "identity", "fingerprint", "version"}
+        "identity", "fingerprint", "version", "plugins"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(), "thresholds": set(),
     "results": {"messages", "thresholds"}, "aggregate": {"results"}, "identity": {"secret_references"},
-    "fingerprint": {"secret_references"}, "version": set(),
+    "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors"},
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},

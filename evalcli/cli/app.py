@@ -210,17 +210,40 @@ def validate(
             make_console(stderr=True).print("warning: " + warning, style="yellow", markup=False, soft_wrap=True)
 
 
-@app.command("scorers", short_help="List registered scorers and every scorer kind with its arguments.")
+JsonListOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@app.command("scorers", short_help="List registered scorers and every scorer kind installed, with its arguments.")
 def list_scorers(
     scorers: Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: "
                                                                          "./scorers.yaml).")] = None,
+    as_json: JsonListOption = False,
     debug: DebugOption = False,
 ) -> None:
-    """List registered scorers, then every built-in kind (checks and judges) with its arguments."""
+    """List registered scorers, then every scorer kind (checks, judges, custom) with its arguments and the package
+    that declares it: evalcli's own, and those of installed packages (docs/extending.md)."""
     with user_errors(debug):
-        from .commands import scorers_table
+        from .commands import scorers_listing
 
-        make_console().print(scorers_table(scorers))
+        _print_listing(scorers_listing(scorers, as_json))
+
+
+@app.command("adapters", short_help="List the adapters installed (evalcli's own and those of packages).")
+def list_adapters(as_json: JsonListOption = False, debug: DebugOption = False) -> None:
+    """List every adapter installed: how a target of it is written, what it runs, and the package that declares it
+    (evalcli's own, and those of installed packages: docs/extending.md)."""
+    with user_errors(debug):
+        from .commands import adapters_listing
+
+        _print_listing(adapters_listing(as_json))
+
+
+def _print_listing(listing: object) -> None:
+    """A listing's JSON text as it is, or its table on the console."""
+    if isinstance(listing, str):
+        sys.stdout.write(listing + "\n")
+    else:
+        make_console().print(listing)
 
 
 @app.command(short_help="Print a JSON Schema of the dataset format (for editors).")

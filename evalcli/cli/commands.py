@@ -14,6 +14,7 @@ from rich.table import Table
 
 from ..dataset import find_registry, load_registry, reachability_warnings, registration_lines
 from ..errors import DatasetError
+from ..plugins import Entry
 from ..reports import (
     JsonReport,
     TerminalReport,
@@ -27,9 +28,10 @@ from ..reports import (
     titled,
 )
 from ..reports.html import HtmlReport, report_sources
-from ..scorers import all_kinds
+from ..scorers import all_kinds, origin
 from ..secrets import Redactor
 from ..store import diff_runs, find_item, find_play, load_run, open_existing
+from ..targets import declared
 from .outputs import check_outputs, open_for_writing
 from .run import load_all
 
@@ -47,24 +49,63 @@ def validate_command(paths: list[Path], scorers: Path | None) -> tuple[list[str]
     return lines, warnings
 
 
-def scorers_table(path: Path | None) -> RenderableType:
-    """``evalcli scorers``: the registry's scorers, then every kind with its arguments."""
+def scorers_listing(path: Path | None, as_json: bool) -> RenderableType | str:
+    """``evalcli scorers``: the registry's scorers, then every scorer kind with its arguments and the package that
+    declares it (docs/extending.md); as a table, or as JSON."""
     registry = load_registry(find_registry(Path.cwd() / "_", str(path) if path else None))
     if registry.problems:
         raise DatasetError(registry.problems)
+    if as_json:
+        return json.dumps({
+            "registry": registry.path,
+            "registered": [{"id": spec.id, "kind": spec.kind, "args": spec.args} for spec in registry.scorers.values()],
+            "kinds": [{"name": kind.name, "aliases": list(kind.aliases), "group": kind.group, "summary": kind.summary,
+                       "needs_model": kind.needs_model, "example": kind.example,
+                       "arguments": [{"name": name, "default": default, "description": text}
+                                     for name, default, text in kind.argument_docs()], **_provenance(origin(kind))}
+                      for kind in all_kinds()]}, ensure_ascii=False, indent=2)
     table = Table()
     table.add_column("id", no_wrap=True)
-    for column in ("kind", "arguments / description"):
+    for column in ("kind", "arguments / description", "from"):
         table.add_column(column)
     for spec in registry.scorers.values():
-        table.add_row(spec.id, spec.kind, json.dumps(spec.args, ensure_ascii=False))
+        table.add_row(spec.id, spec.kind, json.dumps(spec.args, ensure_ascii=False), "")
     for kind in all_kinds():
         args = ", ".join(f"{name}" + ("" if default == "required" else f"={default}")
                          for name, default, _ in kind.argument_docs())
         label = {"check": "check", "judge": "LLM judge", "custom": "custom"}[kind.group]
-        table.add_row(kind.name, label, f"({args}) {kind.summary}", style="dim")
+        table.add_row(kind.name, label, f"({args}) {kind.summary}", origin(kind).origin, style="dim")
     return titled(f"Registered scorers ({registry.path or 'no scorers.yaml found'})", table)
 
+
+def adapters_listing(as_json: bool) -> RenderableType | str:
+    """``evalcli adapters``: every adapter installed, evalcli's own first, with what it runs and the package that
+    declares it (docs/extending.md); as a table, or as JSON."""
+    found = declared()
+    if as_json:
+        return json.dumps({"adapters": [
+            {"name": name, "summary": d.declaration.summary, "mapping": d.declaration.mapping,
+             "recognises": list(d.declaration.recognises), **_provenance(d.entry)} for name, d in found.items()]},
+            ensure_ascii=False, indent=2)
+    table = Table()
+    for column in ("adapter", "target", "runs", "from"):
+        table.add_column(column, no_wrap=column in ("adapter", "from"))
+    for name, d in found.items():
+        table.add_row(name, _written(name, d.declaration.mapping), d.declaration.summary, d.entry.origin)
+    return titled(f"Adapters ({plural(len(found), 'adapter')} installed)", table,
+                  "an imported object gets the first adapter that recognises it (else callable); "
+                  "target_options.adapter names one")
+
+
+def _written(name: str, mapping: bool) -> str:
+    """How a dataset names a target of this adapter."""
+    return f"{{{name}: ...}}" if mapping else "module:attribute"
+
+
+def _provenance(entry: Entry) -> dict[str, Any]:
+    """Where a listed adapter or kind comes from, in the JSON of ``evalcli adapters`` and ``evalcli scorers``."""
+    return {"package": entry.package, "version": entry.version, "builtin": entry.builtin,
+            "entry_point": f"{entry.name} = {entry.value}"}
 
 
 def show_run(db: Path, run_id: str, json_out: str | None, verbose: bool, out: Console) -> None:

@@ -102,10 +102,10 @@ def definitions() -> dict[str, Any]:
 
 def _target(defs: dict[str, Any]) -> dict[str, Any]:
     """An import path, or one of the mapping forms (docs/targets), each from its adapter's settings model."""
-    from ..targets import FORMS, form_class
+    from ..targets import form_class, form_names
 
     forms: list[dict[str, Any]] = [{"type": "string", "description": "Import path 'module:attribute' of the agent."}]
-    for name in FORMS:
+    for name in form_names():  # evalcli's own, then those of installed packages (docs/extending.md)
         cls = form_class(name)
         settings = cls.config_model.model_json_schema(ref_template=DEFS + "{model}")
         defs.update(settings.pop("$defs", {}))

@@ -1,5 +1,7 @@
-"""Scorers (SPEC §4, §5, §8, §14): every kind declared once (``kinds``), the specs and how scorers are built from
-them (``registry``), custom Python scorers, the deterministic ``checks`` and the LLM ``judges`` on one engine.
+"""Scorers (docs/scorers.md, docs/reference/scorers.md): every kind declared once (``kinds``, found through the
+``evalcli.scorers`` entry points: evalcli's own in ``builtin``, and those of installed packages, docs/extending.md),
+the specs and how scorers are built from them (``registry``), custom Python scorers, the deterministic ``checks`` and
+the LLM ``judges`` on one engine.
 
 A scorer is any object with ``async def score(run: ScorerRun) -> Outcome``. Kinds are declared where they are
 implemented and found by name; parsing references from YAML is ``evalcli.dataset``'s job. What a scorer
@@ -14,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 from .base import NotScorable, Score, ScorerRun, TurnView, not_scorable
 
 if TYPE_CHECKING:
-    from .kinds import BuildContext, Kind, Scorer, all_kinds, find, register
+    from .kinds import BuildContext, Kind, Scorer, all_kinds, find, origin
     from .registry import Builder, Registry, ScorerSpec, flow_yaml, inline_yaml, registration_line
 
 __all__ = ["BuildContext", "Builder", "Kind", "NotScorable", "Registry", "Score", "Scorer", "ScorerRun", "ScorerSpec",
-           "TurnView", "all_kinds", "find", "flow_yaml", "inline_yaml", "not_scorable", "register", "registration_line"]
+           "TurnView", "all_kinds", "find", "flow_yaml", "inline_yaml", "not_scorable", "origin", "registration_line"]
 
 _LAZY = {"BuildContext": "kinds", "Kind": "kinds", "Scorer": "kinds", "all_kinds": "kinds", "find": "kinds",
-         "register": "kinds", "Builder": "registry", "Registry": "registry", "ScorerSpec": "registry",
+         "origin": "kinds", "Builder": "registry", "Registry": "registry", "ScorerSpec": "registry",
          "flow_yaml": "registry", "inline_yaml": "registry", "registration_line": "registry"}
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..results import Outcome
 from .base import NotScorable, Score, ScorerRun
-from .kinds import BuildContext, Kind, register
+from .kinds import BuildContext, Kind
 
 
 def to_outcome(value: Any, name: str) -> Outcome:
@@ -70,6 +70,6 @@ def _build(args: PythonArgs, context: BuildContext) -> PythonScorer:
     return PythonScorer(context.imported[args.function], context.scorer_id)
 
 
-register(Kind(name="python", args=PythonArgs, main="function", group="custom", build=_build, imports="function",
+PYTHON = Kind(name="python", args=PythonArgs, main="function", group="custom", build=_build, imports="function",
               summary="your own function of a ScorerRun, returning a float, Score(score, reason) or not_scorable()",
-              default_id=lambda values: f"python({values['function']})", example="python: my_scorers:polite"))
+              default_id=lambda values: f"python({values['function']})", example="python: my_scorers:polite")

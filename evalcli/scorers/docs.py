@@ -35,9 +35,10 @@ def _name(kind: Kind) -> str:
 
 
 def scorer_table() -> str:
-    """A Markdown table of every kind: name, type, arguments with defaults, an inline example, the summary."""
+    """A Markdown table of every built-in kind (not those of installed packages): name, type, arguments with
+    defaults, an inline example, the summary."""
     rows = ["| kind | type | arguments (default) | example | score |", "|---|---|---|---|---|"]
-    for kind in all_kinds():
+    for kind in all_kinds(builtin_only=True):
         example = f"`{kind.example}`" if kind.example else ""
         rows.append("| " + " | ".join(_cell(c) for c in (_name(kind), GROUPS[kind.group], _arguments(kind), example,
                                                            kind.summary)) + " |")

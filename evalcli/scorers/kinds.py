@@ -1,32 +1,31 @@
-"""Scorer kinds, each declared once (SPEC §14).
+"""Scorer kinds, each declared once (docs/reference/scorers.md), found through the ``evalcli.scorers`` entry points.
 
 A ``Kind`` is a name, a strict pydantic model of its arguments, its main argument (what
 ``{kind: ARG}`` sets), a one-line summary, whether it needs a model, how its default id reads and
 how to build a scorer from validated arguments. Parsing YAML references, building scorers,
-``evalcli scorers``, ``evalcli schema`` and the docs' scorer table all read these declarations:
-adding a kind is one ``register(Kind(...))`` call in the module that implements it.
+``evalcli scorers``, ``evalcli schema`` and the docs' scorer table all read these declarations.
+Every kind comes from an entry point naming a ``Kind`` or a list of them: evalcli's own (``builtin``)
+as those of installed packages (docs/extending.md); adding a built-in kind is one ``Kind(...)`` in its
+module's list. A name (or alias) is never declared twice: a package cannot replace a built-in kind.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
 from ..llm import LLMClient
+from ..plugins import SCORERS, Entry, Names, entries
 from ..results import Outcome
 from .base import ScorerRun
 from .naming import id_arg, id_value
 
 Group = Literal["check", "judge", "custom"]
-
-KIND_MODULES = ("evalcli.scorers.checks.basic", "evalcli.scorers.checks.tools", "evalcli.scorers.checks.agents",
-                "evalcli.scorers.judges.criterion", "evalcli.scorers.judges.library", "evalcli.scorers.custom")
-"""Modules that declare kinds, imported the first time kinds are looked up (a missing one is skipped)."""
-
+GROUP_ORDER: tuple[Group, ...] = ("check", "judge", "custom")
+"""The groups of kinds, in the order listings show them."""
 
 class Scorer(Protocol):
     """Anything that can score a run (checks also offer a synchronous ``score_now``)."""
@@ -139,18 +138,36 @@ def _json_default(value: Any) -> str:
 
 _KINDS: dict[str, Kind] = {}
 _ALIASES: dict[str, str] = {}
+_ORIGINS: dict[str, Entry] = {}
 _loaded = False
 
 
-def register(kind: Kind) -> Kind:
-    """Declare a kind (done once, where it is implemented)."""
+def _add(kind: Kind, entry: Entry, names: Names) -> None:
+    """Take one declared kind; a name or alias declared before is refused, never replaced."""
+    names.claim([kind.name, *kind.aliases], entry)
     for name in (kind.name, *kind.aliases):
-        owner = _ALIASES.get(name)
-        if owner is not None and owner != kind.name:
-            raise ValueError(f"scorer kind name '{name}' is already taken by '{owner}'")
         _ALIASES[name] = kind.name
     _KINDS[kind.name] = kind
-    return kind
+    _ORIGINS[kind.name] = entry
+
+
+def _declared(entry: Entry) -> Sequence[Kind]:
+    """The kinds an entry point names: a ``Kind`` or a list (or tuple) of them, each one usable."""
+    value = entry.load()
+    kinds = [value] if isinstance(value, Kind) else value if isinstance(value, list | tuple) else None
+    if kinds is None or not all(isinstance(kind, Kind) for kind in kinds):
+        wrong = type(value).__name__ if kinds is None else next(type(k).__name__ for k in kinds if not isinstance(k, Kind))
+        raise entry.error(f"names a {wrong}, not an evalcli.scorers.Kind or a list of them")
+    for kind in kinds:
+        if not (isinstance(kind.args, type) and issubclass(kind.args, BaseModel)):
+            raise entry.error(f"declares the scorer kind '{kind.name}' with args={kind.args!r}, not a pydantic model class")
+        if kind.group not in GROUP_ORDER:
+            raise entry.error(f"declares the scorer kind '{kind.name}' in the group {kind.group!r}, not one of "
+                              f"{', '.join(GROUP_ORDER)}")
+        if kind.main is not None and kind.main not in kind.args.model_fields:
+            raise entry.error(f"declares the scorer kind '{kind.name}' with main={kind.main!r}, which is not a field of "
+                              f"{kind.args.__name__}")
+    return kinds
 
 
 def _load() -> None:
@@ -158,12 +175,23 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    for module in KIND_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+    names = Names("scorer kind")
+    try:
+        for entry in entries(SCORERS):
+            for kind in _declared(entry):
+                _add(kind, entry, names)
+    except BaseException:
+        _loaded = False  # asked again, every kind is read again (and the mistake found again)
+        _KINDS.clear()
+        _ALIASES.clear()
+        _ORIGINS.clear()
+        raise
+
+
+def origin(kind: Kind) -> Entry:
+    """The entry point that declared ``kind`` (its package: ``evalcli`` for a built-in one)."""
+    _load()
+    return _ORIGINS[kind.name]
 
 
 def find(name: str) -> Kind | None:
@@ -173,11 +201,12 @@ def find(name: str) -> Kind | None:
     return _KINDS[canonical] if canonical is not None else None
 
 
-def all_kinds() -> list[Kind]:
-    """Every kind: checks, then judges, then custom, each in declaration order."""
+def all_kinds(builtin_only: bool = False) -> list[Kind]:
+    """Every kind: checks, then judges, then custom, each in declaration order (evalcli's own first); with
+    ``builtin_only``, evalcli's own only (the reference page lists those)."""
     _load()
-    order = {"check": 0, "judge": 1, "custom": 2}
-    return sorted(_KINDS.values(), key=lambda k: order[k.group])
+    kinds = [kind for kind in _KINDS.values() if not builtin_only or _ORIGINS[kind.name].builtin]
+    return sorted(kinds, key=lambda k: GROUP_ORDER.index(k.group))
 
 
 def names() -> list[str]:

@@ -1,4 +1,5 @@
-"""Targets written as a mapping instead of an import path (SPEC §17): ``http``, ``mastra`` and ``model``.
+"""Targets written as a mapping instead of an import path (docs/targets/index.md): ``http``, ``mastra``, ``model`` and those of
+installed packages (an ``AdapterDeclaration`` with ``mapping``, docs/extending.md).
 
 ``target: {http: {...}}``, ``target: {mastra: {...}}`` and ``target: {model: NAME, system: ..., ...}`` each
 name a ``FormAdapter``: a session adapter like the framework ones, whose "agent object" is built from
@@ -9,7 +10,6 @@ in ``dataset.load``.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,14 +19,7 @@ from pydantic import BaseModel
 
 from ..errors import TargetError, UsageError
 from ..secrets import remember, url_secrets
-from .session import Adapter, ConfigProblem
-
-FORMS: dict[str, str] = {
-    "http": "evalcli.targets.http:HttpAdapter",
-    "mastra": "evalcli.targets.mastra:MastraAdapter",
-    "model": "evalcli.targets.model:ModelAdapter",
-}
-"""Each mapping form by its key, as an import path (its module is imported only when a dataset uses it)."""
+from .session import Adapter
 
 
 @dataclass(frozen=True)
@@ -71,44 +64,6 @@ class FormAdapter(Adapter):
         """The settings as the run uses them (after interpolation, with every file they name read), for the
         resolved-configuration fingerprint of ``--resume`` (SPEC §21; only digests of it are ever stored)."""
         return dict(config.model_dump(mode="json"))
-
-
-def form_of(raw: dict[str, Any]) -> str:
-    """Which form a target mapping is: the one of ``http``, ``mastra``, ``model`` among its keys."""
-    found = [key for key in FORMS if key in raw]
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise ConfigProblem((), f"a target mapping needs one of {', '.join(repr(k) for k in FORMS)} "
-                                f"(it has: {', '.join(map(str, raw)) or 'nothing'})",
-                            "write e.g. 'target: {http: {url: http://127.0.0.1:8000/chat}}', 'target: {model: "
-                            "openai/gpt-4o-mini}', or an import path 'target: module:attribute'")
-    raise ConfigProblem((found[1],), f"a target is one of {', '.join(repr(k) for k in FORMS)}, not several "
-                                     f"(found {', '.join(repr(k) for k in found)})", "keep one of them")
-
-
-def form_class(name: str) -> type[FormAdapter]:
-    """The adapter class of a mapping form (its module imported now)."""
-    module_name, _, attribute = FORMS[name].partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise TargetError(f"the {name} target needs a package that is not installed ({exc.name})",
-                          "reinstall evalcli (pip install evalcli)") from None
-    adapter: type[FormAdapter] = getattr(module, attribute)
-    return adapter
-
-
-def settings_of(name: str, raw: dict[str, Any]) -> tuple[Any, tuple[str, ...]]:
-    """The settings of a form inside its mapping, and their path in it."""
-    cls = form_class(name)
-    if cls.nested:
-        extra = [key for key in raw if key != name]
-        if extra:
-            raise ConfigProblem((extra[0],), f"unknown key '{extra[0]}' beside '{name}' in the target",
-                                f"put every setting inside '{name}: {{...}}'")
-        return raw[name], (name,)
-    return raw, ()
 
 
 def cli_target(text: str) -> str | dict[str, Any]:

@@ -3,13 +3,13 @@
 A conversation opens a ``Session`` on the target's adapter, sends each user message with ``send``
 (which returns only this turn's response messages, in OpenAI format) and closes it. The runner and
 the conversation drivers know nothing else about the agent. Each adapter lives in its own module
-here and imports its framework only inside itself; an agent object is recognised by the qualified
-class names in its MRO, so recognising one never imports a framework the user did not import.
+and imports its framework only inside itself; its declaration (``registry.AdapterDeclaration``, found
+through the ``evalcli.adapters`` entry points) recognises an agent object by the qualified class names
+in its MRO, so recognising one never imports a framework the user did not import (docs/extending.md).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import random
 import uuid
@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from ..errors import TargetError
 from ..messages import Message
 from ..results import Guardrail, Interrupt
 
@@ -220,7 +219,7 @@ class Adapter(ABC):
     declare what the run call takes (``accepted_options``) and check values (``check_values``)."""
 
     name: ClassVar[str]
-    """What ``target_options.adapter`` calls it (and the key of its framework in ``RECOGNISED`` and ``EXTRAS``)."""
+    """What ``target_options.adapter`` calls it: the name of its ``AdapterDeclaration`` (docs/extending.md)."""
     run_call: ClassVar[str] = ""
     """The framework's run call, as option errors name it (``PydanticAI's agent.run``)."""
     own_options: ClassVar[tuple[str, ...]] = ()
@@ -333,9 +332,9 @@ class Adapter(ABC):
 
     @classmethod
     def fits(cls, obj: Any) -> bool:
-        """Whether ``obj`` is an agent of this adapter's kind (by class names only, importing nothing)."""
-        known = RECOGNISED.get(cls.name, ())
-        return bool(known) and any(name in known for name in mro_names(obj))
+        """Whether ``obj`` is an agent this adapter takes when ``target_options.adapter`` names it, beyond those its
+        declaration recognises by class name (``AdapterDeclaration.recognises``)."""
+        return False
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
@@ -377,93 +376,11 @@ def mro_names(obj: Any) -> list[str]:
     return [f"{cls.__module__}.{cls.__qualname__}" for cls in type(obj).__mro__]
 
 
-ADAPTERS: dict[str, str] = {
-    "pydantic_ai": "evalcli.targets.pydantic_ai:PydanticAIAdapter",
-    "openai_agents": "evalcli.targets.openai_agents:OpenAIAgentsAdapter",
-    "langgraph": "evalcli.targets.langgraph:LangGraphAdapter",
-    "callable": "evalcli.targets.callable:CallableAdapter",
-}
-"""Every adapter by name, as an import path; a module is imported only when its adapter is asked about."""
-
-RECOGNISED: dict[str, tuple[str, ...]] = {
-    "pydantic_ai": ("pydantic_ai.agent.abstract.AbstractAgent", "pydantic_ai.agent.AbstractAgent",
-                    "pydantic_ai.agent.Agent", "pydantic_ai.Agent"),
-    "openai_agents": ("agents.agent.Agent", "agents.agent.AgentBase"),
-    "langgraph": ("langgraph.pregel.main.Pregel", "langgraph.pregel.Pregel"),
-}
-"""Class names that identify a framework agent, checked without importing its adapter or framework."""
-
-EXTRAS = {"pydantic_ai": "pydantic-ai", "openai_agents": "openai-agents", "langgraph": "langgraph"}
-FRAMEWORK_MODULES = {"pydantic_ai": "pydantic_ai", "agents": "openai_agents", "langgraph": "langgraph",
-                     "langchain": "langgraph", "langchain_core": "langgraph", "langchain_openai": "langgraph"}
-"""Top-level modules of each framework, to name the extra when an import fails for want of one."""
-
-
-def adapter_class(name: str) -> type[Adapter]:
-    """The adapter class registered under ``name`` (its module imported now)."""
-    path = ADAPTERS.get(name)
-    if path is None:
-        raise TargetError(f"unknown adapter '{name}'", f"target_options.adapter is one of: {', '.join(ADAPTERS)}")
-    module_name, _, attribute = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        extra = EXTRAS.get(name)
-        raise TargetError(f"the {name} adapter needs a package that is not installed ({exc.name})",
-                          f"pip install 'evalcli[{extra}]'" if extra else "reinstall evalcli") from None
-    adapter: type[Adapter] = getattr(module, attribute)
-    return adapter
-
-
-def recognise(obj: Any) -> str:
-    """The adapter name for an agent object: a known framework class in its MRO, else ``callable``."""
-    names = set(mro_names(obj))
-    for adapter, known in RECOGNISED.items():
-        if names.intersection(known):
-            if adapter == "openai_agents" and not _is_openai_agents(obj):
-                continue
-            return adapter
-    return "callable"
-
-
-def _is_openai_agents(obj: Any) -> bool:
-    """``agents`` is a generic module name: the class must come from the ``openai-agents`` distribution."""
-    import sys
-
-    module = sys.modules.get("agents")
-    return module is not None and hasattr(module, "Runner") and hasattr(module, "function_tool")
-
-
-def make_adapter(spec: str, obj: Any, options: dict[str, Any]) -> Adapter:
-    """The adapter for a resolved target object: forced by ``target_options.adapter`` or recognised."""
-    forced = options.get("adapter")
-    if forced is not None and not isinstance(forced, str):
-        raise TargetError("target_options.adapter must be a name", f"one of: {', '.join(ADAPTERS)}")
-    name = forced or recognise(obj)
-    cls = adapter_class(name)
-    if forced and not cls.fits(obj):
-        raise TargetError(f"target '{spec}' is a {type(obj).__module__}.{type(obj).__qualname__}, "
-                          f"which the {name} adapter does not take",
-                          f"remove target_options.adapter (evalcli recognised it as '{recognise(obj)}')")
-    problems = cls.option_problems(obj, options)
-    if problems:
-        raise TargetError(f"target_options for {spec}: {'; '.join(problems)}", options_hint(problems))
-    return cls(spec, obj, options)
-
-
 def options_hint(problems: Sequence[str]) -> str:
     """The hint of an options error: remove unknown names, else fix the values (their messages say how)."""
     if any("is not an option of" in p or "takes no options" in p for p in problems):
         return "remove the options the agent does not take"
     return "fix the option as the message says"
-
-
-def extra_hint(missing_module: str | None) -> str | None:
-    """``pip install 'evalcli[X]'`` when a failed import is of a framework evalcli has an extra for."""
-    if not missing_module:
-        return None
-    adapter = FRAMEWORK_MODULES.get(missing_module.split(".")[0])
-    return f"pip install 'evalcli[{EXTRAS[adapter]}]'" if adapter else None
 
 
 def call_options(options: Mapping[str, Any], own: Sequence[str] = ()) -> dict[str, Any]:

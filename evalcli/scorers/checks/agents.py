@@ -100,14 +100,17 @@ def _build_structured_output(args: StructuredOutputArgs, context: BuildContext) 
     return CheckScorer(partial(structured_output, validator=schema_validator(args.json_schema)), args)
 
 
-check("answered_by", AnsweredByArgs, "name", answered_by,
-      "1 if the last assistant message with text was written by agent `name` (its `name` field)",
-      "answered_by: Seat Booking Agent")
-check("structured_output", StructuredOutputArgs, None, structured_output,
-      "1 if the last turn's structured result matches `expected` (partial or exact) and `schema`; not scorable "
-      "without one", "structured_output: {expected: {risk: 1}}", default_id=lambda values: "structured_output",
-      build=_build_structured_output)
-check("guardrail_tripped", GuardrailTrippedArgs, "name", guardrail_tripped,
-      "1 if a guardrail (with `name`: that one) tripped on a scored turn (Agents SDK input and output guardrails)",
-      "guardrail_tripped: math_guardrail",
-      default_id=lambda values: f"guardrail_tripped({values['name']})" if values.get("name") else "guardrail_tripped")
+KINDS = (
+    check("answered_by", AnsweredByArgs, "name", answered_by,
+          "1 if the last assistant message with text was written by agent `name` (its `name` field)",
+          "answered_by: Seat Booking Agent"),
+    check("structured_output", StructuredOutputArgs, None, structured_output,
+          "1 if the last turn's structured result matches `expected` (partial or exact) and `schema`; not scorable "
+          "without one", "structured_output: {expected: {risk: 1}}", default_id=lambda values: "structured_output",
+          build=_build_structured_output),
+    check("guardrail_tripped", GuardrailTrippedArgs, "name", guardrail_tripped,
+          "1 if a guardrail (with `name`: that one) tripped on a scored turn (Agents SDK input and output guardrails)",
+          "guardrail_tripped: math_guardrail",
+          default_id=lambda values: f"guardrail_tripped({values['name']})" if values.get("name") else "guardrail_tripped"),
+)
+"""The checks of this module, in the order ``evalcli scorers`` lists them."""

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ...messages import assistant_texts, excerpt, tool_errors, tool_names
 from ...results import Outcome
 from ..base import ScorerRun
-from ..kinds import BuildContext, Kind, register
+from ..kinds import BuildContext, Kind
 
 
 class CheckArgs(BaseModel):
@@ -197,6 +197,20 @@ def no_tool_errors(run: ScorerRun, a: NoArgs) -> Outcome:
     return Outcome(score=1.0, reason=f"{count} tool call{'s' if count != 1 else ''}, no errors")
 
 
+class ToolRetriesArgs(CheckArgs):
+    max: int = Field(default=0, ge=0, description="The most retries any one tool call may need (default 0).")
+
+
+def tool_retries(run: ScorerRun, a: ToolRetriesArgs) -> Outcome:
+    counts = [(str(m.get("name") or m.get("tool_call_id")), int(m.get("retries") or 0)) for m in run.output
+              if m.get("role") == "tool" and isinstance(m.get("retries"), int)]
+    worst = max((n for _, n in counts), default=0)
+    retried = ", ".join(f"{name} {n}" for name, n in counts if n) or "none"
+    called = "" if tool_names(run.output) else f"; calls: {NO_CALLS}"
+    return Outcome(score=float(worst <= a.max), reason=f"most retries of one tool call: {worst} (max {a.max}); "
+                                                       f"retried: {retried}{called}")
+
+
 class CheckScorer:
     """A check bound to its validated arguments."""
 
@@ -220,43 +234,32 @@ def check(name: str, args: type[CheckArgs], main: str | None, fn: Callable[[Scor
     def plain(values: Any, context: BuildContext) -> CheckScorer:
         return CheckScorer(fn, values)
 
-    return register(Kind(name=name, args=args, main=main, summary=summary, build=build or plain, example=example,
-                         default_id=default_id))
+    return Kind(name=name, args=args, main=main, summary=summary, build=build or plain, example=example,
+                default_id=default_id)
 
 
-check("includes", TextArgs, "value", includes, "1 if the text contains value", "includes: Brooklyn")
-check("excludes", TextArgs, "value", excludes, "1 if the text does not contain value", "excludes: error")
-check("equals", TextArgs, "value", equals, "1 if the text equals value exactly (no trimming)", "equals: Hello!")
-check("matches", MatchesArgs, "pattern", matches, "1 if the regex matches anywhere (with exact: the whole text)",
-      r"matches: '\d+°F'")
-check("similarity", SimilarityArgs, "expected", similarity,
-      "Dice coefficient of character bigrams with expected (with threshold: 1 if >= threshold)",
-      "similarity: sunny 72°F")
-check("called_tool", CalledToolArgs, "name", called_tool, "1 if the tool was called at least `times` times",
-      "called_tool: get_weather")
-check("did_not_call", ToolNameArgs, "name", did_not_call, "1 if the tool was never called",
-      "did_not_call: delete_user")
-check("tool_order", ToolOrderArgs, "names", tool_order, "1 if the tools occur in this order (others may come between)",
-      "tool_order: [search, summarize]")
-class ToolRetriesArgs(CheckArgs):
-    max: int = Field(default=0, ge=0, description="The most retries any one tool call may need (default 0).")
-
-
-def tool_retries(run: ScorerRun, a: ToolRetriesArgs) -> Outcome:
-    counts = [(str(m.get("name") or m.get("tool_call_id")), int(m.get("retries") or 0)) for m in run.output
-              if m.get("role") == "tool" and isinstance(m.get("retries"), int)]
-    worst = max((n for _, n in counts), default=0)
-    retried = ", ".join(f"{name} {n}" for name, n in counts if n) or "none"
-    called = "" if tool_names(run.output) else f"; calls: {NO_CALLS}"
-    return Outcome(score=float(worst <= a.max), reason=f"most retries of one tool call: {worst} (max {a.max}); "
-                                                       f"retried: {retried}{called}")
-
-
-check("tool_retries", ToolRetriesArgs, "max", tool_retries,
-      "1 if no tool call needed more than `max` retries (PydanticAI ModelRetry; default 0)", "tool_retries: 1",
-      default_id=lambda values: f"tool_retries(max={values['max']})" if values.get("max") else "tool_retries")
-check("max_tool_calls", MaxToolCallsArgs, "max", max_tool_calls, "1 if there are at most `max` tool calls",
-      "max_tool_calls: 3")
-check("used_no_tools", NoArgs, None, used_no_tools, "1 if no tool was called", "used_no_tools")
-check("no_tool_errors", NoArgs, None, no_tool_errors, "1 if no tool call failed (error result or no result)",
-      "no_tool_errors")
+KINDS = (
+    check("includes", TextArgs, "value", includes, "1 if the text contains value", "includes: Brooklyn"),
+    check("excludes", TextArgs, "value", excludes, "1 if the text does not contain value", "excludes: error"),
+    check("equals", TextArgs, "value", equals, "1 if the text equals value exactly (no trimming)", "equals: Hello!"),
+    check("matches", MatchesArgs, "pattern", matches, "1 if the regex matches anywhere (with exact: the whole text)",
+          r"matches: '\d+°F'"),
+    check("similarity", SimilarityArgs, "expected", similarity,
+          "Dice coefficient of character bigrams with expected (with threshold: 1 if >= threshold)",
+          "similarity: sunny 72°F"),
+    check("called_tool", CalledToolArgs, "name", called_tool, "1 if the tool was called at least `times` times",
+          "called_tool: get_weather"),
+    check("did_not_call", ToolNameArgs, "name", did_not_call, "1 if the tool was never called",
+          "did_not_call: delete_user"),
+    check("tool_order", ToolOrderArgs, "names", tool_order, "1 if the tools occur in this order (others may come between)",
+          "tool_order: [search, summarize]"),
+    check("tool_retries", ToolRetriesArgs, "max", tool_retries,
+          "1 if no tool call needed more than `max` retries (PydanticAI ModelRetry; default 0)", "tool_retries: 1",
+          default_id=lambda values: f"tool_retries(max={values['max']})" if values.get("max") else "tool_retries"),
+    check("max_tool_calls", MaxToolCallsArgs, "max", max_tool_calls, "1 if there are at most `max` tool calls",
+          "max_tool_calls: 3"),
+    check("used_no_tools", NoArgs, None, used_no_tools, "1 if no tool was called", "used_no_tools"),
+    check("no_tool_errors", NoArgs, None, no_tool_errors, "1 if no tool call failed (error result or no result)",
+          "no_tool_errors"),
+)
+"""The checks of this module, in the order ``evalcli scorers`` lists them."""

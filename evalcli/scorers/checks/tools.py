@@ -268,14 +268,17 @@ def _json_output_id(values: dict[str, Any]) -> str:
     return "json_output" if schema is None else f"json_output(schema: {shortened(id_value(schema))})"
 
 
-check("tool_args", ToolArgsArgs, "name", tool_args,
-      "1 if some call to `name` has arguments matching `args` (partial or exact); unparseable arguments never match",
-      "tool_args: {name: get_weather, args: {city: Paris}}", default_id=_tool_args_id)
-check("trajectory", TrajectoryArgs, "expected", trajectory,
-      "1 if the tool calls fit `expected` (strict, in_order, unordered, superset or subset; maximum matching)",
-      "trajectory: {expected: [search, book], mode: strict}", default_id=_trajectory_id)
-check("tool_f1", ToolF1Args, "names", tool_f1, "F1 of the set of called tool names against `names` (both empty: 1)",
-      "tool_f1: [search, book]", default_id=lambda values: f"tool_f1({id_value(values['names'])})")
-check("json_output", JsonOutputArgs, None, json_output,
-      "1 if the last assistant text is JSON (or one ```json block) and valid against `schema` if given",
-      "json_output: {schema: {type: object, required: [city]}}", default_id=_json_output_id, build=_build_json_output)
+KINDS = (
+    check("tool_args", ToolArgsArgs, "name", tool_args,
+          "1 if some call to `name` has arguments matching `args` (partial or exact); unparseable arguments never match",
+          "tool_args: {name: get_weather, args: {city: Paris}}", default_id=_tool_args_id),
+    check("trajectory", TrajectoryArgs, "expected", trajectory,
+          "1 if the tool calls fit `expected` (strict, in_order, unordered, superset or subset; maximum matching)",
+          "trajectory: {expected: [search, book], mode: strict}", default_id=_trajectory_id),
+    check("tool_f1", ToolF1Args, "names", tool_f1, "F1 of the set of called tool names against `names` (both empty: 1)",
+          "tool_f1: [search, book]", default_id=lambda values: f"tool_f1({id_value(values['names'])})"),
+    check("json_output", JsonOutputArgs, None, json_output,
+          "1 if the last assistant text is JSON (or one ```json block) and valid against `schema` if given",
+          "json_output: {schema: {type: object, required: [city]}}", default_id=_json_output_id, build=_build_json_output),
+)
+"""The checks of this module, in the order ``evalcli scorers`` lists them."""

@@ -21,7 +21,7 @@ from ...llm.fence import MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START, neutr
 from ...messages import Message, assistant_texts
 from ...results import Outcome
 from ..base import ScorerRun
-from ..kinds import BuildContext, Kind, register
+from ..kinds import BuildContext, Kind
 from . import kit
 from .engine import JudgeCall, JudgeFailed, SamplePoint, output_schema, reader, sampled, usage_of
 from .kit import api_base_field, model_field, models_field, samples_field, with_model
@@ -212,7 +212,8 @@ def _build(args: JudgeArgs, context: BuildContext) -> MultiTurnJudge:
     return MultiTurnJudge(args, scorer_id=context.scorer_id, llm=context.llm(), use_cache=context.use_cache)
 
 
-register(Kind(name="multi_turn_judge", aliases=("judge",), args=JudgeArgs, main="criterion", group="judge",
-              needs_model=True, summary="an LLM grades the assistant's words against one criterion: 1 (x scale) or 0",
-              build=_build, prepare=with_model, default_id=_criterion_id, prompt_version=JUDGE_PROMPT_VERSION,
-              example="judge: {criterion: The agent gave a forecast for every city.}"))
+MULTI_TURN_JUDGE = Kind(
+    name="multi_turn_judge", aliases=("judge",), args=JudgeArgs, main="criterion", group="judge", needs_model=True,
+    summary="an LLM grades the assistant's words against one criterion: 1 (x scale) or 0", build=_build,
+    prepare=with_model, default_id=_criterion_id, prompt_version=JUDGE_PROMPT_VERSION,
+    example="judge: {criterion: The agent gave a forecast for every city.}")

@@ -43,7 +43,7 @@ from ...messages import Message, assistant_texts, is_error_result, message_text
 from ...results import Outcome
 from ..base import ScorerRun, TurnView
 from ..checks.matching import calls_of
-from ..kinds import BuildContext, Kind, register
+from ..kinds import BuildContext, Kind
 from .engine import (
     MAX_SAMPLES,
     JudgeCall,
@@ -443,6 +443,5 @@ def declare(name: str, args: type[A], fn: ScoreFn | None, *, version: str, summa
         assert fn is not None, f"judge {name} needs a score function or a build"
         return LibraryJudge(name, fn, values, context)
 
-    return register(Kind(name=name, args=args, main=main, summary=summary, build=make, group="judge",
-                         needs_model=True, prepare=with_model, default_id=default_id, example=example,
-                         prompt_version=f"{name}/{version}"))
+    return Kind(name=name, args=args, main=main, summary=summary, build=make, group="judge", needs_model=True,
+                prepare=with_model, default_id=default_id, example=example, prompt_version=f"{name}/{version}")

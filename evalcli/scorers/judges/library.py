@@ -247,27 +247,30 @@ class GoalAchieved(BoundJudge):
 
 # --- declarations, in SPEC §14 order -------------------------------------------------------------
 
-declare("rubric", RubricArgs, rubric, version="2", main="criteria", default_id=_rubric_id,
-        summary="weighted share of the criteria the assistant's words meet; 0 if a required one is not met",
-        example="rubric: [Cites a source, {criterion: Is polite, required: true}]")
-declare("completeness", PlainJudgeArgs, completeness, version="2", main=None, default_id=lambda values: "completeness",
-        summary="the user's intentions are listed, then each judged met or not: met / listed (none listed: 1)",
-        example="completeness")
-declare("knowledge_retention", PlainJudgeArgs, knowledge_retention, version="2", main=None,
-        default_id=lambda values: "knowledge_retention",
-        summary="facts the user gave are listed; each assistant turn from the first fact on is judged for lapses "
-                "(forgot or contradicted): 1 - lapses / judged turns (none judged: 1)",
-        example="knowledge_retention")
-declare("role_adherence", RoleArgs, role_adherence, version="2", main="role",
-        default_id=lambda values: f"role_adherence({shortened(id_text(values['role']))})",
-        summary="each assistant turn judged in or out of `role`: in-role turns / assistant turns",
-        example="role_adherence: A patient support agent for Acme routers")
-declare("grounded", PlainJudgeArgs, grounded, version="2", main=None, default_id=lambda values: "grounded",
-        summary="claims in the assistant's replies are listed, each judged supported by a tool result or not: "
-                "supported / claims (no claims: 1)", example="grounded")
-declare("factuality", FactualityArgs, factuality, version="2", main="reference", default_id=_factuality_id,
-        summary="the last answer against `reference` (default: ground_truth): A subset 0.4, B superset 0.6, C same 1, "
-                "D disagrees 0, E immaterial differences 1", example="factuality: Paris is the capital of France.")
-declare("goal_achieved", PlainJudgeArgs, None, version="2", main=None, default_id=lambda values: "goal_achieved",
-        summary="a §5 judge whose criterion is the item's expected_outcome (else simulate.goal): 1 or 0",
-        example="goal_achieved", build=GoalAchieved)
+KINDS = (
+    declare("rubric", RubricArgs, rubric, version="2", main="criteria", default_id=_rubric_id,
+            summary="weighted share of the criteria the assistant's words meet; 0 if a required one is not met",
+            example="rubric: [Cites a source, {criterion: Is polite, required: true}]"),
+    declare("completeness", PlainJudgeArgs, completeness, version="2", main=None, default_id=lambda values: "completeness",
+            summary="the user's intentions are listed, then each judged met or not: met / listed (none listed: 1)",
+            example="completeness"),
+    declare("knowledge_retention", PlainJudgeArgs, knowledge_retention, version="2", main=None,
+            default_id=lambda values: "knowledge_retention",
+            summary="facts the user gave are listed; each assistant turn from the first fact on is judged for lapses "
+                    "(forgot or contradicted): 1 - lapses / judged turns (none judged: 1)",
+            example="knowledge_retention"),
+    declare("role_adherence", RoleArgs, role_adherence, version="2", main="role",
+            default_id=lambda values: f"role_adherence({shortened(id_text(values['role']))})",
+            summary="each assistant turn judged in or out of `role`: in-role turns / assistant turns",
+            example="role_adherence: A patient support agent for Acme routers"),
+    declare("grounded", PlainJudgeArgs, grounded, version="2", main=None, default_id=lambda values: "grounded",
+            summary="claims in the assistant's replies are listed, each judged supported by a tool result or not: "
+                    "supported / claims (no claims: 1)", example="grounded"),
+    declare("factuality", FactualityArgs, factuality, version="2", main="reference", default_id=_factuality_id,
+            summary="the last answer against `reference` (default: ground_truth): A subset 0.4, B superset 0.6, C same 1, "
+                    "D disagrees 0, E immaterial differences 1", example="factuality: Paris is the capital of France."),
+    declare("goal_achieved", PlainJudgeArgs, None, version="2", main=None, default_id=lambda values: "goal_achieved",
+            summary="a §5 judge whose criterion is the item's expected_outcome (else simulate.goal): 1 or 0",
+            example="goal_achieved", build=GoalAchieved),
+)
+"""The library's judges, in the order ``evalcli scorers`` lists them."""

@@ -1,0 +1,190 @@
+"""Entry points: how evalcli finds adapters and scorer kinds, its own among them (docs/extending.md).
+
+A package adds adapters or scorer kinds by declaring entry points in the groups ``evalcli.adapters`` and
+``evalcli.scorers`` of its ``pyproject.toml``; evalcli declares its built-in ones the same way, in its own. Finding
+entry points reads the installed packages' metadata, never imports anything; loading one imports the module it names.
+Every problem with an entry point (it cannot be loaded, it is not what its group takes, its name is taken) is a
+``PluginError`` naming the package and the entry point, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import PluginError
+from .errors import describe as exception_text
+
+ADAPTERS = "evalcli.adapters"
+"""The entry-point group of adapters: each names an ``evalcli.targets.AdapterDeclaration``."""
+SCORERS = "evalcli.scorers"
+"""The entry-point group of scorer kinds: each names an ``evalcli.scorers.Kind`` or a list of them."""
+GROUPS = (ADAPTERS, SCORERS)
+OWN = "evalcli"
+"""The distribution whose entry points are the built-in ones."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry point of evalcli's groups, and the package (distribution) that declares it."""
+
+    group: str
+    name: str
+    value: str
+    """What it names: ``module:attribute``."""
+    package: str
+    version: str
+
+    @property
+    def builtin(self) -> bool:
+        """Whether evalcli itself declares it."""
+        return _normal(self.package) == OWN
+
+    @property
+    def origin(self) -> str:
+        """The package and its version, as ``evalcli adapters`` and ``evalcli scorers`` show them."""
+        return f"{self.package} {self.version}"
+
+    def describe(self) -> str:
+        """The entry point as an error names it: its line in ``pyproject.toml``, its group, its package."""
+        return f"the entry point '{self.name} = {self.value}' (group {self.group}) of the package {self.origin}"
+
+    def hint(self) -> str:
+        """What to do about a broken entry point: fix or remove the package that declares it."""
+        if self.builtin:
+            return "reinstall evalcli (pip install --force-reinstall evalcli)"
+        return f"fix or upgrade the package {self.package}, or uninstall it (pip uninstall {self.package})"
+
+    def error(self, message: str) -> PluginError:
+        """A ``PluginError`` about this entry point."""
+        return PluginError(f"{self.describe()} {message}", self.hint())
+
+    def load(self) -> Any:
+        """The object the entry point names (its module imported now)."""
+        return load_path(self.value, self)
+
+
+def load_path(path: str, entry: Entry) -> Any:
+    """The object ``module:attribute`` names, for what ``entry`` declares; any failure is a ``PluginError`` naming it."""
+    module_name, _, attribute = path.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name.strip())
+        for part in filter(None, attribute.strip().split(".")):
+            found = getattr(found, part)
+    except Exception as exc:  # noqa: BLE001 - a package's import can raise anything: its mistake, not evalcli's
+        where = "" if path == entry.value else f" ({path})"
+        raise entry.error(f"cannot be loaded{where}: {exception_text(exc)}") from None
+    return found
+
+
+class Names:
+    """The names of one kind of thing (adapters, or scorer kinds and their aliases), each given once: the first entry
+    point to declare a name keeps it, and another declaring it is refused, never silently replacing it (evalcli's own
+    come first, so a package can never replace a built-in one)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.owners: dict[str, Entry] = {}
+
+    def claim(self, names: Sequence[str], entry: Entry) -> None:
+        """Give ``names`` to ``entry``, all or none: a ``PluginError`` names the first one taken, and its owner."""
+        for name in names:
+            first = self.owners.get(name)
+            if first is not None:
+                raise taken(name, self.what, entry, first)
+        for name in names:
+            self.owners[name] = entry
+
+
+def taken(name: str, what: str, entry: Entry, first: Entry) -> PluginError:
+    """The error of ``entry`` declaring ``what`` called ``name``, which ``first`` declared already."""
+    owner = "evalcli itself (built in)" if first.builtin else f"{first.describe()}"
+    if first.builtin:
+        hint = (f"a package cannot replace one of evalcli's own {what}s: rename it in {entry.package}'s "
+                f"pyproject.toml, or uninstall it (pip uninstall {entry.package})")
+    else:
+        hint = f"rename one of them, or uninstall one (pip uninstall {entry.package})"
+    return PluginError(f"{entry.describe()} declares the {what} '{name}', which is taken by {owner}", hint)
+
+
+_found: dict[str, tuple[Entry, ...]] | None = None
+_lock = threading.Lock()
+
+
+def entries(group: str) -> tuple[Entry, ...]:
+    """Every entry point of ``group``: evalcli's own first, then the others by package and name. Found once per
+    process, from the packages' metadata only (nothing imported)."""
+    global _found
+    with _lock:
+        if _found is None:
+            _found = _discover()
+    return _found[group]
+
+
+def _discover() -> dict[str, tuple[Entry, ...]]:
+    own = _source_declarations()
+    found: dict[str, list[Entry]] = {group: [] for group in GROUPS}
+    for package, version, points in _installed(skip_own=own is not None):
+        for group, name, value in points:
+            found[group].append(Entry(group, name, value, package, version))
+    for group in GROUPS:
+        found[group].sort(key=lambda e: (not e.builtin, _normal(e.package), e.name))
+    if own is not None:
+        version, points = own
+        for group in GROUPS:
+            found[group][:0] = sorted((Entry(group, name, value, OWN, version) for g, name, value in points
+                                       if g == group), key=lambda e: e.name)
+    if not any(entry.builtin for entry in found[ADAPTERS]):
+        raise PluginError("evalcli's own entry points are missing from its installed metadata (it is older than the "
+                          "code that runs)", "reinstall evalcli (pip install evalcli, or pip install -e . in a checkout)")
+    return {group: tuple(found[group]) for group in GROUPS}
+
+
+def _installed(skip_own: bool) -> list[tuple[str, str, list[tuple[str, str, str]]]]:
+    """(package, version, (group, name, value) of each entry point in evalcli's groups) of every installed package
+    that declares some; of two installed copies of a package, the one first on ``sys.path``, as Python imports it."""
+    import importlib.metadata
+
+    packages = []
+    seen: set[str] = set()
+    for dist in importlib.metadata.distributions():
+        text = dist.read_text("entry_points.txt")
+        if not text or "[evalcli." not in text:  # most packages declare none: skip parsing theirs
+            continue
+        name = dist.metadata["Name"] or "unknown"
+        if _normal(name) in seen or (skip_own and _normal(name) == OWN):
+            continue
+        seen.add(_normal(name))
+        points = [(ep.group, ep.name, ep.value) for ep in dist.entry_points if ep.group in GROUPS]
+        packages.append((name, dist.version, points))
+    return packages
+
+
+def _source_declarations() -> tuple[str, list[tuple[str, str, str]]] | None:
+    """evalcli's version and entry points, from the ``pyproject.toml`` of the source tree it runs from, if it runs from
+    one (a checkout on ``PYTHONPATH``, an editable install): installed metadata, when there is any, may be older than
+    that code. ``None`` for an installed evalcli, whose metadata was built from its ``pyproject.toml``."""
+    path = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    if not path.is_file():
+        return None
+    import tomllib
+
+    try:
+        project = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, ValueError):
+        return None
+    if project.get("name") != OWN:
+        return None
+    points = [(group, name, str(value)) for group, table in project.get("entry-points", {}).items() if group in GROUPS
+              for name, value in table.items()]
+    return str(project.get("version", "0")), points
+
+
+def _normal(name: str) -> str:
+    """A distribution name as packaging compares them (``Evalcli_Demo.plugin`` is ``evalcli-demo-plugin``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()

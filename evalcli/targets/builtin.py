@@ -1,0 +1,55 @@
+"""evalcli's own adapters, declared as any package declares one (docs/extending.md): each is named by an entry point
+of the group ``evalcli.adapters`` in evalcli's ``pyproject.toml``. This module imports no framework: every
+declaration is read to recognise an agent object, and an adapter's module is imported only when a target needs it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .registry import AdapterDeclaration
+
+
+def _is_openai_agents(obj: Any) -> bool:
+    """``agents`` is a generic module name: the class must come from the ``openai-agents`` distribution."""
+    module = sys.modules.get("agents")
+    return module is not None and hasattr(module, "Runner") and hasattr(module, "function_tool")
+
+
+CALLABLE = AdapterDeclaration(
+    name="callable", adapter="evalcli.targets.callable:CallableAdapter",
+    summary="a function, or an object with generate(input, *, memory=None, **options), sync or async "
+            "(any object no other adapter recognises)")
+
+PYDANTIC_AI = AdapterDeclaration(
+    name="pydantic_ai", adapter="evalcli.targets.pydantic_ai:PydanticAIAdapter",
+    summary="a PydanticAI agent, run with agent.run and one message history per conversation",
+    recognises=("pydantic_ai.agent.abstract.AbstractAgent", "pydantic_ai.agent.AbstractAgent", "pydantic_ai.agent.Agent",
+                "pydantic_ai.Agent"),
+    install="pip install 'evalcli[pydantic-ai]'", frameworks=("pydantic_ai",))
+
+OPENAI_AGENTS = AdapterDeclaration(
+    name="openai_agents", adapter="evalcli.targets.openai_agents:OpenAIAgentsAdapter",
+    summary="an OpenAI Agents SDK agent, run with Runner.run and one session per conversation",
+    recognises=("agents.agent.Agent", "agents.agent.AgentBase"), confirms=_is_openai_agents,
+    install="pip install 'evalcli[openai-agents]'", frameworks=("agents",))
+
+LANGGRAPH = AdapterDeclaration(
+    name="langgraph", adapter="evalcli.targets.langgraph:LangGraphAdapter",
+    summary="a compiled LangGraph graph (create_agent too), one checkpointer thread per conversation",
+    recognises=("langgraph.pregel.main.Pregel", "langgraph.pregel.Pregel"),
+    install="pip install 'evalcli[langgraph]'",
+    frameworks=("langgraph", "langchain", "langchain_core", "langchain_openai"))
+
+HTTP = AdapterDeclaration(
+    name="http", adapter="evalcli.targets.http:HttpAdapter", mapping=True,
+    summary="a chat endpoint over HTTP (url: ...), its request and reply shaped by templates")
+
+MASTRA = AdapterDeclaration(
+    name="mastra", adapter="evalcli.targets.mastra:MastraAdapter", mapping=True,
+    summary="an agent of a Mastra server (url: ..., agent: ...), over its HTTP API")
+
+MODEL = AdapterDeclaration(
+    name="model", adapter="evalcli.targets.model:ModelAdapter", mapping=True,
+    summary="a model (model: NAME) answering each turn through evalcli's LLM client")
