@@ -388,9 +388,10 @@ class Runner:
         if not workers:
             return
         builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
-        tools = ToolSettings(self.options.hermetic, TapeRecorder(self.options.record_tools, self.dataset.path)
-                             if self.options.record_tools else None)
-        if tools.active(self.dataset) and self.dataset.target is not None:
+        tools = ToolSettings.for_run(self.dataset, self.options.hermetic,
+                                     TapeRecorder(self.options.record_tools, self.dataset.path)
+                                     if self.options.record_tools else None)
+        if tools.active and self.dataset.target is not None:
             self.dataset.target.control_tools()
         conversation = Conversation(self.dataset, builder, context.calls,
                                     PlayContext(context.llm, self.options.use_cache, context.llm_ready),

@@ -16,20 +16,30 @@ def tape_identity(item: Item) -> str:
     return identity_of(item)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolSettings:
-    """What a run does with tools besides the dataset's ``tools:``."""
+    """What a run does with tools besides the dataset's ``tools:``, decided once per run (``for_run``): whether the
+    dataset controls tools at all depends only on the dataset, and asking it for every conversation scanned every
+    item each time (a run of N conversations did N^2 work; docs/performance.md)."""
 
     hermetic: bool = False
     recorder: TapeRecorder | None = None
+    controlled: bool = False
+    """Whether the dataset writes ``tools:`` or ``unmocked: error`` anywhere (``Dataset.controls_tools``)."""
 
-    def active(self, dataset: Dataset) -> bool:
+    @classmethod
+    def for_run(cls, dataset: Dataset, hermetic: bool = False, recorder: TapeRecorder | None = None) -> ToolSettings:
+        """The run's settings, the dataset asked once."""
+        return cls(hermetic, recorder, dataset.controls_tools)
+
+    @property
+    def active(self) -> bool:
         """Whether conversations get a tool plan at all (without one, tools run untouched)."""
-        return self.hermetic or self.recorder is not None or dataset.controls_tools
+        return self.hermetic or self.recorder is not None or self.controlled
 
     def plan_for(self, dataset: Dataset, item: Item) -> ToolPlan | None:
         """The conversation's plan (``None`` when nothing controls tools)."""
-        if not self.active(dataset):
+        if not self.active:
             return None
         base = item.tools.over(dataset.tools) if item.tools is not None else dataset.tools
         turns = {t: turn.tools for t, turn in enumerate(item.turns or ()) if turn.tools is not None}
