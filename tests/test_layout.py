@@ -11,9 +11,10 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "version"}
+BASE = {"dbname", "errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "version"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"}, "aggregate": {"results"}, "identity": set(),
+    "dbname": set(), "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"},
+    "aggregate": {"results", "errors"}, "identity": set(),
     "fingerprint": set(), "version": set(),
     "tools": BASE,
     "llm": BASE,

@@ -12,7 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .console import CliEvents, make_console, redact_terminal, user_errors
+from ..dbname import DEFAULT_DATABASE
+from .console import make_console, redact_terminal, user_errors
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -51,7 +52,7 @@ app.add_typer(cache_app, name="cache", short_help="The judge and simulator respo
 
 DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
                                                                      "its folder must exist).")]
-DEFAULT_DB = Path("evalcli.db")
+DEFAULT_DB = Path(DEFAULT_DATABASE)
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error (a bug in evalcli).")]
 ScorersOption = Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to the "
                                                                             "dataset, else in the current directory).")]
@@ -135,6 +136,7 @@ def run(
 ) -> None:
     """Run datasets against their agents, print the verdict, store everything, exit with a CI code."""
     with user_errors(debug):
+        from .progress import CliEvents
         from .run import RunRequest, run_command
 
         request = RunRequest(datasets=datasets, db=db, scorers=scorers, json_out=json_out, junit=junit,
@@ -179,6 +181,7 @@ def calibrate(
     scorer's reason. Stored as a run and in the calibrations table."""
     with user_errors(debug):
         from .calibrate import CalibrateRequest, calibrate_command
+        from .progress import CliEvents
 
         request = CalibrateRequest(datasets=datasets, db=db, scorer_ids=list(scorer or []), min_agreement=min_agreement,
                                    scorers=scorers, json_out=json_out, concurrency=concurrency,

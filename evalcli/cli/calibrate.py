@@ -10,13 +10,14 @@ from typing import Any
 
 from rich.console import Console
 
+from ..errors import ExitCode
 from ..reports.calibration import render_calibration
 from ..run import Events, RunOptions
 from ..run.calibrate import acalibrate
 from ..secrets import Redactor
 from ..store import Store
 from .outputs import check_outputs, open_for_writing, stdout_for_json
-from .run import DatasetsRequest, check_backend, combine_exit_codes, load_all
+from .run import DatasetsRequest, check_backend, load_all
 
 
 @dataclass
@@ -45,9 +46,7 @@ def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -
             for dataset in datasets:
                 calibration = loop.run(acalibrate(dataset, store=store, options=options, scorer_ids=request.scorer_ids,
                                                   min_agreement=request.min_agreement, events=events))
-                close = getattr(events, "close", None)
-                if close:
-                    close()
+                events.close()
                 render_calibration(out, calibration, str(request.db))
                 documents.append(redact.value(calibration.to_json()))
                 codes.append(calibration.exit_code)
@@ -61,4 +60,4 @@ def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -
     if json_path is not None:
         with open_for_writing(json_path) as handle:
             handle.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
-    return combine_exit_codes(codes)
+    return ExitCode.worst(codes)

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from ..dataset import Dataset, Selection, check_filter, load_dataset, parse_shard
-from ..errors import EXIT_PRECEDENCE, DatasetError, Problem, UsageError
+from ..dbname import db_option
+from ..errors import DatasetError, ExitCode, Problem, UsageError
 from ..llm import check_settings, parse_budget
 from ..reports import (
     JsonReport,
@@ -31,7 +32,7 @@ from ..reports import (
     plural,
 )
 from ..results import ItemResult, RunResult
-from ..run import INTERRUPTED, Events, RunOptions, arun_evals, rerun_selection, resume_options
+from ..run import Events, RunOptions, arun_evals, rerun_selection, resume_options
 from ..secrets import Redactor
 from ..store import Store
 from ..targets import cli_target
@@ -142,11 +143,6 @@ def load_all(paths: list[Path], scorers: Path | None, targets: list[str] | None 
     return runs
 
 
-def combine_exit_codes(codes: list[int]) -> int:
-    """One exit code for several runs: the worst wins, in ``EXIT_PRECEDENCE``'s order."""
-    return next((code for code in EXIT_PRECEDENCE if code in codes), 0)
-
-
 def check_request(request: RunRequest) -> None:
     """Flags that cannot go together, and a database that cannot be opened where asked."""
     if request.quiet and request.verbose:
@@ -225,7 +221,7 @@ def _selected(dataset: Dataset, options: RunOptions) -> tuple[int, str | None]:
     return len(selection.apply(items)), None
 
 
-class _Watched:
+class _Watched(Events):
     """The command's events, remembering the run in progress: an interrupt that comes after its conversations
     (while it is finished or reported) still marks that run."""
 
@@ -241,14 +237,10 @@ class _Watched:
         self.events.item_done(result)
 
     def notice(self, text: str | None) -> None:
-        notice = getattr(self.events, "notice", None)
-        if notice is not None:
-            notice(text)
+        self.events.notice(text)
 
     def throttled(self, model: str, limit: int | None, ceiling: int) -> None:
-        throttled = getattr(self.events, "throttled", None)
-        if throttled is not None:
-            throttled(model, limit, ceiling)
+        self.events.throttled(model, limit, ceiling)
 
     def warning(self, text: str) -> None:
         self.events.warning(text)
@@ -257,9 +249,7 @@ class _Watched:
         self.events.stopping()
 
     def close(self) -> None:
-        close = getattr(self.events, "close", None)
-        if close:
-            close()
+        self.events.close()
 
 
 @contextlib.contextmanager
@@ -374,7 +364,7 @@ def _run_all(request: RunRequest, events: Events, out: Console, outputs: Outputs
         _hold_signals()
         interrupted = True
         watched.close()
-        codes.append(INTERRUPTED)
+        codes.append(ExitCode.INTERRUPTED)
         if store is not None and watched.run_id is not None:
             store.mark_interrupted(watched.run_id)
         out.print(interrupted_line(watched.run_id, current.path if current else "DATASET", str(request.db)),
@@ -384,7 +374,7 @@ def _run_all(request: RunRequest, events: Events, out: Console, outputs: Outputs
             store.close()
         if not (reported or interrupted):  # after a failure, the runs that finished are still reported
             _write_ci_reports(suites, sections, redact)
-    return combine_exit_codes(codes)
+    return ExitCode.worst(codes)
 
 
 def _compare_targets(store: Store, finished: list[tuple[Dataset, str]], out: Console, db: Path) -> None:
@@ -399,8 +389,7 @@ def _compare_targets(store: Store, finished: list[tuple[Dataset, str]], out: Con
         if len(run_ids) < 2:
             continue
         out.print(comparison_table(compare_runs(store, run_ids)))
-        where = f" --db {db}" if str(db) != "evalcli.db" else ""
-        out.print(f"conversations whose gates differ: evalcli compare {' '.join(run_ids)}{where}", style="dim",
+        out.print(f"conversations whose gates differ: evalcli compare {' '.join(run_ids)}{db_option(db)}", style="dim",
                   markup=False, soft_wrap=True)
 
 

@@ -22,6 +22,7 @@ import pytest
 
 from ..aggregate import unscored_warning
 from ..dataset import Dataset, Item
+from ..dbname import db_option
 from ..reports import (
     conversation_text,
     deliver,
@@ -98,8 +99,7 @@ class Played:
                 head = f"conversation {result.id} missed {len(missed)} gates:\n" + "\n".join(f"  {m}" for m in missed)
             message = f"conversation {result.id}: {one_line(missed[0])}" + (
                 f" (and {plural(len(missed) - 1, 'more gate')})" if len(missed) > 1 else "")
-        db = "" if self.settings.shown_db == "evalcli.db" else f" --db {shlex.quote(self.settings.shown_db)}"
-        show = f"evalcli show {self.run.run_id} {shlex.quote(result.id)}{db}"
+        show = f"evalcli show {self.run.run_id} {shlex.quote(result.id)}{db_option(self.settings.shown_db)}"
         return EvalFailed(f"{head}\n\n{conversation_text(self.run, result, self.width)}\n\n{show}", message)
 
 
@@ -129,10 +129,10 @@ def _play(plugin: DatasetSession, file: pytest.File, dataset: Dataset,
                              keep_items=False, handle_signals=True)
         result = plugin.loop().run(arun_evals(dataset, store=store, options=options))
         if result.status == "interrupted":
-            db = "" if settings.shown_db == "evalcli.db" else f" --db {shlex.quote(settings.shown_db)}"
             raise KeyboardInterrupt(f"run {result.run_id} of {dataset.path} is stored as interrupted after "
                                     f"{result.completed} of {plural(result.selected, 'conversation')}; "
-                                    f"evalcli run {shlex.quote(dataset.path)} --resume {result.run_id}{db} continues it")
+                                    f"evalcli run {shlex.quote(dataset.path)} --resume {result.run_id}"
+                                    f"{db_option(settings.shown_db)} continues it")
         if settings.html is not None:
             from ..reports.html import report_for_run  # jinja2 only when a report is asked for
 

@@ -9,9 +9,12 @@ aggregate, the store (through its writer thread) and the events.
 from __future__ import annotations
 
 from .calibrate import Calibration, ScorerCalibration, acalibrate
+from .context import RunContext
+from .events import Events
 from .options import RunOptions, plan_of
+from .recorder import Recorder
 from .resume import rerun_indexes, rerun_selection, resume_options
-from .runner import INTERRUPTED, Events, QuietEvents, RunContext, Runner, arun_evals, run_evals
+from .runner import Runner, arun_evals, run_evals
 
-__all__ = ["INTERRUPTED", "Calibration", "Events", "QuietEvents", "RunContext", "RunOptions", "Runner", "ScorerCalibration",
+__all__ = ["Calibration", "Events", "Recorder", "RunContext", "RunOptions", "Runner", "ScorerCalibration",
            "acalibrate", "arun_evals", "plan_of", "rerun_indexes", "rerun_selection", "resume_options", "run_evals"]

@@ -198,7 +198,7 @@ class Conversation:
             if refused is not None:
                 raise ConversationFailed(f"turn {index}: not sent: {refused}", RuntimeError(refused))
             try:
-                reply = await (session.send(text) if resume is None else session.send(text, resume=resume))  # type: ignore[call-arg]
+                reply = await session.send(text, resume=resume)
             except TurnTimedOut as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
@@ -304,14 +304,14 @@ class Conversation:
                                Outcome(error=describe(exc))) from exc
 
         scorers = [self.builder.build(s) for s in specs]
-        if all(hasattr(s, "score_now") for s in scorers):
+        if all(s.immediate for s in scorers):
             # checks never wait on anything: scoring them in turn spares tasks and event-loop round trips
             outcomes: dict[str, Outcome] = {}
             first: ScorerFailed | None = None
             for spec, scorer in zip(specs, scorers, strict=True):
                 try:
                     try:
-                        outcome = scorer.score_now(run)  # type: ignore[attr-defined]
+                        outcome = scorer.score_now(run)
                     except Exception as exc:  # noqa: BLE001 - a gate's error scores 0; a scorer's is raised
                         outcome = raised(spec, exc)
                     outcomes[spec.id] = settle(spec, outcome)
@@ -380,10 +380,12 @@ def _computed(specs: list[ScorerSpec], tasks: list[asyncio.Task[Outcome]]) -> di
 def _first_failure(group: BaseExceptionGroup[Any], tasks: list[asyncio.Task[Outcome]]) -> ScorerFailed | None:
     """The failure of the first scorer in list order (what the conversation's error names)."""
     for task in tasks:
-        if task.done() and not task.cancelled() and isinstance(task.exception(), ScorerFailed):
-            return task.exception()  # type: ignore[return-value]
+        error = task.exception() if task.done() and not task.cancelled() else None
+        if isinstance(error, ScorerFailed):
+            return error
     matched, _ = group.split(ScorerFailed)
-    return matched.exceptions[0] if matched else None  # type: ignore[return-value]
+    first = matched.exceptions[0] if matched else None
+    return first if isinstance(first, ScorerFailed) else None
 
 
 def _described(exc: BaseException) -> str:

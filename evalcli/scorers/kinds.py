@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
@@ -28,10 +28,21 @@ KIND_MODULES = ("evalcli.scorers.checks.basic", "evalcli.scorers.checks.tools", 
 """Modules that declare kinds, imported the first time kinds are looked up (a missing one is skipped)."""
 
 
-class Scorer(Protocol):
-    """Anything that can score a run (checks also offer a synchronous ``score_now``)."""
+class Scorer:
+    """What every scorer kind builds (docs/scorers.md): ``score`` a run. A scorer that never waits on anything (a
+    check) is ``immediate`` and also answers ``score_now``, which the conversation then calls in turn, sparing a
+    task and an event-loop round trip per score."""
 
-    async def score(self, run: ScorerRun) -> Outcome: ...
+    immediate: ClassVar[bool] = False
+    """Whether ``score_now`` answers (without waiting on anything)."""
+
+    async def score(self, run: ScorerRun) -> Outcome:
+        """The run's outcome (a score with its reason, not scorable, or an error)."""
+        raise NotImplementedError
+
+    def score_now(self, run: ScorerRun) -> Outcome:
+        """``score`` without waiting: only for an ``immediate`` scorer."""
+        raise NotImplementedError(f"{type(self).__name__} is not immediate: await its score()")
 
 
 @dataclass

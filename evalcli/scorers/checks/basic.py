@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ...messages import assistant_texts, excerpt, tool_errors, tool_names
 from ...results import Outcome
 from ..base import ScorerRun
-from ..kinds import BuildContext, Kind, register
+from ..kinds import BuildContext, Kind, Scorer, register
 
 
 class CheckArgs(BaseModel):
@@ -190,8 +190,10 @@ def no_tool_errors(run: ScorerRun, a: NoArgs) -> Outcome:
     return Outcome(score=1.0, reason=f"{count} tool call{'s' if count != 1 else ''}, no errors")
 
 
-class CheckScorer:
+class CheckScorer(Scorer):
     """A check bound to its validated arguments."""
+
+    immediate = True
 
     def __init__(self, fn: Callable[[ScorerRun, Any], Outcome], args: BaseModel) -> None:
         self.fn = fn
@@ -201,7 +203,7 @@ class CheckScorer:
         return self.fn(run, self.args)
 
     def score_now(self, run: ScorerRun) -> Outcome:
-        """Checks need no waiting: the runner calls this directly, skipping a coroutine."""
+        """Checks need no waiting: the conversation calls this directly, skipping a coroutine."""
         return self.fn(run, self.args)
 
 
