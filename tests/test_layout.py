@@ -25,11 +25,12 @@ ALLOWED: dict[str, set[str]] = {
     "run": BASE | {"llm", "scorers", "targets", "dataset", "store", "tools"},
     "reports": BASE | {"llm", "scorers", "dataset", "store", "run", "tools"},
     "agent": BASE | {"llm", "tools"},
-    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
-    "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
+    "evaluate": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
+    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools"},
+    "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools"},
 }
-"""Each room and the rooms it may import from: ``cli`` -> ``reports``, ``store``, ``run`` -> ``scorers``, ``targets``,
-``dataset`` -> ``llm`` -> the base modules. The public API (``evalcli/__init__``) may import anything."""
+"""Each room and the rooms it may import from: ``cli`` -> ``evaluate`` -> ``reports``, ``store``, ``run`` ->
+``scorers``, ``targets``, ``dataset`` -> ``llm`` -> the base modules. The public API (``evalcli/__init__``) may import anything."""
 MAX_LINES = 500
 
 

@@ -325,10 +325,11 @@ def test_conversations_wait_for_a_writer_that_falls_behind(tmp_path: Path) -> No
     import asyncio
     import threading
 
+    from evalcli.llm import LLMSettings
     from evalcli.run.context import WRITE_BACKLOG, RunContext
 
     async def scenario() -> None:
-        context = RunContext(Store(tmp_path / "w.db"), RunOptions())
+        context = RunContext(Store(tmp_path / "w.db"), RunOptions(), LLMSettings())
         assert context.writer is not None
         held = threading.Event()
         context.writer.submit(lambda conn: held.wait(30))  # the writer is stuck behind this job

@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
-from ..llm import LLMClient, LLMSettings, check_settings, import_litellm, load_local_model, local_model_pending
+from ..llm import LLMClient, LLMSettings, import_litellm, load_local_model, local_model_pending
 from ..store import Store, StoreWriter
 from ..targets import TargetCalls, TargetThreads
 from .options import RunOptions
@@ -72,16 +72,15 @@ def _import_quietly(settings: LLMSettings, models: list[str], notice: Callable[[
 class RunContext:
     """Everything one run holds, closed when it ends: target threads, the writer, the LLM client and cache.
 
-    Building it checks the LLM settings of the environment (a bad one is the user's mistake, found before the
-    run's row is written) and takes nothing it would leave behind if it fails."""
+    It runs with the LLM settings its plan read and checked (``plan_run``), and takes nothing it would leave behind
+    if it fails."""
 
-    def __init__(self, store: Store | None, options: RunOptions, concurrency: int | None = None,
+    def __init__(self, store: Store | None, options: RunOptions, settings: LLMSettings, concurrency: int | None = None,
                  on_throttle: Callable[[str, int, int], None] | None = None) -> None:
-        check_settings()
         self.model_concurrency = max(concurrency or options.concurrency or 0, options.judge_concurrency, 1)
         """Calls in flight to one (provider, model) at most: the run's concurrency (or the judges', if larger)."""
         self.on_throttle = on_throttle
-        self.settings = LLMSettings.from_env()
+        self.settings = settings
         self.store = store
         self.options = options
         self.writer: StoreWriter | None = store.writer() if store is not None else None

@@ -18,70 +18,47 @@ from pathlib import Path
 from typing import Any
 
 from ..aggregate import Aggregator, exit_code, unscored_warning
-from ..dataset import Dataset, Item, dataset_models, load_dataset, model_routes, unregistered_warning
-from ..errors import ExitCode, UsageError, describe
-from ..fingerprint import fingerprint
-from ..llm import Budget, UsageSink, import_http_client, model_problem, usage_rows, usage_summary
-from ..results import ItemResult, Plan, RunResult
+from ..dataset import Dataset, Item, load_dataset
+from ..errors import ExitCode, describe
+from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summary
+from ..results import ItemResult, RunResult
 from ..scorers import Builder
-from ..store import Store, new_run_id, stored_usage
+from ..store import Store
 from ..tools import TapeRecorder
 from .context import RunContext
 from .conversation import Conversation
 from .events import Events
-from .notices import memory_warning
-from .options import RunOptions, plan_of
+from .options import RunOptions
+from .plan import RunPlan, plan_run
 from .play import PlayContext
 from .recorder import Recorder
 from .repeat import PassRates, reduce_repeats
-from .resume import check_resumable, kept_results, option_conflicts
 from .tooling import ToolSettings
 
 
 class Runner:
-    """One run of one dataset (new, resumed or a re-run of failures)."""
+    """One planned run of one dataset (new, resumed or a re-run of failures): ``plan_run`` checked it."""
 
-    def __init__(self, dataset: Dataset, store: Store | None, options: RunOptions, events: Events) -> None:
-        self.dataset = dataset
+    def __init__(self, plan: RunPlan, store: Store | None, events: Events) -> None:
+        self.plan = plan
+        self.dataset = plan.dataset
         self.store = store
-        self.options = options
+        self.options = plan.options
         self.events = events
         self.stopping = False
         self.interrupted = False
-        self.budget = Budget(dict(options.max_cost), {k: int(v) for k, v in options.max_tokens.items()})
-        """``--max-cost`` / ``--max-tokens`` (SPEC §27): once one is spent, no new conversation starts."""
+        self.grace_seconds = plan.options.grace_seconds
+        """How long conversations in flight may still take after an interrupt (a second one sets it to 0)."""
+        self.budget = Budget(dict(plan.options.max_cost), {k: int(v) for k, v in plan.options.max_tokens.items()})
+        """``--max-cost`` / ``--max-tokens`` (docs/models.md): once one is spent, no new conversation starts."""
         self.limited = 0
         """Conversations of this run a limit stopped (status ``limited``)."""
-        self.kept_usage: list[tuple[Any, ...]] = []
-        """On a resume: the LLM calls of the conversations kept (``usage_summary`` rows)."""
-
-    async def _select(self) -> tuple[list[Item], dict[int, ItemResult], str]:
-        items = self.options.selection.apply(self.dataset.items)
-        if self.options.only_indexes is not None:
-            items = [i for i in items if i.index in self.options.only_indexes]
-        kept: dict[int, ItemResult] = {}
-        run_id = self.options.resume or new_run_id()
-        if self.options.resume:
-            if self.store is None:
-                raise UsageError("--resume needs a database", "pass --db PATH")
-            store = self.store
-            row, options = await asyncio.to_thread(check_resumable, store, self.options.resume, self.dataset)
-            run_id = row["id"]
-            conflicts = option_conflicts(options, self.options.stored(plan_of(self.dataset)))
-            if conflicts:
-                raise UsageError(f"resuming run {run_id} with other options: {'; '.join(conflicts)}",
-                                 "continue it with the options it was started with (evalcli.run.resume_options "
-                                 "reads them)")
-            stored = await asyncio.to_thread(lambda: list(store.load_items(run_id)))
-            kept = kept_results(stored, items, row["dataset_hash"] == self.dataset.hash)
-            self.kept_usage = await asyncio.to_thread(stored_usage, store, run_id, set(kept))
-        return items, kept, run_id
 
     async def run(self) -> RunResult:
         if self.store is not None:
             self.store.protect(self.dataset.secret_values)
-        context = RunContext(self.store, self.options, self.options.concurrency or self.dataset.concurrency,
-                             self._throttle)
+        context = RunContext(self.store, self.options, self.plan.settings,
+                             self.options.concurrency or self.dataset.concurrency, self._throttle)
         try:
             with self.dataset.scope or contextlib.nullcontext():
                 result = await self._run(context)
@@ -93,25 +70,21 @@ class Runner:
         return result
 
     async def _run(self, context: RunContext) -> RunResult:
-        items, kept, run_id = await self._select()
-        self.budget.add_rows(self.kept_usage)
-        plan = plan_of(self.dataset)
-        aggregator = Aggregator(plan, [i.index for i in items])
-        warnings = [w for w in (*self.dataset.warnings, memory_warning(self.dataset, items),
-                                unregistered_warning(self.dataset)) if w]
+        plan = self.plan
+        self.budget.add_rows(list(plan.kept_usage))
+        aggregator = Aggregator(plan.scoring, [i.index for i in plan.items])
+        warnings = list(plan.warnings)
         for text in warnings:
             self.events.warning(text)
-        to_run = [i for i in items if i.index not in kept]
         results: dict[int, ItemResult] = {}
         rates = PassRates()
-        for result in kept.values():
+        for result in plan.kept.values():
             if aggregator.expects(result.index):
                 aggregator.add(result)
                 rates.add(result)
                 if self.options.keep_items:
                     results[result.index] = result
-        recorder = Recorder(context, run_id, {s.id for s in self.dataset.all_specs() if s.registered},
-                            self.options.on_stored)
+        recorder = Recorder(context, plan.run_id, plan.registered, self.options.on_stored)
         usage = UsageSink()
 
         def finished(result: ItemResult) -> None:
@@ -125,24 +98,8 @@ class Runner:
                 usage.record(record)
             self.events.item_done(result)
 
-        models = [model for model, _ in dataset_models(self.dataset) if model_problem(model) is None] if to_run else []
-        routes = [(m, base) for m, base in model_routes(self.dataset) if model_problem(m) is None] if to_run else []
-        if to_run:
-            import_http_client(models, always=self.dataset.target is not None and self.dataset.target.speaks_http)
         try:
-            if self.store is not None:  # the configuration's fingerprint is only ever stored
-                await recorder.begin(self.dataset, None if self.options.resume else
-                                     self.options.stored(plan, fingerprint(self.dataset.resolved_configuration())))
-            self.events.started(run_id, len(items), len(items) - len(to_run))
-            if to_run:
-                # a model that cannot be reached (package or key missing) fails each call at once, unimported
-                context.warm_up(models, self.events.notice, routes)
-                if self.dataset.target is not None and self.dataset.target.target_model is not None:
-                    await context.llm_ready()  # a model target calls it in every turn, timed: imported first
-            await self._play_all(to_run, finished, context, plan)
-            for text in self.dataset.target.run_warnings() if self.dataset.target is not None else ():
-                warnings.append(text)
-                self.events.warning(text)
+            await self._play(context, recorder, finished, warnings)
         except BaseException as exc:
             # whatever happened, the run's row ends with a status and an exit code, never 'running'
             interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
@@ -157,14 +114,34 @@ class Runner:
         if unscored:
             self.events.warning(unscored)
             warnings.append(unscored)
-        status, code = self._ending(summary, aggregator.items < len(items))
+        status, code = self._ending(summary, aggregator.items < len(plan.items))
         await recorder.finish(summary, status, code, aggregator.items, rates.to_json(self.options.repeat))
-        ordered = [results[i.index] for i in items if i.index in results] if self.options.keep_items else None
-        totals = usage_summary([*self.kept_usage, *usage_rows(usage)])
-        return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
-                         code, ordered, totals, warnings, completed=aggregator.items, selected=len(items),
+        ordered = [results[i.index] for i in plan.items if i.index in results] if self.options.keep_items else None
+        totals = usage_summary([*plan.kept_usage, *usage_rows(usage)])
+        return RunResult(plan.run_id, self.dataset.path, self.dataset.target_spec, summary, status,
+                         code, ordered, totals, warnings, completed=aggregator.items, selected=len(plan.items),
                          pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(), stability=rates.stability(),
                          repeat=self.options.repeat, dataset_name=self.dataset.name)
+
+    async def _play(self, context: RunContext, recorder: Recorder, finished: Callable[[ItemResult], None],
+                    warnings: list[str]) -> None:
+        """Begin the run's row, play every conversation to run, end with what the target noticed."""
+        plan, target = self.plan, self.dataset.target
+        to_run = plan.to_run
+        if to_run:
+            import_http_client(list(plan.model_names), always=target is not None and target.speaks_http)
+        # a new run's row keeps the configuration's fingerprint (a walk of every item): only made to be stored
+        await recorder.begin(self.dataset, plan.stored() if self.store is not None else None)
+        self.events.started(plan.run_id, len(plan.items), len(plan.items) - len(to_run))
+        if to_run:
+            # a model that cannot be reached (package or key missing) fails each call at once, unimported
+            context.warm_up(list(plan.model_names), self.events.notice, list(plan.models))
+            if target is not None and target.target_model is not None:
+                await context.llm_ready()  # a model target calls it in every turn, timed: imported first
+        await self._play_all(to_run, finished, context)
+        for text in target.run_warnings() if target is not None else ():
+            warnings.append(text)
+            self.events.warning(text)
 
     def _ending(self, summary: Any, unfinished: bool) -> tuple[str, ExitCode]:
         """The run's status and exit code: ``interrupted`` (130); ``budget`` when a budget ended it before every
@@ -176,21 +153,19 @@ class Runner:
             return "budget", code if code == ExitCode.FAILED else ExitCode.BUDGET
         return "completed", code
 
-    async def _play_all(self, items: list[Item], finished: Callable[[ItemResult], None], context: RunContext,
-                        plan: Plan) -> None:
+    async def _play_all(self, items: list[Item], finished: Callable[[ItemResult], None], context: RunContext) -> None:
         concurrency = max(1, self.options.concurrency or self.dataset.concurrency)
         workers = min(concurrency, len(items))
         if not workers:
             return
         builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
-        tools = ToolSettings.for_run(self.dataset, self.options.hermetic,
-                                     TapeRecorder(self.options.record_tools, self.dataset.path)
-                                     if self.options.record_tools else None)
+        tools = ToolSettings(self.options.hermetic, TapeRecorder(self.options.record_tools, self.dataset.path)
+                             if self.options.record_tools else None, self.plan.controls_tools)
         if tools.active and self.dataset.target is not None:
             self.dataset.target.control_tools()
         conversation = Conversation(self.dataset, builder, context.calls,
                                     PlayContext(context.llm, self.options.use_cache, context.llm_ready),
-                                    plan.thresholds, context.llm_ready, self.budget if self.budget.active else None,
+                                    self.plan.scoring.thresholds, context.llm_ready, self.budget if self.budget.active else None,
                                     tools)
         queue = iter(items)
 
@@ -229,9 +204,9 @@ class Runner:
                 if task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
             if self.stopping and pending:
-                deadline = time.monotonic() + self.options.grace_seconds
+                deadline = time.monotonic() + self.grace_seconds
                 # re-check often: a second signal sets grace_seconds to 0 (stop now)
-                while pending and time.monotonic() < deadline and self.options.grace_seconds > 0:
+                while pending and time.monotonic() < deadline and self.grace_seconds > 0:
                     _, pending = await asyncio.wait(pending, timeout=min(0.1, deadline - time.monotonic()))
                 for task in pending:
                     task.cancel()
@@ -248,7 +223,7 @@ class Runner:
 
         def stop() -> None:
             if self.stopping:
-                self.options.grace_seconds = 0  # a second signal: stop now
+                self.grace_seconds = 0  # a second signal: stop now
             self.stopping = self.interrupted = True
             self.events.stopping()
 
@@ -274,10 +249,15 @@ class Runner:
 
 async def arun_evals(dataset: Dataset | str | Path, *, store: Store | None = None, options: RunOptions | None = None,
                      events: Events | None = None, scorers: str | None = None) -> RunResult:
-    """Run one dataset (a ``Dataset`` or a path to one) and return its result."""
+    """Run one dataset (a ``Dataset`` or a path to one) and return its result: ``plan_run`` checks it, the runner
+    plays the plan (``evalcli.evaluate.run_planned`` runs several, with reports, as ``evalcli run`` does)."""
     if not isinstance(dataset, Dataset):
         dataset = load_dataset(dataset, scorers)
-    return await Runner(dataset, store, options or RunOptions(), events or Events()).run()
+    plan = plan_run(dataset, options, store)
+    events = events or Events()
+    for note in plan.notes:
+        events.warning(note)
+    return await Runner(plan, store, events).run()
 
 
 def run_evals(dataset: Dataset | str | Path, *, store: Store | None = None, options: RunOptions | None = None,

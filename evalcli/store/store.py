@@ -138,6 +138,12 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def protect(self, secrets: set[str]) -> None:
         """Also redact these values (a dataset's interpolated secrets) in everything this store writes from now on:
         a store opened without them (``Store(path)`` in a library caller's code) still never stores them."""
