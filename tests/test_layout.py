@@ -11,11 +11,12 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"dbname", "errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "version"}
+BASE = {"dbname", "errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "patterns",
+        "version"}
 ALLOWED: dict[str, set[str]] = {
     "dbname": set(), "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"},
     "aggregate": {"results", "errors"}, "identity": set(),
-    "fingerprint": set(), "version": set(),
+    "fingerprint": set(), "patterns": set(), "version": set(),
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},

@@ -37,7 +37,7 @@ def test_a_conversations_limit_and_a_tool_mock_from_the_environment_are_part_of_
     limit = cli("run", "d.yaml", "--resume", first.json["run_id"], env={"TURNS": "4", "ANSWER": "sunny"})
     assert limit.code == 2 and "data[0].limits (changed)" in limit.stderr, limit.stderr
     mock = cli("run", "d.yaml", "--resume", first.json["run_id"], env={"TURNS": "3", "ANSWER": "rain"})
-    assert mock.code == 2 and "data[1].tools (changed)" in mock.stderr, mock.stderr
+    assert mock.code == 2 and "data[1].tools.mocks.lookup (changed)" in mock.stderr, mock.stderr
     assert "rain" not in mock.stderr and "sunny" not in mock.stderr
 
 

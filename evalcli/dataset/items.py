@@ -209,10 +209,10 @@ class Dataset:
             "evalcli": __version__, "judge_model": default_judge_model(),
             "target": {"spec": self.target_spec, **self.target_settings}, "target_options": self.target_options,
             "gates": specs(self.gates), "scorers": specs(self.scorers),
-            "tools": repr(self.tools), "unmocked": self.unmocked,
+            "tools": _tools(self.tools), "unmocked": self.unmocked,
             "data": [{**item_content(item), "turns": None if item.turns is None else [
-                {"input": t.input, "gates": specs(t.gates), "scorers": specs(t.scorers), "tools": repr(t.tools)}
-                for t in item.turns], "tools": repr(item.tools), "unmocked": item.unmocked,
+                {"input": t.input, "gates": specs(t.gates), "scorers": specs(t.scorers), "tools": _tools(t.tools)}
+                for t in item.turns], "tools": _tools(item.tools), "unmocked": item.unmocked,
                 "limits": repr(self.limits_of(item))}
                 for item in self.items],
         }
@@ -310,3 +310,8 @@ def with_identities(items: list[Item]) -> list[Item]:
 def _digest(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _tools(config: ToolsConfig | None) -> dict[str, Any] | None:
+    """A ``tools:`` block in the resolved configuration: its mocks and its tape, by content (docs/reliability.md)."""
+    return None if config is None else config.resolved()

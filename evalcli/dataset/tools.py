@@ -10,6 +10,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from ..errors import Problem
+from ..patterns import pattern_problems
 from ..targets import Adapter
 from ..tools import MATCHES, RESERVED, UNMOCKED, Answer, Mock, TapeError, ToolsConfig, read_tape
 from .items import Item
@@ -73,6 +74,10 @@ def _entry(raw: Any, at: Path, pos: Positions, label: str, problems: list[Proble
         problems.append(pos.problem((*at, "when"), f"{label}: 'when' is a mapping of argument names to values",
                                     "write 'when: {city: London}' (a string '/.../' is a regular expression)"))
         return None
+    for key, value in (when or {}).items():
+        for problem in pattern_problems(value, f"when.{key}"):
+            problems.append(pos.problem((*at, "when", key), f"{label}: {problem}",
+                                        "fix the regular expression, or write the value without the enclosing '/'"))
     delay = _delay(raw, at, pos, label, problems)
     if "sequence" in raw:
         steps = raw["sequence"]
@@ -135,7 +140,7 @@ def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: st
                                                                                   f"{exc.message}",
                                 "record it again with --record-tools DIR"))
         return config
-    return replace(config, replay=str(path), tape=tape)
+    return replace(config, replay=str(path), tape=tape.calls, tape_digest=tape.digest)
 
 
 def parse_unmocked(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..dataset import Dataset, Item, Selection
 from ..errors import UsageError
-from ..fingerprint import SALT, differences
+from ..fingerprint import SALT, differences, leaves
 from ..identity import LEGACY, pair_by_identity
 from ..results import ItemResult
 from ..store import Store, StoredOptions
@@ -63,7 +63,8 @@ def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> N
 def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset: Dataset) -> list[str]:
     """What differs between the configuration a run began with and the dataset's now, one label each."""
     if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (SPEC §21)
-        return differences(stored.config, dataset.resolved_configuration())
+        tree = dataset.resolved_configuration()
+        return tapes_named(differences(stored.config, tree), tree)
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
         changes = [] if row["target"] == dataset.target_spec else ["target"]
         return changes + ([] if stored.plan == plan_of(dataset) else ["gates, scorers or thresholds"])
@@ -72,6 +73,19 @@ def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset
     removed = [f"{label} (removed)" for label in stored.config if label not in now]
     added = [f"{label} (added)" for label in now if label not in stored.config]
     return changed + removed + added
+
+
+def tapes_named(changes: list[str], tree: Any) -> list[str]:
+    """Changes with a replayed tape's content named by the tape's file (``tools.tape (changed: the content of
+    tapes/weather.tape.jsonl)``): a tape is part of the configuration by content (docs/hermetic.md)."""
+    now = dict(leaves(tree))
+    named = []
+    for change in changes:
+        path, _, state = change.partition(" ")
+        replay = now.get(path[:-len("tape")] + "replay") if path == "tools.tape" or path.endswith(".tools.tape") \
+            else None
+        named.append(f"{path} ({state.strip('()')}: the content of {replay})" if isinstance(replay, str) else change)
+    return named
 
 
 def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[str, Any], StoredOptions]:

@@ -24,7 +24,6 @@ from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summa
 from ..results import ItemResult, RunResult
 from ..scorers import Builder
 from ..store import Store
-from ..tools import TapeRecorder
 from .context import RunContext
 from .conversation import Conversation
 from .events import Events
@@ -159,8 +158,8 @@ class Runner:
         if not workers:
             return
         builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
-        tools = ToolSettings(self.options.hermetic, TapeRecorder(self.options.record_tools, self.dataset.path)
-                             if self.options.record_tools else None, self.plan.controls_tools)
+        tools = ToolSettings.of_run(self.dataset, self.options.hermetic, self.options.record_tools,
+                                    self.options.resume, self.plan.controls_tools)
         if tools.active and self.dataset.target is not None:
             self.dataset.target.control_tools()
         conversation = Conversation(self.dataset, builder, context.calls,

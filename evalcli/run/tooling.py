@@ -1,5 +1,5 @@
-"""A run's control of its target's tools (SPEC §25): each conversation's ``ToolPlan`` from the dataset's, item's and
-turns' ``tools:``, ``--hermetic``, and the tape ``--record-tools`` writes."""
+"""A run's control of its target's tools (docs/hermetic.md): each conversation's ``ToolPlan`` from the dataset's, item's
+and turns' ``tools:``, ``--hermetic``, and the tape ``--record-tools`` writes."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def tape_identity(item: Item) -> str:
 
 @dataclass(frozen=True)
 class ToolSettings:
-    """What a run does with tools besides the dataset's ``tools:``, decided once per run (``for_run``): whether the
+    """What a run does with tools besides the dataset's ``tools:``, decided once per run (``of_run``): whether the
     dataset controls tools at all depends only on the dataset, and asking it for every conversation scanned every
     item each time (a run of N conversations did N^2 work; docs/performance.md)."""
 
@@ -28,9 +28,17 @@ class ToolSettings:
     """Whether the dataset writes ``tools:`` or ``unmocked: error`` anywhere (``Dataset.controls_tools``)."""
 
     @classmethod
-    def for_run(cls, dataset: Dataset, hermetic: bool = False, recorder: TapeRecorder | None = None) -> ToolSettings:
-        """The run's settings, the dataset asked once."""
-        return cls(hermetic, recorder, dataset.controls_tools)
+    def of_run(cls, dataset: Dataset, hermetic: bool, record_tools: str | None, resume: str | None,
+               controlled: bool | None = None) -> ToolSettings:
+        """A run's settings: ``--hermetic``, ``--record-tools DIR``'s tape in dataset order, which a resumed run
+        adds to (``resume``: the conversations its first invocation played keep their lines; docs/hermetic.md), and
+        whether the dataset controls tools (``controlled``, when its plan knows already; else the dataset is
+        asked, once)."""
+        recorder = None
+        if record_tools:
+            order = {tape_identity(item): item.index for item in dataset.items}
+            recorder = TapeRecorder(record_tools, dataset.path, order, resume=resume is not None)
+        return cls(hermetic, recorder, dataset.controls_tools if controlled is None else controlled)
 
     @property
     def active(self) -> bool:

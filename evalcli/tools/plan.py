@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .spec import Answer, Mock, ToolsConfig, canonical, jsonable, matches
+from .spec import Answer, Mock, ToolsConfig, canonical, jsonable, matches, tape_arguments
 
 T = TypeVar("T")
 
@@ -47,6 +47,8 @@ class ToolCall:
     """What the tool returned (made JSON only when a tape is written)."""
     error: str | None = None
     call_id: str | None = None
+    refused: bool = False
+    """No mock or tape answered it and it did not run (``--hermetic``, ``unmocked: error``): never on a tape."""
 
     def tape_line(self, identity: str) -> dict[str, Any]:
         line = {"identity": identity, "turn": self.turn, "call": self.index, "tool": self.tool,
@@ -129,7 +131,7 @@ class ToolPlan:
             return None
         config = self.config()
         exact = config is None or config.match == "exact"
-        wanted = canonical(dict(arguments))
+        wanted = tape_arguments(arguments)  # as the tape holds them: secrets redacted
         for i, recorded in enumerate(self.tape):
             if i not in self._used and recorded.tool == tool and (not exact or recorded.arguments == wanted):
                 self._used.add(i)
@@ -137,9 +139,9 @@ class ToolPlan:
         return None
 
     def record(self, tool: str, arguments: Mapping[str, Any], source: str, *, result: Any = None,
-               error: str | None = None, call_id: str | None = None) -> None:
+               error: str | None = None, call_id: str | None = None, refused: bool = False) -> None:
         self.calls.append(ToolCall(self.turn, len(self.calls), tool, dict(arguments), source,
-                                   None if error is not None else result, error, call_id))
+                                   None if error is not None else result, error, call_id, refused))
 
 
 def _mock_json(mock: Mock) -> dict[str, Any]:
@@ -166,7 +168,7 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
     if source == "live":
         return await _live_async(plan, tool, arguments, live, call_id, record_as)
     if source == "refused":
-        plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id)
+        plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
     if answer.delay:
@@ -194,7 +196,7 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
         plan.record(tool, arguments, "live", result=value if record_as is None else record_as(value), call_id=call_id)
         return value
     if source == "refused":
-        plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id)
+        plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
     if answer.delay:

@@ -5,10 +5,12 @@ function here, used everywhere."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..patterns import values_match
+from ..secrets import redactor
 
 UNMOCKED = ("live", "error")
 """``unmocked:``: a call no mock answers runs the real tool, or is the conversation's error."""
@@ -55,6 +57,8 @@ class ToolsConfig:
     match: str = "exact"
     tape: Mapping[str, list[Any]] | None = field(default=None, compare=False, repr=False)
     """The tape's recorded calls by conversation identity, read when the dataset is loaded."""
+    tape_digest: str | None = None
+    """The digest of the tape's bytes as they were read (what a resume compares)."""
 
     def over(self, base: ToolsConfig | None) -> ToolsConfig:
         """This block over ``base``: per tool, this block's mocks replace the base's; the replay of this block if
@@ -63,36 +67,35 @@ class ToolsConfig:
             return self
         mocks = {**base.mocks, **self.mocks}
         chosen = self if self.replay is not None else base
-        return ToolsConfig(mocks, chosen.replay, chosen.match, chosen.tape)
+        return ToolsConfig(mocks, chosen.replay, chosen.match, chosen.tape, chosen.tape_digest)
 
-
-def is_pattern(value: Any) -> bool:
-    """A ``when`` value written ``"/.../"``: a regular expression."""
-    return isinstance(value, str) and len(value) >= 2 and value.startswith("/") and value.endswith("/")
+    def resolved(self) -> dict[str, Any]:
+        """This block as the resolved configuration a resume compares holds it (docs/reliability.md): each tool's
+        mocks, and the tape it replays by path, ``match`` and content (so an edited tape is noticed)."""
+        return {"mocks": {name: repr(entries) for name, entries in self.mocks.items()}, "replay": self.replay,
+                "match": self.match, "tape": self.tape_digest}
 
 
 def matches(when: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> bool:
-    """Whether a call's arguments match a mock's ``when``: every key of ``when`` is an argument, with an equal value,
-    or, for a ``"/.../"`` string, a value whose text the regular expression finds (``re.search``). No ``when``
-    matches every call."""
+    """Whether a call's arguments match a mock's ``when``: every key of ``when`` is an argument whose value matches
+    (``evalcli.patterns.values_match``, the rule every check uses: equal as JSON values, or, for a ``"/.../"``
+    string, a value whose text the regular expression finds). No ``when`` matches every call."""
     if when is None:
         return True
-    for key, wanted in when.items():
-        if key not in arguments:
-            return False
-        given = arguments[key]
-        if is_pattern(wanted):
-            text = given if isinstance(given, str) else canonical(given)
-            if re.search(wanted[1:-1], text) is None:
-                return False
-        elif given != wanted or isinstance(given, bool) != isinstance(wanted, bool):
-            return False
-    return True
+    return all(key in arguments and values_match(wanted, arguments[key]) for key, wanted in when.items())
 
 
 def canonical(value: Any) -> str:
     """The canonical JSON of a value (keys sorted, no spaces): what ``exact`` replay compares arguments by."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def tape_arguments(arguments: Mapping[str, Any]) -> str:
+    """A call's arguments as a tape holds them and ``exact`` replay compares them: canonical JSON with every secret
+    redacted (docs/hermetic.md, "Tapes"), so a tape holds no secret and still answers the call that had one."""
+    text = canonical(dict(arguments))
+    redact = redactor()
+    return canonical(redact.value(dict(arguments))) if redact.holds_secret(text) else text
 
 
 def jsonable(value: Any) -> Any:

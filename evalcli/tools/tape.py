@@ -1,14 +1,24 @@
-"""Tapes (SPEC §25): a run's tool calls, one JSON line each (the conversation's identity, turn, call index, tool,
-arguments, result or error), written by ``--record-tools DIR`` and replayed by ``tools: {replay: PATH}``."""
+"""Tapes (docs/hermetic.md, "Tapes"): a run's tool calls, one JSON line each (the conversation's identity, turn, call
+index, tool, arguments, result or error), written by ``--record-tools DIR`` and replayed by ``tools: {replay: PATH}``.
+
+A tape holds no secret: every line goes through the one redactor (``evalcli.secrets``), and a replayed call is
+compared with the tape by its arguments as the tape holds them (``tape_arguments``). A call refused under
+``--hermetic`` or ``unmocked: error`` is never written: it has no result to replay. A resumed run adds to the tape
+its first invocation wrote: the lines of the conversations it keeps stay, those it plays again are replaced.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from ..secrets import redactor
 from .plan import Recorded, ToolCall
-from .spec import canonical
+from .spec import tape_arguments
 
 SUFFIX = ".tape.jsonl"
 
@@ -22,48 +32,99 @@ class TapeError(ValueError):
         self.message = message
 
 
-def read_tape(path: str | Path) -> dict[str, list[Recorded]]:
-    """Every recorded call of a tape, by conversation identity, in the order they were made."""
-    calls: dict[str, list[tuple[int, int, Recorded]]] = {}
+@dataclass(frozen=True)
+class Tape:
+    """A tape as read: its calls by conversation identity, in the order they were made, and the digest of the file's
+    bytes (what a resume compares: docs/reliability.md)."""
+
+    calls: dict[str, list[Recorded]]
+    digest: str
+
+
+def read_tape(path: str | Path) -> Tape:
+    """Every recorded call of a tape, by conversation identity, and the digest of the bytes they were read from."""
     try:
-        handle = Path(path).open(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise TapeError(0, f"cannot read the tape: {exc.strerror}") from None
-    with handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                line = json.loads(text)
-            except ValueError as exc:
-                raise TapeError(number, f"not valid JSON: {exc}") from None
-            if not isinstance(line, dict) or not isinstance(line.get("tool"), str) or "identity" not in line or \
-                    not isinstance(line.get("arguments", {}), dict):
-                raise TapeError(number, "a tape line is an object with identity, turn, call, tool, arguments and "
-                                        "result or error")
-            error = line.get("error")
-            recorded = Recorded(line["tool"], canonical(line.get("arguments") or {}), line.get("result"),
-                                None if error is None else str(error))
-            calls.setdefault(str(line["identity"]), []).append((int(line.get("turn") or 0),
-                                                                int(line.get("call") or 0), recorded))
-    return {identity: [r for _, _, r in sorted(found, key=lambda c: (c[0], c[1]))] for identity, found in calls.items()}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TapeError(data[:exc.start].count(b"\n") + 1, "not UTF-8 text") from None
+    calls: dict[str, list[tuple[int, int, Recorded]]] = {}
+    for number, raw in enumerate(text.split("\n"), start=1):
+        if not raw.strip():
+            continue
+        line = _parsed(number, raw)
+        error = line.get("error")
+        recorded = Recorded(line["tool"], tape_arguments(line.get("arguments") or {}), line.get("result"),
+                            None if error is None else str(error))
+        calls.setdefault(str(line["identity"]), []).append((int(line.get("turn") or 0), int(line.get("call") or 0),
+                                                            recorded))
+    ordered = {identity: [r for _, _, r in sorted(found, key=lambda c: (c[0], c[1]))]
+               for identity, found in calls.items()}
+    return Tape(ordered, "sha256:" + hashlib.sha256(data).hexdigest())
+
+
+def _parsed(number: int, raw: str) -> dict[str, Any]:
+    try:
+        line = json.loads(raw)
+    except ValueError as exc:
+        raise TapeError(number, f"not valid JSON: {exc}") from None
+    if not isinstance(line, dict) or not isinstance(line.get("tool"), str) or "identity" not in line or \
+            not isinstance(line.get("arguments", {}), dict):
+        raise TapeError(number, "a tape line is an object with identity, turn, call, tool, arguments and result or "
+                                "error")
+    return line
 
 
 class TapeRecorder:
-    """The calls of a run's conversations, by identity (a conversation played more than once keeps its first
-    play), written to ``DIR/<dataset stem>.tape.jsonl`` in dataset order."""
+    """The calls of a run's conversations, by identity (a conversation played more than once keeps its first play),
+    written to ``DIR/<dataset stem>.tape.jsonl`` in dataset order (``order``: each identity's place), redacted.
 
-    def __init__(self, folder: str | Path, dataset_path: str) -> None:
+    ``resume``: the run continues one whose first invocation recorded there, so the tape's lines of every
+    conversation this invocation does not play are kept (and those of a conversation it plays again replaced)."""
+
+    def __init__(self, folder: str | Path, dataset_path: str, order: Mapping[str, int] | None = None,
+                 resume: bool = False) -> None:
         self.path = Path(folder) / (Path(dataset_path).stem + SUFFIX)
+        self.order = dict(order or {})
+        self.resume = resume
         self.conversations: dict[str, tuple[int, list[ToolCall]]] = {}
 
     def add(self, order: int, identity: str, calls: Iterable[ToolCall]) -> None:
-        self.conversations.setdefault(identity, (order, list(calls)))
+        """A conversation's calls; those refused (no mock or tape answered them) have no result and are left out."""
+        self.conversations.setdefault(identity, (order, [c for c in calls if not c.refused]))
 
     def write(self) -> Path:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        ordered = sorted(self.conversations.items(), key=lambda kv: kv[1][0])
-        lines = [json.dumps(call.tape_line(identity), ensure_ascii=False, default=str)
-                 for identity, (_, calls) in ordered for call in calls]
-        self.path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        lines: list[tuple[float, dict[str, Any]]] = [(order, call.tape_line(identity))
+                                                     for identity, (order, calls) in self.conversations.items()
+                                                     for call in calls]
+        if self.resume:
+            lines += self._kept()
+        lines.sort(key=lambda entry: entry[0])  # stable: each conversation's calls stay in their order
+        redact = redactor()
+        text = "".join(f"{redact.dumps(line, ensure_ascii=False, default=str)}\n" for _, line in lines)
+        self.path.write_text(text, encoding="utf-8")
         return self.path
+
+    def _kept(self) -> list[tuple[float, dict[str, Any]]]:
+        """The lines of the tape already there whose conversation this invocation did not play, each at its
+        conversation's place (unknown identities after every known one, in the order they are)."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return []
+        kept: list[tuple[float, dict[str, Any]]] = []
+        for number, raw in enumerate(text.split("\n"), start=1):
+            if not raw.strip():
+                continue
+            try:
+                line = _parsed(number, raw)
+            except TapeError:
+                continue  # nothing a replay could read: the recording replaces it
+            identity = str(line["identity"])
+            if identity not in self.conversations:
+                kept.append((self.order.get(identity, float("inf")), line))
+        return kept

@@ -21,7 +21,7 @@ from ..kinds import BuildContext
 from ..naming import id_value, shortened
 from .basic import CheckArgs, CheckScorer, check
 from .matching import values_match
-from .tools import JsonSchemaArg, schema_error, schema_validator
+from .tools import JsonSchemaArg, PatternedArgs, schema_error, schema_validator
 
 
 class AnsweredByArgs(CheckArgs):
@@ -29,8 +29,9 @@ class AnsweredByArgs(CheckArgs):
 
 
 class StructuredOutputArgs(CheckArgs):
-    expected: dict[str, Any] | None = Field(default=None, description="What the structured result must match "
-                                                                      "(a mapping, compared under `mode`).")
+    expected: PatternedArgs | None = Field(default=None, description="What the structured result must match (a "
+                                                                     "mapping, compared under `mode`; a string "
+                                                                     "\"/.../\" is a regular expression).")
     mode: Literal["partial", "exact"] = Field(
         default="partial", description="partial: every key given, with a matching value; exact: equal as a whole.")
     json_schema: JsonSchemaArg = Field(default=None, alias="schema",

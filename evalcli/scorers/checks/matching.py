@@ -1,9 +1,10 @@
 """Tool calls with their arguments, JSON value matching and maximum bipartite matching (SPEC §14).
 
-Argument values compare as JSON values: numbers by value (``1`` equals ``1.0``), booleans only with
-booleans, strings exactly. ``partial`` wants every expected key present with a matching value
-(nested mappings partial too); ``exact`` wants equality as a whole. Lists match lists of the same
-length element by element, under the same mode. Arguments that are not a JSON object never match.
+Argument values compare by the one rule of ``evalcli.patterns.values_match`` (a mock's ``when`` uses it too):
+JSON values, numbers by value (``1`` equals ``1.0``), booleans only with booleans, strings exactly, and a string
+written ``"/.../"`` a regular expression. ``partial`` wants every expected key present with a matching value
+(nested mappings partial too); ``exact`` wants equality as a whole. Lists match lists of the same length element
+by element, under the same mode. Arguments that are not a JSON object never match.
 """
 
 from __future__ import annotations
@@ -11,12 +12,25 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ...messages import Message, excerpt
+from ...patterns import CompareMode, pattern_problems, values_match
+
+__all__ = ["ArgsMode", "Call", "CompareMode", "arguments_match", "calls_of", "maximum_matching", "parse_arguments",
+           "valid_patterns", "values_match"]
 
 ArgsMode = Literal["ignore", "partial", "exact"]
-CompareMode = Literal["partial", "exact"]
+T = TypeVar("T")
+
+
+def valid_patterns(value: T) -> T:
+    """A check's argument whose ``"/.../"`` strings are all valid regular expressions (else ``ValueError`` naming
+    each one and where it is inside the argument)."""
+    problems = pattern_problems(value)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return value
 
 
 @dataclass(frozen=True)
@@ -61,28 +75,6 @@ def calls_of(messages: Iterable[Message]) -> list[Call]:
                 raw = function.get("arguments") if isinstance(function, dict) else None
                 calls.append(Call(name, raw, call.get("id"), parse_arguments(raw)))
     return calls
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def values_match(expected: Any, actual: Any, mode: CompareMode) -> bool:
-    """Whether ``actual`` matches ``expected`` as JSON values under ``mode``."""
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
-    if _is_number(expected) or _is_number(actual):
-        return _is_number(expected) and _is_number(actual) and expected == actual
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict) or (mode == "exact" and set(expected) != set(actual)):
-            return False
-        return all(key in actual and values_match(value, actual[key], mode) for key, value in expected.items())
-    if isinstance(expected, list):
-        return isinstance(actual, list) and len(expected) == len(actual) and all(
-            values_match(e, a, mode) for e, a in zip(expected, actual, strict=True))
-    if expected is None:
-        return actual is None
-    return isinstance(expected, str) and isinstance(actual, str) and expected == actual
 
 
 def arguments_match(expected: dict[str, Any], call: Call, mode: ArgsMode) -> bool:

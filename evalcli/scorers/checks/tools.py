@@ -20,7 +20,7 @@ from ..base import ScorerRun
 from ..kinds import BuildContext
 from ..naming import id_text, id_value, shortened
 from .basic import CheckArgs, CheckScorer, check
-from .matching import ArgsMode, Call, arguments_match, calls_of, maximum_matching, values_match
+from .matching import ArgsMode, Call, arguments_match, calls_of, maximum_matching, valid_patterns, values_match
 
 TrajectoryMode = Literal["strict", "in_order", "unordered", "superset", "subset"]
 
@@ -38,13 +38,16 @@ def valid_schema(value: dict[str, Any] | None) -> dict[str, Any] | None:
     return value
 
 
+PatternedArgs = Annotated[dict[str, Any], AfterValidator(valid_patterns)]
+"""Arguments a call's must match (``"/.../"`` strings are regular expressions: docs/checks.md), checked to compile."""
 JsonSchemaArg = Annotated[dict[str, Any] | None, AfterValidator(valid_schema)]
 """A ``schema`` argument (``json_schema`` by its Python name), checked against its metaschema."""
 
 
 class ToolArgsArgs(CheckArgs):
     name: str = Field(min_length=1, description="The tool's name.")
-    args: dict[str, Any] = Field(default_factory=dict, description="The arguments some call must have (a mapping).")
+    args: PatternedArgs = Field(default_factory=dict, description="The arguments some call must have (a mapping; "
+                                                                  "a string \"/.../\" is a regular expression).")
     mode: Literal["partial", "exact"] = Field(
         default="partial", description="partial: every key given, with a matching value; exact: equal as a whole.")
 
@@ -53,7 +56,8 @@ class ExpectedCall(CheckArgs):
     """One expected call of a trajectory written as a mapping."""
 
     name: str = Field(min_length=1, description="The tool's name.")
-    args: dict[str, Any] | None = Field(default=None, description="Its arguments, compared under the `args` mode.")
+    args: PatternedArgs | None = Field(default=None, description="Its arguments, compared under the `args` mode (a "
+                                                                  "string \"/.../\" is a regular expression).")
 
     @model_serializer(mode="wrap")
     def _as_written(self, handler: SerializerFunctionWrapHandler) -> Any:
