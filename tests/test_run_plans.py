@@ -136,3 +136,33 @@ def test_a_resume_is_planned_with_the_runs_own_options(project: Path) -> None:
     plans = plan_runs(["b.yaml"], RunOptions(resume=first.run_id), db="e.db", given={})
     assert plans.runs[0].options.repeat == 2 and plans.runs[0].run_id == first.run_id
     assert set(plans.runs[0].kept) == {0, 1} and plans.runs[0].to_run == []
+
+
+def test_evalcli_run_checks_a_resume_and_the_llm_settings_once(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks are made where the run is planned, never again by the runner (the CLI did each one twice)."""
+    import evalcli.llm.preflight as preflight
+    from evalcli.cli.app import app
+    from evalcli.store import Store
+
+    def invoke(*args: str) -> object:
+        try:
+            return app(["run", "b.yaml", "--db", "e.db", "--quiet", *args], standalone_mode=False)
+        except SystemExit as exit_:
+            return exit_.code
+
+    assert invoke("--limit", "1") == 0
+    calls: dict[str, int] = {"settings": 0, "resume": 0}
+    settings_problems, stored_options = preflight.settings_problems, Store.options
+
+    def counted_settings(*args: object, **kwargs: object) -> object:
+        calls["settings"] += 1
+        return settings_problems(*args, **kwargs)  # type: ignore[arg-type]
+
+    def counted_resume(store: Store, run_id: str) -> object:
+        calls["resume"] += 1  # the stored run's options, read once by each check of a resume
+        return stored_options(store, run_id)
+
+    monkeypatch.setattr(preflight, "settings_problems", counted_settings)
+    monkeypatch.setattr(Store, "options", counted_resume)
+    assert invoke("--resume", "latest") == 0
+    assert calls == {"settings": 1, "resume": 1}
