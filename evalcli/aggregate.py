@@ -11,7 +11,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ExitCode
-from .results import GateResult, ItemResult, Outcome, Plan, Summary, Threshold, ThresholdResult, TurnRecord, TurnResult, Verdict
+from .results import (
+    GateResult,
+    ItemResult,
+    Outcome,
+    Plan,
+    Summary,
+    Threshold,
+    ThresholdResult,
+    TurnRecord,
+    TurnResult,
+    Verdict,
+    reaches_gate,
+)
 
 
 @dataclass
@@ -125,7 +137,7 @@ class Aggregator:
 
     def summary(self) -> Summary:
         """The run's aggregate so far (call after every result has been added)."""
-        gate_results = [GateResult(g, m.value >= 1.0, m.value) for g, m in self.gates.items() if m.count]
+        gate_results = [GateResult(g, reaches_gate(m.value), m.value) for g, m in self.gates.items() if m.count]
         threshold_results = []
         for scorer_id, raw in self.plan.thresholds.items():
             mean = self.scores.get(scorer_id)
@@ -138,7 +150,7 @@ class Aggregator:
             bucket = self.turns[index]
             turn_results.append(TurnResult(
                 index,
-                [GateResult(g, m.value >= 1.0, m.value) for g, m in bucket.gates.items()],
+                [GateResult(g, reaches_gate(m.value), m.value) for g, m in bucket.gates.items()],
                 [ThresholdResult(s, Threshold.from_raw(raw).passed(m.value), m.value, raw)
                  for s, (raw, m) in bucket.thresholds.items()],
                 {s: m.value for s, m in bucket.scores.items()},

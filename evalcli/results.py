@@ -1,16 +1,21 @@
 """What a run produces (SPEC §6, §7): outcomes, per-conversation results and the run's aggregate, with
-their JSON shapes; the one ``Threshold``; the run's ``Plan``; and the conversation forms, declared once.
+their JSON shapes; the one ``Threshold`` (from ``thresholds``); the run's ``Plan``; and the conversation forms,
+declared once.
 
-This is a base module: it imports nothing of evalcli but ``messages``, so every package may use it.
+This is a base module: it imports nothing of evalcli but ``messages`` and ``thresholds``, so every package may use it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .messages import Message
+from .thresholds import TOLERANCE as TOLERANCE
+from .thresholds import Threshold as Threshold
+from .thresholds import reaches_gate as reaches_gate
+from .thresholds import within as within
 
 Verdict = Literal["passed", "scored", "failed"]
 STABILITIES = ("stable-pass", "flaky", "stable-fail")
@@ -70,31 +75,6 @@ def fmt(score: float | None) -> str:
 
 
 @dataclass(frozen=True)
-class Threshold:
-    """An inclusive bound on a scorer's average: a number is a minimum, ``{min, max}`` are bounds (either may be
-    left out). ``raw`` is the config as written, echoed in results and stored."""
-
-    min: float | None
-    max: float | None
-    raw: Any
-
-    @classmethod
-    def from_raw(cls, raw: Any) -> Threshold:
-        """The threshold of an already validated config (as echoed in results and stored plans)."""
-        if isinstance(raw, dict):
-            return cls(raw.get("min"), raw.get("max"), raw)
-        return cls(float(raw), None, raw)
-
-    def passed(self, average: float | None) -> bool:
-        """Whether an average meets the bound; no average, or a non-finite one, fails."""
-        if average is None or not math.isfinite(average):
-            return False
-        if self.min is not None and average < self.min:
-            return False
-        return not (self.max is not None and average > self.max)
-
-
-@dataclass(frozen=True)
 class JudgeSample:
     """One of the verdicts a judge asked several times (``samples: N``) or a panel (``models: [...]``) gave."""
 
@@ -127,6 +107,9 @@ class Outcome:
     """Each verdict behind a repeated (``samples: N``) or panel (``models``) judge's decision; empty otherwise."""
     agreement: tuple[int, int] | None = None
     """(k, N): how many of the N samples agree with the decision."""
+    reached: bool | None = None
+    """A gate's mean over ``--repeat`` plays: whether every play that scored it reached it (2.0 and 0.5 average 1.25,
+    yet one play failed); as stored (``outcomes_from_json``). ``None``: the score decides (``reaches_gate``)."""
 
     @property
     def agreement_text(self) -> str | None:
@@ -135,8 +118,9 @@ class Outcome:
 
     @property
     def missed_gate(self) -> bool:
-        """As a gate on one conversation: scorable, and below 1.0 (or without a score)."""
-        return not self.not_scorable and (self.score is None or not self.score >= 1.0)
+        """As a gate on one conversation: scorable, and not reached (below 1.0 or without a score; over ``--repeat``
+        plays, missed by some play: ``reached``)."""
+        return not self.not_scorable and not (reaches_gate(self.score) if self.reached is None else self.reached)
 
     @property
     def scored(self) -> bool:
@@ -207,8 +191,15 @@ def outcomes_from_json(data: dict[str, Any]) -> tuple[dict[str, Outcome], dict[s
     """Gates, scorers and thresholds back from ``outcomes_json``."""
     scorers = data.get("scorers", {})
     thresholds = {k: v["threshold"] for k, v in scorers.items() if v.get("threshold") is not None}
-    return ({k: Outcome.from_json(v) for k, v in data.get("gates", {}).items()},
+    return ({k: _gate_from_json(v) for k, v in data.get("gates", {}).items()},
             {k: Outcome.from_json(v) for k, v in scorers.items()}, thresholds)
+
+
+def _gate_from_json(data: dict[str, Any]) -> Outcome:
+    """A gate's outcome as stored: its ``passed`` as decided when it was scored (``Outcome.reached``)."""
+    passed = data.get("passed")
+    outcome = Outcome.from_json(data)
+    return replace(outcome, reached=passed) if isinstance(passed, bool) else outcome
 
 
 @dataclass(frozen=True)
@@ -343,7 +334,8 @@ class ItemResult:
 
     @property
     def passed(self) -> bool:
-        """Status ok and no gate missed, at the top level or on any turn."""
+        """Status ok and no gate missed, at the top level or on any turn (under ``--repeat``: missed by any play,
+        ``Outcome.reached``, so this is ``stability == "stable-pass"``)."""
         gates = [*self.gate_scores.values(), *(o for t in self.turns for o in t.gate_scores.values())]
         return self.status == "ok" and not any(o.missed_gate for o in gates)
 
@@ -468,11 +460,12 @@ class RunResult:
 
     @property
     def outcome(self) -> str:
-        """One word for how the run ended, for badges: ``interrupted``; ``failed`` (a gate missed); ``errors`` (some
+        """One word for how the run ended, for badges: ``interrupted``; ``budget`` (a budget ended it before every
+        conversation was played); ``failed`` (a gate missed); ``errors`` (some
         conversations errored, so a ``passed`` or ``scored`` verdict covers only the others); ``scored``;
         ``passed``; ``none`` (no verdict and no error)."""
-        if self.status == "interrupted":
-            return "interrupted"
+        if self.status in ("interrupted", "budget"):
+            return self.status
         if self.verdict == "failed":
             return "failed"
         if self.summary.errors:
@@ -488,4 +481,12 @@ class RunResult:
         if self.stability:
             aggregate["summary"]["stability"] = self.stability
         return {"run_id": self.run_id, "dataset": self.dataset_path, "target": self.target,
-                **aggregate, **repeats, "usage": self.usage, "items": rendered}
+                **aggregate, **repeats, "usage": self.usage, "status": self.status,
+                "conversations": self.conversations, "items": rendered}
+
+    @property
+    def conversations(self) -> dict[str, int]:
+        """How many conversations the run selected, how many it played (finished, a ``limited`` one included) and
+        how many it did not play (a budget or an interrupt ended it first)."""
+        return {"selected": self.selected, "played": self.completed,
+                "not_played": max(0, self.selected - self.completed)}

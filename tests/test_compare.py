@@ -6,7 +6,14 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from random import Random
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalcli.identity import content_digest, conversation_identity
+from evalcli.results import ItemResult, TurnRecord
+from evalcli.store.paired import conversation_names
 from tests.conftest import CliResult
 
 DATASET = """
@@ -124,3 +131,84 @@ def test_compare_refuses_runs_of_different_datasets(write: Callable[..., Path], 
     result = cli("compare", first, second)
     assert result.code == 2 and "these runs are not of one dataset" in result.stderr
     assert cli("compare", first, second, "--allow-different").code == 0
+
+
+PARIS, JOKE, ROME = ("Capital of France? => Paris", "Tell me a joke => Why did the chicken cross the road?",
+                     "Capital of Italy? => Rome")
+
+
+def test_every_view_of_two_runs_pairs_and_names_conversations_by_identity(write: Callable[..., Path],
+                                                                          cli: Callable[..., CliResult]) -> None:
+    # items without ids: the joke is item 1 of A and item 0 of B, and fails the same way in both; Rome is new in B,
+    # at the joke's old position
+    def run(*inputs: str) -> str:
+        write("d.yaml", "target: agents:scripted\ngates: [{includes: Paris}]\ndata:\n"
+              + "".join(f"  - input: '{text}'\n" for text in inputs))
+        done = cli("run", "d.yaml", "--json", "-")
+        assert done.code == 1, done.stderr
+        return str(done.json["run_id"])
+
+    first, second = run(PARIS, JOKE), run(JOKE, ROME, PARIS)
+    result = cli("compare", first, second, "--html", "page.html", "--json", "out.json")
+    assert result.code == 0, result.stderr
+    differences = result.stdout[result.stdout.index("Conversations whose gates differ"):]
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in differences.splitlines()
+            if line.startswith("│")][:2]
+    assert rows == [['"Capital of Italy? => Rome"', "status", "-", "ok"],
+                    ['"Capital of Italy? => Rome"', "includes(Paris)", "-", "FAIL"]]
+    data = json.loads((result.cwd / "out.json").read_text())
+    assert {d["item"] for d in data["differences"]} == {'"Capital of Italy? => Rome"'}
+
+    page = (result.cwd / "page.html").read_text()
+    summaries = re.findall(r'<details class="conversation" id="(c-\d+)"( open)?>\s*<summary>([^<]*)', page)
+    by_name = {name: (anchor, bool(opened)) for anchor, opened, name in summaries}
+    assert set(by_name) == {"&#34;Capital of France? =&gt; Paris&#34;", "&#34;Capital of Italy? =&gt; Rome&#34;",
+                            "&#34;Tell me a joke =&gt; Why did the chicken cross the…&#34;"}
+    assert [name for name, (_, opened) in by_name.items() if opened] == ["&#34;Capital of Italy? =&gt; Rome&#34;"]
+    assert page.count("gates differ</span>") == 1
+    assert f'href="#{by_name["&#34;Capital of Italy? =&gt; Rome&#34;"][0]}"' in page
+
+    diffed = cli("diff", first, second, "--verbose", "--json", "diff.json")
+    names = [item["name"] for item in json.loads((diffed.cwd / "diff.json").read_text())["items"]]
+    assert names == ['"Capital of France? => Paris"', '"Tell me a joke => Why did the chicken cross the…"',
+                     '"Capital of Italy? => Rome"']
+    table = diffed.stdout[diffed.stdout.index("Conversations (A -> B)"):]
+    assert "│ 0 " not in table and "│ 1 " not in table and '"Capital of Italy? => Rome"' in table
+
+    # the run report against a baseline: Paris (the baseline's item 0) is missing, and the joke, this run's item 0,
+    # does not hide it
+    third = run(JOKE, ROME)
+    report = cli("report", third, "--baseline", first, "--html", "r.html")
+    assert report.code == 0, report.stderr
+    page = (report.cwd / "r.html").read_text()
+    assert "1 new, 1 missing, 1 unchanged conversations" in " ".join(page.split())
+    assert '<tr class="c-missing"><td>&#34;Capital of France? =&gt; Paris&#34;</td>' in page
+    assert '<tr class="c-new"><td><a href="#c-1">&#34;Capital of Italy? =&gt; Rome&#34;</a>' in page
+
+
+@given(st.lists(st.tuples(st.sampled_from(["Paris?", "a joke", "Rome?", ""]), st.booleans()), min_size=1, max_size=6),
+       st.randoms(use_true_random=False))
+def test_a_conversations_name_never_depends_on_its_position(items: list[tuple[str, bool]], rng: Random) -> None:
+    """Whatever order a run holds its conversations in, each is named by its id or its content (the first user
+    message, numbered like its identity), never by where it stands."""
+    def results(order: list[int]) -> list[ItemResult]:
+        seen: dict[str, int] = {}
+        out = []
+        for position, n in enumerate(order):
+            text, explicit = items[n]
+            digest = content_digest(text)
+            nth = 1 if explicit else seen.get(digest, 0) + 1
+            seen[digest] = nth if not explicit else seen.get(digest, 0)
+            out.append(ItemResult(position, f"given-{n}" if explicit else str(position), [], "input", "ok", None,
+                                  None, turns=[TurnRecord(0, text, [], 0.0)] if text else [],
+                                  identity=conversation_identity(f"given-{n}" if explicit else None, digest, nth)))
+        return out
+
+    order = list(range(len(items)))
+    shuffled = order[:]
+    rng.shuffle(shuffled)
+    names = conversation_names(results(order))
+    assert conversation_names(results(shuffled)) == names
+    assert len(set(names.values())) == len(names)  # two conversations never share a name
+    for name in names.values():
+        assert name.startswith(("given-", '"', "content ")), name

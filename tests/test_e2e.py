@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import REPO, CliResult, run_cli
 
 JSON_KEYS = ["run_id", "dataset", "target", "verdict", "scores", "summary", "gate_results", "threshold_results",
-             "turn_results", "usage", "items"]
+             "turn_results", "usage", "status", "conversations", "items"]
 ITEM_KEYS = ["index", "id", "tags", "form", "status", "thread_id", "resource_id", "error", "scores", "gate_scores",
              "turns"]
 ANSI = re.compile(r"\x1b\[")

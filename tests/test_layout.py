@@ -11,12 +11,12 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"dbname", "errors", "secrets", "messages", "results", "aggregate", "identity", "fingerprint", "patterns",
-        "version"}
+BASE = {"dbname", "errors", "secrets", "messages", "patterns", "thresholds", "results", "aggregate", "identity",
+        "fingerprint", "version"}
 ALLOWED: dict[str, set[str]] = {
-    "dbname": set(), "errors": set(), "secrets": set(), "messages": set(), "results": {"messages"},
-    "aggregate": {"results", "errors"}, "identity": set(),
-    "fingerprint": set(), "patterns": set(), "version": set(),
+    "dbname": set(), "errors": set(), "secrets": set(), "messages": set(), "patterns": set(), "thresholds": set(),
+    "results": {"messages", "thresholds"}, "aggregate": {"results", "errors"}, "identity": set(), "fingerprint": set(),
+    "version": set(),
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},

@@ -23,7 +23,10 @@ def agent(input, **kw):
     counter = HERE / f"plays-{input}"
     n = int(counter.read_text()) if counter.exists() else 0
     counter.write_text(str(n + 1))
-    return replies[min(n, len(replies) - 1)]
+    reply = replies[min(n, len(replies) - 1)]
+    if reply == "boom":
+        raise RuntimeError("the agent fell over")
+    return reply
 
 def number(run):
     """The number the reply ends with."""
@@ -56,7 +59,7 @@ def play(workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult
         for counter in workdir.glob("plays-*"):
             counter.unlink()
         done = cli("run", "d.yaml", "--json", "out.json", "-q", *args)
-        assert done.code in (0, 1), done.stderr
+        assert done.code in (0, 1, 4), done.stderr
         return str(json.loads((workdir / "out.json").read_text())["run_id"])
     return _play
 
@@ -154,11 +157,14 @@ def test_diff_with_alpha_exits_1_only_beyond_the_noise(play: Runner, cli: Callab
     assert "| gate includes(ok) | 10 | 1.000 | 0.400 | -0.600 | [-0.900, -0.300] | 0.0312 |" in markdown
     assert "**B is worse than A beyond the noise (alpha 0.05): exit 1**" in markdown
 
-    # at alpha 0.01 the pass/fail change is not significant (0.031 > 0.01), but the gate's interval is below 0
+    assert "significant regression gate includes(ok): B - A = -0.600, 95% interval [-0.900, -0.300] lies below 0 " \
+        "(Wilcoxon p = 0.0312 < 0.05)" in worse.stdout
+    # at alpha 0.01 neither is significant: McNemar's p is 0.031 > 0.01, and the gate's interval lies below 0 but
+    # its Wilcoxon p (0.031) does not: an interval alone is no evidence
     strict = cli("diff", base, six_lost, "--alpha", "0.01")
-    assert strict.code == 1
-    assert "significant regression gate includes(ok): B - A = -0.600, 95% interval [-0.900, -0.300] lies below 0" \
-        in strict.stdout and "significant regression pass/fail" not in strict.stdout
+    assert strict.code == 0, strict.stdout
+    assert "significant regression" not in strict.stdout
+    assert "B is not significantly worse than A (alpha 0.01): exit 0" in strict.stdout
     assert cli("diff", six_lost, base, "--alpha", "0.05").code == 0  # better, however significant
 
     for bad, words in ((["--alpha", "1.5"], "--alpha 1.5 must be between 0 and 1"),
@@ -212,3 +218,86 @@ def test_repeated_runs_compare_each_conversations_pass_rate(play: Runner, cli: C
     assert measures["pass rate"]["smallest_detectable_change"] == pytest.approx(0.696, abs=5e-4)
     assert "pass rate every gate, per play" in done.stderr
     assert "smallest detectable change (pass rate): 69.6 points with 3 conversations' pass rates" in done.stderr
+
+
+def test_an_interval_below_zero_is_significant_only_with_wilcoxons_p(play: Runner, cli: Callable[..., CliResult]
+                                                                     ) -> None:
+    three = ["c0", "c1", "c2"]
+    base, lost = play({c: ["ok 1"] for c in three}), play({c: ["no 0"] for c in three})
+    # three pass -> fail: McNemar p = 2 * (1/2)**3 = 0.25; every difference is -1, so the bootstrap interval is the
+    # one point [-1, -1], wholly below 0, while Wilcoxon's p is 2 * (1/2)**3 = 0.25: not evidence at 0.05
+    done = cli("diff", base, lost, "--alpha", "0.05", "--json", "-")
+    assert done.code == 0, done.stderr
+    gate = next(f for f in done.json["statistics"]["figures"] if f["role"] == "gate")
+    assert (gate["low"], gate["high"], gate["p"]) == (-1.0, -1.0, 0.25)
+    assert done.json["statistics"]["pass_fail"]["p"] == 0.25
+    assert done.json["significant_regressions"] == [] and done.json["exit_code"] == 0
+    assert "B is not significantly worse than A (alpha 0.05): exit 0" in done.stderr
+    compared = cli("compare", base, lost, "--alpha", "0.05")
+    assert compared.code == 0 and "significant regression" not in compared.stdout, compared.stdout
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_the_detectable_change_is_never_above_100_points(play: Runner, cli: Callable[..., CliResult],
+                                                         count: int) -> None:
+    conversations = [f"c{i}" for i in range(count)]
+    base, lost = play({c: ["ok 1"] for c in conversations}), play({c: ["no 0"] for c in conversations})
+    done = cli("diff", base, lost, "--json", "diff.json", "--markdown", "diff.md")
+    shown = done.stdout + (done.cwd / "diff.md").read_text()
+    assert "00.0 points with" not in shown  # 600.0, 300.0, 200.0 before
+    # 6 / n is above 1 for n < 6; six conversations all moving (spread 1) detect 2.80 * sqrt(1/6) = 1.14 > 1 and
+    # eight 2.80 * sqrt(1/8) = 0.99: eight are the fewest that could see a change at all
+    words = (f"smallest detectable change (pass/fail): none with {count} conversation{'s' if count > 1 else ''}: too "
+             "few to detect any change; 8 would detect a change of 100 points")
+    assert words in done.stdout and words in shown.split("diff.md")[-1]
+    detectable = json.loads((done.cwd / "diff.json").read_text())["statistics"]["detectable"][0]
+    assert (detectable["smallest_detectable_change"], detectable["conversations_needed_for_any"]) == (None, 8)
+
+
+def test_a_status_change_is_never_called_no_change(play: Runner, cli: Callable[..., CliResult]) -> None:
+    four = ["c0", "c1", "c2", "c3"]
+    errored = play({"c0": ["boom"], **{c: ["ok 1"] for c in four[1:]}})
+    fixed = play({c: ["ok 1"] for c in four})
+    done = cli("diff", errored, fixed, "--json", "-", "--markdown", "diff.md")
+    shown = done.stderr + (done.cwd / "diff.md").read_text()
+    assert "no gate or scorer changed" not in shown.lower(), shown
+    assert "1 conversation errored in one run and not the other" in done.stderr
+    assert done.json["statistics"]["status_changed"] == 1
+    assert (done.json["statistics"]["pass_fail"]["b"], done.json["statistics"]["pass_fail"]["c"]) == (0, 1)
+    row = next(line for line in done.stderr.splitlines() if line.startswith("│ c0"))
+    assert [cell.strip() for cell in row.split("│")[1:4]] == ["c0", "error", "pass"], row
+    compared = cli("compare", errored, fixed, "--html", "page.html")
+    assert "no gate or scorer changed" not in compared.stdout.lower()
+    assert "1 conversation errored in one run and not the other" in (done.cwd / "page.html").read_text()
+    same = cli("diff", fixed, fixed)  # nothing changed: that may still be said
+    assert "no gate or scorer changed on any of the 4 conversations" in same.stdout
+
+
+SCALED = """
+target: answers:agent
+gates:
+  - scorer: {python: "answers:number"}
+    id: scaled
+data:
+  - {id: c0, input: c0}
+"""
+
+
+def test_a_repeated_conversation_passes_only_when_every_play_reached_every_gate(
+        play: Runner, write: Callable[..., Path], cli: Callable[..., CliResult], workdir: Path) -> None:
+    play({"c0": ["ok 1"]})  # writes the agent
+    write("d.yaml", SCALED)
+    (workdir / "answers.json").write_text(json.dumps({"c0": ["ok 2.0", "ok 0.5"]}))
+    (workdir / "plays-c0").unlink()
+    done = cli("run", "d.yaml", "--repeat", "2", "--concurrency", "1", "--json", "-")
+    item = done.json["items"][0]
+    gate = item["outcomes"]["gates"]["scaled"]
+    assert gate["score"] == 1.25  # the mean of 2.0 and 0.5 is above 1, yet play 2 missed the gate
+    assert (item["passed"], item["stability"], item["plays_passed"], gate["passed"]) == (False, "flaky", 1, False)
+    assert (done.json["pass_at_k"], done.json["pass_all_k"]) == ({"scaled": 1.0}, {"scaled": 0.0})
+    shown = cli("show", done.json["run_id"], "--json", "-").json
+    assert shown["items"][0]["passed"] is False and shown["items"][0]["outcomes"]["gates"]["scaled"]["passed"] is False
+    assert "flaky 1/2" in cli("show", done.json["run_id"]).stdout
+    stored = sqlite3.connect(workdir / "evalcli.db").execute("SELECT passed FROM items WHERE run_id = ?",
+                                                             [done.json["run_id"]]).fetchall()
+    assert stored == [(0,)]

@@ -13,8 +13,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalcli.results import Outcome
-from evalcli.run.repeat import mean_outcomes
+from evalcli.results import ItemResult, Outcome, TurnRecord
+from evalcli.run.repeat import PassRates, mean_outcomes, reduce_repeats
 from tests.conftest import CliResult
 
 AGENT = '''
@@ -137,3 +137,35 @@ def test_a_means_reason_is_the_reason_of_a_lowest_scoring_play(plays: list[dict[
         # a gate whose mean shows a failure is explained by a play that failed it
         if reduced.missed_gate:
             assert explaining.missed_gate
+
+
+SCALED = st.one_of(st.builds(Outcome, score=st.sampled_from([0.0, 0.5, 1.0 - 1e-12, 1.0, 1.25, 2.0, 3.0])),
+                   st.builds(Outcome, not_scorable=st.just(True)))
+
+
+def _play(top: dict[str, Outcome], turns: list[dict[str, Outcome]]) -> ItemResult:
+    return ItemResult(0, "c", [], "turns", "ok", None, None, gate_scores=top,
+                      turns=[TurnRecord(n, "hi", [], 0.0, gate_scores=gates) for n, gates in enumerate(turns)])
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.dictionaries(st.sampled_from(["g", "h"]), SCALED),
+                          st.lists(st.dictionaries(st.just("t"), SCALED), min_size=2, max_size=2)),
+                min_size=2, max_size=4))
+def test_passed_stability_and_pass_k_follow_one_rule_whatever_the_score_range(
+        plays: list[tuple[dict[str, Outcome], list[dict[str, Outcome]]]]) -> None:
+    results = [_play(top, turns) for top, turns in plays]
+    reduced = reduce_repeats(results)
+    every_play = all(play.passed for play in results)
+    # the conversation passes exactly when every play reached every gate on every turn: stable-pass
+    assert reduced.passed is every_play
+    assert (reduced.stability == "stable-pass") is every_play
+    assert reduced.plays_passed == sum(play.passed for play in results)
+    rates = PassRates()
+    rates.add(reduced)
+    for gate, scorable in reduced.gate_plays.items():
+        if scorable:  # pass^k of a gate is 1 exactly when no play missed it, at the top level or on any turn
+            assert (rates.pass_all_k()[gate] == 1.0) is (reduced.gate_passes[gate] == scorable)
+    missed = {g for outcomes in (reduced.gate_scores, *(t.gate_scores for t in reduced.turns))
+              for g, o in outcomes.items() if o.missed_gate}
+    assert missed == {g for g, scorable in reduced.gate_plays.items() if reduced.gate_passes[g] < scorable}

@@ -80,7 +80,8 @@ def test_show_item_prints_the_conversation_turn_by_turn(llm_server: LLMServer, w
     assert as_json.json["run_id"] and item["id"] == "paris" and item["passed"] is False
     assert item["outcomes"]["scorers"]["forecast-judge"]["reason"].startswith("Criterion not satisfied.")
     assert item["turns"][0]["outcomes"]["gates"]["called_tool(get_weather)"] == {
-        "score": 0.0, "reason": "get_weather called 0 times (needs 1); calls: none", "passed": False}
+        "score": 0.0, "reason": "get_weather called 0 times (needs 1); calls: none (no tool calls were reported)",
+        "passed": False}
 
     unknown = cli("show", "latest", "nope")
     assert unknown.code == 2 and "has no conversation 'nope'" in unknown.stderr and "paris" in unknown.stderr

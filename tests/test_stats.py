@@ -17,6 +17,7 @@ from evalcli.store.stats import (
     detectable_change,
     mcnemar_p,
     paired_difference,
+    smallest_detectable,
     spread,
     wilcoxon_p,
 )
@@ -133,3 +134,32 @@ def test_stability_is_decided_by_the_plays_that_passed(plays: int, data: st.Data
     assert stability_of(passed, 1) is None and stability_of(None, plays) is None
     counts = stability_counts([found, None])
     assert sum(counts.values()) == 1 and list(counts) == list(STABILITIES)
+
+
+@given(n=st.integers(1, 3000), share=st.floats(0.0, 1.0), step=st.sampled_from([1.0, 0.5, 1 / 3, 0.25]))
+def test_the_printed_detectable_change_is_never_above_100_points(n: int, share: float, step: float) -> None:
+    change, needed = smallest_detectable(n, share, step)
+    at_needed = detectable_change(needed, share, step)
+    assert at_needed is not None and at_needed <= 1.0  # `needed` conversations see a change of 100 points ...
+    if change is None:  # ... and fewer see none, which is what is printed instead of a figure above 100 points
+        assert n < needed and (detectable_change(n, share, step) or 0) > 1.0
+    else:
+        assert 0 < change <= 1.0 and n >= needed and change == detectable_change(n, share, step)
+
+
+def test_too_few_conversations_detect_nothing_by_hand() -> None:
+    # one, two, three conversations: 6/n is 600, 300 and 200 points, more than a pass rate can change
+    assert [smallest_detectable(n, 1.0)[0] for n in (1, 2, 3)] == [None, None, None]
+    # all moving (spread 1): 2.80158 * sqrt(1/7) = 1.059 > 1, sqrt(1/8) gives 0.990: eight are needed
+    assert smallest_detectable(7, 1.0) == (None, 8)
+    assert smallest_detectable(8, 1.0)[0] == pytest.approx(0.9905, abs=1e-4)
+
+
+@given(diffs=st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.5]), min_size=1, max_size=12),
+       alpha=st.sampled_from([0.01, 0.05, 0.1, 0.3]))
+def test_an_interval_below_zero_is_a_significant_drop_only_with_wilcoxons_p(diffs: list[float], alpha: float) -> None:
+    found = paired_difference([1.0] * len(diffs), [1.0 + d for d in diffs])
+    assert found is not None
+    assert found.significant_drop(alpha) is (found.high < 0 and found.p < alpha)
+    if len(diffs) <= 5:  # two-sided exact p is at least 2 * (1/2)**5 = 0.0625 on five pairs
+        assert not found.significant_drop(0.05)

@@ -170,7 +170,30 @@ def test_a_handoff_agents_tools_are_mocked_too(llm_server: LLMServer, tmp_path: 
     output = item["turns"][0]["output"]
     assert [m.get("name") for m in output if m["role"] == "assistant" and m.get("content")] == ["forecaster"]
     assert answers(done)["handed"][-1] == "Today in London: misty, 45°F."
-    assert [m["source"] for m in results(done)["handed"] if m["source"] == "mock"] == ["mock"]
+    assert [m.get("source") for m in results(done)["handed"]] == [None, "mock"]  # a handoff is not a tool
+    assert marker(tmp_path) == ""
+
+
+def test_a_handoff_is_not_a_tool_and_never_live_under_hermetic(llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.responder = scripted_weather
+    done = run(tmp_path, llm_server, "openai_agents", """
+        target: fw_tools:agent
+        tools:
+          get_weather: {returns: {condition: misty, temperature_f: 45}}
+        data:
+          - id: handed
+            input: Ask the forecaster about the weather in London
+        gates:
+          - called_tool: get_weather
+    """, "--hermetic")
+    assert done.code == 0, done.stderr[-3000:]
+    [item] = done.json["items"]
+    output = item["turns"][0]["output"]
+    [handoff] = [m for m in output if m["role"] == "tool" and m.get("handoff")]
+    assert "source" not in handoff  # not a tool: neither live nor mocked
+    calls = [c["function"]["name"] for m in output for c in m.get("tool_calls") or ()]
+    assert calls[0].startswith("transfer_to_") and calls[1:] == ["get_weather"]
+    assert [m.get("source") for m in output if m["role"] == "tool" and not m.get("handoff")] == ["mock"]
     assert marker(tmp_path) == ""
 
 

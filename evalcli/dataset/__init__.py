@@ -16,6 +16,7 @@ from .select import Selection, check_filter, parse_shard, shard_of
 from .warnings import (
     dataset_models,
     model_routes,
+    model_uses,
     reachability_warnings,
     registration_lines,
     registry_name,
@@ -25,6 +26,7 @@ from .warnings import (
 
 __all__ = ["Dataset", "ImportScope", "Item", "Limits", "RecordedTurn", "Selection", "Simulation", "Turn", "check_filter",
            "dataset_models", "dataset_name",
-           "find_registry", "load_dataset", "load_registry", "model_routes", "parse_definition", "parse_list", "parse_ref",
+           "find_registry", "load_dataset", "load_registry", "model_routes", "model_uses", "parse_definition", "parse_list",
+           "parse_ref",
            "parse_shard", "reachability_warnings", "registration_lines", "registry_name", "resolve_import",
            "search_paths", "shard_of", "unregistered", "unregistered_warning"]

@@ -186,6 +186,12 @@ class Dataset:
                        for i in self.items))
 
     @property
+    def replayed_tapes(self) -> list[str]:
+        """The path of every tape a ``tools: {replay: ...}`` of the dataset, an item or a turn reads."""
+        blocks = [self.tools, *(i.tools for i in self.items), *(t.tools for i in self.items for t in i.turns or ())]
+        return list(dict.fromkeys(b.replay for b in blocks if b is not None and b.replay is not None))
+
+    @property
     def remembers(self) -> bool:
         """Whether the target can recall earlier turns of a thread: as the dataset says, else as the target shows."""
         if self.target_has_memory is not None:

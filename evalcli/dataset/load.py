@@ -33,7 +33,7 @@ from .registry import find_registry, load_registry
 from .shapes import ITEM_ASSERTIONS, misplaced_assertions, plain_entry_with_keys
 from .simulate import parse_simulation
 from .target import resolve_target
-from .tools import checked_tools, parse_tools, parse_unmocked
+from .tools import checked_tools, parse_tools, parse_unmocked, tool_warnings
 from .yamlsrc import Interpolated, Path, Positions, did_you_mean, load_yaml, problems_from_pydantic, validated
 
 MAX_JSONL_LINE = 8 * 1024 * 1024
@@ -432,7 +432,10 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                    target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
                    target_settings=resolved.resolved if resolved is not None else {},
                    limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
-                   warnings=[f"{path}: {w}" for w in option_warnings(adapter, top.target_options, items)]
+                   warnings=[f"{path}: {w}" for w in (*option_warnings(adapter, top.target_options, items),
+                                                      *tool_warnings(adapter, [*gates, *scorers, *(
+                                                          s for i in items for t in i.turns or ()
+                                                          for s in (*t.gates, *t.scorers))], tools, items))]
                    if adapter is not None else [])
 
 

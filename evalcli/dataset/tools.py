@@ -1,16 +1,19 @@
 """The ``tools:`` blocks of a dataset (SPEC §25), read with file:line errors and checked against the target: every
 tool named must be one the agent has (where its adapter can list them), every ``when`` key one of the tool's
 parameters (where its schema is known), and a target whose tools run in a service (``http``, ``mastra``) takes
-``tools:`` only when its body template sends them (``{{ tools }}``)."""
+``tools:`` only when its body template sends them (``{{ tools }}``). ``tool_warnings`` says what would pass or answer
+nothing for want of seeing the target's tool calls (docs/hermetic.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path as FsPath
 from typing import Any
 
 from ..errors import Problem
 from ..patterns import pattern_problems
+from ..scorers import ScorerSpec
 from ..targets import Adapter
 from ..tools import MATCHES, RESERVED, UNMOCKED, Answer, Mock, TapeError, ToolsConfig, read_tape
 from .items import Item
@@ -128,6 +131,11 @@ def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: st
     if config is None or config.replay is None:
         return config
     path = folder / config.replay
+    if path.is_dir():
+        problems.append(pos.problem((*at, "replay"), f"{label}: tape '{config.replay}' is a folder, not a tape",
+                                    f"name the tape file in it, e.g. '{FsPath(config.replay) / 'NAME.tape.jsonl'}' "
+                                    "(--record-tools DIR writes DIR/<dataset stem>.tape.jsonl)"))
+        return config
     if not path.is_file():
         problems.append(pos.problem((*at, "replay"), f"{label}: tape '{config.replay}' not found",
                                     "record one with 'evalcli run DATASET --record-tools DIR', and give its path "
@@ -203,3 +211,29 @@ def checked_tools(tools: ToolsConfig | None, items: list[Item], located: list[tu
                  if turn.tools is not None else turn for t, turn in enumerate(item.turns or ())]
         out.append(replace(item, tools=own, turns=turns if item.turns is not None else None))
     return tools, out
+
+
+UNFAILING = ("did_not_call", "no_tool_errors", "used_no_tools", "max_tool_calls")
+"""Checks that pass when there are no tool calls: on a target that never reports any, they cannot fail."""
+
+
+def tool_warnings(adapter: Adapter, specs: Iterable[ScorerSpec], tools: ToolsConfig | None,
+                  items: list[Item]) -> list[str]:
+    """What ``validate`` warns about the dataset's tools (docs/hermetic.md): a check that cannot fail because the
+    target never reports its tool calls; a tool ``tools:`` mocks that evalcli cannot intercept (a plain callable's
+    function no ``@evalcli.tool`` names), whose call is then the conversation's error, never a silent live one."""
+    warnings = []
+    if adapter.reports_tool_calls is False:
+        for spec_id in dict.fromkeys(s.id for s in specs if s.kind in UNFAILING):
+            warnings.append(f"{spec_id}: the target {adapter.spec} never reports its tool calls (its replies are text, "
+                            "and no @evalcli.tool call passes through evalcli), so this check cannot fail; decorate "
+                            "its tools with @evalcli.tool, or return the turn's messages")
+    blocks = [tools, *(i.tools for i in items), *(t.tools for i in items for t in i.turns or ())]
+    named = dict.fromkeys(name for block in blocks if block is not None for name in block.mocks)
+    for name in named:
+        if adapter.interceptable(name) is False:
+            warnings.append(f"tools.{name}: evalcli cannot intercept {name}: no @evalcli.tool named '{name}' was defined "
+                            f"when the target {adapter.spec} was imported, so the mock answers nothing; a reply that "
+                            "shows the tool ran is the conversation's error (decorate the tool function with "
+                            "@evalcli.tool)")
+    return warnings

@@ -22,6 +22,12 @@ from .items import Dataset
 
 def dataset_models(dataset: Dataset) -> Iterator[tuple[str, str]]:
     """(model, what uses it) for every judge and simulated user of a dataset, and a model target."""
+    return ((model, user) for model, _, user in model_uses(dataset))
+
+
+def model_uses(dataset: Dataset) -> Iterator[tuple[str, str, str]]:
+    """(model, purpose, what uses it) for every judge (``judge``) and simulated user (``simulator``) of a dataset,
+    and a model target (``target``): the models a run is known to call, by the purpose its usage counts under."""
     seen: set[int] = set()
     for spec in dataset.all_specs():
         if id(spec) in seen:  # identical references share one spec: a large dataset has few distinct ones
@@ -33,13 +39,13 @@ def dataset_models(dataset: Dataset) -> Iterator[tuple[str, str]]:
         models = spec.args.get("models") or [spec.args.get("model")]  # a panel's models, else the one
         for model in models:
             if isinstance(model, str):
-                yield model, f"scorer {spec.id}"
+                yield model, "judge", f"scorer {spec.id}"
     for item in dataset.items:
         if item.simulation is not None:
-            yield item.simulation.model, f"the simulated user of item {item.id}"
+            yield item.simulation.model, "simulator", f"the simulated user of item {item.id}"
     model = dataset.target.target_model if dataset.target is not None else None
     if model is not None:
-        yield model, f"the target {dataset.target_spec}"
+        yield model, "target", f"the target {dataset.target_spec}"
 
 
 def model_routes(dataset: Dataset) -> Iterator[tuple[str, str | None]]:

@@ -6,10 +6,20 @@ several targets and writes the CI files.
 
 from __future__ import annotations
 
-from .outputs import Outputs, check_outputs, database_problem, file_problem, open_for_writing, per_run
+from .outputs import (
+    Outputs,
+    check_outputs,
+    check_tapes,
+    database_problem,
+    file_problem,
+    open_for_writing,
+    per_run,
+    run_names,
+    tape_names,
+)
 from .plans import DatasetSource, Plans, check_combination, load_datasets, plan_runs
 from .runs import Reporter, Runs, RunsInterrupted, run_planned
 
 __all__ = ["DatasetSource", "Outputs", "Plans", "Reporter", "Runs", "RunsInterrupted", "check_combination",
-           "check_outputs", "database_problem", "file_problem", "load_datasets", "open_for_writing", "per_run",
-           "plan_runs", "run_planned"]
+           "check_outputs", "check_tapes", "database_problem", "file_problem", "load_datasets", "open_for_writing",
+           "per_run", "plan_runs", "run_names", "run_planned", "tape_names"]

@@ -18,10 +18,15 @@ from ..errors import UsageError
 
 def per_run(path: Path, runs: list[tuple[Path, str | None]]) -> list[Path]:
     """One output path per run (a dataset, and the ``--target`` it runs against or ``None``): the path itself for one
-    run, else ``out.<name>.ext`` with names made distinct: the dataset's stem (then its folder and stem) when there
-    are several datasets, the target when there are several targets, then a number."""
+    run, else ``out.<name>.ext`` with the names of ``run_names``."""
     if len(runs) == 1:
         return [path]
+    return [path.with_name(f"{path.stem}.{name}{path.suffix}") for name in run_names(runs)]
+
+
+def run_names(runs: list[tuple[Path, str | None]]) -> list[str]:
+    """A distinct name per run of a command: the dataset's stem (then its folder and stem) when there are several
+    datasets, the target when there are several targets, then a number."""
     datasets = list(dict.fromkeys(d for d, _ in runs))
     names = {d: d.stem for d in datasets}
     if len(set(names.values())) < len(names):
@@ -34,7 +39,51 @@ def per_run(path: Path, runs: list[tuple[Path, str | None]]) -> list[Path]:
         parts.append(".".join(part) or "run")
     if len(set(parts)) < len(parts):
         parts = [f"{p}-{i + 1}" for i, p in enumerate(parts)]
-    return [path.with_name(f"{path.stem}.{name}{path.suffix}") for name in parts]
+    return parts
+
+
+def tape_names(runs: list[tuple[Path, str | None]]) -> list[str | None]:
+    """The name of each run's ``--record-tools`` tape (docs/hermetic.md, "Tapes"): ``None``, the dataset's stem, when
+    no two runs share a stem; else ``run_names``' (prefixed by the stem of a lone dataset run against several
+    targets), so no run's tape overwrites another's."""
+    stems = [d.stem for d, _ in runs]
+    if len(set(stems)) == len(stems):
+        return [None] * len(runs)
+    names = run_names(runs)
+    if len({d for d, _ in runs}) == 1:
+        names = [f"{stems[0]}.{name}" for name in names]
+    return list(names)
+
+
+def check_tapes(tapes: Sequence[Path], replayed: Sequence[Path]) -> None:
+    """``--record-tools``' tapes, before anything runs: each can be written (its folder is made when missing), and
+    none is a tape a dataset of the command replays, which recording would rewrite under the run replaying it (an
+    interrupted run would leave only the conversations it played, and its resume would be refused)."""
+    problems = [problem for path in tapes if (problem := tape_problem(path)) is not None]
+    if problems:
+        raise UsageError(problems[0].message, problems[0].hint)
+    read = {path.resolve(): path for path in replayed}
+    for path in tapes:
+        if path.resolve() in read:
+            raise UsageError(f"--record-tools would write {path}, the tape the dataset replays (tools.replay: "
+                             f"{read[path.resolve()]})", "record into another folder (--record-tools tapes-new), then "
+                                                         "replace the tape with the new one once the run is done")
+
+
+def tape_problem(path: Path) -> PathProblem | None:
+    """Why a tape cannot be written at ``path`` (made with its missing folders), or ``None``."""
+    if path.is_dir():
+        return PathProblem(f"--record-tools: {path} is a directory", "move it away, or record into another folder")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return PathProblem(f"--record-tools {path.parent}: {folder} is a file, not a folder",
+                           "give the folder the tapes go to, e.g. --record-tools tapes")
+    if (path.exists() and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
+        return PathProblem(f"--record-tools: {path} cannot be written (permission denied)",
+                           "record into a folder you can write")
+    return None
 
 
 def _slug(text: str) -> str:
@@ -134,6 +183,8 @@ class Outputs:
     junit: tuple[Path | None, ...]
     markdown: tuple[Path | None, ...]
     html: tuple[Path | None, ...]
+    tapes: tuple[str | None, ...] = ()
+    """Each run's ``--record-tools`` tape name (``None``: its dataset's stem; ``tape_names``)."""
     step_summary: Path | None = None
     """A file every run's Markdown summary is appended to (GitHub Actions' ``$GITHUB_STEP_SUMMARY``)."""
 
@@ -146,7 +197,7 @@ class Outputs:
         def paths(value: Path | None) -> tuple[Path | None, ...]:
             return (None,) * len(runs) if value is None else tuple(per_run(value, runs))
 
-        outputs = cls(paths(json), paths(junit), paths(markdown), paths(html), step_summary)
+        outputs = cls(paths(json), paths(junit), paths(markdown), paths(html), tuple(tape_names(runs)), step_summary)
         check_outputs([(what, path) for what, chosen in outputs.named() for path in chosen if path is not None],
                       db=("--db", db) if db is not None else None)
         return outputs

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,8 @@ from ..run import RunOptions, RunPlan, check_options, llm_settings, plan_run
 from ..secrets import Redactor
 from ..store import Store
 from ..targets import cli_target
-from .outputs import Outputs
+from ..tools import tape_path
+from .outputs import Outputs, check_tapes
 
 DatasetSource = str | Path | Dataset
 """A dataset as ``plan_runs`` takes it: a file to load, or one loaded already (``load_dataset``)."""
@@ -105,12 +106,16 @@ def plan_runs(datasets: Sequence[DatasetSource], options: RunOptions | None = No
                            json=_optional(json), junit=_optional(junit), markdown=_optional(markdown),
                            html=_optional(html), db=database, step_summary=_optional(step_summary))
     loaded = load_datasets(datasets, scorers, targets)
+    if options.record_tools is not None:  # each run's tape writable, and none the tape a dataset replays
+        check_tapes([tape_path(options.record_tools, dataset.path, outputs.tapes[n])
+                     for n, (dataset, _) in enumerate(loaded)],
+                    [Path(tape) for dataset, _ in loaded for tape in dataset.replayed_tapes])
     history = store
     if history is None and database is not None and (options.resume or options.rerun_failed):
         history = Store(database)  # a resume or re-run reads the stored run; nothing is written here
     try:
-        runs = tuple(plan_run(dataset, options, history, given=given, settings=settings, target=label)
-                     for dataset, label in loaded)
+        runs = tuple(plan_run(dataset, replace(options, tape_name=outputs.tapes[n] or options.tape_name), history,
+                              given=given, settings=settings, target=label) for n, (dataset, label) in enumerate(loaded))
     finally:
         if history is not None and history is not store:
             history.close()

@@ -10,6 +10,7 @@ for it or reaches for the network.
 
 from __future__ import annotations
 
+from .budget import PURPOSES, Budget, check_cost_budget, parse_budget, purpose_group
 from .cache import ResponseCache
 from .catalog import price_of
 from .client import (
@@ -28,21 +29,11 @@ from .client import (
 from .local_model import pending as local_model_pending
 from .local_model import preload as load_local_model
 from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
-from .usage import (
-    PURPOSES,
-    Budget,
-    CallRecord,
-    UsageSink,
-    current_usage,
-    parse_budget,
-    purpose_group,
-    usage_rows,
-    usage_summary,
-)
+from .usage import CallRecord, UsageSink, current_usage, usage_rows, usage_summary
 
 __all__ = [
     "LOCAL_JUDGE_MODEL", "PURPOSES", "Budget", "BudgetSpent", "CallRecord", "LLMClient", "LLMError",
-    "LLMSettings", "ResponseCache", "UsageSink", "backend_from_env", "check_settings", "current_usage",
+    "LLMSettings", "ResponseCache", "UsageSink", "backend_from_env", "check_cost_budget", "check_settings", "current_usage",
     "default_judge_model", "import_http_client", "import_litellm", "load_local_model", "local_model_pending",
     "model_problem", "parse_budget", "price_of", "provider_messages", "purpose_group", "reply_text", "settings_problems",
     "supports_json_mode", "supports_json_schema", "usage_rows", "usage_summary",

@@ -335,3 +335,16 @@ def price_of(model: str, usage: dict[str, Any]) -> float:
     provider, name = resolved if resolved is not None else (OPENAI, model)
     info = pricing_info(name, None, provider)
     return cost(info, usage) if info is not None else 0.0
+
+
+def priced(model: str) -> bool:
+    """Whether the table prices ``model`` (a litellm model string), resolved as a call to it is priced: an
+    OpenAI-compatible one by its provider and name, any other by its ``provider/`` prefix or its bare name."""
+    resolved = provider_and_name(model)
+    if resolved is not None:
+        return pricing_info(resolved[1], None, resolved[0]) is not None
+    provider, _, name = model.partition("/")
+    if name:
+        return _priced(model_info(name, provider))
+    key = table().key(model)
+    return key is not None and _priced(table().models[key])

@@ -21,11 +21,12 @@ from typing import Any
 
 from ..errors import EvalcliError, ExitCode, describe
 from ..messages import Message
+from .budget import purpose_group
 from .cache import ResponseCache
 from .local_model import is_local
 from .preflight import BACKENDS, model_problem
 from .ratelimit import AdaptiveLimit, Slots, retry_after
-from .usage import CallRecord, UsageSink, current_usage, purpose_group
+from .usage import CallRecord, UsageSink, current_usage
 
 EVALCLI_ONLY_KEYS = frozenset({"is_error", "source"})
 """Message keys evalcli uses itself; they are stripped before messages reach a provider."""
@@ -275,11 +276,6 @@ class LLMClient:
             if cached is not None and (accept is None or accept(cached)):
                 self._record(CallRecord(purpose, model, 0, 0, 0.0, True, _ms(started), turn_index), usage_sink)
                 return cached
-        sink = current_usage.get()
-        refused = sink.refusal(purpose) if sink is not None else None
-        if refused is not None:
-            raise BudgetSpent(f"no {purpose_group(purpose)} call to {model} was started: {refused}",
-                              "--resume the run with a larger --max-cost or --max-tokens to continue it")
         kwargs: dict[str, Any] = {"model": model, "messages": provider_messages(messages)}
         optional = {
             "temperature": temperature,
@@ -292,7 +288,7 @@ class LLMClient:
         kwargs.update({k: v for k, v in optional.items() if v is not None})
         slots = self._judge_semaphore() if purpose == "judge" else contextlib.nullcontext()
         async with slots:
-            response, cost = await self._call_with_retries(kwargs)
+            response, cost = await self._call_with_retries(kwargs, purpose)
         prompt_tokens, completion_tokens = _usage(response)
         self._record(
             CallRecord(purpose, model, prompt_tokens, completion_tokens, cost, False, _ms(started), turn_index),
@@ -315,7 +311,7 @@ class LLMClient:
             self._reachability[model] = model_problem(model)
         return self._reachability[model]
 
-    async def _call_with_retries(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    async def _call_with_retries(self, kwargs: dict[str, Any], purpose: str) -> tuple[dict[str, Any], float]:
         model = str(kwargs["model"])
         problem = self._unreachable(model)
         if problem:
@@ -332,11 +328,17 @@ class LLMClient:
             outcome = "failed"
             try:
                 async with self._turn_of(model):
+                    # the budget is asked when the call is sent, after every wait (judge slot, model slot, 429
+                    # pause, the local model's turn): a run passes it by at most the calls already in flight
+                    _check_budget(purpose, model)
                     # asyncio.timeout, unlike wait_for, does not wrap every call in a task of its own
                     async with asyncio.timeout(self.settings.timeout + 1):
                         answer = await attempt_once()
                 outcome = "ok"
                 return answer
+            except BudgetSpent:
+                outcome = "unsent"  # says nothing of the model's rate
+                raise
             except Exception as exc:  # noqa: BLE001 - a provider may raise anything; classified below
                 last = exc
                 if _status(exc) == 429:
@@ -452,6 +454,16 @@ class LLMClient:
             if remaining <= 0:
                 return
             await asyncio.sleep(remaining)
+
+
+def _check_budget(purpose: str, model: str) -> None:
+    """Raise ``BudgetSpent`` when the run's budget of ``purpose`` is spent (docs/reliability.md, Budgets): asked by
+    every call, of every purpose, at the moment it would be sent."""
+    sink = current_usage.get()
+    refused = sink.refusal(purpose) if sink is not None else None
+    if refused is not None:
+        raise BudgetSpent(f"no {purpose_group(purpose)} call to {model} was started: {refused}",
+                          "--resume the run with a larger --max-cost or --max-tokens to continue it")
 
 
 def _ms(started: float) -> float:

@@ -10,11 +10,11 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..results import ItemResult, Outcome, RunResult
-from .text import fmt, threshold_text, verdict_words
+from .text import budget_words, fmt, threshold_text, verdict_words
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 VERDICT_ICON = {"passed": "✅", "scored": "⚠️", "failed": "❌", None: "➖"}
-OUTCOME_ICON = {"errors": "❌", "interrupted": "⏸️"}
+OUTCOME_ICON = {"errors": "❌", "interrupted": "⏸️", "budget": "⏸️"}
 """A run with errored conversations is never shown with a green check, whatever its verdict."""
 
 
@@ -148,6 +148,10 @@ class MarkdownSummary:
                  f"Run `{result.run_id}` · target `{result.target}` · {summary.total_items} conversations · "
                  f"{summary.errors} errors" + (f" · status **{result.status}**" if result.status != "completed" else ""),
                  ""]
+        spent = budget_words(result)
+        if spent is not None:
+            lines += [f"**{spent[:1].upper() + spent[1:]}**: continue with a larger `--max-cost` or `--max-tokens` and "
+                      f"`evalcli run {result.dataset_path} --resume {result.run_id}`.", ""]
         if summary.gate_results:
             lines += ["| gate | score | |", "|---|---:|---|"]
             lines += [f"| {_cell(g.id)} | {fmt(g.score)} | {'✅' if g.passed else '❌'} |" for g in summary.gate_results]

@@ -100,7 +100,7 @@ def differences_table(comparison: Comparison) -> Table | None:
     for column in comparison.columns:
         table.add_column(column.run.run_id[:10], justify="center")
     for difference in comparison.differences[:MAX_DIFFERENCES]:
-        table.add_row(difference.item_id, difference.gate,
+        table.add_row(difference.name, difference.gate,
                       *(Text(state, style=STATE_STYLE.get(state, "")) for state in difference.states))
     hidden = len(comparison.differences) - MAX_DIFFERENCES
     if hidden > 0:
@@ -150,7 +150,8 @@ def compare_json(comparison: Comparison) -> dict[str, Any]:
                   "conversations": c.run.summary.total_items, "errors": c.run.summary.errors} for c in comparison.columns],
         "rows": [{"role": r.role, "id": r.id, "values": [finite_or_none(cell.value) for cell in r.cells],
                   "passed": [cell.passed for cell in r.cells]} for r in comparison.rows],
-        "differences": [{"item": d.item_id, "gate": d.gate, "states": d.states} for d in comparison.differences],
+        "differences": [{"item": d.name, "identity": d.identity, "gate": d.gate, "states": d.states}
+                        for d in comparison.differences],
         "statistics": [{"a": first, "b": c.run.run_id, **(stats.to_json(comparison.alpha) if stats else {})}
                        for c, stats in zip(comparison.columns[1:], comparison.paired, strict=False)],
         "alpha": comparison.alpha, "significant_regressions": comparison.significant(),

@@ -19,9 +19,13 @@ def _cell(change: Change) -> Text:
     return Text(f"{fmt(change.a)} -> {fmt(change.b)}", style=style)
 
 
-def _pass_text(passed: bool | None) -> Text:
+def _pass_text(passed: bool | None, status: str | None) -> Text:
+    """``pass``/``FAIL``, the status of a conversation that did not play out (``error``, ``limited``), ``-`` when
+    the run lacks it."""
     if passed is None:
         return Text("-", style="dim")
+    if status not in (None, "ok"):
+        return Text(str(status), style="bold red")
     return Text("pass", style="green") if passed else Text("FAIL", style="bold red")
 
 
@@ -79,8 +83,8 @@ def diff_json(diff: RunDiff) -> dict[str, Any]:
     return {"a": diff.a.run_id, "b": diff.b.run_id, "dataset_a": diff.a.dataset_path,
             "dataset_b": diff.b.dataset_path, "verdict_a": diff.a.verdict, "verdict_b": diff.b.verdict,
             "tolerance": diff.tolerance, "scorers": changes(diff.scorers), "gates": changes(diff.gates),
-            "items": [{"id": i.id, "passed_a": i.passed_a, "passed_b": i.passed_b, "scores": changes(i.scores)}
-                      for i in diff.items],
+            "items": [{"id": i.id, "name": i.name, "passed_a": i.passed_a, "passed_b": i.passed_b,
+                       "status_a": i.status_a, "status_b": i.status_b, "scores": changes(i.scores)} for i in diff.items],
             "regressions": diff.regressions, "alpha": diff.alpha, "significant_regressions": diff.significant,
             "statistics": diff.stats.to_json(diff.alpha) if diff.stats is not None else None,
             "exit_code": diff.exit_code}
@@ -105,21 +109,22 @@ def _items_table(diff: RunDiff, verbose: bool) -> RenderableType:
     """The conversations that changed (all with ``verbose``); only a line when none did: no empty table."""
     scorer_ids = [c.id for c in diff.scorers]
     table = Table()
-    widest = max((len(item.id) for item in diff.items), default=4)
+    widest = max((len(item.name) for item in diff.items), default=4)
     table.add_column("item", no_wrap=True, min_width=widest)
     for column in ("A", "B", *scorer_ids):
         table.add_column(column, overflow="fold")
     hidden = 0
     for item in diff.items:
-        changed = item.changed or item.passed_a != item.passed_b or any(c.a != c.b for c in item.scores)
+        changed = (item.changed or item.passed_a != item.passed_b or item.status_a != item.status_b
+                   or any(c.a != c.b for c in item.scores))
         if not (verbose or changed):
             hidden += 1
             continue
         by_id = {c.id: c for c in item.scores}
-        label = f"{item.id} (changed)" if item.changed else item.id
+        label = f"{item.name} (changed)" if item.changed else item.name
         table.add_row(Text(label, style="bold red" if item.newly_failing else "yellow" if item.changed else ""),
-                      _pass_text(item.passed_a),
-                      _pass_text(item.passed_b),
+                      _pass_text(item.passed_a, item.status_a),
+                      _pass_text(item.passed_b, item.status_b),
                       *(_cell(by_id[s]) if s in by_id else Text("-", style="dim") for s in scorer_ids))
     notes = [f"{plural(hidden, 'unchanged conversation')} not shown (--verbose shows all)"] if hidden else []
     edited = sum(1 for item in diff.items if item.changed)

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from ..store import Detectable, Figure, PairedStats, PassFail, pvalue_text
 from ..store.stats import ALPHA, CONFIDENCE, POWER
-from .text import titled
+from .text import plural, titled
 
 
 def points(change: float) -> str:
@@ -31,9 +31,15 @@ def interval_text(figure: Figure) -> str:
 
 def detectable_line(found: Detectable) -> str:
     """How large a change this many conversations can see, and with ``--detect`` how many a change needs."""
-    over = "conversations" if found.measure == "pass/fail" else "conversations' pass rates over their plays"
-    line = (f"smallest detectable change ({found.measure}): {found.change * 100:.1f} points with {found.n} {over} "
-            f"(alpha {ALPHA:g}, power {POWER:.0%}, from a spread of {found.spread:.3f} per conversation)")
+    over = plural(found.n, "conversation")
+    if found.measure != "pass/fail":
+        over += "'s pass rate over its plays" if found.n == 1 else "' pass rates over their plays"
+    conditions = f"(alpha {ALPHA:g}, power {POWER:.0%}, from a spread of {found.spread:.3f} per conversation)"
+    if found.change is None:
+        line = (f"smallest detectable change ({found.measure}): none with {over}: too few to detect any change; "
+                f"{found.needed_for_any} would detect a change of 100 points {conditions}")
+    else:
+        line = f"smallest detectable change ({found.measure}): {found.change * 100:.1f} points with {over} {conditions}"
     if found.detect is not None and found.needed is not None:
         line += f"; to detect {found.detect * 100:.1f} points: {found.needed} conversations"
     return line
@@ -49,9 +55,12 @@ def figure_rows(stats: PairedStats) -> list[tuple[str, str, str, str, str, str, 
     return rows
 
 
-def _moved(stats: PairedStats) -> bool:
-    """Whether any gate, scorer or pass rate differs on some conversation."""
-    return any(f.difference.changed for f in [*stats.figures, *([stats.rates] if stats.rates else [])])
+def status_line(stats: PairedStats) -> str | None:
+    """The conversations that errored in one run only (in no figure, but changed); ``None`` when none did."""
+    if not stats.status_changed:
+        return None
+    return (f"{plural(stats.status_changed, 'conversation')} errored in one run and not the other: counted in "
+            "pass/fail, in no gate or scorer figure")
 
 
 HEADERS = ("", "n", "A", "B", "B - A", f"{CONFIDENCE:.0%} interval", "Wilcoxon p")
@@ -62,7 +71,7 @@ def stats_renderable(stats: PairedStats, title: str = "Paired statistics (B - A)
     change."""
     parts: list[RenderableType] = [Text(pass_fail_line(stats.pass_fail))]
     rows = figure_rows(stats)
-    if rows and not _moved(stats):
+    if rows and stats.unchanged:
         parts.append(Text(f"no gate or scorer changed on any of the {stats.paired} conversations (B - A = 0)"))
     elif rows:
         table = Table()
@@ -74,6 +83,8 @@ def stats_renderable(stats: PairedStats, title: str = "Paired statistics (B - A)
         parts.append(titled("Per gate and scorer, over the conversations where both runs scored it", table,
                             f"interval: {CONFIDENCE:.0%} paired bootstrap of the mean of B - A; a red one lies "
                             "wholly below 0"))
+    if (status := status_line(stats)) is not None:
+        parts.append(Text(status, style="yellow"))
     parts.extend(Text(detectable_line(d), style="dim") for d in stats.detectable)
     if stats.only_a or stats.only_b:
         parts.append(Text(f"left out: {stats.only_a} conversation(s) only in A, {stats.only_b} only in B",
@@ -85,12 +96,13 @@ def stats_markdown(stats: PairedStats, heading: str = "#### Paired statistics (B
     """The statistics as Markdown lines (a CI step summary or a PR comment)."""
     lines = [heading, "", pass_fail_line(stats.pass_fail).replace("McNemar", "McNemar's"), ""]
     rows = figure_rows(stats)
-    if rows and not _moved(stats):
+    if rows and stats.unchanged:
         lines += [f"No gate or scorer changed on any of the {stats.paired} conversations.", ""]
     elif rows:
         lines += ["| " + " | ".join(HEADERS) + " |", "|---|" + "---:|" * (len(HEADERS) - 1)]
         lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
         lines.append("")
+    lines += [f"- {status}" for status in [status_line(stats)] if status is not None]
     lines += [f"- {detectable_line(d)}" for d in stats.detectable]
     if stats.only_a or stats.only_b:
         lines.append(f"- left out: {stats.only_a} conversation(s) only in A, {stats.only_b} only in B")

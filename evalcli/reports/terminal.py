@@ -20,6 +20,7 @@ from .text import (
     MAX_FAILING,
     MAX_ROWS,
     NOT_SCORABLE,
+    budget_words,
     fits,
     mark,
     one_line,
@@ -280,11 +281,12 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
         text.append("INTERRUPTED ", style="bold red")
         text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}; "
                     f"continue with: {resume_command(result, db_path)}\n")
-    if result.status == "budget":
-        text.append("BUDGET SPENT ", style="bold red")
-        text.append(f"after {result.completed} of {plural(result.selected, 'conversation')} (those that needed a call "
-                    f"of a spent budget are limited); continue with a larger --max-cost or --max-tokens: "
-                    f"{resume_command(result, db_path)}\n")
+    spent = budget_words(result)
+    if spent is not None:
+        label, _, rest = spent.partition(" after ")
+        text.append(label.upper() + " ", style="bold red")
+        text.append(f"after {rest} (those that needed a call of a spent budget are limited); continue with a larger "
+                    f"--max-cost or --max-tokens: {resume_command(result, db_path)}\n")
     text.append_text(verdict_line(result))
     if summary.not_scorable:
         text.append(f"   not scorable: {sum(summary.not_scorable.values())}")

@@ -18,6 +18,7 @@ __all__ = [
     "MAX_ROWS",
     "NOT_SCORABLE",
     "VERDICT_STYLE",
+    "budget_words",
     "fits",
     "fmt",
     "mark",
@@ -97,6 +98,16 @@ def verdict_words(result: RunResult) -> str:
     if summary.verdict:
         return f"{summary.verdict} on {summary.total_items - summary.errors} of {total}; {summary.errors} errored"
     return f"none (no gate or threshold results); {summary.errors} of {total} errored"
+
+
+def budget_words(result: RunResult) -> str | None:
+    """How a run that a budget ended says so, in every report (terminal, Markdown, HTML; the JSON has ``status``
+    and ``conversations``): ``budget spent after 4 of 8 conversations, 4 not played``; ``None`` for any other run."""
+    if result.status != "budget":
+        return None
+    counts = result.conversations
+    return (f"budget spent after {counts['played']} of {plural(counts['selected'], 'conversation')}, "
+            f"{counts['not_played']} not played")
 
 
 def verdict_style(result: RunResult) -> str:

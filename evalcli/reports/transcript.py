@@ -79,7 +79,10 @@ def message_lines(output: list[Message], names: dict[Any, str] | None = None) ->
             error = is_error_result(message)
             label = f"  tool result{' ERROR' if error else ''} "
             source = message.get("source")
-            said = f"  (id {call_id}{f', {source}' if isinstance(source, str) else ''})"
+            notes = [f"id {call_id}", *([source] if isinstance(source, str) else []),
+                     *(["handoff"] if message.get("handoff") is True else []),
+                     *(["seen by evalcli, not in the reply"] if message.get("observed") is True else [])]
+            said = f"  ({', '.join(notes)})"
             lines.append(Text.assemble((label, "bold red" if error else "bold blue"),
                                        (names.get(call_id, "?"), "cyan"), (said, "dim")))
             note = retry_note(message)

@@ -12,12 +12,12 @@ from __future__ import annotations
 from .calibrate import Calibration, ScorerCalibration, acalibrate
 from .context import RunContext
 from .events import Events
-from .options import RunOptions, plan_of
+from .options import RunOptions, check_budgets, plan_of
 from .plan import RunPlan, check_options, llm_settings, plan_run
 from .recorder import Recorder
 from .resume import rerun_indexes, rerun_selection, resume_options
 from .runner import Runner, arun_evals, run_evals
 
 __all__ = ["Calibration", "Events", "Recorder", "RunContext", "RunOptions", "RunPlan", "Runner", "ScorerCalibration",
-           "acalibrate", "arun_evals", "check_options", "llm_settings", "plan_of", "plan_run", "rerun_indexes",
-           "rerun_selection", "resume_options", "run_evals"]
+           "acalibrate", "arun_evals", "check_budgets", "check_options", "llm_settings", "plan_of", "plan_run",
+           "rerun_indexes", "rerun_selection", "resume_options", "run_evals"]

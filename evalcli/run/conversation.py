@@ -24,6 +24,7 @@ from ..messages import Message
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
 from ..targets import (
+    Adapter,
     BadReply,
     Calls,
     ConversationInfo,
@@ -38,7 +39,7 @@ from ..targets import (
     TurnTimedOut,
     merge_options,
 )
-from ..tools import CURRENT, annotate
+from ..tools import CURRENT, ToolPlan, recorded_turn
 from .drivers import driver_for
 from .play import ConversationFailed, Driver, LimitReached, PlayContext
 from .tooling import ToolSettings
@@ -174,12 +175,22 @@ class Conversation:
                 result.turns.append(TurnRecord(index, text, list(recorded or []), 0.0, simulated=simulated))
                 return result.turns[-1].output
             started = time.perf_counter()
-            plan = CURRENT.get()
+            plan, adapter = CURRENT.get(), self.dataset.target
             if plan is not None:
                 plan.turn = index
 
+            outside: list[str] = []
+
             def sourced(messages: list[Message]) -> list[Message]:
-                return messages if plan is None else annotate(messages, (c for c in plan.calls if c.turn == index))
+                # the turn's tool calls as recorded: sources, the calls evalcli saw that the reply did not report,
+                # and the calls that ran outside the plan where that is the conversation's error (docs/hermetic.md)
+                if plan is None:
+                    return messages
+                sent = adapter is not None and adapter.plan_sent
+                seen = recorded_turn(messages, plan, index, service_sources=sent)
+                ran = [call for call in seen.outside if not call.error or adapter is None or adapter.error_results_ran]
+                outside.extend(problem for call in ran if (problem := plan.outside(call.tool, sent=sent)) is not None)
+                return seen.messages
 
             def failed(messages: list[Message], output_retries: int = 0) -> None:
                 # the turn that failed is recorded too: what the user said (and what came back before the failure)
@@ -187,10 +198,9 @@ class Conversation:
                                                output_retries=output_retries))
 
             def tool_refusal() -> ConversationFailed | None:
-                # a tool call the plan refused (unmocked: error, --hermetic) is the conversation's error
-                if plan is None or not plan.refusals:
-                    return None
-                return ConversationFailed(f"turn {index}: {plan.refusals[0]}")
+                # a tool call the plan refused (unmocked: error, --hermetic), or one that ran outside it where it
+                # may not, is the conversation's error
+                return _tool_problem(plan, outside, index, adapter)
 
             if limits is not None:
                 _check_limits(limits, index, began, sink)
@@ -386,6 +396,18 @@ def _first_failure(group: BaseExceptionGroup[Any], tasks: list[asyncio.Task[Outc
     matched, _ = group.split(ScorerFailed)
     first = matched.exceptions[0] if matched else None
     return first if isinstance(first, ScorerFailed) else None
+
+
+def _tool_problem(plan: ToolPlan | None, outside: list[str], index: int,
+                  adapter: Adapter | None) -> ConversationFailed | None:
+    """The turn's tool problem as the conversation's error: the plan's first refusal, else the first call that ran
+    outside it where it may not (with what the target can do about it)."""
+    if plan is not None and plan.refusals:
+        return ConversationFailed(f"turn {index}: {plan.refusals[0]}")
+    if outside:
+        hint = adapter.outside_hint if adapter is not None else ""
+        return ConversationFailed(f"turn {index}: {outside[0]}" + (f"; {hint}" if hint else ""))
+    return None
 
 
 def _described(exc: BaseException) -> str:

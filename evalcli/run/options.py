@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..dataset import Dataset, Selection
+from ..dataset import Dataset, Selection, model_uses
+from ..llm import check_cost_budget
 from ..results import ItemResult, Plan
 from ..store import StoredOptions
 
@@ -49,6 +50,9 @@ class RunOptions:
     """Every tool call no mock answers, and every replay miss, is the conversation's error (SPEC §25)."""
     record_tools: str | None = None
     """Write every tool call to ``DIR/<dataset stem>.tape.jsonl`` (``--record-tools DIR``)."""
+    tape_name: str | None = None
+    """The tape's name in ``record_tools`` instead of the dataset's stem: the CLI gives each run of a command of
+    several (datasets with one stem, several ``--target``) a tape of its own (docs/hermetic.md, "Tapes")."""
     max_cost: dict[str | None, float] = field(default_factory=dict)
     """``--max-cost``: US dollars per purpose (``target``, ``simulator``, ``judge``), or for all (key ``None``)."""
     max_tokens: dict[str | None, float] = field(default_factory=dict)
@@ -69,3 +73,9 @@ def plan_of(dataset: Dataset) -> Plan:
     """The dataset's top-level gates and scorers, by id, with the scorers' thresholds."""
     return Plan([g.id for g in dataset.gates], [s.id for s in dataset.scorers],
                 {s.id: s.threshold.raw for s in dataset.scorers if s.threshold is not None})
+
+
+def check_budgets(dataset: Dataset, options: RunOptions) -> None:
+    """A ``UsageError`` before anything runs when the options' budgets cannot be counted for this dataset: a
+    ``--max-cost`` over a model without a price (docs/reliability.md, Budgets)."""
+    check_cost_budget(options.max_cost, model_uses(dataset), dataset.path)

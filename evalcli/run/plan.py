@@ -18,8 +18,9 @@ from ..llm import PURPOSES, LLMSettings, backend_from_env, check_settings, model
 from ..results import ItemResult, Plan
 from ..store import Store, StoredOptions, new_run_id, stored_usage
 from .notices import memory_warning
-from .options import RunOptions, plan_of
+from .options import RunOptions, check_budgets, plan_of
 from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored
+from .tooling import check_hermetic
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ class RunPlan:
     kept: Mapping[int, ItemResult] = field(default_factory=dict)
     """A resume's finished conversations, by the index of the item each one is."""
     kept_usage: tuple[tuple[Any, ...], ...] = ()
-    """Their LLM calls (``usage_summary`` rows): counted in the budget and the run's totals."""
+    """A resume's LLM calls of every earlier invocation (``usage_summary`` rows), those of the conversations played
+    again included: they count against the budget and in the run's totals."""
     target: str | None = None
     """The ``--target`` the dataset was loaded with (``None``: its own)."""
     notes: tuple[str, ...] = ()
@@ -103,7 +105,7 @@ def llm_settings() -> LLMSettings:
     return LLMSettings.from_env()
 
 
-def check_budget(budget: Mapping[str | None, float], option: str) -> None:
+def check_budget_amounts(budget: Mapping[str | None, float], option: str) -> None:
     """``--max-cost`` / ``--max-tokens`` as ``RunOptions`` holds them: per purpose (``None``: every purpose
     together), each a finite amount of 0 or more (docs/models.md)."""
     for purpose, amount in budget.items():
@@ -118,8 +120,8 @@ def check_budget(budget: Mapping[str | None, float], option: str) -> None:
 def check_options(options: RunOptions) -> None:
     """What the options say by themselves: a ``--filter`` that is a regular expression, budgets of known purposes."""
     check_filter(options.selection.filter)
-    check_budget(options.max_cost, "--max-cost")
-    check_budget(options.max_tokens, "--max-tokens")
+    check_budget_amounts(options.max_cost, "--max-cost")
+    check_budget_amounts(options.max_tokens, "--max-tokens")
 
 
 def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store | None = None, *,
@@ -145,11 +147,13 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
     if options.resume:
         options, row = _resume(dataset, options, _needs(store, "--resume"), given)
         run_id = row["id"]
+    check_budgets(dataset, options)  # a resume's restored options included
+    check_hermetic(dataset, options.hermetic)
     items = _selected(dataset, options)
     if options.resume:
         assert store is not None
         kept = kept_results(list(store.load_items(run_id)), items, row["dataset_hash"] == dataset.hash)
-        kept_usage = tuple(stored_usage(store, run_id, set(kept)))
+        kept_usage = tuple(stored_usage(store, run_id))
     return RunPlan(dataset, options, run_id, tuple(items), settings, kept, kept_usage, target, tuple(notes),
                    None if items else _why_none(dataset, options))
 

@@ -45,18 +45,19 @@ class Recorder:
                                  lambda conn: on_stored(next(stored_items(conn, run_id, index=result.index))))
 
     async def finish(self, summary: Summary, status: str, code: int, completed: int,
-                     repeats: dict[str, Any] | None) -> None:
-        """How the run ended, written before the run's result is returned (a write that fails is kept by the writer
-        and reported with the result)."""
+                     repeats: dict[str, Any] | None, selected: int) -> None:
+        """How the run ended (``completed`` of its ``selected`` conversations), written before the run's result is
+        returned (a write that fails is kept by the writer and reported with the result)."""
         store, run_id = self.store, self.run_id
         if store is not None:
             with contextlib.suppress(Exception):
                 await self.context.write(lambda: store.finish_statements(run_id, summary, status, code, completed,
-                                                                         repeats))
+                                                                         repeats, selected))
 
     def finish_later(self, summary: Summary, status: str, code: int, completed: int,
-                     repeats: dict[str, Any] | None) -> None:
+                     repeats: dict[str, Any] | None, selected: int) -> None:
         """How the run ended when it ended by an exception: queued, never awaited (the exception goes on)."""
         store, run_id = self.store, self.run_id
         if store is not None:
-            self.context.write_later(lambda: store.finish_statements(run_id, summary, status, code, completed, repeats))
+            self.context.write_later(lambda: store.finish_statements(run_id, summary, status, code, completed, repeats,
+                                                                     selected))

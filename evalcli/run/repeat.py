@@ -2,7 +2,11 @@
 
 Every score (top level and per turn, gates included) becomes the mean over the repeats where it was
 scorable, with the reason of the play that scored lowest (so a gate whose mean shows a failure explains it
-with a failing play's reason); pass@k records, per gate (top level, and per turn by id), whether at least one
+with a failing play's reason). Whether a gate passed is never read off that mean: a play passes when it
+reached every gate on every turn, and a gate passed on the conversation only when every play that scored it
+reached it (docs/history.md#stability-under-repeat), so the conversation's ``passed``, its stability and pass@k /
+pass^k agree whatever the gate's score range (plays scoring 2.0 and 0.5 average 1.25, and the conversation is
+flaky, not passed). pass@k records, per gate (top level, and per turn by id), whether at least one
 of the k repeats passed, pass^k whether all did, counting only the repeats where the gate was scorable. A
 repeat that errored makes the whole conversation an error: flakiness is never averaged away. Every play is
 kept on the result (``ItemResult.plays``, numbered from 1) and stored (SPEC §21).
@@ -17,9 +21,10 @@ from ..aggregate import Mean
 from ..results import ItemResult, Outcome, stability_counts
 
 
-def mean_outcomes(runs: list[dict[str, Outcome]]) -> dict[str, Outcome]:
+def mean_outcomes(runs: list[dict[str, Outcome]], *, gates: bool = False) -> dict[str, Outcome]:
     """Per id (first-seen order): the mean of the scorable outcomes with the reason (and error) of the lowest-scoring
-    one (the first of equals), or not scorable if none was."""
+    one (the first of equals), or not scorable if none was. For ``gates``, the mean is reached only when every play
+    that scored it reached it (``Outcome.reached``): the one rule of a play's pass, whatever the scores' range."""
     ids = list(dict.fromkeys(key for outcomes in runs for key in outcomes))
     reduced = {}
     for key in ids:
@@ -30,7 +35,8 @@ def mean_outcomes(runs: list[dict[str, Outcome]]) -> dict[str, Outcome]:
             mean.add(outcome.score or 0.0)  # never None here
         if scored:
             worst = min(scored, key=lambda outcome: outcome.score or 0.0)
-            reduced[key] = Outcome(score=mean.value, reason=worst.reason, error=worst.error)
+            reached = all(not outcome.missed_gate for outcome in scored) if gates else None
+            reduced[key] = Outcome(score=mean.value, reason=worst.reason, error=worst.error, reached=reached)
         else:
             reduced[key] = Outcome(not_scorable=True, reason=present[0].reason)
     return reduced
@@ -50,11 +56,11 @@ def reduce_repeats(results: list[ItemResult]) -> ItemResult:
     turns = []
     for index, turn in enumerate(first.turns):
         same = [r.turns[index] for r in results if len(r.turns) > index]
-        turns.append(replace(turn, gate_scores=mean_outcomes([t.gate_scores for t in same]),
+        turns.append(replace(turn, gate_scores=mean_outcomes([t.gate_scores for t in same], gates=True),
                              scores=mean_outcomes([t.scores for t in same])))
     passes = [gates_passed(r) for r in results]
     gate_ids = list(dict.fromkeys([*first.gate_scores, *(g for p in passes for g in p)]))
-    return replace(first, turns=turns, gate_scores=mean_outcomes([r.gate_scores for r in results]),
+    return replace(first, turns=turns, gate_scores=mean_outcomes([r.gate_scores for r in results], gates=True),
                    scores=mean_outcomes([r.scores for r in results]), usage=usage, duration_ms=duration,
                    repeats=len(results), gate_passes={g: sum(p.get(g) is True for p in passes) for g in gate_ids},
                    gate_plays={g: sum(g in p for p in passes) for g in gate_ids},

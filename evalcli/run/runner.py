@@ -105,7 +105,7 @@ class Runner:
             status, code = ("interrupted", ExitCode.INTERRUPTED) if interrupted else ("failed", ExitCode.INTERNAL)
             aggregator.flush()
             recorder.finish_later(aggregator.summary(), status, code, aggregator.items,
-                                  rates.to_json(self.options.repeat))
+                                  rates.to_json(self.options.repeat), len(plan.items))
             raise
         aggregator.flush()
         summary = aggregator.summary()
@@ -114,7 +114,8 @@ class Runner:
             self.events.warning(unscored)
             warnings.append(unscored)
         status, code = self._ending(summary, aggregator.items < len(plan.items))
-        await recorder.finish(summary, status, code, aggregator.items, rates.to_json(self.options.repeat))
+        await recorder.finish(summary, status, code, aggregator.items, rates.to_json(self.options.repeat),
+                              len(plan.items))
         ordered = [results[i.index] for i in plan.items if i.index in results] if self.options.keep_items else None
         totals = usage_summary([*plan.kept_usage, *usage_rows(usage)])
         return RunResult(plan.run_id, self.dataset.path, self.dataset.target_spec, summary, status,
@@ -159,7 +160,7 @@ class Runner:
             return
         builder = Builder(self.dataset.imported, context.llm, self.options.use_cache)
         tools = ToolSettings.of_run(self.dataset, self.options.hermetic, self.options.record_tools,
-                                    self.options.resume, self.plan.controls_tools)
+                                    self.options.resume, self.options.tape_name, self.plan.controls_tools)
         if tools.active and self.dataset.target is not None:
             self.dataset.target.control_tools()
         conversation = Conversation(self.dataset, builder, context.calls,

@@ -1,13 +1,15 @@
 """A run's control of its target's tools (docs/hermetic.md): each conversation's ``ToolPlan`` from the dataset's, item's
-and turns' ``tools:``, ``--hermetic``, and the tape ``--record-tools`` writes."""
+and turns' ``tools:``, ``--hermetic``, and the tape ``--record-tools`` writes. A run that controls no tool still gives
+each conversation a plan that watches, so the calls evalcli sees are recorded."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..dataset import Dataset, Item
+from ..errors import DatasetError, Problem
 from ..identity import identity_of
-from ..tools import TapeRecorder, ToolPlan
+from ..tools import TapeRecorder, ToolPlan, carry_plans_into_threads
 
 
 def tape_identity(item: Item) -> str:
@@ -29,26 +31,27 @@ class ToolSettings:
 
     @classmethod
     def of_run(cls, dataset: Dataset, hermetic: bool, record_tools: str | None, resume: str | None,
-               controlled: bool | None = None) -> ToolSettings:
+               tape_name: str | None = None, controlled: bool | None = None) -> ToolSettings:
         """A run's settings: ``--hermetic``, ``--record-tools DIR``'s tape in dataset order, which a resumed run
         adds to (``resume``: the conversations its first invocation played keep their lines; docs/hermetic.md), and
-        whether the dataset controls tools (``controlled``, when its plan knows already; else the dataset is
+        whether the dataset controls tools (``controlled``, when the run's plan knows already; else the dataset is
         asked, once)."""
         recorder = None
         if record_tools:
             order = {tape_identity(item): item.index for item in dataset.items}
-            recorder = TapeRecorder(record_tools, dataset.path, order, resume=resume is not None)
+            recorder = TapeRecorder(record_tools, dataset.path, order, resume=resume is not None, name=tape_name)
         return cls(hermetic, recorder, dataset.controls_tools if controlled is None else controlled)
 
     @property
     def active(self) -> bool:
-        """Whether conversations get a tool plan at all (without one, tools run untouched)."""
+        """Whether conversations get a tool plan that controls tools (without one, tools run untouched, watched)."""
         return self.hermetic or self.recorder is not None or self.controlled
 
-    def plan_for(self, dataset: Dataset, item: Item) -> ToolPlan | None:
-        """The conversation's plan (``None`` when nothing controls tools)."""
+    def plan_for(self, dataset: Dataset, item: Item) -> ToolPlan:
+        """The conversation's plan (one that only watches when nothing controls tools)."""
+        carry_plans_into_threads()
         if not self.active:
-            return None
+            return ToolPlan(controls=False)
         base = item.tools.over(dataset.tools) if item.tools is not None else dataset.tools
         turns = {t: turn.tools for t, turn in enumerate(item.turns or ()) if turn.tools is not None}
         tape = None
@@ -59,3 +62,13 @@ class ToolSettings:
     def finished(self, item: Item, plan: ToolPlan | None) -> None:
         if self.recorder is not None and plan is not None:
             self.recorder.add(item.index, tape_identity(item), plan.calls)
+
+
+def check_hermetic(dataset: Dataset, hermetic: bool) -> None:
+    """Under ``--hermetic``, a target whose tools evalcli can neither control nor see run is refused before anything
+    runs (``DatasetError``, exit 2), with the reason: nothing could prove that no tool ran live (docs/hermetic.md)."""
+    reason = dataset.target.uncontrolled() if hermetic and dataset.target is not None else None
+    if reason is not None:
+        raise DatasetError([Problem(dataset.path, f"--hermetic cannot hold: {reason}",
+                                    "let evalcli answer the target's tools or see them run (docs/hermetic.md), or run "
+                                    "this dataset without --hermetic")])

@@ -17,7 +17,7 @@ from ..errors import ExitCode, UsageError
 from ..identity import changed, identity_of
 from ..results import ItemResult, RunResult, Threshold
 from .history import StoredRun, load_run
-from .paired import PairedStats, check_alpha, check_detect, paired_stats
+from .paired import PairedStats, check_alpha, check_detect, conversation_names, paired_stats
 from .store import Store
 
 
@@ -72,9 +72,12 @@ class Difference:
     """A conversation whose gate (or status) reads differently across the runs: one state per run, each ``pass``,
     ``FAIL``, ``error`` (the conversation errored), ``n/a`` (not scorable) or ``-`` (not in that run)."""
 
-    item_id: str
+    name: str
+    """The conversation as views of two runs name it (``conversation_name``: its id, else its content)."""
     gate: str
     states: list[str]
+    identity: str = ""
+    """Who the conversation is (``evalcli.identity``): what a view matches it by, never its name or position."""
 
 
 @dataclass
@@ -88,6 +91,10 @@ class Comparison:
     items: list[list[ItemResult | None]] = field(default_factory=list)
     """Per conversation (matched by identity, ``evalcli.identity``; in dataset order), each run's result or
     ``None``."""
+    identities: list[str] = field(default_factory=list)
+    """The identity of each conversation of ``items``, in the same order."""
+    names: dict[str, str] = field(default_factory=dict)
+    """Identity -> the conversation's name in every view (``conversation_name``)."""
     paired: list[PairedStats | None] = field(default_factory=list)
     """With statistics (SPEC §26): each run after the first against the first (``None`` when they share no
     conversation); empty without."""
@@ -188,24 +195,25 @@ def _comparison(store: Store, runs: list[StoredRun], item_lists: list[list[ItemR
     rows = _scorer_rows(runs) + _gate_rows(runs, item_lists)
     hashes = {r.row.get("dataset_hash") for r in runs}
     comparison = Comparison(runs[0].result.dataset_path, [_column(store, r) for r in runs], rows,
-                            items=[[found.get(key) for found in by_identity] for key in keys],
+                            items=[[found.get(key) for found in by_identity] for key in keys], identities=keys,
+                            names=conversation_names(item for items in item_lists for item in items),
                             datasets_differ=None not in hashes and len(hashes) > 1)
-    for results in comparison.items:
+    for key, results in zip(keys, comparison.items, strict=True):
         present = [r for r in results if r is not None]
-        item_id = present[0].id
+        name = comparison.names[key]
         if any(changed(present[0], other) for other in present[1:]):
-            comparison.changed.append(item_id)
+            comparison.changed.append(name)
             continue
         statuses = ["-" if r is None else ("ok" if r.status == "ok" else "error") for r in results]
         if len(set(statuses)) > 1:
-            comparison.differences.append(Difference(item_id, "status", statuses))
+            comparison.differences.append(Difference(name, "status", statuses, key))
         per_run = [_gate_states(r) for r in results]
         gates = list(dict.fromkeys(g for states in per_run for g in states))
         for gate in gates:
             states = [states.get(gate, "-" if r is None else "error" if r.status != "ok" else "-")
                       for states, r in zip(per_run, results, strict=True)]
             if len(set(states)) > 1:
-                comparison.differences.append(Difference(item_id, gate, states))
+                comparison.differences.append(Difference(name, gate, states, key))
     return comparison
 
 

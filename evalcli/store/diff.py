@@ -6,10 +6,10 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..errors import ExitCode, UsageError
-from ..identity import changed, pair_by_identity
+from ..identity import changed, identity_of, pair_by_identity
 from ..results import ItemResult, RunResult, Summary, fmt
 from .history import load_run
-from .paired import PairedStats, check_alpha, check_detect, paired_stats
+from .paired import PairedStats, check_alpha, check_detect, conversation_names, paired_stats
 from .store import Store
 
 VERDICT_RANK = {None: 0, "passed": 0, "scored": 1, "failed": 2}
@@ -34,12 +34,18 @@ class ItemChange:
     """One conversation matched by identity across the two runs (``evalcli.identity``)."""
 
     id: str
+    """Its item id in run B (in run A when B lacks it): what that run's own views call it."""
     passed_a: bool | None
     passed_b: bool | None
     scores: list[Change]
     changed: bool = False
     """The item names itself (``id``) in both runs, but its content differs: another conversation under one id,
     listed apart and never counted as regressed or fixed."""
+    name: str = ""
+    """How views of both runs name it (``conversation_name``: its id, else its content; never its position)."""
+    status_a: str | None = None
+    """Its status in run A (``ok``, ``error``, ``limited``), ``None`` when A lacks it; likewise ``status_b``."""
+    status_b: str | None = None
 
     @property
     def newly_failing(self) -> bool:
@@ -105,6 +111,7 @@ def _gate_scores(summary: Summary) -> dict[str, float]:
 
 def _item_changes(a: list[ItemResult], b: list[ItemResult], tolerance: float) -> list[ItemChange]:
     changes = []
+    names = conversation_names([*a, *b])
     for item_a, item_b in pair_by_identity(a, b):
         edited = item_a is not None and item_b is not None and changed(item_a, item_b)
         scores_a = {k: o.score for k, o in (item_a.scores if item_a else {}).items() if o.score is not None}
@@ -115,7 +122,8 @@ def _item_changes(a: list[ItemResult], b: list[ItemResult], tolerance: float) ->
         if edited:  # another conversation under one id: its scores are not a regression
             scores = [replace(score, regressed=False) for score in scores]
         changes.append(ItemChange(shown.id, item_a.passed if item_a else None, item_b.passed if item_b else None,
-                                  scores, edited))
+                                  scores, edited, names[identity_of(shown)], item_a.status if item_a else None,
+                                  item_b.status if item_b else None))
     return changes
 
 
@@ -156,7 +164,7 @@ def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0, *,
             diff.regressions.append(f"gate {change.id}: score {fmt(change.a)} -> {fmt(change.b)}")
     if VERDICT_RANK[b.result.verdict] > VERDICT_RANK[a.result.verdict]:
         diff.regressions.append(f"verdict: {a.result.verdict or 'none'} -> {b.result.verdict}")
-    diff.regressions.extend(f"item {item.id}: passed in A, fails in B" for item in diff.items if item.newly_failing)
-    diff.regressions.extend(f"item {item.id}: in A, missing from B" for item in diff.items
+    diff.regressions.extend(f"item {item.name}: passed in A, fails in B" for item in diff.items if item.newly_failing)
+    diff.regressions.extend(f"item {item.name}: in A, missing from B" for item in diff.items
                             if item.passed_a is not None and item.passed_b is None)
     return diff

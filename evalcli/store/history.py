@@ -98,7 +98,7 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     completed = row["completed_items"] or summary.total_items
     result = RunResult(row["id"], row.get("dataset_path") or row["dataset"], row["target"], summary, row["status"],
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
-                       completed=completed, selected=max(completed, row["total_items"] or 0),
+                       completed=completed, selected=max(completed, int(stored.get("selected") or row["total_items"] or 0)),
                        dataset_name=row["dataset"], repeat=int(stored.get("repeat") or 1),
                        pass_at_k=dict(stored.get("pass_at_k") or {}), pass_all_k=dict(stored.get("pass_all_k") or {}),
                        stability=_stability(store, row["id"]))

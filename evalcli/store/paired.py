@@ -8,11 +8,13 @@ Everything is computed from the two runs' stored conversations; the arithmetic i
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from ..identity import changed, pair_by_identity
+from ..identity import EXPLICIT, LEGACY, changed, identity_of, pair_by_identity
 from ..results import ItemResult, Outcome
 from .stats import (
     ALPHA,
@@ -20,14 +22,41 @@ from .stats import (
     POWER,
     PairedDifference,
     conversations_needed,
-    detectable_change,
     differences,
     mcnemar_p,
     paired_difference,
+    smallest_detectable,
     spread,
 )
 
 Pair = tuple[ItemResult | None, ItemResult | None]
+NAME_WIDTH = 48
+"""How much of a conversation's first user message names it (``conversation_name``)."""
+
+
+def conversation_name(item: ItemResult) -> str:
+    """How every view of two runs names a conversation (docs/history.md#comparing-runs): its ``id`` when the item
+    gives one; otherwise its content, the first user message in quotes (``"Tell me a joke"``), numbered as its
+    identity is (``#2`` for the second identical item). Never its position: two runs need not share it."""
+    identity = identity_of(item)
+    if identity.startswith(EXPLICIT):
+        return identity[len(EXPLICIT):]
+    digest, _, nth = identity.removeprefix(LEGACY).partition("#")
+    first = " ".join(next((turn.input for turn in item.turns if turn.input), "").split())
+    if len(first) > NAME_WIDTH:
+        first = first[:NAME_WIDTH - 1] + "…"
+    return (f'"{first}"' if first else f"content {digest[:8]}") + (f" #{nth}" if nth else "")
+
+
+def conversation_names(items: Iterable[ItemResult]) -> dict[str, str]:
+    """Identity -> ``conversation_name`` for the conversations of the runs a view shows; two conversations whose
+    names would read alike (the same first message, other later turns) are told apart by their content digest."""
+    names: dict[str, str] = {}
+    for item in items:
+        names.setdefault(identity_of(item), conversation_name(item))
+    counts = Counter(names.values())
+    return {key: name if counts[name] == 1 or key.startswith(EXPLICIT) else
+            f"{name} ({key.removeprefix(LEGACY)[:8]})" for key, name in names.items()}
 
 
 def pair_conversations(items_a: list[ItemResult], items_b: list[ItemResult]) -> list[Pair]:
@@ -105,7 +134,10 @@ class Detectable:
     measure: str
     """``pass/fail`` or ``pass rate`` (over the ``--repeat`` plays)."""
     n: int
-    change: float
+    change: float | None
+    """The smallest detectable change, at most 1 (100 points); ``None``: too few conversations to detect any."""
+    needed_for_any: int
+    """The fewest conversations that detect a change of 100 points (more than ``n`` when ``change`` is ``None``)."""
     spread: float
     """Mean squared difference per conversation (pass/fail: the share that changed)."""
     step: float
@@ -115,8 +147,8 @@ class Detectable:
 
     def to_json(self) -> dict[str, Any]:
         return {"measure": self.measure, "n": self.n, "smallest_detectable_change": self.change,
-                "spread": self.spread, "alpha": ALPHA, "power": POWER, "detect": self.detect,
-                "conversations_needed": self.needed}
+                "conversations_needed_for_any": self.needed_for_any, "spread": self.spread, "alpha": ALPHA,
+                "power": POWER, "detect": self.detect, "conversations_needed": self.needed}
 
 
 @dataclass
@@ -130,18 +162,30 @@ class PairedStats:
     figures: list[Figure]
     rates: Figure | None
     detectable: list[Detectable] = field(default_factory=list)
+    status_changed: int = 0
+    """Paired conversations whose status differs (errored in one run, played in the other): their gates and scorers
+    are in no figure, but they changed."""
+
+    @property
+    def unchanged(self) -> bool:
+        """Nothing moved: no gate, scorer or pass rate differs on any conversation, no conversation passed in one run
+        only, and none changed status. Only then may a view say that nothing changed."""
+        moved = any(f.difference.changed for f in [*self.figures, *([self.rates] if self.rates else [])])
+        return not (moved or self.pass_fail.b or self.pass_fail.c or self.status_changed)
 
     def regressions(self, alpha: float) -> list[str]:
         """Why B is worse than A beyond the noise at ``alpha``: a significant drop of pass/fail (p < alpha, b > c)
-        or a gate whose interval of B - A lies wholly below 0; empty when neither."""
+        or a gate whose interval of B - A lies wholly below 0 with Wilcoxon's p below alpha
+        (``PairedDifference.significant_drop``); empty when neither."""
         lines = []
         pf = self.pass_fail
         if pf.significant_drop(alpha):
             lines.append(f"pass/fail: {pf.b} passed in A and fail in B, {pf.c} the other way "
                          f"(McNemar p = {pvalue_text(pf.p)} < {alpha:g})")
         lines.extend(f"gate {f.id}: B - A = {f.difference.mean:+.3f}, {CONFIDENCE:.0%} interval "
-                     f"[{f.difference.low:+.3f}, {f.difference.high:+.3f}] lies below 0"
-                     for f in self.figures if f.role == "gate" and f.difference.below_zero)
+                     f"[{f.difference.low:+.3f}, {f.difference.high:+.3f}] lies below 0 "
+                     f"(Wilcoxon p = {pvalue_text(f.difference.p)} < {alpha:g})"
+                     for f in self.figures if f.role == "gate" and f.difference.significant_drop(alpha))
         return lines
 
     def to_json(self, alpha: float | None = None) -> dict[str, Any]:
@@ -149,7 +193,8 @@ class PairedStats:
             "paired": self.paired, "only_a": self.only_a, "only_b": self.only_b,
             "pass_fail": self.pass_fail.to_json(), "figures": [f.to_json() for f in self.figures],
             "pass_rate": self.rates.to_json() if self.rates else None,
-            "detectable": [d.to_json() for d in self.detectable], "confidence": CONFIDENCE}
+            "detectable": [d.to_json() for d in self.detectable], "status_changed": self.status_changed,
+            "confidence": CONFIDENCE}
         if alpha is not None:
             data["alpha"] = alpha
             data["significant_regressions"] = self.regressions(alpha)
@@ -173,7 +218,8 @@ def paired_stats(items_a: list[ItemResult], items_b: list[ItemResult], detect: f
     pass_fail = PassFail(len(both), sum(a.passed for a, _ in both), sum(b.passed for _, b in both),
                          b_count, c_count, mcnemar_p(b_count, c_count))
     stats = PairedStats(len(both), sum(1 for _, b in pairs if b is None), sum(1 for a, _ in pairs if a is None),
-                        pass_fail, _figures(both), _rates(both))
+                        pass_fail, _figures(both), _rates(both),
+                        status_changed=sum(1 for a, b in both if a.status != b.status))
     stats.detectable.append(_detectable("pass/fail", len(both), (b_count + c_count) / len(both), 1.0, detect))
     if stats.rates is not None:
         repeated = [(a, b) for a, b in both if a.repeats > 1 and b.repeats > 1]
@@ -184,10 +230,9 @@ def paired_stats(items_a: list[ItemResult], items_b: list[ItemResult], detect: f
 
 
 def _detectable(measure: str, n: int, share: float, step: float, detect: float | None) -> Detectable:
-    change = detectable_change(n, share, step)
-    assert change is not None  # n > 0
+    change, needed_for_any = smallest_detectable(n, share, step)
     needed = conversations_needed(detect, share, step) if detect is not None else None
-    return Detectable(measure, n, change, share, step, detect, needed)
+    return Detectable(measure, n, change, needed_for_any, share, step, detect, needed)
 
 
 def _values(item: ItemResult) -> dict[tuple[str, str], float]:

@@ -54,8 +54,15 @@ class PairedDifference:
 
     @property
     def below_zero(self) -> bool:
-        """The whole interval lies below 0: B is lower than A beyond the noise."""
+        """The whole interval lies below 0 (alone, not evidence: see ``significant_drop``)."""
         return self.high < 0
+
+    def significant_drop(self, alpha: float) -> bool:
+        """B is lower than A beyond the noise at ``alpha``: the interval lies wholly below 0 *and* Wilcoxon's p is
+        below ``alpha``. A bootstrap over a few conversations that all moved alike gives an interval of one point
+        (three conversations each -1: [-1, -1]) while Wilcoxon's p is 0.25: that is no evidence
+        (docs/history.md#comparisons-that-know-the-noise)."""
+        return self.below_zero and self.p < alpha
 
     def to_json(self) -> dict[str, float | int]:
         return {"n": self.n, "mean": self.mean, "low": self.low, "high": self.high, "p": self.p,
@@ -117,6 +124,17 @@ def detectable_change(n: int, spread: float, step: float = 1.0) -> float | None:
     if n <= 0:
         return None
     return max(_z_sum() * math.sqrt(spread / n), MIN_CHANGED * step / n)
+
+
+def smallest_detectable(n: int, spread: float, step: float = 1.0) -> tuple[float | None, int]:
+    """What ``n`` paired conversations can see, as printed: (the ``detectable_change``, or ``None`` when it is above
+    100 points, a change no pass rate can make, so none is detectable; the fewest conversations that detect a change
+    of 100 points, below which none is). ``n`` is at least 1
+    (docs/history.md#how-many-conversations-to-see-a-5-point-change)."""
+    change = detectable_change(n, spread, step)
+    if change is None:
+        raise ValueError("the detectable change needs at least one conversation")
+    return (change if change <= 1.0 else None), conversations_needed(1.0, spread, step)
 
 
 def conversations_needed(change: float, spread: float, step: float = 1.0) -> int:

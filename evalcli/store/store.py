@@ -217,10 +217,10 @@ class Store:
         if written is not None:
             written.add(result.index)
         statements: list[Statement] = [] if first_write else [
-            # a resumed or re-run conversation replaces its earlier rows (a new run has none to replace)
+            # a resumed or re-run conversation replaces its earlier rows (a new run has none to replace); its earlier
+            # attempt's LLM calls stay: they were made, and count in the run's totals and budget (docs/reliability.md)
             ("DELETE FROM scores WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM turns WHERE run_id = ? AND item_index = ?", key),
-            ("DELETE FROM llm_calls WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM plays WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM items WHERE run_id = ? AND item_index = ?", key),
         ]
@@ -279,11 +279,15 @@ class Store:
                            result.thread_id)
 
     def finish_statements(self, run_id: str, summary: Summary, status: str, exit_code: int,
-                          completed: int, repeats: dict[str, Any] | None = None) -> list[Statement]:
+                          completed: int, repeats: dict[str, Any] | None = None,
+                          selected: int | None = None) -> list[Statement]:
         """The run's verdict, aggregate and totals; totals of LLM use are summed from its stored calls. ``repeats``:
         what the JSON of a ``--repeat`` run adds (``repeat``, ``pass_at_k``, ``pass_all_k``), kept with the
-        aggregate so ``show RUN --json`` writes what ``run --json`` did."""
+        aggregate so ``show RUN --json`` writes what ``run --json`` did; so is ``selected``, the conversations the
+        run selected (``completed`` of them were played)."""
         data = {**summary.to_json(), **(repeats or {})}
+        if selected is not None:
+            data["selected"] = selected
         if summary.unscored_gates:  # kept for what reads the run back (pytest's ::verdict), not in its JSON
             data["unscored_gates"] = summary.unscored_gates
         return self._clean([(

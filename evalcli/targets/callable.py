@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import TargetError
 from ..messages import Message
-from ..tools import REGISTERED
+from ..tools import REGISTERED, same_tool
 from .openai_format import RESPONSE_ROLES
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, call_options, caller_thread
 
@@ -39,6 +39,7 @@ class CallableAdapter(Adapter):
         self.is_async = is_async_callable(self.fn)
         self.accepts = accepted_keywords(self.fn)
         self.kwargs = self._kwargs(self.options)
+        self.error_results_ran = self._own_tools() is None  # a plain callable's reported error is its tool's
 
     def _kwargs(self, options: Mapping[str, Any]) -> dict[str, Any]:
         kwargs = call_options(options)
@@ -82,7 +83,36 @@ class CallableAdapter(Adapter):
 
     def tool_parameters(self, name: str) -> list[str] | None:
         own = self._own_tools() or {}
-        return own.get(name) if name in own else REGISTERED.get(name)
+        if name in own:
+            return own.get(name)
+        registered = next((n for n in REGISTERED if same_tool(n, name)), None)
+        return REGISTERED.get(registered) if registered is not None else None
+
+    def interceptable(self, name: str) -> bool | None:
+        """Whether evalcli's plan can answer the tool: an ``evalcli.Agent``'s own tools and ``@evalcli.tool`` functions
+        (those defined when the target was imported) can; ``None``: not known."""
+        own = self._own_tools()
+        if own is not None:
+            return name in own
+        return any(same_tool(n, name) for n in REGISTERED)
+
+    @property
+    def outside_hint(self) -> str:
+        if self._own_tools() is not None:
+            return super().outside_hint
+        return "decorate the tool function with @evalcli.tool, so that evalcli's plan answers it"
+
+    @property
+    def reports_tool_calls(self) -> bool | None:
+        """An ``evalcli.Agent`` does; a callable annotated to return ``str`` never does, unless it may call an
+        ``@evalcli.tool`` function (whose calls evalcli sees); any other callable may."""
+        if self._own_tools() is not None:
+            return True
+        try:
+            returns = inspect.signature(self.fn).return_annotation
+        except (TypeError, ValueError):
+            return None
+        return None if returns not in (str, "str") or REGISTERED else False
 
     def returned_problems(self, returned: Mapping[str, Any]) -> list[str]:
         problems = [f"'{name}' is set by evalcli and cannot come from a setup" for name in returned

@@ -52,7 +52,9 @@ class TargetThreads:
                 thread = threading.Thread(target=self._work, name=f"{THREAD_PREFIX}-{len(self._threads) + 1}",
                                           daemon=True)
                 self._threads.append(thread)
-                thread.start()
+                # started outside the conversation's context: a worker serves every conversation, and each job runs
+                # in its own caller's context (a worker never keeps one conversation's tool plan, docs/hermetic.md)
+                contextvars.Context().run(thread.start)
         self._jobs.put(job)
 
     def _work(self) -> None:

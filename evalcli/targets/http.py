@@ -203,7 +203,7 @@ class HttpAdapter(RemoteAdapter):
         self.remembers = bool(names & MEMORY_NAMES)
         self.keeps_history = "history" in names
         """Only templates that read ``history`` need it kept."""
-        self.tools_mockable = "tools" in names
+        self.tools_mockable = self.plan_sent = "tools" in names
         """A body that sends the conversation's tool plan (``{{ tools }}``) lets ``tools:`` reach the service."""
         self.shown_url = redact_url(target.config.url)
         self.missing_usage = 0
@@ -214,6 +214,27 @@ class HttpAdapter(RemoteAdapter):
     def has_memory(self) -> bool:
         """Only a request that carries the thread, the resource or the history can tell conversations apart."""
         return self.remembers
+
+    @property
+    def outside_hint(self) -> str:
+        if self.plan_sent:
+            return ("the service was sent the plan ({{ tools }}): a tool message it answered from the plan says "
+                    "\"source\": \"mock\" (or \"replay\")")
+        return ("its tools run in the service: send it the plan with '{{ tools }}' in the body and have it answer "
+                "from it")
+
+    @property
+    def reports_tool_calls(self) -> bool | None:
+        """A reply read as text (``response.text``) never shows a tool call; a transform's may."""
+        reader = self.target.reader
+        return True if reader.messages is not None else None if reader.transform is not None else False
+
+    def uncontrolled(self) -> str | None:
+        if self.plan_sent or self.reports_tool_calls is not False:
+            return None
+        return (f"the http target's tools run in the service, which is not sent the plan ({{{{ tools }}}} is not in "
+                f"its body), and its replies are read as text ({self.target.reader.source}), so a tool it runs live "
+                "cannot be seen: send it the plan, or read the reply's messages (response: {messages: PATH})")
 
     def usage_missing(self) -> None:
         self.missing_usage += 1

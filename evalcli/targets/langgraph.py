@@ -84,6 +84,11 @@ class LangGraphAdapter(Adapter):
     def tool_schemas(self) -> dict[str, Any] | None:
         return graph_tools(self.obj)
 
+    @property
+    def outside_hint(self) -> str:
+        return "evalcli's plan answers the tools a ToolNode runs and @evalcli.tool functions: run it in a ToolNode " \
+               "or decorate it with @evalcli.tool"
+
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
         return [name for name in keyword_names(obj.ainvoke, OWNED) if name not in RESERVED_OPTIONS]

@@ -59,6 +59,11 @@ class ModelAdapter(FormAdapter):
     config_model = ModelConfig
     nested = False
 
+    @property
+    def reports_tool_calls(self) -> bool | None:
+        """A chat completion per turn: no tool runs."""
+        return False
+
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
         return list(OPTIONS)

@@ -9,7 +9,9 @@ a new object for each conversation, shared by its turns.
 
 This turn's messages are ``result.new_items`` in OpenAI format (assistant text, tool calls and handoffs,
 tool results; reasoning items and the user's input left out), every assistant message named after the
-agent that wrote it (``name``). The SDK turns a tool's exception into the tool's output text and goes on,
+agent that wrote it (``name``). A handoff's result is marked ``handoff: true``: it is not a tool's, so it has no
+``source`` and ``--hermetic`` never counts it as a live call (docs/hermetic.md). The SDK turns a tool's exception
+into the tool's output text and goes on,
 with no error flag on the item: evalcli installs a ``RunConfig.tool_error_formatter`` that only records
 the call ids the SDK reports as failed (an exception in the tool, a tool that does not exist) and leaves
 the text as it was, so those results are ``is_error: true``; the SDK's default failure text and its
@@ -60,6 +62,8 @@ FAILED_KINDS = frozenset({"tool_exception", "tool_not_found"})
 TIMEOUT_TEXT = re.compile(r"^Tool '[^']*' timed out after [\d.]+ seconds\.$")
 HAS_FORMATTER = any(f.name == "tool_error_formatter" for f in dataclasses.fields(RunConfig))
 """Whether this SDK reports handled tool failures to a ``RunConfig.tool_error_formatter`` (else: the text only)."""
+HANDOFF_ITEMS = ("handoff_call_item", "handoff_output_item")
+"""The run items of a handoff: the call that hands over and its output (not a tool's)."""
 CONTINUE_WITH = ("last_agent", "starting_agent")
 """``continue_with``: which agent a later turn goes to."""
 
@@ -209,8 +213,7 @@ class OpenAIAgentsSession:
         self.agent = result.last_agent
         output = result.final_output
         structured = None if isinstance(output, str) or output is None else jsonable(output)
-        return Reply(self._convert((item.to_input_item(), _agent_name(item)) for item in result.new_items),
-                     structured=structured)
+        return Reply(self._convert(_with_names(result.new_items)), structured=structured)
 
     async def _tripped(self, text: str, exc: InputGuardrailTripwireTriggered | OutputGuardrailTripwireTriggered,
                        agent: Any) -> Reply:
@@ -237,7 +240,7 @@ class OpenAIAgentsSession:
         run_data = getattr(exc, "run_data", None)
         items = list(getattr(run_data, "new_items", None) or ())
         if items:
-            return self._convert((item.to_input_item(), _agent_name(item)) for item in items)
+            return self._convert(_with_names(items))
         try:
             saved = list(await self.session.get_items())
         except Exception:  # noqa: BLE001 - the turn's error is the run's, not the session's
@@ -359,6 +362,16 @@ def call_options_of(options: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k not in RESERVED_OPTIONS and k not in OpenAIAgentsAdapter.own_options}
 
 
+def _with_names(items: Iterable[Any]) -> Iterable[tuple[Any, str | None]]:
+    """Run items as input items, each with the name of the agent that made it; a handoff's call and output say so
+    (``handoff: true``, which ``to_openai`` reads)."""
+    for item in items:
+        converted = item.to_input_item()
+        if getattr(item, "type", None) in HANDOFF_ITEMS and isinstance(converted, dict):
+            converted = {**converted, "handoff": True}
+        yield converted, _agent_name(item)
+
+
 def _agent_name(item: Any) -> str | None:
     name = getattr(getattr(item, "agent", None), "name", None)
     return name if isinstance(name, str) else None
@@ -366,17 +379,24 @@ def _agent_name(item: Any) -> str | None:
 
 def with_agents(items: list[Any], first: str | None) -> Iterable[tuple[Any, str | None]]:
     """Saved session items (which do not say which agent made them) with the agent that did: the turn's first
-    agent, then after each handoff's output (``{"assistant": NAME}``) the agent it handed to."""
+    agent, then after each handoff's output (``{"assistant": NAME}``, marked ``handoff``) the agent it handed to."""
     current = first
     for item in items:
-        yield item, current
-        if item.get("type") == "function_call_output":
-            try:
-                handed = json.loads(item.get("output") or "")
-            except (TypeError, ValueError):
-                continue
-            if isinstance(handed, dict) and list(handed) == ["assistant"] and isinstance(handed["assistant"], str):
-                current = handed["assistant"]
+        handed = handed_to(item.get("output")) if item.get("type") == "function_call_output" else None
+        yield (item if handed is None else {**item, "handoff": True}), current
+        current = handed or current
+
+
+def handed_to(output: Any) -> str | None:
+    """The agent a handoff's output (``{"assistant": NAME}``, as the SDK saves it) hands to; ``None`` for any other
+    output."""
+    try:
+        handed = json.loads(output or "") if isinstance(output, str) else None
+    except ValueError:
+        return None
+    if isinstance(handed, dict) and list(handed) == ["assistant"] and isinstance(handed["assistant"], str):
+        return handed["assistant"]
+    return None
 
 
 def context_type(agent: Any) -> Any:
@@ -429,7 +449,10 @@ def to_openai(items: Iterable[tuple[Any, str | None]], failed: Any) -> list[Mess
                 out.append(_named(assistant(None, [call]), agent))
         elif kind.endswith("_call_output"):
             call_id, output = str(item.get("call_id") or item.get("id")), item.get("output")
-            out.append(tool_result(call_id, output, is_error=bool(failed(call_id, output))))
+            result = tool_result(call_id, output, is_error=bool(failed(call_id, output)))
+            if item.get("handoff") is True:
+                result["handoff"] = True
+            out.append(result)
     return out
 
 

@@ -170,6 +170,11 @@ class RemoteAdapter(FormAdapter):
     pool: Pool
     speaks_http = True
     tools_mockable = False  # its tools run in the service
+    error_results_ran = True
+
+    @property
+    def outside_hint(self) -> str:
+        return "its tools run in the service, where evalcli's plan cannot reach them"
 
     @classmethod
     def secrets(cls, config: Any) -> set[str]:

@@ -236,6 +236,36 @@ class Adapter(ABC):
     """Whether ``tools:`` can reach this target's tools (not so for a service's own, SPEC §25)."""
     tools_hint: ClassVar[str] = "remove 'tools:'"
     """What the error about ``tools:`` on a target whose tools cannot be mocked says to do."""
+    error_results_ran: bool = False
+    """Whether an error result evalcli's plan did not answer comes from a tool that ran. Not for a framework agent:
+    every tool it runs passes through the plan, so such a result is the framework refusing a call it could not run
+    (an unknown tool, arguments that do not fit), and nothing ran (docs/hermetic.md)."""
+    plan_sent: bool = False
+    """Whether each turn sends the conversation's tool plan to a service that answers from it (``{{ tools }}``): a
+    tool result it says came from a ``mock`` or ``replay`` is taken at its word (docs/hermetic.md)."""
+
+    @property
+    def outside_hint(self) -> str:
+        """What to do about a tool the target ran outside evalcli's plan, as the conversation's error says it."""
+        return ("evalcli's plan answers the agent's function tools; this one (a hosted, builtin or MCP tool) is not "
+                "one of them")
+
+    @property
+    def reports_tool_calls(self) -> bool | None:
+        """Whether the agent's tool calls reach the turn's record, in its replies or through evalcli's plan: ``True``
+        (a framework agent reports them), ``False`` (never: a check that reads them cannot fail), ``None`` (unknown,
+        e.g. a callable that may return messages)."""
+        return True
+
+    def interceptable(self, name: str) -> bool | None:
+        """Whether evalcli's plan can answer the agent's tool ``name`` (``None``: not known; the framework adapters
+        list the tools they control, and ``tools:`` naming another is a validation error)."""
+        return None
+
+    def uncontrolled(self) -> str | None:
+        """Why evalcli can neither control the target's tools nor see them run, so ``--hermetic`` cannot keep it from
+        running anything live (the run is refused); ``None`` when it can (docs/hermetic.md)."""
+        return None
 
     def __init__(self, spec: str, obj: Any, options: dict[str, Any]) -> None:
         self.spec = spec

@@ -2,15 +2,16 @@
 
 ``spec`` holds what a dataset says (mocks by tool, ``unmocked``, the tape to replay) and the one rule for
 matching a call's arguments; ``plan`` one conversation's ``ToolPlan`` in a context variable, which every wrapped
-tool asks (``acall``, ``call``); ``annotate`` puts each result's ``source`` on the turn's tool messages;
-``decorator`` is ``@evalcli.tool``; ``tape`` reads and writes recorded calls.
+tool asks (``acall``, ``call``); ``annotate`` records a turn's tool calls: each result's ``source``, the calls the plan
+saw that the reply did not report, the results that ran outside the plan; ``threads`` carries the plan into the
+threads a turn starts; ``decorator`` is ``@evalcli.tool``; ``tape`` reads and writes recorded calls.
 """
 
 from __future__ import annotations
 
-from .annotate import annotate
+from .annotate import Outside, TurnTools, recorded_turn
 from .decorator import REGISTERED, tool
-from .plan import CURRENT, MockedToolError, Recorded, ToolCall, ToolPlan, ToolRefused, acall, call
+from .plan import CURRENT, MockedToolError, Recorded, ToolCall, ToolPlan, ToolRefused, acall, call, same_tool
 from .spec import (
     MATCHES,
     RESERVED,
@@ -25,9 +26,10 @@ from .spec import (
     matches,
     tape_arguments,
 )
-from .tape import SUFFIX, Tape, TapeError, TapeRecorder, read_tape
+from .tape import SUFFIX, Tape, TapeError, TapeRecorder, read_tape, tape_path
+from .threads import install as carry_plans_into_threads
 
 __all__ = ["CURRENT", "MATCHES", "REGISTERED", "RESERVED", "SOURCES", "SUFFIX", "UNMOCKED", "Answer", "Mock",
-           "MockedToolError", "Recorded", "Tape", "TapeError", "TapeRecorder", "ToolCall", "ToolPlan", "ToolRefused",
-           "ToolsConfig", "acall", "annotate", "as_text", "call", "canonical", "jsonable", "matches", "read_tape",
-           "tape_arguments", "tool"]
+           "MockedToolError", "Outside", "Recorded", "Tape", "TapeError", "TapeRecorder", "ToolCall", "ToolPlan",
+           "ToolRefused", "ToolsConfig", "TurnTools", "acall", "as_text", "call", "canonical", "carry_plans_into_threads",
+           "jsonable", "matches", "read_tape", "recorded_turn", "same_tool", "tape_arguments", "tape_path", "tool"]

@@ -2,15 +2,21 @@
 
 The conversation puts its ``ToolPlan`` in the ``CURRENT`` context variable around each turn; every wrapped tool
 (``evalcli.Agent``'s, the framework adapters', ``@evalcli.tool`` functions) asks it through ``acall``/``call``.
-The variable belongs to the conversation's task (and is copied into the threads that run its sync code), so two
-conversations running at once never see each other's plan, and the agent object is never changed. Outside a
-conversation with a plan (``CURRENT`` is ``None``) a wrapped tool is a plain call.
+The variable belongs to the conversation's task (and is copied into the threads that run its sync code and, by
+``threads``, into those its turn starts), so two conversations running at once never see each other's plan, and the
+agent object is never changed. Outside a conversation (``CURRENT`` is ``None``) a wrapped tool is a plain call.
+
+A conversation of a dataset that does not control tools still has a plan, one that only watches (``controls`` is
+false): every call that passes through it runs live and is recorded, so the turn's record holds the calls evalcli
+saw (docs/hermetic.md, "Tool calls evalcli saw").
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import re
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -81,12 +87,17 @@ class ToolPlan:
     hermetic: bool = False
     tape: list[Recorded] | None = None
     """The recorded calls of this conversation (``None``: nothing to replay)."""
+    controls: bool = True
+    """Whether the run controls tools (``tools:``, ``unmocked: error``, ``--hermetic``, ``--record-tools``); a plan
+    that does not only watches: every call runs live and is recorded, and results get no ``source``."""
     turn: int = 0
     calls: list[ToolCall] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     """Why calls were refused: the conversation's error once its turn ends."""
     _answered: dict[int, int] = field(default_factory=dict)
     _used: set[int] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    """Tools of one turn may run on several threads at once (a framework's executor)."""
 
     def as_json(self) -> dict[str, Any]:
         """The plan of this turn as JSON, for a service that honours it (``{{ tools }}`` in an http body)."""
@@ -99,12 +110,46 @@ class ToolPlan:
         return own.over(self.base) if own is not None else self.base
 
     def mocks(self, tool: str) -> tuple[Mock, ...]:
+        """The mocks of this turn for a tool, found by its name as the model sees it (``same_tool``)."""
         config = self.config()
-        return config.mocks.get(tool, ()) if config is not None else ()
+        if config is None:
+            return ()
+        found = config.mocks.get(tool)
+        if found is None:
+            found = next((m for name, m in config.mocks.items() if same_tool(name, tool)), ())
+        return found
+
+    def mocked(self, tool: str) -> bool:
+        """Whether this turn's ``tools:`` names the tool."""
+        return bool(self.mocks(tool))
+
+    def outside(self, tool: str, *, sent: bool = False) -> str | None:
+        """Why a call of ``tool`` that the turn's messages show but that never passed through this plan (it ran in
+        the agent itself) is the conversation's error, or ``None`` when it may run so (docs/hermetic.md): under
+        ``--hermetic`` nothing runs live; a tool ``tools:`` mocks was meant to be answered; ``unmocked: error``
+        allows no call that no mock answers. ``sent``: the plan was sent to the service that ran the tool, which
+        answers for its mocks and ``unmocked`` itself; only ``--hermetic`` asks it to say where a result came from."""
+        if self.hermetic and sent:
+            return f"--hermetic: the service did not say its result of {tool} came from the plan it was sent"
+        if self.hermetic:
+            return f"--hermetic: the tool {tool} ran live, outside evalcli's control (no mock, tape or @evalcli.tool " \
+                   "answered it)"
+        if sent:
+            return None
+        if self.mocked(tool):
+            return f"tools.{tool}: the mock never answered: the target's reply shows {tool} ran, but the call did " \
+                   "not pass through evalcli"
+        if self.unmocked == "error":
+            return f"unmocked: error: the tool {tool} ran live, outside evalcli's control (no mock answered it)"
+        return None
 
     def decide(self, tool: str, arguments: Mapping[str, Any]) -> tuple[str, Answer | None]:
         """Where this call's answer comes from: ``("mock" | "replay", answer)``, ``("live", None)``, or
         ``("refused", None)`` (the reason added to ``refusals``)."""
+        with self._lock:
+            return self._decide(tool, arguments)
+
+    def _decide(self, tool: str, arguments: Mapping[str, Any]) -> tuple[str, Answer | None]:
         entries = self.mocks(tool)
         chosen = next((m for m in entries if m.when is not None and matches(m.when, arguments)), None)
         chosen = chosen or next((m for m in entries if m.when is None), None)
@@ -133,15 +178,29 @@ class ToolPlan:
         exact = config is None or config.match == "exact"
         wanted = tape_arguments(arguments)  # as the tape holds them: secrets redacted
         for i, recorded in enumerate(self.tape):
-            if i not in self._used and recorded.tool == tool and (not exact or recorded.arguments == wanted):
+            if i not in self._used and same_tool(recorded.tool, tool) and (not exact or recorded.arguments == wanted):
                 self._used.add(i)
                 return recorded
         return None
 
     def record(self, tool: str, arguments: Mapping[str, Any], source: str, *, result: Any = None,
                error: str | None = None, call_id: str | None = None, refused: bool = False) -> None:
-        self.calls.append(ToolCall(self.turn, len(self.calls), tool, dict(arguments), source,
-                                   None if error is not None else result, error, call_id, refused))
+        with self._lock:
+            self.calls.append(ToolCall(self.turn, len(self.calls), tool, dict(arguments), source,
+                                       None if error is not None else result, error, call_id, refused))
+
+
+_SEPARATORS = re.compile(r"[^0-9a-z]+")
+
+
+def same_tool(a: Any, b: Any) -> bool:
+    """Whether two names are the same tool: equal, or equal as a model sees a tool's name, case and separators aside
+    (a framework that shows the model ``get_weather`` for a tool whose display name is ``Get Weather``)."""
+    if a == b:
+        return True
+    if not isinstance(a, str) or not isinstance(b, str):
+        return False
+    return _SEPARATORS.sub("_", a.casefold()).strip("_") == _SEPARATORS.sub("_", b.casefold()).strip("_")
 
 
 def _mock_json(mock: Mock) -> dict[str, Any]:

@@ -59,8 +59,7 @@ def read_tape(path: str | Path) -> Tape:
         error = line.get("error")
         recorded = Recorded(line["tool"], tape_arguments(line.get("arguments") or {}), line.get("result"),
                             None if error is None else str(error))
-        calls.setdefault(str(line["identity"]), []).append((int(line.get("turn") or 0), int(line.get("call") or 0),
-                                                            recorded))
+        calls.setdefault(line["identity"], []).append((line.get("turn", 0), line.get("call", 0), recorded))
     ordered = {identity: [r for _, _, r in sorted(found, key=lambda c: (c[0], c[1]))]
                for identity, found in calls.items()}
     return Tape(ordered, "sha256:" + hashlib.sha256(data).hexdigest())
@@ -71,23 +70,33 @@ def _parsed(number: int, raw: str) -> dict[str, Any]:
         line = json.loads(raw)
     except ValueError as exc:
         raise TapeError(number, f"not valid JSON: {exc}") from None
-    if not isinstance(line, dict) or not isinstance(line.get("tool"), str) or "identity" not in line or \
-            not isinstance(line.get("arguments", {}), dict):
+    if not isinstance(line, dict) or not isinstance(line.get("tool"), str) or \
+            not isinstance(line.get("identity"), str) or not isinstance(line.get("arguments", {}), dict):
         raise TapeError(number, "a tape line is an object with identity, turn, call, tool, arguments and result or "
                                 "error")
+    for key in ("turn", "call"):
+        value = line.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise TapeError(number, f"'{key}' is a whole number from 0, not {json.dumps(value)}")
     return line
+
+
+def tape_path(folder: str | Path, dataset_path: str | Path, name: str | None = None) -> Path:
+    """Where ``--record-tools DIR`` writes a dataset's tape: ``DIR/<dataset stem>.tape.jsonl``, or ``DIR/<name>.tape.jsonl``
+    when a command of several runs gave each its own name (docs/hermetic.md, "Tapes")."""
+    return Path(folder) / ((name or Path(dataset_path).stem) + SUFFIX)
 
 
 class TapeRecorder:
     """The calls of a run's conversations, by identity (a conversation played more than once keeps its first play),
-    written to ``DIR/<dataset stem>.tape.jsonl`` in dataset order (``order``: each identity's place), redacted.
+    written to ``tape_path(folder, dataset_path, name)`` in dataset order (``order``: each identity's place), redacted.
 
     ``resume``: the run continues one whose first invocation recorded there, so the tape's lines of every
     conversation this invocation does not play are kept (and those of a conversation it plays again replaced)."""
 
     def __init__(self, folder: str | Path, dataset_path: str, order: Mapping[str, int] | None = None,
-                 resume: bool = False) -> None:
-        self.path = Path(folder) / (Path(dataset_path).stem + SUFFIX)
+                 resume: bool = False, name: str | None = None) -> None:
+        self.path = tape_path(folder, dataset_path, name)
         self.order = dict(order or {})
         self.resume = resume
         self.conversations: dict[str, tuple[int, list[ToolCall]]] = {}

@@ -15,7 +15,7 @@ from ...secrets import Redactor
 from ...store import Comparison
 from ...version import __version__
 from ..compare import cell_text, changed_line, cost_text, paired_sections, seconds_text, usage_rows
-from ..paired import HEADERS, detectable_line, figure_rows, pass_fail_line
+from ..paired import HEADERS, detectable_line, figure_rows, pass_fail_line, status_line
 from ..text import DATASETS_DIFFER, threshold_text, verdict_words
 from .conversation import status_of, transcript
 from .page import asset, environment
@@ -31,19 +31,20 @@ def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> s
     usage = [{"label": label, "cells": texts} for label, texts in usage_rows(comparison.columns)]
     rows = [{"label": f"{r.role} {r.id}" + (f" ({threshold_text(r.threshold)})" if r.threshold is not None else ""),
              "cells": [_cell(cell_text(cell, r.role).plain) for cell in r.cells]} for r in comparison.rows]
-    differing = {d.item_id for d in comparison.differences}
+    # a conversation is matched by its identity, never by the id or position it has in one run
+    differing = {d.identity for d in comparison.differences}
+    anchors = {key: f"c-{n}" for n, key in enumerate(comparison.identities)}
     conversations = []
-    for results in comparison.items:
-        present = [r for r in results if r is not None]
-        item_id = present[0].id if present else "?"
+    for key, results in zip(comparison.identities, comparison.items, strict=True):
         conversations.append({
-            "id": item_id, "differs": item_id in differing,
+            "name": comparison.names[key], "anchor": anchors[key], "differs": key in differing,
             "statuses": [status_of(r) if r is not None else "missing" for r in results],
             "transcripts": [transcript(r) if r is not None else None for r in results],
         })
     data: dict[str, Any] = redact.value({
         "dataset": comparison.dataset, "columns": columns, "rows": rows, "usage": usage,
-        "differences": [{"item": d.item_id, "gate": d.gate, "states": d.states} for d in comparison.differences],
+        "differences": [{"item": d.name, "anchor": anchors[d.identity], "gate": d.gate, "states": d.states}
+                        for d in comparison.differences],
         "conversations": conversations, "paired": _paired(comparison), "headers": list(HEADERS),
         "significant": comparison.significant(), "alpha": comparison.alpha,
         "datasets_differ": DATASETS_DIFFER if comparison.datasets_differ else "",
@@ -65,7 +66,7 @@ def _paired(comparison: Comparison) -> list[dict[str, Any]]:
             "title": title, "none": False, "pass_fail": pass_fail_line(stats.pass_fail),
             "rows": [{"cells": list(row), "below": f.difference.below_zero}
                      for row, f in zip(figure_rows(stats), figures, strict=True)],
-            "detectable": [detectable_line(d) for d in stats.detectable],
+            "detectable": [detectable_line(d) for d in stats.detectable], "status": status_line(stats) or "",
             "left_out": f"{stats.only_a} conversation(s) only in the first run, {stats.only_b} only in this one"
             if stats.only_a or stats.only_b else "",
         })

@@ -9,7 +9,7 @@ into one change per conversation. The renderer gets these as values and never qu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...results import Plan
@@ -23,22 +23,27 @@ class ConversationChange:
 
     kind: str
     details: list[str]
+    name: str = ""
+    """How views of both runs name the conversation (its id, else its content; never its position)."""
 
 
 @dataclass
 class Baseline:
-    """``diff_runs(baseline, this run)`` and its verdict per conversation (by item id)."""
+    """``diff_runs(baseline, this run)`` and its verdict per conversation: those of this run by this run's item id
+    (its rows), those only the baseline had apart (paired by identity, so neither hides the other)."""
 
     diff: RunDiff
     changes: dict[str, ConversationChange] = field(default_factory=dict)
+    gone: list[ConversationChange] = field(default_factory=list)
+    """Conversations of the baseline that this run lacks (they have no row of their own)."""
 
     @property
     def missing(self) -> list[str]:
-        """Conversations of the baseline that this run lacks (they have no row of their own)."""
-        return [item_id for item_id, change in self.changes.items() if change.kind == "missing"]
+        """The names of the conversations of the baseline that this run lacks."""
+        return [change.name for change in self.gone]
 
     def count(self, kind: str) -> int:
-        return sum(1 for change in self.changes.values() if change.kind == kind)
+        return sum(1 for change in [*self.changes.values(), *self.gone] if change.kind == kind)
 
 
 @dataclass
@@ -89,9 +94,11 @@ def baseline(store: Store, baseline_run: str, run_id: str, tolerance: float = 0.
              allow_different: bool = False) -> Baseline:
     """This run against ``baseline_run`` as ``evalcli diff BASELINE RUN`` sees it, per conversation too."""
     diff = diff_runs(store, baseline_run, run_id, tolerance, allow_different=allow_different)
-    # by this run's item ids: a conversation only the baseline had never hides one of this run under its old id
-    ordered = sorted(diff.items, key=lambda change: change.passed_b is not None)
-    return Baseline(diff, {change.id: conversation_change(change, tolerance) for change in ordered})
+    # this run's conversations by its item ids (its rows); one only the baseline had is kept apart, so that it
+    # never hides, nor is hidden by, one of this run under the same positional id
+    moved = [(change, replace(conversation_change(change, tolerance), name=change.name)) for change in diff.items]
+    return Baseline(diff, {change.id: kind for change, kind in moved if change.passed_b is not None},
+                    [kind for change, kind in moved if change.passed_b is None])
 
 
 def report_sources(store: Store, run_id: str, baseline_run: str | None = None, tolerance: float = 0.0, *,

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...results import RunResult, Summary
 from ...store import Change
-from ..text import DATASETS_DIFFER, fmt, threshold_text, usage_parts, verdict_words
+from ..text import DATASETS_DIFFER, budget_words, fmt, threshold_text, usage_parts, verdict_words
 from .sources import Baseline
 
 MAX_NAMED = 5
@@ -32,14 +32,15 @@ def header(result: RunResult, row: dict[str, Any]) -> dict[str, Any]:
             "target": result.target, "git_commit": row.get("git_commit"), "started": (started + " UTC") if started else "-",
             "duration": duration(row.get("started_at"), row.get("finished_at")), "status": row.get("status") or result.status,
             "verdict": result.verdict, "exit_code": result.exit_code, "outcome": result.outcome,
-            "badge": badge(result)}
+            "badge": badge(result), "budget": budget_words(result)}
 
 
 def badge(result: RunResult) -> str:
     """The header's badge: the verdict, and when conversations errored what it covers (``passed · 3 of 4
     errored``), never a plain green ``passed``."""
     words = verdict_words(result)
-    return f"interrupted · {words}" if result.outcome == "interrupted" else words
+    ended = {"interrupted": "interrupted", "budget": "budget spent"}.get(result.outcome)
+    return f"{ended} · {words}" if ended else words
 
 
 def usage(row: dict[str, Any], totals: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -87,7 +88,8 @@ def baseline_view(baseline: Baseline, positions: dict[str, int]) -> dict[str, An
     diff = baseline.diff
     kinds = ("regressed", "improved", "changed", "new", "missing", "unchanged")
     order = {kind: n for n, kind in enumerate(kinds)}
-    changed = sorted(((item_id, change) for item_id, change in baseline.changes.items() if change.kind != "unchanged"),
+    listed = [*baseline.changes.items(), *((None, change) for change in baseline.gone)]
+    changed = sorted(((item_id, change) for item_id, change in listed if change.kind != "unchanged"),
                      key=lambda pair: order[pair[1].kind])
     return {"run_id": diff.a.run_id, "dataset": diff.a.dataset_path,
             "datasets_differ": DATASETS_DIFFER if diff.datasets_differ else "",
@@ -95,5 +97,5 @@ def baseline_view(baseline: Baseline, positions: dict[str, int]) -> dict[str, An
             "tolerance": fmt(diff.tolerance) if diff.tolerance else "", "regressions": diff.regressions,
             "scorers": _changes(diff.scorers), "gates": _changes(diff.gates),
             "counts": {kind: baseline.count(kind) for kind in kinds},
-            "conversations": [{"id": item_id, "position": positions.get(item_id), "kind": change.kind,
-                               "details": change.details} for item_id, change in changed]}
+            "conversations": [{"id": change.name, "position": None if item_id is None else positions.get(item_id),
+                               "kind": change.kind, "details": change.details} for item_id, change in changed]}

@@ -85,8 +85,13 @@ def _seen(text: str) -> str:
     return excerpt(text) if text else "(no assistant text)"
 
 
+NO_CALLS = "none (no tool calls were reported)"
+"""What a check that reads tool calls says when the turn's record has none: neither the target's reply nor evalcli's
+plan saw one (docs/checks.md)."""
+
+
 def _calls(names: list[str]) -> str:
-    return ", ".join(names) if names else "none"
+    return ", ".join(names) if names else NO_CALLS
 
 
 def dice_similarity(a: str, b: str) -> float:
@@ -187,6 +192,8 @@ def no_tool_errors(run: ScorerRun, a: NoArgs) -> Outcome:
     if errors:
         return Outcome(score=0.0, reason="; ".join(errors))
     count = len(tool_names(run.output))
+    if not count:
+        return Outcome(score=1.0, reason=f"no errors: calls: {NO_CALLS}")
     return Outcome(score=1.0, reason=f"{count} tool call{'s' if count != 1 else ''}, no errors")
 
 
@@ -242,8 +249,9 @@ def tool_retries(run: ScorerRun, a: ToolRetriesArgs) -> Outcome:
               if m.get("role") == "tool" and isinstance(m.get("retries"), int)]
     worst = max((n for _, n in counts), default=0)
     retried = ", ".join(f"{name} {n}" for name, n in counts if n) or "none"
+    called = "" if tool_names(run.output) else f"; calls: {NO_CALLS}"
     return Outcome(score=float(worst <= a.max), reason=f"most retries of one tool call: {worst} (max {a.max}); "
-                                                       f"retried: {retried}")
+                                                       f"retried: {retried}{called}")
 
 
 check("tool_retries", ToolRetriesArgs, "max", tool_retries,

@@ -19,7 +19,7 @@ from ...results import Outcome
 from ..base import ScorerRun
 from ..kinds import BuildContext
 from ..naming import id_text, id_value, shortened
-from .basic import CheckArgs, CheckScorer, check
+from .basic import NO_CALLS, CheckArgs, CheckScorer, check
 from .matching import ArgsMode, Call, arguments_match, calls_of, maximum_matching, valid_patterns, values_match
 
 TrajectoryMode = Literal["strict", "in_order", "unordered", "superset", "subset"]
@@ -107,7 +107,7 @@ def schema_error(validator: Any, value: Any) -> str | None:
 
 
 def _calls_text(calls: list[Call]) -> str:
-    return ", ".join(c.describe() for c in calls) if calls else "none"
+    return ", ".join(c.describe() for c in calls) if calls else NO_CALLS
 
 
 def _entry_text(entry: ExpectedCall) -> str:
@@ -194,7 +194,8 @@ def tool_f1(run: ScorerRun, a: ToolF1Args) -> Outcome:
 
     return Outcome(score=value, reason=f"F1 {value:.3f} (precision {len(shared)}/{len(called)}, recall "
                                        f"{len(shared)}/{len(wanted)}): matched {names(shared)}; missing "
-                                       f"{names(wanted - called)}; extra {names(called - wanted)}")
+                                       f"{names(wanted - called)}; extra {names(called - wanted)}"
+                                       + ("" if called else f"; calls: {NO_CALLS}"))
 
 
 _FENCE = re.compile(r"\A```([A-Za-z]*)[ \t]*\n(.*)\n[ \t]*```\Z", re.DOTALL)

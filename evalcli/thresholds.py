@@ -1,0 +1,59 @@
+"""The one comparison of a score with a bound (docs/scorers.md#thresholds-compare-with-a-tolerance): every
+threshold and every gate, per conversation, per turn, over a run, in diff, compare and the pytest plugin, is
+decided by ``within``.
+
+A mean within ``TOLERANCE`` (1e-9) of its bound reaches it: the float mean of three 0.7 scores is 0.6999999999999998,
+and it reaches a 0.7 threshold (a deliberate deviation from Mastra, whose mean misses it).
+
+This is a base module: it imports nothing of evalcli.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+TOLERANCE = 1e-9
+"""How near a bound a mean may fall and still reach it (docs/scorers.md#thresholds-compare-with-a-tolerance): the
+float mean of three 0.7 scores is 0.6999999999999998, and it reaches a 0.7 threshold (a deviation from Mastra)."""
+GATE = 1.0
+"""What a gate's score (on a conversation, or averaged over a run's) must reach."""
+
+
+def within(value: float | None, low: float | None, high: float | None = None) -> bool:
+    """The one comparison of a score with a bound: ``value`` reaches ``low`` and does not pass ``high`` (either may
+    be ``None``), each within ``TOLERANCE``; no value, or a non-finite one, fails. Every threshold and every gate
+    (per conversation, per turn, over a run, in diff, compare and pytest) is decided here."""
+    if value is None or not math.isfinite(value):
+        return False
+    if low is not None and value < low - TOLERANCE:
+        return False
+    return not (high is not None and value > high + TOLERANCE)
+
+
+def reaches_gate(score: float | None) -> bool:
+    """Whether a gate's score (one conversation's, one play's, or a run's mean) reaches 1 (``within``)."""
+    return within(score, GATE)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """An inclusive bound on a scorer's average: a number is a minimum, ``{min, max}`` are bounds (either may be
+    left out). ``raw`` is the config as written, echoed in results and stored."""
+
+    min: float | None
+    max: float | None
+    raw: Any
+
+    @classmethod
+    def from_raw(cls, raw: Any) -> Threshold:
+        """The threshold of an already validated config (as echoed in results and stored plans)."""
+        if isinstance(raw, dict):
+            return cls(raw.get("min"), raw.get("max"), raw)
+        return cls(float(raw), None, raw)
+
+    def passed(self, average: float | None) -> bool:
+        """Whether an average meets the bound (``within``: inclusive, with ``TOLERANCE``); no average, or a
+        non-finite one, fails."""
+        return within(average, self.min, self.max)

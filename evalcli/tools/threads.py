@@ -1,0 +1,65 @@
+"""A conversation's tool plan in the threads its turn starts (docs/hermetic.md, "Tools on other threads").
+
+The plan is a context variable, and a thread Python starts does not inherit the context of the code that started
+it: a tool a framework runs on its executor's thread (smolagents' ``ThreadPoolExecutor``) or on a thread of its own
+would see no plan and run live, even under ``--hermetic``. ``install`` (done once, when a run first plays a
+conversation) makes both carry the plan of the code that started them:
+
+- ``threading.Thread.start`` gives the new thread the starting code's plan, for its whole ``run``;
+- ``ThreadPoolExecutor.submit`` runs each task under the plan of the code that submitted it (a worker serves many
+  conversations, so the plan goes with the task, never with the worker thread).
+
+Only the plan is carried (nothing else of the context), and code running outside a conversation (no plan) starts
+and submits exactly as before.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import thread as pool_threads
+from typing import Any, TypeVar
+
+from .plan import CURRENT, ToolPlan
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_installed = False
+
+
+def install() -> None:
+    """Carry the current plan into started threads and submitted tasks, from now on (idempotent)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        _installed = True
+        start: Callable[[threading.Thread], None] = threading.Thread.start
+        submit: Callable[..., Future[Any]] = ThreadPoolExecutor.submit
+
+        def planned_start(self: threading.Thread) -> None:
+            plan = CURRENT.get()
+            # an executor's worker serves every conversation: its tasks carry their own plan (planned_submit)
+            if plan is not None and getattr(self, "_target", None) is not pool_threads._worker:
+                self.run = functools.partial(_run_with, plan, self.run)  # type: ignore[method-assign]
+            start(self)
+
+        def planned_submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any,
+                           **kwargs: Any) -> Future[Any]:
+            return submit(self, functools.partial(_run_with, CURRENT.get(), fn), *args, **kwargs)
+
+        functools.update_wrapper(planned_start, start)
+        functools.update_wrapper(planned_submit, submit)
+        setattr(threading.Thread, "start", planned_start)  # noqa: B010 - the one place the stdlib is changed
+        setattr(ThreadPoolExecutor, "submit", planned_submit)  # noqa: B010
+
+
+def _run_with(plan: ToolPlan | None, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    token = CURRENT.set(plan)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        CURRENT.reset(token)
