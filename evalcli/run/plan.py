@@ -16,7 +16,7 @@ from ..errors import UsageError
 from ..fingerprint import fingerprint
 from ..llm import PURPOSES, LLMSettings, backend_from_env, check_settings, model_problem
 from ..results import ItemResult, Plan
-from ..store import Store, StoredOptions, new_run_id, stored_usage
+from ..store import Store, StoredOptions, stored_usage
 from .notices import memory_warning
 from .options import RunOptions, check_budgets, plan_of
 from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored
@@ -31,8 +31,9 @@ class RunPlan:
     dataset: Dataset
     options: RunOptions
     """The options as run: a resume's restored from the stored run, a re-run's conversations in ``only_indexes``."""
-    run_id: str
-    """The new run's id, or the resumed run's."""
+    run_id: str | None
+    """The resumed run's id; ``None`` for a new run, whose id is made when it starts (ids sort by when runs
+    began)."""
     items: tuple[Item, ...]
     """The selected conversations, in dataset order (those a resume keeps included)."""
     settings: LLMSettings
@@ -141,7 +142,7 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
     if options.rerun_failed:
         options, note = _rerun(dataset, options, _needs(store, "--rerun-failed"))
         notes += [note] if note else []
-    run_id = new_run_id()
+    run_id: str | None = None
     kept: dict[int, ItemResult] = {}
     kept_usage: tuple[tuple[Any, ...], ...] = ()
     if options.resume:
@@ -151,7 +152,7 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
     check_hermetic(dataset, options.hermetic)
     items = _selected(dataset, options)
     if options.resume:
-        assert store is not None
+        assert store is not None and run_id is not None
         kept = kept_results(list(store.load_items(run_id)), items, row["dataset_hash"] == dataset.hash)
         kept_usage = tuple(stored_usage(store, run_id))
     return RunPlan(dataset, options, run_id, tuple(items), settings, kept, kept_usage, target, tuple(notes),

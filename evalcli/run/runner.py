@@ -23,7 +23,7 @@ from ..errors import ExitCode, describe
 from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summary
 from ..results import ItemResult, RunResult
 from ..scorers import Builder
-from ..store import Store
+from ..store import Store, new_run_id
 from .context import RunContext
 from .conversation import Conversation
 from .events import Events
@@ -83,7 +83,8 @@ class Runner:
                 rates.add(result)
                 if self.options.keep_items:
                     results[result.index] = result
-        recorder = Recorder(context, plan.run_id, plan.registered, self.options.on_stored)
+        run_id = plan.run_id or new_run_id()
+        recorder = Recorder(context, run_id, plan.registered, self.options.on_stored)
         usage = UsageSink()
 
         def finished(result: ItemResult) -> None:
@@ -118,7 +119,7 @@ class Runner:
                               len(plan.items))
         ordered = [results[i.index] for i in plan.items if i.index in results] if self.options.keep_items else None
         totals = usage_summary([*plan.kept_usage, *usage_rows(usage)])
-        return RunResult(plan.run_id, self.dataset.path, self.dataset.target_spec, summary, status,
+        return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
                          code, ordered, totals, warnings, completed=aggregator.items, selected=len(plan.items),
                          pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(), stability=rates.stability(),
                          repeat=self.options.repeat, dataset_name=self.dataset.name)
@@ -132,7 +133,7 @@ class Runner:
             import_http_client(list(plan.model_names), always=target is not None and target.speaks_http)
         # a new run's row keeps the configuration's fingerprint (a walk of every item): only made to be stored
         await recorder.begin(self.dataset, plan.stored() if self.store is not None else None)
-        self.events.started(plan.run_id, len(plan.items), len(plan.items) - len(to_run))
+        self.events.started(recorder.run_id, len(plan.items), len(plan.items) - len(to_run))
         if to_run:
             # a model that cannot be reached (package or key missing) fails each call at once, unimported
             context.warm_up(list(plan.model_names), self.events.notice, list(plan.models))
