@@ -166,3 +166,13 @@ def test_evalcli_run_checks_a_resume_and_the_llm_settings_once(project: Path, mo
     monkeypatch.setattr(Store, "options", counted_resume)
     assert invoke("--resume", "latest") == 0
     assert calls == {"settings": 1, "resume": 1}
+
+
+def test_the_same_runs_from_inside_an_event_loop(project: Path) -> None:
+    import asyncio
+
+    from evalcli.evaluate import arun_planned
+
+    runs = asyncio.run(arun_planned(plan_runs(["b.yaml"], db="e.db", junit="out/b.xml")))
+    assert runs.exit_code == ExitCode.OK and [r.completed for r in runs.results] == [2]
+    assert '<testsuite name="b.yaml"' in (project / "out" / "b.xml").read_text()

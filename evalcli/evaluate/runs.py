@@ -238,14 +238,35 @@ class _Session:
             while True:
                 step = steps.send(play(step))
         except StopIteration as done:
-            runs: Runs = done.value
-            return runs
+            return self._done(done)
         except KeyboardInterrupt:
             raise self._interrupted() from None
         finally:
-            steps.close()
-            if not (self.reported or self.interrupted):
-                self.write_ci_files()
+            self._close(steps)
+
+    async def adrive(self) -> Runs:
+        """``drive`` on the running event loop, each run awaited."""
+        steps = self.steps()
+        try:
+            step = next(steps)
+            while True:
+                step = steps.send(await step)
+        except StopIteration as done:
+            return self._done(done)
+        except KeyboardInterrupt:
+            raise self._interrupted() from None
+        finally:
+            self._close(steps)
+
+    @staticmethod
+    def _done(done: StopIteration) -> Runs:
+        runs: Runs = done.value
+        return runs
+
+    def _close(self, steps: Generator[Step, RunResult, Runs]) -> None:
+        steps.close()
+        if not (self.reported or self.interrupted):
+            self.write_ci_files()
 
     def _interrupted(self) -> RunsInterrupted:
         self.interrupted = True
@@ -270,6 +291,14 @@ def run_planned(plans: Plans, *, store: Store | None = None, events: Events | No
             return session.drive(loop.run)
         with asyncio.Runner() as own:
             return session.drive(own.run)
+
+
+async def arun_planned(plans: Plans, *, store: Store | None = None, events: Events | None = None,
+                       reporter: Reporter | None = None, json_stream: IO[str] | None = None,
+                       compare: bool = True) -> Runs:
+    """``run_planned`` for code already inside an event loop: each run awaited in turn on the running loop."""
+    with _store(plans, store) as opened:
+        return await _Session(plans, opened, events or Events(), reporter or Reporter(), json_stream, compare).adrive()
 
 
 @contextlib.contextmanager
