@@ -1,8 +1,7 @@
 """Several runs as ``evalcli run`` makes them, for Python callers, the CLI and the pytest plugin alike
 (docs/python-api.md): ``plan_runs`` loads and checks every dataset once per target, with where the reports go;
 ``run_planned`` (``arun_planned`` on a running loop) makes each run in turn (the runner takes each ``RunPlan``),
-reports it, compares the runs of
-several targets and writes the CI files.
+reports it, compares the runs of several targets and writes the CI files.
 """
 
 from __future__ import annotations
