@@ -1,6 +1,8 @@
 # evalcli: `make demo` installs what the demo needs and runs it; `make test` installs what the tests need and runs them;
 # `make docs` builds the docs site (docs/, mkdocs.yml) into site/, failing on a broken link or anchor.
 # They install into the current Python (`PYTHON=...` to choose another) and leave `evalcli` on its PATH.
+# `make test` works on a fresh machine and in a fresh venv (`python3 -m venv v && make test PYTHON=v/bin/python`):
+# it installs the newest release of every dependency pyproject.toml allows, as .ci/run does (docs/development.md).
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip install --disable-pip-version-check --root-user-action=ignore
 , := ,
@@ -9,7 +11,7 @@ SHELL := /bin/bash
 # pip's lines, without the one per package that is already there (a second `make test` would print a hundred)
 QUIET_SATISFIED := sed -u '/^Requirement already satisfied/d'
 
-.PHONY: install install-dev demo test test-fast docs bench lint clean
+.PHONY: install install-dev demo test test-fast test-yaml-versions docs bench lint clean
 
 # $(call install,EXTRAS,WHAT): pip install evalcli with those extras, then the local model's file
 define install
@@ -44,9 +46,24 @@ test-fast: install-dev
 
 TEST_WORKERS ?= 10
 
+# the YAML loader's tests under each PyYAML release in YAML_VERSIONS other than the one installed, which is put back
+# after; three workers, as they are CPU-bound (the loader equals the installed PyYAML's safe_load, and 6.0.4 reads merge keys otherwise than 6.0.3)
+YAML_VERSIONS ?= 6.0.3 6.0.4
+YAML_TESTS := tests/test_yaml_exact.py tests/test_yaml_loader.py tests/test_yaml_suite.py
+test-yaml-versions:
+	@installed=$$($(PYTHON) -c 'import yaml; print(yaml.__version__)'); \
+	for version in $(YAML_VERSIONS); do \
+	  if [ "$$version" = "$$installed" ]; then continue; fi; \
+	  echo "==> the YAML tests under PyYAML $$version (installed: $$installed)"; \
+	  $(PIP) -q "pyyaml==$$version" && \
+	  $(PYTHON) -m pytest -n 3 -p no:cacheprovider $(YAML_TESTS) -m "not timing" && \
+	  $(PYTHON) -m pytest -p no:xdist -p no:cacheprovider $(YAML_TESTS) -m timing || { $(PIP) -q "pyyaml==$$installed"; exit 1; }; \
+	done; \
+	$(PIP) -q "pyyaml==$$installed"
+
 # pytest keeps the test modules it rewrote (for its assert messages) as bytecode; where PYTHONDONTWRITEBYTECODE is
 # set, as on our CI image, every worker rewrote all of them again: 4 s of CPU each, 50 s of every `make test`
-test test-fast: export PYTHONDONTWRITEBYTECODE :=
+test test-fast test-yaml-versions: export PYTHONDONTWRITEBYTECODE :=
 
 docs:
 	@$(PYTHON) -c "import mkdocs, material" 2>/dev/null || $(PIP) -e '.[docs]'

@@ -1,5 +1,6 @@
 """The generated parts of the docs, from the code: every command and option (walking the typer app's command
-tree), the exit codes (``evalcli.errors.ExitCode``) and the scorer kinds (``evalcli.scorers.docs``).
+tree), the exit codes (``evalcli.errors.ExitCode``), the scorer kinds (``evalcli.scorers.docs``) and every key of a
+dataset file (``evalcli.dataset.scaffold.key_reference``, from the models that validate datasets).
 
     python docs/gen_reference.py --write    # refresh the pages (``make docs`` runs this, then mkdocs)
     python docs/gen_reference.py --check    # exit 1, naming each stale page, when one differs from the code
@@ -23,6 +24,7 @@ if str(ROOT) not in sys.path:
 
 import typer  # noqa: E402
 
+from evalcli.dataset.scaffold import key_reference  # noqa: E402
 from evalcli.errors import EXIT_PRECEDENCE, ExitCode  # noqa: E402
 from evalcli.scorers import docs as scorer_docs  # noqa: E402
 
@@ -81,6 +83,7 @@ def exit_code_table() -> str:
 PARTS: dict[str, tuple[str, Callable[[], str]]] = {
     "cli": ("docs/reference/cli.md", cli_reference),
     "exit-codes": ("docs/reference/exit-codes.md", exit_code_table),
+    "dataset-keys": ("docs/datasets.md", key_reference),
 }
 """Each generated part: the page that holds it and the function that writes it."""
 

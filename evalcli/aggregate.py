@@ -23,6 +23,7 @@ from .results import (
     TurnResult,
     Verdict,
     reaches_gate,
+    stability_counts,
 )
 
 
@@ -203,3 +204,43 @@ def exit_code(summary: Summary, *, strict: bool, max_errors: int = 0, invalid: b
     if strict and (summary.verdict == "scored" or summary.unscored_gates):
         return ExitCode.SCORED
     return ExitCode.OK
+
+
+class PassRates:
+    """pass@k and pass^k per gate over a run's conversations (as played, resumed or merged from shards): a
+    conversation counts for a gate when the gate was scorable in at least one of its k plays, and only those plays
+    count (not scorable is never a failure)."""
+
+    def __init__(self) -> None:
+        self.at_k: dict[str, Mean] = {}
+        self.all_k: dict[str, Mean] = {}
+        self.stabilities: list[str | None] = []
+
+    def add(self, result: ItemResult) -> None:
+        self.stabilities.append(result.stability)
+        if result.status != "ok" or result.repeats <= 1:
+            return
+        for gate_id, scorable in result.gate_plays.items():
+            if not scorable:
+                continue
+            passed = result.gate_passes.get(gate_id, 0)
+            self.at_k.setdefault(gate_id, Mean()).add(float(passed > 0))
+            self.all_k.setdefault(gate_id, Mean()).add(float(passed == scorable))
+
+    def stability(self) -> dict[str, int]:
+        """How many conversations are stable-pass, flaky and stable-fail (``{}`` without repeats)."""
+        return stability_counts(self.stabilities)
+
+    def pass_at_k(self) -> dict[str, float]:
+        """Per gate, the share of conversations where at least one scorable play passed."""
+        return {g: m.value for g, m in self.at_k.items() if m.count}
+
+    def pass_all_k(self) -> dict[str, float]:
+        """Per gate, the share of conversations where every scorable play passed (pass^k)."""
+        return {g: m.value for g, m in self.all_k.items() if m.count}
+
+    def to_json(self, repeat: int) -> dict[str, Any]:
+        """What the JSON result of a run of ``repeat`` plays adds (``RunResult.to_json``): nothing for one play."""
+        if repeat <= 1:
+            return {}
+        return {"repeat": repeat, "pass_at_k": self.pass_at_k(), "pass_all_k": self.pass_all_k()}

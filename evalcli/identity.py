@@ -18,6 +18,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from .secret_references import bears_secret, digestible
+
 EXPLICIT = "id:"
 """The prefix of an identity given by an item's ``id``."""
 LEGACY = "stored:"
@@ -40,8 +42,14 @@ B = TypeVar("B", bound="Identified")
 
 
 def content_digest(content: Any) -> str:
-    """The digest of an item's content (any value YAML can give; key order never matters)."""
-    return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()[:20]
+    """The digest of an item's content (any value YAML can give; key order never matters), each secret in it as a
+    reference to its variable (``${PIN}``) or redacted (``secret_references.digestible``): the same conversation on
+    every machine and shard whatever the secret's value, and no guess of a secret can be confirmed against it
+    (docs/reliability.md, "Secrets")."""
+    text = canonical_json(content)
+    if bears_secret(text):
+        text = canonical_json(digestible(content))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
 
 def canonical_json(value: Any) -> str:

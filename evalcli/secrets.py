@@ -15,12 +15,14 @@ A secret is:
 - an API key evalcli may send to a provider: the value of any environment variable named like a secret
   (``OPENAI_API_KEY``, ``HF_TOKEN``, ...) of at least ``ENV_MIN_CHARS`` characters.
 
-``Redactor`` replaces each of them, raw, JSON-, HTML-, URL- or base64-encoded, in any letter case, by
-``[redacted]``; it also replaces, wherever a text holds one, the userinfo of any ``scheme://user:pw@`` and the value
-of any secret-named query parameter. Nothing else is ever touched: other header values (``Host``, ``Accept``,
-``Content-Type``, ``X-Api-Version``) are not secrets. Every secret met while loading (``remember``) is known to
-every redactor made afterwards in the process, so each boundary (the terminal, the store, the cache, the
-reports, error messages) needs no list of its own.
+``Redactor`` replaces each of them, raw, JSON-, HTML-, URL- or base64-encoded (also inside a longer base64 payload,
+at any byte alignment: ``base64_cores``), in any letter case, by ``[redacted]``; it also replaces, wherever a
+text holds one, the userinfo of any ``scheme://user:pw@`` and the value of any secret-named query parameter.
+Nothing else is ever touched: other header values (``Host``, ``Accept``, ``Content-Type``, ``X-Api-Version``) are
+not secrets. Every secret met while loading (``remember``) is known to every redactor made afterwards in the
+process, so each boundary (the terminal, the store, the cache, the reports, error messages) needs no list of its
+own. A secret remembered with its variable's name (``remember_named``) can also be written as ``${NAME}`` where a
+text must keep its words (``secret_references``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ every ``x`` or ``42`` of every text would destroy the text, not protect a creden
 ENV_MIN_CHARS = 8
 """An environment variable named like a secret that no dataset interpolates counts from this length (provider keys
 are long; ``XDG_SESSION_TYPE=x11`` is not one)."""
+B64_CORE_MIN = 6
+"""The fewest base64 characters by which a secret inside a longer base64 payload is recognised (a secret of 5 bytes
+or more, at every alignment): fewer would match unrelated base64 (an image, a token) by chance."""
 
 USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/?#@\[\]\"'<>\\]+)@")
 """``scheme://user:password@`` anywhere in a text."""
@@ -171,7 +176,8 @@ def usable(value: str) -> bool:
 
 def encodings(value: str) -> set[str]:
     """Every way a secret may be written in an output: raw, as JSON and HTML write it, URL-encoded, base64
-    (standard and URL-safe, with and without padding)."""
+    (standard and URL-safe, with and without padding), and base64 inside a longer payload at each of the three byte
+    alignments (``base64_cores``)."""
     forms = {value, html.escape(value), html.escape(value, quote=False), quote(value, safe=""), quote(value),
              quote_plus(value)}
     forms |= {json.dumps(value, ensure_ascii=ascii)[1:-1] for ascii in (True, False)}
@@ -181,7 +187,24 @@ def encodings(value: str) -> set[str]:
     for raw in raws:
         for encoded in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
             forms |= {encoded, encoded.rstrip("=")}
+        forms |= base64_cores(raw)
     return {f for f in forms if f}
+
+
+def base64_cores(raw: bytes) -> set[str]:
+    """The base64 characters that carry only ``raw``'s bits wherever ``raw`` sits in a longer payload
+    (``base64("apiuser:" + token)``): for each of the three byte alignments and both alphabets, the characters between
+    the first and the last ones it shares with the bytes around it. Those two edge characters are left (they hold at
+    most 4 bits of the secret each, and otherwise the payload's own bits); a core shorter than ``B64_CORE_MIN`` is
+    not one (it would match unrelated base64 by chance)."""
+    cores = set()
+    for shift in range(3):
+        start, end = -(-8 * shift // 6), 8 * (shift + len(raw)) // 6  # first and past-last character of raw's bits
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            core = encode(bytes(shift) + raw).decode()[start:end]
+            if len(core) >= B64_CORE_MIN:
+                cores.add(core)
+    return cores
 
 
 _known: frozenset[str] = frozenset()
@@ -201,6 +224,39 @@ def remember(values: Iterable[str]) -> None:
 def known() -> frozenset[str]:
     """Every secret remembered so far in this process."""
     return _known
+
+
+_names: dict[str, str] = {}
+_ambiguous: set[str] = set()
+
+
+def remember_named(pairs: Iterable[tuple[str, str]]) -> None:
+    """Make each ``(name, value)`` a secret (``remember``) known by the variable that held it, so a text that must keep
+    its words can hold ``${NAME}`` in its place (``evalcli.secret_references``: the response cache, stored digests).
+    A name read as two values refers to neither."""
+    global _names
+    pairs = [(name, value) for name, value in pairs if name and value]
+    remember(value for _, value in pairs)
+    with _known_lock:
+        names = dict(_names)
+        for name, value in pairs:
+            if names.get(name, value) != value:
+                _ambiguous.add(name)
+            names[name] = value
+        _names = {name: value for name, value in names.items() if name not in _ambiguous}
+
+
+def remembered_names() -> Mapping[str, str]:
+    """The secrets remembered with their variable's name (a new mapping whenever one is added: cheap to compare)."""
+    return _names
+
+
+def named(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every secret whose variable is known, by name: the environment's (named like a secret, ``ENV_MIN_CHARS`` long)
+    and those a dataset or registry interpolated or declared (``remember_named``), which win."""
+    source = os.environ if env is None else env
+    found = {k: v for k, v in source.items() if len(v) >= ENV_MIN_CHARS and secret_name(k) and k not in _ambiguous}
+    return {**found, **_names}
 
 
 def environment_secrets(env: Mapping[str, str] | None = None) -> set[str]:

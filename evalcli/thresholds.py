@@ -32,6 +32,17 @@ def within(value: float | None, low: float | None, high: float | None = None) ->
     return not (high is not None and value > high + TOLERANCE)
 
 
+def same(a: float | None, b: float | None) -> bool:
+    """Whether two scores are one score: both missing, or within ``TOLERANCE`` of each other. A smaller difference is
+    floating point's, never a change: ``diff`` counts no regression, ``compare`` and the paired statistics no moved
+    conversation, for 1.0 against 1 - 1e-10 (docs/history.md#comparing-runs)."""
+    if a is None or b is None:
+        return a is None and b is None
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return abs(a - b) <= TOLERANCE
+
+
 def reaches_gate(score: float | None) -> bool:
     """Whether a gate's score (one conversation's, one play's, or a run's mean) reaches 1 (``within``)."""
     return within(score, GATE)

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import settings
 
 from tests import cli_server as cli_server_module
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 pytest_plugins = ["tests.llm_fixtures"]
 
@@ -128,7 +129,7 @@ class CliResult:
         return conn
 
 
-def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120,
+def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = SUBPROCESS_TIMEOUT,
             fresh: bool = False) -> CliResult:
     """Run the real ``evalcli`` as ``python -m evalcli`` in a separate process (no TTY, so no colour and no
     progress bar): forked from this process's CLI server (``tests/cli_server.py``), which has imported evalcli

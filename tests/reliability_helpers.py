@@ -16,6 +16,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
+SUBPROCESS_TIMEOUT = 300.0
+"""How long a test waits for a subprocess it runs to the end (the CLI, pytest, a script) before calling it hung. It
+must hold on a machine loaded by other work (a fresh interpreter importing litellm took over 60 s at load 13), so it
+only ever stops a hang; a test whose point is how long something takes is marked ``timing`` instead, and runs alone
+(docs/development.md). ``tests/test_time_limits.py`` holds every test to it."""
+
 
 def write_project(folder: Path, *, agent: str, dataset: str, scorers: str | None = None,
                   dataset_name: str = "ds.yaml") -> Path:
@@ -47,13 +53,13 @@ def start_cli(args: Sequence[str], cwd: Path, env: dict[str, str] | None = None)
 
 
 def run_cli(args: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+            timeout: float = SUBPROCESS_TIMEOUT) -> subprocess.CompletedProcess[str]:
     """``python -m evalcli ARGS`` run to the end in ``cwd``."""
     return subprocess.run([sys.executable, "-m", "evalcli", *args], cwd=cwd, env=env or cli_env(),
                           capture_output=True, text=True, timeout=timeout)
 
 
-def wait_for_lines(path: Path, count: int, timeout: float = 20) -> None:
+def wait_for_lines(path: Path, count: int, timeout: float = SUBPROCESS_TIMEOUT) -> None:
     """Wait until the file has at least ``count`` lines (a target appends one per call)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

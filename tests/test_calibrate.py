@@ -94,7 +94,7 @@ def test_binary_labels_accuracy_kappa_confusion_and_disagreements(registry: LLMS
     data = result.json
     (judge,) = data["scorers"]
     assert (judge["id"], judge["kind"], judge["model"], judge["prompt_version"]) == ("fair-judge", "multi_turn_judge",
-                                                                                   "openai/judge-a", "1")
+                                                                                   "openai/judge-a", "2")
     assert (judge["labels"], judge["compared"], judge["agreed"], judge["binary"]) == (10, 10, 7, True)
     assert judge["accuracy"] == 0.7
     assert judge["confusion"] == {"label_pass": {"judged_pass": 4, "judged_fail": 1},
@@ -114,7 +114,7 @@ def test_binary_labels_accuracy_kappa_confusion_and_disagreements(registry: LLMS
     db = result.db()
     row = db.execute("SELECT * FROM calibrations").fetchone()
     assert (row["run_id"], row["scorer_id"], row["kind"], row["model"], row["prompt_version"]) == (
-        data["run_id"], "fair-judge", "multi_turn_judge", "openai/judge-a", "1")
+        data["run_id"], "fair-judge", "multi_turn_judge", "openai/judge-a", "2")
     assert row["dataset"].endswith("d.yaml")
     assert (row["labels"], row["compared"], row["agreed"], row["errors"], row["not_scorable"]) == (10, 10, 7, 0, 0)
     assert row["accuracy"] == 0.7 and row["kappa"] == pytest.approx(0.4) and row["mae"] is None
@@ -194,7 +194,7 @@ def test_scale_labels_accuracy_within_a_tenth_and_mean_absolute_error(registry: 
     result = cli("calibrate", "d.yaml", "--json", "-", env=ENV)
     assert result.code == 0, result.stderr
     (share,) = result.json["scorers"]
-    assert share["binary"] is False and share["prompt_version"] == "rubric/1"
+    assert share["binary"] is False and share["prompt_version"] == "rubric/2"
     assert (share["compared"], share["agreed"]) == (4, 3)
     assert share["mae"] == pytest.approx(0.15) and share["kappa"] is None and share["confusion"] is None
     assert [(d["id"], d["label"], d["score"]) for d in share["disagreements"]] == [("s3", 0.5, 0.0)]

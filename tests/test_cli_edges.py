@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.reliability_helpers import cli_env, query, start_cli, wait_for_lines
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, query, start_cli, wait_for_lines
 
 SLOW = '''
 import os, time
@@ -67,7 +67,7 @@ def test_quiet_keeps_errors_and_a_resume_command_that_works(tmp_path: Path) -> N
     process = start_cli(["run", "d.yaml", "-q", "--db", "other.db"], tmp_path, env)
     wait_for_lines(tmp_path / "calls.txt", 2)
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    out, err = process.communicate(timeout=SUBPROCESS_TIMEOUT)
     assert process.returncode == 130, err
     run_id = query(tmp_path / "other.db", "SELECT id FROM runs ORDER BY id DESC LIMIT 1")[0][0]
     assert f"continue with: evalcli run d.yaml --resume {run_id} --db other.db" in out, out
@@ -89,12 +89,12 @@ def test_an_interrupt_while_reports_are_written_is_130_and_marks_the_run(sig: si
     pipe = tmp_path / "junit.xml"
     os.mkfifo(pipe)  # writing the JUnit report blocks until someone reads it: the interrupt comes then
     process = start_cli(["run", "d.yaml", "--junit", str(pipe)], tmp_path, cli_env(CALLS_FILE=str(tmp_path / "c.txt")))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + SUBPROCESS_TIMEOUT
     while not completed(tmp_path / "evalcli.db") and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)  # past the terminal report, blocked opening the pipe
     process.send_signal(sig)
-    out, err = process.communicate(timeout=60)
+    out, err = process.communicate(timeout=SUBPROCESS_TIMEOUT)
     assert process.returncode == 130, (out, err)
     assert "Aborted" not in err and "Traceback" not in err
     run_id = query(tmp_path / "evalcli.db", "SELECT id FROM runs")[0][0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.reliability_helpers import cli_env, load_json, query, start_cli, write_project
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, load_json, query, start_cli, write_project
 
 AGENT = """
 import os, pathlib, time
@@ -46,12 +46,12 @@ def test_concurrent_runs_on_one_database_lose_no_rows(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     processes = [start_cli(["run", "ds.yaml", "--db", str(db), "--json", f"out{n}.json", "-q"], tmp_path, cli_env())
                  for n in range(PROCESSES)]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SUBPROCESS_TIMEOUT
     while len(list(tmp_path.glob("started.*"))) < PROCESSES:
         assert time.monotonic() < deadline, "the processes did not all start"
         time.sleep(0.02)
     (tmp_path / "go").touch()
-    outcomes = [p.communicate(timeout=60) for p in processes]
+    outcomes = [p.communicate(timeout=SUBPROCESS_TIMEOUT) for p in processes]
     for process, (_, stderr) in zip(processes, outcomes, strict=True):
         assert process.returncode == 0, stderr
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, CliResult, run_cli
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 WEATHER = str(REPO / "datasets/weather.yaml")
 
@@ -240,7 +241,7 @@ def generate(input, **kw):
     process.send_signal(signal.SIGINT)
     time.sleep(0.3)
     process.send_signal(signal.SIGINT)
-    process.communicate(timeout=30)
+    process.communicate(timeout=SUBPROCESS_TIMEOUT)
     assert process.returncode == 130
     rows = query(tmp_path / "evalcli.db", "SELECT status, total_items, completed_items FROM runs")
     assert rows == [("interrupted", 3, 3)]

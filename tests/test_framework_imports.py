@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.framework_agents import KEY
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 FRAMEWORK_MODULES = ["pydantic_ai", "agents", "langgraph", "langchain", "langchain_core", "langchain_openai"]
 
@@ -31,7 +32,7 @@ main()
 def imported(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, dict[str, bool], str]:
     full_env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
     done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=SUBPROCESS_TIMEOUT)
     line = next(line for line in done.stderr.splitlines() if line.startswith("MODULES "))
     return done.returncode, json.loads(line.removeprefix("MODULES ")), done.stderr
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability_helpers import (
+    SUBPROCESS_TIMEOUT,
     cli_env,
     essentials,
     load_json,
@@ -163,7 +164,7 @@ def test_sigkill_loses_at_most_the_conversations_in_flight_and_the_db_stays_vali
     process = start_cli(["run", "ds.yaml"], folder, env)
     wait_for_lines(folder / "calls.txt.done", 6)
     process.send_signal(signal.SIGKILL)
-    process.communicate(timeout=10)
+    process.communicate(timeout=SUBPROCESS_TIMEOUT)
     assert process.returncode == -signal.SIGKILL
 
     db = folder / "evalcli.db"

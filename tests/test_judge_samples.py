@@ -88,8 +88,9 @@ def test_the_majority_may_be_not_satisfied_and_scale_applies(llm_server: LLMServ
     assert outcome.reason is not None and outcome.reason.startswith("Criterion not satisfied.")
 
 
-OLD_KEY = "9d227d8f71421699bc58a9c94b67e5caeb6de1e9b744e261eac975d4dd3a4a7e"
-"""The cache key of this request before samples existed (computed on the code of the previous release)."""
+OLD_KEY = "388fcaee56c27f68a66d8b30f67b64465edcae22180234ead6a53f60dfcc90e6"
+"""The cache key of this request as a judge asked once makes it, samples or not (computed for prompt version 2; version
+1's, before samples existed, was 9d227d8f71421699bc58a9c94b67e5caeb6de1e9b744e261eac975d4dd3a4a7e)."""
 
 
 def test_a_judge_asked_once_is_asked_and_keyed_exactly_as_before(llm_server: LLMServer, llm_cache_path: str) -> None:
@@ -103,7 +104,7 @@ def test_a_judge_asked_once_is_asked_and_keyed_exactly_as_before(llm_server: LLM
         fmt = response_format("openai/judge-a", "verdict", {})
         assert judge.cache_key(messages, fmt) == ResponseCache.key_for(
             model="openai/judge-a", messages=messages, temperature=0, response_format=fmt, api_base=None,
-            scorer_id="weather-judge", scorer_version="1")
+            scorer_id="weather-judge", scorer_version="2")
     cache = Store(llm_cache_path).response_cache()
     llm_server.responder = by_seed(lambda seed: True)
     once = score(build(llm_server, "judge", {"criterion": CRITERION, "model": "openai/judge-a"}, cache=cache))

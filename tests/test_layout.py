@@ -11,12 +11,12 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"dbname", "errors", "secrets", "messages", "patterns", "thresholds", "results", "aggregate", "identity",
-        "fingerprint", "version"}
+BASE = {"dbname", "errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "results",
+        "aggregate", "identity", "fingerprint", "version"}
 ALLOWED: dict[str, set[str]] = {
-    "dbname": set(), "errors": set(), "secrets": set(), "messages": set(), "patterns": set(), "thresholds": set(),
-    "results": {"messages", "thresholds"}, "aggregate": {"results", "errors"}, "identity": set(), "fingerprint": set(),
-    "version": set(),
+    "dbname": set(), "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(),
+    "patterns": set(), "thresholds": set(), "results": {"messages", "thresholds"}, "aggregate": {"results", "errors"},
+    "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(),
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},

@@ -40,7 +40,8 @@ NEGATIVE = {"satisfied": False, "met": False, "in_role": False, "supported": Fal
 def judge(request: Request) -> Reply:
     """Answers any library judge in the shape its prompt asks for; an item whose text holds NOPE gets a 'no'."""
     prompt = str(request.messages[-1]["content"])
-    shape = prompt.rsplit("in this shape:\n", 1)[-1]
+    shape = prompt.rsplit("in this shape:\n", 1)[-1] if "in this shape:" in prompt else prompt.rsplit(
+        "Reply with JSON only:", 1)[-1]
     if '"intentions"' in shape:
         return text(json.dumps({"intentions": ["Know the weather"]}))
     if '"facts"' in shape:
@@ -56,7 +57,7 @@ def judge(request: Request) -> Reply:
     asked = re.search(r"for each of (?:criteria|intentions|claims|assistant turns) (\d+(?:(?:, | and )\d+)*)", prompt,
                       re.IGNORECASE)
     assert asked is not None, prompt
-    key, flag = re.findall(r'\[\{"(\w+)": ', shape)[0], re.findall(r'"(\w+)": <true or false>', shape)[0]
+    key, flag = re.findall(r'"(\w+)" \(its number\)', shape)[0], re.findall(r'"(\w+)" \(true or false\)', shape)[0]
     verdicts = []
     for n in map(int, re.findall(r"\d+", asked.group(1))):
         item = re.search(rf"^(?:{n}\. |Assistant turn {n}: )(.*)$", prompt, re.MULTILINE)

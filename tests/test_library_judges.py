@@ -288,8 +288,10 @@ def test_role_adherence_counts_only_turns_with_assistant_text(llm_server: LLMSer
     llm_server.push(verdicts("turn", "in_role", {1: True, 3: True}))
     assert score(make(llm_server, "role_adherence", {"role": "A pirate"}), conversation(turns)).score == 1.0
     assert "assistant turns 1 and 3," in prompts(llm_server)[0]
-    assert ('{"verdicts": [{"turn": 1, "reasoning": "<one sentence>", "in_role": <true or false>}, {"turn": 3, '
-            '"reasoning": "<one sentence>", "in_role": <true or false>}]}') in prompts(llm_server)[0]
+    assert ('{"verdicts": [...]} with one verdict for each of 1 and 3, in this order, each with "turn" (its number), '
+            '"reasoning" (your own words about it) and "in_role" (true or false).') in prompts(llm_server)[0]
+    assert '"turn": 1, "reasoning": "It answers the router question as the support agent.", "in_role": true' in \
+        prompts(llm_server)[0]  # an example, never a placeholder a small model copies
 
 
 def test_role_adherence_without_assistant_text_is_not_scorable(llm_server: LLMServer) -> None:

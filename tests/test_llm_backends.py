@@ -19,7 +19,7 @@ from evalcli.errors import EvalcliError
 from evalcli.llm import LLMClient, LLMError, LLMSettings, UsageSink, catalog
 from evalcli.llm import litellm_backend as via_litellm
 from tests.llm_server import LLMServer, Reply, Request, malformed, slow, status, text
-from tests.reliability_helpers import cli_env, closed_port, load_json, write_project
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, closed_port, load_json, write_project
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -302,7 +302,7 @@ def run_project(folder: Path, server: LLMServer, backend: str, *extra: str, db: 
     driver = folder / "driver.py"
     driver.write_text(MODULES, encoding="utf-8")
     done = subprocess.run([sys.executable, str(driver), "run", "ds.yaml", "--json", "-", "--db", db, *extra],
-                          cwd=folder, env=env, capture_output=True, text=True, timeout=180)
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 0, done.stderr[-3000:]
     return load_json(done.stdout), json.loads((folder / "modules.json").read_text())
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.pytest_project import GOOD, REPO, WEATHER, calls, pytest_env, run_pytest, start_pytest, write_project
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 W = "datasets.weather.yaml"
 
@@ -46,7 +47,7 @@ def test_each_conversation_is_an_item_failing_with_its_gates_and_transcript(tmp_
     assert "FAILED datasets/weather.yaml::paris - conversation paris: gate includes(sunny)" in result.out
     # the transcript is the one `evalcli show` prints (rules aside: they are as wide as the terminal)
     show = subprocess.run([sys.executable, "-m", "evalcli", "show", "latest", "paris"], cwd=tmp_path, text=True,
-                          capture_output=True, env=pytest_env(), timeout=60)
+                          capture_output=True, env=pytest_env(), timeout=SUBPROCESS_TIMEOUT)
     assert show.returncode == 0, show.stderr
     lines = [line.rstrip() for line in show.stdout.splitlines() if line.strip() and "─" not in line]
     assert "User: What is the weather in Paris?" in lines and "Assistant: I do not know." in lines
@@ -273,11 +274,11 @@ def test_ctrl_c_stores_the_run_as_interrupted(tmp_path: Path) -> None:
                                           f"data:\n{data}\n"})
     proc = start_pytest(tmp_path, "slow.yaml", env=pytest_env(AGENT_SECONDS="0.5"))
     log = tmp_path / "calls.txt"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + SUBPROCESS_TIMEOUT
     while time.monotonic() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 3):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    out, _ = proc.communicate(timeout=SUBPROCESS_TIMEOUT)
     assert proc.returncode == 2, out  # pytest's "interrupted"
     [run] = query_runs(tmp_path)
     assert run["status"] == "interrupted" and 3 <= run["completed_items"] < 12

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.llm_server import LLMServer, verdict
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 QUERY = re.compile(r"<!-- query: (?P<name>[\w-]+) -->\n```sh\n(?P<body>.*?)```", re.DOTALL)
 PAGE = REPO / "docs" / "storage.md"
@@ -32,7 +33,7 @@ def run_query(args: list[str], db: Path) -> list[dict[str, object]]:
     assert args[:3] == ["sqlite-utils", "query", "evalcli.db"], args
     command = shutil.which("sqlite-utils")
     assert command, "sqlite-utils (a dependency of evalcli) installs its command"
-    done = subprocess.run([command, "query", str(db), *args[3:]], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([command, "query", str(db), *args[3:]], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 0, done.stderr
     rows: list[dict[str, object]] = json.loads(done.stdout)
     return rows

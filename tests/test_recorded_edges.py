@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import REPO, CliResult
 from tests.llm_server import LLMServer, verdict
-from tests.reliability_helpers import cli_env, query, start_cli
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, query, start_cli
 from tests.test_cli_edges import SLOW, completed
 
 
@@ -64,7 +64,7 @@ def test_a_judge_with_api_base_on_an_openai_compatible_route_never_imports_litel
     env.pop("OPENAI_API_BASE", None)
     env.pop("OPENAI_BASE_URL", None)
     done = subprocess.run([sys.executable, "driver.py", "run", "d.yaml", "--json", "-"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(llm_server.requests) == 2
     modules = json.loads((folder / "modules.json").read_text())
@@ -79,7 +79,7 @@ def test_a_second_signal_while_the_last_reports_are_written_still_exits_130(seco
     pipe = tmp_path / "junit.xml"
     os.mkfifo(pipe)  # writing the JUnit report blocks until someone reads it: the signals come then
     process = start_cli(["run", "d.yaml", "--junit", str(pipe)], tmp_path, cli_env(CALLS_FILE=str(tmp_path / "c.txt")))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + SUBPROCESS_TIMEOUT
     while not completed(tmp_path / "evalcli.db") and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)  # past the terminal report, blocked opening the pipe
@@ -90,7 +90,7 @@ def test_a_second_signal_while_the_last_reports_are_written_still_exits_130(seco
         with contextlib.suppress(ProcessLookupError):
             process.send_signal(second)
         time.sleep(0.002)
-    out, err = process.communicate(timeout=60)
+    out, err = process.communicate(timeout=SUBPROCESS_TIMEOUT)
     assert process.returncode == 130, (process.returncode, out, err)
     assert "Traceback" not in err
     run_id = query(tmp_path / "evalcli.db", "SELECT id FROM runs")[0][0]

@@ -15,6 +15,7 @@ from pathlib import Path
 from evalcli.reports.html.sources import score_history
 from evalcli.store.store import Store
 from tests.conftest import REPO, CliResult
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 from tests.report_fixtures import run_ids, transcripts
 
 DATASET = """
@@ -112,7 +113,7 @@ def test_report_reads_a_read_only_database_without_touching_it(write: Callable[.
         command = [*_as_a_plain_user(), sys.executable, "-m", "evalcli", "report", "latest", "--db", "store/runs.db",
                    "--html", "out.html"]
         done = subprocess.run(command, cwd=folder.parent, env={**os.environ, "PYTHONPATH": str(REPO)},
-                              capture_output=True, text=True, timeout=120)
+                              capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("wrote out.html: run ") and "4 conversations" in done.stdout
         assert _digest(folder) == before  # no byte changed and no -wal/-shm appeared

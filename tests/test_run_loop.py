@@ -21,6 +21,7 @@ from evalcli.results import ItemResult
 from evalcli.run import Events, RunOptions, run_evals
 from evalcli.store.store import Store
 from tests.conftest import REPO, CliResult
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 TIMEOUTS = '''
 import asyncio
@@ -256,10 +257,10 @@ def test_a_read_only_database_can_still_be_read(tmp_path: Path, write: Callable[
         for args in (["runs"], ["show", "latest"], ["show", "latest", "a"], ["diff", "latest", "latest"],
                      ["cache", "info"]):
             done = subprocess.run([*prefix, sys.executable, "-m", "evalcli", *args, "--db", "ro/runs.db"],
-                                  cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+                                  cwd=tmp_path, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
             assert done.returncode == 0, (args, done.stderr)
         denied = subprocess.run([*prefix, sys.executable, "-m", "evalcli", "cache", "clear", "--db", "ro/runs.db"],
-                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
         assert denied.returncode == 2 and "read-only" in denied.stderr
     finally:
         folder.chmod(0o755)

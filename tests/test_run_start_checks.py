@@ -15,6 +15,7 @@ from evalcli import RunOptions, run_evals
 from evalcli.errors import EvalcliError
 from evalcli.store import Store
 from tests.conftest import REPO, CliResult
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 JUDGED = """
 target: agents:echo
@@ -75,7 +76,7 @@ def test_timed_out_sync_targets_end_quietly_after_the_run(tmp_path: Path) -> Non
         time.sleep(2.5)  # the hung calls return now, after their run's event loop closed
         print("done", flush=True)
     """)
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["errors", "3", "done"]

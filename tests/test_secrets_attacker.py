@@ -20,7 +20,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from tests.pytest_project import pytest_env
-from tests.reliability_helpers import cli_env, run_cli
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, run_cli
 
 PLANTED = {
     "user": "alice", "password": "pw12", "api key header": "s3cr3t", "cookie": "ck00kieVal9",
@@ -147,7 +147,7 @@ def test_no_planted_secret_leaves_evalcli_by_any_door(echo: int, tmp_path: Path)
     (tests / "d.yaml").write_text(dataset(echo))
     played = subprocess.run([sys.executable, "-m", "pytest", "-p", "evalcli.pytest_plugin", "d.yaml", "-rA", "-vv",
                              "--junitxml=pytest.xml"], cwd=tests, env=pytest_env(**ENV), capture_output=True,
-                            text=True, timeout=180)
+                            text=True, timeout=SUBPROCESS_TIMEOUT)
     assert played.returncode == 1, played.stdout + played.stderr
     assert "POST http://[redacted]@127.0.0.1" in played.stdout
     outputs["pytest"] = (played.stdout + played.stderr).encode()

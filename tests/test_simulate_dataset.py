@@ -134,6 +134,7 @@ def test_validate_warns_when_the_simulators_model_cannot_be_reached(write: Calla
 def test_the_schema_describes_simulate_and_accepts_the_example(cli: Callable[..., CliResult]) -> None:
     schema = json.loads(cli("schema").stdout)
     simulate = schema["$defs"]["Item"]["properties"]["simulate"]
+    simulate = schema["$defs"][simulate["$ref"].rsplit("/", 1)[-1]]
     assert simulate["required"] == ["goal"] and simulate["additionalProperties"] is False
     assert simulate["properties"]["max_turns"]["minimum"] == 1 and simulate["properties"]["max_turns"]["maximum"] == 50
     jsonschema.validate(yaml.safe_load((REPO / "datasets" / "simulated.yaml").read_text()), schema)

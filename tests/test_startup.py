@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import REPO
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 # Runs the CLI like the console script does, then reports which heavy modules were imported.
 PROBE = """
@@ -30,7 +31,7 @@ main()
 def imported(args: list[str], cwd: Path) -> tuple[int, dict[str, bool]]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=SUBPROCESS_TIMEOUT)
     line = next(line for line in done.stderr.splitlines() if line.startswith("MODULES "))
     return done.returncode, json.loads(line.removeprefix("MODULES "))
 
@@ -89,7 +90,7 @@ def _seen(tmp_path: Path, dataset: str) -> dict[str, object]:
     (tmp_path / "d.yaml").write_text(dataset)
     env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run([sys.executable, "-c", AT_START, str(tmp_path / "d.yaml"), str(tmp_path / "x.db")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 0, done.stderr[-2000:]
     line = next(line for line in done.stdout.splitlines() if line.startswith("SEEN "))
     return dict(json.loads(line.removeprefix("SEEN ")))

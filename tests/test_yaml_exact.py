@@ -130,24 +130,40 @@ def test_the_deliberate_differences(parser: str, name: str) -> None:
 
 
 def merge_bomb(levels: int) -> str:
-    """Nested ``<<: [&aN {...}, *aN x8]``: each level merges nine copies of the one below, 9^levels pairs."""
+    """Nested ``<<: [&aN {...}, *aN x8]``: each level merges nine copies of the one below, 9^levels pairs where
+    pyyaml copies every merged pair (6.0.3); 6.0.4 keeps one of each (the same key node), so it is no bomb there."""
     inner = "{k: v}"
     for n in range(levels):
         inner = f"{{<<: [&a{n} {inner}, {', '.join([f'*a{n}'] * 8)}]}}"
     return f"top: {inner}\n"
 
 
+def copies_every_merged_pair() -> bool:
+    """Whether the installed pyyaml copies a mapping merged twice twice (6.0.3) or once (6.0.4), as its own
+    ``flatten_mapping`` does it."""
+    root = yaml.compose("b: &b {k: 1}\nx: {<<: [*b, *b]}\n", Loader=yaml.SafeLoader)
+    assert isinstance(root, yaml.MappingNode)
+    merging = root.value[1][1]
+    yaml.SafeLoader("").flatten_mapping(merging)
+    return len(merging.value) == 2
+
+
 @pytest.mark.parametrize("levels", [9, 10, 12])
 @pytest.mark.timing
 def test_a_merge_key_bomb_is_refused_before_it_is_expanded(parser: str, levels: int) -> None:
+    """Refused where pyyaml would expand it; where pyyaml keeps one copy of each merged pair, read as it reads it.
+    Either way within a fraction of a second and a few megabytes."""
     text = merge_bomb(levels)
     assert len(text) < 700
     tracemalloc.start()
     started = time.process_time()
     try:
-        with pytest.raises(DatasetError, match=r"^f\.yaml:1:\d+: the document expands to too many values through "
-                                               r"merge keys"):
-            yamlsrc.load_yaml(text, "f.yaml", env={})
+        if copies_every_merged_pair():
+            with pytest.raises(DatasetError, match=r"^f\.yaml:1:\d+: the document expands to too many values "
+                                                   r"through merge keys"):
+                yamlsrc.load_yaml(text, "f.yaml", env={})
+        else:
+            assert yamlsrc.load_yaml(text, "f.yaml", env={})[0] == {"top": {"k": "v"}}
         seconds = time.process_time() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -236,10 +252,14 @@ def test_the_cli_refuses_what_safe_load_refuses_on_its_line(write: Callable[...,
 
 @pytest.mark.timing
 def test_the_cli_refuses_a_merge_key_bomb_at_once(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
-    write("bomb.yaml", f"target: agents:echo\nscorers: [{{includes: x}}]\n{merge_bomb(10)}data: [{{input: q}}]\n")
+    truth = merge_bomb(10).removeprefix("top: ").strip()
+    write("bomb.yaml", f"target: agents:echo\nscorers: [{{includes: x}}]\ndata:\n  - input: q\n    ground_truth: {truth}\n")
     started = time.monotonic()
     done = cli("validate", "bomb.yaml")
-    assert done.code == 2 and "bomb.yaml:3:" in done.stderr and "merge keys" in done.stderr, done.stderr
+    if copies_every_merged_pair():
+        assert done.code == 2 and "bomb.yaml:5:" in done.stderr and "merge keys" in done.stderr, done.stderr
+    else:  # pyyaml 6.0.4 merges one copy of each pair: no bomb
+        assert done.code == 0 and "bomb.yaml: ok" in done.stdout, done.stdout + done.stderr
     assert time.monotonic() - started < 20  # the CLI's start-up on a busy machine; the loading is milliseconds
 
 
@@ -349,3 +369,41 @@ def test_a_question_in_a_flow_mapping_is_refused_with_what_to_write(write: Calla
     write("q.yaml", "target: agents:echo\nscorers: [{includes: x}]\ndata:\n  - {id: a, input: 'Is it sunny?'}\n"
                     "  - id: b\n    input: Is it sunny?\n")
     assert cli("validate", "q.yaml").code == 0
+
+
+MERGE_KEYS = ["a", "ab", "b", "abc", "'a'", '"ab"', "x y", "é", '"\\x62"', "k1", "<<"]
+"""Keys of a merge document: one-character and longer, plain and quoted (pyyaml 6.0.4 keeps a merged pair only if
+no pair merged before it has the very same key object, which one-character strings are)."""
+
+
+@st.composite
+def merge_documents(draw: st.DrawFn) -> str:
+    """Mappings that merge earlier ones (``<<: *mN``, ``<<: [*mN, *mM]``, an anchored mapping merged inline that
+    itself merges), keys overlapping between them, each also read on its own through an alias."""
+    lines: list[str] = []
+    anchors: list[str] = []
+    for n in range(draw(st.integers(1, 6))):
+        own = draw(st.lists(st.sampled_from(MERGE_KEYS[:-1]), max_size=3,
+                            unique_by=lambda k: yaml.safe_load(k)))  # a key written twice is an error of evalcli's
+        pairs = [f"{key}: v{n}{i}" for i, key in enumerate(own)]
+        if anchors:
+            merged = draw(st.lists(st.sampled_from(anchors), min_size=1, max_size=3))
+            form = draw(st.sampled_from(["one", "list", "inline"]))
+            if form == "one":
+                pairs.insert(draw(st.integers(0, len(pairs))), f"<<: *{merged[0]}")
+            elif form == "list":
+                pairs.insert(draw(st.integers(0, len(pairs))), f"<<: [{', '.join('*' + m for m in merged)}]")
+            else:
+                pairs.insert(0, f"<<: &i{n} {{<<: *{merged[0]}, {draw(st.sampled_from(MERGE_KEYS[:-1]))}: w{n}}}")
+                anchors.append(f"i{n}")
+        lines.append(f"m{n}: &m{n} {{{', '.join(pairs)}}}")
+        anchors.append(f"m{n}")
+    lines.append(f"again: [{', '.join('*' + a for a in anchors)}]")
+    return "\n".join(lines) + "\n"
+
+
+@FUZZ
+@given(text=merge_documents())
+def test_any_merge_document_loads_as_the_installed_pyyamls_safe_load_reads_it(parser: str, text: str) -> None:
+    """pyyaml 6.0.3 and 6.0.4 read some of these differently: evalcli reads them as the one installed does."""
+    agrees(text)

@@ -19,28 +19,27 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
-from ..secrets import Redactor, remember
-from .files import DatasetFile, ItemFile, LimitsFile, TurnFile
+from ..secrets import Redactor, remember, remember_named
+from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
 from .items import Dataset, Item, Limits, Turn, with_identities
 from .options import item_options, option_warnings, setups
+from .reading import jsonl_items, read_top
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
-from .shapes import ITEM_ASSERTIONS, misplaced_assertions, plain_entry_with_keys
+from .shapes import ITEM_ASSERTIONS, misplaced_assertions
 from .simulate import parse_simulation
 from .target import resolve_target
 from .tools import checked_tools, parse_tools, parse_unmocked, tool_warnings
-from .yamlsrc import Interpolated, Path, Positions, did_you_mean, load_yaml, problems_from_pydantic, validated
+from .yamlsrc import Interpolated, Path, Positions, did_you_mean, problems_from_errors, settle, validated_worded
 
-MAX_JSONL_LINE = 8 * 1024 * 1024
 RECORDED_KEYS = ("transcript", "messages")
 """The keys of a recorded conversation (``messages`` is what JSONL exports call it)."""
-HEADER_KEYS = {"target", "scorers", "gates"}
-"""Keys that make the first line of a ``.jsonl`` dataset its header (no item has them)."""
 NO_TARGET = "(recorded)"
 """``target_spec`` of a dataset of recorded conversations without a target."""
 
@@ -52,24 +51,41 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
     label = f"item {index}"
     if isinstance(raw, dict) and any(key in raw for key in ITEM_ASSERTIONS):
         raw = misplaced_assertions(raw, path, pos, registry, label, problems)  # the rest is still checked
-    model = validated(ItemFile, raw, path, pos, label, problems, (
-        f"{label} must be a mapping with 'input', 'inputs' or 'turns'", "write '- input: your question'"))
+    if not isinstance(raw, dict):
+        problems.append(pos.problem(path, f"{label} must be a mapping with 'input', 'inputs' or 'turns'",
+                                    "write '- input: your question'"))
+        return None
+    model, deferred = validated_worded(ItemFile, raw, path, pos, label, problems,
+                                       lambda error: bool(error["loc"]) and error["loc"][0] in ITEM_WORDED)
     if model is None:
         return None
     if model.id is not None:
         label = f"item {index} ({model.id})"
+    before = len(problems)
     labels = parse_labels(raw["labels"], path, pos, label, known, problems) if "labels" in raw else {}
     item = _conversation(raw, model, index, label, path, pos, registry, problems, line)
+    item = _with_tools(item, raw, model, label, path, pos, problems) if item is not None else None
+    settle(deferred, problems, before)
     if item is None or labels is None:
         return None
+    return replace(item, labels=labels) if labels else item
+
+
+ITEM_WORDED = frozenset({*FORM_KEYS, "labels", "tools", "unmocked"})
+"""An item's keys whose mistakes load.py words itself (``validated_worded``)."""
+
+
+def _with_tools(item: Item, raw: dict[str, Any], model: ItemFile, label: str, path: Path, pos: Positions,
+                problems: list[Problem]) -> Item:
+    """The item with its own ``tools`` (read from ``raw``: the model holds them typed), ``unmocked`` and ``limits``."""
     if model.tools is not None or model.unmocked is not None:
         item = replace(item, tools=None if model.tools is None else
-                       parse_tools(model.tools, (*path, "tools"), pos, label, problems),
+                       parse_tools(raw["tools"], (*path, "tools"), pos, label, problems),
                        unmocked=None if model.unmocked is None else
                        parse_unmocked(model.unmocked, (*path, "unmocked"), pos, label, problems))
     if model.limits is not None or model.on_limit is not None:
         item = replace(item, limits=limits_of(model.limits, model.on_limit))
-    return replace(item, labels=labels) if labels else item
+    return item
 
 
 def limits_of(limits: LimitsFile | None, on_limit: str | None) -> Limits:
@@ -174,14 +190,15 @@ def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Reg
                                                      "ended in an interrupt", "write '- input: ...' for the first turn",
                                     key=True))
         return None
-    try:
-        model = TurnFile.model_validate(turn)
-    except ValidationError as exc:
-        problems.extend(problems_from_pydantic(exc, at, pos, f"{label} turn {t}", list(TurnFile.model_fields)))
+    model, deferred = validated_worded(TurnFile, turn, at, pos, f"{label} turn {t}", problems,
+                                       lambda error: error["loc"][:1] == ("tools",))
+    if model is None:
         return None
+    before = len(problems)
     gates = parse_list(model.gates, (*at, "gates"), pos, registry, problems, gate=True)
     scorers = parse_list(model.scorers, (*at, "scorers"), pos, registry, problems, gate=False)
-    tools = None if model.tools is None else parse_tools(model.tools, (*at, "tools"), pos, f"{label} turn {t}", problems)
+    tools = None if model.tools is None else parse_tools(turn["tools"], (*at, "tools"), pos, f"{label} turn {t}", problems)
+    settle(deferred, problems, before)
     if model.input is not None:
         return Turn(model.input, gates, scorers, tools=tools)
     return Turn(resume_text(model.resume), gates, scorers, resume=model.resume, tools=tools)
@@ -230,60 +247,6 @@ def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str,
                 metadata=dict(model.metadata or {}), line=line, id_given=model.id is not None)
 
 
-def _jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
-    """(line number, parsed value, positions) for each non-blank line, read one line at a time."""
-    with file.open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            pos = Positions(str(file), values={(): (number, 1)})
-            if len(line) > MAX_JSONL_LINE:
-                raise DatasetError([Problem(f"{file}:{number}:1", f"line is longer than {MAX_JSONL_LINE // 2**20} MB",
-                                            "keep each item under that size")])
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError as exc:
-                raise DatasetError([Problem(f"{file}:{number}:{getattr(exc, 'colno', 1)}",
-                                            f"not valid JSON: {getattr(exc, 'msg', exc)}",
-                                            "each line must be one JSON object")]) from None
-            yield number, value, pos
-
-
-def _read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[Any, Positions, Path]] | None]:
-    """The top-level mapping of a dataset file; for ``.jsonl`` files also its items (header line first)."""
-    if file.suffix == ".jsonl":
-        header: Any = None
-        header_pos = Positions(str(file))
-        items: list[tuple[Any, Positions, Path]] = []
-        for _, value, pos in _jsonl_items(file, header=True):
-            if header is None and not items and isinstance(value, dict) and HEADER_KEYS & set(value):
-                header, header_pos = value, pos
-            else:
-                items.append((value, pos, ()))
-        if header is None:
-            raise DatasetError([Problem(f"{file}:1:1", "a JSONL dataset needs a first line with 'target' (and scorers)",
-                                        'start the file with {"target": "module:attr", "scorers": [...]} ("target" may '
-                                        "be left out when every item is a recorded transcript)")])
-        header.setdefault("data", [])
-        return header, header_pos, Interpolated(), items
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError([Problem(str(file), f"cannot read dataset: {exc.strerror}", "check the path")]) from None
-    except UnicodeDecodeError as exc:
-        before = file.read_bytes()[:exc.start]
-        line, line_start = before.count(b"\n") + 1, before.rfind(b"\n") + 1
-        column = len(before[line_start:].decode("utf-8", "replace")) + 1
-        raise DatasetError([Problem(f"{file}:{line}:{column}",
-                                    f"the file is not UTF-8 text (byte {exc.object[exc.start]:#04x})",
-                                    "save it as UTF-8")]) from None
-    try:
-        data, pos, used = load_yaml(text, str(file))
-    except DatasetError as exc:
-        raise DatasetError([plain_entry_with_keys(problem, text) for problem in exc.problems]) from None
-    return data, pos, used, None
-
-
 def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: str | dict[str, Any] | None = None,
                  target_label: str | None = None) -> Dataset:
     """Read and validate a dataset (YAML, or JSONL with a header line) and its scorer registry.
@@ -313,6 +276,13 @@ def declared_secrets(names: list[str], used: Interpolated) -> set[str]:
         if value:
             found.add(value)
     return {v for v in found if v}
+
+
+def secret_variables(declared: list[str], used: Interpolated, secret_values: set[str]) -> list[tuple[str, str]]:
+    """(name, value) of every secret a variable held: as interpolated, and as the environment holds a declared one (the
+    response cache and stored digests write it as ``${NAME}``: evalcli.secret_references)."""
+    found = [(name, value) for name, values in used.values.items() for value in values if value in secret_values]
+    return found + [(name, os.environ[name]) for name in declared if os.environ.get(name)]
 
 
 def redacted(problems: list[Problem], secrets: Iterable[str] = ()) -> list[Problem]:
@@ -347,7 +317,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     registry = load_registry(find_registry(file, scorers_path))
     problems: list[Problem] = list(registry.problems)
     try:
-        data, pos, used, jsonl_items = _read_top(file)
+        data, pos, used, listed = read_top(file)
     except DatasetError as exc:
         raise DatasetError([*exc.problems, *problems]) from None
     problems.extend(used.problems)
@@ -357,14 +327,18 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     if target is not None:
         data.setdefault("target", target)
     top, bad_keys = _top_level(data, pos, problems)
-    tools = None if top.tools is None else parse_tools(top.tools, ("tools",), pos, "dataset", problems)
+    # known before anything is digested (conversations' identities, scorer ids): a digest covers a secret by its name
+    secret_values = used.secret_values | registry.secret_values | declared_secrets(top.secrets or [], used)
+    remember(secret_values)
+    remember_named(secret_variables(top.secrets or [], used, secret_values))
+    tools = None if top.tools is None else parse_tools(data["tools"], ("tools",), pos, "dataset", problems)
     unmocked = "live" if top.unmocked is None else parse_unmocked(top.unmocked, ("unmocked",), pos, "dataset", problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
     hasher = hashlib.sha256(file.read_bytes())
     raw_items: list[tuple[Any, Positions, Path]] = []
-    if jsonl_items is not None:
-        raw_items = jsonl_items
+    if listed is not None:
+        raw_items = listed
     elif top.data_file is not None:
         if top.data is not None:
             problems.append(pos.problem(("data_file",), "'data' and 'data_file' cannot both be given",
@@ -378,7 +352,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
             raise DatasetError([*problems, pos.problem(("data_file",), f"data file '{top.data_file}' not found",
                                                       "give a path relative to the dataset file")])
         hasher.update(data_path.read_bytes())
-        raw_items = [(value, p, ()) for _, value, p in _jsonl_items(data_path, header=False)]
+        raw_items = [(value, p, ()) for _, value, p in jsonl_items(data_path, header=False)]
     else:
         raw_items = [(raw, pos, ("data", i)) for i, raw in enumerate(top.data or [])]
     if not raw_items and "data" not in bad_keys:
@@ -416,8 +390,6 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
                                     "write 'target: module:attribute' (or a mapping with 'http', 'mastra' or 'model'; "
                                     "only a dataset whose items are all recorded transcripts may leave it out)"))
-    secret_values = used.secret_values | registry.secret_values | declared_secrets(top.secrets or [], used)
-    remember(secret_values)
     if problems:
         raise DatasetError(redacted(problems, secret_values))
     if resolved is None:  # every item is a recorded transcript: nothing to call
@@ -440,18 +412,31 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
-    """The top-level keys, and those that were wrong: a wrong or unknown key is reported and left out,
-    so the rest of the file is still checked."""
+    """The top-level keys, and those that were wrong: a wrong or unknown key is reported and left out, so the rest of
+    the file is still checked. The items of ``data`` are validated one by one (``_item``), with their own lines."""
+    items = data.get("data")
+    given = {**data, "data": None} if isinstance(items, list) else data
     try:
-        return DatasetFile.model_validate(data), set()
+        top, bad = DatasetFile.model_validate(given), set[str]()
     except ValidationError as exc:
-        problems.extend(problems_from_pydantic(exc, (), pos, "dataset", list(DatasetFile.model_fields)))
-        bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
-    kept = {k: v for k, v in data.items() if k not in bad and k in DatasetFile.model_fields}
-    try:
-        return DatasetFile.model_validate(kept), bad
-    except ValidationError:  # pragma: no cover - every failing key was left out
-        return DatasetFile(), bad
+        errors = exc.errors()
+        reported = [e for e in errors if not _top_worded(e)]
+        problems.extend(problems_from_errors(reported, (), pos, "dataset", list(DatasetFile.model_fields)))
+        bad = {str(e["loc"][0]) for e in reported if e["loc"]}
+        worded = {str(e["loc"][0]) for e in errors if _top_worded(e)} - bad
+        kept = {k: v for k, v in given.items() if k not in bad | worded and k in DatasetFile.model_fields}
+        try:
+            top = DatasetFile.model_validate(kept)
+        except ValidationError:  # pragma: no cover - every failing key was left out
+            top = DatasetFile()
+        top = top.model_copy(update={key: data[key] for key in worded})
+    return (top.model_copy(update={"data": items}) if isinstance(items, list) else top), bad
+
+
+def _top_worded(error: ErrorDetails) -> bool:
+    """A mistake load.py words itself: in ``tools`` and ``unmocked`` (a target's own settings are validated by its
+    form, ``resolve_target``; here it is only an import path or a mapping)."""
+    return error["loc"][:1] in (("tools",), ("unmocked",))
 
 
 def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, known: list[str],

@@ -6,6 +6,7 @@ from pathlib import Path as FsPath
 
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, ScorerSpec
+from ..secrets import remember_named
 from .references import parse_definition
 from .yamlsrc import Path, load_yaml
 
@@ -31,6 +32,8 @@ def load_registry(path: str | FsPath | None) -> Registry:
         return registry
     registry.problems.extend(used.problems)
     registry.secret_values = used.secret_values
+    remember_named((name, value) for name, values in used.values.items() for value in values
+                   if value in used.secret_values)
     if not isinstance(data, dict) or set(data) - {"scorers"}:
         extra = sorted(map(str, set(data) - {"scorers"})) if isinstance(data, dict) else []
         registry.problems.append(pos.problem((extra[0],) if extra else (), "a scorer registry has one key, 'scorers'",

@@ -3,92 +3,70 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from ..scorers import all_kinds
-from .files import DatasetFile, ItemFile, SimulateFile, TurnFile
+from pydantic.json_schema import GenerateJsonSchema
 
-REF = {"$ref": "#/$defs/ScorerRef"}
-GATE_REF = {"$ref": "#/$defs/GateRef"}
+from .fields import with_definitions
+from .files import DatasetFile
 
 
-def _definitions() -> list[dict[str, Any]]:
-    """The inline form ``{kind: ARG}`` of every scorer kind, from the kinds' own declarations."""
-    return [kind.schema() for kind in all_kinds()]
+class _Names(GenerateJsonSchema):
+    """Definitions named as the YAML calls them: ``Item``, ``Turn``, ``Simulate`` (not ``ItemFile``...)."""
+
+    def normalize_name(self, name: str) -> str:
+        return re.sub(r"File\b", "", super().normalize_name(name))
 
 
 def dataset_schema() -> dict[str, Any]:
-    """JSON Schema (draft 2020-12) of a dataset file, for editors to validate and complete YAML."""
-    schema = DatasetFile.model_json_schema()
-    defs = schema.setdefault("$defs", {})
-    item = ItemFile.model_json_schema()
-    turn = TurnFile.model_json_schema()
-    for model in (item, turn):
-        model.pop("title", None)
-    inline = _definitions()
-    threshold = {"anyOf": [{"type": "number", "minimum": 0, "maximum": 1},
-                           {"type": "object", "properties": {"min": {"type": "number", "minimum": 0, "maximum": 1},
-                                                             "max": {"type": "number", "minimum": 0, "maximum": 1}},
-                            "additionalProperties": False, "minProperties": 1}]}
-    plain = [{"type": "string", "description": "A scorer registered in scorers.yaml, or a check without arguments."},
-             *inline]
-    defs["Threshold"] = threshold
-    defs["ScorerRef"] = {"anyOf": [*plain, {"type": "object", "properties": {
-        "scorer": {"anyOf": plain}, "threshold": {"$ref": "#/$defs/Threshold"}, "id": {"type": "string"}},
-        "required": ["scorer"], "additionalProperties": False}]}
-    defs["GateRef"] = {"anyOf": [*plain, {"type": "object", "properties": {
-        "scorer": {"anyOf": plain}, "id": {"type": "string"}}, "required": ["scorer"], "additionalProperties": False}]}
-    turn["properties"]["gates"] = {"type": "array", "items": GATE_REF}
-    turn["properties"]["scorers"] = {"type": "array", "items": REF}
-    turn["properties"]["input"] = {"type": "string", "description": "What the user says on this turn."}
-    turn["properties"]["resume"] = {"description": "Instead of input: any value, sent as Command(resume=...) to the "
-                                                   "interrupt the previous turn ended in (LangGraph).",
-                                    "not": {"type": "null"}}
-    turn["oneOf"] = [{"required": ["input"]}, {"required": ["resume"]}]
-    item["properties"]["input"] = {"type": "string", "description": "A single-turn question."}
-    item["properties"]["inputs"] = {"type": "array", "items": {"type": "string"}, "minItems": 1}
-    item["properties"]["turns"] = {"type": "array", "items": {"$ref": "#/$defs/Turn"}, "minItems": 1}
-    message = {"type": "object", "required": ["role"], "description": "An OpenAI-format message.",
-               "properties": {"role": {"enum": ["user", "assistant", "tool", "system", "developer"]},
-                              "tool_call_id": {"type": "string"}}}
-    recorded = {"type": "array", "items": message, "minItems": 1,
-                "description": "A recorded conversation, scored as it is (no target is called)."}
-    item["properties"]["transcript"] = recorded
-    item["properties"]["messages"] = {**recorded, "description": "The same as 'transcript'."}
-    item["properties"]["labels"] = {"type": "object", "minProperties": 1, "additionalProperties": {"anyOf": [
-        {"type": "number", "minimum": 0, "maximum": 1}, {"enum": ["pass", "fail"]}]},
-        "description": "What a person decided each scorer (by id) should give this conversation."}
-    item["oneOf"] = [{"required": ["input"]}, {"required": ["inputs"]}, {"required": ["turns"]},
-                     {"required": ["simulate"]}, {"required": ["transcript"]}, {"required": ["messages"]}]
-    simulation: dict[str, Any] = SimulateFile.model_json_schema()
-    simulation.pop("title", None)
-    item["properties"]["simulate"] = simulation
-    defs["Turn"] = turn
-    defs["Item"] = item
-    props = schema["properties"]
-    props["gates"] = {"type": "array", "items": GATE_REF}
-    props["scorers"] = {"type": "array", "items": REF}
-    props["data"] = {"type": "array", "items": {"$ref": "#/$defs/Item"}, "minItems": 1}
-    props["target"] = _target_schema(defs)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "evalcli dataset"
-    return schema
+    """JSON Schema (draft 2020-12) of a dataset file, for editors to validate and complete YAML: generated from the
+    models that validate datasets (``files``), the scorer kinds' and target forms' declarations included."""
+    schema = with_definitions(DatasetFile.model_json_schema(schema_generator=_Names))
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "evalcli dataset"}
 
 
-def _target_schema(defs: dict[str, Any]) -> dict[str, Any]:
-    """An import path, or one of the mapping forms (SPEC §17), each from its adapter's settings model."""
-    from ..targets import FORMS, form_class
+KEY_TABLES = (("The top level", None), ("An item (`data:`)", "Item"), ("A turn (`turns:`)", "Turn"),
+              ("A simulated user (`simulate:`)", "Simulate"), ("`limits:`", "Limits"),
+              ("A recorded message (`transcript:`)", "Message"), ("A mock (`tools: {NAME: ...}`)", "Mock"))
+"""The key reference's tables (docs/datasets.md, "Every key"): a title and the schema definition it describes."""
 
-    forms: list[dict[str, Any]] = [{"type": "string", "description": "Import path 'module:attribute' of the agent."}]
-    for name in FORMS:
-        cls = form_class(name)
-        settings = cls.config_model.model_json_schema(ref_template="#/$defs/{model}")
-        defs.update(settings.pop("$defs", {}))
-        settings.pop("title", None)
-        forms.append({"type": "object", "properties": {name: settings}, "required": [name],
-                      "additionalProperties": False} if cls.nested else settings)
-    return {"description": "The agent under test (SPEC §2, §12, §17).", "anyOf": forms}
+
+def key_reference() -> str:
+    """Every key of a dataset file, per part, from the same schema (and so the same models) that validate it:
+    its type and what it does. ``docs/gen_reference.py`` writes it into docs/datasets.md."""
+    schema = dataset_schema()
+    out: list[str] = []
+    for title, name in KEY_TABLES:
+        part = schema if name is None else schema["$defs"][name]
+        required = set(part.get("required", []))
+        out += [f"**{title}**", "", "| key | holds | what it does |", "|---|---|---|"]
+        for key, prop in part["properties"].items():
+            holds = _holds(prop) + (" (required)" if key in required else "")
+            description = " ".join(str(prop.get("description", "")).replace("|", "\\|").split())
+            out.append(f"| `{key}` | {holds} | {description} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _holds(prop: dict[str, Any]) -> str:
+    """A property's type in a few words."""
+    if "$ref" in prop:
+        return str(prop["$ref"]).rsplit("/", 1)[-1]
+    if "enum" in prop:
+        return " or ".join(f"`{value}`" for value in prop["enum"])
+    if "anyOf" in prop:
+        kinds = [_holds(option) for option in prop["anyOf"] if option.get("type") != "null"]
+        return " or ".join(dict.fromkeys(kinds))
+    kind = prop.get("type")
+    if kind == "array":
+        return f"list of {_holds(prop.get('items', {}))}"
+    if kind == "object":
+        extra = prop.get("additionalProperties")
+        return f"mapping of {_holds(extra)}" if isinstance(extra, dict) and extra else "mapping"
+    names = {"string": "text", "integer": "integer", "number": "number", "boolean": "true/false"}
+    return names.get(str(kind), "any value")
 
 
 STARTER_AGENT = '''"""A tiny agent to start from: replace generate() with a call to your own agent."""

@@ -8,11 +8,10 @@ without recursion, into tuples instead of ``yaml.Node`` objects (the nodes, mark
 pyyaml's cost): a scalar is ``(SCALAR, tag, value, line, column, style)``, a sequence ``(SEQUENCE, [children],
 line, column, tag)``, a mapping ``(MAPPING, [(key, value), ...], line, column, tag)``, lines and columns 0-based,
 a collection's tag ``None`` when it is the default one (``!!seq``, ``!!map``). Tags are resolved as pyyaml's
-``SafeLoader`` resolves them, anchors and aliases share one node (as pyyaml's composer does), merge keys (``<<``)
-are flattened by ``flatten`` exactly as pyyaml flattens them, each merged pair counted against a budget before it
-is copied. Nesting deeper than ``MAX_DEPTH`` raises ``TooDeep`` at once (libyaml's own composer would overflow
-the C stack, pyyaml's would recurse, its scanner slows down with depth). Syntax errors are pyyaml's own
-``MarkedYAMLError``s, with their marks.
+``SafeLoader`` resolves them, anchors and aliases share one node (as pyyaml's composer does); merge keys (``<<``)
+are flattened later, by pyyaml itself (``yamlmerge``). Nesting deeper than ``MAX_DEPTH`` raises ``TooDeep`` at
+once (libyaml's own composer would overflow the C stack, pyyaml's would recurse, its scanner slows down with
+depth). Syntax errors are pyyaml's own ``MarkedYAMLError``s, with their marks.
 """
 
 from __future__ import annotations
@@ -305,86 +304,3 @@ def _header(text: str, index: int) -> int:
 def place(node: Node) -> tuple[int, int]:
     """A node's (line, column), 0-based."""
     return (node[3], node[4]) if node[0] == SCALAR else (node[2], node[3])
-
-
-def flatten_all(root: Node, budget: int) -> dict[int, int]:
-    """Every mapping's merge keys flattened (``flatten``), in the order ``yaml.safe_load`` constructs them (breadth
-    first: a collection's content after its siblings'), at most ``budget`` pairs copied in. Returns, per mapping (by
-    id), how many of its pairs were merged in (they come first)."""
-    counts: dict[int, int] = {}
-    left = [budget]
-    seen = {id(root)}
-    level = [root]
-    while level:
-        following: list[Node] = []
-        for node in level:
-            kind, tag = node[0], node[4] if node[0] != SCALAR else None
-            if kind == MAPPING and (tag is None or tag == SET_TAG):
-                flatten(node, counts, left)
-                children = [part for pair in node[1] for part in pair]
-            elif kind == SEQUENCE and tag is None:
-                children = node[1]
-            elif kind == SEQUENCE and (tag == OMAP_TAG or tag == PAIRS_TAG):  # their one-pair mappings unflattened
-                children = [part for sub in node[1] if sub[0] == MAPPING for pair in sub[1][:1] for part in pair]
-            else:
-                continue
-            for child in children:
-                if child[0] != SCALAR and id(child) not in seen:
-                    seen.add(id(child))
-                    following.append(child)
-        level = following
-    return counts
-
-
-def flatten(node: Node, counts: dict[int, int], left: list[int]) -> None:
-    """Merge keys (``<<``) replaced by the pairs they merge, in place: pyyaml's ``SafeConstructor.flatten_mapping``.
-    ``counts[id(node)]``: how many pairs were merged in (they come first), set once the node is flattened (a node
-    flattened is not read again: an alias merged many times costs one pass); ``left[0]`` is how many pairs may
-    still be copied in, checked before each copy (``TooManyMerged``)."""
-    if id(node) in counts:
-        return
-    pairs = node[1]
-    merge: list[tuple[Node, Node]] = []
-    index = 0
-    while index < len(pairs):
-        key, value = pairs[index]
-        tag = key[1] if key[0] == SCALAR else key[4]  # pyyaml looks at the tag alone: a mapping may be a merge key
-        if tag == MERGE_TAG:
-            del pairs[index]
-            if value[0] == MAPPING:
-                flatten(value, counts, left)
-                _copy(merge, value[1], left, node)
-            elif value[0] == SEQUENCE:
-                parts = []
-                for sub in value[1]:
-                    if sub[0] != MAPPING:
-                        raise yaml.constructor.ConstructorError(
-                            "while constructing a mapping", mark(*place(node)),
-                            f"expected a mapping for merging, but found {_kind(sub)}", mark(*place(sub)))
-                    flatten(sub, counts, left)
-                    parts.append(sub[1])
-                for part in reversed(parts):
-                    _copy(merge, part, left, node)
-            else:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", mark(*place(node)),
-                    f"expected a mapping or list of mappings for merging, but found {_kind(value)}", mark(*place(value)))
-        elif tag == VALUE_TAG:
-            pairs[index] = ((SCALAR, STR_TAG, *key[2:]) if key[0] == SCALAR else (*key[:4], STR_TAG), value)
-            index += 1
-        else:
-            index += 1
-    if merge:
-        pairs[:0] = merge
-    counts[id(node)] = counts.get(id(node), 0) + len(merge)
-
-
-def _copy(merge: list[tuple[Node, Node]], pairs: list[tuple[Node, Node]], left: list[int], node: Node) -> None:
-    left[0] -= len(pairs)
-    if left[0] < 0:
-        raise TooManyMerged(*place(node))
-    merge.extend(pairs)
-
-
-def _kind(node: Node) -> str:
-    return ("scalar", "sequence", "mapping")[node[0]]

@@ -12,16 +12,17 @@ times faster than pyyaml's pure-Python loader, and by pyyaml's own parser wherev
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 from yaml.constructor import SafeConstructor
 
 from ..errors import DatasetError, Problem
-from . import yamlnodes, yamlvalues
+from . import yamlmerge, yamlnodes, yamlvalues
 from .yamlnodes import MAPPING, MAX_DEPTH, SCALAR, SEQUENCE, STR_TAG, Node
 from .yamlvalues import MAX_ALIAS_VISITS, MAX_FILE_BYTES, Walker
 from .yamlvalues import Interpolated as Interpolated  # re-exported: load.py, registry.py
@@ -115,7 +116,7 @@ def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[
     if composed.root is None:
         return None, positions, used
     try:
-        merged = yamlnodes.flatten_all(composed.root, MAX_ALIAS_VISITS) if composed.merges else {}
+        merged = yamlmerge.flatten_all(composed.root, MAX_ALIAS_VISITS) if composed.merges else {}
         walker = Walker(file, positions.problem, dict(os.environ) if env is None else env, used, composed.aliased,
                         merged)
         data = walker.walk(composed.root, ())
@@ -225,8 +226,14 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str:
 def problems_from_pydantic(exc: ValidationError, path: Path, positions: Positions, what: str,
                            fields: Sequence[str]) -> list[Problem]:
     """Turn a pydantic ``ValidationError`` on the value at ``path`` into located problems."""
+    return problems_from_errors(exc.errors(), path, positions, what, fields)
+
+
+def problems_from_errors(errors: Sequence[ErrorDetails], path: Path, positions: Positions, what: str,
+                         fields: Sequence[str]) -> list[Problem]:
+    """Pydantic's errors on the value at ``path`` as located problems."""
     problems = []
-    for error in exc.errors():
+    for error in errors:
         loc = tuple(error["loc"])
         full = (*path, *loc)
         name = ".".join(str(part) for part in loc)
@@ -259,3 +266,30 @@ def validated(model: type[M], raw: Any, path: Path, pos: Positions, what: str, p
     except ValidationError as exc:
         problems.extend(problems_from_pydantic(exc, path, pos, what, list(model.model_fields)))
         return None
+
+
+def validated_worded(model: type[M], raw: dict[Any, Any], path: Path, pos: Positions, what: str,
+                     problems: list[Problem], worded: Callable[[ErrorDetails], bool]) -> tuple[M | None, list[Problem]]:
+    """``raw`` (a mapping) validated as ``model``, except for the mistakes ``worded`` says the caller words itself
+    (with a rewrite, or more precisely): those keys keep their raw values in the model returned, and their problems
+    in pydantic's words are returned for the caller to add if its own checks found nothing (``settle``), so the
+    validator is never looser than the model. ``None`` after adding a located problem for each other mistake."""
+    try:
+        return model.model_validate(raw), []
+    except ValidationError as exc:
+        errors = exc.errors()
+    own = [error for error in errors if worded(error)]
+    others = [error for error in errors if not worded(error)]
+    if others:
+        problems.extend(problems_from_errors(others, path, pos, what, list(model.model_fields)))
+        return None, []
+    keys = {str(error["loc"][0]) for error in own}
+    valid = model.model_validate({key: value for key, value in raw.items() if key not in keys})
+    return valid.model_copy(update={key: raw[key] for key in keys if key in raw}), problems_from_errors(own, path, pos, what,
+                                                                                             list(model.model_fields))
+
+
+def settle(deferred: list[Problem], problems: list[Problem], before: int) -> None:
+    """Adds the problems ``validated_worded`` deferred when the caller's own checks added none since ``before``."""
+    if deferred and len(problems) == before:
+        problems.extend(deferred)

@@ -22,6 +22,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from ..errors import DatasetError, Problem
 from ..secrets import looks_secret
 from . import yamlnodes as nodes
+from .yamlmerge import CountedMerges, to_pyyaml
 from .yamlnodes import MAPPING, MAX_DEPTH, SCALAR, SEQUENCE, STR_TAG, Node, TooManyMerged, mark, place
 
 Path = tuple[str | int, ...]
@@ -57,7 +58,7 @@ def unreadable(tag: str, exc: Exception, at: yaml.Mark | None) -> Unreadable:
 
 
 class Walker:
-    """One document's values, from ``file``; ``merged`` (from ``yamlnodes.flatten_all``): per mapping, its leading merged pairs,
+    """One document's values, from ``file``; ``merged`` (from ``yamlmerge.flatten_all``): per mapping, its leading merged pairs,
     already counted in ``alias_visits``."""
 
     def __init__(self, file: str, problem: Callable[[Path, str, str], Problem], env: dict[str, str],
@@ -202,15 +203,13 @@ class Walker:
         return INTERPOLATION.sub(replace, text)
 
 
-class SafeCounted(SafeConstructor):
+class SafeCounted(CountedMerges):
     """pyyaml's ``SafeConstructor``, with the pairs that merge keys copy in counted against ``MAX_ALIAS_VISITS``
-    before they are copied (``TooManyMerged``), and a plain Python error of a constructor (``!!int seven``) raised
+    before they are copied (``CountedMerges``), and a plain Python error of a constructor (``!!int seven``) raised
     as ``Unreadable`` at its node."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.left = MAX_ALIAS_VISITS
-        self.flattened: set[yaml.Node] = set()
+        super().__init__(MAX_ALIAS_VISITS)
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
@@ -219,51 +218,6 @@ class SafeCounted(SafeConstructor):
             raise
         except Exception as exc:  # noqa: BLE001 - PyYAML's constructors raise plain errors on some bad values
             raise unreadable(node.tag, exc, node.start_mark) from None
-
-    def flatten_mapping(self, node: yaml.MappingNode) -> None:
-        """pyyaml's own, each copy counted first, and a node flattened once (as ``yamlnodes.flatten``)."""
-        if node in self.flattened:
-            return
-        merge: list[tuple[yaml.Node, yaml.Node]] = []
-        index = 0
-        while index < len(node.value):
-            key_node, value_node = node.value[index]
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                del node.value[index]
-                if isinstance(value_node, yaml.MappingNode):
-                    self.flatten_mapping(value_node)
-                    self._copy(merge, value_node.value, node)
-                elif isinstance(value_node, yaml.SequenceNode):
-                    submerge = []
-                    for subnode in value_node.value:
-                        if not isinstance(subnode, yaml.MappingNode):
-                            raise ConstructorError("while constructing a mapping", node.start_mark,
-                                                   f"expected a mapping for merging, but found {subnode.id}",
-                                                   subnode.start_mark)
-                        self.flatten_mapping(subnode)
-                        submerge.append(subnode.value)
-                    submerge.reverse()
-                    for value in submerge:
-                        self._copy(merge, value, node)
-                else:
-                    raise ConstructorError("while constructing a mapping", node.start_mark,
-                                           "expected a mapping or list of mappings for merging, but found "
-                                           f"{value_node.id}", value_node.start_mark)
-            elif key_node.tag == "tag:yaml.org,2002:value":
-                key_node.tag = STR_TAG
-                index += 1
-            else:
-                index += 1
-        if merge:
-            node.value = merge + node.value
-        self.flattened.add(node)
-
-    def _copy(self, merge: list[tuple[yaml.Node, yaml.Node]], pairs: list[tuple[yaml.Node, yaml.Node]],
-              node: yaml.Node) -> None:
-        self.left -= len(pairs)
-        if self.left < 0:
-            raise TooManyMerged(node.start_mark.line, node.start_mark.column)
-        merge.extend(pairs)
 
 
 def first_error(text: str, pure: bool) -> Exception | None:
@@ -288,31 +242,3 @@ def construct_alone(node: Node) -> Any:
     """``node`` as pyyaml's own constructor reads it, on its own: for the tags ``Walker`` does not read itself
     (a scalar tag on a collection, a collection tag on a scalar, an unknown tag), which mostly raise."""
     return SafeCounted().construct_document(to_pyyaml(node))
-
-
-def to_pyyaml(root: Node) -> yaml.Node:
-    """Light nodes as pyyaml nodes (shared where they are shared), without recursion."""
-    every: dict[int, Node] = {}
-    pending = [root]
-    while pending:
-        node = pending.pop()
-        if id(node) not in every:
-            every[id(node)] = node
-            if node[0] != SCALAR:
-                pending.extend(_children(node))
-    made: dict[int, yaml.Node] = {}
-    for key, node in every.items():
-        start = mark(*place(node))
-        made[key] = (yaml.ScalarNode(node[1], node[2], start, start, style=node[5]) if node[0] == SCALAR
-                     else yaml.SequenceNode(node[4] or nodes.SEQ_TAG, [], start, start) if node[0] == SEQUENCE
-                     else yaml.MappingNode(node[4] or nodes.MAP_TAG, [], start, start))
-    for key, node in every.items():
-        if node[0] == SEQUENCE:
-            made[key].value = [made[id(child)] for child in node[1]]
-        elif node[0] == MAPPING:
-            made[key].value = [(made[id(k)], made[id(v)]) for k, v in node[1]]
-    return made[id(root)]
-
-
-def _children(node: Node) -> list[Node]:
-    return node[1] if node[0] == SEQUENCE else [part for pair in node[1] for part in pair]

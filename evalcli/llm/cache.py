@@ -2,6 +2,11 @@
 
 The table belongs to the store's migrations; the cache is handed a connection of its own to a migrated
 database (``Store.response_cache``), and during a run makes its changes through the run's writer thread.
+
+No secret is stored (docs/reliability.md, "Secrets"): a reply keeps each secret known by its variable as a reference,
+``${NAME}``, given its value back when read (a cached simulated user says the same words as on the first run), and any
+other secret redacted; a key is a digest of the request with the same references (``secret_references.digestible``),
+so no guess of a secret can be confirmed against it.
 """
 
 from __future__ import annotations
@@ -14,7 +19,11 @@ from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from ..secret_references import Unresolved, digestible, restored, stored
 from ..secrets import redactor
+
+REFERENCES = "evalcli_references"
+"""The key under which a stored reply is kept with its secrets as references (an entry without it predates them)."""
 
 
 class Writer(Protocol):
@@ -40,8 +49,10 @@ class ResponseCache:
 
     @staticmethod
     def key_for(**parts: Any) -> str:
-        """sha256 of the canonical JSON of ``parts`` (model, messages, params, schema, scorer id/version)."""
-        canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        """sha256 of the canonical JSON of ``parts`` (model, messages, params, schema, scorer id/version), each
+        secret in them as a reference to its variable or redacted (``digestible``)."""
+        canonical = json.dumps(digestible(parts), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                               default=str)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     def _change(self, sql: str, params: tuple[Any, ...]) -> None:
@@ -52,7 +63,8 @@ class ResponseCache:
             self._conn.execute(sql, params)
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The cached response, counting the hit; ``None`` when absent (or the database is too busy to say)."""
+        """The cached response, counting the hit, with its secrets' values back; ``None`` when absent, when one of
+        its secrets has no value now, or when the database is too busy to say."""
         try:
             with self._lock:
                 row = self._conn.execute("SELECT response FROM llm_cache WHERE key = ?", (key,)).fetchone()
@@ -60,14 +72,22 @@ class ResponseCache:
             return None
         if row is None:
             return None
-        self._change("UPDATE llm_cache SET hits = hits + 1 WHERE key = ?", (key,))
         value = json.loads(row[0])
-        return value if isinstance(value, dict) else None
+        if isinstance(value, dict) and REFERENCES in value:
+            try:
+                value = restored(value[REFERENCES])
+            except Unresolved:
+                return None
+        if not isinstance(value, dict):
+            return None
+        self._change("UPDATE llm_cache SET hits = hits + 1 WHERE key = ?", (key,))
+        return value
 
     def put(self, key: str, model: str, response: dict[str, Any]) -> None:
         """Store (or replace) a response."""
-        # a reply may repeat a secret it was shown (the judge quoting the transcript): never store it (SPEC §23)
-        data = redactor().dumps(response, sort_keys=True, default=str)
+        # a reply may repeat a secret it was shown (a simulated user its persona's PIN, a judge the transcript): it is
+        # kept as a reference to its variable, never as its value
+        data = redactor().dumps({REFERENCES: stored(response)}, sort_keys=True, default=str)
         now = datetime.now(UTC).isoformat()
         self._change("INSERT OR REPLACE INTO llm_cache (key, model, response, created_at, hits) VALUES (?, ?, ?, ?, 0)",
                      (key, redactor()(model), data, now))

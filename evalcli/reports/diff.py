@@ -11,7 +11,7 @@ from rich.text import Text
 from ..results import finite_or_none
 from ..store import Change, RunDiff
 from .paired import stats_markdown, stats_renderable
-from .text import DATASETS_DIFFER, VERDICT_STYLE, fmt, plural, titled
+from .text import DATASETS_DIFFER, fmt, plural, titled, verdict_style, verdict_words
 
 
 def _cell(change: Change) -> Text:
@@ -46,11 +46,11 @@ def render_diff(console: Console, diff: RunDiff, *, verbose: bool = False) -> No
             delta = "-" if c.delta is None else f"{c.delta:+.3f}"
             table.add_row(c.id, fmt(c.a), fmt(c.b), Text(delta, style="bold red" if c.regressed else ""))
         console.print(titled(title, table))
-    verdict = Text("verdict: ")
-    verdict.append(diff.a.verdict or "none", style=VERDICT_STYLE.get(diff.a.verdict or "", ""))
+    verdict = Text("verdict: ")  # the one verdict label: "passed on 3 of 4 conversations; 1 errored"
+    verdict.append(verdict_words(diff.a), style=verdict_style(diff.a))
     verdict.append(" -> ")
-    verdict.append(diff.b.verdict or "none", style=VERDICT_STYLE.get(diff.b.verdict or "", ""))
-    console.print(verdict)
+    verdict.append(verdict_words(diff.b), style=verdict_style(diff.b))
+    console.print(verdict, soft_wrap=True)
     console.print(_items_table(diff, verbose))
     if diff.stats is not None:
         console.print(stats_renderable(diff.stats), soft_wrap=True)
@@ -93,7 +93,7 @@ def diff_json(diff: RunDiff) -> dict[str, Any]:
 def diff_markdown(diff: RunDiff) -> str:
     """``evalcli diff --markdown``: the verdicts, the regressions and the paired statistics."""
     lines = [f"### evalcli diff `{diff.a.run_id}` -> `{diff.b.run_id}` ({diff.b.dataset_path})", "",
-             f"verdict: {diff.a.verdict or 'none'} -> {diff.b.verdict or 'none'}", ""]
+             f"verdict: {verdict_words(diff.a)} -> {verdict_words(diff.b)}", ""]
     judged = diff.judged_by_significance
     lines += [f"- {'change' if judged else 'regression'}: {line}" for line in diff.regressions]
     lines += [f"- **significant regression**: {line}" for line in diff.significant]
@@ -116,7 +116,7 @@ def _items_table(diff: RunDiff, verbose: bool) -> RenderableType:
     hidden = 0
     for item in diff.items:
         changed = (item.changed or item.passed_a != item.passed_b or item.status_a != item.status_b
-                   or any(c.a != c.b for c in item.scores))
+                   or any(c.moved for c in item.scores))
         if not (verbose or changed):
             hidden += 1
             continue

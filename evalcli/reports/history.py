@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..store import MergeResult, Store
-from .text import VERDICT_STYLE, fmt
+from .text import VERDICT_STYLE, fmt, verdict_style, verdict_words
 
 
 def runs_table(store: Store, limit: int = 20) -> RenderableType:
@@ -103,10 +103,14 @@ def merge_lines(result: MergeResult) -> list[Text]:
     lines = [Text(f"merged run {run_id} from {db}", style="dim") for db, run_id in result.sources]
     lines.extend(Text("warning: " + w, style="yellow") for w in result.warnings)
     verdict = Text.assemble(("Run ", "bold"), (result.run_id, "cyan"), f" written to {result.out}: verdict ")
-    verdict.append(result.summary.verdict or "none", style=VERDICT_STYLE.get(result.summary.verdict or "", ""))
+    verdict.append(verdict_words(result.summary), style=verdict_style(result.summary))
     verdict.append(f"   conversations: {result.summary.total_items}   errors: {result.summary.errors}"
                    f"   exit code {result.exit_code}")
     lines.append(verdict)
+    for key, words in (("pass_at_k", "pass@k (a gate passed in at least one of the --repeat plays): "),
+                       ("pass_all_k", "pass^k (a gate passed in all of the --repeat plays): ")):
+        if result.repeats.get(key):
+            lines.append(Text(words + ", ".join(f"{g}={fmt(v)}" for g, v in result.repeats[key].items())))
     return lines
 
 

@@ -9,7 +9,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..results import ItemResult, RunResult, fmt
+from ..results import ItemResult, RunResult, Summary, fmt, reaches_gate
 
 __all__ = [
     "DATASETS_DIFFER",
@@ -76,7 +76,10 @@ def missed_gates(item: ItemResult) -> list[str]:
         for gate_id, outcome in gates.items():
             if outcome.missed_gate:
                 detail = outcome.error or outcome.reason
-                lines.append(f"{where}gate {gate_id} scored {fmt(outcome.score)}" + (f": {detail}" if detail else ""))
+                # over --repeat plays the mean may reach 1 (2.0 and 0.5: 1.25) while a play missed: say so
+                mean = " on average over the plays, missed in a play" if reaches_gate(outcome.score) else ""
+                lines.append(f"{where}gate {gate_id} scored {fmt(outcome.score)}{mean}"
+                             + (f": {detail}" if detail else ""))
     return lines
 
 
@@ -88,10 +91,10 @@ def why_failed(item: ItemResult) -> str:
     return missed[0] if missed else "failed"
 
 
-def verdict_words(result: RunResult) -> str:
+def verdict_words(result: RunResult | Summary) -> str:
     """The verdict as words, saying what it covers when conversations errored: ``passed``, ``passed on 1 of 4
     conversations; 3 errored``, ``none (no gate or threshold results); 3 of 4 conversations errored``."""
-    summary = result.summary
+    summary = result if isinstance(result, Summary) else result.summary
     if not summary.errors:
         return summary.verdict or "none (no gate or threshold results)"
     total = plural(summary.total_items, "conversation")
@@ -110,11 +113,12 @@ def budget_words(result: RunResult) -> str | None:
             f"{counts['not_played']} not played")
 
 
-def verdict_style(result: RunResult) -> str:
+def verdict_style(result: RunResult | Summary) -> str:
     """The style of ``verdict_words``: green only for a verdict that covers every conversation."""
-    if result.summary.errors:
-        return "bold red" if result.verdict == "failed" else "bold yellow"
-    return VERDICT_STYLE.get(result.verdict or "", "")
+    summary = result if isinstance(result, Summary) else result.summary
+    if summary.errors:
+        return "bold red" if summary.verdict == "failed" else "bold yellow"
+    return VERDICT_STYLE.get(summary.verdict or "", "")
 
 
 def titled(title: str, table: Table, note: str = "") -> RenderableType:

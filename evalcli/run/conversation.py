@@ -107,6 +107,8 @@ class Conversation:
             # failure are kept to be shown, the failing scorer's outcome holding its error
             self._fail(result, str(exc), exc.__cause__ or exc)
         finally:
+            if plan is not None:
+                plan.close()
             CURRENT.reset(plan_token)
             current_usage.reset(token)
         self.tools.finished(item, plan)
@@ -177,7 +179,7 @@ class Conversation:
             started = time.perf_counter()
             plan, adapter = CURRENT.get(), self.dataset.target
             if plan is not None:
-                plan.turn = index
+                plan.begin(index)
 
             outside: list[str] = []
 

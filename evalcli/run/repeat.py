@@ -15,10 +15,10 @@ kept on the result (``ItemResult.plays``, numbered from 1) and stored (SPEC §21
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ..aggregate import Mean
-from ..results import ItemResult, Outcome, stability_counts
+from ..aggregate import PassRates as PassRates
+from ..results import ItemResult, Outcome
 
 
 def mean_outcomes(runs: list[dict[str, Outcome]], *, gates: bool = False) -> dict[str, Outcome]:
@@ -76,42 +76,3 @@ def gates_passed(play: ItemResult) -> dict[str, bool]:
             if not outcome.not_scorable:
                 passed[gate_id] = passed.get(gate_id, True) and not outcome.missed_gate
     return passed
-
-
-class PassRates:
-    """pass@k and pass^k per gate over a run's conversations: a conversation counts for a gate when the gate was
-    scorable in at least one of its k plays, and only those plays count (not scorable is never a failure)."""
-
-    def __init__(self) -> None:
-        self.at_k: dict[str, Mean] = {}
-        self.all_k: dict[str, Mean] = {}
-        self.stabilities: list[str | None] = []
-
-    def add(self, result: ItemResult) -> None:
-        self.stabilities.append(result.stability)
-        if result.status != "ok" or result.repeats <= 1:
-            return
-        for gate_id, scorable in result.gate_plays.items():
-            if not scorable:
-                continue
-            passed = result.gate_passes.get(gate_id, 0)
-            self.at_k.setdefault(gate_id, Mean()).add(float(passed > 0))
-            self.all_k.setdefault(gate_id, Mean()).add(float(passed == scorable))
-
-    def stability(self) -> dict[str, int]:
-        """How many conversations are stable-pass, flaky and stable-fail (``{}`` without repeats)."""
-        return stability_counts(self.stabilities)
-
-    def pass_at_k(self) -> dict[str, float]:
-        """Per gate, the share of conversations where at least one scorable play passed."""
-        return {g: m.value for g, m in self.at_k.items() if m.count}
-
-    def pass_all_k(self) -> dict[str, float]:
-        """Per gate, the share of conversations where every scorable play passed (pass^k)."""
-        return {g: m.value for g, m in self.all_k.items() if m.count}
-
-    def to_json(self, repeat: int) -> dict[str, Any]:
-        """What the JSON result of a run of ``repeat`` plays adds (``RunResult.to_json``): nothing for one play."""
-        if repeat <= 1:
-            return {}
-        return {"repeat": repeat, "pass_at_k": self.pass_at_k(), "pass_all_k": self.pass_all_k()}

@@ -24,6 +24,7 @@ from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summa
 from ..results import ItemResult, RunResult
 from ..scorers import Builder
 from ..store import Store, new_run_id
+from ..tools import HermeticRun
 from .context import RunContext
 from .conversation import Conversation
 from .events import Events
@@ -185,7 +186,8 @@ class Runner:
         tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
         restore = self._install_signals() if self.options.handle_signals else None
         try:
-            await self._wait(tasks)
+            with HermeticRun(self.options.hermetic):  # a tool call tied to no conversation is refused meanwhile
+                await self._wait(tasks)
         finally:
             if restore:
                 restore()

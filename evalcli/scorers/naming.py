@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from ..secret_references import digestible
+
 _SPECIAL = set(",:;{}[]()\"'#&*!|>%@`\n\t")
 LONG_ID = 80
 """Beyond this many characters an argument in an id is shortened to a prefix and a hash."""
@@ -57,5 +59,5 @@ def shortened(text: str) -> str:
     """``text`` if short, else its start and a hash of the whole (still unique, still readable)."""
     if len(text) <= LONG_ID:
         return text
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+    digest = hashlib.sha256(digestible(text).encode("utf-8")).hexdigest()[:8]  # confirms no guess of a secret
     return f"{text[:LONG_ID - 12]}… #{digest}"

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import Problem
 from ..llm import LLMClient
 from ..results import Threshold
+from ..secret_references import digestible
 from .kinds import BuildContext, Scorer
 from .kinds import find as find_kind
 
@@ -42,8 +43,10 @@ class ScorerSpec:
         """A digest of everything that decides this scorer's scores and how they count: kind, arguments, id,
         threshold and whether its scores are stored (a run keeps it, so a resume can tell a changed scorer)."""
         threshold = None if self.threshold is None else self.threshold.raw
-        canonical = json.dumps({"id": self.id, "kind": self.kind, "args": self.args, "threshold": threshold,
-                                "registered": self.registered}, sort_keys=True, default=repr, ensure_ascii=False)
+        # a secret in the arguments is a reference to its variable here: the digest confirms no guess of it
+        canonical = json.dumps(digestible({"id": self.id, "kind": self.kind, "args": self.args, "threshold": threshold,
+                                           "registered": self.registered}), sort_keys=True, default=repr,
+                               ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 

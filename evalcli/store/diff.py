@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import ExitCode, UsageError
 from ..identity import changed, identity_of, pair_by_identity
 from ..results import ItemResult, RunResult, Summary, fmt
+from ..thresholds import same, within
 from .history import load_run
 from .paired import PairedStats, check_alpha, check_detect, conversation_names, paired_stats
 from .store import Store
@@ -27,6 +28,11 @@ class Change:
     @property
     def delta(self) -> float | None:
         return None if self.a is None or self.b is None else self.b - self.a
+
+    @property
+    def moved(self) -> bool:
+        """A or B differ by more than floating point's noise (``evalcli.thresholds.same``)."""
+        return not same(self.a, self.b)
 
 
 @dataclass
@@ -97,9 +103,12 @@ def _changes(a: dict[str, float], b: dict[str, float], tolerance: float) -> list
 
 
 def _dropped(a: float | None, b: float | None, tolerance: float) -> bool:
+    """B fell below A by more than ``tolerance``: B does not reach ``A - tolerance`` by the one threshold rule
+    (``evalcli.thresholds.within``, docs/scorers.md#thresholds-compare-with-a-tolerance), so exactly the tolerance,
+    or 1 - 1e-10 against 1.0, is no regression."""
     if a is None or b is None or math.isnan(a):
         return False
-    return math.isnan(b) or b < a - tolerance - 1e-12  # the epsilon keeps "exactly the tolerance" a pass
+    return math.isnan(b) or (b < a and not within(b, a - tolerance))
 
 
 def _gate_scores(summary: Summary) -> dict[str, float]:

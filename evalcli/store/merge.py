@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..aggregate import exit_code
+from ..aggregate import PassRates, exit_code
 from ..errors import StoreError, UsageError
 from ..identity import identity_of
 from ..results import ItemResult, Summary
@@ -34,6 +34,9 @@ class MergeResult:
     summary: Summary
     exit_code: int
     warnings: list[str] = field(default_factory=list)
+    repeats: dict[str, Any] = field(default_factory=dict)
+    """With ``--repeat`` shards: ``repeat``, ``pass_at_k`` and ``pass_all_k`` over every shard's conversations, as
+    one unsharded run's JSON has them (``{}`` otherwise)."""
 
 
 def _find_run(stores: list[Store], run_id: str) -> tuple[Store, dict[str, Any]]:
@@ -135,7 +138,7 @@ def _scorer_rows(picked: list[tuple[Store, dict[str, Any]]]) -> list[tuple[str, 
 
 
 def _write_merged(out: Store, run_id: str, picked: list[tuple[Store, dict[str, Any]]], options: dict[str, Any],
-                  summary: Summary, code: int) -> None:
+                  summary: Summary, code: int, repeats: dict[str, Any]) -> None:
     first = picked[0][1]
     commits = {row["git_commit"] for _, row in picked}
     conn = out.conn
@@ -155,7 +158,7 @@ def _write_merged(out: Store, run_id: str, picked: list[tuple[Store, dict[str, A
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    out.finish_run(run_id, summary, "completed", code, completed=summary.total_items)
+    out.finish_run(run_id, summary, "completed", code, completed=summary.total_items, repeats=repeats)
 
 
 def _copy_rows(source: Store, out: Store, table: str, from_run: str, to_run: str) -> None:
@@ -178,8 +181,13 @@ def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = 
         picked = _pick_runs(stores, run_ids or [])
         warnings = _check_mergeable(picked)
         plan = picked[0][0].plan(picked[0][1]["id"])
-        summary = aggregate(plan, _collect_items(picked))
+        items = _collect_items(picked)
+        summary = aggregate(plan, items)
         options = json.loads(picked[0][1]["options"] or "{}")
+        rates = PassRates()
+        for item in items:
+            rates.add(item)
+        repeats = rates.to_json(int(options.get("repeat") or 1))
         code = exit_code(summary, strict=bool(options.get("strict")), max_errors=int(options.get("max_errors") or 0))
         options.update(shard=None, merged_from=[{"db": s.path, "run_id": r["id"],
                                                  "shard": json.loads(r["options"] or "{}").get("shard")}
@@ -187,10 +195,10 @@ def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = 
         run_id = new_run_id()
         target = Store(out)
         try:
-            _write_merged(target, run_id, picked, options, summary, code)
+            _write_merged(target, run_id, picked, options, summary, code, repeats)
         finally:
             target.close()
     finally:
         for store in stores:
             store.close()
-    return MergeResult(run_id, str(out), [(s.path, r["id"]) for s, r in picked], summary, code, warnings)
+    return MergeResult(run_id, str(out), [(s.path, r["id"]) for s, r in picked], summary, code, warnings, repeats)

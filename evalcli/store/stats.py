@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from ..thresholds import same
+
 ALPHA = 0.05
 """The significance level the detectable change is worked out for."""
 POWER = 0.8
@@ -70,10 +72,12 @@ class PairedDifference:
 
 
 def differences(a: Sequence[float], b: Sequence[float]) -> list[float]:
-    """B - A per pair, rounded to 12 places so that equal changes (1/3 - 2/3 and 2/3 - 1) tie as they should."""
+    """B - A per pair, rounded to 12 places so that equal changes (1/3 - 2/3 and 2/3 - 1) tie as they should; a pair
+    within the threshold tolerance of each other (``evalcli.thresholds.same``: 1.0 and 1 - 1e-10) did not change, so
+    floating point's noise is never a difference Wilcoxon ranks or an interval below 0."""
     if len(a) != len(b):
         raise ValueError("paired samples have one value each per conversation")
-    return [round(y - x, 12) + 0.0 for x, y in zip(a, b, strict=True)]
+    return [0.0 if same(x, y) else round(y - x, 12) + 0.0 for x, y in zip(a, b, strict=True)]
 
 
 def paired_difference(a: Sequence[float], b: Sequence[float]) -> PairedDifference | None:

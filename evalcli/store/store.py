@@ -322,9 +322,10 @@ class Store:
         """Run statements in one immediate transaction (taken at once, so writers queue instead of deadlocking)."""
         run(conn or self.conn, statements)
 
-    def finish_run(self, run_id: str, summary: Summary, status: str, exit_code: int, completed: int) -> None:
+    def finish_run(self, run_id: str, summary: Summary, status: str, exit_code: int, completed: int,
+                   repeats: dict[str, Any] | None = None) -> None:
         """Write a run's end directly (for ``merge``, which writes no conversations of its own)."""
-        self.execute(self.finish_statements(run_id, summary, status, exit_code, completed))
+        self.execute(self.finish_statements(run_id, summary, status, exit_code, completed, repeats))
 
     def mark_interrupted(self, run_id: str) -> None:
         """An interrupt that came after the conversations (while the run was being finished or reported): the run

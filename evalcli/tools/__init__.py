@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .annotate import Outside, TurnTools, recorded_turn
 from .decorator import REGISTERED, tool
-from .plan import CURRENT, MockedToolError, Recorded, ToolCall, ToolPlan, ToolRefused, acall, call, same_tool
+from .plan import CURRENT, HermeticRun, MockedToolError, Recorded, ToolCall, ToolPlan, ToolRefused, acall, call, same_tool
 from .spec import (
     MATCHES,
     RESERVED,
@@ -29,7 +29,7 @@ from .spec import (
 from .tape import SUFFIX, Tape, TapeError, TapeRecorder, read_tape, tape_path
 from .threads import install as carry_plans_into_threads
 
-__all__ = ["CURRENT", "MATCHES", "REGISTERED", "RESERVED", "SOURCES", "SUFFIX", "UNMOCKED", "Answer", "Mock",
-           "MockedToolError", "Outside", "Recorded", "Tape", "TapeError", "TapeRecorder", "ToolCall", "ToolPlan",
+__all__ = ["CURRENT", "MATCHES", "REGISTERED", "RESERVED", "SOURCES", "SUFFIX", "UNMOCKED", "Answer", "HermeticRun",
+           "Mock", "MockedToolError", "Outside", "Recorded", "Tape", "TapeError", "TapeRecorder", "ToolCall", "ToolPlan",
            "ToolRefused", "ToolsConfig", "TurnTools", "acall", "as_text", "call", "canonical", "carry_plans_into_threads",
            "jsonable", "matches", "read_tape", "recorded_turn", "same_tool", "tape_arguments", "tape_path", "tool"]

@@ -29,6 +29,13 @@ T = TypeVar("T")
 CURRENT: contextvars.ContextVar[ToolPlan | None] = contextvars.ContextVar("evalcli_tool_plan", default=None)
 """The plan of the conversation whose turn is running (``None``: no plan, every tool runs as it is)."""
 
+LEASE: contextvars.ContextVar[int | None] = contextvars.ContextVar("evalcli_tool_plan_lease", default=None)
+"""In a thread (or a pool's task) that carries a plan (``threads``): the plan's ``epoch`` when it was started, so the
+plan holds only until the turn that started it ends (``None``: the conversation's own code, never stale)."""
+
+_HERMETIC_RUNS = [0]
+"""How many ``--hermetic`` runs this process is playing: a tool call tied to no conversation is then refused."""
+
 
 class MockedToolError(Exception):
     """A mocked or replayed tool call that fails (``raises``): adapters report it as their framework reports a
@@ -91,6 +98,9 @@ class ToolPlan:
     """Whether the run controls tools (``tools:``, ``unmocked: error``, ``--hermetic``, ``--record-tools``); a plan
     that does not only watches: every call runs live and is recorded, and results get no ``source``."""
     turn: int = 0
+    epoch: int = 0
+    """Counts the turns begun and the conversation's end: a thread started in one turn holds the plan only while
+    that turn runs (``current_plan``)."""
     calls: list[ToolCall] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     """Why calls were refused: the conversation's error once its turn ends."""
@@ -98,6 +108,16 @@ class ToolPlan:
     _used: set[int] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     """Tools of one turn may run on several threads at once (a framework's executor)."""
+
+    def begin(self, turn: int) -> None:
+        """A turn of the conversation starts: the threads earlier turns started no longer carry this plan."""
+        with self._lock:
+            self.turn, self.epoch = turn, self.epoch + 1
+
+    def close(self) -> None:
+        """The conversation is over: no thread it started carries its plan any more."""
+        with self._lock:
+            self.epoch += 1
 
     def as_json(self) -> dict[str, Any]:
         """The plan of this turn as JSON, for a service that honours it (``{{ tools }}`` in an http body)."""
@@ -203,6 +223,43 @@ def same_tool(a: Any, b: Any) -> bool:
     return _SEPARATORS.sub("_", a.casefold()).strip("_") == _SEPARATORS.sub("_", b.casefold()).strip("_")
 
 
+def current_plan() -> ToolPlan | None:
+    """The plan a tool call made here is under: the current conversation's, unless this is a thread (or a pool's
+    task) that outlived the turn that started it (a worker serving every conversation): evalcli cannot tell which
+    conversation such a call belongs to, so it is under none (docs/hermetic.md, "Tools on other threads")."""
+    plan = CURRENT.get()
+    lease = LEASE.get()
+    if plan is not None and lease is not None and lease != plan.epoch:
+        return None
+    return plan
+
+
+class HermeticRun:
+    """While a ``--hermetic`` run plays (a context manager; nests), a tool call tied to no conversation is refused
+    rather than run live (``unattributed``)."""
+
+    def __init__(self, hermetic: bool) -> None:
+        self.hermetic = hermetic
+
+    def __enter__(self) -> None:
+        if self.hermetic:
+            _HERMETIC_RUNS[0] += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self.hermetic:
+            _HERMETIC_RUNS[0] -= 1
+
+
+def unattributed(tool: str, arguments: Mapping[str, Any]) -> None:
+    """A call under no plan: a plain call, except while a ``--hermetic`` run plays, where it is refused (it would run
+    live, and no conversation would see it)."""
+    if _HERMETIC_RUNS[0] > 0:
+        raise ToolRefused(f"--hermetic: the tool call {tool}({canonical(dict(arguments))}) ran on a thread that is tied "
+                          "to no conversation (one started before the run, or one that outlived the turn that started "
+                          "it): submit the tool to a ThreadPoolExecutor or start its thread within the turn "
+                          "(docs/hermetic.md)")
+
+
 def _mock_json(mock: Mock) -> dict[str, Any]:
     answers: list[dict[str, Any]] = [{"returns": a.returns} if a.raises is None else {"raises": a.raises}
                                      for a in mock.answers]
@@ -220,8 +277,9 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
     ``record_as`` reads it), or the plan's answer (made what the framework expects of a tool's output by ``shape``).
     A mocked or replayed ``raises`` raises ``MockedToolError``; a refused call ``ToolRefused``. Without a plan:
     ``live()``."""
-    plan = CURRENT.get()
+    plan = current_plan()
     if plan is None:
+        unattributed(tool, arguments)
         return await live()
     source, answer = plan.decide(tool, arguments)
     if source == "live":
@@ -239,8 +297,9 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
 def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call_id: str | None = None,
          shape: Callable[[Any], Any] | None = None, record_as: Callable[[Any], Any] | None = None) -> T | Any:
     """``acall`` for a sync tool (a ``delay`` sleeps the thread)."""
-    plan = CURRENT.get()
+    plan = current_plan()
     if plan is None:
+        unattributed(tool, arguments)
         return live()
     source, answer = plan.decide(tool, arguments)
     if source == "live":

@@ -5,12 +5,15 @@ it: a tool a framework runs on its executor's thread (smolagents' ``ThreadPoolEx
 would see no plan and run live, even under ``--hermetic``. ``install`` (done once, when a run first plays a
 conversation) makes both carry the plan of the code that started them:
 
-- ``threading.Thread.start`` gives the new thread the starting code's plan, for its whole ``run``;
+- ``threading.Thread.start`` gives the new thread the starting code's plan;
 - ``ThreadPoolExecutor.submit`` runs each task under the plan of the code that submitted it (a worker serves many
   conversations, so the plan goes with the task, never with the worker thread).
 
-Only the plan is carried (nothing else of the context), and code running outside a conversation (no plan) starts
-and submits exactly as before.
+Either holds the plan only until the turn that started it ends (a lease on the plan's ``epoch``, read by
+``current_plan``): a thread that outlives its turn (a worker started lazily that then serves every conversation)
+would otherwise answer every later conversation's calls from the first one's mocks. Only the plan is carried
+(nothing else of the context), and code running outside a conversation (no plan) starts and submits exactly as
+before.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import thread as pool_threads
 from typing import Any, TypeVar
 
-from .plan import CURRENT, ToolPlan
+from .plan import CURRENT, LEASE, ToolPlan, current_plan
 
 T = TypeVar("T")
 
@@ -41,15 +44,16 @@ def install() -> None:
         submit: Callable[..., Future[Any]] = ThreadPoolExecutor.submit
 
         def planned_start(self: threading.Thread) -> None:
-            plan = CURRENT.get()
+            plan = current_plan()
             # an executor's worker serves every conversation: its tasks carry their own plan (planned_submit)
             if plan is not None and getattr(self, "_target", None) is not pool_threads._worker:
-                self.run = functools.partial(_run_with, plan, self.run)  # type: ignore[method-assign]
+                self.run = functools.partial(_run_with, _carried(plan), self.run)  # type: ignore[method-assign]
             start(self)
 
         def planned_submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any,
                            **kwargs: Any) -> Future[Any]:
-            return submit(self, functools.partial(_run_with, CURRENT.get(), fn), *args, **kwargs)
+            plan = current_plan()
+            return submit(self, functools.partial(_run_with, _carried(plan) if plan else None, fn), *args, **kwargs)
 
         functools.update_wrapper(planned_start, start)
         functools.update_wrapper(planned_submit, submit)
@@ -57,9 +61,17 @@ def install() -> None:
         setattr(ThreadPoolExecutor, "submit", planned_submit)  # noqa: B010
 
 
-def _run_with(plan: ToolPlan | None, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    token = CURRENT.set(plan)
+def _carried(plan: ToolPlan) -> tuple[ToolPlan, int]:
+    """The plan and the lease a started thread or a submitted task holds it by: the current one's, else this turn's."""
+    lease = LEASE.get()
+    return plan, plan.epoch if lease is None else lease
+
+
+def _run_with(carried: tuple[ToolPlan, int] | None, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    plan, lease = carried if carried is not None else (None, None)
+    token, leased = CURRENT.set(plan), LEASE.set(lease)
     try:
         return fn(*args, **kwargs)
     finally:
+        LEASE.reset(leased)
         CURRENT.reset(token)

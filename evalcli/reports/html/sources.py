@@ -8,12 +8,12 @@ into one change per conversation. The renderer gets these as values and never qu
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...results import Plan
 from ...store import ItemChange, RunDiff, RunPoint, Store, diff_runs, score_history
+from ...thresholds import within
 from ..text import fmt
 
 
@@ -72,9 +72,11 @@ def conversation_change(change: ItemChange, tolerance: float) -> ConversationCha
         details.append(f"{_passed(change.passed_a)} -> {_passed(change.passed_b)}")
     gained = False
     for score in change.scores:
-        if score.a != score.b and not (_nan(score.a) and _nan(score.b)):
+        if score.moved:  # by more than float noise (``evalcli.thresholds.same``)
             details.append(f"{score.id}: {fmt(score.a)} -> {fmt(score.b)}")
-        gained = gained or (score.delta is not None and score.delta > tolerance + 1e-12)
+        # gained beyond the tolerance: A does not reach B - tolerance by the one threshold rule, as ``diff`` drops
+        gained = gained or (score.a is not None and score.b is not None and score.b > score.a
+                            and not within(score.a, score.b - tolerance))
     if change.newly_failing or any(score.regressed for score in change.scores):
         return ConversationChange("regressed", details)
     if (change.passed_a is False and change.passed_b is True) or gained:
@@ -84,10 +86,6 @@ def conversation_change(change: ItemChange, tolerance: float) -> ConversationCha
 
 def _passed(value: bool | None) -> str:
     return "passed" if value else "FAILED"
-
-
-def _nan(value: float | None) -> bool:
-    return value is not None and math.isnan(value)
 
 
 def baseline(store: Store, baseline_run: str, run_id: str, tolerance: float = 0.0, *,

@@ -94,6 +94,7 @@ def baseline_view(baseline: Baseline, positions: dict[str, int]) -> dict[str, An
     return {"run_id": diff.a.run_id, "dataset": diff.a.dataset_path,
             "datasets_differ": DATASETS_DIFFER if diff.datasets_differ else "",
             "verdict_a": diff.a.verdict, "verdict_b": diff.b.verdict,
+            "verdict_words_a": verdict_words(diff.a), "verdict_words_b": verdict_words(diff.b),
             "tolerance": fmt(diff.tolerance) if diff.tolerance else "", "regressions": diff.regressions,
             "scorers": _changes(diff.scorers), "gates": _changes(diff.gates),
             "counts": {kind: baseline.count(kind) for kind in kinds},

@@ -3,8 +3,9 @@
 A judge is a prompt, an output model and a score function. It renders what it reads with
 ``evalcli.llm.fence`` (untrusted text between markers on lines of their own, marker look-alikes
 neutralised) and asks ``JudgeCall.ask`` for a verdict: the reply must be one clean JSON object matching
-the output model (strict types; the library's models forbid missing and extra fields). A reply that is
-not is asked again, then the scoring is an error, never a score. Replies are cached on everything that
+the output model (strict types; the library's models forbid missing and extra fields), none of whose texts is
+the prompt's own (``copies``: a copied placeholder, example or rule; docs/judges.md, "Unusable answers"). A reply
+that is not is asked again, then the scoring is an error, never a score. Replies are cached on everything that
 changes them, including the judge's own prompt version, and every call is recorded with its tokens and
 cost.
 
@@ -32,6 +33,7 @@ from ...llm import LLMClient, LLMError, ResponseCache, UsageSink, reply_text, su
 from ...messages import Message
 from ...results import JudgeSample, Outcome
 from ...results import fmt as score_text
+from .copies import prompt_copy
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -41,6 +43,10 @@ PARSE_ATTEMPTS = 3
 
 REPAIR_PROMPT = ("That reply could not be read. Reply again with only one JSON object of exactly the shape "
                  "asked for, and no other text.")
+COPY_PROMPT = ("That reply repeated words of the instructions ({copied}) instead of judging this conversation. Reply "
+               "again with one JSON object of the shape asked for, every text in it your own words about this "
+               "conversation.")
+"""Asked after a verdict whose reasoning (or listed item) is the prompt's own text (``copies.is_prompt_text``)."""
 
 def embedded_json(text: str) -> list[Any]:
     """Every JSON object that starts at some ``{`` of the text, in order."""
@@ -152,28 +158,44 @@ class JudgeCall(Generic[T]):
                                      response_format=fmt, api_base=self.api_base, scorer_id=self.scorer_id,
                                      scorer_version=self.version, **extra)
 
+    def usable(self, reply: str | None, messages: Sequence[Message]) -> tuple[T | None, str | None]:
+        """The reply's verdict, or ``None`` and, when the verdict was read but holds the prompt's own text (a copied
+        placeholder, example or rule: ``copies.prompt_copy``), that text: such a verdict is no answer."""
+        verdict = self.read(reply)
+        if verdict is None:
+            return None, None
+        copied = prompt_copy(verdict, messages)
+        return (verdict, None) if copied is None else (None, copied)
+
     async def ask(self, messages: list[Message], sink: UsageSink) -> T:
-        """The parsed verdict; raises ``JudgeFailed`` when none can be had."""
+        """The parsed verdict; raises ``JudgeFailed`` when none can be had (every reply unreadable, or the prompt's
+        own text)."""
         fmt = response_format(self.model, self.schema_name, self.schema)
         use_cache = self.use_cache and self.llm.cache is not None
         key = self.cache_key(messages, fmt) if use_cache else None
         conversation = list(messages)
         last_reply: str | None = None
+        copied: str | None = None
         try:
             for attempt in range(PARSE_ATTEMPTS):
                 response = await self.llm.complete(
                     model=self.model, messages=conversation, purpose=self.purpose, temperature=_temperature(self.point),
                     seed=self.point.seed if self.point is not None else None,
                     response_format=fmt, api_base=self.api_base, cache_key=key if attempt == 0 else None,
-                    accept=lambda r: self.read(reply_text(r)) is not None, usage_sink=sink)
+                    accept=lambda r: self.usable(reply_text(r), messages)[0] is not None, usage_sink=sink)
                 last_reply = reply_text(response)
-                verdict = self.read(last_reply)
+                verdict, copied = self.usable(last_reply, messages)
                 if verdict is not None:
                     return verdict
+                repair = self.repair_prompt if copied is None else COPY_PROMPT.format(copied=json.dumps(copied[:80]))
                 conversation = [*messages, {"role": "assistant", "content": last_reply or ""},
-                                {"role": "user", "content": self.repair_prompt}]
+                                {"role": "user", "content": repair}]
         except LLMError as exc:
             raise JudgeFailed(f"judge {self.scorer_id}: {exc.message}") from None
+        if copied is not None:
+            raise JudgeFailed(f"judge {self.scorer_id}: no usable verdict from {self.model} after {PARSE_ATTEMPTS} "
+                              f"attempts: its answer repeated the prompt's own text ({json.dumps(copied[:80])}), "
+                              "not a judgement of this conversation")
         shown = " ".join((last_reply or "").split())[:200] or "(empty reply)"
         raise JudgeFailed(f"judge {self.scorer_id}: no readable verdict from {self.model} after {PARSE_ATTEMPTS} "
                           f"attempts; last reply: {shown}")

@@ -9,6 +9,7 @@ and declares a judge kind: its model argument, its own prompt version, its usage
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -247,10 +248,15 @@ def reply_shape(shape: str) -> str:
     return f"Reply with JSON only, in this shape:\n{shape}"
 
 
-def verdict_shape(key: str, wanted: Sequence[int], flag: str) -> str:
-    """The JSON shape of a numbered verdict set, with one entry per number asked for (small models copy it)."""
-    items = ", ".join(f'{{"{key}": {n}, "reasoning": "<one sentence>", "{flag}": <true or false>}}' for n in wanted)
-    return reply_shape(f'{{"verdicts": [{items}]}}')
+def verdict_shape(key: str, wanted: Sequence[int], flag: str, examples: tuple[str, str]) -> str:
+    """The closing lines of a numbered verdict set's prompt: what each verdict holds, for exactly the numbers asked
+    for, and an example of another conversation (``examples``: a reasoning whose flag is true, one whose flag is
+    false), never placeholders, which a small model copies as its answer (docs/judges.md, "Unusable answers")."""
+    shown = ", ".join(f'{{"{key}": {n}, "reasoning": {json.dumps(reason)}, "{flag}": {json.dumps(value)}}}'
+                      for n, (reason, value) in enumerate(((examples[0], True), (examples[1], False)), 1))
+    return (f'Reply with JSON only: {{"verdicts": [...]}} with one verdict for each of {numbers(wanted)}, in this '
+            f'order, each with "{key}" (its number), "reasoning" (your own words about it) and "{flag}" (true or '
+            f'false). For example, for 1 and 2 of another conversation:\n{{"verdicts": [{shown}]}}')
 
 
 def verdict_lines(rows: Sequence[tuple[str, str, str]]) -> str:
@@ -295,6 +301,8 @@ class Judging:
     flag: str
     labels: tuple[str, str]
     """How a verdict is listed in the reason: when its flag is true, when it is false."""
+    examples: tuple[str, str]
+    """An example reasoning (of another conversation) when the flag is true, and one when it is false."""
 
     @functools.cached_property
     def model(self) -> type[Verdicts]:
@@ -304,7 +312,7 @@ class Judging:
 
     def shape(self, wanted: Sequence[int]) -> str:
         """The closing line of the prompt: the reply's shape, one entry per number asked for."""
-        return verdict_shape(self.key, wanted, self.flag)
+        return verdict_shape(self.key, wanted, self.flag, self.examples)
 
     async def ask(self, asking: Asking, prompt: str, wanted: Sequence[int]) -> list[tuple[bool, str]]:
         """(flag, reasoning) for each number of ``wanted``, in its order; raises ``JudgeFailed``."""

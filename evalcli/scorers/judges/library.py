@@ -88,7 +88,8 @@ class RubricArgs(JudgeArgs):
 
 
 JUDGE_RUBRIC = Judging("You decide, for each criterion of a rubric, whether what the assistant said meets it.",
-                       ("RubricVerdicts", "CriterionVerdict"), "criterion", "satisfied", ("satisfied", "not satisfied"))
+                       ("RubricVerdicts", "CriterionVerdict"), "criterion", "satisfied", ("satisfied", "not satisfied"),
+                       ("Turn 2 names the source of the figures.", "No turn gives the price the criterion asks for."))
 
 
 async def rubric(asking: Asking, args: RubricArgs, run: ScorerRun) -> Outcome:
@@ -133,7 +134,9 @@ class RoleArgs(JudgeArgs):
 
 
 JUDGE_ROLE = Judging("You decide, for each assistant turn, whether the assistant kept the role it was given.",
-                     ("RoleVerdicts", "RoleVerdict"), "turn", "in_role", ("in role", "out of role"))
+                     ("RoleVerdicts", "RoleVerdict"), "turn", "in_role", ("in role", "out of role"),
+                     ("It answers the router question as the support agent.", "It says it is a language model, not "
+                                                                              "the agent."))
 
 
 async def role_adherence(asking: Asking, args: RoleArgs, run: ScorerRun) -> Outcome:
@@ -212,7 +215,9 @@ async def factuality(asking: Asking, args: FactualityArgs, run: ScorerRun) -> Ou
     prompt = (f"The reference answer:\n{neutralise_labels(reference)}\n\nThe assistant's answer follows. {EVIDENCE}\n"
               f"{answer}\n\nCompare the factual content of the answer with the reference; ignore style, grammar and "
               f"punctuation. Pick exactly one category:\n{categories}\n"
-              + reply_shape('{"reasoning": "<one or two sentences>", "category": "<A, B, C, D or E>"}'))
+              + reply_shape('{"reasoning": ..., "category": ...} with "reasoning" (your own words about this '
+                            'answer) and "category" (one of A, B, C, D and E). For example, for another answer:\n'
+                            '{"reasoning": "Both give 1889 as the year the tower opened.", "category": "C"}'))
     verdict: FactualityVerdict = await asking.ask(FACTUALITY_TASK, prompt, FactualityVerdict, reader(FactualityVerdict))
     score = CATEGORY_SCORES[verdict.category]
     return Outcome(score=score, reason=f"Category {verdict.category} ({CATEGORY_NAMES[verdict.category]}): "
@@ -242,27 +247,27 @@ class GoalAchieved(BoundJudge):
 
 # --- declarations, in SPEC §14 order -------------------------------------------------------------
 
-declare("rubric", RubricArgs, rubric, version="1", main="criteria", default_id=_rubric_id,
+declare("rubric", RubricArgs, rubric, version="2", main="criteria", default_id=_rubric_id,
         summary="weighted share of the criteria the assistant's words meet; 0 if a required one is not met",
         example="rubric: [Cites a source, {criterion: Is polite, required: true}]")
-declare("completeness", PlainJudgeArgs, completeness, version="1", main=None, default_id=lambda values: "completeness",
+declare("completeness", PlainJudgeArgs, completeness, version="2", main=None, default_id=lambda values: "completeness",
         summary="the user's intentions are listed, then each judged met or not: met / listed (none listed: 1)",
         example="completeness")
-declare("knowledge_retention", PlainJudgeArgs, knowledge_retention, version="1", main=None,
+declare("knowledge_retention", PlainJudgeArgs, knowledge_retention, version="2", main=None,
         default_id=lambda values: "knowledge_retention",
         summary="facts the user gave are listed; each assistant turn from the first fact on is judged for lapses "
                 "(forgot or contradicted): 1 - lapses / judged turns (none judged: 1)",
         example="knowledge_retention")
-declare("role_adherence", RoleArgs, role_adherence, version="1", main="role",
+declare("role_adherence", RoleArgs, role_adherence, version="2", main="role",
         default_id=lambda values: f"role_adherence({shortened(id_text(values['role']))})",
         summary="each assistant turn judged in or out of `role`: in-role turns / assistant turns",
         example="role_adherence: A patient support agent for Acme routers")
-declare("grounded", PlainJudgeArgs, grounded, version="1", main=None, default_id=lambda values: "grounded",
+declare("grounded", PlainJudgeArgs, grounded, version="2", main=None, default_id=lambda values: "grounded",
         summary="claims in the assistant's replies are listed, each judged supported by a tool result or not: "
                 "supported / claims (no claims: 1)", example="grounded")
-declare("factuality", FactualityArgs, factuality, version="1", main="reference", default_id=_factuality_id,
+declare("factuality", FactualityArgs, factuality, version="2", main="reference", default_id=_factuality_id,
         summary="the last answer against `reference` (default: ground_truth): A subset 0.4, B superset 0.6, C same 1, "
                 "D disagrees 0, E immaterial differences 1", example="factuality: Paris is the capital of France.")
-declare("goal_achieved", PlainJudgeArgs, None, version="1", main=None, default_id=lambda values: "goal_achieved",
+declare("goal_achieved", PlainJudgeArgs, None, version="2", main=None, default_id=lambda values: "goal_achieved",
         summary="a §5 judge whose criterion is the item's expected_outcome (else simulate.goal): 1 or 0",
         example="goal_achieved", build=GoalAchieved)

@@ -9,6 +9,7 @@ They are declared in ``judges.py``.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,13 +41,14 @@ from .kit import (
 
 @dataclass(frozen=True)
 class Listing:
-    """A judge's first call: short sentences listed in a reply ``{field: ["<item>", ...]}`` read by ``model``
-    (named ``name``: the schema's name)."""
+    """A judge's first call: short sentences listed in a reply ``{field: [...]}`` read by ``model`` (named ``name``:
+    the schema's name), the shape shown by ``examples`` of another conversation, never a placeholder."""
 
     task: str
     name: str
     field: str
     item: str
+    examples: tuple[str, ...]
 
     @functools.cached_property
     def model(self) -> type[Verdicts]:
@@ -56,16 +58,20 @@ class Listing:
     async def ask(self, asking: Asking, prompt: str) -> list[str]:
         """The items listed, asked by ``prompt`` closed with the reply's shape: trimmed, blank ones dropped; raises
         ``JudgeFailed``."""
-        prompt += reply_shape(f'{{"{self.field}": ["<{self.item}>", ...]}}')
+        prompt += reply_shape(f'{{"{self.field}": [...]}}, each {self.item} in your own words. For example, from '
+                              f'another conversation:\n{json.dumps({self.field: list(self.examples)})}')
         listed = await asking.ask(self.task, prompt, self.model, reader(self.model))
         return cleaned(getattr(listed, self.field))
 
 
 # --- completeness -------------------------------------------------------------------------------
 
-LIST_INTENTIONS = Listing("You list what the user wanted from the assistant.", "Intentions", "intentions", "intention")
+LIST_INTENTIONS = Listing("You list what the user wanted from the assistant.", "Intentions", "intentions", "intention",
+                          ("The user wants to move to an aisle seat.", "The user asks for the fare in euros."))
 JUDGE_INTENTIONS = Judging("You decide, for each of the user's intentions, whether the assistant met it.",
-                           ("IntentionVerdicts", "IntentionVerdict"), "intention", "met", ("met", "not met"))
+                           ("IntentionVerdicts", "IntentionVerdict"), "intention", "met", ("met", "not met"),
+                           ("The assistant gave the forecast the user asked for.",
+                            "The tool failed and the seat was never changed."))
 
 
 async def completeness(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outcome:
@@ -98,7 +104,8 @@ class Facts(Verdicts):
 
 LIST_FACTS_TASK = "You list the facts the user gave the assistant."
 JUDGE_LAPSES = Judging("You decide, for assistant turns, whether the assistant forgot or contradicted what the user told "
-                       "it.", ("LapseVerdicts", "LapseVerdict"), "turn", "lapse", ("lapse", "kept"))
+                       "it.", ("LapseVerdicts", "LapseVerdict"), "turn", "lapse", ("lapse", "kept"),
+                       ("It asks for the user's name again.", "It uses the date the user gave."))
 
 
 def _facts_reader(user_turns: set[int]) -> Callable[[str | None], Facts | None]:
@@ -118,7 +125,10 @@ async def knowledge_retention(asking: Asking, args: PlainJudgeArgs, run: ScorerR
               "that the assistant should remember later: names, preferences, numbers, dates, constraints, earlier "
               "answers. Give each as one short sentence with the number of the user turn where it first appears. "
               "Questions and requests are not facts. If there are none, give an empty list.\n"
-              + reply_shape('{"facts": [{"fact": "<fact>", "turn": <user turn number>}]}'))
+              + reply_shape('{"facts": [...]}, each {"fact": ..., "turn": ...} with the fact in your own words and '
+                            'the number of its user turn. For example, from another conversation:\n'
+                            '{"facts": [{"fact": "The user is called Ana.", "turn": 1}, '
+                            '{"fact": "The user is vegetarian.", "turn": 2}]}'))
     listed: Facts = await asking.ask(LIST_FACTS_TASK, prompt, Facts, _facts_reader({t.number for t in turns}))
     facts = [(f.turn, text) for f in listed.facts for text in cleaned([f.fact])]
     shown = "; ".join(f"{text} (user turn {turn})" for turn, text in facts)
@@ -146,9 +156,11 @@ async def knowledge_retention(asking: Asking, args: PlainJudgeArgs, run: ScorerR
 
 # --- grounded -----------------------------------------------------------------------------------
 
-LIST_CLAIMS = Listing("You list the factual claims the assistant made.", "Claims", "claims", "claim")
+LIST_CLAIMS = Listing("You list the factual claims the assistant made.", "Claims", "claims", "claim",
+                      ("The flight to Rome leaves at 9:40.", "The fare is 120 euros."))
 JUDGE_CLAIMS = Judging("You decide, for each claim the assistant made, whether its tool results support it.",
-                       ("ClaimVerdicts", "ClaimVerdict"), "claim", "supported", ("supported", "not supported"))
+                       ("ClaimVerdicts", "ClaimVerdict"), "claim", "supported", ("supported", "not supported"),
+                       ("Tool result 1 gives the same temperature.", "No tool result mentions a price."))
 
 
 async def grounded(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outcome:

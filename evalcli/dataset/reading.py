@@ -1,0 +1,71 @@
+"""Reading a dataset file: its top-level mapping from YAML (with positions, ``yamlsrc``), or from a JSONL file's
+header line and its items, one a line (docs/datasets.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path as FsPath
+from typing import Any
+
+from ..errors import DatasetError, Problem
+from .shapes import plain_entry_with_keys
+from .yamlsrc import Interpolated, Path, Positions, load_yaml
+
+MAX_JSONL_LINE = 8 * 1024 * 1024
+HEADER_KEYS = {"target", "scorers", "gates"}
+"""Keys that make the first line of a ``.jsonl`` dataset its header (no item has them)."""
+
+
+def jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
+    """(line number, parsed value, positions) for each non-blank line, read one line at a time."""
+    with file.open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            pos = Positions(str(file), values={(): (number, 1)})
+            if len(line) > MAX_JSONL_LINE:
+                raise DatasetError([Problem(f"{file}:{number}:1", f"line is longer than {MAX_JSONL_LINE // 2**20} MB",
+                                            "keep each item under that size")])
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError as exc:
+                raise DatasetError([Problem(f"{file}:{number}:{getattr(exc, 'colno', 1)}",
+                                            f"not valid JSON: {getattr(exc, 'msg', exc)}",
+                                            "each line must be one JSON object")]) from None
+            yield number, value, pos
+
+
+def read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[Any, Positions, Path]] | None]:
+    """The top-level mapping of a dataset file; for ``.jsonl`` files also its items (header line first)."""
+    if file.suffix == ".jsonl":
+        header: Any = None
+        header_pos = Positions(str(file))
+        items: list[tuple[Any, Positions, Path]] = []
+        for _, value, pos in jsonl_items(file, header=True):
+            if header is None and not items and isinstance(value, dict) and HEADER_KEYS & set(value):
+                header, header_pos = value, pos
+            else:
+                items.append((value, pos, ()))
+        if header is None:
+            raise DatasetError([Problem(f"{file}:1:1", "a JSONL dataset needs a first line with 'target' (and scorers)",
+                                        'start the file with {"target": "module:attr", "scorers": [...]} ("target" may '
+                                        "be left out when every item is a recorded transcript)")])
+        header.setdefault("data", [])
+        return header, header_pos, Interpolated(), items
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError([Problem(str(file), f"cannot read dataset: {exc.strerror}", "check the path")]) from None
+    except UnicodeDecodeError as exc:
+        before = file.read_bytes()[:exc.start]
+        line, line_start = before.count(b"\n") + 1, before.rfind(b"\n") + 1
+        column = len(before[line_start:].decode("utf-8", "replace")) + 1
+        raise DatasetError([Problem(f"{file}:{line}:{column}",
+                                    f"the file is not UTF-8 text (byte {exc.object[exc.start]:#04x})",
+                                    "save it as UTF-8")]) from None
+    try:
+        data, pos, used = load_yaml(text, str(file))
+    except DatasetError as exc:
+        raise DatasetError([plain_entry_with_keys(problem, text) for problem in exc.problems]) from None
+    return data, pos, used, None
