@@ -12,7 +12,7 @@ import pytest
 
 from evalcli.scorers.judges.copies import is_prompt_text
 from evalcli.scorers.judges.criterion import judge_messages
-from tests.conftest import CliResult
+from tests.conftest import CliResult, run_cli
 
 pytestmark = pytest.mark.slow  # the embedded model: a minute of CPU on a busy machine
 
@@ -32,10 +32,11 @@ data:
 
 
 def test_the_offline_judges_reason_quotes_the_conversation_and_an_error_is_not_a_pass(
-        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+        write: Callable[..., Path], workdir: Path) -> None:
     write("seat.py", AGENT)
     write("d.yaml", DATASET)
-    done = cli("run", "d.yaml", "--json", "-", "--no-cache")
+    # the model loaded, then up to three answers, on a CPU other tests share
+    done: CliResult = run_cli(["run", "d.yaml", "--json", "-", "--no-cache"], workdir, timeout=900)
     (item,) = done.json["items"]
     outcome = item["outcomes"]["scorers"][f"judge({CRITERION})"]
     if item["status"] == "error":  # no usable answer in three: the judge's error, never a score

@@ -84,11 +84,11 @@ def test_planted_secrets_are_in_no_output(llm_server: LLMServer, tmp_path: Path)
     write_project(tmp_path, agent=AGENT, dataset=DATASET, scorers=SCORERS.format(url=llm_server.url))
     env = cli_env(**planted, EVALCLI_LLM_RETRIES="0", GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"))
     done = run_cli(["run", "ds.yaml", "--json", "out.json", "--junit", "junit.xml", "--markdown", "report.md",
-                    "--verbose"], tmp_path, env, timeout=180)
+                    "--verbose"], tmp_path, env)
     assert done.returncode == 4, done.stderr  # 'raise' and 'judge-fails' are item errors
     result = load_json((tmp_path / "out.json").read_text())
-    shown = run_cli(["show", result["run_id"]], tmp_path, env, timeout=180)
-    runs = run_cli(["runs"], tmp_path, env, timeout=180)
+    shown = run_cli(["show", result["run_id"]], tmp_path, env)
+    runs = run_cli(["runs"], tmp_path, env)
     assert shown.returncode == 0 and runs.returncode == 0, shown.stderr + runs.stderr
 
     # the target really did see and echo the secrets (so redaction, not luck, keeps them out)

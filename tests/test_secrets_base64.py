@@ -82,9 +82,9 @@ def test_a_token_inside_a_basic_credential_is_in_no_output(tmp_path: Path) -> No
     write_project(tmp_path, agent=AGENT, dataset=DATASET)
     env = cli_env(SVC_TOKEN=token)
     done = run_cli(["run", "ds.yaml", "--json", "out.json", "--html", "run.html", "--markdown", "run.md",
-                    "--junit", "junit.xml"], tmp_path, env, timeout=180)
+                    "--junit", "junit.xml"], tmp_path, env)
     assert done.returncode == 1, done.stderr  # the gate looks for "apiuser", which only the payload held
-    shown = run_cli(["show", "latest", "basic"], tmp_path, env, timeout=180)
+    shown = run_cli(["show", "latest", "basic"], tmp_path, env)
     assert shown.returncode == 0, shown.stderr
     conn = sqlite3.connect(tmp_path / "evalcli.db")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
