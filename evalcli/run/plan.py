@@ -19,7 +19,7 @@ from ..results import ItemResult, Plan
 from ..store import Store, StoredOptions, stored_usage
 from .notices import memory_warning
 from .options import RunOptions, check_budgets, plan_of
-from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored
+from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored, unverified_secrets
 from .tooling import check_hermetic
 
 
@@ -148,6 +148,7 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
     if options.resume:
         options, row = _resume(dataset, options, _needs(store, "--resume"), given)
         run_id = row["id"]
+        notes += unverified_secrets(_needs(store, "--resume"), row["id"])
     check_budgets(dataset, options)  # a resume's restored options included
     check_hermetic(dataset, options.hermetic)
     items = _selected(dataset, options)
