@@ -3,6 +3,8 @@
 - A reader that goes away (``evalcli run --json - | head -1``) ends the output quietly: the run keeps its own exit
   code (docs/reference/exit-codes.md), never an internal error.
 - ``--quiet`` lets none of the agent's own output through, stdout included (docs/ci.md, "--quiet").
+- A tracked scorer that errors is its error: its threshold is not shown failed.
+- A simulated user's message, once asked for, is sent: a turn's limits are checked once, before it begins.
 - A resume whose secrets were keyed with another machine's digest key says it cannot compare them
   (docs/reliability.md, "Secrets").
 """
@@ -14,7 +16,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import CliResult, cli_base_env
+from tests.conftest import CliResult, cli_base_env, run_cli
+from tests.llm_server import LLMServer, text
 from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 NOISY = '''
@@ -84,3 +87,55 @@ def test_resume_with_another_digest_key_says_secrets_are_unchecked(write: Callab
     assert "EVALCLI_DIGEST_KEY" in other.stderr
     for text in (other.stdout, other.stderr):
         assert "999888777" not in text and "111222333" not in text
+
+
+SCORERS = '''
+def nan(run):
+    return float("nan")
+'''
+
+
+def test_an_errored_scorers_threshold_is_not_shown_failed(write: Callable[..., Path],
+                                                          cli: Callable[..., CliResult]) -> None:
+    """A tracked scorer that errors is its error: `show` and the JSON never say its threshold FAILED while the
+    run's verdict is passed (the threshold was not decided)."""
+    write("myscorers.py", SCORERS)
+    write("d.yaml", """
+        target: agents:scripted
+        gates: [{includes: ok}]
+        scorers:
+          - scorer: {python: "myscorers:nan"}
+            threshold: 0.5
+        data: [{id: one, input: "x => ok"}]
+    """)
+    done = cli("run", "d.yaml", "--json", "-")
+    assert done.code == 4, done.stderr
+    assert done.json["verdict"] == "passed" and done.json["summary"]["scorer_errors"] == {"python(myscorers:nan)": 1}
+    outcome = done.json["items"][0]["outcomes"]["scorers"]["python(myscorers:nan)"]
+    assert outcome["error"] and outcome["passed"] is None
+    show = cli("show", done.json["run_id"], "one")
+    line = next(line for line in show.stdout.splitlines() if "python(myscorers:nan)" in line)
+    assert "error" in line and "FAIL" not in line
+
+
+def test_a_simulated_users_message_once_asked_is_sent(write: Callable[..., Path], workdir: Path,
+                                                     llm_server: LLMServer) -> None:
+    """`limits: {tokens: 30}` with simulator calls of 18 tokens: before turn 1 the conversation has used 18, so the
+    simulator is asked and its message is sent; before turn 2 it has used 36 and stops, the simulator not asked."""
+    answers = iter(range(1000))
+    llm_server.responder = lambda request: text(f"user message {next(answers)} => reply")
+    write("d.yaml", """
+        target: agents:scripted
+        gates: [{includes: reply}]
+        limits: {tokens: 30}
+        data:
+          - id: chat
+            simulate: {goal: chat, max_turns: 10, model: openai/sim}
+    """)
+    done = run_cli(["run", "d.yaml", "--json", "-", "--no-cache"], workdir,
+                   env={"OPENAI_API_BASE": llm_server.url, "EVALCLI_LLM_RETRIES": "0"})
+    assert done.code == 4, done.stderr
+    item = done.json["items"][0]
+    assert item["limited"] == {"limit": "tokens", "turns": 2}
+    assert [turn["input"] for turn in item["turns"]] == ["user message 0 => reply", "user message 1 => reply"]
+    assert len(llm_server.requests) == 2  # every message the simulator wrote was sent
