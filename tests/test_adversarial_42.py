@@ -5,6 +5,7 @@
 - ``--quiet`` lets none of the agent's own output through, stdout included (docs/ci.md, "--quiet").
 - A tracked scorer that errors is its error: its threshold is not shown failed.
 - A simulated user's message, once asked for, is sent: a turn's limits are checked once, before it begins.
+- A package's scorer kind named like a key of a scorer entry (`threshold`) is refused, as a taken name is.
 - A resume whose secrets were keyed with another machine's digest key says it cannot compare them
   (docs/reliability.md, "Secrets").
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from tests.conftest import CliResult, cli_base_env, run_cli
 from tests.llm_server import LLMServer, text
+from tests.plugin_packages import installed
 from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 NOISY = '''
@@ -139,3 +141,29 @@ def test_a_simulated_users_message_once_asked_is_sent(write: Callable[..., Path]
     assert item["limited"] == {"limit": "tokens", "turns": 2}
     assert [turn["input"] for turn in item["turns"]] == ["user message 0 => reply", "user message 1 => reply"]
     assert len(llm_server.requests) == 2  # every message the simulator wrote was sent
+
+
+RESERVED_KIND = '''
+from pydantic import BaseModel
+from evalcli.results import Outcome
+from evalcli.scorers import Kind
+
+class Args(BaseModel):
+    value: str = "x"
+
+class Zero:
+    async def score(self, run):
+        return Outcome(score=0.0, reason="never usable")
+
+KIND = Kind(name="threshold", args=Args, main="value", build=lambda args, context: Zero(), summary="odd",
+            example="threshold: x")
+'''
+
+
+def test_a_plugin_kind_named_like_an_entry_key_is_refused(workdir: Path, cli: Callable[..., CliResult]) -> None:
+    """A package's scorer kind called `threshold` (or `id`, `scorer`, `min`, `max`) could never be used: a dataset
+    reads that key as the entry's own. It is refused like a taken name, naming the package, never listed."""
+    installed(workdir, "odd-kinds", {"evalcli.scorers": {"odd": "odd_kinds:KIND"}}, {"odd_kinds.py": RESERVED_KIND})
+    listed = cli("scorers", "--json")
+    assert listed.code == 2, listed.stdout
+    assert "odd-kinds 1.0" in listed.stderr and "'threshold'" in listed.stderr and "Traceback" not in listed.stderr
