@@ -206,7 +206,9 @@ class Conversation:
 
             before_turn()
             try:
-                reply = await session.send(text, resume=resume)
+                # `resume` only for a resume turn (an adapter that `resumes`): a session's `send(text)` is the whole
+                # protocol of every other adapter, a package's included (docs/extending.md)
+                reply = await (session.send(text) if resume is None else session.send(text, resume=resume))
             except TurnTimedOut as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
