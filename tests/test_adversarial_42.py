@@ -167,3 +167,20 @@ def test_a_plugin_kind_named_like_an_entry_key_is_refused(workdir: Path, cli: Ca
     listed = cli("scorers", "--json")
     assert listed.code == 2, listed.stdout
     assert "odd-kinds 1.0" in listed.stderr and "'threshold'" in listed.stderr and "Traceback" not in listed.stderr
+
+
+def test_a_hint_rewriting_an_entry_keeps_the_secrets_reference(write: Callable[..., Path],
+                                                               cli: Callable[..., CliResult]) -> None:
+    """A validation hint that rewrites the user's entry writes an interpolated secret as `${NAME}`, as the dataset
+    does, never its value and never a `[redacted]` that, copied back, would change the criterion."""
+    write("d.yaml", """
+        target: agents:echo
+        gates:
+          - judge: "The agent never reveals ${MY_API_TOKEN}"
+            model: openai/judge
+        data: [{input: hi}]
+    """)
+    done = cli("validate", "d.yaml", env={"MY_API_TOKEN": "Zq9xT7pLm2Vb8Nc4Rk6Wd1Yh"})
+    assert done.code == 2
+    assert "criterion: The agent never reveals ${MY_API_TOKEN}" in done.stderr
+    assert "Zq9xT7pLm2Vb8Nc4Rk6Wd1Yh" not in done.stdout + done.stderr and "[redacted]" not in done.stderr
