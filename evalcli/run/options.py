@@ -47,7 +47,7 @@ class RunOptions:
     repeat: int = 1
     """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
     hermetic: bool = False
-    """Every tool call no mock answers, and every replay miss, is the conversation's error (SPEC §25)."""
+    """Every tool call no mock answers, and every replay miss, is the conversation's error (docs/hermetic.md)."""
     record_tools: str | None = None
     """Write every tool call to ``DIR/<dataset stem>.tape.jsonl`` (``--record-tools DIR``)."""
     tape_name: str | None = None
