@@ -87,8 +87,8 @@ def test_resume_with_another_digest_key_says_secrets_are_unchecked(write: Callab
     assert other.code == 0, other.stderr
     assert "another digest key" in other.stderr and "data[0].inputs[0]" in other.stderr
     assert "EVALCLI_DIGEST_KEY" in other.stderr
-    for text in (other.stdout, other.stderr):
-        assert "999888777" not in text and "111222333" not in text
+    for shown in (other.stdout, other.stderr):
+        assert "999888777" not in shown and "111222333" not in shown
 
 
 SCORERS = '''
