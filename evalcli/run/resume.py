@@ -160,11 +160,11 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
     return row, stored
 
 
-def unverified_secrets(store: Store, run_id: str) -> list[str]:
+def unverified_secrets(stored: StoredOptions, run_id: str) -> list[str]:
     """The note a resume gives when the run's secret-bearing leaves were keyed with another digest key than this
     machine's: their secrets cannot be compared here, so a changed secret would go unnoticed (docs/reliability.md,
     "Secrets"). Empty when every leaf was compared."""
-    config = store.options(run_id).config or {}
+    config = stored.config or {}
     paths = unverifiable(config) if SALT in config else []
     if not paths:
         return []
