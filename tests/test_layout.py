@@ -26,7 +26,8 @@ ALLOWED: dict[str, set[str]] = {
     "run": BASE | {"llm", "scorers", "targets", "dataset", "store", "tools"},
     "reports": BASE | {"llm", "scorers", "dataset", "store", "run", "tools"},
     "agent": BASE | {"llm", "tools"},
-    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
+    "view": BASE | {"llm", "scorers", "dataset", "store", "run", "reports", "tools"},
+    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools", "view"},
     "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
 }
 """Each room and the rooms it may import from: ``cli`` -> ``reports``, ``store``, ``run`` -> ``scorers``, ``targets``,

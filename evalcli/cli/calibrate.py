@@ -15,6 +15,7 @@ from ..run import Events, RunOptions
 from ..run.calibrate import acalibrate
 from ..secrets import Redactor
 from ..store import Store
+from ..store.labels import with_stored_labels
 from .outputs import check_outputs, open_for_writing, stdout_for_json
 from .run import DatasetsRequest, check_backend, combine_exit_codes, load_all
 
@@ -25,6 +26,8 @@ class CalibrateRequest(DatasetsRequest):
 
     scorer_ids: list[str] = field(default_factory=list)
     min_agreement: float | None = None
+    labels_from_db: bool = False
+    """Add the labels stored in ``db`` (made in ``evalcli view``) to the datasets' own."""
 
 
 def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -> int:
@@ -41,6 +44,8 @@ def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -
     codes: list[int] = []
     store = Store(request.db, redact)
     try:
+        if request.labels_from_db:
+            datasets = [with_stored_labels(dataset, store) for dataset in datasets]
         with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
             for dataset in datasets:
                 calibration = loop.run(acalibrate(dataset, store=store, options=options, scorer_ids=request.scorer_ids,
