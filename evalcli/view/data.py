@@ -123,7 +123,14 @@ def conversation(store: Store, run_id: str, index: int) -> dict[str, Any]:
     labels = labels_by_identity(latest_labels(store, run_id=run_id, identities=[identity])).get(identity, {})
     return {"run_id": run_id, "identity": identity, "transcript": transcript(item),
             "plays": [transcript(play) for play in item.plays], "labels": _label_json(labels),
-            "scorer_ids": [*item.gate_scores, *(k for k in item.scores if k not in item.gate_scores)]}
+            "scorer_ids": _labelled_ids(store, run_id)}
+
+
+def _labelled_ids(store: Store, run_id: str) -> list[str]:
+    """What a label may name besides the conversation: the run's top-level gates and scorers (those ``calibrate``
+    measures), each once."""
+    plan = store.plan(run_id)
+    return list(dict.fromkeys([*plan.gate_ids, *plan.scorer_ids]))
 
 
 def turn_key(turn: TurnRecord) -> tuple[str, list[str]]:

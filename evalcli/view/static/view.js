@@ -86,7 +86,7 @@ async function showRuns(params) {
     el("button", { type: "submit" }, "filter"));
   const chosen = new Set();
   const compare = el("button", { id: "compare", disabled: true, onclick: () => {
-    const [b, a] = [...chosen];  // the list is newest first: the older run is A
+    const [a, b] = [...chosen].sort();  // run ids sort by when they began: the older run is A
     location.hash = `#/compare/${a}/${b}`;
   } }, "compare the two ticked runs");
   const rows = data.runs.map((run) => el("tr", { class: "run", "data-id": run.id },
