@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .console import make_console, user_errors
+from .console import user_errors
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 ViewDbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (must exist).")]
@@ -39,9 +39,8 @@ def view(
         settings = ViewSettings(db, host, port, token or None, reviewer or _login())
         check_settings(settings)
         applied = check_database(db)
-        out = make_console()
         if applied:
-            out.print(f"migrated {db} to this evalcli ({', '.join(applied)})", markup=False)
+            print(f"migrated {db} to this evalcli ({', '.join(applied)})", flush=True)
 
         def started(url: str) -> None:
             hint = " (open it with ?token=YOUR_TOKEN)" if settings.token else ""

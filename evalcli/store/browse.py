@@ -28,7 +28,11 @@ COST = ("(SELECT COALESCE(SUM(cost), 0) FROM llm_calls WHERE llm_calls.run_id = 
 STABILITY = "(CASE WHEN repeats > 1 THEN json_extract(outcomes, '$.plays[0]') * 1.0 / repeats END)"
 SORTS = {"failures": STATUS_RANK, "index": "item_index", "id": "item_id", "duration": "duration_ms", "cost": COST,
          "stability": STABILITY, "status": STATUS_RANK}
-"""The orders of a run's conversations; ``score:ID`` orders by a gate's or scorer's score as well."""
+"""The orders of a run's conversations; ``score:ID`` orders by a gate's or scorer's score as well. Every one but the
+scores, stability and cost reads only the index ``items_run_view`` (migration 009), whose expression is
+``STATUS_RANK`` written exactly so."""
+NULLABLE = {"duration", "cost", "stability"}
+"""Orders whose key may be missing: those conversations come last either way."""
 STATUSES = {"error": "status != 'ok'", "failed": "status = 'ok' AND passed = 0", "passed": "status = 'ok' AND passed = 1"}
 
 
@@ -111,7 +115,8 @@ class ConversationQuery:
         if self.sort not in SORTS:
             raise UsageError(f"sort '{self.sort}' is not one of {', '.join(SORTS)} or score:ID", "pick one of them")
         key = SORTS[self.sort]
-        return f"{key} IS NULL, {key} {direction}, item_index", []
+        last = f"{key} IS NULL, " if self.sort in NULLABLE else ""
+        return f"{last}{key} {direction}, item_index", []
 
     def where(self) -> tuple[str, list[Any]]:
         clauses, params = [], []

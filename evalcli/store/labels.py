@@ -89,9 +89,11 @@ def latest_labels(store: Store, *, dataset: str | None = None, run_id: str | Non
         clauses.append("dataset = ?")
         params.append(dataset)
     if run_id is not None:
-        clauses.append("dataset = (SELECT dataset FROM runs WHERE id = ?) AND identity IN "
-                       "(SELECT identity FROM items WHERE run_id = ?)")
-        params += [run_id, run_id]
+        clauses.append("dataset = (SELECT dataset FROM runs WHERE id = ?)")
+        params.append(run_id)
+        if identities is None:
+            clauses.append("identity IN (SELECT identity FROM items WHERE run_id = ?)")
+            params.append(run_id)
     if identities is not None:
         clauses.append(f"identity IN ({', '.join('?' for _ in identities)})")
         params += identities
