@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import run_cli
 from tests.view_helpers import view_server
@@ -93,6 +95,13 @@ def test_another_host_needs_a_token_and_every_request_carries_it(project: Path) 
         assert view.get(f"/api/runs?token={token}")[0] == 200
         assert view.get("/api/runs", {"Authorization": f"Bearer {token}"})[0] == 200
         assert view.get("/api/runs", {"Authorization": "Bearer wrong"})[0] == 401
+        import urllib.request
+
+        with urllib.request.urlopen(url + f"?token={token}", timeout=30) as page:  # the page keeps it in a cookie
+            cookie = page.headers["Set-Cookie"].split(";")[0]
+            assert "HttpOnly" in page.headers["Set-Cookie"] and "SameSite=Strict" in page.headers["Set-Cookie"]
+        assert view.get("/api/runs", {"Cookie": cookie})[0] == 200
+        assert view.get("/static/view.js", {"Cookie": cookie})[0] == 200
         assert token not in "".join(view.output)
 
 
@@ -231,3 +240,45 @@ def test_failures_first_and_the_filters_read_only_the_view_index(tmp_path: Path)
         if query.sort == "failures":
             assert "TEMP B-TREE" not in plan, plan
     store.close()
+
+
+@pytest.fixture(scope="module")
+def listed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of 23 conversations of every status, with durations and scores that tie."""
+    folder = tmp_path_factory.mktemp("pages")
+    (folder / "agent.py").write_text(AGENT)
+    rows = "".join(f"  - {{id: n{n:02d}, input: {['hi', 'FORBIDDEN', 'boom'][n % 3]} {n}}}\n" for n in range(23))
+    (folder / "d.yaml").write_text(DATASET.split("data:")[0] + "data:\n" + rows)
+    assert run_cli(["run", "d.yaml"], folder).code == 1
+    return folder / "evalcli.db"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sort=st.sampled_from(["failures", "index", "id", "duration", "cost", "stability", "score:says-hello",
+                             "score:excludes(FORBIDDEN)"]),
+       descending=st.booleans(), status=st.sampled_from([None, "error", "failed", "passed"]),
+       search=st.sampled_from([None, "", "n1", "boom", "%", "_"]), size=st.integers(1, 30))
+def test_pages_cover_a_run_once_in_one_order(listed: Path, sort: str, descending: bool, status: str | None,
+                                             search: str | None, size: int) -> None:
+    """Whatever the order, filter and page size, the pages of a run's conversations, read one after another, hold
+    each matching conversation exactly once, in the order the first page of one big page gives."""
+    from evalcli.store import Store
+    from evalcli.store.browse import ConversationQuery, conversations
+
+    store = Store(listed, readonly=True)
+    try:
+        run_id = store.runs(1)[0]["id"]
+        query = ConversationQuery(sort, descending, status, search)
+        whole = conversations(store, run_id, query, 1, 500)
+        paged: list[int] = []
+        for page in range(1, whole.total // size + 2):
+            paged += [item.index for item in conversations(store, run_id, query, page, size).items]
+        assert paged == [item.index for item in whole.items]
+        assert len(paged) == whole.total == len(set(paged))
+        if sort == "failures":
+            rank = [0 if i.status != "ok" else 1 if not i.passed else 2 for i in whole.items]
+            assert rank == sorted(rank, reverse=descending)
+        if search:
+            assert all(search in i.id or search in i.turns[0].input for i in whole.items)
+    finally:
+        store.close()
