@@ -168,7 +168,22 @@ def sleep_section(args: argparse.Namespace) -> list[Row]:
     throughput_table(f"evalcli run, async target sleeping {args.latency * 1000:g} ms per turn", rows)
     print("  target: efficiency excluding start-up >= 0.95 at 3000x3, concurrency 64 (start-up: process start to the "
           "run's start, i.e. imports, validation and opening the database)")
+    cpu_by_size(rows, args)
     return rows
+
+
+def cpu_by_size(rows: list[Row], args: argparse.Namespace) -> None:
+    """evalcli's CPU per turn at each size: the run's process CPU less a 1-conversation run's of the same shape
+    (start-up), over its turns. Flat across sizes when nothing done per conversation grows with the dataset."""
+    shapes = {(r.work.turns, r.work.latency, r.work.concurrency) for r in rows}
+    one = {shape: best(args.repeat, lambda s=shape: check(run_evalcli(write_dataset(Workload(1, *s))), "evalcli run"))
+           for shape in shapes}
+    cells = []
+    for r in rows:
+        start = one[(r.work.turns, r.work.latency, r.work.concurrency)].cpu_seconds
+        cells.append(f"{r.work.name} {(r.result.cpu_seconds - start) / (r.work.n * r.work.turns) * 1000:.3f}")
+    print(f"  evalcli CPU per turn, ms (start-up, a 1-conversation run's CPU, excluded; load average {load_average()}): "
+          + ", ".join(cells) + " (target: flat, <= 0.1 ms)")
 
 
 def http_section(args: argparse.Namespace) -> list[Row]:

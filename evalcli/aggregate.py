@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ExitCode
 from .results import (
     GateResult,
     ItemResult,
@@ -202,18 +203,18 @@ def verdict(gates: list[GateResult], thresholds: list[ThresholdResult], turns: l
     return "passed"
 
 
-def exit_code(summary: Summary, *, strict: bool, max_errors: int = 0, invalid: bool = False) -> int:
+def exit_code(summary: Summary, *, strict: bool, max_errors: int = 0, invalid: bool = False) -> ExitCode:
     """SPEC §9, precedence 2, then 1, then 4 (a conversation errored, or a scorer on one: docs/scorers.md), then 3
     (with ``strict``: a threshold missed, or a declared gate that no conversation could score, SPEC §21), then 0."""
     if invalid:
-        return 2
+        return ExitCode.BAD_INPUT
     if summary.verdict == "failed":
-        return 1
+        return ExitCode.FAILED
     if summary.errors + sum(summary.scorer_errors.values()) > max_errors:
-        return 4
+        return ExitCode.ERRORED
     if strict and (summary.verdict == "scored" or summary.unscored_gates):
-        return 3
-    return 0
+        return ExitCode.SCORED
+    return ExitCode.OK
 
 
 class PassRates:

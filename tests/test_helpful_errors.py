@@ -338,7 +338,7 @@ def test_check_outputs_names_every_path_whose_folder_is_missing(tmp_path_factory
                                                                 layout: list[tuple[str, str, str]]) -> None:
     """Every path under a missing folder is named, and each missing folder is in the hint once; a folder that exists
     is never named; nothing is created."""
-    from evalcli.cli.outputs import check_outputs
+    from evalcli.evaluate import check_outputs
 
     root = tmp_path_factory.mktemp("out")
     (root / "here").mkdir()

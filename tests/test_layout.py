@@ -11,12 +11,12 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "results", "aggregate",
-        "identity", "fingerprint", "version", "plugins"}
+BASE = {"dbname", "errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "results",
+        "aggregate", "identity", "fingerprint", "version", "plugins"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(), "thresholds": set(),
-    "results": {"messages", "thresholds"}, "aggregate": {"results"}, "identity": {"secret_references"},
-    "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors"},
+    "dbname": set(), "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(),
+    "patterns": set(), "thresholds": set(), "results": {"messages", "thresholds"}, "aggregate": {"results", "errors"},
+    "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors"},
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},
@@ -26,11 +26,12 @@ ALLOWED: dict[str, set[str]] = {
     "run": BASE | {"llm", "scorers", "targets", "dataset", "store", "tools"},
     "reports": BASE | {"llm", "scorers", "dataset", "store", "run", "tools"},
     "agent": BASE | {"llm", "tools"},
-    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
-    "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
+    "evaluate": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
+    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools"},
+    "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools"},
 }
-"""Each room and the rooms it may import from: ``cli`` -> ``reports``, ``store``, ``run`` -> ``scorers``, ``targets``,
-``dataset`` -> ``llm`` -> the base modules. The public API (``evalcli/__init__``) may import anything."""
+"""Each room and the rooms it may import from: ``cli`` -> ``evaluate`` -> ``reports``, ``store``, ``run`` ->
+``scorers``, ``targets``, ``dataset`` -> ``llm`` -> the base modules. The public API (``evalcli/__init__``) may import anything."""
 MAX_LINES = 500
 
 

@@ -43,8 +43,8 @@ def model_uses(dataset: Dataset) -> Iterator[tuple[str, str, str]]:
     for item in dataset.items:
         if item.simulation is not None:
             yield item.simulation.model, "simulator", f"the simulated user of item {item.id}"
-    model = getattr(dataset.target, "target_model", None)
-    if isinstance(model, str):
+    model = dataset.target.target_model if dataset.target is not None else None
+    if model is not None:
         yield model, "target", f"the target {dataset.target_spec}"
 
 
@@ -67,8 +67,8 @@ def model_routes(dataset: Dataset) -> Iterator[tuple[str, str | None]]:
         if item.simulation is not None:
             yield item.simulation.model, None
     target = dataset.target
-    model = getattr(target, "target_model", None)
-    if isinstance(model, str):
+    model = target.target_model if target is not None else None
+    if model is not None:
         base = getattr(getattr(getattr(target, "target", None), "config", None), "api_base", None)
         yield model, base if isinstance(base, str) else None
 

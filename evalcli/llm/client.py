@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import EvalcliError, describe
+from ..errors import EvalcliError, ExitCode, describe
 from ..messages import Message
 from .budget import purpose_group
 from .cache import ResponseCache
@@ -49,13 +49,13 @@ def backend_from_env(env: dict[str, str] | os._Environ[str] | None = None) -> st
 class LLMError(EvalcliError):
     """A model call failed for good (after retries, or with an error retrying cannot fix)."""
 
-    exit_code = 4
+    exit_code = ExitCode.ERRORED
 
 
 class BudgetSpent(LLMError):
     """A call that was not started: the budget of its purpose (``--max-cost``, ``--max-tokens``) is spent."""
 
-    exit_code = 5
+    exit_code = ExitCode.BUDGET
 
 
 @dataclass

@@ -201,7 +201,7 @@ class Conversation:
 
             before_turn()
             try:
-                reply = await (session.send(text) if resume is None else session.send(text, resume=resume))  # type: ignore[call-arg]
+                reply = await session.send(text, resume=resume)
             except TurnTimedOut as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
@@ -294,12 +294,12 @@ class Conversation:
             return Outcome(score=0.0 if gate else None, error=describe(exc))
 
         scorers = [self.builder.build(s) for s in specs]
-        if all(hasattr(s, "score_now") for s in scorers):
+        if all(s.immediate for s in scorers):
             # checks never wait on anything: scoring them in turn spares tasks and event-loop round trips
             outcomes: dict[str, Outcome] = {}
             for spec, scorer in zip(specs, scorers, strict=True):
                 try:
-                    outcome = scorer.score_now(run)  # type: ignore[attr-defined]
+                    outcome = scorer.score_now(run)
                 except Exception as exc:  # noqa: BLE001 - a scorer's failure is its own outcome
                     outcome = raised(exc)
                 outcomes[spec.id] = settle(outcome)

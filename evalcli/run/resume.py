@@ -174,6 +174,13 @@ def resume_options(store: Store, run_id: str, dataset: Dataset, options: RunOpti
     explicitly (by ``RunOptions`` field or ``StoredOptions`` name: ``filter``, ``shard``, ``limit``, ``repeat``,
     ``strict``, ``max_errors``); one that differs from the run's is a ``UsageError``."""
     row, stored = check_resumable(store, run_id, dataset)
+    return restored(options, row, stored, given)
+
+
+def restored(options: RunOptions, row: Mapping[str, Any], stored: StoredOptions,
+             given: Mapping[str, Any] | None = None) -> RunOptions:
+    """``options`` to continue the run of ``row`` (checked resumable), with the options it keeps (``stored``)
+    restored; one of ``given`` (those a caller set explicitly) that differs from the run's is a ``UsageError``."""
     if given:
         asked = replace(stored, **{name: value for name, value in given.items() if name in FLAGS})
         conflicts = option_conflicts(stored, asked, [name for name in FLAGS if name in given])

@@ -1,8 +1,8 @@
 """What every scorer receives and returns.
 
-A scorer is any object with ``async def score(run: ScorerRun) -> Outcome`` (``Outcome`` is in
-``evalcli.results``). Checks, the LLM judges and custom Python scorers all end up behind that one method,
-so the runner treats them alike.
+A scorer is a ``Scorer`` (``evalcli.scorers.kinds``): ``async def score(run: ScorerRun) -> Outcome``
+(``Outcome`` is in ``evalcli.results``). Checks, the LLM judges and custom Python scorers all end up behind
+that one method, so the runner treats them alike.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..errors import EXIT_PRECEDENCE, UsageError
+from ..errors import ExitCode, UsageError
 from ..identity import changed, identity_of
 from ..results import ItemResult, RunResult, Threshold
 from .history import StoredRun, load_run
@@ -114,16 +114,15 @@ class Comparison:
                 for line in stats.regressions(self.alpha)]
 
     @property
-    def regression_exit_code(self) -> int:
+    def regression_exit_code(self) -> ExitCode:
         """``evalcli compare``'s exit code: 0, or with ``alpha`` 1 when a later run is worse than the first beyond
         the noise."""
-        return 1 if self.significant() else 0
+        return ExitCode.FAILED if self.significant() else ExitCode.OK
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """The worst of the runs' exit codes (in ``EXIT_PRECEDENCE``'s order)."""
-        codes = [c.run.exit_code for c in self.columns]
-        return next((code for code in EXIT_PRECEDENCE if code in codes), 0)
+        return ExitCode.worst(c.run.exit_code for c in self.columns)
 
 
 def _seconds(row: dict[str, object]) -> float | None:

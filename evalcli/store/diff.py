@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..identity import changed, identity_of, pair_by_identity
 from ..results import ItemResult, RunResult, Summary, fmt
 from ..thresholds import same, within
@@ -90,11 +90,11 @@ class RunDiff:
     """The two runs were of different dataset contents (their stored dataset hashes differ)."""
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """1 when B is worse than A: with ``--alpha`` only beyond the noise, else by any regression."""
         if self.judged_by_significance:
-            return 1 if self.significant else 0
-        return 1 if self.regressions else 0
+            return ExitCode.FAILED if self.significant else ExitCode.OK
+        return ExitCode.FAILED if self.regressions else ExitCode.OK
 
 
 def _changes(a: dict[str, float], b: dict[str, float], tolerance: float) -> list[Change]:

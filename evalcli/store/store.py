@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..dataset import Dataset
-from ..errors import StoreError
+from ..errors import ExitCode, StoreError
 from ..identity import identity_of
 from ..llm import ResponseCache
 from ..results import Guardrail, Interrupt, ItemResult, Outcome, Plan, Summary, TurnRecord, finite_or_none, outcomes_from_json
@@ -137,6 +137,12 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def protect(self, secrets: set[str]) -> None:
         """Also redact these values (a dataset's interpolated secrets) in everything this store writes from now on:
@@ -323,9 +329,9 @@ class Store:
 
     def mark_interrupted(self, run_id: str) -> None:
         """An interrupt that came after the conversations (while the run was being finished or reported): the run
-        is marked ``interrupted`` with exit code 130, keeping everything it stored."""
-        self.execute([("UPDATE runs SET status = 'interrupted', exit_code = 130, finished_at = COALESCE(finished_at, ?) "
-                       "WHERE id = ?", (now(), run_id))])
+        is marked ``interrupted`` (``ExitCode.INTERRUPTED``), keeping everything it stored."""
+        self.execute([("UPDATE runs SET status = 'interrupted', exit_code = ?, finished_at = COALESCE(finished_at, ?) "
+                       "WHERE id = ?", (int(ExitCode.INTERRUPTED), now(), run_id))])
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -149,7 +149,7 @@ class CallableSession:
         self.kwargs = kwargs
         self.calls = calls
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         fn = self.adapter.fn
         if self.adapter.is_async:
             reply = await self.calls.call_async(fn(text, **self.kwargs))

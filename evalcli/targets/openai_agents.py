@@ -193,7 +193,7 @@ class OpenAIAgentsSession:
 
         return record
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         reply: Reply = await self.calls.call_async(self._turn(text))
         return reply
 

@@ -113,7 +113,7 @@ class PydanticAISession:
         self.history: list[Any] = []
         self.turn = 0
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         reply: Reply = await self.calls.call_async(self._turn(text))
         return reply
 

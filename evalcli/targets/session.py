@@ -89,10 +89,10 @@ class Session(Protocol):
     thread_id: str | None
     resource_id: str | None
 
-    async def send(self, text: str) -> Reply:
-        """Send one user message; return this turn's reply. A session whose agent can wait for the user
-        (``Adapter.resumes``) also takes ``send(text, resume=VALUE)``: resume the pending interrupt with
-        ``VALUE`` (``text`` is what the turn records as the user's input)."""
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
+        """Send one user message; return this turn's reply. With ``resume``, resume the interrupt the previous turn
+        ended in with that value (``text`` is what the turn records as the user's input): only ever given to a
+        session whose adapter ``resumes`` (loading refuses a ``resume`` turn for any other target)."""
         ...
 
     async def close(self) -> None:
@@ -124,7 +124,7 @@ class TurnSession(Generic[A]):
         self.resource_id = thread.resource
         self.calls = calls
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         messages: list[Message] = await self.calls.call_async(self._turn(text))
         return Reply(messages)
 
@@ -320,6 +320,11 @@ class Adapter(ABC):
         schema = (self.tool_schemas() or {}).get(name)
         properties = schema.get("properties") if isinstance(schema, dict) else None
         return list(properties) if isinstance(properties, dict) else None
+
+    @property
+    def target_model(self) -> str | None:
+        """The model a model target calls in every turn (``model:NAME``); ``None`` for every other target."""
+        return None
 
     def control_tools(self) -> None:  # noqa: B027 - a target whose tools evalcli cannot reach has nothing to wrap
         """From now on, run the agent's tools through each conversation's tool plan (``evalcli.tools.CURRENT``), on a

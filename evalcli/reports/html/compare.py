@@ -11,9 +11,9 @@ from __future__ import annotations
 from secrets import token_urlsafe
 from typing import Any
 
-from ... import __version__
 from ...secrets import Redactor
 from ...store import Comparison
+from ...version import __version__
 from ..compare import cell_text, changed_line, cost_text, paired_sections, seconds_text, usage_rows
 from ..paired import HEADERS, detectable_line, figure_rows, pass_fail_line, status_line
 from ..text import DATASETS_DIFFER, threshold_text, verdict_words

@@ -21,7 +21,7 @@ from ...llm.fence import MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START, neutr
 from ...messages import Message, assistant_texts
 from ...results import Outcome
 from ..base import ScorerRun
-from ..kinds import BuildContext, Kind
+from ..kinds import BuildContext, Kind, Scorer
 from . import kit
 from .engine import JudgeCall, JudgeFailed, SamplePoint, output_schema, reader, sampled, usage_of
 from .kit import Samples, api_base_field, model_field, models_field, samples_field, with_model
@@ -158,7 +158,7 @@ def criterion_call(llm: LLMClient, model: str, scorer_id: str, version: str, api
                      repair_prompt=REPAIR_PROMPT, point=point if point is not None and point.seed is not None else None)
 
 
-class MultiTurnJudge:
+class MultiTurnJudge(Scorer):
     """The ``multi_turn_judge`` scorer: 1 (times ``scale``) when the criterion is satisfied, else 0. With
     ``samples`` or ``models`` it asks each sample at once and takes the majority (SPEC §19)."""
 

@@ -44,7 +44,7 @@ from ...messages import Message, assistant_texts, is_error_result, message_text
 from ...results import Outcome
 from ..base import ScorerRun, TurnView
 from ..checks.matching import calls_of
-from ..kinds import BuildContext, Kind
+from ..kinds import BuildContext, Kind, Scorer
 from .engine import (
     MAX_SAMPLES,
     JudgeCall,
@@ -413,7 +413,7 @@ def _snake(name: str) -> str:
 ScoreFn = Callable[[Asking, Any, ScorerRun], Awaitable[Outcome]]
 
 
-class BoundJudge:
+class BoundJudge(Scorer):
     """A judge kind bound to its arguments and its run: asks each of its samples (``samples``, or a panel's
     ``models``) through ``once``, and decides (``engine.sampled``)."""
 
