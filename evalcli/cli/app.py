@@ -192,6 +192,28 @@ def calibrate(
     raise typer.Exit(code)
 
 
+JsonListOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@app.command("judges", short_help="List every LLM judge of datasets with its latest calibration and whether it may "
+                                   "gate.")
+def list_judges(
+    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
+                                                   help="Dataset files whose judges to list.")],
+    db: DbOption = DEFAULT_DB,
+    scorers: ScorersOption = None,
+    as_json: JsonListOption = False,
+    debug: DebugOption = False,
+) -> None:
+    """List every LLM judge of the datasets (gates and scorers, top level and per turn) with the latest calibration of
+    its exact configuration stored in --db, and whether it may gate: a gate with calibrated: {...} only when that
+    calibration meets it (docs/judges.md#calibrated-gates)."""
+    with user_errors(debug):
+        from .judges import judges_listing
+
+        _print_listing(judges_listing(datasets, scorers, db, as_json))
+
+
 @app.command(short_help="Check datasets, their registry, agent and scorers without running anything.")
 def validate(
     datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
@@ -208,9 +230,6 @@ def validate(
             make_console().print(line, markup=False, soft_wrap=True)
         for warning in warnings:
             make_console(stderr=True).print("warning: " + warning, style="yellow", markup=False, soft_wrap=True)
-
-
-JsonListOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 @app.command("scorers", short_help="List registered scorers and every scorer kind installed, with its arguments.")

@@ -21,6 +21,7 @@ from .notices import memory_warning
 from .options import RunOptions, check_budgets, plan_of
 from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored
 from .tooling import check_hermetic
+from .trust import check_calibrated
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,7 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
         run_id = row["id"]
     check_budgets(dataset, options)  # a resume's restored options included
     check_hermetic(dataset, options.hermetic)
+    check_calibrated(dataset, store)  # a gate on an unmeasured judge: refused (docs/judges.md#calibrated-gates)
     items = _selected(dataset, options)
     if options.resume:
         assert store is not None and run_id is not None
