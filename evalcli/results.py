@@ -22,9 +22,13 @@ STABILITIES = ("stable-pass", "flaky", "stable-fail")
 """A conversation played ``--repeat k`` times (SPEC §26): every play passed every gate, some did, none did."""
 
 
-def stability_of(plays_passed: int | None, plays: int) -> str | None:
+def stability_of(plays_passed: int | None, plays: int, settled: str | None = None) -> str | None:
     """The one rule of stability: ``stable-pass`` when all ``plays`` passed every gate, ``stable-fail`` when none
-    did, else ``flaky``; ``None`` for a conversation played once (or whose plays are not known)."""
+    did, else ``flaky``; ``None`` for a conversation played once (or whose plays are not known). Under ``--repeat
+    auto`` the label the sequential rule ``settled`` on (``passrate.settle``, docs/verdicts.md#sequential-repeats),
+    even after one play."""
+    if settled is not None:
+        return settled
     if plays_passed is None or plays <= 1:
         return None
     return STABILITIES[0] if plays_passed >= plays else STABILITIES[2] if plays_passed <= 0 else STABILITIES[1]
@@ -312,11 +316,18 @@ class ItemResult:
     played once (or read back without them: ``Store.load_plays``)."""
     play: int | None = None
     """Which play of a ``--repeat`` this result is (from 1); ``None`` for a conversation's reduced result."""
+    settled: str | None = None
+    """Under ``--repeat auto``: what the sequential rule decided after its last play (``passrate.settle``)."""
+
+    @property
+    def repeated(self) -> bool:
+        """Whether it was played under ``--repeat`` (several plays, or any number under ``--repeat auto``)."""
+        return self.repeats > 1 or self.settled is not None
 
     @property
     def stability(self) -> str | None:
         """``stable-pass``, ``flaky`` or ``stable-fail`` under ``--repeat`` (``None`` played once, or errored)."""
-        return stability_of(self.plays_passed, self.repeats) if self.status == "ok" else None
+        return stability_of(self.plays_passed, self.repeats, self.settled) if self.status == "ok" else None
 
     @property
     def pass_rate(self) -> float:
@@ -354,7 +365,7 @@ class ItemResult:
             "passed": self.passed, "stop_reason": self.stop_reason, "outcomes": self.outcomes(),
             "duration_ms": round(self.duration_ms, 3), "traceback": self.traceback, "metadata": self.metadata,
             **({"repeats": self.repeats, "plays_passed": self.plays_passed, "stability": self.stability}
-               if self.repeats > 1 else {}),
+               if self.repeated else {}),
             **({"limited": {"limit": self.stop_reason, "turns": len(self.turns)}} if self.status == "limited" else {}),
         }
 
@@ -450,7 +461,13 @@ class RunResult:
     pass_all_k: dict[str, float] = field(default_factory=dict)
     """With ``--repeat k``: per gate, the share of conversations where all k plays passed (pass^k)."""
     repeat: int = 1
-    """How many times each conversation was played (``--repeat``)."""
+    """How many times each conversation was played (``--repeat``; under ``--repeat auto`` at most)."""
+    repeat_auto: bool = False
+    """``--repeat auto[:MAX]``: each conversation played until the sequential rule settled it."""
+    pass_rate: float = 1.0
+    """``--pass-rate``: the share of its plays that must pass a gate on a repeated conversation."""
+    plays: int = 0
+    """Plays of every conversation of the run together (with repeats; what ``--repeat auto`` saves)."""
     dataset_name: str = ""
     """The dataset's stable name (its path relative to the repository root, or resolved): ``runs.dataset``."""
     stability: dict[str, int] = field(default_factory=dict)
@@ -474,7 +491,8 @@ class RunResult:
     def to_json(self, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON result of SPEC §7; ``items`` may be given already rendered (e.g. read back from the store)."""
         rendered = items if items is not None else [i.to_json() for i in self.items or []]
-        repeats = ({"repeat": self.repeat, "pass_at_k": self.pass_at_k, "pass_all_k": self.pass_all_k}
+        repeats = ({"repeat": self.repeat, "repeat_auto": self.repeat_auto, "pass_rate": self.pass_rate,
+                    "plays": self.plays, "pass_at_k": self.pass_at_k, "pass_all_k": self.pass_all_k}
                    if self.repeat > 1 else {})
         aggregate = self.summary.to_json()
         if self.stability:

@@ -27,6 +27,7 @@ from .run_flags import (
     MaxErrorsOption,
     MaxTokensOption,
     NoCacheOption,
+    PassRateOption,
     QuietOption,
     RecordToolsOption,
     RepeatOption,
@@ -119,6 +120,7 @@ def run(
     limit: LimitOption = None,
     shard: ShardOption = None,
     repeat: RepeatOption = None,
+    pass_rate: PassRateOption = None,
     turn_timeout: TurnTimeoutOption = None,
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
@@ -140,7 +142,7 @@ def run(
                              markdown=markdown, html=html, concurrency=concurrency,
                              judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
-                             turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
+                             pass_rate=pass_rate, turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
                              verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens,
                              record_tools=record_tools, hermetic=hermetic)
         with quiet_target_output(quiet):  # the agent's own log lines do not pass through --quiet

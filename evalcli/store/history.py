@@ -108,9 +108,11 @@ def load_run(store: Store, run_id: str) -> StoredRun:
 
 def _stability(store: Store, run_id: str) -> dict[str, int]:
     """How many of a stored run's repeated conversations are stable-pass, flaky and stable-fail."""
-    rows = store.query("SELECT status, repeats, json_extract(outcomes, '$.plays[0]') AS passed FROM items "
-                       "WHERE run_id = ? AND repeats > 1", [run_id])
-    return stability_counts([stability_of(r["passed"], r["repeats"]) if r["status"] == "ok" else None for r in rows])
+    rows = store.query("SELECT status, repeats, json_extract(outcomes, '$.plays[0]') AS passed, "
+                       "json_extract(outcomes, '$.plays[2]') AS settled FROM items "
+                       "WHERE run_id = ? AND (repeats > 1 OR settled IS NOT NULL)", [run_id])
+    return stability_counts([stability_of(r["passed"], r["repeats"], r["settled"]) if r["status"] == "ok" else None
+                             for r in rows])
 
 
 def stored_usage(store: Store, run_id: str, indexes: set[int] | None = None) -> list[tuple[Any, ...]]:
