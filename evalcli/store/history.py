@@ -101,6 +101,8 @@ def load_run(store: Store, run_id: str) -> StoredRun:
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
                        completed=completed, selected=max(completed, int(stored.get("selected") or row["total_items"] or 0)),
                        dataset_name=row["dataset"], repeat=int(stored.get("repeat") or 1),
+                       repeat_auto=bool(stored.get("repeat_auto")), pass_rate=float(stored.get("pass_rate") or 1.0),
+                       plays=int(stored.get("plays") or 0),
                        pass_at_k=dict(stored.get("pass_at_k") or {}), pass_all_k=dict(stored.get("pass_all_k") or {}),
                        stability=_stability(store, row["id"]))
     return StoredRun(store, result, plan, row)
