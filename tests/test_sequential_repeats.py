@@ -102,6 +102,9 @@ def test_the_default_pass_rate_settles_at_the_first_failure_and_the_table_shows_
     played = suite()
     assert played["always-0"] == 10 and played["never-0"] == 1
     assert "stable-pass 10/10" in done.stdout and "stable-fail 0/1" in done.stdout
+    plays = sum(played.values())
+    assert ("stability as --repeat auto:10 settled it (Wilson 95% interval against pass rate 1): stable-pass 1, "
+            f"flaky 0, stable-fail 7   plays: {plays} (at most 80)") in done.stdout
     shown = cli("show", "latest", "--json", "-").json
     assert {i["id"]: i["stability"] for i in shown["items"]}["never-0"] == "stable-fail"
     assert shown["summary"]["stability"]["stable-pass"] == 1
