@@ -1,4 +1,4 @@
-"""Gates, thresholds, per-turn results and the verdict (SPEC §6), folded from conversations in dataset order.
+"""Gates, thresholds, per-turn results and the verdict (docs/verdicts.md), folded from conversations in dataset order.
 
 Every mean is a plain left-to-right sum in dataset order (item order, then turn order) divided by the
 count, so a run's figures never depend on which conversation finished first. Results may arrive out
@@ -229,8 +229,9 @@ def verdict(gates: list[GateResult], thresholds: list[ThresholdResult], turns: l
 
 
 def exit_code(summary: Summary, *, strict: bool, max_errors: int = 0, invalid: bool = False) -> ExitCode:
-    """SPEC §9, precedence 2, then 1, then 4 (a conversation errored, or a scorer on one: docs/scorers.md), then 3
-    (with ``strict``: a threshold missed, or a declared gate that no conversation could score, SPEC §21), then 0."""
+    """docs/reference/exit-codes.md, precedence 2, then 1, then 4 (a conversation errored, or a scorer on one:
+    docs/scorers.md), then 3
+    (with ``strict``: a threshold missed, or a declared gate that no conversation could score, docs/identity.md), then 0."""
     if invalid:
         return ExitCode.BAD_INPUT
     if summary.verdict == "failed":

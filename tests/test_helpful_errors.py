@@ -264,7 +264,7 @@ def test_an_unregistered_scorer_is_kept_with_the_run_and_missing_only_from_the_s
           - input: bye
     """)
     plain = cli("run", "d.yaml", "--json", "-")
-    assert plain.code == 0 and plain.stderr.count("not registered") == 1, plain.stderr  # said once (SPEC §8)
+    assert plain.code == 0 and plain.stderr.count("not registered") == 1, plain.stderr  # said once (docs/storage.md)
     with plain.db() as conn:
         assert {r[0] for r in conn.execute("SELECT scorer_id FROM scores")} == {"says-you"}
         assert {r[0] for r in conn.execute("SELECT scorer_id FROM scorers")} == {"says-you"}

@@ -496,7 +496,7 @@ def merge(
 
 
 def main() -> None:
-    """Console-script entry point: every byte it prints is redacted (SPEC §23)."""
+    """Console-script entry point: every byte it prints is redacted (docs/secrets.md)."""
     redact_terminal()
     app()
 

@@ -1,4 +1,4 @@
-"""``evalcli calibrate``: measure each labelled scorer against its labels (SPEC §19), as a plain function."""
+"""``evalcli calibrate``: measure each labelled scorer against its labels (docs/recorded.md), as a plain function."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # rich is imported when something is printed: `evalcli --help
 
 
 class RedactedStream:
-    """A text stream (stdout or stderr) whose every write has its secrets replaced (SPEC §23) before it reaches the
+    """A text stream (stdout or stderr) whose every write has its secrets replaced (docs/secrets.md) before it reaches the
     terminal: what evalcli prints, a target's own prints, a traceback. Text is passed on a line at a time (what is
     after the last newline waits for the next write or a flush), so a secret written in two pieces is still whole
     when it is redacted."""

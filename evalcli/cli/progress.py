@@ -21,7 +21,7 @@ class CliEvents(Events):
         self.signals = 0
         self.waiting_on: str | None = None
         self.limits: dict[str, tuple[int, int]] = {}
-        """Models throttled after 429s (SPEC §27): their calls in flight and the configured concurrency."""
+        """Models throttled after 429s (docs/budgets.md): their calls in flight and the configured concurrency."""
 
     def started(self, run_id: str, total: int, done: int) -> None:
         if self.quiet or not self.err.is_terminal:

@@ -66,7 +66,7 @@ class RunRequest(DatasetsRequest):
     quiet: bool = False
     verbose: bool = False
     targets: list[str] = field(default_factory=list)
-    """``--target SPEC`` (repeatable): each replaces the datasets' own target, one run per target."""
+    """``--target TARGET`` (repeatable): each replaces the datasets' own target, one run per target."""
     record_tools: Path | None = None
     """``--record-tools DIR``: every tool call to ``DIR/<dataset stem>.tape.jsonl``."""
     hermetic: bool = False

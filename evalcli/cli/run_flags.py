@@ -47,7 +47,7 @@ ResumeOption = Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Con
                                                                             "options it was started with.")]
 RerunFailedOption = Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
                                                                                  "errored in this run.")]
-TargetOption = Annotated[Optional[list[str]], typer.Option("--target", metavar="SPEC", help="Run against this target "
+TargetOption = Annotated[Optional[list[str]], typer.Option("--target", metavar="TARGET", help="Run against this target "
                                                                                            "instead of the dataset's: "
                                                                                            "module:attribute, "
                                                                                            "model:NAME, "

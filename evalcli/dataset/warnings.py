@@ -50,7 +50,7 @@ def model_uses(dataset: Dataset) -> Iterator[tuple[str, str, str]]:
 
 def model_routes(dataset: Dataset) -> Iterator[tuple[str, str | None]]:
     """(model, api_base) for every model the run may call: a judge's ``api_base`` decides its route (an
-    OpenAI-compatible one is spoken to directly, never through litellm: SPEC §22)."""
+    OpenAI-compatible one is spoken to directly, never through litellm: docs/targets/index.md)."""
     seen: set[int] = set()
     for spec in dataset.all_specs():
         if id(spec) in seen:
@@ -119,7 +119,7 @@ NAMED = 5
 
 
 def unregistered_warning(dataset: Dataset) -> str | None:
-    """The line a run prints once (SPEC §8): the gates and scorers not registered, what that loses (their rows in
+    """The line a run prints once (docs/storage.md): the gates and scorers not registered, what that loses (their rows in
     the 'scores' table, which SQL and the HTML report's chart across runs read), and where the lines that register
     them are."""
     ids = [spec.id for spec in unregistered(dataset)]

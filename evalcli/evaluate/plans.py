@@ -80,7 +80,7 @@ def check_combination(datasets: int, targets: Sequence[str], options: RunOptions
     if len(targets) > 1 and (options.resume or options.rerun_failed):
         flag = "--resume" if options.resume else "--rerun-failed"
         raise UsageError(f"{flag} continues one run, of one target: give at most one --target",
-                         f"evalcli run DATASET --target SPEC {flag} RUN_ID")
+                         f"evalcli run DATASET --target TARGET {flag} RUN_ID")
     if len(set(targets)) < len(targets):
         repeated = next(t for t in targets if list(targets).count(t) > 1)
         raise UsageError(f"--target {repeated} is given twice", "name each target once")

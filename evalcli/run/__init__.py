@@ -1,7 +1,8 @@
-"""Running datasets (SPEC §3, §6, §11, §13): a run's plan (``plan_run``: every check, once), the runner that plays
+"""Running datasets (docs/datasets.md, docs/verdicts.md, docs/reference/cli.md, docs/simulated-users.md): a run's plan
+(``plan_run``: every check, once), the runner that plays
 it, one conversation, the drivers that write the user's side (scripted, per turn, simulated, recorded), the
 simulated user's prompt, repeats, the once-per-run notices, and calibration of scorers against human labels
-(SPEC §19).
+(docs/recorded.md).
 
 The runner never prints: it reports through ``Events``. Each finished conversation flows once to the
 aggregate, the ``Recorder`` (the run's rows, through the writer thread) and the events.

@@ -1,4 +1,4 @@
-"""``evalcli calibrate``: run a dataset's labelled scorers and measure them against the labels (SPEC §19).
+"""``evalcli calibrate``: run a dataset's labelled scorers and measure them against the labels (docs/recorded.md).
 
 Only the conversations that carry a label for a calibrated scorer are played (recorded transcripts are
 scored as they are; other items are played against the target), and only the labelled gates and scorers

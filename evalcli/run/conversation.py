@@ -2,8 +2,8 @@
 up, score the result.
 
 The conversation runs with its own ``target_options`` (the item's merged over the dataset's) and what its
-``setup`` returned (SPEC §16); a generator setup is resumed after the conversation, also when it failed.
-Gates run before scorers, each group over the whole conversation and then per turn (SPEC §3, §6). A
+``setup`` returned (docs/targets/frameworks.md); a generator setup is resumed after the conversation, also when it failed.
+Gates run before scorers, each group over the whole conversation and then per turn (docs/datasets.md, docs/verdicts.md). A
 gate that raises scores 0; a scorer that raises or errors is recorded as that scorer's error, left out of its mean,
 and the conversation's gates, per-turn results and verdict stand (docs/scorers.md, "A scorer that fails").
 """
@@ -99,7 +99,7 @@ class Conversation:
             current_usage.reset(token)
         self.tools.finished(item, plan)
         if sink.refused is not None:
-            # a call it needed was not started: what ended it is the budget, not a fault (SPEC §27)
+            # a call it needed was not started: what ended it is the budget, not a fault (docs/budgets.md)
             result.status, result.stop_reason = "limited", "budget"
             result.error = f"limited by the budget after {len(result.turns)} turn(s): {sink.refused}"
             result.traceback = None

@@ -56,7 +56,7 @@ class RunOptions:
     """``--pass-rate P``: under repeats a gate passes on a conversation when at least P of its plays passed it
     (``passrate.passes_at_rate``); the sequential rule's threshold."""
     hermetic: bool = False
-    """Every tool call no mock answers, and every replay miss, is the conversation's error (SPEC §25)."""
+    """Every tool call no mock answers, and every replay miss, is the conversation's error (docs/hermetic.md)."""
     record_tools: str | None = None
     """Write every tool call to ``DIR/<dataset stem>.tape.jsonl`` (``--record-tools DIR``)."""
     tape_name: str | None = None

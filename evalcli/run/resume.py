@@ -64,7 +64,7 @@ def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> N
 
 def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset: Dataset) -> list[str]:
     """What differs between the configuration a run began with and the dataset's now, one label each."""
-    if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (SPEC §21)
+    if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (docs/identity.md)
         tree = dataset.resolved_configuration()
         now = fingerprint(tree, stored.config[SALT])
         changes = collapsed(differences(stored.config, tree), set(stored.config), set(now))
@@ -148,7 +148,7 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
     resume = row["id"]
     if row["target"] != dataset.target_spec:
         raise UsageError(f"run {resume} was of target {row['target']}, not {dataset.target_spec}",
-                         "resume it with the target it ran against (--target SPEC when it was given one)")
+                         "resume it with the target it ran against (--target TARGET when it was given one)")
     stored = store.options(resume)
     changes = configuration_changes(row, stored, dataset)
     if row["dataset_hash"] and row["dataset_hash"] != dataset.hash:

@@ -13,7 +13,7 @@ from ..tools import TapeRecorder, ToolPlan, carry_plans_into_threads
 
 
 def tape_identity(item: Item) -> str:
-    """The conversation's identity on a tape: its identity across runs (SPEC §21: its id, else its content's
+    """The conversation's identity on a tape: its identity across runs (docs/identity.md: its id, else its content's
     digest), so a tape still answers the same conversation after the dataset's items move."""
     return identity_of(item)
 

@@ -171,7 +171,7 @@ class Store:
         return ResponseCache(conn, writer)
 
     def _clean(self, statements: list[Statement], *keep: str | None) -> list[Statement]:
-        """Every text parameter of ``statements`` redacted (SPEC §23: no secret in any table, whichever column a
+        """Every text parameter of ``statements`` redacted (docs/secrets.md: no secret in any table, whichever column a
         value reaches: ids, tags, paths, the target, options, models), values already redacted unchanged. The ids
         evalcli made (``keep``: the run id, a thread id) are keys, never secrets, and stay as they are."""
         redact = self.redact
@@ -431,7 +431,7 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
 
 def _outcomes(result: ItemResult) -> dict[str, Any]:
     """An item's ``outcomes`` column: its gates and scorers, and with ``--repeat`` ``plays``: [plays in which every
-    gate passed, plays] (SPEC §26's stability, kept beside the outcomes it sums up)."""
+    gate passed, plays] (docs/history.md stability, kept beside the outcomes it sums up)."""
     outcomes = result.outcomes()
     if result.repeated and result.plays_passed is not None:
         outcomes["plays"] = [result.plays_passed, result.repeats, *([result.settled] if result.settled else [])]

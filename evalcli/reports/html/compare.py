@@ -1,4 +1,4 @@
-"""``evalcli compare ... --html PATH``: runs of one dataset side by side as one self-contained page (SPEC §17).
+"""``evalcli compare ... --html PATH``: runs of one dataset side by side as one self-contained page (docs/targets/http.md).
 
 The comparison table as the terminal shows it, the conversations whose gates differ, then every
 conversation with each run's transcript in a column of its own (as ``show`` prints them: user messages,
@@ -55,7 +55,7 @@ def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> s
 
 
 def _paired(comparison: Comparison) -> list[dict[str, Any]]:
-    """Each later run's paired statistics against the first, as the terminal words them (SPEC §26)."""
+    """Each later run's paired statistics against the first, as the terminal words them (docs/history.md)."""
     sections = []
     for title, stats in paired_sections(comparison):
         if stats is None:

@@ -1,4 +1,4 @@
-"""The eleven deterministic checks (SPEC §4). No LLM; each is a pure function of the run.
+"""The eleven deterministic checks (docs/checks.md). No LLM; each is a pure function of the run.
 
 Each check is declared once as a ``Kind`` (its argument model, main argument and summary) and
 returns a score with a reason that says what it saw, so a failing gate explains itself.

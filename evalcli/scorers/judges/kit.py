@@ -1,4 +1,4 @@
-"""What the scorer library's LLM judges share (SPEC §14), on top of the judge engine (``engine``).
+"""What the scorer library's LLM judges share (docs/reference/scorers.md), on top of the judge engine (``engine``).
 
 A judge here is a prompt, an output model and an async score function ``(Asking, args, run) -> Outcome``.
 This module renders what judges read (turns, tool results, listed items: fenced, markers and forged
@@ -93,7 +93,7 @@ def api_base_field() -> Any:
 
 
 def models_field() -> Any:
-    """The ``models`` argument every judge takes: a panel instead of one model (SPEC §19)."""
+    """The ``models`` argument every judge takes: a panel instead of one model (docs/recorded.md)."""
     return Field(default=None, description="A panel instead of 'model': litellm models asked once each (an odd "
                                            "number, up to 9), decided by majority (binary verdicts) or median.")
 
