@@ -10,7 +10,8 @@ and the sequential rule of ``--repeat auto[:MAX]``.
   (failed) every play is stable-pass (stable-fail) and any other flaky. At P = 1.0 no interval lies above P, so a
   conversation is settled by its first failure, or plays MAX.
 
-This is a base module: it imports nothing of evalcli but ``thresholds``.
+The stability labels of repeated conversations (``stability_of``) live here too. This is a base module: it imports
+nothing of evalcli but ``thresholds``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,26 @@ Z = 1.96
 DEFAULT_MAX_PLAYS = 10
 """``--repeat auto``'s MAX when none is given."""
 STABLE_PASS, FLAKY, STABLE_FAIL = "stable-pass", "flaky", "stable-fail"
+STABILITIES = (STABLE_PASS, FLAKY, STABLE_FAIL)
+"""A conversation played ``--repeat k`` times (docs/history.md): every play passed every gate, some did, none did."""
+
+
+def stability_of(plays_passed: int | None, plays: int, settled: str | None = None) -> str | None:
+    """The one rule of stability: ``stable-pass`` when all ``plays`` passed every gate, ``stable-fail`` when none
+    did, else ``flaky``; ``None`` for a conversation played once (or whose plays are not known). Under ``--repeat
+    auto`` the label the sequential rule ``settled`` on (``settle``, docs/verdicts.md#sequential-repeats), even
+    after one play."""
+    if settled is not None:
+        return settled
+    if plays_passed is None or plays <= 1:
+        return None
+    return STABLE_PASS if plays_passed >= plays else STABLE_FAIL if plays_passed <= 0 else FLAKY
+
+
+def stability_counts(found: list[str | None]) -> dict[str, int]:
+    """How many conversations are stable-pass, flaky and stable-fail (``{}`` when none was repeated)."""
+    counts = {name: found.count(name) for name in STABILITIES}
+    return counts if any(counts.values()) else {}
 
 
 def passes_at_rate(passed: int, plays: int, pass_rate: float = DEFAULT_PASS_RATE) -> bool:

@@ -2,7 +2,7 @@
 their JSON shapes; the one ``Threshold`` (from ``thresholds``); the run's ``Plan``; and the conversation forms,
 declared once.
 
-This is a base module: it imports nothing of evalcli but ``messages`` and ``thresholds``, so every package may use it.
+This is a base module: it imports nothing of evalcli but ``messages``, ``thresholds`` and ``passrate``, so every package may use it.
 """
 
 from __future__ import annotations
@@ -12,34 +12,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .messages import Message
+from .passrate import STABILITIES as STABILITIES
+from .passrate import stability_counts as stability_counts
+from .passrate import stability_of as stability_of
 from .thresholds import TOLERANCE as TOLERANCE
 from .thresholds import Threshold as Threshold
 from .thresholds import reaches_gate as reaches_gate
 from .thresholds import within as within
 
 Verdict = Literal["passed", "scored", "failed"]
-STABILITIES = ("stable-pass", "flaky", "stable-fail")
-"""A conversation played ``--repeat k`` times (docs/history.md): every play passed every gate, some did, none did."""
-
-
-def stability_of(plays_passed: int | None, plays: int, settled: str | None = None) -> str | None:
-    """The one rule of stability: ``stable-pass`` when all ``plays`` passed every gate, ``stable-fail`` when none
-    did, else ``flaky``; ``None`` for a conversation played once (or whose plays are not known). Under ``--repeat
-    auto`` the label the sequential rule ``settled`` on (``passrate.settle``, docs/verdicts.md#sequential-repeats),
-    even after one play."""
-    if settled is not None:
-        return settled
-    if plays_passed is None or plays <= 1:
-        return None
-    return STABILITIES[0] if plays_passed >= plays else STABILITIES[2] if plays_passed <= 0 else STABILITIES[1]
-
-
-def stability_counts(found: list[str | None]) -> dict[str, int]:
-    """How many conversations are stable-pass, flaky and stable-fail (``{}`` when none was repeated)."""
-    counts = {name: found.count(name) for name in STABILITIES}
-    return counts if any(counts.values()) else {}
-
-
 @dataclass(frozen=True)
 class Form:
     """One way of writing a conversation's user side (docs/datasets.md, docs/simulated-users.md), declared once."""

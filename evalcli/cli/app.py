@@ -197,19 +197,13 @@ def calibrate(
 JsonListOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-@app.command("judges", short_help="List every LLM judge of datasets with its latest calibration and whether it may "
-                                   "gate.")
-def list_judges(
-    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
-                                                   help="Dataset files whose judges to list.")],
-    db: DbOption = DEFAULT_DB,
-    scorers: ScorersOption = None,
-    as_json: JsonListOption = False,
-    debug: DebugOption = False,
-) -> None:
-    """List every LLM judge of the datasets (gates and scorers, top level and per turn) with the latest calibration of
-    its exact configuration stored in --db, and whether it may gate: a gate with calibrated: {...} only when that
-    calibration meets it (docs/judges.md#calibrated-gates)."""
+@app.command("judges", short_help="List each LLM judge of datasets, its latest calibration and whether it may gate.")
+def list_judges(datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
+                                                               help="Dataset files whose judges to list.")],
+                db: DbOption = DEFAULT_DB, scorers: ScorersOption = None, as_json: JsonListOption = False,
+                debug: DebugOption = False) -> None:
+    """List every LLM judge of the datasets with the latest calibration of its exact configuration in --db, and
+    whether it may gate: a gate with calibrated: {...} only when that calibration meets it."""
     with user_errors(debug):
         from .judges import judges_listing
 
