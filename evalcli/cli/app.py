@@ -27,6 +27,7 @@ from .run_flags import (
     MaxErrorsOption,
     MaxTokensOption,
     NoCacheOption,
+    PassRateOption,
     QuietOption,
     RecordToolsOption,
     RepeatOption,
@@ -119,6 +120,7 @@ def run(
     limit: LimitOption = None,
     shard: ShardOption = None,
     repeat: RepeatOption = None,
+    pass_rate: PassRateOption = None,
     turn_timeout: TurnTimeoutOption = None,
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
@@ -140,7 +142,7 @@ def run(
                              markdown=markdown, html=html, concurrency=concurrency,
                              judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
-                             turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
+                             pass_rate=pass_rate, turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
                              verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens,
                              record_tools=record_tools, hermetic=hermetic)
         with quiet_target_output(quiet):  # the agent's own log lines do not pass through --quiet
@@ -196,6 +198,22 @@ def calibrate(
     raise typer.Exit(code)
 
 
+JsonListOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@app.command("judges", short_help="List each LLM judge of datasets, its latest calibration and whether it may gate.")
+def list_judges(datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
+                                                               help="Dataset files whose judges to list.")],
+                db: DbOption = DEFAULT_DB, scorers: ScorersOption = None, as_json: JsonListOption = False,
+                debug: DebugOption = False) -> None:
+    """List every LLM judge of the datasets with the latest calibration of its exact configuration in --db, and
+    whether it may gate: a gate with calibrated: {...} only when that calibration meets it."""
+    with user_errors(debug):
+        from .judges import judges_listing
+
+        _print_listing(judges_listing(datasets, scorers, db, as_json))
+
+
 @app.command(short_help="Check datasets, their registry, agent and scorers without running anything.")
 def validate(
     datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
@@ -212,9 +230,6 @@ def validate(
             make_console().print(line, markup=False, soft_wrap=True)
         for warning in warnings:
             make_console(stderr=True).print("warning: " + warning, style="yellow", markup=False, soft_wrap=True)
-
-
-JsonListOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 @app.command("scorers", short_help="List registered scorers and every scorer kind installed, with its arguments.")

@@ -18,9 +18,10 @@ from ..llm import PURPOSES, LLMSettings, backend_from_env, check_settings, model
 from ..results import ItemResult, Plan
 from ..store import Store, StoredOptions, stored_usage
 from .notices import memory_warning
-from .options import RunOptions, check_budgets, plan_of
+from .options import RunOptions, check_budgets, check_pass_rate, plan_of
 from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored, unverified_secrets
 from .tooling import check_hermetic
+from .trust import check_calibrated
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,10 @@ def check_options(options: RunOptions) -> None:
     check_filter(options.selection.filter)
     check_budget_amounts(options.max_cost, "--max-cost")
     check_budget_amounts(options.max_tokens, "--max-tokens")
+    check_pass_rate(options.pass_rate)
+    if options.sequential and options.repeat < 2:
+        raise UsageError(f"--repeat auto:{options.repeat}: at most {options.repeat} play leaves nothing to decide",
+                         "write --repeat auto (at most 10 plays) or --repeat auto:MAX with MAX of 2 or more")
 
 
 def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store | None = None, *,
@@ -151,6 +156,7 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
         notes += unchecked
     check_budgets(dataset, options)  # a resume's restored options included
     check_hermetic(dataset, options.hermetic)
+    check_calibrated(dataset, store)  # a gate on an unmeasured judge: refused (docs/judges.md#calibrated-gates)
     items = _selected(dataset, options)
     if options.resume:
         assert store is not None and run_id is not None

@@ -147,9 +147,9 @@ def _json_default(value: Any) -> str:
     return "none" if value is None else id_value(value)
 
 
-WRAPPER_KEYS = ("threshold", "id", "min", "max")
+WRAPPER_KEYS = ("threshold", "id", "min", "max", "calibrated")
 """Keys written beside a kind that belong to a wrapper around it, ``{scorer: REF, threshold: T, id: NAME}`` (``min``
-and ``max`` inside its threshold)."""
+and ``max`` inside its threshold; ``calibrated`` on a gate, docs/judges.md#calibrated-gates)."""
 RESERVED = ("scorer", *WRAPPER_KEYS)
 """Names no scorer kind can have: a dataset reads them as the entry's own keys, so such a kind could never be used."""
 

@@ -23,6 +23,24 @@ from .kinds import find as find_kind
 
 
 @dataclass(frozen=True)
+class CalibrationBar:
+    """``calibrated: {min_kappa, min_labels, min_accuracy}`` on a judge used as a gate: what the latest stored
+    calibration of its exact configuration must show before a run may gate on it (docs/judges.md#calibrated-gates)."""
+
+    min_kappa: float | None = None
+    """Cohen's kappa against pass/fail labels, at least."""
+    min_labels: int | None = None
+    """Labelled conversations compared, at least."""
+    min_accuracy: float | None = None
+    """Accuracy against the labels (pass/fail or scale), at least."""
+
+    def raw(self) -> dict[str, Any]:
+        """As written (the keys given)."""
+        return {k: v for k, v in (("min_kappa", self.min_kappa), ("min_labels", self.min_labels),
+                                  ("min_accuracy", self.min_accuracy)) if v is not None}
+
+
+@dataclass(frozen=True)
 class ScorerSpec:
     """One scorer as configured: kind + arguments, its id, optional threshold, and where it was written."""
 
@@ -35,6 +53,8 @@ class ScorerSpec:
     """FILE:LINE:COL of the reference, for error messages. Identical references share one spec (see
     ``parse_list``), which keeps the first one's; only python scorers, whose import errors name it,
     always keep their own."""
+    calibrated: CalibrationBar | None = None
+    """A gate's calibration bar (docs/judges.md#calibrated-gates); ``None``: it may gate unmeasured."""
 
     def spec(self) -> dict[str, Any]:
         """What is stored beside every score: enough to rebuild this exact scorer."""

@@ -101,6 +101,8 @@ def load_run(store: Store, run_id: str) -> StoredRun:
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
                        completed=completed, selected=max(completed, int(stored.get("selected") or row["total_items"] or 0)),
                        dataset_name=row["dataset"], repeat=int(stored.get("repeat") or 1),
+                       repeat_auto=bool(stored.get("repeat_auto")), pass_rate=float(stored.get("pass_rate") or 1.0),
+                       plays=int(stored.get("plays") or 0),
                        pass_at_k=dict(stored.get("pass_at_k") or {}), pass_all_k=dict(stored.get("pass_all_k") or {}),
                        stability=_stability(store, row["id"]))
     return StoredRun(store, result, plan, row)
@@ -108,9 +110,11 @@ def load_run(store: Store, run_id: str) -> StoredRun:
 
 def _stability(store: Store, run_id: str) -> dict[str, int]:
     """How many of a stored run's repeated conversations are stable-pass, flaky and stable-fail."""
-    rows = store.query("SELECT status, repeats, json_extract(outcomes, '$.plays[0]') AS passed FROM items "
-                       "WHERE run_id = ? AND repeats > 1", [run_id])
-    return stability_counts([stability_of(r["passed"], r["repeats"]) if r["status"] == "ok" else None for r in rows])
+    rows = store.query("SELECT status, repeats, json_extract(outcomes, '$.plays[0]') AS passed, "
+                       "json_extract(outcomes, '$.plays[2]') AS settled FROM items "
+                       "WHERE run_id = ? AND (repeats > 1 OR settled IS NOT NULL)", [run_id])
+    return stability_counts([stability_of(r["passed"], r["repeats"], r["settled"]) if r["status"] == "ok" else None
+                             for r in rows])
 
 
 def stored_usage(store: Store, run_id: str, indexes: set[int] | None = None) -> list[tuple[Any, ...]]:

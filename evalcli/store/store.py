@@ -53,6 +53,10 @@ class StoredOptions:
     config: dict[str, str] | None = None
     """The dataset's configuration when the run began (``Dataset.configuration``: digests of the target, its
     options, every gate and scorer); ``None`` for runs stored before evalcli kept it."""
+    sequential: bool = False
+    """``--repeat auto``: ``repeat`` is the most plays, and the sequential rule decided how many each needed."""
+    pass_rate: float = 1.0
+    """``--pass-rate``: the share of plays that must pass a gate under repeats."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -65,7 +69,8 @@ class StoredOptions:
         return cls(Plan.from_json(data["plan"]), data.get("filter"), (int(shard[0]), int(shard[1])) if shard else None,
                    data.get("limit"), bool(data.get("strict")), int(data.get("max_errors") or 0),
                    int(data.get("repeat") or 1), list(data["only_indexes"]) if data.get("only_indexes") else None,
-                   dict(data["config"]) if isinstance(data.get("config"), dict) else None)
+                   dict(data["config"]) if isinstance(data.get("config"), dict) else None,
+                   bool(data.get("sequential")), float(data.get("pass_rate") or 1.0))
 
 
 def now() -> str:
@@ -236,7 +241,7 @@ class Store:
              self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(_outcomes(result)),
              result.stop_reason, result.duration_ms, stamp, self._text(result.metadata) if result.metadata else None,
              result.repeats, _dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
-             if result.repeats > 1 else None, identity_of(result), result.content)))
+             if result.repeated else None, identity_of(result), result.content)))
         statements.append((
             "INSERT INTO turns (run_id, item_index, item_id, turn_index, input, output, simulated, thread_id, "
             "resource_id, duration_ms, passed, gate_scores, scores, outcomes, structured, interrupt, resume, "
@@ -427,6 +432,7 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
                          repeats=row["repeats"] or 1, gate_passes={g: int(p[0]) for g, p in plays.items()},
                          gate_plays={g: int(p[1]) for g, p in plays.items()},
                          plays_passed=int(stored["plays"][0]) if stored.get("plays") else None,
+                         settled=str(stored["plays"][2]) if len(stored.get("plays") or ()) > 2 else None,
                          identity=row.get("identity") or "", content=row.get("content") or "")
 
 
@@ -434,8 +440,8 @@ def _outcomes(result: ItemResult) -> dict[str, Any]:
     """An item's ``outcomes`` column: its gates and scorers, and with ``--repeat`` ``plays``: [plays in which every
     gate passed, plays] (docs/history.md stability, kept beside the outcomes it sums up)."""
     outcomes = result.outcomes()
-    if result.repeats > 1 and result.plays_passed is not None:
-        outcomes["plays"] = [result.plays_passed, result.repeats]
+    if result.repeated and result.plays_passed is not None:
+        outcomes["plays"] = [result.plays_passed, result.repeats, *([result.settled] if result.settled else [])]
     return outcomes
 
 
