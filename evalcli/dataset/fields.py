@@ -13,9 +13,32 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, core_schema
 
 from ..tools import MATCHES
+from .yamlvalues import typed
+
+WHOLE_INTERPOLATION = r"^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}$"
+"""In the JSON Schema, the text a key that wants a number or true/false also accepts: one ``${NAME}`` or
+``${NAME:-default}`` and nothing else (its value is known only when the dataset is loaded)."""
+
+
+class Interpolable:
+    """A number or true/false (``Annotated[int, Field(ge=1), Interpolable]``) that may also be written wholly as one
+    interpolation: its value, read as YAML reads it written in its place (``yamlvalues.typed``), must then be of the type
+    (``${CONC:-4}`` is 4; ``${CONC:-four}`` is text, refused). In the schema: the type, or ``WHOLE_INTERPOLATION``.
+
+    Every key of a dataset model that wants a number or true/false is declared so (tests/test_schema_agreement.py
+    checks it); a key that wants text takes an interpolation's text as it is."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_before_validator_function(typed, handler(source))
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return {"anyOf": [handler(schema), {"type": "string", "pattern": WHOLE_INTERPOLATION}]}
+
 
 SCORER_REF = "ScorerRef"
 GATE_REF = "GateRef"
@@ -119,20 +142,20 @@ def _target(defs: dict[str, Any]) -> dict[str, Any]:
 class MessageFile(BaseModel):
     """An OpenAI-format message of a recorded conversation (its other keys are kept as they are)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     role: Literal["user", "assistant", "tool", "system", "developer"] = Field(
         description="user, assistant and tool messages make the turns; system and developer ones are skipped.")
     content: Any = Field(default=None, description="The message's text (or content parts).")
     tool_call_id: str | None = Field(default=None, description="The tool call a tool message answers.")
 
 
-Seconds = Annotated[float, Field(ge=0)]
+Seconds = Annotated[float, Field(ge=0), Interpolable]
 
 
 class AnswerFile(BaseModel):
     """One answer of a mock's ``sequence``: a value, or an error."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"oneOf": [{"required": ["returns"]},
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"oneOf": [{"required": ["returns"]},
                                                                            {"required": ["raises"]}]})
     returns: Any = Field(default=None, description="What the tool returns.")
     raises: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="The error's message.")
@@ -142,7 +165,7 @@ class AnswerFile(BaseModel):
 class MockFile(AnswerFile):
     """A mock of one tool: an answer (or a ``sequence`` of them, one per call), for the calls ``when`` matches."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"oneOf": [
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"oneOf": [
         {"required": ["returns"]}, {"required": ["raises"]}, {"required": ["sequence"]}]})
     when: dict[str, Any] | None = Field(default=None, description="Argument names to values ('/.../' is a regular "
                                                                   "expression): the calls this entry answers.")
@@ -154,7 +177,7 @@ class ToolsFile(BaseModel):
     """``tools:``: mocks by tool name (one entry, or a list of ``when`` entries), and a tape to replay
     (docs/hermetic.md)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     __pydantic_extra__: dict[str, MockFile | Annotated[list[MockFile], Field(min_length=1)]]
     replay: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(
         default=None, description="A tape recorded with --record-tools, relative to the dataset file.")
