@@ -37,7 +37,12 @@ class Interpolable:
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return {"anyOf": [handler(schema), {"type": "string", "pattern": WHOLE_INTERPOLATION}]}
+        return interpolable(handler(schema))
+
+
+def interpolable(schema: JsonSchemaValue) -> JsonSchemaValue:
+    """A JSON Schema of a number or true/false that also accepts text wholly one interpolation."""
+    return {"anyOf": [schema, {"type": "string", "pattern": WHOLE_INTERPOLATION}]}
 
 
 SCORER_REF = "ScorerRef"
@@ -110,15 +115,21 @@ def definitions() -> dict[str, Any]:
 
     plain = [{"type": "string", "description": "A scorer registered in scorers.yaml, or a check without arguments."},
              *(kind.schema() for kind in all_kinds())]
-    unit = {"type": "number", "minimum": 0, "maximum": 1}
+    unit = interpolable({"type": "number", "minimum": 0, "maximum": 1})
     threshold = {"anyOf": [unit, {"type": "object", "properties": {"min": unit, "max": unit},
                                   "additionalProperties": False, "minProperties": 1}]}
-    defs: dict[str, Any] = {"Threshold": threshold}
+    bar = {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
+        "min_kappa": interpolable({"type": "number", "minimum": -1, "maximum": 1}),
+        "min_labels": interpolable({"type": "integer", "minimum": 1}),
+        "min_accuracy": unit}, "description": "What the judge's latest calibration must show before a run gates on "
+                                              "it (docs/judges.md#calibrated-gates)."}
+    defs: dict[str, Any] = {"Threshold": threshold, "Calibrated": bar}
     defs[SCORER_REF] = {"anyOf": [*plain, {"type": "object", "properties": {
         "scorer": {"anyOf": plain}, "threshold": {"$ref": DEFS + "Threshold"}, "id": {"type": "string"}},
         "required": ["scorer"], "additionalProperties": False}]}
     defs[GATE_REF] = {"anyOf": [*plain, {"type": "object", "properties": {
-        "scorer": {"anyOf": plain}, "id": {"type": "string"}}, "required": ["scorer"], "additionalProperties": False}]}
+        "scorer": {"anyOf": plain}, "id": {"type": "string"}, "calibrated": {"$ref": DEFS + "Calibrated"}},
+        "required": ["scorer"], "additionalProperties": False}]}
     defs[TARGET] = _target(defs)
     return defs
 
