@@ -33,10 +33,6 @@ from evalcli.dataset.scaffold import dataset_schema
 from evalcli.errors import DatasetError
 from tests.conftest import CliResult
 
-MODEL_PARTS = ("Item", "Turn", "Simulate", "Limits", "Message", "Mock", "Answer", "Tools", "Threshold", "Calibrated")
-"""The schema's parts generated from the dataset models (and ``fields.definitions``' own): every typed key there
-takes the interpolation alternative."""
-
 TYPED = {"integer", "number", "boolean"}
 
 
@@ -54,12 +50,25 @@ def _typed_keys(part: dict[str, Any], where: str) -> list[tuple[str, list[dict[s
     return found
 
 
+def _parts(node: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every object schema in ``node`` (the dataset models', the scorer kinds' and the target forms'), by where."""
+    found = []
+    if isinstance(node, dict):
+        if "properties" in node:
+            found.append((where, node))
+        for key, value in node.items():
+            found += _parts(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _parts(value, f"{where}/{index}")
+    return found
+
+
 def test_every_typed_key_also_takes_exactly_a_whole_interpolation() -> None:
     schema = dataset_schema()
-    parts = [("top", schema), *((name, schema["$defs"][name]) for name in MODEL_PARTS)]
     checked = []
-    for name, part in parts:
-        for key, options in [*_typed_keys(part, name), *(((name, _options(part)),) if "anyOf" in part else ())]:
+    for where, part in _parts(schema, ""):
+        for key, options in [*_typed_keys(part, where), *(((where, _options(part)),) if "anyOf" in part else ())]:
             texts = [o for o in options if o.get("type") == "string"]
             whole = [o for o in texts if o.get("pattern") == WHOLE_INTERPOLATION]
             if not {o.get("type") for o in options} & TYPED:
@@ -70,8 +79,9 @@ def test_every_typed_key_also_takes_exactly_a_whole_interpolation() -> None:
                 continue
             checked.append(key)
             assert whole, key
-    assert {"top.concurrency", "top.target_has_memory", "Limits.turns", "Simulate.max_turns", "Item.labels.*",
-            "Mock.delay", "Threshold", "Calibrated.min_labels"} <= set(checked)
+    names = {key.rsplit("/", 1)[-1].split(".", 1)[-1] for key in checked}
+    assert {"concurrency", "target_has_memory", "turns", "max_turns", "labels.*", "delay", "min_labels", "ignore_case",
+            "timeout", "temperature"} <= names, names
 
 
 AGENT = "def agent(input, **kw):\n    return 'ok'\n"
@@ -95,7 +105,7 @@ def value(draw: st.DrawFn, name: str) -> tuple[str, dict[str, str]]:
 
 
 KEYS = ("concurrency", "has_memory", "turns", "cost", "seconds", "max_turns", "label", "delay", "threshold", "kappa",
-        "min_labels")
+        "min_labels", "ignore_case")
 
 
 @st.composite
@@ -117,7 +127,8 @@ def dataset(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
             + "gates:\n  - scorer:\n      judge:\n        criterion: polite\n        model: openai/gpt-4o-mini\n"
             + "    id: polite\n" + ("    calibrated:\n" + line("kappa", "      ", "min_kappa")
                                     + line("min_labels", "      ") if {"kappa", "min_labels"} & set(v) else "")
-            + "scorers:\n  - scorer:\n      includes: ok\n    id: said\n" + line("threshold", "    ")
+            + "scorers:\n  - scorer:\n      includes:\n        value: ok\n" + line("ignore_case", "        ")
+            + "    id: said\n" + line("threshold", "    ")
             + "tools:\n  lookup:\n    returns: 1\n" + line("delay", "    ")
             + "data:\n  - input: hi\n" + ("    labels:\n" + line("label", "      ", "said") if "label" in v else "")
             + "  - simulate:\n      goal: g\n" + line("max_turns", "      "))

@@ -9,7 +9,8 @@ mistake with its line); its type here only says, in the schema, what it may be.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
@@ -43,6 +44,64 @@ class Interpolable:
 def interpolable(schema: JsonSchemaValue) -> JsonSchemaValue:
     """A JSON Schema of a number or true/false that also accepts text wholly one interpolation."""
     return {"anyOf": [schema, {"type": "string", "pattern": WHOLE_INTERPOLATION}]}
+
+
+TYPED = frozenset({"integer", "number", "boolean"})
+
+
+def _options(schema: Any) -> list[Any]:
+    if isinstance(schema, dict) and "anyOf" in schema:
+        return [o for option in schema["anyOf"] for o in _options(option)]
+    return [schema]
+
+
+def interpolable_keys(schema: Any) -> Any:
+    """A model's JSON Schema not declared with ``Interpolable`` (a scorer kind's arguments, a target form's settings),
+    with every key that wants a number or true/false, and no text, also taking a whole interpolation, as
+    ``as_written`` reads it."""
+    if isinstance(schema, list):
+        return [interpolable_keys(value) for value in schema]
+    if not isinstance(schema, dict):
+        return schema
+    result = {key: interpolable_keys(value) for key, value in schema.items()}
+    for key, prop in list(result.get("properties", {}).items()):
+        types = {o.get("type") for o in _options(prop) if isinstance(o, dict)}
+        if types & TYPED and "string" not in types:
+            result["properties"][key] = interpolable(prop)
+    return result
+
+
+def as_written(model: type[BaseModel], data: Any) -> Any:
+    """``data`` to validate strictly with ``model`` (a scorer kind's arguments, a target form's settings): a whole
+    interpolation at a key whose type is a number or true/false read as YAML reads it (``yamlvalues.typed``), in
+    the models of its keys too; the same rule as ``Interpolable`` (docs/datasets.md)."""
+    if not isinstance(data, dict):
+        return data
+    out = dict(data)
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if key in out:
+            out[key] = _written_value(field.annotation, out[key])
+    return out
+
+
+def _written_value(annotation: Any, value: Any) -> Any:
+    leaves = _leaves(annotation)
+    if isinstance(value, dict):
+        models = [leaf for leaf in leaves if isinstance(leaf, type) and issubclass(leaf, BaseModel)]
+        return as_written(models[0], value) if len(models) == 1 else value
+    if leaves and all(leaf in (int, float, bool, type(None)) for leaf in leaves):
+        return typed(value)
+    return value
+
+
+def _leaves(annotation: Any) -> list[Any]:
+    """The types a field's annotation is made of (``Annotated`` and unions opened)."""
+    if get_origin(annotation) is Annotated:
+        return _leaves(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, UnionType):
+        return [leaf for arg in get_args(annotation) for leaf in _leaves(arg)]
+    return [annotation]
 
 
 SCORER_REF = "ScorerRef"
@@ -114,7 +173,7 @@ def definitions() -> dict[str, Any]:
     from ..scorers import all_kinds
 
     plain = [{"type": "string", "description": "A scorer registered in scorers.yaml, or a check without arguments."},
-             *(kind.schema() for kind in all_kinds())]
+             *(interpolable_keys(kind.schema()) for kind in all_kinds())]
     unit = interpolable({"type": "number", "minimum": 0, "maximum": 1})
     threshold = {"anyOf": [unit, {"type": "object", "properties": {"min": unit, "max": unit},
                                   "additionalProperties": False, "minProperties": 1}]}
@@ -141,7 +200,7 @@ def _target(defs: dict[str, Any]) -> dict[str, Any]:
     forms: list[dict[str, Any]] = [{"type": "string", "description": "Import path 'module:attribute' of the agent."}]
     for name in form_names():  # evalcli's own, then those of installed packages (docs/extending.md)
         cls = form_class(name)
-        settings = cls.config_model.model_json_schema(ref_template=DEFS + "{model}")
+        settings = interpolable_keys(cls.config_model.model_json_schema(ref_template=DEFS + "{model}"))
         defs.update(settings.pop("$defs", {}))
         settings.pop("title", None)
         forms.append({"type": "object", "properties": {name: settings}, "required": [name],

@@ -23,6 +23,7 @@ from ..scorers import find as find_kind
 from ..scorers.kinds import WRAPPER_KEYS, Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
 from .yamlsrc import Path, Positions, did_you_mean, problems_from_pydantic
+from .fields import as_written
 from .yamlvalues import typed
 
 GATE_PASSES = "a gate always needs an average of 1.0"
@@ -139,7 +140,7 @@ def _arguments(kind: Kind, raw: Any, path: Path, pos: Positions, problems: list[
     if kind.prepare is not None:
         raw_args = kind.prepare(raw_args)
     try:
-        args = kind.args.model_validate(raw_args)
+        args = kind.args.model_validate(as_written(kind.args, raw_args), strict=True)  # docs/datasets.md
     except ValidationError as exc:
         if main_form:
             # main-argument form: point at the value itself (or inside it), not at a key that was never written
