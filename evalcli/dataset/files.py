@@ -46,11 +46,13 @@ class LimitsFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     turns: Annotated[int, Field(ge=1), Interpolable] | None = Field(default=None, description="User messages answered "
                                                                                               "at most.")
-    tokens: Annotated[int, Field(ge=1), Interpolable] | None = Field(default=None, description="Tokens (in and out) of the conversation's LLM calls "
-                                                               "(the target's and the simulated user's).")
+    tokens: Annotated[int, Field(ge=1), Interpolable] | None = Field(
+        default=None, description="Tokens (in and out) of the conversation's LLM calls (the target's and the simulated "
+                                  "user's).")
     cost: Annotated[float, Field(gt=0), Interpolable] | None = Field(default=None, description="US dollars of the "
                                                                                                "conversation's LLM calls.")
-    seconds: Annotated[float, Field(gt=0), Interpolable] | None = Field(default=None, description="Seconds the conversation may take.")
+    seconds: Annotated[float, Field(gt=0), Interpolable] | None = Field(default=None, description="Seconds the "
+                                                                                                 "conversation may take.")
 
 
 OnLimit = Literal["error", "score"]
@@ -70,7 +72,8 @@ class SimulateFile(BaseModel):
     opening: Annotated[str | None, AfterValidator(not_blank(
         "opening must not be empty: write the first message, or leave 'opening' out"))] = Field(
         default=None, description="A scripted first user message; it counts toward max_turns.")
-    max_turns: Annotated[int, Field(ge=1, le=50), Interpolable] = Field(default=8, description="User messages at most, the opening included (1..50).")
+    max_turns: Annotated[int, Field(ge=1, le=50), Interpolable] = Field(
+        default=8, description="User messages at most, the opening included (1..50).")
     model: str | None = Field(default=None, min_length=1,
                               description="The simulator's litellm model (default: $EVALCLI_SIMULATOR_MODEL, else the "
                                           "judge default).")
@@ -134,11 +137,13 @@ class DatasetFile(BaseModel):
     target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
                                                                               "(and memory, adapter, keep_checkpointer, "
                                                                               "setup).")
-    target_has_memory: Annotated[bool, Interpolable] | None = Field(default=None, description="Whether the target keeps its own history per "
+    target_has_memory: Annotated[bool, Interpolable] | None = Field(default=None, description="Whether the target keeps "
+                                                                                              "its own history per "
                                                                       "thread (default: it does when it has a "
                                                                       "'memory' attribute); true silences the memory "
                                                                       "warning.")
-    concurrency: Annotated[int, Field(ge=1, le=10_000), Interpolable] = Field(default=4, description="Conversations run in parallel.")
+    concurrency: Annotated[int, Field(ge=1, le=10_000), Interpolable] = Field(
+        default=4, description="Conversations run in parallel.")
     gates: list[Gate] | None = Field(default=None, description="Each must average exactly >= 1.0 over items.")
     scorers: list[Scorer] | None = Field(default=None, description="Tracked scorers, optionally with a threshold.")
     data: Annotated[list[ItemFile], NonEmpty] | None = Field(default=None, description="The conversations.")

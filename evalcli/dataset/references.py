@@ -22,8 +22,8 @@ from ..scorers import CalibrationBar, Registry, ScorerSpec, flow_yaml, inline_ya
 from ..scorers import find as find_kind
 from ..scorers.kinds import WRAPPER_KEYS, Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
-from .yamlsrc import Path, Positions, did_you_mean, problems_from_pydantic
 from .fields import as_written
+from .yamlsrc import Path, Positions, did_you_mean, problems_from_pydantic
 from .yamlvalues import typed
 
 GATE_PASSES = "a gate always needs an average of 1.0"

@@ -226,7 +226,7 @@ def typed(value: Any) -> Any:
 def read_scalar(text: str) -> Any:
     """``text`` as ``yaml.safe_load`` reads it written as a plain scalar: ``4`` an int, ``0.5`` a float, ``true``/``no``
     a bool, ``null`` or nothing ``None``, anything else (``abc``, ``[1]``) the text itself."""
-    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
+    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
     if tag == STR_TAG:
         return str(text)
     start = mark(0, 0)
