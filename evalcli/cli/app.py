@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from .console import CliEvents, make_console, quiet_target_output, redact_terminal, user_errors
+from .mocks import mocks_app
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -48,6 +49,7 @@ app = typer.Typer(
 cache_app = typer.Typer(help="The judge and simulator response cache.", no_args_is_help=True,
                         context_settings=HELP_OPTIONS)
 app.add_typer(cache_app, name="cache", short_help="The judge and simulator response cache (clear, info).")
+app.add_typer(mocks_app, name="mocks", short_help="Tool mocks made from recordings (from-tape).")
 
 DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
                                                                      "its folder must exist).")]
