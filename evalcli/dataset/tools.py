@@ -17,6 +17,7 @@ from ..scorers import ScorerSpec
 from ..targets import Adapter
 from ..tools import MATCHES, RESERVED, UNMOCKED, Answer, Mock, TapeError, ToolsConfig, read_tape
 from ..tools.faults import ALL, Faults
+from ..tools.spec import ServerMock
 from .items import Item
 from .yamlsrc import Path, Positions, did_you_mean
 
@@ -35,8 +36,14 @@ def parse_tools(raw: Any, at: Path, pos: Positions, label: str, problems: list[P
         return None
     mocks: dict[str, tuple[Mock, ...]] = {}
     faults: dict[str, Faults] = {}
+    servers: dict[str, ServerMock] = {}
     for name, value in raw.items():
         if name in RESERVED:
+            continue
+        if isinstance(value, dict) and "mcp" in value:
+            server = _server_mock(value, (*at, name), pos, f"{label}: tools.{name}", problems)
+            if server is not None:
+                servers[server.server] = server
             continue
         found = _tool_faults(name, value, at, pos, label, problems)
         if found is not None:
@@ -64,7 +71,22 @@ def parse_tools(raw: Any, at: Path, pos: Positions, label: str, problems: list[P
                                     "write 'replay: tapes/weather.tape.jsonl' (relative to the dataset file)"))
     if len(problems) > before:
         return None
-    return ToolsConfig(mocks, replay, str(match), faults=faults)
+    return ToolsConfig(mocks, replay, str(match), faults=faults, servers=servers)
+
+
+def _server_mock(raw: dict[str, Any], at: Path, pos: Positions, label: str,
+                 problems: list[Problem]) -> ServerMock | None:
+    """``{mcp: NAME, from_tape: PATH}``: a whole MCP server answered from a tape (docs/hermetic.md, "MCP tools")."""
+    example = "write e.g. '{mcp: weather, from_tape: tapes/weather.tape.jsonl}'"
+    if set(raw) != {"mcp", "from_tape"}:
+        problems.append(pos.problem(at, f"{label}: a whole MCP server's mock is {{mcp: NAME, from_tape: PATH}} (it has "
+                                        f"{', '.join(map(str, raw))})", example))
+        return None
+    if not all(isinstance(raw[k], str) and raw[k].strip() for k in ("mcp", "from_tape")):
+        problems.append(pos.problem(at, f"{label}: 'mcp' is the server's name and 'from_tape' the path of a tape",
+                                    example))
+        return None
+    return ServerMock(raw["mcp"], raw["from_tape"])
 
 
 def _tool_faults(name: Any, value: Any, at: Path, pos: Positions, label: str,
@@ -198,6 +220,9 @@ def _delay(raw: dict[str, Any], at: Path, pos: Positions, label: str, problems: 
 def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: str, folder: FsPath,
                  problems: list[Problem]) -> ToolsConfig | None:
     """The block with its tape's path resolved against the dataset's folder (a problem when there is no such file)."""
+    if config is not None and config.servers:
+        config = replace(config, servers={name: _server_tape(mock, at, pos, label, folder, problems)
+                                          for name, mock in config.servers.items()})
     if config is None or config.replay is None:
         return config
     path = folder / config.replay
@@ -221,6 +246,19 @@ def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: st
     return replace(config, replay=str(path), tape=tape.calls, tape_digest=tape.digest)
 
 
+def _server_tape(mock: ServerMock, at: Path, pos: Positions, label: str, folder: FsPath,
+                 problems: list[Problem]) -> ServerMock:
+    path = folder / mock.from_tape
+    try:
+        tape = read_tape(path)
+    except TapeError as exc:
+        where = f"{path}:{exc.line}" if exc.line else pos.where(at)
+        problems.append(Problem(where, f"{label}: the MCP server {mock.server}'s tape '{mock.from_tape}': "
+                                       f"{exc.message}", "record it with 'evalcli run DATASET --record-tools DIR'"))
+        return mock
+    return replace(mock, from_tape=str(path), calls=tape.calls, digest=tape.digest)
+
+
 def parse_unmocked(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> str | None:
     """``unmocked: live|error``."""
     if raw not in UNMOCKED:
@@ -239,6 +277,13 @@ def target_problems(config: ToolsConfig, at: Path, pos: Positions, label: str, a
                                 "mock them", adapter.tools_hint, key=True)]
     problems = []
     known = adapter.tool_names()
+    servers = adapter.mcp_servers()
+    for name in config.servers:
+        if servers is None or name not in servers:
+            listed = sorted(servers or ())
+            problems.append(pos.problem(at, f"{label}: tools: the agent has no MCP server '{name}'"
+                                            f"{did_you_mean(name, listed)}",
+                                        f"its MCP servers are: {', '.join(listed) or 'none'}"))
     named = {**{name: () for name in config.faults if name != ALL}, **config.mocks}
     for name, mocks in named.items():
         if known is not None and name not in known:

@@ -113,6 +113,7 @@ class ToolPlan:
     _answered: dict[int, int] = field(default_factory=dict)
     _used: set[int] = field(default_factory=set)
     _tool_calls: dict[str, int] = field(default_factory=dict)
+    _server_answered: dict[tuple[str, str], int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     """Tools of one turn may run on several threads at once (a framework's executor)."""
 
@@ -188,13 +189,13 @@ class ToolPlan:
             found = self.faults(tool)
             return None if found is None else (found, draw(found, self.identity, tool, nth))
 
-    def decide(self, tool: str, arguments: Mapping[str, Any]) -> tuple[str, Answer | None]:
+    def decide(self, tool: str, arguments: Mapping[str, Any], server: str | None = None) -> tuple[str, Answer | None]:
         """Where this call's answer comes from: ``("mock" | "replay", answer)``, ``("live", None)``, or
-        ``("refused", None)`` (the reason added to ``refusals``)."""
+        ``("refused", None)`` (the reason added to ``refusals``). ``server``: the MCP server the tool is one of."""
         with self._lock:
-            return self._decide(tool, arguments)
+            return self._decide(tool, arguments, server)
 
-    def _decide(self, tool: str, arguments: Mapping[str, Any]) -> tuple[str, Answer | None]:
+    def _decide(self, tool: str, arguments: Mapping[str, Any], server: str | None = None) -> tuple[str, Answer | None]:
         entries = self.mocks(tool)
         chosen = next((m for m in entries if m.when is not None and matches(m.when, arguments)), None)
         chosen = chosen or next((m for m in entries if m.when is None), None)
@@ -202,10 +203,19 @@ class ToolPlan:
             nth = self._answered.get(id(chosen), 0)
             self._answered[id(chosen)] = nth + 1
             return "mock", chosen.answer(nth)
+        described = f"{tool}({canonical(dict(arguments))})"
+        config = self.config()
+        whole = config.servers.get(server) if config is not None and server is not None else None
+        if whole is not None:
+            found = self._from_server_tape(whole.calls, tool, arguments)
+            if found is not None:
+                return "replay", Answer(found.result, found.error)
+            self.refusals.append(f"tools: the MCP server {server} is mocked from {whole.from_tape}, which has no answer "
+                                 f"for {described}")
+            return "refused", None
         recorded = self._replayed(tool, arguments)
         if recorded is not None:
             return "replay", Answer(recorded.result, recorded.error)
-        described = f"{tool}({canonical(dict(arguments))})"
         if self.hermetic:
             missed = " (and the tape has no answer for it)" if self.tape is not None else ""
             self.refusals.append(f"--hermetic: the tool call {described} has no mock{missed}")
@@ -227,6 +237,19 @@ class ToolPlan:
                 self._used.add(i)
                 return recorded
         return None
+
+    def _from_server_tape(self, calls: Mapping[str, list[Recorded]], tool: str,
+                          arguments: Mapping[str, Any]) -> Recorded | None:
+        """A whole server's answer: this conversation's recording of the same call (the nth for the nth), else the
+        first recording of it in any conversation."""
+        wanted = tape_arguments(arguments)
+        own = [r for r in calls.get(self.identity, ()) if same_tool(r.tool, tool) and r.arguments == wanted]
+        nth = self._server_answered.get((tool, wanted), 0)
+        self._server_answered[(tool, wanted)] = nth + 1
+        if nth < len(own):
+            return own[nth]
+        return next((r for recorded in calls.values() for r in recorded
+                     if same_tool(r.tool, tool) and r.arguments == wanted), None)
 
     def record(self, tool: str, arguments: Mapping[str, Any], source: str, *, result: Any = None,
                error: str | None = None, call_id: str | None = None, refused: bool = False,
@@ -298,11 +321,12 @@ def _mock_json(mock: Mock) -> dict[str, Any]:
 
 async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]], *,
                 call_id: str | None = None, shape: Callable[[Any], Any] | None = None,
-                record_as: Callable[[Any], Any] | None = None) -> T | Any:
+                record_as: Callable[[Any], Any] | None = None, server: str | None = None) -> T | Any:
     """One async tool call under the current plan: the live function (``live()``, its result recorded as
     ``record_as`` reads it), or the plan's answer (made what the framework expects of a tool's output by ``shape``).
     A mocked or replayed ``raises``, or an injected fault's failure, raises ``MockedToolError``; a refused call
-    ``ToolRefused``. Without a plan: ``live()``."""
+    ``ToolRefused``. ``server``: the MCP server the tool is one of (a whole server may be mocked). Without a plan:
+    ``live()``."""
     plan = current_plan()
     if plan is None:
         unattributed(tool, arguments)
@@ -311,7 +335,7 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
     if injected is not None and injected[1].latency:
         await asyncio.sleep(injected[1].latency)
     _fail_if_faulted(plan, tool, arguments, injected, call_id)
-    source, answer = plan.decide(tool, arguments)
+    source, answer = plan.decide(tool, arguments, server)
     spoiled = injected is not None and injected[1].malformed
     if source == "live":
         return await _live_async(plan, tool, arguments, live, call_id, record_as, spoiled)
