@@ -141,3 +141,38 @@ def test_mcp_mistakes_are_validation_errors(write: Callable[..., Path], cli: Cal
     assert "tools.get_wether: the agent has no tool 'get_wether' (did you mean 'get_weather'?)" in result.stderr
     assert "the agent has no MCP server 'wether' (did you mean 'weather'?)" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+SDK_AGENT = f'''
+import os
+from agents import Agent, OpenAIChatCompletionsModel, set_tracing_disabled
+from agents.mcp import MCPServerStdio
+from openai import AsyncOpenAI
+
+set_tracing_disabled(True)
+server = MCPServerStdio(params={{"command": {sys.executable!r}, "args": ["-m", "examples.mcp_weather_server"],
+                                 "cwd": {str(REPO)!r}, "env": dict(os.environ)}},
+                        name="weather", client_session_timeout_seconds=120)
+model = OpenAIChatCompletionsModel(model="scripted", openai_client=AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"]))
+agent = Agent(name="weather", instructions="Answer with the forecast.", model=model, mcp_servers=[server])
+'''
+
+
+def test_agents_sdk_mcp_servers_are_connected_mocked_and_hermetic(write: Callable[..., Path],
+                                                                  cli: Callable[..., CliResult],
+                                                                  mcp_env: dict[str, str], workdir: Path) -> None:
+    (workdir / "sdk_agents.py").write_text(SDK_AGENT)
+    (workdir / "agents.py").unlink(missing_ok=True)  # the workdir's sample targets would shadow the SDK's package
+    write("live.yaml", "target: sdk_agents:agent\n" + ITEMS)
+    live = cli("run", "live.yaml", "--record-tools", "tapes", "--json", "-", env=mcp_env)
+    assert live.code == 0, live.stderr
+    assert answers(live) == {"london": ["Today in London: windy, 61°F."], "paris": ["Today in Paris: windy, 61°F."]}
+    assert ran(workdir) == ["get_weather London today", "get_weather Paris today"]
+    write("mocked.yaml", "target: sdk_agents:agent\ntools:\n  get_weather:\n    - when: {city: London}\n"
+                         "      returns: {condition: snowy, temperature_f: 1}\n"
+                         "  weather: {mcp: weather, from_tape: tapes/live.tape.jsonl}\n" + ITEMS)
+    mocked = cli("run", "mocked.yaml", "--hermetic", "--json", "-", env=mcp_env)
+    assert mocked.code == 0, mocked.stderr
+    assert answers(mocked) == {"london": ["Today in London: snowy, 1°F."], "paris": ["Today in Paris: windy, 61°F."]}
+    assert sources(mocked) == {"london": ["mock"], "paris": ["replay"]}
+    assert ran(workdir) == ["get_weather London today", "get_weather Paris today"]  # nothing ran again
