@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import EvalcliError
+from .errors import EvalcliError, ExitCode
 
 START_TIMEOUT = 60.0
 """Seconds a server has to start and list its tools."""
@@ -28,7 +28,7 @@ START_TIMEOUT = 60.0
 class McpError(EvalcliError):
     """An MCP server that could not be reached: what it is (command or URL), and why."""
 
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 @dataclass(frozen=True)
