@@ -53,9 +53,9 @@ class WeatherExecutor(AgentExecutor):
         await asyncio.sleep(0.3)
         answer = forecast(context.get_user_input(), task.context_id)
         await updater.add_artifact([new_text_part(answer)], name="forecast")
-        await updater.update_status(TaskState.TASK_STATE_COMPLETED,
-                                    message=new_text_message("done", context_id=task.context_id, task_id=task.id,
-                                                             role=Role.ROLE_AGENT))
+        done = new_text_message("done", context_id=task.context_id, task_id=task.id, role=Role.ROLE_AGENT)
+        done.metadata.update({"usage": {"input_tokens": 12, "output_tokens": 7}})  # what a model-backed agent reports
+        await updater.update_status(TaskState.TASK_STATE_COMPLETED, message=done)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise NotImplementedError

@@ -67,6 +67,8 @@ def test_an_a2a_agent_keeps_each_conversation_by_its_context(blocking: bool, a2a
     assert said(result) == {"london": ["Today in London: windy, 61°F.", "Tomorrow in London: windy, 61°F."],
                             "paris": ["Today in Paris: windy, 61°F.", "Tomorrow in Paris: windy, 61°F."]}
     assert TOKEN not in result.stdout + result.stderr
+    target = result.json["usage"]["purposes"]["target"]  # the tokens the agent reported on its status message
+    assert (target["calls"], target["prompt_tokens"], target["completion_tokens"]) == (4, 48, 28)
 
 
 def test_an_unreadable_card_or_a_refused_token_is_named(a2a_agent: str, write: Callable[..., Path],
