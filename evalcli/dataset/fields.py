@@ -112,7 +112,7 @@ def _target(defs: dict[str, Any]) -> dict[str, Any]:
         settings.pop("title", None)
         forms.append({"type": "object", "properties": {name: settings}, "required": [name],
                       "additionalProperties": False} if cls.nested else settings)
-    return {"description": "The agent under test: an import path, or a mapping with 'http', 'mastra' or 'model'.",
+    return {"description": "The agent under test: an import path, or a mapping with 'a2a', 'http', 'mastra' or 'model'.",
             "anyOf": forms}
 
 
