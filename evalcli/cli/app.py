@@ -14,6 +14,7 @@ import typer
 
 from ..dbname import DEFAULT_DATABASE
 from .console import make_console, quiet_target_output, redact_terminal, user_errors
+from .mocks import mocks_app
 from .run_flags import (
     DatasetsArgument,
     FilterOption,
@@ -74,6 +75,7 @@ app = typer.Typer(
 cache_app = typer.Typer(help="The judge and simulator response cache.", no_args_is_help=True,
                         context_settings=HELP_OPTIONS)
 app.add_typer(cache_app, name="cache", short_help="The judge and simulator response cache (clear, info).")
+app.add_typer(mocks_app, name="mocks", short_help="Tool mocks made from recordings (from-tape).")
 
 DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
                                                                      "its folder must exist).")]

@@ -395,7 +395,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
     if not top.target and target is None and not recorded and "target" not in bad_keys:
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
-                                    "write 'target: module:attribute' (or a mapping with 'http', 'mastra' or 'model'; "
+                                    "write 'target: module:attribute' (or a mapping with 'a2a', 'http', 'mastra' or 'model'; "
                                     "only a dataset whose items are all recorded transcripts may leave it out)"))
     if problems:
         raise DatasetError(redacted(problems, secret_values))
