@@ -9,9 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .console import make_console, user_errors
-
-HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error (a bug in evalcli).")]
+from .run_flags import HELP_OPTIONS, DebugOption
 
 mocks_app = typer.Typer(help="Tool mocks made from what really happened (docs/hermetic.md).", no_args_is_help=True,
                         context_settings=HELP_OPTIONS)

@@ -1,5 +1,5 @@
-"""The options of ``evalcli run``, declared once each (typer reads them from these annotations): what they say is
-the command-line reference (docs/reference/cli.md, generated)."""
+"""The options of ``evalcli run``, and those every command shares, declared once each (typer reads them from these
+annotations): what they say is the command-line reference (docs/reference/cli.md, generated)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,15 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+
+from ..dbname import DEFAULT_DATABASE
+
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+"""``-h`` as well as ``--help``, and the width help is wrapped at, for every command and sub-command."""
+DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error (a bug in evalcli).")]
+DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
+                                                                     "its folder must exist).")]
+DEFAULT_DB = Path(DEFAULT_DATABASE)
 
 DatasetsArgument = Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
                                                         help="Dataset files (YAML, or JSONL with a header line).")]
