@@ -40,6 +40,7 @@ from ..llm import (
     usage_rows,
     usage_summary,
 )
+from ..otel.record import arm_capture
 from ..results import ItemResult, Plan, RunResult
 from ..scorers import Builder
 from ..store import Store, StoreWriter, new_run_id, stored_items, stored_usage
@@ -330,6 +331,7 @@ class Runner:
         routes = [(m, base) for m, base in model_routes(self.dataset) if model_problem(m) is None] if to_run else []
         if to_run:
             import_http_client(models, always=bool(getattr(self.dataset.target, "speaks_http", False)))
+            arm_capture(self.dataset, to_run)
         try:
             if store is not None:
                 resume = bool(self.options.resume)
