@@ -73,7 +73,7 @@ def import_ahead(profile: str = "base") -> None:
     sqlite_utils_module()
     for name in PROFILES[profile]:
         importlib.import_module(name)
-    never = NEVER_AHEAD - (FRAMEWORK_PACKAGES if profile == "frameworks" else set())
+    never = NEVER_AHEAD - (FRAMEWORK_PACKAGES | {"opentelemetry"} if profile == "frameworks" else set())
     leaked = {name.split(".")[0] for name in sys.modules} & never
     if leaked:
         raise SystemExit(f"cli_server: importing evalcli ahead also imported {sorted(leaked)}; add the module that "

@@ -14,10 +14,10 @@ from tests.llm_server import LLMServer, scripted_weather
 KEY = "sk-test-not-a-real-key-0123456789"
 
 
-def run(tmp_path: Path, server: LLMServer, body: str, *args: str) -> CliResult:
+def run(tmp_path: Path, server: LLMServer, body: str, *args: str, env: dict[str, str] | None = None) -> CliResult:
     path = tmp_path / "d.yaml"
     path.write_text(textwrap.dedent(body).lstrip("\n"))
-    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY, "NO_PROXY": "127.0.0.1"}
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY, "NO_PROXY": "127.0.0.1", **(env or {})}
     done = run_cli(["run", str(path), "--db", str(tmp_path / "e.db"), *args], REPO, env)
     return CliResult(done.code, done.stdout, done.stderr, tmp_path)
 
@@ -84,3 +84,21 @@ def test_spans_off_records_what_the_callable_returned_only(llm_server: LLMServer
     [item] = done.json["items"]
     assert [m["role"] for m in item["turns"][0]["output"]] == ["assistant"]
     assert not done.db("e.db").execute("SELECT * FROM llm_calls WHERE purpose = 'target'").fetchall()
+
+
+def test_an_agents_sdk_agent_is_seen_through_the_openinference_instrumentor_evalcli_calls(
+        llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.responder = scripted_weather
+    items = "\n".join(f"  - {{id: {c.lower()}, input: 'What is the weather in {c}?'}}" for c in CITIES[:3])
+    body = ("target: tests.otel_agents.agents_openinference:ask\ntarget_options: {instrument: [openinference]}\n"
+            f"gates: [{{called_tool: get_weather}}]\ndata:\n{items}\n")
+    done = run(tmp_path, llm_server, body, "--json", "-", "--concurrency", "3",
+               env={"OPENAI_AGENTS_DISABLE_TRACING": "0"})
+    assert done.code == 0, done.stderr
+    for item in done.json["items"]:
+        [call] = calls(item)
+        assert f'"city":"{item["id"].title()}"' in call["function"]["arguments"].replace(" ", "")
+        tool = [m for m in item["turns"][0]["output"] if m["role"] == "tool"]
+        assert len(tool) == 1 and '"condition"' in tool[0]["content"]
+    rows = done.db("e.db").execute("SELECT model, prompt_tokens FROM llm_calls WHERE purpose = 'target'").fetchall()
+    assert len(rows) == 6 and all(r["prompt_tokens"] == 10 for r in rows)
