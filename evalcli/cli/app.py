@@ -128,6 +128,12 @@ def run(
                                                          "replays it with 'replay: PATH').")] = None,
     hermetic: Annotated[bool, typer.Option("--hermetic", help="A tool call no mock or tape answers is the "
                                                               "conversation's error (never run live).")] = False,
+    otel_endpoint: Annotated[Optional[str], typer.Option("--otel-endpoint", metavar="URL", help="Send the run as "
+                                                         "OpenTelemetry spans to this OTLP/HTTP receiver "
+                                                         "(OTEL_EXPORTER_OTLP_ENDPOINT when given as '-').")] = None,
+    otel_file: Annotated[Optional[Path], typer.Option("--otel-file", metavar="PATH", help="Append the run as "
+                                                      "OpenTelemetry spans (OTLP JSON, one request a line) to "
+                                                      "PATH.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line and the conversations that "
                                                                    "errored (no table, no warnings).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
@@ -143,7 +149,8 @@ def run(
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
                              turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
                              verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens,
-                             record_tools=record_tools, hermetic=hermetic)
+                             record_tools=record_tools, hermetic=hermetic, otel_endpoint=otel_endpoint,
+                             otel_file=otel_file)
         with quiet_target_output(quiet):  # the agent's own log lines do not pass through --quiet
             events = CliEvents(quiet)
             try:

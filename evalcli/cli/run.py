@@ -40,6 +40,7 @@ from .console import make_console
 from .outputs import check_outputs, check_tapes, open_for_writing, per_run, stdout_for_json, tape_names
 
 if TYPE_CHECKING:
+    from ..otel.export import Exporter
     from ..reports.html import HtmlReport
 
 
@@ -81,6 +82,10 @@ class RunRequest(DatasetsRequest):
     """``--target SPEC`` (repeatable): each replaces the datasets' own target, one run per target."""
     record_tools: Path | None = None
     """``--record-tools DIR``: every tool call to ``DIR/<dataset stem>.tape.jsonl``."""
+    otel_endpoint: str | None = None
+    """``--otel-endpoint URL``: the run as spans to an OTLP/HTTP receiver (``-``: the environment's; docs/otel.md)."""
+    otel_file: Path | None = None
+    """``--otel-file PATH``: the run as spans, appended to an OTLP JSON file (docs/otel.md)."""
     hermetic: bool = False
     max_cost: str | None = None
     """``--max-cost``, as written (``5`` or ``judge=2,target=3``)."""
@@ -236,15 +241,19 @@ class _Watched:
     """The command's events, remembering the run in progress: an interrupt that comes after its conversations
     (while it is finished or reported) still marks that run."""
 
-    def __init__(self, events: Events) -> None:
+    def __init__(self, events: Events, exporter: Exporter | None = None) -> None:
         self.events = events
         self.run_id: str | None = None
+        self.exporter = exporter
+        """``--otel-file`` / ``--otel-endpoint``: collects each conversation as it finishes."""
 
     def started(self, run_id: str, total: int, done: int) -> None:
         self.run_id = run_id
         self.events.started(run_id, total, done)
 
     def item_done(self, result: ItemResult) -> None:
+        if self.exporter is not None:
+            self.exporter.add(result)
         self.events.item_done(result)
 
     def notice(self, text: str | None) -> None:
@@ -323,7 +332,7 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     # a run that continues or re-runs another needs its database; otherwise nothing is created before the
     # selection is known to hold a conversation
     store = Store(request.db, redact) if history else None
-    watched = _Watched(events)
+    watched = _Watched(events, _exporter(request, redact))
     with _sigterm_interrupts():
         return _run_all(request, events, out, outputs, runs, redact, history, store, watched)
 
@@ -361,6 +370,8 @@ def _run_all(request: RunRequest, events: Events, out: Console, outputs: Outputs
                         options = replace(options, on_stored=spool.add)
                     result = loop.run(arun_evals(dataset, store=store, options=options, events=watched))
                     watched.close()
+                    if watched.exporter is not None:
+                        watched.exporter.finish(result, dataset.path)
                     codes.append(result.exit_code)
                     finished.append((dataset, result.run_id))
                     suite, section = _report(request, result, dataset, store, out, redact, outputs, n, stream,
@@ -395,6 +406,24 @@ def _run_all(request: RunRequest, events: Events, out: Console, outputs: Outputs
         if not (reported or interrupted):  # after a failure, the runs that finished are still reported
             _write_ci_reports(suites, sections, redact)
     return combine_exit_codes(codes)
+
+
+def _exporter(request: RunRequest, redact: Redactor) -> Exporter | None:
+    """The run's OpenTelemetry export, when asked for (docs/otel.md); the endpoint is checked before anything runs."""
+    if request.otel_endpoint is None and request.otel_file is None:
+        return None
+    from ..otel.endpoint import traces_url
+    from ..otel.export import Exporter
+
+    url = None
+    if request.otel_endpoint is not None:
+        url = traces_url(None if request.otel_endpoint == "-" else request.otel_endpoint)
+        if url is None:
+            raise UsageError("--otel-endpoint -: OTEL_EXPORTER_OTLP_ENDPOINT is not set",
+                             "give the receiver's URL, e.g. --otel-endpoint http://localhost:6006")
+    if request.otel_file is not None and request.otel_file.is_dir():
+        raise UsageError(f"--otel-file {request.otel_file} is a directory", "give a file path, e.g. run.otlp.jsonl")
+    return Exporter(redact, request.otel_file, url)
 
 
 def _compare_targets(store: Store, finished: list[tuple[Dataset, str]], out: Console, db: Path) -> None:
