@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import ItemResult, Outcome, RunResult
+from ..run.events import Events
 from ..secrets import Redactor
 from ..version import __version__
 from .otlp import encode_request
@@ -136,3 +137,33 @@ def _moved(span: Span, trace_id: str) -> Span:
 
 def _id() -> str:
     return os.urandom(8).hex()
+
+
+class ExportEvents(Events):
+    """A run's events passed on to ``inner``, each finished conversation also handed to the exporter."""
+
+    def __init__(self, inner: Events, exporter: Exporter) -> None:
+        self.inner = inner
+        self.exporter = exporter
+
+    def started(self, run_id: str, total: int, done: int) -> None:
+        self.inner.started(run_id, total, done)
+
+    def item_done(self, result: ItemResult) -> None:
+        self.exporter.add(result)
+        self.inner.item_done(result)
+
+    def warning(self, text: str) -> None:
+        self.inner.warning(text)
+
+    def notice(self, text: str | None) -> None:
+        self.inner.notice(text)
+
+    def throttled(self, model: str, limit: int | None, ceiling: int) -> None:
+        self.inner.throttled(model, limit, ceiling)
+
+    def stopping(self) -> None:
+        self.inner.stopping()
+
+    def close(self) -> None:
+        self.inner.close()
