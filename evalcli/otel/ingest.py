@@ -53,10 +53,10 @@ def ingest(path: Path) -> Ingested:
     if not spans:
         raise DatasetError([Problem(str(path), "the trace file has no span evalcli can read",
                                     "export OTLP JSON (the collector's file exporter), or a Jaeger or Phoenix export")])
-    for key, members in _conversations(spans).items():
-        messages = _messages(members, found.warnings)
+    for key, turns in _conversations(spans).items():
+        messages = _messages(turns, found.warnings)
         if messages:
-            line = min((int(s.where.rsplit(":", 1)[-1]) for s in members if s.where[-1:].isdigit()), default=1)
+            line = min((int(r.where.rsplit(":", 1)[-1]) for r, _ in turns if r.where[-1:].isdigit()), default=1)
             found.conversations.append((line, {"id": key, "messages": messages}))
     return found
 
@@ -183,32 +183,30 @@ def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _conversations(spans: list[Span]) -> dict[str, list[Span]]:
-    """Spans grouped by conversation: a trace belongs to the first conversation id any of its spans names."""
-    traces: dict[str, list[Span]] = {}
-    for span in spans:
-        traces.setdefault(span.trace_id, []).append(span)
-    out: dict[str, list[Span]] = {}
-    for trace_id, members in traces.items():
-        key = next((text for k in CONVERSATION_KEYS for s in members if (text := attribute_text(s.attributes, k))),
-                   trace_id)
-        out.setdefault(key, []).extend(members)
-    return out
-
-
-def _messages(spans: list[Span], warnings: list[str]) -> list[dict[str, Any]]:
-    """A conversation's transcript: each turn's user message and response messages, in time order."""
+def _conversations(spans: list[Span]) -> dict[str, list[tuple[Span, list[Span]]]]:
+    """Each turn (its root span and the spans under it) grouped by conversation: the first conversation id its root,
+    else any span under it, names; else its trace."""
     ids = {s.span_id for s in spans}
-    turns = [s for s in spans if "evalcli.turn.index" in s.attributes]
-    if not turns:
-        turns = [s for s in spans if s.parent_id is None or s.parent_id not in ids]
+    roots = [s for s in spans if "evalcli.turn.index" in s.attributes]
+    if not roots:
+        roots = [s for s in spans if s.parent_id is None or s.parent_id not in ids]
     children: dict[str, list[Span]] = {}
     for span in spans:
         if span.parent_id is not None:
             children.setdefault(span.parent_id, []).append(span)
-    out: list[dict[str, Any]] = []
-    for root in sorted(turns, key=lambda s: s.start_ns):
+    out: dict[str, list[tuple[Span, list[Span]]]] = {}
+    for root in sorted(roots, key=lambda s: s.start_ns):
         tree = _subtree(root, children)
+        key = next((text for k in CONVERSATION_KEYS for s in tree if (text := attribute_text(s.attributes, k))),
+                   root.trace_id)
+        out.setdefault(key, []).append((root, tree))
+    return out
+
+
+def _messages(turns: list[tuple[Span, list[Span]]], warnings: list[str]) -> list[dict[str, Any]]:
+    """A conversation's transcript: each turn's user message and response messages, in time order."""
+    out: list[dict[str, Any]] = []
+    for root, tree in turns:
         turn = TurnSpans.of(tree)
         if "evalcli.turn.index" in root.attributes:
             user = attribute_text(root.attributes, "evalcli.turn.input")
