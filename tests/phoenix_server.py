@@ -3,8 +3,9 @@ environment (never the test's Python: Phoenix pins what evalcli's dependencies m
 loopback ports in a temporary working directory; spans are read back through its REST API.
 
 The environment is ``EVALCLI_PHOENIX_VENV`` (default ``~/.cache/evalcli-tests/phoenix-venv``), built with
-``pip install arize-phoenix`` the first time (only when required). Without it the tests skip, unless ``EVALCLI_REQUIRE_PHOENIX`` is set
-(``.ci/run`` sets it): then they fail, so CI cannot pass without having talked to a real receiver.
+``pip install arize-phoenix`` the first time (only when required). Without it the tests skip, unless
+``EVALCLI_REQUIRE_PHOENIX`` is set (``.ci/run`` sets it): then they fail, so CI cannot pass without having talked to
+a real receiver.
 """
 
 from __future__ import annotations
