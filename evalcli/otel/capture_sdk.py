@@ -24,6 +24,7 @@ class Capture:
         self.provider = provider
         """The provider evalcli's turn spans come from: the user's, or ``LazyProvider`` (its SDK loaded on demand)."""
         self.by_span: dict[int, TurnCapture] = {}
+        self._tracer: Any = None
 
     # the SpanProcessor interface (the SDK calls these on the thread that starts or ends a span)
     def on_start(self, span: Any, parent_context: Any = None) -> None:
@@ -59,8 +60,10 @@ class Capture:
         turn.attached = context_api.attach(trace.set_span_in_context(turn.span))
 
     def start_turn_span(self, turn: TurnCapture, *, start_time: int | None = None) -> None:
-        tracer = self.provider.get_tracer(SCOPE, __version__)
-        tracer = tracer.real() if isinstance(tracer, LazyTracer) else tracer
+        if self._tracer is None:  # made once: an SDK tracer is not cheap to make
+            tracer = self.provider.get_tracer(SCOPE, __version__)
+            self._tracer = tracer.real() if isinstance(tracer, LazyTracer) else tracer
+        tracer = self._tracer
         attributes = {"evalcli.turn.index": turn.index, "evalcli.item.id": turn.item}
         if turn.thread:
             attributes["gen_ai.conversation.id"] = turn.thread

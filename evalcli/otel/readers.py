@@ -51,14 +51,15 @@ class ToolUse:
     error: str | None = None
 
 
-def read(span: Span) -> ModelCall | ToolUse | None:
-    """What ``span`` was, in whichever dialect it speaks (the first that recognises it), or ``None``."""
+def read(span: Span, *, messages: bool = True) -> ModelCall | ToolUse | None:
+    """What ``span`` was, in whichever dialect it speaks (the first that recognises it), or ``None``; without
+    ``messages`` a model call's messages are left unread (capture needs only its tokens)."""
     attributes = span.attributes
     kind = attributes.get("openinference.span.kind")
     if isinstance(kind, str):
         kind = kind.upper()
         if kind == "LLM":
-            return _openinference_model(span)
+            return _openinference_model(span, messages)
         if kind == "TOOL":
             return _openinference_tool(span)
         return None
@@ -67,16 +68,18 @@ def read(span: Span) -> ModelCall | ToolUse | None:
         return _genai_tool(span)
     if operation in MODEL_OPERATIONS or "gcp.vertex.agent.llm_request" in attributes or (
             operation is None and ("gen_ai.usage.input_tokens" in attributes or _has_message_events(span))):
-        return _genai_model(span)
+        return _genai_model(span, messages)
     return None
 
 
-def _genai_model(span: Span) -> ModelCall:
+def _genai_model(span: Span, messages: bool = True) -> ModelCall:
     a = span.attributes
     model = attribute_text(a, "gen_ai.response.model") or attribute_text(a, "gen_ai.request.model") or ""
     call = ModelCall(span, model, attribute_int(a, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
                      attribute_int(a, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
                      attribute_int(a, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"))
+    if not messages:
+        return call
     if "gen_ai.input.messages" in a or "gen_ai.output.messages" in a:
         call.input = genai_messages(attribute_json(a, "gen_ai.input.messages"))
         call.output = genai_messages(attribute_json(a, "gen_ai.output.messages"))
@@ -103,12 +106,14 @@ def _genai_tool(span: Span) -> ToolUse:
                    _error_text(span, error))
 
 
-def _openinference_model(span: Span) -> ModelCall:
+def _openinference_model(span: Span, messages: bool = True) -> ModelCall:
     a = span.attributes
-    return ModelCall(span, attribute_text(a, "llm.model_name") or "", attribute_int(a, "llm.token_count.prompt"),
+    call = ModelCall(span, attribute_text(a, "llm.model_name") or "", attribute_int(a, "llm.token_count.prompt"),
                      attribute_int(a, "llm.token_count.completion"),
-                     attribute_int(a, "llm.token_count.prompt_details.cache_read"),
-                     _flat_messages(a, "llm.input_messages"), _flat_messages(a, "llm.output_messages"))
+                     attribute_int(a, "llm.token_count.prompt_details.cache_read"))
+    if messages:
+        call.input, call.output = _flat_messages(a, "llm.input_messages"), _flat_messages(a, "llm.output_messages")
+    return call
 
 
 def _openinference_tool(span: Span) -> ToolUse:

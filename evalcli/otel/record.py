@@ -31,7 +31,9 @@ def recorded(turn: TurnCapture | None, messages: list[Message], index: int) -> l
         return messages
     need_tools = not any(m.get("tool_calls") for m in messages)
     sink = current_usage.get()
-    need_usage = sink is not None and not any(r.purpose == "target" and r.turn_index == index for r in sink)
+    # only the calls recorded since the turn began can be this turn's: a long conversation is not read again each turn
+    need_usage = sink is not None and not any(r.purpose == "target" and r.turn_index == index
+                                              for r in sink.records[turn.usage_mark:])
     if not need_tools and not need_usage:
         return messages
     spans = turn.read()

@@ -74,7 +74,7 @@ def attribute_int(attributes: Mapping[str, Any], *keys: str) -> int:
     return 0
 
 
-def from_sdk(span: Any) -> Span:
+def from_sdk(span: Any, *, resource: bool = True) -> Span:
     """An OpenTelemetry SDK ``ReadableSpan`` as a ``Span`` (its attributes and events copied, tuples as lists)."""
     context = span.context
     parent = span.parent
@@ -86,7 +86,7 @@ def from_sdk(span: Any) -> Span:
         start_ns=span.start_time or 0, end_ns=span.end_time or 0, attributes=_plain(span.attributes),
         events=[SpanEvent(e.name, e.timestamp or 0, _plain(e.attributes)) for e in span.events],
         error=error, kind=int(span.kind.value) + 1, scope=getattr(span.instrumentation_scope, "name", "") or "",
-        resource=_plain(span.resource.attributes) if span.resource is not None else {})
+        resource=_plain(span.resource.attributes) if resource and span.resource is not None else {})
 
 
 def _plain(attributes: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -26,13 +26,15 @@ class TurnSpans:
     tools: list[ToolUse] = field(default_factory=list)
 
     @classmethod
-    def of(cls, spans: list[Span]) -> TurnSpans:
+    def of(cls, spans: list[Span], *, messages: bool = True, parents: dict[str, str | None] | None = None) -> TurnSpans:
+        """The turn's calls (``messages``: with each model call's messages read, which ingest needs and capture
+        does not; ``parents``: every span's parent, when ``spans`` are only some of the turn's)."""
         ordered = sorted(spans, key=lambda s: s.start_ns)
         turn = cls(ordered)
         read_by_id: dict[str, ModelCall | ToolUse] = {}
-        parents = {s.span_id: s.parent_id for s in ordered}
+        parents = parents if parents is not None else {s.span_id: s.parent_id for s in ordered}
         for span in ordered:
-            found = read(span)
+            found = read(span, messages=messages)
             if found is not None:
                 read_by_id[span.span_id] = found
         seen_calls: set[str] = set()
