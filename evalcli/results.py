@@ -176,8 +176,9 @@ def outcome_json(outcome: Outcome, *, gate: bool = False, threshold: Any = None)
         data["threshold"] = threshold
     if gate:
         data["passed"] = None if outcome.not_scorable else not outcome.missed_gate
-    elif threshold is not None:
-        data["passed"] = None if outcome.not_scorable else Threshold.from_raw(threshold).passed(outcome.score)
+    elif threshold is not None:  # an errored scorer's threshold is not decided: its error is what it says
+        data["passed"] = None if outcome.not_scorable or (outcome.score is None and outcome.error) \
+            else Threshold.from_raw(threshold).passed(outcome.score)
     return data
 
 

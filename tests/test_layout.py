@@ -27,8 +27,9 @@ ALLOWED: dict[str, set[str]] = {
     "run": BASE | {"llm", "scorers", "targets", "dataset", "store", "tools"},
     "reports": BASE | {"llm", "scorers", "dataset", "store", "run", "tools"},
     "agent": BASE | {"llm", "tools"},
+    "view": BASE | {"llm", "scorers", "dataset", "store", "run", "reports", "tools"},
     "evaluate": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
-    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools"},
+    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools", "view"},
     "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools"},
 }
 """Each room and the rooms it may import from: ``cli`` -> ``evaluate`` -> ``reports``, ``store``, ``run`` ->

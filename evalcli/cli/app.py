@@ -176,6 +176,9 @@ def calibrate(
     judge_concurrency: JudgeConcurrencyOption = 8,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the judges again instead of reusing cached "
                                                               "replies.")] = False,
+    labels_from_db: Annotated[bool, typer.Option("--labels-from-db", help="Also use the labels made in 'evalcli "
+                                                                          "view' and stored in --db (newest wins over "
+                                                                          "the dataset's own).")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     """Run the labelled scorers on the labelled conversations (recorded transcripts as they are, other items against
@@ -188,7 +191,8 @@ def calibrate(
 
         request = CalibrateRequest(datasets=datasets, db=db, scorer_ids=list(scorer or []), min_agreement=min_agreement,
                                    scorers=scorers, json_out=json_out, concurrency=concurrency,
-                                   judge_concurrency=judge_concurrency, use_cache=not no_cache)
+                                   judge_concurrency=judge_concurrency, use_cache=not no_cache,
+                                   labels_from_db=labels_from_db)
         events = CliEvents(quiet=False)
         try:
             code = calibrate_command(request, events, out=make_console(stderr=json_out == "-"))
@@ -477,6 +481,12 @@ def merge(
         for line in merge_lines(result):
             console.print(line, soft_wrap=True)
     raise typer.Exit(result.exit_code)
+
+
+from .review import labels_app, view  # noqa: E402 - declared there to keep this file readable
+
+app.command(short_help="Browse runs, transcripts and comparisons in a local web app; label conversations.")(view)
+app.add_typer(labels_app, name="labels", short_help="Labels made in 'evalcli view' (export).")
 
 
 def main() -> None:

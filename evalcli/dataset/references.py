@@ -20,15 +20,12 @@ from ..errors import Problem
 from ..results import Threshold
 from ..scorers import Registry, ScorerSpec, flow_yaml, inline_yaml
 from ..scorers import find as find_kind
-from ..scorers.kinds import Kind, no_argument_kinds
+from ..scorers.kinds import WRAPPER_KEYS, Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
 from .yamlsrc import Path, Positions, did_you_mean, problems_from_pydantic
 
 GATE_PASSES = "a gate always needs an average of 1.0"
 """Why a gate takes no threshold."""
-WRAPPER_KEYS = ("threshold", "id", "min", "max")
-"""Keys written beside a kind that belong to a wrapper around it, ``{scorer: REF, threshold: T, id: NAME}`` (``min``
-and ``max`` inside its threshold)."""
 
 
 def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: list[Problem]) -> Threshold | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..dataset import Dataset, Item, Selection
 from ..errors import UsageError
-from ..fingerprint import SALT, differences, fingerprint, leaves
+from ..fingerprint import KEY_VARIABLE, SALT, differences, fingerprint, leaves, unverifiable
 from ..identity import LEGACY, pair_by_identity
 from ..results import ItemResult
 from ..store import Store, StoredOptions
@@ -158,6 +158,20 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
                          f"run it afresh (evalcli run {dataset.path}), or restore the configuration the run began with "
                          "(scorers.yaml, environment variables the dataset reads)")
     return row, stored
+
+
+def unverified_secrets(stored: StoredOptions, run_id: str) -> list[str]:
+    """The note a resume gives when the run's secret-bearing leaves were keyed with another digest key than this
+    machine's: their secrets cannot be compared here, so a changed secret would go unnoticed (docs/reliability.md,
+    "Secrets"). Empty when every leaf was compared."""
+    config = stored.config or {}
+    paths = unverifiable(config) if SALT in config else []
+    if not paths:
+        return []
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return [f"run {run_id} was fingerprinted with another digest key than this machine's: a secret changed since "
+            f"in {', '.join(paths[:5])}{more} cannot be noticed by this resume (the rest of each was compared); set "
+            f"{KEY_VARIABLE} to the key of the machine that started the run to compare the secrets too"]
 
 
 def option_conflicts(stored: StoredOptions, current: StoredOptions, names: list[str] | None = None) -> list[str]:

@@ -15,8 +15,9 @@ from typing import Any
 
 from ..errors import Problem
 from ..llm import LLMClient
-from ..results import Threshold
+from ..results import Outcome, Threshold
 from ..secret_references import digestible
+from .base import ScorerRun
 from .kinds import BuildContext, Scorer
 from .kinds import find as find_kind
 
@@ -134,5 +135,17 @@ class Builder:
         kind = find_kind(spec.kind)
         if kind is None:  # specs come from parsing, which knows every kind
             raise ValueError(f"unknown scorer kind {spec.kind!r}")
-        return kind.build(kind.args.model_validate(spec.args),
-                          BuildContext(spec.id, self.llm, self.use_cache, self.imported))
+        built = kind.build(kind.args.model_validate(spec.args),
+                           BuildContext(spec.id, self.llm, self.use_cache, self.imported))
+        return built if isinstance(built, Scorer) else Awaited(built)
+
+
+class Awaited(Scorer):
+    """A package's scorer that is any object with ``async def score(run)`` (docs/extending.md), not a subclass of
+    ``Scorer``: awaited like every scorer that is not ``immediate``."""
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer
+
+    async def score(self, run: ScorerRun) -> Outcome:
+        return await self.scorer.score(run)  # type: ignore[no-any-return]

@@ -27,7 +27,7 @@ from ..results import (
     stability_counts,
     stability_of,
 )
-from .store import Store
+from .store import Store, stored_items
 
 HISTORY_RUNS = 30
 """How many runs of a dataset ``score_history`` reads at most (the reported one and those before it)."""
@@ -134,9 +134,17 @@ def find_item(store: Store, run_id: str, key: str) -> ItemResult:
                                                    "LIMIT 8", [run_id])]
         raise StoreError(f"run {run_id} has no conversation '{key}'",
                          f"give an item id or index; ids include: {', '.join(known) or '(none stored)'}")
-    index = rows[0]["item_index"]
-    item = next(item for item in store.load_items(run_id) if item.index == index)
-    item.plays = store.load_plays(run_id, item)
+    found = item_at(store, run_id, rows[0]["item_index"])
+    assert found is not None  # its row was just read
+    return found
+
+
+def item_at(store: Store, run_id: str, index: int) -> ItemResult | None:
+    """The conversation at ``index`` of a stored run, with its plays when it was repeated (``None``: no such one).
+    Only that conversation is read: a run may hold 100,000."""
+    item = next(stored_items(store.conn, run_id, index=index), None)
+    if item is not None:
+        item.plays = store.load_plays(run_id, item)
     return item
 
 

@@ -396,12 +396,19 @@ class Store:
         return self.options(run_id).plan
 
 
-def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: int | None = None) -> Iterator[ItemResult]:
+def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: int | None = None,
+                 indexes: list[int] | None = None) -> Iterator[ItemResult]:
     """``Store.load_items`` on any connection to the file (the writer thread's, inside its transaction, reads back a
-    conversation it has just written: ``index``)."""
-    where = " AND item_index = ?" if index is not None else (
-        " AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status = 'error')" if errors_only else "")
-    params = [run_id, index] if index is not None else [run_id, run_id] if errors_only else [run_id]
+    conversation it has just written: ``index``; a page of ``evalcli view`` reads its ``indexes``, in index order)."""
+    if index is not None:
+        indexes = [index]
+    if indexes is not None:
+        where = f" AND item_index IN ({', '.join('?' for _ in indexes)})"
+        params: list[Any] = [run_id, *indexes]
+    else:
+        where = (" AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status = 'error')"
+                 if errors_only else "")
+        params = [run_id, run_id] if errors_only else [run_id]
     turn_rows = _rows(conn, f"SELECT * FROM turns WHERE run_id = ?{where} ORDER BY item_index, turn_index", params)
     pending = next(turn_rows, None)
     for row in _rows(conn, f"SELECT * FROM items WHERE run_id = ?{where} ORDER BY item_index", params):
