@@ -39,7 +39,8 @@ settings.load_profile("evalcli")
 # imported the frameworks (tests/cli_server.py)
 FRAMEWORK_MODULES = frozenset({
     "test_apps_guardrails", "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai",
-    "test_frameworks_cli", "test_recorded_frameworks", "test_registration", "test_tools_frameworks",
+    "test_frameworks_cli", "test_otel_capture", "test_otel_ingest", "test_otel_phoenix", "test_recorded_frameworks",
+    "test_registration", "test_tools_frameworks",
 })
 
 SLOW_MODULES = FRAMEWORK_MODULES | {

@@ -31,6 +31,8 @@ from .run_flags import (
     MaxErrorsOption,
     MaxTokensOption,
     NoCacheOption,
+    OtelEndpointOption,
+    OtelFileOption,
     PassRateOption,
     QuietOption,
     RecordToolsOption,
@@ -126,6 +128,8 @@ def run(
     target: TargetOption = None,
     record_tools: RecordToolsOption = None,
     hermetic: HermeticOption = False,
+    otel_endpoint: OtelEndpointOption = None,
+    otel_file: OtelFileOption = None,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
@@ -141,7 +145,8 @@ def run(
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
                              pass_rate=pass_rate, turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
                              verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens,
-                             record_tools=record_tools, hermetic=hermetic)
+                             record_tools=record_tools, hermetic=hermetic, otel_endpoint=otel_endpoint,
+                             otel_file=otel_file)
         with quiet_target_output(quiet):  # the agent's own log lines do not pass through --quiet
             events = CliEvents(quiet)
             try:

@@ -72,3 +72,10 @@ HermeticOption = Annotated[bool, typer.Option("--hermetic", help="A tool call no
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line and the conversations "
                                                                  "that errored (no table, no warnings).")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")]
+
+OtelEndpointOption = Annotated[Optional[str], typer.Option("--otel-endpoint", metavar="URL", help="Send the run as "
+                                                           "OpenTelemetry spans to this OTLP/HTTP receiver ('-': "
+                                                           "OTEL_EXPORTER_OTLP_ENDPOINT).")]
+OtelFileOption = Annotated[Optional[Path], typer.Option("--otel-file", metavar="PATH", help="Append the run as "
+                                                        "OpenTelemetry spans (OTLP JSON, one request a line) to "
+                                                        "PATH.")]

@@ -12,6 +12,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from ..errors import Problem
+from ..otel import may_emit_spans
 from ..patterns import pattern_problems
 from ..scorers import ScorerSpec
 from ..targets import Adapter
@@ -336,10 +337,11 @@ UNFAILING = ("did_not_call", "no_tool_errors", "used_no_tools", "max_tool_calls"
 def tool_warnings(adapter: Adapter, specs: Iterable[ScorerSpec], tools: ToolsConfig | None,
                   items: list[Item]) -> list[str]:
     """What ``validate`` warns about the dataset's tools (docs/hermetic.md): a check that cannot fail because the
-    target never reports its tool calls; a tool ``tools:`` mocks that evalcli cannot intercept (a plain callable's
-    function no ``@evalcli.tool`` names), whose call is then the conversation's error, never a silent live one."""
+    target never reports its tool calls (nor do spans, docs/otel.md); a tool ``tools:`` mocks that evalcli cannot
+    intercept (a plain callable's function no ``@evalcli.tool`` names), whose call is then the conversation's error,
+    never a silent live one."""
     warnings = []
-    if adapter.reports_tool_calls is False:
+    if adapter.reports_tool_calls is False and not may_emit_spans():
         for spec_id in dict.fromkeys(s.id for s in specs if s.kind in UNFAILING):
             warnings.append(f"{spec_id}: the target {adapter.spec} never reports its tool calls (its replies are text, "
                             "and no @evalcli.tool call passes through evalcli), so this check cannot fail; decorate "

@@ -26,9 +26,9 @@ from ..results import Guardrail, Interrupt
 if TYPE_CHECKING:
     from ..llm import LLMClient
 
-RESERVED_OPTIONS = ("memory", "adapter", "keep_checkpointer", "setup")
+RESERVED_OPTIONS = ("memory", "adapter", "keep_checkpointer", "setup", "spans", "instrument")
 """``target_options`` keys evalcli reads itself; the rest go to the agent's call."""
-DATASET_ONLY_OPTIONS = ("adapter", "keep_checkpointer")
+DATASET_ONLY_OPTIONS = ("adapter", "keep_checkpointer", "instrument")
 """Options that hold for the whole run: an item's ``target_options`` may not set them."""
 
 
