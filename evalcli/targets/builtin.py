@@ -42,6 +42,12 @@ LANGGRAPH = AdapterDeclaration(
     install="pip install 'evalcli[langgraph]'",
     frameworks=("langgraph", "langchain", "langchain_core", "langchain_openai"))
 
+SMOLAGENTS = AdapterDeclaration(
+    name="smolagents", adapter="evalcli.targets.smolagents:SmolagentsAdapter",
+    summary="a smolagents ToolCallingAgent or CodeAgent, a copy with a fresh memory per conversation",
+    recognises=("smolagents.agents.MultiStepAgent",),
+    install="pip install 'evalcli[smolagents]'", frameworks=("smolagents",))
+
 HTTP = AdapterDeclaration(
     name="http", adapter="evalcli.targets.http:HttpAdapter", mapping=True,
     summary="a chat endpoint over HTTP (url: ...), its request and reply shaped by templates")
