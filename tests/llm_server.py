@@ -236,7 +236,7 @@ def sse_chunks(payload: dict[str, Any]) -> bytes:
         'data: "[DONE]"', "data: [DONE]").encode()
 
 
-# -- helpers for the framework adapters' tests (SPEC §12) ------------------------------------------
+# -- helpers for the framework adapters' tests (docs/targets/frameworks.md) ------------------------------------------
 
 
 def scripted_weather(request: Request) -> Reply:
