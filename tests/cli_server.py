@@ -51,8 +51,11 @@ FRAMEWORKS_ENV_PREFIXES = ("OPENAI_AGENTS_DONT_LOG_", "OPENAI_LOG", "OPENAI_API_
                            "SSLKEYLOGFILE", "DEFER_PYDANTIC_BUILD", "MULTIDICT_", "YARL_", "FROZENLIST_", "PROPCACHE_")
 PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 
-NOT_AHEAD = (*FRAMEWORK_ADAPTERS, "evalcli.__main__")  # walking evalcli's modules, these are left to the profile
-NEVER_AHEAD = FRAMEWORK_PACKAGES | {"litellm", "scipy", "llama_cpp", "playwright", "numpy", "pandas"}
+# adapters whose frameworks no profile imports (smolagents) or that live in venvs of their own (tests/framework_venvs.py)
+OTHER_ADAPTERS = ("evalcli.targets.crewai", "evalcli.targets.llama_index", "evalcli.targets.smolagents")
+NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OTHER_ADAPTERS, "evalcli.__main__")  # walking evalcli's modules, these are left to the profile
+NEVER_AHEAD = FRAMEWORK_PACKAGES | {"smolagents", "llama_index", "crewai", "litellm", "scipy", "llama_cpp", "playwright",
+                                    "numpy", "pandas"}
 
 
 def import_ahead(profile: str = "base") -> None:

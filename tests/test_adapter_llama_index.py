@@ -129,7 +129,7 @@ def test_mocks_hermetic_and_tapes(python: Path, llm_server: LLMServer, tmp_path:
         gates: [{{called_tool: search_web}}]
         data:
           - id: mocked
-            tools: {{search_web: {{returns: Mocked forecast, 99F.}}}}
+            tools: {{search_web: {{returns: 'Mocked forecast, 99F.'}}}}
             turns: [{{input: 'weather in San Francisco?', gates: [{{includes: Mocked forecast}}]}}]
           - id: mocked-error
             tools: {{search_web: {{raises: the search service is down}}}}
@@ -158,17 +158,14 @@ def test_mocks_hermetic_and_tapes(python: Path, llm_server: LLMServer, tmp_path:
     assert tool_messages(replayed.json["items"][0])[0]["source"] == "replay" and len(live_calls(tmp_path)) == 1
 
 
-def test_setup_gives_each_conversation_its_own_memory(python: Path, llm_server: LLMServer, tmp_path: Path) -> None:
+def test_setup_and_yaml_give_each_conversation_its_own_chat_history(python: Path, llm_server: LLMServer, tmp_path: Path) -> None:
     llm_server.responder = model
     (tmp_path / "li_setup.py").write_text(textwrap.dedent("""
         from llama_index.core.llms import ChatMessage
-        from llama_index.core.memory import ChatMemoryBuffer
 
 
         def setup(info):
-            code = info.metadata["code"]
-            memory = ChatMemoryBuffer.from_defaults(chat_history=[ChatMessage(role="user", content=f"Remember the code {code}.")])
-            return {"memory": memory}
+            return {"chat_history": [ChatMessage(role="user", content=f"Remember the code {info.metadata['code']}.")]}
     """))
     done = run(python, tmp_path, llm_server, f"""
         target: {APPS}:agent
@@ -178,3 +175,14 @@ def test_setup_gives_each_conversation_its_own_memory(python: Path, llm_server: 
           - {{id: b, metadata: {{code: K8}}, turns: [{{input: 'What is the code?', gates: [{{includes: The code is K8.}}]}}]}}
     """)
     assert done.code == 0, done.stderr[-3000:]
+    from_yaml = run(python, tmp_path, llm_server, f"""
+        target: {APPS}:workflow
+        gates: [{{includes: The code is K9.}}]
+        data:
+          - id: c
+            target_options: {{chat_history: [{{role: user, content: Remember the code K9.}}]}}
+            turns: [{{input: 'What is the code?'}}, {{input: 'And the code again?'}}]
+    """)
+    assert from_yaml.code == 0, from_yaml.stderr[-3000:]
+    [item] = from_yaml.json["items"]
+    assert [t["output"][-1]["content"] for t in item["turns"]] == ["The code is K9.", "The code is K9."]

@@ -29,6 +29,7 @@ from llama_index.core.agent.workflow import AgentOutput, ToolCallResult
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.llm import LLMChatEndEvent
+from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.tools import ToolOutput
 from workflows import Context
@@ -40,8 +41,8 @@ from .openai_format import assistant, jsonable, tool_call, tool_result
 from .session import Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed
 from .usage import count, record_target_call
 
-RUN_OPTIONS = ("max_iterations", "early_stopping_method", "memory")
-"""What ``workflow.run`` takes beside the message and the context (a ``memory`` object comes from a ``setup``)."""
+RUN_OPTIONS = ("max_iterations", "early_stopping_method")
+"""What ``workflow.run`` takes beside the message and the context."""
 HANDOFF = "handoff"
 """An ``AgentWorkflow``'s tool that passes the conversation to another agent: bookkeeping, never mocked."""
 
@@ -54,6 +55,7 @@ class LlamaIndexAdapter(Adapter):
 
     name = "llama_index"
     run_call = "LlamaIndex's workflow.run"
+    own_options = ("chat_history",)
 
     def prepare(self) -> None:
         listen_for_usage()
@@ -64,6 +66,13 @@ class LlamaIndexAdapter(Adapter):
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
         return list(RUN_OPTIONS)
+
+    @classmethod
+    def check_values(cls, obj: Any, options: dict[str, Any]) -> None:
+        history = options.get("chat_history")
+        if history is not None and not (isinstance(history, list) and all(
+                isinstance(m, ChatMessage) or (isinstance(m, dict) and "role" in m) for m in history)):
+            raise ValueError("'chat_history' is a list of messages, each {role: user|assistant|system, content: ...}")
 
     def tool_schemas(self) -> dict[str, Any] | None:
         agents = list(getattr(self.obj, "agents", {}).values()) or [self.obj]
@@ -83,16 +92,18 @@ class LlamaIndexAdapter(Adapter):
     def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
              item: ItemInfo | None = None) -> LlamaIndexSession:
         thread = conversation.thread if conversation is not None else self.thread(self.options, multi_turn=True)
-        given = self.call_options if conversation is None or conversation.options is None else conversation.options
+        given = self.options if conversation is None or conversation.options is None else conversation.options
         options = {k: v for k, v in given.items() if k in RUN_OPTIONS}
-        return LlamaIndexSession(self, thread, calls, options)
+        return LlamaIndexSession(self, thread, calls, options, list(given.get("chat_history") or ()))
 
 
 class LlamaIndexSession:
     """One conversation: its own workflow ``Context``."""
 
-    def __init__(self, adapter: LlamaIndexAdapter, thread: Thread, calls: Calls, options: dict[str, Any]) -> None:
+    def __init__(self, adapter: LlamaIndexAdapter, thread: Thread, calls: Calls, options: dict[str, Any],
+                 history: list[Any]) -> None:
         self.adapter = adapter
+        self.history = history
         self.thread_id = thread.thread
         self.resource_id = thread.resource
         self.calls = calls
@@ -100,7 +111,7 @@ class LlamaIndexSession:
         self.context: Any = None
         self.turn = 0
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         reply: Reply = await self.calls.call_async(self._turn(text))
         return reply
 
@@ -108,7 +119,7 @@ class LlamaIndexSession:
         workflow = self.adapter.workflow
         if self.context is None:
             self.context = Context(workflow)
-            self.options.setdefault("memory", fresh_memory(workflow))
+            self.options["memory"] = fresh_memory(workflow, self.history)
         turn, self.turn = self.turn, self.turn + 1
         token = TURN.set(turn)
         events: list[Any] = []
@@ -167,13 +178,16 @@ def answered(name: str, tool_input: dict[str, Any], value: Any, error: Exception
                       raw_input=tool_input, raw_output=value, is_error=error is not None, exception=error)
 
 
-def fresh_memory(workflow: Any) -> Any:
-    """A conversation's memory, as LlamaIndex makes one by default (a ``ChatMemoryBuffer`` on the first agent's LLM).
+def fresh_memory(workflow: Any, history: list[Any]) -> Any:
+    """A conversation's memory, as LlamaIndex makes one by default (a ``ChatMemoryBuffer`` on the first agent's LLM),
+    holding ``target_options.chat_history`` (``ChatMessage`` objects or ``{role, content}`` mappings) before the first
+    turn.
     evalcli passes it to every run of the conversation: a ``Context`` that cannot serialize its memory between runs
     (llama-index-core 0.14 under pydantic 2.14) drops it and takes this one again, which holds the history."""
     agents = getattr(workflow, "agents", None)
     root = agents[workflow.root_agent] if isinstance(agents, dict) else workflow
-    return ChatMemoryBuffer.from_defaults(llm=getattr(root, "llm", None) or Settings.llm)
+    messages = [m if isinstance(m, ChatMessage) else ChatMessage.model_validate(m) for m in history]
+    return ChatMemoryBuffer.from_defaults(chat_history=messages, llm=getattr(root, "llm", None) or Settings.llm)
 
 
 def to_openai(events: list[Any]) -> list[Message]:

@@ -57,6 +57,13 @@ class SmolagentsAdapter(Adapter):
     name = "smolagents"
     run_call = "smolagents' agent.run"
 
+    def prepare(self) -> None:
+        # The openai SDK builds its response models on first use, and first uses on several threads at once race in
+        # pydantic ("ChatCompletionMessage has no attribute __pydantic_core_schema__"): the run's first turn plays
+        # alone, the others wait for it (once per run; building every model up front costs seconds).
+        self.first_turn = threading.Lock()
+        self.warmed = False
+
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
         return keyword_names(obj.run, OWNED)
@@ -93,11 +100,20 @@ class SmolagentsSession(TurnSession[SmolagentsAdapter]):
         self.agent = conversation_copy(adapter.obj, self)
         self.turn = 0
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         reply: Reply = await self.calls.call_sync(self._play, text)
         return reply
 
     def _play(self, text: str) -> Reply:
+        with self.adapter.first_turn:  # held by the run's first turn only (``SmolagentsAdapter.prepare``)
+            if not self.adapter.warmed:
+                try:
+                    return self._play_turn(text)
+                finally:
+                    self.adapter.warmed = True
+        return self._play_turn(text)
+
+    def _play_turn(self, text: str) -> Reply:
         agent = self.agent
         turn, self.turn = self.turn, self.turn + 1
         known = len(agent.memory.steps)
