@@ -52,9 +52,9 @@ FRAMEWORKS_ENV_PREFIXES = ("OPENAI_AGENTS_DONT_LOG_", "OPENAI_LOG", "OPENAI_API_
 PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 
 # adapters whose frameworks no profile imports (smolagents) or that live in venvs of their own (tests/framework_venvs.py)
-OTHER_ADAPTERS = ("evalcli.targets.crewai", "evalcli.targets.llama_index", "evalcli.targets.smolagents")
+OTHER_ADAPTERS = ("evalcli.targets.llama_index", "evalcli.targets.smolagents")
 NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OTHER_ADAPTERS, "evalcli.__main__")  # walking evalcli's modules, these are left to the profile
-NEVER_AHEAD = FRAMEWORK_PACKAGES | {"smolagents", "llama_index", "crewai", "litellm", "scipy", "llama_cpp", "playwright",
+NEVER_AHEAD = FRAMEWORK_PACKAGES | {"smolagents", "llama_index", "litellm", "scipy", "llama_cpp", "playwright",
                                     "numpy", "pandas"}
 
 
