@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
 from smolagents.memory import ActionStep, AgentMemory, CallbackRegistry, PlanningStep
 from smolagents.monitoring import AgentLogger, LogLevel, Monitor
 
@@ -161,7 +160,8 @@ def conversation_copy(agent: Any, session: SmolagentsSession) -> Any:
     its own executor, its tools asking the conversation's tool plan; managed agents copied the same way."""
     clone = copy.copy(agent)
     clone.state = dict(getattr(agent, "state", None) or {})
-    clone.logger = AgentLogger(level=LogLevel.OFF, console=Console(quiet=True))  # streamed output too
+    clone.logger = AgentLogger(level=LogLevel.OFF)
+    clone.logger.console.quiet = True  # its rich console: the live display of streamed output too
     clone.monitor = Monitor(clone.model, clone.logger)
     clone.tools = {name: tool if name == FINAL_ANSWER else planned_tool(tool, name, clone, session)
                    for name, tool in agent.tools.items()}
