@@ -23,6 +23,7 @@ from pydantic_core import ErrorDetails
 
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
+from ..secret_references import references
 from ..secrets import Redactor, remember, remember_named
 from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
@@ -287,9 +288,15 @@ def secret_variables(declared: list[str], used: Interpolated, secret_values: set
 
 def redacted(problems: list[Problem], secrets: Iterable[str] = ()) -> list[Problem]:
     """The problems with every secret value (of the environment, and ``secrets``) replaced: a message quotes what the
-    dataset says, e.g. an id made of an interpolated argument."""
-    redact = Redactor(extra=secrets)
-    return [replace(p, message=redact(p.message), hint=redact(p.hint)) for p in problems]
+    dataset says, e.g. an id made of an interpolated argument. A secret known by its variable reads ``${NAME}``, as
+    the dataset writes it, so a hint that rewrites an entry can be copied back (docs/secrets.md); any other is
+    ``[redacted]``."""
+    redact, refs = Redactor(extra=secrets), references()
+
+    def hidden(text: str) -> str:
+        return redact(refs.write(text, escape=False))
+
+    return [replace(p, message=hidden(p.message), hint=hidden(p.hint)) for p in problems]
 
 
 @contextlib.contextmanager
