@@ -54,8 +54,11 @@ PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 # capture's OpenTelemetry side: imported only once a target imported OpenTelemetry (docs/otel.md), and whether it
 # was imported is what a run reads
 OTEL_MODULES = ("evalcli.otel.capture_sdk", "evalcli.otel.instrument", "evalcli.otel.endpoint")
-NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OTEL_MODULES, "evalcli.__main__")  # walking evalcli's modules: left to the profile
-NEVER_AHEAD = FRAMEWORK_PACKAGES | {"litellm", "scipy", "llama_cpp", "playwright", "numpy", "pandas", "opentelemetry"}
+# adapters whose frameworks no profile imports (smolagents) or that live in venvs of their own (tests/framework_venvs.py)
+OTHER_ADAPTERS = ("evalcli.targets.llama_index", "evalcli.targets.smolagents")
+NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OTHER_ADAPTERS, *OTEL_MODULES, "evalcli.__main__")  # left to the profile
+NEVER_AHEAD = FRAMEWORK_PACKAGES | {"smolagents", "llama_index", "litellm", "scipy", "llama_cpp", "playwright",
+                                    "numpy", "pandas", "opentelemetry"}
 
 
 def import_ahead(profile: str = "base") -> None:
