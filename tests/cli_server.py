@@ -38,7 +38,7 @@ IMPORT_TIME_ENV_PREFIXES = ("PYTHON", "LC_", "LANG", "TZ", "TERMINAL_WIDTH", "_T
 
 # evalcli modules that import a framework at module level (imported by their adapters only when a target needs them)
 FRAMEWORK_ADAPTERS = ("evalcli.targets.agents_usage", "evalcli.targets.langgraph", "evalcli.targets.openai_agents",
-                      "evalcli.targets.pydantic_ai")
+                      "evalcli.targets.pydantic_ai", "evalcli.targets.google_adk", "evalcli.targets.strands")
 FRAMEWORK_PACKAGES = {"agents", "pydantic_ai", "langgraph", "langchain_core", "langchain_openai", "openai"}
 
 # the "frameworks" profile, for the test modules that run framework agents (``tests.conftest.FRAMEWORK_MODULES``):

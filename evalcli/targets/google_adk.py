@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -32,7 +31,7 @@ from google.genai import types
 
 from ..messages import Message
 from .google_adk_tools import FAILED, TRANSFER, ToolPlanPlugin, agent_tree, tool_schemas
-from .openai_format import assistant, keyword_names, tool_call, tool_result
+from .openai_format import assistant, keyword_names, quiet_logs, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, fresh_thread
 from .usage import count, record_target_call
 
@@ -45,15 +44,6 @@ NOT_FOUND = "failed as no tool with that name is available"
 """ADK's answer to a call of a tool that does not exist (a failed call, answered to the model)."""
 
 
-def quiet_logs() -> None:
-    """ADK's log lines (hundreds per run at DEBUG, tracebacks of every failed node) stay out of evalcli's output:
-    its ``google_adk`` loggers stop at a handler that drops them."""
-    logger = logging.getLogger("google_adk")
-    logger.propagate = False
-    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
-        logger.addHandler(logging.NullHandler())
-
-
 class GoogleADKAdapter(Adapter):
     """A ``google.adk`` agent (any ``BaseAgent``) or ``App``."""
 
@@ -62,7 +52,7 @@ class GoogleADKAdapter(Adapter):
     own_options = OWN
 
     def prepare(self) -> None:
-        quiet_logs()
+        quiet_logs("google_adk")  # hundreds of lines a run at DEBUG, a traceback for every failed node
         self.app = self.obj if _is_app(self.obj) else None
         self.agent = self.app.root_agent if self.app is not None else self.obj
         self.app_name = str(self.options.get("app_name") or (self.app.name if self.app is not None else self.agent.name))
