@@ -155,7 +155,7 @@ class GoogleADKSession:
         except Exception as exc:
             record_calls(events, turn, self.adapter.models)
             cause = _unwrapped(exc)
-            raise TurnFailed(cause, to_openai(events, failed)) from cause
+            raise TurnFailed(cause, with_failed_calls(to_openai(events, failed), failed, cause)) from cause
         finally:
             FAILED.reset(token)
         record_calls(events, turn, self.adapter.models)
@@ -245,6 +245,15 @@ def to_openai(events: Iterable[Any], failed: set[Any]) -> list[Message]:
             out.append(message)
         out.extend(results)
     return out
+
+
+def with_failed_calls(messages: list[Message], failed: set[Any], cause: BaseException) -> list[Message]:
+    """The messages of a run a tool's exception ended: each failed call left unanswered gets its error as its result
+    (ADK ends the run before it makes one)."""
+    answered = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
+    calls = [c for m in messages for c in m.get("tool_calls") or ()]
+    return [*messages, *(tool_result(c["id"], f"Error: {cause}", name=c["function"]["name"], is_error=True)
+                         for c in calls if c["id"] in failed and c["id"] not in answered)]
 
 
 def _result(response: Any, failed: set[Any]) -> Message:
