@@ -1,4 +1,4 @@
-"""CPU per model call through evalcli's LLM client, on each of its backends and on variants of them (SPEC §20).
+"""CPU per model call through evalcli's LLM client, on each of its backends and on variants of them (docs/models.md).
 
 A loopback server (``bench/openai_server.py``'s handler, plus a tool call when the request offers tools)
 answers at once; each variant runs in a fresh process that makes N sequential calls, then N calls with
@@ -8,7 +8,7 @@ tool calls, usage, cost) with litellm's, for a priced and an unpriced model.
 
 Variants: ``direct`` is evalcli's own Chat Completions client (raw aiohttp, the default path of OpenAI-compatible
 models); ``openai_sdk_aiohttp`` the same client sending through the ``openai`` SDK on aiohttp instead (the
-alternative SPEC §20 names); ``litellm`` is ``EVALCLI_LLM_BACKEND=litellm``, and the rest are litellm settings
+alternative docs/models.md names); ``litellm`` is ``EVALCLI_LLM_BACKEND=litellm``, and the rest are litellm settings
 and upper bounds, measured to show that none of them brings litellm near the direct path.
 
 Run: ``python bench/litellm_cpu.py [--calls 2000] [--repeat 3] [--variants direct,litellm,...] [--profile VARIANT]``.

@@ -1,4 +1,4 @@
-"""Benchmark sections of SPEC §20 (LLM calls at the transport's cost), both backends side by side in one run.
+"""Benchmark sections of docs/models.md (LLM calls at the transport's cost), both backends side by side in one run.
 
 - ``cpu``: CPU per call through ``LLMClient.complete`` (``bench/litellm_cpu.py``): evalcli's own Chat Completions
   client, the same client sending through the openai SDK on aiohttp, and litellm (target: <= 1.0 ms direct).

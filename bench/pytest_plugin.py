@@ -1,4 +1,4 @@
-"""The pytest plugin's costs (SPEC §18): what it adds to pytest's start-up, and a dataset played under pytest.
+"""The pytest plugin's costs (docs/pytest.md): what it adds to pytest's start-up, and a dataset played under pytest.
 
 1. An unrelated test suite (200 trivial tests, no dataset): real pytest with and without
    ``-p evalcli.pytest_plugin``, interleaved, best of N each (no other plugin: ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``);

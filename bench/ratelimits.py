@@ -1,4 +1,4 @@
-"""Benchmark section ``ratelimits``: adaptive concurrency against a provider's rate limit (SPEC §27).
+"""Benchmark section ``ratelimits``: adaptive concurrency against a provider's rate limit (docs/budgets.md).
 
 A loopback OpenAI-compatible server allows ``--allowed`` calls in flight (8); a call above that is answered at
 once with a 429 and ``Retry-After`` (``retry-after-ms`` too, as OpenAI sends it). N single-turn conversations
@@ -101,7 +101,7 @@ def section(n: int, latency: float, allowed: int, retry_after: float, repeat: in
             results = [run(n, concurrency, api_base) for _ in range(max(1, repeat))]
             rows.append((concurrency, *min(results, key=lambda r: r[0].wall)))
     ideal = n * latency / allowed
-    print(f"\nRate limits (SPEC §27): {n} conversations, one call each ({latency * 1000:g} ms), against a loopback server "
+    print(f"\nRate limits (docs/budgets.md): {n} conversations, one call each ({latency * 1000:g} ms), against a loopback server "
           f"allowing {allowed} in flight (429 with Retry-After {retry_after:g} s above it; load average "
           f"{load_average()})")
     print(f"  {'concurrency':>11}  {'wall s':>7}  {'ideal s':>7}  {'calls stored':>12}  {'errors':>6}")

@@ -5,7 +5,7 @@ latest --html`` is timed as a whole process (start-up included) and, separately,
 write inside one process; the file's size is taken; and headless Chromium (Playwright, the system
 ``/usr/bin/chromium``, network blocked) opens it from ``file://`` and reports the page's own timings:
 the ``load`` event and the moment the conversation list is ready (filters wired, ``evalcli-ready``).
-Targets (SPEC §15): written in under 2 s, under 10 MB, loaded in under 2 s.
+Targets (docs/html-report.md): written in under 2 s, under 10 MB, loaded in under 2 s.
 """
 
 from __future__ import annotations

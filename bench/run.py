@@ -9,10 +9,10 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
    ideal = N*T*latency/concurrency (wall includes start-up, loading and the final report);
 2. overhead per turn with a zero-latency target (SQLite writes included);
 3. peak RSS of a 20,000-conversation run (and of a 10x smaller one, to show it stays flat);
-   and SPEC §17's ``http`` target against a loopback agent endpoint (bench/agent_server.py), with evalcli's
+   and docs/targets/http.md ``http`` target against a loopback agent endpoint (bench/agent_server.py), with evalcli's
    CPU per turn and its floor: aiohttp's own CPU per request beside evalcli's http session (``bench/http_floor.py``);
 4. Mastra's ``runEvals`` (Node, ``@mastra/core`` from npm, installed into ``bench/mastra/node_modules``
-   on first use) on the identical workload, with evalcli/Mastra wall-time ratios; and SPEC §17's ``mastra``
+   on first use) on the identical workload, with evalcli/Mastra wall-time ratios; and docs/targets/http.md ``mastra``
    target against the real Mastra server of tests/mastra/ (its own CPU shown apart);
 5. the HTML report of a stored 1,000 x 3 run: time to write it, its size, and its load time in headless
    Chromium (``bench/report.py``);
@@ -25,11 +25,11 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
    8 conversations of 1 s at concurrency 4 played under pytest;
 9. repeated judging (``bench/samples.py``): recorded conversations judged with ``samples: 1`` and ``samples: 3``,
    against N x samples x latency / judge concurrency;
-10. SPEC §20 (``bench/llm_bench.py``): CPU per LLM call on each backend (``cpu``), a judge's start-up cost
+10. docs/models.md (``bench/llm_bench.py``): CPU per LLM call on each backend (``cpu``), a judge's start-up cost
     (``judge``), and whole runs from a YAML file with start-up taken as a 1-conversation run's wall (``yaml``);
-11. rate limits (``bench/ratelimits.py``, SPEC §27): against a server allowing 8 calls in flight (429 above), a run
+11. rate limits (``bench/ratelimits.py``, docs/budgets.md): against a server allowing 8 calls in flight (429 above), a run
     at concurrency 64 against one at 8, their walls and ratio;
-12. SPEC §25 (``bench/tools.py``): CPU per tool call of the tool plan's wrapper (no plan, live, mocked) and of a
+12. docs/hermetic.md (``bench/tools.py``): CPU per tool call of the tool plan's wrapper (no plan, live, mocked) and of a
     LangGraph ToolNode with and without it (``tools``).
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
@@ -168,7 +168,22 @@ def sleep_section(args: argparse.Namespace) -> list[Row]:
     throughput_table(f"evalcli run, async target sleeping {args.latency * 1000:g} ms per turn", rows)
     print("  target: efficiency excluding start-up >= 0.95 at 3000x3, concurrency 64 (start-up: process start to the "
           "run's start, i.e. imports, validation and opening the database)")
+    cpu_by_size(rows, args)
     return rows
+
+
+def cpu_by_size(rows: list[Row], args: argparse.Namespace) -> None:
+    """evalcli's CPU per turn at each size: the run's process CPU less a 1-conversation run's of the same shape
+    (start-up), over its turns. Flat across sizes when nothing done per conversation grows with the dataset."""
+    shapes = {(r.work.turns, r.work.latency, r.work.concurrency) for r in rows}
+    one = {shape: best(args.repeat, lambda s=shape: check(run_evalcli(write_dataset(Workload(1, *s))), "evalcli run"))
+           for shape in shapes}
+    cells = []
+    for r in rows:
+        start = one[(r.work.turns, r.work.latency, r.work.concurrency)].cpu_seconds
+        cells.append(f"{r.work.name} {(r.result.cpu_seconds - start) / (r.work.n * r.work.turns) * 1000:.3f}")
+    print(f"  evalcli CPU per turn, ms (start-up, a 1-conversation run's CPU, excluded; load average {load_average()}): "
+          + ", ".join(cells) + " (target: flat, <= 0.1 ms)")
 
 
 def http_section(args: argparse.Namespace) -> list[Row]:
@@ -182,7 +197,7 @@ def http_section(args: argparse.Namespace) -> list[Row]:
     with model_server(agent, "the benchmark's agent endpoint") as base:
         targets = [evalcli_row("http target", Workload(n, t, args.latency, args.concurrency, target="http-target"),
                                args.repeat, base.removesuffix("/v1")) for n, t in sizes(args.http_sizes)]
-    throughput_table(f"evalcli run, target: {{http: ...}} (SPEC §17) against a loopback agent endpoint "
+    throughput_table(f"evalcli run, target: {{http: ...}} (docs/targets/http.md) against a loopback agent endpoint "
                      f"(bench/agent_server.py) answering after {args.latency * 1000:g} ms", targets)
     ends = [targets[0].work, targets[-1].work]
     sleeping = [evalcli_row("sleep", Workload(w.n, w.turns, w.latency, w.concurrency), args.repeat) for w in ends]
@@ -303,7 +318,7 @@ def mastra_section(args: argparse.Namespace) -> None:
 
 
 def mastra_target_table(args: argparse.Namespace) -> None:
-    """evalcli's ``mastra`` target (SPEC §17) against the real Mastra server of tests/mastra/ (a Memory on LibSQL, a
+    """evalcli's ``mastra`` target (docs/targets/http.md) against the real Mastra server of tests/mastra/ (a Memory on LibSQL, a
     tool, a mock model answering after ``latency / 2`` per call: two calls per turn, so ``latency`` per reply)."""
     from tests.mastra_server import MastraServer, Unavailable
 
@@ -318,7 +333,7 @@ def mastra_target_table(args: argparse.Namespace) -> None:
     except Unavailable as exc:
         print(f"\nmastra target skipped: {exc}")
         return
-    throughput_table(f"evalcli run, target: {{mastra: ...}} (SPEC §17) against the real Mastra server "
+    throughput_table(f"evalcli run, target: {{mastra: ...}} (docs/targets/http.md) against the real Mastra server "
                      f"(@mastra/core, Memory on LibSQL; {args.latency * 1000:g} ms per reply)", rows)
     for row, cpu in zip(rows, server_cpu, strict=True):
         turns = row.work.n * row.work.turns

@@ -1,4 +1,4 @@
-"""Benchmark section ``samples``: a judge asked N times (``samples: N``, SPEC §19) costs N calls at the same
+"""Benchmark section ``samples``: a judge asked N times (``samples: N``, docs/recorded.md) costs N calls at the same
 concurrency, not N rounds.
 
 N recorded conversations (no target is called: all of the run phase is judging), each scored by one

@@ -1,4 +1,4 @@
-"""Benchmark section ``simulate``: simulated conversations (SPEC §13) against the serial turn chain.
+"""Benchmark section ``simulate``: simulated conversations (docs/simulated-users.md) against the serial turn chain.
 
 N conversations of T turns each, every user message written by the simulator (``openai/bench-sim``) and
 every reply by an agent making one model call per turn (``bench.targets:http_agent``), both through evalcli's

@@ -1,4 +1,4 @@
-"""Benchmark section ``tools``: what a mock costs per tool call (SPEC §25), in CPU microseconds.
+"""Benchmark section ``tools``: what a mock costs per tool call (docs/hermetic.md), in CPU microseconds.
 
 Measured in one process with ``time.process_time`` over many calls, fastest of ``--repeat`` rounds:
 
@@ -119,7 +119,7 @@ def section(calls: int = 100_000, node_calls: int = 3_000, repeat: int = 3) -> d
     """Measure and print both tables; return their figures."""
     wrapper = fastest([asyncio.run(wrapper_figures(calls)) for _ in range(repeat)])
     node = fastest([asyncio.run(node_figures(node_calls)) for _ in range(repeat)])
-    print(f"\nTool mocks (SPEC §25): CPU per tool call, fastest of {repeat} rounds")
+    print(f"\nTool mocks (docs/hermetic.md): CPU per tool call, fastest of {repeat} rounds")
     print(f"  {'case':42}  {'µs/call':>9}  {'vs the first row':>16}")
     for table, count in ((wrapper, calls), (node, node_calls)):
         base = next(iter(table.values()))

@@ -37,7 +37,7 @@ class Workload:
     concurrency: int
     target: str = "sleep"
     """``sleep`` (asyncio.sleep in the target), ``http`` (a model call through evalcli's LLM client to the loopback
-    server, on the backend ``EVALCLI_LLM_BACKEND`` names), ``http-target`` (SPEC §17's ``target: {http: ...}``
+    server, on the backend ``EVALCLI_LLM_BACKEND`` names), ``http-target`` (docs/targets/http.md ``target: {http: ...}``
     against examples/targets/agent_server.py) or ``mastra-target`` (``target: {mastra: ...}`` against the real
     Mastra server of tests/mastra/)."""
     tools: bool = True
@@ -66,7 +66,7 @@ FORM_TARGETS = {
                                          "response": {"messages": "messages", "usage": "usage"}}},
     "mastra-target": lambda url: {"mastra": {"url": url, "agent": "weatherAgent"}},
 }
-"""Targets written as mappings (SPEC §17), given the agent server's base URL."""
+"""Targets written as mappings (docs/targets/http.md), given the agent server's base URL."""
 
 
 def turn_inputs(i: int, turns: int) -> list[str]:

@@ -1,5 +1,5 @@
 """The generated parts of the docs, from the code: every command and option (walking the typer app's command
-tree), the exit codes (``evalcli.errors.EXIT_CODES``), the scorer kinds (``evalcli.scorers.docs``) and every key of a
+tree), the exit codes (``evalcli.errors.ExitCode``), the scorer kinds (``evalcli.scorers.docs``) and every key of a
 dataset file (``evalcli.dataset.scaffold.key_reference``, from the models that validate datasets).
 
     python docs/gen_reference.py --write    # refresh the pages (``make docs`` runs this, then mkdocs)
@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
 import typer  # noqa: E402
 
 from evalcli.dataset.scaffold import key_reference  # noqa: E402
-from evalcli.errors import EXIT_CODES, EXIT_PRECEDENCE  # noqa: E402
+from evalcli.errors import EXIT_PRECEDENCE, ExitCode  # noqa: E402
 from evalcli.scorers import docs as scorer_docs  # noqa: E402
 
 START = "<!-- generated:{name}:start (python docs/gen_reference.py --write; do not edit) -->"
@@ -75,8 +75,8 @@ def cli_reference() -> str:
 
 def exit_code_table() -> str:
     """The exit codes of ``evalcli run`` with their meaning, and which wins when several apply."""
-    rows = [f"| {code} | {_cell(meaning)} |" for code, meaning in EXIT_CODES]
-    order = ", then ".join(str(code) for code in EXIT_PRECEDENCE)
+    rows = [f"| {int(code)} | {_cell(code.meaning)} |" for code in ExitCode]
+    order = ", then ".join(str(int(code)) for code in EXIT_PRECEDENCE)
     return "\n".join(["| code | meaning |", "|---|---|", *rows, "", f"When several apply, the first of {order} wins."]) + "\n"
 
 

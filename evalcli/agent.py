@@ -23,7 +23,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from .errors import EvalcliError
+from .errors import EvalcliError, ExitCode
 from .llm import LLMClient, LLMSettings
 from .messages import Message
 from .tools import MockedToolError, acall
@@ -34,7 +34,7 @@ Tool = Callable[..., Any]
 class AgentError(EvalcliError):
     """An agent turn that could not finish (e.g. ``max_steps`` exhausted); the turn is an error."""
 
-    exit_code = 4
+    exit_code = ExitCode.ERRORED
 
 
 class Memory:

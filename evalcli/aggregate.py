@@ -1,4 +1,4 @@
-"""Gates, thresholds, per-turn results and the verdict (SPEC §6), folded from conversations in dataset order.
+"""Gates, thresholds, per-turn results and the verdict (docs/verdicts.md), folded from conversations in dataset order.
 
 Every mean is a plain left-to-right sum in dataset order (item order, then turn order) divided by the
 count, so a run's figures never depend on which conversation finished first. Results may arrive out
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ExitCode
 from .results import (
     GateResult,
     ItemResult,
@@ -202,18 +203,19 @@ def verdict(gates: list[GateResult], thresholds: list[ThresholdResult], turns: l
     return "passed"
 
 
-def exit_code(summary: Summary, *, strict: bool, max_errors: int = 0, invalid: bool = False) -> int:
-    """SPEC §9, precedence 2, then 1, then 4 (a conversation errored, or a scorer on one: docs/scorers.md), then 3
-    (with ``strict``: a threshold missed, or a declared gate that no conversation could score, SPEC §21), then 0."""
+def exit_code(summary: Summary, *, strict: bool, max_errors: int = 0, invalid: bool = False) -> ExitCode:
+    """docs/reference/exit-codes.md, precedence 2, then 1, then 4 (a conversation errored, or a scorer on one:
+    docs/scorers.md), then 3
+    (with ``strict``: a threshold missed, or a declared gate that no conversation could score, docs/identity.md), then 0."""
     if invalid:
-        return 2
+        return ExitCode.BAD_INPUT
     if summary.verdict == "failed":
-        return 1
+        return ExitCode.FAILED
     if summary.errors + sum(summary.scorer_errors.values()) > max_errors:
-        return 4
+        return ExitCode.ERRORED
     if strict and (summary.verdict == "scored" or summary.unscored_gates):
-        return 3
-    return 0
+        return ExitCode.SCORED
+    return ExitCode.OK
 
 
 class PassRates:

@@ -6,39 +6,69 @@ escapes is a bug and keeps its traceback (behind ``--debug``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
-INTERNAL_ERROR = 70
-"""The exit code of a bug in evalcli (never of a user mistake); such a run is stored as ``failed``."""
 
-EXIT_CODES: tuple[tuple[int, str], ...] = (
-    (0, "verdict `passed`, or no verdict, and no conversation errored (also `scored` unless `--strict`)"),
-    (1, "verdict `failed`: a gate missed"),
-    (2, "bad invocation or invalid dataset/registry, an LLM setting that cannot be read (`EVALCLI_LLM_RETRIES=abc`), "
-        "an output path that cannot be written (or whose folder does not exist), no conversation selected, a "
-        "`--resume` of a run whose configuration changed or with a flag that contradicts it, a `--resume`/"
-        "`--rerun-failed` of another dataset's run: nothing was run, no run row written"),
-    (3, "with `--strict`: verdict `scored` (a threshold missed), or a declared gate that was not scorable on any "
-        "conversation (nothing was checked)"),
-    (4, "some conversations errored (the target raised, a provider failed after retries) or a scorer failed on a "
-        "conversation (it raised, returned a non-finite score, its judge's model cannot be reached: that scorer's "
-        "error, the conversation and the verdict stand), and none of the above is worse; the verdict line says what "
-        "the verdict covers (`verdict: passed on 1 of 4 conversations; 3 errored (exit 4)`, `verdict: passed; 1 "
-        "scorer error: grounded (exit 4)`); a conversation a `limits:` entry stopped (status `limited`) counts as "
-        "errored unless `on_limit: score`"),
-    (5, "a budget (`--max-cost`, `--max-tokens`) ended the run before every conversation finished: no new LLM call of "
-        "a spent purpose was started, the conversations that needed one are `limited`, the run is marked `budget`; "
-        "`--resume RUN_ID` with a larger budget continues it (a failed gate still says 1)"),
-    (INTERNAL_ERROR, "a bug in evalcli (`internal error`; `--debug`, which every command takes, shows the traceback); "
-                     "the run is stored as `failed`. A database write that fails is not one: the run's own code stands "
-                     "and the failure is printed beside it"),
-    (130, "interrupted (Ctrl-C / SIGTERM), during the conversations or after them (while the run is finished or its "
-          "reports written); the run is marked `interrupted`, what finished is kept; `--resume RUN_ID` continues"),
-)
-"""Every exit code of ``evalcli run`` and what it means (the reference page's table is generated from it)."""
-EXIT_PRECEDENCE = (130, 2, 1, 5, 4, 3, 0)
+class ExitCode(IntEnum):
+    """Every exit code of evalcli, stated once (docs/reference/exit-codes.md is generated from ``MEANINGS``)."""
+
+    OK = 0
+    FAILED = 1
+    """A gate missed (``run``); B worse than A (``diff``, ``compare --alpha``); below ``--min-agreement``."""
+    BAD_INPUT = 2
+    SCORED = 3
+    """``--strict`` and the verdict ``scored``."""
+    ERRORED = 4
+    BUDGET = 5
+    INTERNAL = 70
+    """A bug in evalcli (never a user mistake); such a run is stored as ``failed``."""
+    INTERRUPTED = 130
+
+    @property
+    def meaning(self) -> str:
+        """What the code says, as the reference page words it."""
+        return MEANINGS[self]
+
+    @classmethod
+    def worst(cls, codes: Iterable[int]) -> ExitCode:
+        """One code for several (datasets, targets, runs): the first of ``EXIT_PRECEDENCE`` among them."""
+        found = set(codes)
+        return next((code for code in EXIT_PRECEDENCE if code in found), cls.OK)
+
+
+MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "verdict `passed`, or no verdict, and no conversation errored (also `scored` unless `--strict`)",
+    ExitCode.FAILED: "verdict `failed`: a gate missed",
+    ExitCode.BAD_INPUT: "bad invocation or invalid dataset/registry, an LLM setting that cannot be read "
+                        "(`EVALCLI_LLM_RETRIES=abc`), an output path that cannot be written (or whose folder does not "
+                        "exist), no conversation selected, a `--resume` of a run whose configuration changed or with a "
+                        "flag that contradicts it, a `--resume`/`--rerun-failed` of another dataset's run: nothing was "
+                        "run, no run row written",
+    ExitCode.SCORED: "with `--strict`: verdict `scored` (a threshold missed), or a declared gate that was not scorable "
+                     "on any conversation (nothing was checked)",
+    ExitCode.ERRORED: "some conversations errored (the target raised, a provider failed after retries) or a scorer "
+                      "failed on a conversation (it raised, returned a non-finite score, its judge's model cannot be "
+                      "reached: that scorer's error, the conversation and the verdict stand), and none of the above is "
+                      "worse; the verdict line says what the verdict covers (`verdict: passed on 1 of 4 conversations; "
+                      "3 errored (exit 4)`, `verdict: passed; 1 scorer error: grounded (exit 4)`); a conversation a "
+                      "`limits:` entry stopped (status `limited`) counts as errored unless `on_limit: score`",
+    ExitCode.BUDGET: "a budget (`--max-cost`, `--max-tokens`) ended the run before every conversation finished: no new "
+                     "LLM call of a spent purpose was started, the conversations that needed one are `limited`, the run "
+                     "is marked `budget`; `--resume RUN_ID` with a larger budget continues it (a failed gate still "
+                     "says 1)",
+    ExitCode.INTERNAL: "a bug in evalcli (`internal error`; `--debug`, which every command takes, shows the traceback); "
+                       "the run is stored as `failed`. A database write that fails is not one: the run's own code "
+                       "stands and the failure is printed beside it",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C / SIGTERM), during the conversations or after them (while the run is "
+                          "finished or its reports written); the run is marked `interrupted`, what finished is kept; "
+                          "`--resume RUN_ID` continues",
+}
+"""What each exit code of ``evalcli run`` means (the reference page's table is generated from it)."""
+EXIT_PRECEDENCE = (ExitCode.INTERRUPTED, ExitCode.BAD_INPUT, ExitCode.FAILED, ExitCode.BUDGET, ExitCode.ERRORED,
+                   ExitCode.SCORED, ExitCode.OK)
 """Which code wins when several apply (several datasets or targets, or a run that is both failed and errored)."""
 
 
@@ -86,7 +116,7 @@ class Problem:
 class EvalcliError(Exception):
     """A mistake the user can fix; never shown with a traceback unless ``--debug``."""
 
-    exit_code = 2
+    exit_code: ExitCode = ExitCode.BAD_INPUT
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)

@@ -1,4 +1,4 @@
-"""A conversation's identity across runs (SPEC §21): the one rule every cross-run operation matches by.
+"""A conversation's identity across runs (docs/identity.md): the one rule every cross-run operation matches by.
 
 A conversation is its ``id`` when the item gives one (``id:<id>``); otherwise a fingerprint of the item's content
 as resolved (``<digest>``), with the nth identical item of a dataset numbered (``<digest>#2``). Its position never

@@ -65,7 +65,7 @@ def is_error_result(message: Message) -> bool:
 
 
 def retry_note(message: Message) -> str | None:
-    """What a tool result says about retries (SPEC §22), in the words ``show`` and the HTML report print: a result
+    """What a tool result says about retries (docs/targets/index.md), in the words ``show`` and the HTML report print: a result
     that asked the model to try again, the one that succeeded after N tries, or a retry nothing recovered from."""
     if message.get("role") != "tool":
         return None
@@ -80,7 +80,7 @@ def retry_note(message: Message) -> str | None:
 
 
 def is_interrupt(message: Message) -> bool:
-    """An assistant message that stands for an interrupt: the agent stopped to wait for the user (SPEC §16)."""
+    """An assistant message that stands for an interrupt: the agent stopped to wait for the user (docs/targets/frameworks.md)."""
     return message.get("interrupt") is True and message.get("role") == "assistant"
 
 

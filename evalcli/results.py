@@ -1,4 +1,4 @@
-"""What a run produces (SPEC §6, §7): outcomes, per-conversation results and the run's aggregate, with
+"""What a run produces (docs/verdicts.md, docs/reference/json.md): outcomes, per-conversation results and the run's aggregate, with
 their JSON shapes; the one ``Threshold`` (from ``thresholds``); the run's ``Plan``; and the conversation forms,
 declared once.
 
@@ -19,7 +19,7 @@ from .thresholds import within as within
 
 Verdict = Literal["passed", "scored", "failed"]
 STABILITIES = ("stable-pass", "flaky", "stable-fail")
-"""A conversation played ``--repeat k`` times (SPEC §26): every play passed every gate, some did, none did."""
+"""A conversation played ``--repeat k`` times (docs/history.md): every play passed every gate, some did, none did."""
 
 
 def stability_of(plays_passed: int | None, plays: int) -> str | None:
@@ -38,15 +38,15 @@ def stability_counts(found: list[str | None]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Form:
-    """One way of writing a conversation's user side (SPEC §1, §13), declared once."""
+    """One way of writing a conversation's user side (docs/datasets.md, docs/simulated-users.md), declared once."""
 
     name: str
     multi_turn: bool
     """The conversation owns a thread: its turns are sent on one thread (every form but ``input``)."""
     per_turn: bool
-    """Its turns carry their own gates and scorers, so a run has per-turn results (SPEC §6)."""
+    """Its turns carry their own gates and scorers, so a run has per-turn results (docs/verdicts.md)."""
     recorded: bool = False
-    """The conversation already happened: its turns are read from a recording and no target is called (SPEC §19)."""
+    """The conversation already happened: its turns are read from a recording and no target is called (docs/recorded.md)."""
 
 
 FORMS: dict[str, Form] = {form.name: form for form in (
@@ -204,14 +204,14 @@ def _gate_from_json(data: dict[str, Any]) -> Outcome:
 
 @dataclass(frozen=True)
 class Interrupt:
-    """A turn that ended waiting for the user (LangGraph's ``interrupt()``, SPEC §16): the value it asked with."""
+    """A turn that ended waiting for the user (LangGraph's ``interrupt()``, docs/targets/frameworks.md): the value it asked with."""
 
     value: Any
 
 
 @dataclass(frozen=True)
 class Guardrail:
-    """A guardrail that tripped on the turn (the Agents SDK's input or output guardrail, SPEC §22): an outcome of the
+    """A guardrail that tripped on the turn (the Agents SDK's input or output guardrail, docs/targets/index.md): an outcome of the
     turn, not an error."""
 
     name: str
@@ -240,9 +240,10 @@ class TurnRecord:
     thresholds: dict[str, Any] = field(default_factory=dict)
     """Raw threshold config of this turn's thresholded scorers (id -> number or {min, max})."""
     simulated: bool = False
-    """Whether a simulated user wrote this turn's input (SPEC §13)."""
+    """Whether a simulated user wrote this turn's input (docs/simulated-users.md)."""
     structured: Any = None
-    """The turn's structured result as JSON (SPEC §16): PydanticAI's or the Agents SDK's output when it is not text,
+    """The turn's structured result as JSON (docs/targets/frameworks.md): PydanticAI's or the Agents SDK's output when it is
+    not text,
     LangGraph's final state without ``messages``; ``None`` when there is none."""
     interrupt: Interrupt | None = None
     """The interrupt the turn ended in, waiting for the user (the next user message resumes it)."""
@@ -272,7 +273,7 @@ class TurnRecord:
 @dataclass
 class ItemResult:
     """One conversation's outcome; ``status`` is ``ok``, ``error`` or ``limited`` (a limit or budget stopped it: which
-    one is its ``stop_reason``; SPEC §27)."""
+    one is its ``stop_reason``; docs/budgets.md)."""
 
     index: int
     id: str
@@ -294,13 +295,13 @@ class ItemResult:
     """Per gate, in how many of the repeats it passed (for pass@k and pass^k)."""
     gate_plays: dict[str, int] = field(default_factory=dict)
     """Per gate, in how many of the repeats it was scorable (plays where it was not are left out of pass@k and
-    pass^k, as §6 leaves them out of the mean)."""
+    pass^k, as docs/verdicts.md leaves them out of the mean)."""
     thresholds: dict[str, Any] = field(default_factory=dict)
     """Raw threshold config of the run's thresholded top-level scorers (id -> number or {min, max})."""
     stop_reason: str | None = None
     """Why a simulated conversation ended (``user_stop``, ``max_turns``, ``loop``); ``None`` when scripted."""
     metadata: dict[str, Any] = field(default_factory=dict)
-    """The item's ``metadata`` mapping (SPEC §16), as written."""
+    """The item's ``metadata`` mapping (docs/targets/frameworks.md), as written."""
     identity: str = ""
     """Who the conversation is across runs (``evalcli.identity``; ``""``: not known, then its ``id`` is)."""
     content: str = ""
@@ -344,7 +345,7 @@ class ItemResult:
         return outcomes_json(self.gate_scores, self.scores, self.thresholds)
 
     def to_json(self) -> dict[str, Any]:
-        """The item as it appears in ``items`` of the JSON result (SPEC §7 keys, then evalcli's own)."""
+        """The item as it appears in ``items`` of the JSON result (docs/reference/json.md keys, then evalcli's own)."""
         return {
             "index": self.index, "id": self.id, "tags": self.tags, "form": self.form, "status": self.status,
             "thread_id": self.thread_id, "resource_id": self.resource_id, "error": self.error,
@@ -407,7 +408,7 @@ class Summary:
     turn_results: list[TurnResult]
     verdict: Verdict | None
     unscored_gates: list[str] = field(default_factory=list)
-    """Declared gates that were not scorable on any conversation (SPEC §21: a warning; ``--strict`` exits 3). Not
+    """Declared gates that were not scorable on any conversation (docs/identity.md: a warning; ``--strict`` exits 3). Not
     part of the JSON result."""
     scorer_errors: dict[str, int] = field(default_factory=dict)
     """Per scorer id, how many times it errored on a conversation that did not (or on one of its turns): each left
@@ -472,7 +473,7 @@ class RunResult:
         return run_outcome(self.verdict, bool(self.summary.errors or self.summary.scorer_errors), self.status)
 
     def to_json(self, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """The JSON result of SPEC §7; ``items`` may be given already rendered (e.g. read back from the store)."""
+        """The JSON result of docs/reference/json.md; ``items`` may be given already rendered (e.g. read back from the store)."""
         rendered = items if items is not None else [i.to_json() for i in self.items or []]
         repeats = ({"repeat": self.repeat, "pass_at_k": self.pass_at_k, "pass_all_k": self.pass_all_k}
                    if self.repeat > 1 else {})

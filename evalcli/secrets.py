@@ -1,4 +1,4 @@
-"""What is a secret (SPEC §23), and the one redaction every output of evalcli goes through.
+"""What is a secret (docs/secrets.md), and the one redaction every output of evalcli goes through.
 
 A secret is:
 
@@ -266,7 +266,7 @@ def environment_secrets(env: Mapping[str, str] | None = None) -> set[str]:
 
 
 class Redactor:
-    """Replaces every secret in a text with ``[redacted]`` (SPEC §23): the environment's (``env``, default
+    """Replaces every secret in a text with ``[redacted]`` (docs/secrets.md): the environment's (``env``, default
     ``os.environ``), those remembered in this process, and ``extra``; also any URL userinfo and secret query value."""
 
     def __init__(self, extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -> None:

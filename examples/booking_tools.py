@@ -1,4 +1,4 @@
-"""A plain callable target whose tool is an ``@evalcli.tool`` function (SPEC §25): ``book_flight`` would book a
+"""A plain callable target whose tool is an ``@evalcli.tool`` function (docs/hermetic.md): ``book_flight`` would book a
 real seat; under a dataset's ``tools:`` it is answered by a mock, and outside evalcli it is a plain call."""
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ def cli(workdir: Path) -> Callable[..., CliResult]:
 
 @pytest.fixture(params=["libyaml", "pure"])
 def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The YAML loader's two event sources (SPEC §24): libyaml's, where pyyaml has it, and pyyaml's own (as where
+    """The YAML loader's two event sources (docs/yaml.md): libyaml's, where pyyaml has it, and pyyaml's own (as where
     pyyaml has no libyaml)."""
     from evalcli.dataset import yamlnodes
 

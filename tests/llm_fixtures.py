@@ -18,7 +18,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 LLM_BACKENDS = {"direct": "auto", "litellm": "litellm"}
-"""The two ways evalcli calls an OpenAI-compatible model (SPEC §20): its own Chat Completions client (the
+"""The two ways evalcli calls an OpenAI-compatible model (docs/models.md): its own Chat Completions client (the
 default), and litellm (``EVALCLI_LLM_BACKEND=litellm``)."""
 
 

@@ -218,7 +218,7 @@ class LLMServer:
         return Handler
 
 
-# -- helpers for the framework adapters' tests (SPEC §12) ------------------------------------------
+# -- helpers for the framework adapters' tests (docs/targets/frameworks.md) ------------------------------------------
 
 
 def scripted_weather(request: Request) -> Reply:

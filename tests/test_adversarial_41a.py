@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalcli.cli.outputs import tape_names
+from evalcli.evaluate import tape_names
 from evalcli.tools import tape_path
 from tests.conftest import CliResult
 

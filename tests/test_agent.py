@@ -14,7 +14,7 @@ from evalcli.llm.client import LLMClient, LLMSettings
 from evalcli.messages import tool_errors, tool_names
 from tests.llm_server import LLMServer, text, tool_call, tool_calls
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 
 def get_weather(city: str, day: str = "today") -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``answered_by`` and ``structured_output`` (SPEC §16) on hand-made turns, the pending-call rule of interrupts,
+"""``answered_by`` and ``structured_output`` (docs/targets/frameworks.md) on hand-made turns, the pending-call rule of interrupts,
 options merging, and what custom scorers and the HTML transcript receive of a framework agent's turns."""
 
 from __future__ import annotations

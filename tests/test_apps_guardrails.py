@@ -1,4 +1,4 @@
-"""Agents SDK guardrails as the SDK's guide writes them (SPEC §22): a tripped input or output guardrail is an outcome
+"""Agents SDK guardrails as the SDK's guide writes them (docs/targets/index.md): a tripped input or output guardrail is an outcome
 of the turn (recorded, shown, scored by ``guardrail_tripped``), the conversation goes on with the next user message,
 and a setup may give the conversation the app's own ``SQLiteSession``."""
 
@@ -72,7 +72,7 @@ def test_a_tripped_input_guardrail_is_the_turns_outcome_and_the_conversation_goe
         {"name": "math_guardrail", "kind": "input"}, None]
     html = (tmp_path / "r.html").read_text()
     assert "guardrail tripped: math_guardrail (input guardrail" in html
-    # the guardrail agent's calls are the conversation's model calls too (SPEC §22): turn 1 made two, the guardrail
+    # the guardrail agent's calls are the conversation's model calls too (docs/targets/index.md): turn 1 made two, the guardrail
     # agent's and the support agent's; turn 0 at least the guardrail agent's (the support agent's call, run beside
     # the guardrail, may have been cancelled when it tripped)
     calls = done.db(str(tmp_path / "e.db")).execute(

@@ -1,4 +1,5 @@
-"""LangGraph graphs run the way their apps run them (SPEC §16): interrupts and resume on a custom-state graph whose
+"""LangGraph graphs run the way their apps run them (docs/targets/frameworks.md): interrupts and resume on a custom-state graph
+whose
 tool returns ``Command(update=...)``, a ``create_react_agent`` whose state requires ``user_id`` (``input``, the
 input-schema warning, ``config.configurable.user_id`` as the resource), and the functional API's ``@entrypoint``."""
 

@@ -1,4 +1,4 @@
-"""An Agents SDK customer-service triage agent with two handoffs, run the way its app runs it (SPEC §16): a typed
+"""An Agents SDK customer-service triage agent with two handoffs, run the way its app runs it (docs/targets/frameworks.md): a typed
 context from YAML (the on_handoff that reads it works), later turns continue with the agent that answered, every
 assistant message names its agent, ``answered_by``, structured final outputs."""
 

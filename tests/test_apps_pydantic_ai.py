@@ -1,4 +1,4 @@
-"""A PydanticAI support agent run the way its app runs it (SPEC §16): deps holding a live sqlite3 connection made
+"""A PydanticAI support agent run the way its app runs it (docs/targets/frameworks.md): deps holding a live sqlite3 connection made
 by a setup per conversation, a structured output with an output validator (retries counted), typed deps from YAML
 (a fresh object per conversation), and the validation errors and warnings around deps."""
 

@@ -1,4 +1,4 @@
-"""``evalcli calibrate`` (SPEC §19) through the real CLI, against a loopback judge whose verdicts depend on the
+"""``evalcli calibrate`` (docs/recorded.md) through the real CLI, against a loopback judge whose verdicts depend on the
 conversation it reads (and, for a panel, on the model asked): accuracy, Cohen's kappa, the confusion matrix, MAE,
 Fleiss' kappa, the disagreements with their reasons, --min-agreement, and the calibrations table. Every expected
 figure is worked out by hand here and checked again with an independent formula."""

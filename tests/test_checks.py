@@ -1,4 +1,4 @@
-"""Every check of SPEC §4, with the scenarios of Mastra's check tests (reference §9.9, §9.10) in OpenAI format."""
+"""Every check of docs/checks.md, with the scenarios of Mastra's check tests, in OpenAI format."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Several targets in one invocation, and ``evalcli compare`` of stored runs (SPEC §17)."""
+"""Several targets in one invocation, and ``evalcli compare`` of stored runs (docs/targets/http.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-conversation setup, per-item options and metadata (SPEC §16), through the real CLI with callable targets:
+"""Per-conversation setup, per-item options and metadata (docs/targets/frameworks.md), through the real CLI with callable targets:
 what the setup is told, what the target gets, the cleanup (also after a failure), and every bad input."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Dataset validation (SPEC §1): every error names FILE:LINE:COL, says what to write, exits 2, writes nothing."""
+"""Dataset validation (docs/datasets.md): every error names FILE:LINE:COL, says what to write, exits 2, writes nothing."""
 
 from __future__ import annotations
 

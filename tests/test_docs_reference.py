@@ -19,8 +19,7 @@ import typer
 from markdown.extensions.toc import slugify
 
 from evalcli.cli.app import app
-from evalcli.cli.run import combine_exit_codes
-from evalcli.errors import EXIT_CODES, EXIT_PRECEDENCE, INTERNAL_ERROR
+from evalcli.errors import EXIT_PRECEDENCE, ExitCode
 from tests.conftest import REPO, run_cli
 
 
@@ -77,10 +76,11 @@ def test_the_cli_page_has_every_command_and_option_with_its_help() -> None:
 
 
 def test_the_exit_code_table_is_the_codes_evalcli_uses_in_the_order_they_win() -> None:
-    assert [code for code, _ in EXIT_CODES] == [0, 1, 2, 3, 4, 5, INTERNAL_ERROR, 130]
-    assert set(EXIT_PRECEDENCE) == {code for code, _ in EXIT_CODES} - {INTERNAL_ERROR}
+    assert list(ExitCode) == [0, 1, 2, 3, 4, 5, 70, 130]
+    assert all(code.meaning for code in ExitCode)
+    assert set(EXIT_PRECEDENCE) == set(ExitCode) - {ExitCode.INTERNAL}
     for a, b in itertools.combinations(EXIT_PRECEDENCE, 2):
-        assert combine_exit_codes([b, a]) == combine_exit_codes([a, b]) == a, (a, b)
+        assert ExitCode.worst([b, a]) == ExitCode.worst([a, b]) == a, (a, b)
     page = (REPO / "docs" / "reference" / "exit-codes.md").read_text(encoding="utf-8")
     assert "When several apply, the first of 130, then 2, then 1, then 5, then 4, then 3, then 0 wins." in page
 

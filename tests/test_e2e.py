@@ -28,7 +28,7 @@ def test_demo_dataset_runs_and_stores_everything(tmp_path: Path) -> None:
     assert list(out) == JSON_KEYS
     assert out["verdict"] == "passed"
     assert [i["id"] for i in out["items"]] == ["brooklyn-now", "favourite-city", "london-two-days"]
-    assert all(list(i)[: len(ITEM_KEYS)] == ITEM_KEYS for i in out["items"])  # SPEC §7 keys first, in order
+    assert all(list(i)[: len(ITEM_KEYS)] == ITEM_KEYS for i in out["items"])  # docs/reference/json.md keys first, in order
     assert out["items"][1]["turns"][1]["output"][-1]["content"] == "Today in Brooklyn: sunny, 72°F."
     assert out["items"][2]["turns"][1]["output"][-1]["content"] == "Tomorrow in London: cloudy, 57°F."
     db = result.db(str(tmp_path / "demo.db"))

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import CliResult
 from tests.llm_server import LLMServer, status, verdict
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 DATASET = """
 target: agents:echo

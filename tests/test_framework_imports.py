@@ -1,4 +1,4 @@
-"""Frameworks are imported only when used (SPEC §12): a run of a plain target imports none, a run of one
+"""Frameworks are imported only when used (docs/targets/frameworks.md): a run of a plain target imports none, a run of one
 framework's agent imports no other, and a dataset whose framework package is missing fails validation
 (exit 2) naming the extra to install. Checked in subprocesses through the real CLI."""
 

@@ -264,7 +264,7 @@ def test_an_unregistered_scorer_is_kept_with_the_run_and_missing_only_from_the_s
           - input: bye
     """)
     plain = cli("run", "d.yaml", "--json", "-")
-    assert plain.code == 0 and plain.stderr.count("not registered") == 1, plain.stderr  # said once (SPEC §8)
+    assert plain.code == 0 and plain.stderr.count("not registered") == 1, plain.stderr  # said once (docs/storage.md)
     with plain.db() as conn:
         assert {r[0] for r in conn.execute("SELECT scorer_id FROM scores")} == {"says-you"}
         assert {r[0] for r in conn.execute("SELECT scorer_id FROM scorers")} == {"says-you"}
@@ -338,7 +338,7 @@ def test_check_outputs_names_every_path_whose_folder_is_missing(tmp_path_factory
                                                                 layout: list[tuple[str, str, str]]) -> None:
     """Every path under a missing folder is named, and each missing folder is in the hint once; a folder that exists
     is never named; nothing is created."""
-    from evalcli.cli.outputs import check_outputs
+    from evalcli.evaluate import check_outputs
 
     root = tmp_path_factory.mktemp("out")
     (root / "here").mkdir()

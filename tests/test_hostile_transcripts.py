@@ -35,7 +35,7 @@ from evalcli.scorers.judges.criterion import (
 from evalcli.store.store import Store
 from tests.llm_server import LLMServer, Request, text, verdict
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 CASES: list[dict[str, Any]] = yaml.safe_load(
     (Path(__file__).parent / "data" / "hostile_replies.yaml").read_text(encoding="utf-8"))["cases"]

@@ -1,4 +1,4 @@
-"""A conversation is the same conversation across runs by its identity, never its position (SPEC §21): through the
+"""A conversation is the same conversation across runs by its identity, never its position (docs/identity.md): through the
 real CLI (--rerun-failed, diff, compare, report --baseline), the migration of old rows, and the invariant."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from evalcli.scorers.judges.criterion import (
 from evalcli.store import Store
 from tests.llm_server import LLMServer, empty, status, text, verdict
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 CRITERION = "The agent gave a forecast for Brooklyn."
 

@@ -1,4 +1,4 @@
-"""Repeated judging and panels (SPEC §19), in the engine every judge shares: ``samples: N`` asks one model N times
+"""Repeated judging and panels (docs/recorded.md), in the engine every judge shares: ``samples: N`` asks one model N times
 at once with distinct seeds (each in the cache key), ``models: [A, B, C]`` asks a panel once each; binary verdicts
 are decided by majority and scale scores by the median, each sample's verdict and the agreement k/N are kept.
 Against the loopback server, whose verdicts depend on the request: the seed for samples, the model for panels."""

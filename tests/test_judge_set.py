@@ -1,4 +1,4 @@
-"""The labelled set shipped in datasets/judges/ (SPEC §19): a dataset of recorded, labelled conversations for the
+"""The labelled set shipped in datasets/judges/ (docs/recorded.md): a dataset of recorded, labelled conversations for the
 demo judge and for every library judge, each judge as registered in scorers.yaml, and ``evalcli calibrate`` on it
 measuring a judge model (here a loopback judge that answers as the labels say: full agreement)."""
 

@@ -5,18 +5,19 @@ no module grows past one sitting, and no modules import each other in a circle. 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "results", "aggregate",
-        "identity", "fingerprint", "version", "plugins"}
+BASE = {"dbname", "errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "results",
+        "aggregate", "identity", "fingerprint", "version", "plugins"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(), "thresholds": set(),
-    "results": {"messages", "thresholds"}, "aggregate": {"results"}, "identity": {"secret_references"},
-    "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors"},
+    "dbname": set(), "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(),
+    "patterns": set(), "thresholds": set(), "results": {"messages", "thresholds"}, "aggregate": {"results", "errors"},
+    "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors"},
     "tools": BASE,
     "llm": BASE,
     "scorers": BASE | {"llm"},
@@ -26,11 +27,12 @@ ALLOWED: dict[str, set[str]] = {
     "run": BASE | {"llm", "scorers", "targets", "dataset", "store", "tools"},
     "reports": BASE | {"llm", "scorers", "dataset", "store", "run", "tools"},
     "agent": BASE | {"llm", "tools"},
-    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
-    "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
+    "evaluate": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
+    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools"},
+    "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools"},
 }
-"""Each room and the rooms it may import from: ``cli`` -> ``reports``, ``store``, ``run`` -> ``scorers``, ``targets``,
-``dataset`` -> ``llm`` -> the base modules. The public API (``evalcli/__init__``) may import anything."""
+"""Each room and the rooms it may import from: ``cli`` -> ``evaluate`` -> ``reports``, ``store``, ``run`` ->
+``scorers``, ``targets``, ``dataset`` -> ``llm`` -> the base modules. The public API (``evalcli/__init__``) may import anything."""
 MAX_LINES = 500
 
 
@@ -184,3 +186,19 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
                   for module in members for target in graph[module] if target in members]
     assert not found, ("modules of evalcli import each other in a circle; move what they share down into a module "
                        "both import:\n" + "\n".join(lines))
+
+
+OUTSIDE_CITATION = re.compile(r"\bSPEC\b|" + chr(0xA7))
+"""A citation of the product brief, which is not in the repository: rules are cited by their docs/ page instead."""
+
+
+def test_rules_are_cited_by_their_docs_page_not_by_a_document_outside_the_repository() -> None:
+    roots = [PACKAGE, REPO / "tests", REPO / "bench", REPO / "docs", REPO / "examples", REPO / "datasets"]
+    files = [p for root in roots if root.exists() for p in root.rglob("*")
+             if p.suffix in {".py", ".md", ".yaml", ".yml"} and p.is_file()]
+    files += [REPO / name for name in ("README.md", "CHANGELOG.md", "Makefile") if (REPO / name).exists()]
+    found = [f"{path.relative_to(REPO)}:{number}: {line.strip()[:100]}"
+             for path in files for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+             if OUTSIDE_CITATION.search(line)]
+    assert not found, ("cite the docs/ page that states the rule (e.g. docs/verdicts.md), not a document outside the "
+                       "repository:\n" + "\n".join(found))

@@ -1,4 +1,4 @@
-"""The scorer library's checks (SPEC §14) on hand-made transcripts: exact scores for every mode and edge case."""
+"""The scorer library's checks (docs/reference/scorers.md) on hand-made transcripts: exact scores for every mode and edge case."""
 
 from __future__ import annotations
 

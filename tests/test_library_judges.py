@@ -1,4 +1,4 @@
-"""The scorer library's judges (SPEC §14) against the loopback OpenAI-compatible server, through real litellm:
+"""The scorer library's judges (docs/reference/scorers.md) against the loopback OpenAI-compatible server, through real litellm:
 what each one reads (and what it never sees), its formula on scripted verdicts, retries then an error on
 replies that are not one clean verdict set, its own prompt version in the cache key, usage per call."""
 
@@ -35,7 +35,7 @@ from evalcli.scorers.registry import Registry
 from evalcli.store import Store
 from tests.llm_server import LLMServer, Reply, text
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 MODEL = "openai/judge-model"
 FENCES = [(TRANSCRIPT_START, TRANSCRIPT_END), (CONVERSATION_START, CONVERSATION_END),

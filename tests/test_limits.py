@@ -1,4 +1,4 @@
-"""Conversation limits (SPEC §27): ``limits: {turns, tokens, cost, seconds}`` at dataset or item level stop a
+"""Conversation limits (docs/budgets.md): ``limits: {turns, tokens, cost, seconds}`` at dataset or item level stop a
 conversation there, with status ``limited`` (which limit, after how many turns), counted as errored for the exit
 code unless ``on_limit: score``; through the real CLI (a callable agent, and a ``model`` target on the loopback
 server reporting usage)."""

@@ -15,7 +15,7 @@ from evalcli.llm.client import LLMClient, LLMError, LLMSettings, UsageSink, curr
 from evalcli.store import Store
 from tests.llm_server import LLMServer, malformed, slow, status, text
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -1,4 +1,4 @@
-"""SPEC §20: one client, two ways to an OpenAI-compatible model. evalcli's own Chat Completions client (the default)
+"""docs/models.md: one client, two ways to an OpenAI-compatible model. evalcli's own Chat Completions client (the default)
 and litellm (``EVALCLI_LLM_BACKEND=litellm``) send the same requests, read the same answers, price them alike from
 litellm's table, word failures alike, and share the response cache; a run whose models are all OpenAI-compatible
 never imports litellm, and one with another provider's model does. Real loopback HTTP, real litellm."""

@@ -18,7 +18,7 @@ from evalcli.scorers.judges.criterion import VERDICT_SCHEMA, JudgeArgs, MultiTur
 
 T = TypeVar("T")
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 MODEL = "local/gemma-3-270m"
 

@@ -1,4 +1,4 @@
-"""Comparisons that know the noise (SPEC §26) through the real CLI: stability under --repeat, and diff and
+"""Comparisons that know the noise (docs/history.md) through the real CLI: stability under --repeat, and diff and
 compare with their paired statistics over real runs stored in SQLite. The agent answers from answers.json,
 which each test rewrites before each run: per input, one reply per play."""
 

@@ -1,4 +1,4 @@
-"""Every play is kept (SPEC §21): with ``--repeat k`` each play's turns are stored under its play index, ``show RUN
+"""Every play is kept (docs/identity.md): with ``--repeat k`` each play's turns are stored under its play index, ``show RUN
 ITEM`` shows every play (failing ones first; ``--play N`` for one), a reason is the reason of the play whose score it
 explains, and per-turn gates get pass@k and pass^k. All through the real CLI, on an agent that skips its tool
 every third call."""

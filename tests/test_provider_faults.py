@@ -16,7 +16,7 @@ import pytest
 from tests.llm_server import LLMServer, Reply, Request, empty, malformed, slow, status, text, verdict
 from tests.reliability_helpers import cli_env, closed_port, load_json, query, run_cli, write_project
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 ECHO_AGENT = """
 def generate(input, **options):

@@ -1,4 +1,4 @@
-"""Datasets as pytest tests (SPEC §18): real pytest in a subprocess on small projects written by the tests.
+"""Datasets as pytest tests (docs/pytest.md): real pytest in a subprocess on small projects written by the tests.
 
 One item per conversation plus ``::verdict``; tags as markers; deselected conversations never played; the selected
 ones played once, together, as one stored run; failure texts with the missed gates and the transcript; an invalid

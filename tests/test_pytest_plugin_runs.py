@@ -1,4 +1,4 @@
-"""Datasets as pytest tests (SPEC §18), continued: pytest-xdist, the plugin's options, and its entry point.
+"""Datasets as pytest tests (docs/pytest.md), continued: pytest-xdist, the plugin's options, and its entry point.
 
 Real pytest in a subprocess on small projects written by the tests; an LLM judge is the loopback server.
 """

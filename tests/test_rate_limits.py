@@ -1,4 +1,4 @@
-"""Rate limits (SPEC §27): 429s retried after their Retry-After, and adaptive concurrency per (provider, model),
+"""Rate limits (docs/budgets.md): 429s retried after their Retry-After, and adaptive concurrency per (provider, model),
 through the real CLI against a loopback provider that allows a few calls in flight and answers 429 above them,
 on both client paths (evalcli's own Chat Completions client and litellm). The server measures what evalcli did."""
 

@@ -1,4 +1,4 @@
-"""Recorded conversations (SPEC §19): ``transcript:`` items split into turns at each user message, scored as
+"""Recorded conversations (docs/recorded.md): ``transcript:`` items split into turns at each user message, scored as
 ``inputs`` items are (exact check scores on a hand-computed transcript), no target called or needed, JSONL
 exports through ``data_file``, and every mistake located with file:line:col (exit 2)."""
 

@@ -1,4 +1,4 @@
-"""SPEC §22's edges outside the targets: a JSONL data file with a byte-order mark, a judge on an OpenAI-compatible
+"""docs/targets/index.md edges outside the targets: a JSONL data file with a byte-order mark, a judge on an OpenAI-compatible
 route that never imports litellm, and a second SIGTERM while the last reports are written."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a framework agent did is what is recorded (SPEC §22): its model calls counted, PydanticAI retries, Agents SDK
+"""What a framework agent did is what is recorded (docs/targets/index.md): its model calls counted, PydanticAI retries, Agents SDK
 guardrails and sessions, LangGraph subgraphs and resumes. The real CLI against the loopback scripted model, each agent
 written as its framework's docs write it."""
 

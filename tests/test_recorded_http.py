@@ -1,4 +1,4 @@
-"""What an ``http`` target's agent did is what is recorded (SPEC §22): a thread for every conversation, replies that
+"""What an ``http`` target's agent did is what is recorded (docs/targets/index.md): a thread for every conversation, replies that
 repeat earlier turns, and the odd values a service or a dataset may hold. The real CLI against loopback agents."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``--resume`` compares the configuration the run actually uses (SPEC §21): after ${VAR} interpolation, with the
+"""``--resume`` compares the configuration the run actually uses (docs/identity.md): after ${VAR} interpolation, with the
 files the dataset names read; a difference is exit 2 naming its path, never a secret's value."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How show and the HTML report word a tool result's retries (SPEC §22): one function, ``messages.retry_note``."""
+"""How show and the HTML report word a tool result's retries (docs/targets/index.md): one function, ``messages.retry_note``."""
 
 from __future__ import annotations
 

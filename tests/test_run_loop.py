@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from evalcli.run import RunOptions, run_evals
+from evalcli.results import ItemResult
+from evalcli.run import Events, RunOptions, run_evals
 from evalcli.store.store import Store
 from tests.conftest import REPO, CliResult
 from tests.reliability_helpers import SUBPROCESS_TIMEOUT
@@ -48,23 +49,14 @@ def test_a_targets_own_timeout_error_is_that_conversations_error(target: str, fl
     assert "internal error" not in result.stderr
 
 
-class ExplodingEvents:
+class ExplodingEvents(Events):
     """Events whose ``item_done`` raises: a bug outside the conversations, in the middle of a run."""
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
 
-    def started(self, run_id: str, total: int, done: int) -> None:
-        pass
-
-    def item_done(self, result: object) -> None:
+    def item_done(self, result: ItemResult) -> None:
         raise self.error
-
-    def warning(self, text: str) -> None:
-        pass
-
-    def stopping(self) -> None:
-        pass
 
 
 @pytest.mark.parametrize(("error", "status", "code"), [(RuntimeError("a bug"), "failed", 70),
@@ -74,7 +66,7 @@ def test_a_run_that_dies_never_stays_running(error: BaseException, status: str, 
     path = write("d.yaml", "target: agents:echo\nscorers: [{includes: said}]\ndata: [{input: a}, {input: b}]\n")
     store = Store(workdir / "runs.db")
     with pytest.raises(type(error)):
-        run_evals(path, store=store, options=RunOptions(concurrency=1), events=ExplodingEvents(error))  # type: ignore[arg-type]
+        run_evals(path, store=store, options=RunOptions(concurrency=1), events=ExplodingEvents(error))
     store.close()
     row = sqlite3.connect(workdir / "runs.db").execute(
         "SELECT status, exit_code, finished_at, total_items FROM runs").fetchone()
@@ -337,10 +329,11 @@ def test_conversations_wait_for_a_writer_that_falls_behind(tmp_path: Path) -> No
     import asyncio
     import threading
 
-    from evalcli.run.runner import WRITE_BACKLOG, RunContext
+    from evalcli.llm import LLMSettings
+    from evalcli.run.context import WRITE_BACKLOG, RunContext
 
     async def scenario() -> None:
-        context = RunContext(Store(tmp_path / "w.db"), RunOptions())
+        context = RunContext(Store(tmp_path / "w.db"), RunOptions(), LLMSettings())
         assert context.writer is not None
         held = threading.Event()
         context.writer.submit(lambda conn: held.wait(30))  # the writer is stuck behind this job

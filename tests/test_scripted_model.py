@@ -1,4 +1,5 @@
-"""The scripted model behind ``examples/frameworks/`` (SPEC §16): both OpenAI APIs, so the frameworks' default model
+"""The scripted model behind ``examples/frameworks/`` (docs/targets/frameworks.md): both OpenAI APIs, so the frameworks'
+default model
 classes run offline unchanged; and the example datasets that show setup, handoffs and an interrupt."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from evalcli.secrets import Redactor
 from tests.llm_server import LLMServer, Reply, Request, status, verdict
 from tests.reliability_helpers import cli_env, load_json, run_cli, write_project
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 AGENT = """
 import json, os

@@ -1,4 +1,4 @@
-"""SPEC §23 as an attacker tests it: distinct secrets planted in every placement (URL userinfo and the Basic
+"""docs/secrets.md as an attacker tests it: distinct secrets planted in every placement (URL userinfo and the Basic
 credentials built from it, a short secret header, a cookie, secret query parameters, an interpolated and a declared
 environment value), an http service that echoes every request header, its path and its body back (in a 500 and in a
 200), every command and output run, and every byte they leave scanned for every secret, raw, base64- and

@@ -1,4 +1,4 @@
-"""SPEC §23's one definition of a secret (``evalcli.secrets``) and its invariant: a redaction never leaves a secret
+"""docs/secrets.md one definition of a secret (``evalcli.secrets``) and its invariant: a redaction never leaves a secret
 in the text, in any of its encodings or letter cases, and never changes a text that holds none."""
 
 from __future__ import annotations

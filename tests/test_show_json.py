@@ -1,4 +1,4 @@
-"""``show RUN --json`` is exactly what ``run --json`` wrote for that run (SPEC §21): ``repeat``, ``pass_at_k`` and
+"""``show RUN --json`` is exactly what ``run --json`` wrote for that run (docs/identity.md): ``repeat``, ``pass_at_k`` and
 ``pass_all_k`` included."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Simulated users (SPEC §13) played for real: the simulator and the agent behind a loopback OpenAI-compatible
+"""Simulated users (docs/simulated-users.md) played for real: the simulator and the agent behind a loopback OpenAI-compatible
 server, through litellm. What the simulator is sent, what the agent is sent, every stop rule, retries and
 errors, and fifty conversations in flight at once."""
 
@@ -27,7 +27,7 @@ from tests.sim_helpers import (
 )
 from tests.test_hostile_transcripts import CASES, LOOKALIKE, folded
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 GOAL = "Learn the weekend forecast for GOAL-CITY-MARKER."
 PERSONA = "PERSONA-MARKER: a retired sailor who writes tersely."

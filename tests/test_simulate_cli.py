@@ -16,7 +16,7 @@ from tests.conftest import REPO, CliResult, run_cli
 from tests.llm_server import LLMServer, Request, verdict
 from tests.sim_helpers import goal_of, serve, sim_env, simulator_requests, user_said
 
-pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (SPEC §20)
+pytestmark = pytest.mark.usefixtures("llm_backend")  # every test on both backends (docs/models.md)
 
 DATASET = """
 target: examples.weather_agent:weather_agent

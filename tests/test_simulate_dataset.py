@@ -1,4 +1,4 @@
-"""The ``simulate:`` form as a dataset file (SPEC §13): validation with located errors, all at once; defaults;
+"""The ``simulate:`` form as a dataset file (docs/simulated-users.md): validation with located errors, all at once; defaults;
 the simulator's model; the JSON Schema; preflight warnings."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from tests.reliability_helpers import cli_env, essentials, load_json, query, run
 from tests.sim_helpers import goal_of, serve, sim_env, simulator_requests, user_said
 
 pytestmark = [pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX signals"),
-              pytest.mark.usefixtures("llm_backend")]  # every test on both backends (SPEC §20)
+              pytest.mark.usefixtures("llm_backend")]  # every test on both backends (docs/models.md)
 
 AGENT = """
 import os, time

@@ -69,21 +69,18 @@ def test_check_only_run_imports_neither_litellm_nor_sqlite_utils(tmp_path: Path)
 AT_START = """
 import json, sys
 from evalcli import run_evals
+from evalcli.run import Events
 from evalcli.store import Store
 
 seen = {}
 
-class Events:
+class Seen(Events):
     def started(self, run_id, total, done):
         seen["at_start"] = "aiohttp" in sys.modules
     def item_done(self, result):
         seen.setdefault("error", result.error)
-    def warning(self, text):
-        pass
-    def stopping(self):
-        pass
 
-run_evals(sys.argv[1], store=Store(sys.argv[2]), events=Events())
+run_evals(sys.argv[1], store=Store(sys.argv[2]), events=Seen())
 import numpy
 print("SEEN " + json.dumps(seen))
 """

@@ -1,4 +1,4 @@
-"""The statistics of SPEC §26 against cases worked on paper (the arithmetic is in each comment), and the one
+"""The statistics of docs/history.md against cases worked on paper (the arithmetic is in each comment), and the one
 rule of the detectable change as a property: the conversations needed for a change detect exactly it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The pieces behind SPEC §17's targets: ``--target`` specs, URL redaction, body templates, Mastra's messages."""
+"""The pieces behind docs/targets/http.md targets: ``--target`` specs, URL redaction, body templates, Mastra's messages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``http`` target (SPEC §17) end to end: the real CLI against loopback agent servers."""
+"""The ``http`` target (docs/targets/http.md) end to end: the real CLI against loopback agent servers."""
 
 from __future__ import annotations
 

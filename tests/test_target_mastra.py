@@ -1,4 +1,4 @@
-"""The ``mastra`` target (SPEC §17) against a real Mastra server (``tests/mastra/server.mjs``: @mastra/core, its Hono
+"""The ``mastra`` target (docs/targets/http.md) against a real Mastra server (``tests/mastra/server.mjs``: @mastra/core, its Hono
 adapter, a real Memory on LibSQL, MockLanguageModelV3). Without Node the tests skip, unless
 ``EVALCLI_REQUIRE_NODE`` is set (``.ci/run`` sets it): then they fail.
 """
@@ -112,7 +112,7 @@ def test_a_pinned_resource_keeps_one_resource_and_a_thread_per_conversation(
     assert items["favourite"]["resource_id"] == resource == items["atlantis"]["resource_id"]
     threads = get(f"{mastra.url}/api/memory/threads?resourceId={resource}&agentId=weatherAgent")
     ids = {t["id"] for t in (threads["threads"] if isinstance(threads, dict) else threads)}
-    # multi-turn items: evalcli's own threads; the single-turn item: the caller's thread, unchanged (SPEC §2)
+    # multi-turn items: evalcli's own threads; the single-turn item: the caller's thread, unchanged (docs/targets/index.md)
     assert ids == {items["favourite"]["thread_id"], items["atlantis"]["thread_id"], f"caller-thread-{os.getpid()}"}
     assert items["paris"]["thread_id"] == f"caller-thread-{os.getpid()}"
 

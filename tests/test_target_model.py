@@ -1,4 +1,4 @@
-"""The ``model`` target (SPEC §17): one chat completion per turn through evalcli's LLM layer, against the loopback
+"""The ``model`` target (docs/targets/http.md): one chat completion per turn through evalcli's LLM layer, against the loopback
 OpenAI-compatible server; the history kept per thread, usage and cost recorded with purpose ``target``."""
 
 from __future__ import annotations

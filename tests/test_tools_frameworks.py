@@ -1,4 +1,4 @@
-"""Mocks of framework agents' tools (SPEC §25) through the real CLI, against the loopback scripted model: PydanticAI
+"""Mocks of framework agents' tools (docs/hermetic.md) through the real CLI, against the loopback scripted model: PydanticAI
 function tools, Agents SDK function tools (on a handoff agent too), LangGraph tools run by ``create_agent``'s and
 ``create_react_agent``'s ``ToolNode``. The mocked value reaches the answer and the real tool never runs (it writes a
 marker); the agent object is never changed (a second, unmocked dataset on the same module still runs it live)."""

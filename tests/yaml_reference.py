@@ -1,4 +1,4 @@
-"""``yaml.safe_load`` as the reference for evalcli's YAML loader (SPEC §24): what each gives a document, and whether
+"""``yaml.safe_load`` as the reference for evalcli's YAML loader (docs/yaml.md): what each gives a document, and whether
 they agree (the same values with the same types, or an error on the same line)."""
 
 from __future__ import annotations

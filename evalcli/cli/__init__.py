@@ -1,4 +1,5 @@
-"""The ``evalcli`` command (SPEC §9, §11): the typer app (``app``), each command's plain function (``run``,
+"""The ``evalcli`` command (docs/reference/exit-codes.md, docs/reference/cli.md): the typer app (``app``), each command's plain
+function (``run``,
 ``commands``), output planning (``outputs``) and the console (``console``). It parses, calls the library,
 prints, and turns user errors into exit codes in one place."""
 

@@ -12,7 +12,32 @@ from typing import Annotated, Optional
 
 import typer
 
-from .console import CliEvents, make_console, quiet_target_output, redact_terminal, user_errors
+from ..dbname import DEFAULT_DATABASE
+from .console import make_console, quiet_target_output, redact_terminal, user_errors
+from .run_flags import (
+    DatasetsArgument,
+    FilterOption,
+    HermeticOption,
+    HtmlOption,
+    JsonOption,
+    JunitOption,
+    LimitOption,
+    MarkdownOption,
+    MaxCostOption,
+    MaxErrorsOption,
+    MaxTokensOption,
+    NoCacheOption,
+    QuietOption,
+    RecordToolsOption,
+    RepeatOption,
+    RerunFailedOption,
+    ResumeOption,
+    ShardOption,
+    StrictOption,
+    TargetOption,
+    TurnTimeoutOption,
+    VerboseOption,
+)
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -51,7 +76,7 @@ app.add_typer(cache_app, name="cache", short_help="The judge and simulator respo
 
 DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
                                                                      "its folder must exist).")]
-DEFAULT_DB = Path("evalcli.db")
+DEFAULT_DB = Path(DEFAULT_DATABASE)
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error (a bug in evalcli).")]
 ScorersOption = Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to the "
                                                                             "dataset, else in the current directory).")]
@@ -78,63 +103,37 @@ def main_options(
 
 @app.command(short_help="Run datasets against their agents; print, store, exit with a CI code.")
 def run(
-    datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
-                                                   help="Dataset files (YAML, or JSONL with a header line).")],
+    datasets: DatasetsArgument,
     db: DbOption = DEFAULT_DB,
     scorers: ScorersOption = None,
-    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the JSON result to PATH "
-                                                                                   "('-' for stdout).")] = None,
-    junit: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a JUnit XML report to PATH.")] = None,
-    markdown: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a Markdown summary to PATH.")] = None,
-    html: Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a self-contained HTML report to "
-                                                                      "PATH.")] = None,
+    json_out: JsonOption = None,
+    junit: JunitOption = None,
+    markdown: MarkdownOption = None,
+    html: HtmlOption = None,
     concurrency: ConcurrencyOption = None,
     judge_concurrency: JudgeConcurrencyOption = 8,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the models again instead of reusing cached "
-                                                              "judge and simulator replies.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when the verdict is 'scored'.")] = False,
-    max_errors: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Item errors tolerated before exit "
-                                                                               "code 4 (default 0).")] = None,
-    filter_: Annotated[Optional[str], typer.Option("--filter", metavar="REGEX", help="Regex searched in each "
-                                                                                     "item's id, tags and first "
-                                                                                     "input.")] = None,
-    limit: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Run at most N items.")] = None,
-    shard: Annotated[Optional[str], typer.Option(metavar="I/N", help="Run shard I of N, a stable split by item "
-                                                                     "id.")] = None,
-    repeat: Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Play each conversation N times (scores "
-                                                                           "averaged; pass@k and pass^k per gate; "
-                                                                           "default 1).")] = None,
-    turn_timeout: Annotated[Optional[float], typer.Option(min=0.001, metavar="SECONDS",
-                                                          help="Seconds one call of the agent may take (default: "
-                                                               "no limit).")] = None,
-    max_cost: Annotated[Optional[str], typer.Option(metavar="USD", help="Start no LLM call once this much is spent "
-                                                                        "(US dollars), overall or per purpose: "
-                                                                        "'5' or 'judge=2,target=3,simulator=1'; "
-                                                                        "exit 5 when it ends the run.")] = None,
-    max_tokens: Annotated[Optional[str], typer.Option(metavar="N", help="The same in tokens (in and out): '100000' "
-                                                                        "or 'judge=20000,target=50000'.")] = None,
-    resume: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Continue this interrupted run, with the "
-                                                                         "options it was started with.")] = None,
-    rerun_failed: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
-                                                                               "errored in this run.")] = None,
-    target: Annotated[Optional[list[str]], typer.Option("--target", metavar="SPEC", help="Run against this target "
-                                                                                       "instead of the dataset's: "
-                                                                                       "module:attribute, model:NAME, "
-                                                                                       "mastra:URL#AGENT or http:URL. "
-                                                                                       "Repeat it to compare targets "
-                                                                                       "(one run each).")] = None,
-    record_tools: Annotated[Optional[Path], typer.Option("--record-tools", metavar="DIR", help="Record every tool "
-                                                         "call to DIR/<dataset stem>.tape.jsonl (a dataset's 'tools:' "
-                                                         "replays it with 'replay: PATH').")] = None,
-    hermetic: Annotated[bool, typer.Option("--hermetic", help="A tool call no mock or tape answers is the "
-                                                              "conversation's error (never run live).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line and the conversations that "
-                                                                   "errored (no table, no warnings).")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")] = False,
+    no_cache: NoCacheOption = False,
+    strict: StrictOption = False,
+    max_errors: MaxErrorsOption = None,
+    filter_: FilterOption = None,
+    limit: LimitOption = None,
+    shard: ShardOption = None,
+    repeat: RepeatOption = None,
+    turn_timeout: TurnTimeoutOption = None,
+    max_cost: MaxCostOption = None,
+    max_tokens: MaxTokensOption = None,
+    resume: ResumeOption = None,
+    rerun_failed: RerunFailedOption = None,
+    target: TargetOption = None,
+    record_tools: RecordToolsOption = None,
+    hermetic: HermeticOption = False,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
     """Run datasets against their agents, print the verdict, store everything, exit with a CI code."""
     with user_errors(debug):
+        from .progress import CliEvents
         from .run import RunRequest, run_command
 
         request = RunRequest(datasets=datasets, db=db, scorers=scorers, json_out=json_out, junit=junit,
@@ -180,6 +179,7 @@ def calibrate(
     scorer's reason. Stored as a run and in the calibrations table."""
     with user_errors(debug):
         from .calibrate import CalibrateRequest, calibrate_command
+        from .progress import CliEvents
 
         request = CalibrateRequest(datasets=datasets, db=db, scorer_ids=list(scorer or []), min_agreement=min_agreement,
                                    scorers=scorers, json_out=json_out, concurrency=concurrency,
@@ -462,9 +462,9 @@ def merge(
 ) -> None:
     """Merge the shard runs of one dataset into one run, recomputed as if unsharded; exits with its code."""
     with user_errors(debug):
+        from ..evaluate import check_outputs
         from ..reports import merge_lines
         from ..store import merge_databases
-        from .outputs import check_outputs
 
         check_outputs([], db=("--out", out))
         result = merge_databases(databases, out, run)
@@ -475,7 +475,7 @@ def merge(
 
 
 def main() -> None:
-    """Console-script entry point: every byte it prints is redacted (SPEC §23)."""
+    """Console-script entry point: every byte it prints is redacted (docs/secrets.md)."""
     redact_terminal()
     app()
 

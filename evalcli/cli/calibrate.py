@@ -1,4 +1,4 @@
-"""``evalcli calibrate``: measure each labelled scorer against its labels (SPEC §19), as a plain function."""
+"""``evalcli calibrate``: measure each labelled scorer against its labels (docs/recorded.md), as a plain function."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ from typing import Any
 
 from rich.console import Console
 
+from ..errors import ExitCode
+from ..evaluate import check_outputs, load_datasets, open_for_writing
+from ..llm import backend_from_env
 from ..reports.calibration import render_calibration
 from ..run import Events, RunOptions
 from ..run.calibrate import acalibrate
 from ..secrets import Redactor
 from ..store import Store
-from .outputs import check_outputs, open_for_writing, stdout_for_json
-from .run import DatasetsRequest, check_backend, combine_exit_codes, load_all
+from .outputs import stdout_for_json
+from .run import DatasetsRequest
 
 
 @dataclass
@@ -30,10 +33,10 @@ class CalibrateRequest(DatasetsRequest):
 def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -> int:
     """Validate every dataset, calibrate each (stored as a run plus ``calibrations`` rows), print or write the
     JSON; the worst exit code (130, 2, 1, 4, 0)."""
-    check_backend()
+    backend_from_env()
     json_path = Path(request.json_out) if request.json_out and request.json_out != "-" else None
     check_outputs([("--json", json_path)] if json_path is not None else [], db=("--db", request.db))
-    datasets = [planned.dataset for planned in load_all(request.datasets, request.scorers)]
+    datasets = [dataset for dataset, _ in load_datasets(request.datasets, request.scorers)]
     redact = Redactor(extra=set().union(*(d.secret_values for d in datasets)))
     options = RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
                          use_cache=request.use_cache, handle_signals=True)
@@ -45,9 +48,7 @@ def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -
             for dataset in datasets:
                 calibration = loop.run(acalibrate(dataset, store=store, options=options, scorer_ids=request.scorer_ids,
                                                   min_agreement=request.min_agreement, events=events))
-                close = getattr(events, "close", None)
-                if close:
-                    close()
+                events.close()
                 render_calibration(out, calibration, str(request.db))
                 documents.append(redact.value(calibration.to_json()))
                 codes.append(calibration.exit_code)
@@ -61,4 +62,4 @@ def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -
     if json_path is not None:
         with open_for_writing(json_path) as handle:
             handle.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
-    return combine_exit_codes(codes)
+    return ExitCode.worst(codes)

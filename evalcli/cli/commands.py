@@ -14,6 +14,7 @@ from rich.table import Table
 
 from ..dataset import find_registry, load_registry, reachability_warnings, registration_lines
 from ..errors import DatasetError
+from ..evaluate import check_outputs, load_datasets, open_for_writing
 from ..plugins import Entry
 from ..reports import (
     JsonReport,
@@ -32,15 +33,12 @@ from ..scorers import all_kinds, origin
 from ..secrets import Redactor
 from ..store import diff_runs, find_item, find_play, load_run, open_existing
 from ..targets import declared
-from .outputs import check_outputs, open_for_writing
-from .run import load_all
 
 
 def validate_command(paths: list[Path], scorers: Path | None) -> tuple[list[str], list[str]]:
     """``evalcli validate``: one line per valid dataset, and warnings (an invalid dataset raises with every problem)."""
     lines, warnings = [], []
-    for planned in load_all(paths, scorers):
-        dataset = planned.dataset
+    for dataset, _ in load_datasets(paths, scorers):
         specs = list(dataset.all_specs())
         lines.append(f"{dataset.path}: ok ({plural(len(dataset.items), 'item')}, "
                      f"{plural(len(specs), 'gate/scorer', 'gates/scorers')}, target {dataset.target_spec})")

@@ -1,4 +1,5 @@
-"""Datasets (SPEC §1, §8, §11, §13): the YAML's models, loading with file:line:col errors, scorer references and
+"""Datasets (docs/datasets.md, docs/storage.md, docs/reference/cli.md, docs/simulated-users.md): the YAML's models, loading
+with file:line:col errors, scorer references and
 the ``scorers.yaml`` registry, imports of targets and custom scorers, selection, ``init`` and ``schema``.
 
 Loading knows nothing of running: it gives a ``Dataset`` (items, specs, the target's adapter) that the rest

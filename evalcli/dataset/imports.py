@@ -1,4 +1,4 @@
-"""Importing a dataset's target and custom scorers, as that dataset's own modules (SPEC §12, last point).
+"""Importing a dataset's target and custom scorers, as that dataset's own modules (docs/targets/frameworks.md, last point).
 
 Two datasets in one invocation may each have an ``agent.py`` in their own folder. Python caches
 modules by name, so the second dataset would silently get the first one's. An ``ImportScope`` puts

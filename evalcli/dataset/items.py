@@ -1,4 +1,4 @@
-"""A validated dataset: what the rest of evalcli trusts after loading (SPEC §1, §13)."""
+"""A validated dataset: what the rest of evalcli trusts after loading (docs/datasets.md, docs/simulated-users.md)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class Turn:
 
 @dataclass(frozen=True)
 class Simulation:
-    """A ``simulate:`` block: who the simulated user is and how long it may talk (SPEC §13)."""
+    """A ``simulate:`` block: who the simulated user is and how long it may talk (docs/simulated-users.md)."""
 
     goal: str
     persona: str | None
@@ -53,7 +53,7 @@ class Simulation:
 
 @dataclass(frozen=True)
 class RecordedTurn:
-    """One turn of a recorded conversation (SPEC §19): the user's message and the messages that answered it."""
+    """One turn of a recorded conversation (docs/recorded.md): the user's message and the messages that answered it."""
 
     input: str
     output: tuple[Message, ...]
@@ -61,7 +61,7 @@ class RecordedTurn:
 
 @dataclass(frozen=True)
 class Limits:
-    """``limits:`` and ``on_limit`` (SPEC §27), of the dataset or of one item; ``None``: no such limit."""
+    """``limits:`` and ``on_limit`` (docs/budgets.md), of the dataset or of one item; ``None``: no such limit."""
 
     turns: int | None = None
     tokens: int | None = None
@@ -107,7 +107,7 @@ class Item:
     transcript: tuple[RecordedTurn, ...] | None = None
     """The turns of a recorded conversation (a ``transcript`` item), played back as they are."""
     labels: dict[str, float] = field(default_factory=dict)
-    """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (SPEC §19)."""
+    """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (docs/recorded.md)."""
     line: int | None = None
     """The line of the dataset file where the item starts (for reports that point into the file)."""
     id_given: bool = False
@@ -172,7 +172,7 @@ class Dataset:
     target_has_memory: bool | None = None
     """``target_has_memory`` as written (``None``: decided by the target's ``memory`` attribute)."""
     tools: ToolsConfig | None = None
-    """The dataset's ``tools:`` (SPEC §25)."""
+    """The dataset's ``tools:`` (docs/hermetic.md)."""
     unmocked: str = "live"
     """What a tool call no mock answers does: ``live`` or ``error``."""
 
@@ -202,7 +202,7 @@ class Dataset:
     """A mapping target's settings as the run uses them, by form (``{"http": {...}}``); ``{}`` for an import path."""
 
     def resolved_configuration(self) -> dict[str, Any]:
-        """Everything the run uses, as one tree (SPEC §21): evalcli's version, the target (its settings after
+        """Everything the run uses, as one tree (docs/identity.md): evalcli's version, the target (its settings after
         interpolation and with the files they name read), its options, every gate and scorer as resolved (from
         ``scorers.yaml`` too: kind, arguments with judges' models, samples and temperature, threshold), the default
         judge model, and per conversation its content as resolved (own ``target_options``, simulated user, turns'
@@ -226,7 +226,7 @@ class Dataset:
     warnings: list[str] = field(default_factory=list)
     """What validation warns about (``validate`` prints them, and every run says them once)."""
     limits: Limits | None = None
-    """The dataset's ``limits`` and ``on_limit`` (SPEC §27)."""
+    """The dataset's ``limits`` and ``on_limit`` (docs/budgets.md)."""
 
     def limits_of(self, item: Item) -> Limits | None:
         """The limits one conversation runs under: its own, key by key, over the dataset's."""
@@ -286,7 +286,7 @@ class Dataset:
 
 
 def item_content(item: Item) -> dict[str, Any]:
-    """What a conversation is, as resolved (SPEC §21): its form and every message, turn (with its gates and scorers),
+    """What a conversation is, as resolved (docs/identity.md): its form and every message, turn (with its gates and scorers),
     ``simulate`` block, recorded transcript, own ``target_options``, ``metadata``, ground truth and expected outcome.
     Not its id or position, nor its ``labels`` (a person's verdict on it) or ``tags`` (how it is selected)."""
     def scorers(specs: list[ScorerSpec]) -> list[str]:

@@ -160,7 +160,7 @@ def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, 
 
 def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Registry,
           problems: list[Problem]) -> Turn | None:
-    """One turn of a ``turns`` item: ``input`` (with its gates and scorers), or ``resume`` (SPEC §16)."""
+    """One turn of a ``turns`` item: ``input`` (with its gates and scorers), or ``resume`` (docs/targets/frameworks.md)."""
     if not isinstance(turn, dict) or ("input" not in turn and "resume" not in turn):
         typo = next((key for key in turn if did_you_mean(str(key), ["input"])), None) if isinstance(turn, dict) else None
         if typo is not None:
@@ -211,7 +211,7 @@ def resume_text(value: Any) -> str:
 
 def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
                     problems: list[Problem], line: int | None) -> Item | None:
-    """A ``simulate`` item: an LLM plays the user (SPEC §13)."""
+    """A ``simulate`` item: an LLM plays the user (docs/simulated-users.md)."""
     scripted = [key for key in ("input", "inputs", "turns") if key in raw]
     if scripted:
         problems.append(pos.problem((*path, "simulate"), f"{label}: 'simulate' cannot be combined with "
@@ -229,7 +229,7 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
 
 def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str, path: Path, pos: Positions,
                    problems: list[Problem], line: int | None) -> Item | None:
-    """A ``transcript`` item: a recorded conversation, scored as it is (SPEC §19)."""
+    """A ``transcript`` item: a recorded conversation, scored as it is (docs/recorded.md)."""
     keys = [key for key in RECORDED_KEYS if key in raw]
     others = [key for key in ("input", "inputs", "turns", "simulate") if key in raw]
     if len(keys) > 1 or others:
@@ -251,7 +251,7 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: st
                  target_label: str | None = None) -> Dataset:
     """Read and validate a dataset (YAML, or JSONL with a header line) and its scorer registry.
 
-    ``target`` replaces the file's own target (``--target SPEC``, parsed by ``targets.forms.cli_target``; its
+    ``target`` replaces the file's own target (``--target TARGET``, parsed by ``targets.forms.cli_target``; its
     mistakes are reported as ``--target <target_label>``). Every independent mistake, in the dataset and in its
     registry, is reported in one ``DatasetError``.
 

@@ -1,4 +1,4 @@
-"""Each conversation's ``target_options`` (SPEC §16), checked before anything runs.
+"""Each conversation's ``target_options`` (docs/targets/frameworks.md), checked before anything runs.
 
 An item's own ``target_options`` are merged over the dataset's key by key (``targets.merge_options``) and
 checked against the target's adapter like the dataset's: an option the agent does not take, or a value that

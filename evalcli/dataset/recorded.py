@@ -1,4 +1,4 @@
-"""Recorded conversations and human labels (SPEC §19): ``transcript:`` items and ``labels:``.
+"""Recorded conversations and human labels (docs/recorded.md): ``transcript:`` items and ``labels:``.
 
 A transcript is a list of OpenAI-format messages: ``user``, ``assistant`` (with optional ``tool_calls``),
 ``tool`` (with the ``tool_call_id`` it answers); ``system`` and ``developer`` messages are accepted and left

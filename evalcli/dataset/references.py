@@ -1,4 +1,4 @@
-"""Scorer references in YAML (SPEC §1): strings, inline ``{KIND: ARG}`` mappings, wrappers with a threshold or an id.
+"""Scorer references in YAML (docs/datasets.md): strings, inline ``{KIND: ARG}`` mappings, wrappers with a threshold or an id.
 
 Parsing checks each reference against the kinds' declarations and the registry, and reports every
 mistake with its file, line and column. A reference becomes a ``ScorerSpec``: a kind plus its validated
@@ -144,7 +144,7 @@ def parse_definition(raw: Any, path: Path, pos: Positions, problems: list[Proble
 
 def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems: list[Problem],
               *, gate: bool) -> ScorerSpec | None:
-    """Any scorer reference of SPEC §1 (string, inline, wrapper) -> a spec, or problems."""
+    """Any scorer reference of docs/datasets.md (string, inline, wrapper) -> a spec, or problems."""
     where = pos.where(path)
     if isinstance(raw, dict) and "scorer" in raw:
         allowed = ["scorer", "id"] if gate else ["scorer", "threshold", "id"]

@@ -1,4 +1,4 @@
-"""The scorer registry file, ``scorers.yaml`` (SPEC §8): found, read and validated with located errors."""
+"""The scorer registry file, ``scorers.yaml`` (docs/storage.md): found, read and validated with located errors."""
 
 from __future__ import annotations
 

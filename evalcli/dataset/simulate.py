@@ -1,4 +1,4 @@
-"""The ``simulate:`` item form (SPEC §13): the YAML block validated into a ``Simulation``.
+"""The ``simulate:`` item form (docs/simulated-users.md): the YAML block validated into a ``Simulation``.
 
 Playing it is the run's business (``evalcli.run``): this module only reads who the simulated user is.
 """

@@ -1,5 +1,6 @@
-"""Resolving a dataset's ``target`` (SPEC §2, §12, §17): an import path, or a mapping (``http``, ``mastra``,
-``model``), written in the file or given as ``--target SPEC``. This is the one place either becomes an adapter.
+"""Resolving a dataset's ``target`` (docs/targets/index.md, docs/targets/frameworks.md, docs/targets/http.md): an import path,
+or a mapping (``http``, ``mastra``,
+``model``), written in the file or given as ``--target TARGET``. This is the one place either becomes an adapter.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``tools:`` blocks of a dataset (SPEC §25), read with file:line errors and checked against the target: every
+"""The ``tools:`` blocks of a dataset (docs/hermetic.md), read with file:line errors and checked against the target: every
 tool named must be one the agent has (where its adapter can list them), every ``when`` key one of the tool's
 parameters (where its schema is known), and a target whose tools run in a service (``http``, ``mastra``) takes
 ``tools:`` only when its body template sends them (``{{ tools }}``). ``tool_warnings`` says what would pass or answer
@@ -191,7 +191,7 @@ def target_problems(config: ToolsConfig, at: Path, pos: Positions, label: str, a
 def checked_tools(tools: ToolsConfig | None, items: list[Item], located: list[tuple[Any, Positions, Path]],
                    adapter: Any, folder: FsPath, pos: Positions,
                    problems: list[Problem]) -> tuple[ToolsConfig | None, list[Item]]:
-    """Every ``tools:`` block with its tape found, checked against the target (SPEC §25)."""
+    """Every ``tools:`` block with its tape found, checked against the target (docs/hermetic.md)."""
     def check(config: ToolsConfig | None, at: Path, where: Positions, label: str) -> ToolsConfig | None:
         config = resolve_tape(config, at, where, label, folder, problems)
         if config is not None and adapter is not None:

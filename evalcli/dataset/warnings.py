@@ -43,14 +43,14 @@ def model_uses(dataset: Dataset) -> Iterator[tuple[str, str, str]]:
     for item in dataset.items:
         if item.simulation is not None:
             yield item.simulation.model, "simulator", f"the simulated user of item {item.id}"
-    model = getattr(dataset.target, "target_model", None)
-    if isinstance(model, str):
+    model = dataset.target.target_model if dataset.target is not None else None
+    if model is not None:
         yield model, "target", f"the target {dataset.target_spec}"
 
 
 def model_routes(dataset: Dataset) -> Iterator[tuple[str, str | None]]:
     """(model, api_base) for every model the run may call: a judge's ``api_base`` decides its route (an
-    OpenAI-compatible one is spoken to directly, never through litellm: SPEC §22)."""
+    OpenAI-compatible one is spoken to directly, never through litellm: docs/targets/index.md)."""
     seen: set[int] = set()
     for spec in dataset.all_specs():
         if id(spec) in seen:
@@ -67,8 +67,8 @@ def model_routes(dataset: Dataset) -> Iterator[tuple[str, str | None]]:
         if item.simulation is not None:
             yield item.simulation.model, None
     target = dataset.target
-    model = getattr(target, "target_model", None)
-    if isinstance(model, str):
+    model = target.target_model if target is not None else None
+    if model is not None:
         base = getattr(getattr(getattr(target, "target", None), "config", None), "api_base", None)
         yield model, base if isinstance(base, str) else None
 
@@ -119,7 +119,7 @@ NAMED = 5
 
 
 def unregistered_warning(dataset: Dataset) -> str | None:
-    """The line a run prints once (SPEC §8): the gates and scorers not registered, what that loses (their rows in
+    """The line a run prints once (docs/storage.md): the gates and scorers not registered, what that loses (their rows in
     the 'scores' table, which SQL and the HTML report's chart across runs read), and where the lines that register
     them are."""
     ids = [spec.id for spec in unregistered(dataset)]

@@ -52,7 +52,7 @@ VALUE_TAG = "tag:yaml.org,2002:value"
 COLLECTION_TAGS = frozenset({MAP_TAG, SEQ_TAG, SET_TAG, OMAP_TAG, PAIRS_TAG})
 """Tags whose pyyaml constructor makes a collection (a generator: the empty collection first, its content later)."""
 MAX_DEPTH = 64
-"""Nesting deeper than this is refused (SPEC §24's bounds; safe_load reads deeper)."""
+"""Nesting deeper than this is refused (docs/yaml.md bounds; safe_load reads deeper)."""
 MAX_NESTING = MAX_DEPTH + 1
 """Open collections at once beyond which composing stops: a collection there is deeper than ``MAX_DEPTH`` (and
 pyyaml's scanner, which checks every open flow collection at each token, slows down with depth)."""

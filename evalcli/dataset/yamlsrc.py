@@ -1,6 +1,6 @@
 """Safe YAML loading that remembers where every value came from (line and column).
 
-``load_yaml`` returns the values ``yaml.safe_load`` gives a document (SPEC §24) plus a ``Positions`` map from a
+``load_yaml`` returns the values ``yaml.safe_load`` gives a document (docs/yaml.md) plus a ``Positions`` map from a
 value's path (a tuple of keys and list indexes) to its place in the file, so any error found later can point at the
 line. Anchors are allowed, but the expanded document is bounded, so an alias or merge-key bomb fails fast.
 
@@ -103,7 +103,7 @@ _constructor = SafeConstructor()
 
 
 def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[Any, Positions, Interpolated]:
-    """Parse one YAML document safely, to the values ``yaml.safe_load`` gives it (SPEC §24). A document that cannot
+    """Parse one YAML document safely, to the values ``yaml.safe_load`` gives it (docs/yaml.md). A document that cannot
     be read raises ``DatasetError`` with file:line:col, on the line safe_load's error names; mistakes that leave it
     readable are returned in ``problems`` of the third value."""
     if len(text) > MAX_FILE_BYTES:

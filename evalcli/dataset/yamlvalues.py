@@ -1,4 +1,4 @@
-"""Python values from ``yamlnodes``' light nodes, exactly as ``yaml.safe_load`` constructs them (SPEC §24).
+"""Python values from ``yamlnodes``' light nodes, exactly as ``yaml.safe_load`` constructs them (docs/yaml.md).
 
 ``Walker`` builds the values depth first, each path's own copy (an alias is a copy, not the same object), reading
 the common nodes (strings, untagged lists and mappings) inline and every other tag with pyyaml's own

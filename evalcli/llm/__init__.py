@@ -1,4 +1,5 @@
-"""Every LLM call in evalcli (SPEC §5, §13, §20): the client with retries and usage records (``client``), its
+"""Every LLM call in evalcli (docs/judges.md, docs/simulated-users.md, docs/models.md): the client with retries and usage
+records (``client``), its
 three paths (``openai_compat``: Chat Completions over a pooled aiohttp session; ``local_model``: the embedded
 model in-process; ``litellm_backend``: every other provider), litellm's price and capability table read as
 data (``catalog``), the response cache, fencing of untrusted text and model preflight.

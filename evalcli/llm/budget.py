@@ -15,7 +15,7 @@ from .catalog import priced
 from .local_model import is_local
 
 PURPOSES = ("target", "simulator", "judge")
-"""What LLM calls are for, as usage is reported (SPEC §27); ``evalcli.Agent``'s calls (purpose ``agent``) and a
+"""What LLM calls are for, as usage is reported (docs/budgets.md); ``evalcli.Agent``'s calls (purpose ``agent``) and a
 framework agent's count as ``target``."""
 
 

@@ -1,4 +1,4 @@
-"""The response cache: model replies in the run database's ``llm_cache`` table (SPEC §5, §13).
+"""The response cache: model replies in the run database's ``llm_cache`` table (docs/judges.md, docs/simulated-users.md).
 
 The table belongs to the store's migrations; the cache is handed a connection of its own to a migrated
 database (``Store.response_cache``), and during a run makes its changes through the run's writer thread.

@@ -1,4 +1,4 @@
-"""litellm's bundled model table, read as data without importing litellm (SPEC §20): prices, and the few
+"""litellm's bundled model table, read as data without importing litellm (docs/models.md): prices, and the few
 capabilities the OpenAI-compatible path needs (which models OpenAI serves, JSON-schema and JSON-mode support,
 the reasoning models' parameter rules).
 
@@ -330,7 +330,7 @@ def _count(value: Any) -> int:
 
 def price_of(model: str, usage: dict[str, Any]) -> float:
     """What one call of ``model`` with this ``usage`` costs at litellm's rates, for calls evalcli did not make
-    itself (a framework agent's: SPEC §22); 0 for a model the table does not price (or does not know)."""
+    itself (a framework agent's: docs/targets/index.md); 0 for a model the table does not price (or does not know)."""
     resolved = provider_and_name(model)
     provider, name = resolved if resolved is not None else (OPENAI, model)
     info = pricing_info(name, None, provider)

@@ -1,4 +1,4 @@
-"""Every LLM call in evalcli (SPEC §20): one client with retries, back-off, a response cache and usage records.
+"""Every LLM call in evalcli (docs/models.md): one client with retries, back-off, a response cache and usage records.
 
 Each model takes one of three paths: OpenAI-compatible endpoints are spoken to directly over a pooled aiohttp
 session (``openai_compat``), the embedded model runs in-process (``local_model``), every other provider goes
@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import EvalcliError, describe
+from ..errors import EvalcliError, ExitCode, describe
 from ..messages import Message
 from .budget import purpose_group
 from .cache import ResponseCache
@@ -49,13 +49,13 @@ def backend_from_env(env: dict[str, str] | os._Environ[str] | None = None) -> st
 class LLMError(EvalcliError):
     """A model call failed for good (after retries, or with an error retrying cannot fix)."""
 
-    exit_code = 4
+    exit_code = ExitCode.ERRORED
 
 
 class BudgetSpent(LLMError):
     """A call that was not started: the budget of its purpose (``--max-cost``, ``--max-tokens``) is spent."""
 
-    exit_code = 5
+    exit_code = ExitCode.BUDGET
 
 
 @dataclass
@@ -73,7 +73,7 @@ class LLMSettings:
     judge_concurrency: int = 8
     """Judge calls in flight at once, across all conversations."""
     model_concurrency: int = 64
-    """Calls in flight to one (provider, model) at most; halved on a 429, it grows back to this (SPEC §27)."""
+    """Calls in flight to one (provider, model) at most; halved on a 429, it grows back to this (docs/budgets.md)."""
     cache: bool = True
     """Whether judge calls use the response cache."""
     backend: str = field(default_factory=backend_from_env)
@@ -161,7 +161,7 @@ def _table_answers(model: str) -> bool:
 
 
 def redact(text: str) -> str:
-    """The text with every secret known replaced (SPEC §23)."""
+    """The text with every secret known replaced (docs/secrets.md)."""
     from ..secrets import redact_text
 
     return redact_text(text)
@@ -370,7 +370,7 @@ class LLMClient:
         ) from None
 
     def _slots(self, model: str, api_base: str | None) -> Slots | None:
-        """The calls in flight to this (provider, model), adapted to its 429s (SPEC §27); the embedded model has its
+        """The calls in flight to this (provider, model), adapted to its 429s (docs/budgets.md); the embedded model has its
         own turn instead."""
         if is_local(model):
             return None

@@ -1,6 +1,7 @@
 """Untrusted text shown to a model: fenced between markers, with look-alikes of the markers neutralised.
 
-Judges (SPEC §5, §14) and the simulated user (SPEC §13) show models what an agent (or a user) wrote. That
+Judges (docs/judges.md, docs/reference/scorers.md) and the simulated user (docs/simulated-users.md) show models what an agent
+(or a user) wrote. That
 text is evidence, never instructions: it is put between explicit start and end markers, each on a line of
 its own, and anything inside it that resembles a marker (any case, spacing or punctuation, invisible
 characters, full-width, accented or Cyrillic/Greek look-alike letters) becomes ``[marker removed]``;

@@ -1,4 +1,4 @@
-"""The litellm path (SPEC §20): every provider evalcli does not speak to itself, and every call under
+"""The litellm path (docs/models.md): every provider evalcli does not speak to itself, and every call under
 ``EVALCLI_LLM_BACKEND=litellm``. The only module (with ``local_model``'s registration) that imports litellm,
 and only inside functions, so runs that never take this path never pay for it.
 """

@@ -1,4 +1,4 @@
-"""The Chat Completions API spoken by evalcli itself, over one pooled aiohttp session per event loop (SPEC §20).
+"""The Chat Completions API spoken by evalcli itself, over one pooled aiohttp session per event loop (docs/models.md).
 
 ``route`` says whether a model is reached this way: ``openai/...`` models (and bare names litellm sends to
 OpenAI, such as ``gpt-4o-mini``), ``hosted_vllm/...``, and any model without a provider prefix given an

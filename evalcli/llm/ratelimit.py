@@ -1,4 +1,4 @@
-"""Calls in flight to one (provider, model), adapted to its rate limits (SPEC §27).
+"""Calls in flight to one (provider, model), adapted to its rate limits (docs/budgets.md).
 
 Each (provider, model) has a limit on the calls in flight to it, starting at the configured concurrency. A 429
 halves it (once per round: the calls that started before the halving and meet a 429 too were already over the

@@ -1,4 +1,4 @@
-"""What model calls used (SPEC §27): one record per call, collected per conversation, summed overall and per
+"""What model calls used (docs/budgets.md): one record per call, collected per conversation, summed overall and per
 purpose (target, simulator, judge)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""evalcli datasets as pytest tests (SPEC §18): a plugin registered by installing evalcli (entry point ``pytest11``).
+"""evalcli datasets as pytest tests (docs/pytest.md): a plugin registered by installing evalcli (entry point ``pytest11``).
 
 It is inert unless used. A dataset file named on the command line (``pytest datasets/weather.yaml``), or matched
 by the ini option ``evalcli_datasets`` (glob patterns relative to the rootdir), is collected as one test item per

@@ -22,9 +22,10 @@ import pytest
 
 from ..aggregate import unscored_warning
 from ..dataset import Dataset, Item
+from ..dbname import db_option
+from ..evaluate import plan_runs, run_planned
 from ..reports import (
     conversation_text,
-    deliver,
     fmt,
     missed_gates,
     one_line,
@@ -35,7 +36,7 @@ from ..reports import (
     verdict_words,
 )
 from ..results import ItemResult, RunResult
-from ..run import RunOptions, arun_evals
+from ..run import RunOptions
 from ..secrets import Redactor
 from ..store import Store, load_run
 from .session import DatasetSession, EvalFailed
@@ -98,8 +99,7 @@ class Played:
                 head = f"conversation {result.id} missed {len(missed)} gates:\n" + "\n".join(f"  {m}" for m in missed)
             message = f"conversation {result.id}: {one_line(missed[0])}" + (
                 f" (and {plural(len(missed) - 1, 'more gate')})" if len(missed) > 1 else "")
-        db = "" if self.settings.shown_db == "evalcli.db" else f" --db {shlex.quote(self.settings.shown_db)}"
-        show = f"evalcli show {self.run.run_id} {shlex.quote(result.id)}{db}"
+        show = f"evalcli show {self.run.run_id} {shlex.quote(result.id)}{db_option(self.settings.shown_db)}"
         return EvalFailed(f"{head}\n\n{conversation_text(self.run, result, self.width)}\n\n{show}", message)
 
 
@@ -122,36 +122,28 @@ def play(plugin: DatasetSession, file: pytest.File, dataset: Dataset, indexes: s
 def _play(plugin: DatasetSession, file: pytest.File, dataset: Dataset,
           indexes: set[int] | None) -> tuple[Played, list[str]]:
     settings = plugin.settings
-    redact = Redactor(extra=dataset.secret_values)
-    store = Store(settings.db, redact)
-    try:
+    html = None
+    if settings.html is not None:
+        html = per_dataset(settings.html, plugin.datasets)[plugin.datasets.index(Path(os.path.abspath(file.path)))]
+        html.parent.mkdir(parents=True, exist_ok=True)  # --evalcli-html makes the folders it names
+    with Store(settings.db, Redactor(extra=dataset.secret_values)) as store:
         options = RunOptions(use_cache=settings.use_cache, strict=settings.strict, only_indexes=indexes,
                              keep_items=False, handle_signals=True)
-        result = plugin.loop().run(arun_evals(dataset, store=store, options=options))
+        # planned and made as evalcli run makes its runs: the same checks, and the HTML report written the same way
+        plans = plan_runs([dataset], options, store=store, html=html)
+        result = run_planned(plans, store=store, loop=plugin.loop()).results[0]
         if result.status == "interrupted":
-            db = "" if settings.shown_db == "evalcli.db" else f" --db {shlex.quote(settings.shown_db)}"
             raise KeyboardInterrupt(f"run {result.run_id} of {dataset.path} is stored as interrupted after "
                                     f"{result.completed} of {plural(result.selected, 'conversation')}; "
-                                    f"evalcli run {shlex.quote(dataset.path)} --resume {result.run_id}{db} continues it")
-        if settings.html is not None:
-            from ..reports.html import report_for_run  # jinja2 only when a report is asked for
-
-            path = per_dataset(settings.html, plugin.datasets)[plugin.datasets.index(Path(os.path.abspath(file.path)))]
-            report = report_for_run(store, result, redact)
-            deliver(store.load_items(result.run_id), [report])
-            report.write(path)
+                                    f"evalcli run {shlex.quote(dataset.path)} --resume {result.run_id}"
+                                    f"{db_option(settings.shown_db)} continues it")
         return _from_store(store, result.run_id, settings), result.warnings
-    finally:
-        store.close()
 
 
 def _read(settings: Settings, run_id: str) -> Played:
     """The run another pytest-xdist worker played and stored."""
-    store = Store(settings.db)
-    try:
+    with Store(settings.db) as store:
         return _from_store(store, run_id, settings)
-    finally:
-        store.close()
 
 
 def _from_store(store: Store, run_id: str, settings: Settings) -> Played:

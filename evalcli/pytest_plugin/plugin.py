@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ..dbname import db_option
 from .session import LOCKS, DatasetSession, absolute_path
 
 DATASET_SUFFIXES = (".yaml", ".yml", ".jsonl")
@@ -134,11 +135,10 @@ class DatasetPlugin(DatasetSession):
             return
         terminalreporter.write_sep("-", "evalcli")
         for line in sorted(self.runs, key=lambda r: r.dataset):
-            db = "" if line.db == "evalcli.db" else f" --db {line.db}"
             status = "" if line.status == "completed" else f" ({line.status})"
             terminalreporter.write_line(
                 f"{line.dataset}: run {line.run_id}{status}, verdict {line.verdict} "
                 f"({line.conversations} conversation{'s' if line.conversations != 1 else ''}: "
-                f"{line.failed} failed, {line.errors} errored); evalcli show {line.run_id} ITEM{db}")
+                f"{line.failed} failed, {line.errors} errored); evalcli show {line.run_id} ITEM{db_option(line.db)}")
             for warning in line.warnings:
                 terminalreporter.write_line(f"  warning: {warning}")

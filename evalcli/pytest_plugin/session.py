@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..dbname import DEFAULT_DATABASE
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -109,7 +111,7 @@ def settings_of(config: pytest.Config, here: Path) -> Settings:
     from .settings import Settings
 
     db_option = config.getoption("evalcli_db")
-    db = absolute_path(here / db_option) if db_option else here / "evalcli.db"
+    db = absolute_path(here / db_option) if db_option else here / DEFAULT_DATABASE
     if db_option and db.is_dir():
         raise pytest.UsageError(f"--evalcli-db {db_option} is a directory; give a database file, "
                                 f"e.g. --evalcli-db {Path(db_option) / 'evalcli.db'}")

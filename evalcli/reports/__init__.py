@@ -1,4 +1,5 @@
-"""Every rendering of results (SPEC §7, §11, §15): the terminal table, transcripts, JSON, JUnit and Markdown, run
+"""Every rendering of results (docs/reference/json.md, docs/reference/cli.md, docs/html-report.md): the terminal table,
+transcripts, JSON, JUnit and Markdown, run
 history, diffs, and the HTML report (``reports.html``, imported only when asked for: it needs jinja2).
 
 Reports are fed a run's conversations once, in dataset order (``deliver``), and never compute what the result

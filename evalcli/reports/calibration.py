@@ -9,6 +9,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ..dbname import db_option
 from ..run.calibrate import Calibration, ScorerCalibration
 from .text import fmt, plural, scorer_errors_words
 
@@ -62,14 +63,13 @@ def disagreements(calibration: Calibration, s: ScorerCalibration, db_path: str |
     if not s.disagreements:
         return None
     lines: list[Text] = [Text(f"{s.spec.id} disagrees with {plural(len(s.disagreements), 'label')}:", style="bold")]
-    db = f" --db {shlex.quote(db_path)}" if db_path and db_path != "evalcli.db" else ""
     for d in s.disagreements:
         label = "pass" if d.label == 1 and s.binary else "fail" if d.label == 0 and s.binary else fmt(d.label)
         agreement = f" ({d.agreement} samples agree)" if d.agreement else ""
         lines.append(Text.assemble(("  ", ""), (d.item_id, "bold"), f"  labelled {label}, scored {fmt(d.score)}"
                                    f"{agreement}"))
         lines.extend(Text(f"    {line}") for line in (d.reason or "(no reason)").splitlines() if line.strip())
-        lines.append(Text(f"    evalcli show {calibration.run.run_id} {shlex.quote(d.item_id)}{db}", style="dim"))
+        lines.append(Text(f"    evalcli show {calibration.run.run_id} {shlex.quote(d.item_id)}{db_option(db_path)}", style="dim"))
     return Group(*lines)
 
 

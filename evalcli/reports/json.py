@@ -1,4 +1,4 @@
-"""The JSON result of SPEC §7, streamed; and how one read of a run's conversations feeds every report.
+"""The JSON result of docs/reference/json.md, streamed; and how one read of a run's conversations feeds every report.
 
 After a run its conversations are read once, in dataset order, and each one is handed to every report in
 turn (``deliver``): one stream feeds the terminal, JSON, JUnit, Markdown and HTML alike. When only the JSON
@@ -34,7 +34,7 @@ def deliver(items: Iterable[ItemResult], reports: list[Any]) -> None:
 
 @dataclass
 class JsonReport:
-    """The JSON result of SPEC §7, written while conversations stream past (secrets redacted first)."""
+    """The JSON result of docs/reference/json.md, written while conversations stream past (secrets redacted first)."""
 
     out: IO[str]
     result: RunResult

@@ -1,4 +1,4 @@
-"""The paired statistics of two runs (SPEC §26) for people: a terminal table, Markdown lines, and the words
+"""The paired statistics of two runs (docs/history.md) for people: a terminal table, Markdown lines, and the words
 that say how to read them. ``diff`` and ``compare`` (terminal, Markdown, HTML) all render them from here."""
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..dbname import db_option
 from ..results import ItemResult, RunResult, Summary, fmt
 from .text import (
     ERROR,
@@ -271,7 +272,7 @@ def verdict_line(result: RunResult) -> Text:
 def resume_command(result: RunResult, db_path: str | None) -> str:
     """The command that continues an interrupted run (with its database unless it is the default one)."""
     return (f"evalcli run {result.dataset_path} --resume {result.run_id}"
-            + (f" --db {db_path}" if db_path and db_path != "evalcli.db" else ""))
+            + db_option(db_path))
 
 
 def interrupted_line(run_id: str | None, dataset_path: str, db_path: str | None) -> Text:
@@ -279,9 +280,8 @@ def interrupted_line(run_id: str | None, dataset_path: str, db_path: str | None)
     text = Text("INTERRUPTED ", style="bold red")
     if run_id is None:
         return text.append("before any run started: nothing was stored")
-    db = f" --db {db_path}" if db_path and db_path != "evalcli.db" else ""
     return text.append(f"while finishing run {run_id}: it is marked interrupted and keeps what it stored; continue "
-                       f"with: evalcli run {dataset_path} --resume {run_id}{db}")
+                       f"with: evalcli run {dataset_path} --resume {run_id}{db_option(db_path)}")
 
 
 def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True) -> Text:

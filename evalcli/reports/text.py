@@ -40,7 +40,7 @@ ERROR = "error"
 """A score cell of the scorer whose failure made its conversation an error."""
 DATASETS_DIFFER = ("the runs are of different dataset contents (their dataset hashes differ): conversations are "
                    "matched by identity (their id, else their content)")
-"""The first line of ``diff`` and ``compare`` when the runs' datasets differ (SPEC §21)."""
+"""The first line of ``diff`` and ``compare`` when the runs' datasets differ (docs/identity.md)."""
 
 
 def threshold_text(raw: Any) -> str:

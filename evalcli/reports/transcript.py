@@ -1,4 +1,4 @@
-"""One conversation, turn by turn, for people: ``evalcli show RUN ITEM`` (SPEC §15, §16).
+"""One conversation, turn by turn, for people: ``evalcli show RUN ITEM`` (docs/html-report.md, docs/targets/frameworks.md).
 
 Each turn shows the user's message (marked when simulated, or when it resumed an interrupt), the
 assistant's words (with the agent that wrote them, when known, and marked when they are an interrupt),

@@ -1,4 +1,4 @@
-"""How far a scorer agrees with a person (SPEC §19): the arithmetic of ``evalcli calibrate``, pure and exact.
+"""How far a scorer agrees with a person (docs/recorded.md): the arithmetic of ``evalcli calibrate``, pure and exact.
 
 A label is what a person decided a scorer should give a conversation, from 0 to 1 (``pass`` is 1, ``fail`` 0).
 A scorer's labels are *binary* when every one is 0 or 1: a score then agrees when it is on the same side of

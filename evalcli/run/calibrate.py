@@ -1,4 +1,4 @@
-"""``evalcli calibrate``: run a dataset's labelled scorers and measure them against the labels (SPEC §19).
+"""``evalcli calibrate``: run a dataset's labelled scorers and measure them against the labels (docs/recorded.md).
 
 Only the conversations that carry a label for a calibrated scorer are played (recorded transcripts are
 scored as they are; other items are played against the target), and only the labelled gates and scorers
@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..dataset import Dataset, Item
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..results import ItemResult, Outcome, RunResult
 from ..scorers import ScorerSpec, find
 from ..store import Store
@@ -30,8 +30,9 @@ from .agreement import (
     metric_json,
     passes,
 )
+from .events import Events
 from .options import RunOptions
-from .runner import INTERRUPTED, Events, arun_evals
+from .runner import arun_evals
 
 
 @dataclass(frozen=True)
@@ -126,13 +127,13 @@ class Calibration:
         return sum(s.errors for s in self.scorers)
 
     @property
-    def exit_code(self) -> int:
-        """130 when interrupted, 1 below ``--min-agreement``, 4 when labelled conversations errored, else 0."""
+    def exit_code(self) -> ExitCode:
+        """Interrupted (130), below ``--min-agreement`` (1), labelled conversations errored (4), else 0."""
         if self.run.status == "interrupted":
-            return INTERRUPTED
+            return ExitCode.INTERRUPTED
         if self.below():
-            return 1
-        return 4 if self.errors or self.run.summary.errors else 0
+            return ExitCode.FAILED
+        return ExitCode.ERRORED if self.errors or self.run.summary.errors else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
         return {"run_id": self.run.run_id, "dataset": self.run.dataset_path, "target": self.run.target,

@@ -2,8 +2,8 @@
 up, score the result.
 
 The conversation runs with its own ``target_options`` (the item's merged over the dataset's) and what its
-``setup`` returned (SPEC §16); a generator setup is resumed after the conversation, also when it failed.
-Gates run before scorers, each group over the whole conversation and then per turn (SPEC §3, §6). A
+``setup`` returned (docs/targets/frameworks.md); a generator setup is resumed after the conversation, also when it failed.
+Gates run before scorers, each group over the whole conversation and then per turn (docs/datasets.md, docs/verdicts.md). A
 gate that raises scores 0; a scorer that raises or errors is recorded as that scorer's error, left out of its mean,
 and the conversation's gates, per-turn results and verdict stand (docs/scorers.md, "A scorer that fails").
 """
@@ -99,7 +99,7 @@ class Conversation:
             current_usage.reset(token)
         self.tools.finished(item, plan)
         if sink.refused is not None:
-            # a call it needed was not started: what ended it is the budget, not a fault (SPEC §27)
+            # a call it needed was not started: what ended it is the budget, not a fault (docs/budgets.md)
             result.status, result.stop_reason = "limited", "budget"
             result.error = f"limited by the budget after {len(result.turns)} turn(s): {sink.refused}"
             result.traceback = None
@@ -201,7 +201,7 @@ class Conversation:
 
             before_turn()
             try:
-                reply = await (session.send(text) if resume is None else session.send(text, resume=resume))  # type: ignore[call-arg]
+                reply = await session.send(text, resume=resume)
             except TurnTimedOut as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
@@ -294,12 +294,12 @@ class Conversation:
             return Outcome(score=0.0 if gate else None, error=describe(exc))
 
         scorers = [self.builder.build(s) for s in specs]
-        if all(hasattr(s, "score_now") for s in scorers):
+        if all(s.immediate for s in scorers):
             # checks never wait on anything: scoring them in turn spares tasks and event-loop round trips
             outcomes: dict[str, Outcome] = {}
             for spec, scorer in zip(specs, scorers, strict=True):
                 try:
-                    outcome = scorer.score_now(run)  # type: ignore[attr-defined]
+                    outcome = scorer.score_now(run)
                 except Exception as exc:  # noqa: BLE001 - a scorer's failure is its own outcome
                     outcome = raised(exc)
                 outcomes[spec.id] = settle(outcome)

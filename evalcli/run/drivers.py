@@ -2,8 +2,8 @@
 
 The conversation opens a session on the target and hands a driver a ``send`` function; the driver decides
 what the user says, turn after turn, and when the conversation ends. ``input``, ``inputs`` and ``turns``
-items are scripted; a ``simulate`` item's driver asks an LLM playing the user (SPEC §13); a ``transcript``
-item's plays back a recorded conversation and calls no target (SPEC §19): its ``send`` carries the recorded
+items are scripted; a ``simulate`` item's driver asks an LLM playing the user (docs/simulated-users.md); a ``transcript``
+item's plays back a recorded conversation and calls no target (docs/recorded.md): its ``send`` carries the recorded
 answer, and the conversation opens no session for it. A driver also says which of its turns carry their own
 gates and scorers (the protocol they all follow is ``play``'s). Nothing else in a run knows a form by name.
 """

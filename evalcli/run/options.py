@@ -1,5 +1,5 @@
-"""How a dataset is run (``RunOptions``) and its plan: what the runner and a resume both read, and what a run's
-row keeps of them (``StoredOptions``)."""
+"""How a dataset is run (``RunOptions``) and its scoring plan: what the runner and a resume both read, and what a
+run's row keeps of them (``StoredOptions``). ``plan_run`` (``run/plan.py``) checks them, once."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from ..results import ItemResult, Plan
 from ..store import StoredOptions
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOptions:
-    """How to run a dataset; every field has the CLI's default."""
+    """How to run a dataset; every field has the CLI's default. Checked once, where the run is planned
+    (``plan_run``)."""
 
     concurrency: int | None = None
     """Conversations in flight; ``None`` takes the dataset's ``concurrency``."""
@@ -32,8 +33,11 @@ class RunOptions:
     is an error; ``None``: no limit."""
     resume: str | None = None
     """Continue this run id: keep finished conversations, run the rest."""
-    only_indexes: set[int] | None = None
-    """Run only these item indexes (used by --rerun-failed)."""
+    rerun_failed: str | None = None
+    """Run only the conversations that failed or errored in this run id (matched by identity, docs/history.md); the
+    plan turns it into ``only_indexes``."""
+    only_indexes: frozenset[int] | set[int] | None = None
+    """Run only these item indexes (what ``rerun_failed`` selects)."""
     keep_items: bool = True
     """Keep every ``ItemResult`` in ``RunResult.items`` (the CLI reads them back from the store instead)."""
     handle_signals: bool = False
@@ -43,7 +47,7 @@ class RunOptions:
     repeat: int = 1
     """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
     hermetic: bool = False
-    """Every tool call no mock answers, and every replay miss, is the conversation's error (SPEC §25)."""
+    """Every tool call no mock answers, and every replay miss, is the conversation's error (docs/hermetic.md)."""
     record_tools: str | None = None
     """Write every tool call to ``DIR/<dataset stem>.tape.jsonl`` (``--record-tools DIR``)."""
     tape_name: str | None = None

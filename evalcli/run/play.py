@@ -43,7 +43,7 @@ class ConversationFailed(Exception):
 
 
 class LimitReached(ConversationFailed):
-    """The conversation reached one of its ``limits`` (SPEC §27): ``limit`` is which (``turns``, ``tokens``, ``cost``,
+    """The conversation reached one of its ``limits`` (docs/budgets.md): ``limit`` is which (``turns``, ``tokens``, ``cost``,
     ``seconds``); it stops there, ``limited`` (or scored on what was played, with ``on_limit: score``)."""
 
     def __init__(self, limit: str, message: str) -> None:

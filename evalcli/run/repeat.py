@@ -9,7 +9,7 @@ pass^k agree whatever the gate's score range (plays scoring 2.0 and 0.5 average 
 flaky, not passed). pass@k records, per gate (top level, and per turn by id), whether at least one
 of the k repeats passed, pass^k whether all did, counting only the repeats where the gate was scorable. A
 repeat that errored makes the whole conversation an error: flakiness is never averaged away. Every play is
-kept on the result (``ItemResult.plays``, numbered from 1) and stored (SPEC §21).
+kept on the result (``ItemResult.plays``, numbered from 1) and stored (docs/identity.md).
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> N
 
 def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset: Dataset) -> list[str]:
     """What differs between the configuration a run began with and the dataset's now, one label each."""
-    if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (SPEC §21)
+    if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (docs/identity.md)
         tree = dataset.resolved_configuration()
         now = fingerprint(tree, stored.config[SALT])
         changes = collapsed(differences(stored.config, tree), set(stored.config), set(now))
@@ -146,7 +146,7 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
     resume = row["id"]
     if row["target"] != dataset.target_spec:
         raise UsageError(f"run {resume} was of target {row['target']}, not {dataset.target_spec}",
-                         "resume it with the target it ran against (--target SPEC when it was given one)")
+                         "resume it with the target it ran against (--target TARGET when it was given one)")
     stored = store.options(resume)
     changes = configuration_changes(row, stored, dataset)
     if row["dataset_hash"] and row["dataset_hash"] != dataset.hash:
@@ -174,6 +174,13 @@ def resume_options(store: Store, run_id: str, dataset: Dataset, options: RunOpti
     explicitly (by ``RunOptions`` field or ``StoredOptions`` name: ``filter``, ``shard``, ``limit``, ``repeat``,
     ``strict``, ``max_errors``); one that differs from the run's is a ``UsageError``."""
     row, stored = check_resumable(store, run_id, dataset)
+    return restored(options, row, stored, given)
+
+
+def restored(options: RunOptions, row: Mapping[str, Any], stored: StoredOptions,
+             given: Mapping[str, Any] | None = None) -> RunOptions:
+    """``options`` to continue the run of ``row`` (checked resumable), with the options it keeps (``stored``)
+    restored; one of ``given`` (those a caller set explicitly) that differs from the run's is a ``UsageError``."""
     if given:
         asked = replace(stored, **{name: value for name, value in given.items() if name in FLAGS})
         conflicts = option_conflicts(stored, asked, [name for name in FLAGS if name in given])

@@ -1,4 +1,4 @@
-"""The simulated user's driver (SPEC §13): an LLM plays the user toward a goal.
+"""The simulated user's driver (docs/simulated-users.md): an LLM plays the user toward a goal.
 
 The driver sends the opening (if any), then asks the simulator (``simulator``) for each next user
 message, and ends the conversation on the first stop rule that applies:

@@ -1,4 +1,4 @@
-"""The simulated user's model (SPEC §13): its instructions, the request it is sent, its reply.
+"""The simulated user's model (docs/simulated-users.md): its instructions, the request it is sent, its reply.
 
 The simulator plays the user, so the conversation is shown to it with roles flipped: its own earlier
 messages (the opening included) are ``assistant`` messages, the agent's words are ``user`` messages.

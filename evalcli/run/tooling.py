@@ -13,37 +13,44 @@ from ..tools import TapeRecorder, ToolPlan, carry_plans_into_threads
 
 
 def tape_identity(item: Item) -> str:
-    """The conversation's identity on a tape: its identity across runs (SPEC §21: its id, else its content's
+    """The conversation's identity on a tape: its identity across runs (docs/identity.md: its id, else its content's
     digest), so a tape still answers the same conversation after the dataset's items move."""
     return identity_of(item)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolSettings:
-    """What a run does with tools besides the dataset's ``tools:``."""
+    """What a run does with tools besides the dataset's ``tools:``, decided once per run (``of_run``): whether the
+    dataset controls tools at all depends only on the dataset, and asking it for every conversation scanned every
+    item each time (a run of N conversations did N^2 work; docs/performance.md)."""
 
     hermetic: bool = False
     recorder: TapeRecorder | None = None
+    controlled: bool = False
+    """Whether the dataset writes ``tools:`` or ``unmocked: error`` anywhere (``Dataset.controls_tools``)."""
 
     @classmethod
     def of_run(cls, dataset: Dataset, hermetic: bool, record_tools: str | None, resume: str | None,
-               tape_name: str | None = None) -> ToolSettings:
-        """A run's settings: ``--hermetic``, and ``--record-tools DIR``'s tape in dataset order, which a resumed run
-        adds to (``resume``: the conversations its first invocation played keep their lines; docs/hermetic.md)."""
+               tape_name: str | None = None, controlled: bool | None = None) -> ToolSettings:
+        """A run's settings: ``--hermetic``, ``--record-tools DIR``'s tape in dataset order, which a resumed run
+        adds to (``resume``: the conversations its first invocation played keep their lines; docs/hermetic.md), and
+        whether the dataset controls tools (``controlled``, when the run's plan knows already; else the dataset is
+        asked, once)."""
         recorder = None
         if record_tools:
             order = {tape_identity(item): item.index for item in dataset.items}
             recorder = TapeRecorder(record_tools, dataset.path, order, resume=resume is not None, name=tape_name)
-        return cls(hermetic, recorder)
+        return cls(hermetic, recorder, dataset.controls_tools if controlled is None else controlled)
 
-    def active(self, dataset: Dataset) -> bool:
-        """Whether conversations get a tool plan at all (without one, tools run untouched)."""
-        return self.hermetic or self.recorder is not None or dataset.controls_tools
+    @property
+    def active(self) -> bool:
+        """Whether conversations get a tool plan that controls tools (without one, tools run untouched, watched)."""
+        return self.hermetic or self.recorder is not None or self.controlled
 
     def plan_for(self, dataset: Dataset, item: Item) -> ToolPlan:
         """The conversation's plan (one that only watches when nothing controls tools)."""
         carry_plans_into_threads()
-        if not self.active(dataset):
+        if not self.active:
             return ToolPlan(controls=False)
         base = item.tools.over(dataset.tools) if item.tools is not None else dataset.tools
         turns = {t: turn.tools for t, turn in enumerate(item.turns or ()) if turn.tools is not None}

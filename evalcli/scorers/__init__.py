@@ -3,9 +3,10 @@
 the specs and how scorers are built from them (``registry``), custom Python scorers, the deterministic ``checks`` and
 the LLM ``judges`` on one engine.
 
-A scorer is any object with ``async def score(run: ScorerRun) -> Outcome``. Kinds are declared where they are
-implemented and found by name; parsing references from YAML is ``evalcli.dataset``'s job. What a scorer
-receives and returns (``base``) is imported at once (``import evalcli`` needs it); the rest when first used.
+A scorer is a ``Scorer`` (``async def score(run: ScorerRun) -> Outcome``, and ``score_now`` when it never
+waits). Kinds are declared where they are implemented and found by name; parsing references from YAML is
+``evalcli.dataset``'s job. What a scorer receives and returns (``base``) is imported at once (``import evalcli``
+needs it); the rest when first used.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What every scorer receives and returns.
 
-A scorer is any object with ``async def score(run: ScorerRun) -> Outcome`` (``Outcome`` is in
-``evalcli.results``). Checks, the LLM judges and custom Python scorers all end up behind that one method,
-so the runner treats them alike.
+A scorer is a ``Scorer`` (``evalcli.scorers.kinds``): ``async def score(run: ScorerRun) -> Outcome``
+(``Outcome`` is in ``evalcli.results``). Checks, the LLM judges and custom Python scorers all end up behind
+that one method, so the runner treats them alike.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ class TurnView:
     output: list[Message]
     """This turn's response messages (assistant and tool), in OpenAI chat format."""
     simulated: bool = False
-    """Whether a simulated user wrote ``input`` (SPEC §13)."""
+    """Whether a simulated user wrote ``input`` (docs/simulated-users.md)."""
     structured: Any = None
-    """The turn's structured result as JSON (SPEC §16): a framework agent's output that is not text, LangGraph's
+    """The turn's structured result as JSON (docs/targets/frameworks.md): a framework agent's output that is not text, LangGraph's
     final state without ``messages``; ``None`` when there is none."""
     interrupt: Any = None
     """The value of the interrupt this turn ended in (LangGraph ``interrupt()``), if it did."""
@@ -52,9 +52,9 @@ class ScorerRun:
     turns: tuple[TurnView, ...] = ()
     """The turns being scored, in order: every turn of the conversation (per-turn: just that one)."""
     expected_outcome: str | None = None
-    """The item's ``expected_outcome``, if it has one (SPEC §14)."""
+    """The item's ``expected_outcome``, if it has one (docs/reference/scorers.md)."""
     goal: str | None = None
-    """The simulated user's goal for ``simulate`` items (SPEC §13), else ``None``."""
+    """The simulated user's goal for ``simulate`` items (docs/simulated-users.md), else ``None``."""
 
     @property
     def user_messages(self) -> list[str]:

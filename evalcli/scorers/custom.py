@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..results import Outcome
 from .base import NotScorable, Score, ScorerRun
-from .kinds import BuildContext, Kind
+from .kinds import BuildContext, Kind, Scorer
 
 
 def to_outcome(value: Any, name: str) -> Outcome:
@@ -32,7 +32,7 @@ def to_outcome(value: Any, name: str) -> Outcome:
     return outcome
 
 
-class PythonScorer:
+class PythonScorer(Scorer):
     """Wraps a user's function (sync functions run in a worker thread, so they never block the loop)."""
 
     def __init__(self, function: Any, name: str) -> None:

@@ -1,4 +1,4 @@
-"""The docs' scorer table, generated from the kind declarations (SPEC §14), and a command to refresh it.
+"""The docs' scorer table, generated from the kind declarations (docs/reference/scorers.md), and a command to refresh it.
 
 ``python -m evalcli.scorers.docs`` prints the table; ``--write`` puts it into docs/reference/scorers.md between
 the markers; ``--check`` exits 1 when that page differs from the declarations. ``make docs`` runs

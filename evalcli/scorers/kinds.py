@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
@@ -27,10 +27,21 @@ Group = Literal["check", "judge", "custom"]
 GROUP_ORDER: tuple[Group, ...] = ("check", "judge", "custom")
 """The groups of kinds, in the order listings show them."""
 
-class Scorer(Protocol):
-    """Anything that can score a run (checks also offer a synchronous ``score_now``)."""
+class Scorer:
+    """What every scorer kind builds (docs/scorers.md): ``score`` a run. A scorer that never waits on anything (a
+    check) is ``immediate`` and also answers ``score_now``, which the conversation then calls in turn, sparing a
+    task and an event-loop round trip per score."""
 
-    async def score(self, run: ScorerRun) -> Outcome: ...
+    immediate: ClassVar[bool] = False
+    """Whether ``score_now`` answers (without waiting on anything)."""
+
+    async def score(self, run: ScorerRun) -> Outcome:
+        """The run's outcome (a score with its reason, not scorable, or an error)."""
+        raise NotImplementedError
+
+    def score_now(self, run: ScorerRun) -> Outcome:
+        """``score`` without waiting: only for an ``immediate`` scorer."""
+        raise NotImplementedError(f"{type(self).__name__} is not immediate: await its score()")
 
 
 @dataclass

@@ -3,7 +3,7 @@ r"""How argument values read inside default ids (``includes(Brooklyn)``, ``tool_
 One rule for every kind: values are written like YAML flow, a string bare when it cannot be read as
 anything else and JSON-quoted when it could (``"1"``, ``"true"``, ``"Paris, France"``), so different
 arguments never share an id. The one exception is a kind's main argument when it is a string: it is
-written as is (SPEC §4's ``includes(Brooklyn)``, ``matches(\d+°F)``), since nothing follows it that it
+written as is (docs/checks.md ``includes(Brooklyn)``, ``matches(\d+°F)``), since nothing follows it that it
 could be confused with.
 """
 

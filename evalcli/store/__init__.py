@@ -1,4 +1,4 @@
-"""Storage (SPEC §8): the SQLite file of runs, its writer thread, its migrations, and the reads behind history,
+"""Storage (docs/storage.md): the SQLite file of runs, its writer thread, its migrations, and the reads behind history,
 diff, compare and merge, as data (rendering is ``evalcli.reports``'s).
 
 ``Store`` opens a file (migrating it when it may write), builds the statements of a run as it happens and

@@ -1,6 +1,6 @@
 """Several stored runs of one dataset side by side (``evalcli compare``, and ``evalcli run`` with several
 ``--target``s): per scorer and gate a figure for each run, the runs' verdicts, errors, tokens, cost and wall
-time, and per conversation the gates whose outcome differs between the runs (SPEC §17).
+time, and per conversation the gates whose outcome differs between the runs (docs/targets/http.md).
 
 Everything is read from what the store wrote; the figures are the runs' own aggregates (a scorer's mean, a
 gate's pass rate over the conversations where it was scorable).
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..errors import EXIT_PRECEDENCE, UsageError
+from ..errors import ExitCode, UsageError
 from ..identity import changed, identity_of
 from ..results import ItemResult, RunResult, Threshold
 from .history import StoredRun, load_run
@@ -96,7 +96,7 @@ class Comparison:
     names: dict[str, str] = field(default_factory=dict)
     """Identity -> the conversation's name in every view (``conversation_name``)."""
     paired: list[PairedStats | None] = field(default_factory=list)
-    """With statistics (SPEC §26): each run after the first against the first (``None`` when they share no
+    """With statistics (docs/history.md): each run after the first against the first (``None`` when they share no
     conversation); empty without."""
     alpha: float | None = None
     changed: list[str] = field(default_factory=list)
@@ -114,16 +114,15 @@ class Comparison:
                 for line in stats.regressions(self.alpha)]
 
     @property
-    def regression_exit_code(self) -> int:
+    def regression_exit_code(self) -> ExitCode:
         """``evalcli compare``'s exit code: 0, or with ``alpha`` 1 when a later run is worse than the first beyond
         the noise."""
-        return 1 if self.significant() else 0
+        return ExitCode.FAILED if self.significant() else ExitCode.OK
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """The worst of the runs' exit codes (in ``EXIT_PRECEDENCE``'s order)."""
-        codes = [c.run.exit_code for c in self.columns]
-        return next((code for code in EXIT_PRECEDENCE if code in codes), 0)
+        return ExitCode.worst(c.run.exit_code for c in self.columns)
 
 
 def _seconds(row: dict[str, object]) -> float | None:
@@ -163,7 +162,7 @@ def _gate_states(item: ItemResult | None) -> dict[str, str]:
 def compare_runs(store: Store, run_ids: list[str], *, allow_different: bool = False, statistics: bool = False,
                  alpha: float | None = None, detect: float | None = None) -> Comparison:
     """Compare stored runs (ids, unique prefixes or ``latest``) of one dataset, in the order given; with
-    ``statistics`` (implied by ``alpha`` and ``detect``) each later run against the first, paired (SPEC §26)."""
+    ``statistics`` (implied by ``alpha`` and ``detect``) each later run against the first, paired (docs/history.md)."""
     check_alpha(alpha)
     check_detect(detect)
     if len(run_ids) < 2:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..identity import changed, identity_of, pair_by_identity
 from ..results import ItemResult, RunResult, Summary, fmt
 from ..thresholds import same, within
@@ -71,7 +71,7 @@ class RunDiff:
     regressions: list[str] = field(default_factory=list)
     """Why B is worse than A, one line each (empty when it is not)."""
     stats: PairedStats | None = None
-    """The paired statistics (SPEC §26), when asked for and the runs share a conversation."""
+    """The paired statistics (docs/history.md), when asked for and the runs share a conversation."""
     alpha: float | None = None
     """With ``--alpha``: only a significant regression (``significant``) sets the exit code."""
 
@@ -90,11 +90,11 @@ class RunDiff:
     """The two runs were of different dataset contents (their stored dataset hashes differ)."""
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """1 when B is worse than A: with ``--alpha`` only beyond the noise, else by any regression."""
         if self.judged_by_significance:
-            return 1 if self.significant else 0
-        return 1 if self.regressions else 0
+            return ExitCode.FAILED if self.significant else ExitCode.OK
+        return ExitCode.FAILED if self.regressions else ExitCode.OK
 
 
 def _changes(a: dict[str, float], b: dict[str, float], tolerance: float) -> list[Change]:
@@ -145,7 +145,7 @@ def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0, *,
     (``evalcli.identity``); one whose explicit id now names other content is *changed*, never regressed. A
     conversation of A that B lacks (an item without an id that was edited is another conversation) is a
     regression. With ``statistics`` (implied by ``alpha``
-    and ``detect``) the paired statistics of SPEC §26 are computed; with ``alpha`` they decide the exit code.
+    and ``detect``) the paired statistics of docs/history.md are computed; with ``alpha`` they decide the exit code.
     """
     if not (tolerance >= 0 and math.isfinite(tolerance)):
         raise UsageError(f"--tolerance {tolerance} must be a finite number >= 0", "write e.g. --tolerance 0.05")

@@ -1,6 +1,6 @@
 """Run history as data (``evalcli runs``, ``show``, ``diff``, ``report``): stored runs read back as ``RunResult``s.
 
-Everything here reads what ``Store`` wrote. A stored run's aggregate (``runs.result``) is the SPEC §7
+Everything here reads what ``Store`` wrote. A stored run's aggregate (``runs.result``) is docs/reference/json.md
 JSON of its summary; a run without one (never finished) is recomputed with ``Aggregator``.
 """
 
@@ -44,7 +44,7 @@ def _float(value: Any) -> float:
 
 
 def summary_from_json(data: dict[str, Any]) -> Summary:
-    """Rebuild a ``Summary`` from the aggregate JSON of SPEC §7 (as stored in ``runs.result``)."""
+    """Rebuild a ``Summary`` from the aggregate JSON of docs/reference/json.md (as stored in ``runs.result``)."""
     def gates(rows: list[dict[str, Any]]) -> list[GateResult]:
         return [GateResult(g["id"], g["passed"], _float(g["score"])) for g in rows]
 

@@ -216,7 +216,7 @@ def m003_outcomes_and_identity(conn: sqlite3.Connection) -> None:
 def m004_judge_agreement(conn: sqlite3.Connection) -> None:
     """Scores of a repeated or panel judge keep each sample and their agreement (``k/N``); ``calibrations`` holds
     what ``evalcli calibrate`` measured: per scorer of a run, its spec, model, prompt version, counts and
-    metrics (SPEC §19)."""
+    metrics (docs/recorded.md)."""
     db = sqlite_utils_module().Database(conn)
     scores = db.table("scores")
     scores.add_column("agreement", str)
@@ -232,7 +232,7 @@ def m004_judge_agreement(conn: sqlite3.Connection) -> None:
 
 
 def m005_framework_turns(conn: sqlite3.Connection) -> None:
-    """What framework agents report per turn (SPEC §16): its structured result, the interrupt it ended in and what
+    """What framework agents report per turn (docs/targets/frameworks.md): its structured result, the interrupt it ended in and what
     resumed one (JSON text; NULL when none), its output retries; and each item's ``metadata`` (JSON)."""
     db = sqlite_utils_module().Database(conn)
     turns, items = db.table("turns"), db.table("items")
@@ -253,7 +253,7 @@ def m006_item_repeats(conn: sqlite3.Connection) -> None:
 
 
 def m007_conversation_identity(conn: sqlite3.Connection) -> None:
-    """Each conversation keeps its identity across runs and its content's digest (SPEC §21: ``evalcli.identity``).
+    """Each conversation keeps its identity across runs and its content's digest (docs/identity.md: ``evalcli.identity``).
 
     Rows written before evalcli kept them are converted as well as what they stored allows: an item whose id is not
     its position gave its own id (``id:<id>``, as now); one known only by its position is named by a digest of its
@@ -284,7 +284,7 @@ def m007_conversation_identity(conn: sqlite3.Connection) -> None:
 
 
 def m008_plays(conn: sqlite3.Connection) -> None:
-    """Every play of a ``--repeat`` run (SPEC §21): per conversation and play (numbered from 1), its status and error,
+    """Every play of a ``--repeat`` run (docs/identity.md): per conversation and play (numbered from 1), its status and error,
     whether every gate passed, its own outcomes (the ``outcomes`` layout, reasons included) and its turns (JSON: each
     turn as in the JSON output's ``turns``, messages and per-turn outcomes). ``items`` and ``turns`` keep the reduced
     result (the means); runs stored before have no plays."""

@@ -1,4 +1,4 @@
-"""Two runs compared conversation by conversation (SPEC §26): over the conversations both runs have, the
+"""Two runs compared conversation by conversation (docs/history.md): over the conversations both runs have, the
 discordant pass/fail counts with McNemar's p, per gate and scorer the paired difference B - A, under repeats
 each conversation's pass rate compared the same way, and how large a change this many conversations can see.
 
@@ -60,7 +60,7 @@ def conversation_names(items: Iterable[ItemResult]) -> dict[str, str]:
 
 
 def pair_conversations(items_a: list[ItemResult], items_b: list[ItemResult]) -> list[Pair]:
-    """The conversations of run A and run B matched one to one by identity (SPEC §21), A's order first, then those
+    """The conversations of run A and run B matched one to one by identity (docs/identity.md), A's order first, then those
     only B has. A conversation whose explicit id now names other content is *changed*: it is left out of the
     statistics (as ``diff`` and ``compare`` list it apart), so it appears as one only A and one only B have."""
     pairs: list[Pair] = []

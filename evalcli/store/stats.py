@@ -1,4 +1,4 @@
-"""The arithmetic of comparisons that know the noise (SPEC §26): McNemar's exact test, paired bootstrap
+"""The arithmetic of comparisons that know the noise (docs/history.md): McNemar's exact test, paired bootstrap
 intervals, Wilcoxon's signed-rank test and the smallest detectable change.
 
 The figures are scipy.stats' own. scipy is imported only inside the functions that compute, and only when

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..dataset import Dataset
-from ..errors import StoreError
+from ..errors import ExitCode, StoreError
 from ..identity import identity_of
 from ..llm import ResponseCache
 from ..results import Guardrail, Interrupt, ItemResult, Outcome, Plan, Summary, TurnRecord, finite_or_none, outcomes_from_json
@@ -138,6 +138,12 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def protect(self, secrets: set[str]) -> None:
         """Also redact these values (a dataset's interpolated secrets) in everything this store writes from now on:
         a store opened without them (``Store(path)`` in a library caller's code) still never stores them."""
@@ -160,7 +166,7 @@ class Store:
         return ResponseCache(conn, writer)
 
     def _clean(self, statements: list[Statement], *keep: str | None) -> list[Statement]:
-        """Every text parameter of ``statements`` redacted (SPEC §23: no secret in any table, whichever column a
+        """Every text parameter of ``statements`` redacted (docs/secrets.md: no secret in any table, whichever column a
         value reaches: ids, tags, paths, the target, options, models), values already redacted unchanged. The ids
         evalcli made (``keep``: the run id, a thread id) are keys, never secrets, and stay as they are."""
         redact = self.redact
@@ -323,9 +329,9 @@ class Store:
 
     def mark_interrupted(self, run_id: str) -> None:
         """An interrupt that came after the conversations (while the run was being finished or reported): the run
-        is marked ``interrupted`` with exit code 130, keeping everything it stored."""
-        self.execute([("UPDATE runs SET status = 'interrupted', exit_code = 130, finished_at = COALESCE(finished_at, ?) "
-                       "WHERE id = ?", (now(), run_id))])
+        is marked ``interrupted`` (``ExitCode.INTERRUPTED``), keeping everything it stored."""
+        self.execute([("UPDATE runs SET status = 'interrupted', exit_code = ?, finished_at = COALESCE(finished_at, ?) "
+                       "WHERE id = ?", (int(ExitCode.INTERRUPTED), now(), run_id))])
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -419,7 +425,7 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
 
 def _outcomes(result: ItemResult) -> dict[str, Any]:
     """An item's ``outcomes`` column: its gates and scorers, and with ``--repeat`` ``plays``: [plays in which every
-    gate passed, plays] (SPEC §26's stability, kept beside the outcomes it sums up)."""
+    gate passed, plays] (docs/history.md stability, kept beside the outcomes it sums up)."""
     outcomes = result.outcomes()
     if result.repeats > 1 and result.plays_passed is not None:
         outcomes["plays"] = [result.plays_passed, result.repeats]

@@ -1,4 +1,4 @@
-"""The one thread that writes during a run (SPEC §8): the event loop never waits on SQLite.
+"""The one thread that writes during a run (docs/storage.md): the event loop never waits on SQLite.
 
 Jobs (functions of a connection) are fed through a queue; those already waiting are written together in
 one transaction, and if that fails each is retried on its own, so one bad job cannot take others down.

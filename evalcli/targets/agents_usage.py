@@ -1,4 +1,4 @@
-"""Every model call an Agents SDK run makes, counted (SPEC §22), named after the agent that made it.
+"""Every model call an Agents SDK run makes, counted (docs/targets/index.md), named after the agent that made it.
 
 A conversation's own ``Runner.run`` gets :class:`CountingHooks`: the SDK calls ``on_llm_end`` with the agent and its
 ``ModelResponse`` after each model call, so a call after a handoff is priced on the model of the agent it went to,

@@ -1,4 +1,4 @@
-"""The ``callable`` adapter: evalcli's own protocol (SPEC §2), ``generate(input, *, memory=None, **options)``.
+"""The ``callable`` adapter: evalcli's own protocol (docs/targets/index.md), ``generate(input, *, memory=None, **options)``.
 
 The target is an object with a ``generate`` method or a plain callable, sync or async. Sync ones run
 in the run's target threads, so a slow one never blocks the event loop. evalcli owns the thread of
@@ -149,7 +149,7 @@ class CallableSession:
         self.kwargs = kwargs
         self.calls = calls
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         fn = self.adapter.fn
         if self.adapter.is_async:
             reply = await self.calls.call_async(fn(text, **self.kwargs))

@@ -3,7 +3,7 @@ installed packages (an ``AdapterDeclaration`` with ``mapping``, docs/extending.m
 
 ``target: {http: {...}}``, ``target: {mastra: {...}}`` and ``target: {model: NAME, system: ..., ...}`` each
 name a ``FormAdapter``: a session adapter like the framework ones, whose "agent object" is built from
-its validated settings (``config_model``) rather than imported. ``--target SPEC`` on the command line
+its validated settings (``config_model``) rather than imported. ``--target TARGET`` on the command line
 is parsed here into the same import path or mapping (``cli_target``), so both reach the one resolution
 in ``dataset.load``.
 """
@@ -62,12 +62,12 @@ class FormAdapter(Adapter):
     @classmethod
     def resolved(cls, config: Any, built: Any) -> dict[str, Any]:
         """The settings as the run uses them (after interpolation, with every file they name read), for the
-        resolved-configuration fingerprint of ``--resume`` (SPEC §21; only digests of it are ever stored)."""
+        resolved-configuration fingerprint of ``--resume`` (docs/identity.md; only digests of it are ever stored)."""
         return dict(config.model_dump(mode="json"))
 
 
 def cli_target(text: str) -> str | dict[str, Any]:
-    """``--target SPEC``: an import path, ``model:NAME``, ``mastra:URL#AGENT`` or ``http:URL`` (also ``https://...``),
+    """``--target TARGET``: an import path, ``model:NAME``, ``mastra:URL#AGENT`` or ``http:URL`` (also ``https://...``),
     as the dataset's ``target`` would be written. Its credentials are secrets from now on, even in a mistyped spec."""
     remember(url_secrets(text))
     spec = text.strip()

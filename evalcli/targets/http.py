@@ -1,4 +1,4 @@
-"""The ``http`` target (SPEC §17): an agent behind an HTTP endpoint, in any language.
+"""The ``http`` target (docs/targets/http.md): an agent behind an HTTP endpoint, in any language.
 
 Each turn is one request (``POST`` by default) to ``url`` with the JSON ``body``, whose strings are
 jinja2 templates (``templates``) over this turn's ``input``, the conversation's ``thread``, ``resource``,
@@ -248,7 +248,7 @@ class HttpAdapter(RemoteAdapter):
                 "their tokens are not counted (fix the usage path, or remove it)"]
 
     def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
-        """A fresh thread for every conversation, single-turn ones included (SPEC §22): a service that keys its
+        """A fresh thread for every conversation, single-turn ones included (docs/targets/index.md): a service that keys its
         history by ``{{ thread }}`` never gives one item another's messages."""
         return fresh_thread(options)
 

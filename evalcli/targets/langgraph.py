@@ -1,4 +1,4 @@
-"""The ``langgraph`` adapter: a compiled LangGraph graph (``Pregel``) as sessions (SPEC §12, §16).
+"""The ``langgraph`` adapter: a compiled LangGraph graph (``Pregel``) as sessions (docs/targets/frameworks.md).
 
 Graphs from ``langchain.agents.create_agent`` and ``langgraph.prebuilt.create_react_agent`` included.
 One turn is ``await graph.ainvoke({"messages": [HumanMessage(text)], **input}, config, **options)`` with

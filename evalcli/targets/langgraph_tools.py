@@ -1,4 +1,4 @@
-"""The LangGraph adapter's tools (SPEC §25): listing the tools of a graph's ``ToolNode`` nodes (``create_agent`` and
+"""The LangGraph adapter's tools (docs/hermetic.md): listing the tools of a graph's ``ToolNode`` nodes (``create_agent`` and
 ``create_react_agent`` graphs hold one), and a copy of the graph whose tool nodes ask the conversation's tool plan
 through ``ToolNode``'s own ``wrap_tool_call``/``awrap_tool_call`` hooks. The user's graph and its nodes are not
 changed. A mock's value becomes the ``ToolMessage``; its ``raises`` a ``ToolMessage(status="error")``, as a tool

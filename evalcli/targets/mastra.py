@@ -1,4 +1,4 @@
-"""The ``mastra`` target (SPEC §17): an agent served by a Mastra server, with exactly ``runEvals``' memory semantics.
+"""The ``mastra`` target (docs/targets/http.md): an agent served by a Mastra server, with exactly ``runEvals``' memory semantics.
 
 Each turn is ``POST {url}/api/agents/{agent}/generate`` with this turn's user message alone and, for a
 conversation that owns a thread, ``memory: {...target_options.memory, thread: T, resource: R}`` (T evalcli's
@@ -40,7 +40,7 @@ ERROR_OUTPUTS = frozenset({"error-text", "error-json", "execution-denied"})
 
 
 class MastraResponse(BaseModel):
-    """``response: {history: ...}``: whether the server's replies repeat the earlier turns (SPEC §22)."""
+    """``response: {history: ...}``: whether the server's replies repeat the earlier turns (docs/targets/index.md)."""
 
     model_config = ConfigDict(extra="forbid")
     history: History = Field(default="detect", description="full: every reply holds the whole conversation; turn: "

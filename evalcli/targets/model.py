@@ -1,4 +1,4 @@
-"""The ``model`` target (SPEC §17): a model as the agent, for prompt and model comparisons.
+"""The ``model`` target (docs/targets/http.md): a model as the agent, for prompt and model comparisons.
 
 Each turn is one chat completion through evalcli's LLM layer (``LLMClient.complete``, purpose ``target``, so
 its usage and cost are recorded with the run's other calls): the system prompt (``system``, or the text of

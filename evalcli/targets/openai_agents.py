@@ -1,4 +1,4 @@
-"""The ``openai_agents`` adapter: an OpenAI Agents SDK ``Agent`` as sessions (SPEC §12, §16).
+"""The ``openai_agents`` adapter: an OpenAI Agents SDK ``Agent`` as sessions (docs/targets/frameworks.md).
 
 One turn is ``await Runner.run(agent, text, session=S, **options)``. S is the thread's own in-memory
 ``SQLiteSession`` (one database per conversation, closed with it), so no two conversations share
@@ -18,7 +18,7 @@ the text as it was, so those results are ``is_error: true``; the SDK's default f
 timeout text are recognised too. When the run raises, the turn keeps what it produced before the failure.
 A ``final_output`` that is not text is the turn's ``structured`` result.
 
-A tripped input or output guardrail is an outcome of the turn, not an error (SPEC §22): the turn records the
+A tripped input or output guardrail is an outcome of the turn, not an error (docs/targets/index.md): the turn records the
 guardrail, keeps what the agent had produced (an output guardrail's: the answer it stopped) and the conversation
 goes on, as an app that catches ``InputGuardrailTripwireTriggered`` does. A ``setup`` may yield the app's own
 session object as ``session``: the conversation runs on it (and the setup, not evalcli, closes it).
@@ -193,7 +193,7 @@ class OpenAIAgentsSession:
 
         return record
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         reply: Reply = await self.calls.call_async(self._turn(text))
         return reply
 

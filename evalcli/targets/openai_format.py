@@ -1,7 +1,7 @@
 """Building OpenAI-format response messages, and reading a run call's options: shared by the framework adapters.
 
 Nothing here imports a framework. Every adapter turns its framework's records into these few shapes
-(SPEC §2, §12): an assistant message (text and/or ``tool_calls``), one tool call (``id``,
+(docs/targets/index.md, docs/targets/frameworks.md): an assistant message (text and/or ``tool_calls``), one tool call (``id``,
 ``function.name``, ``function.arguments`` as a JSON string) and a ``role: tool`` result carrying its
 ``tool_call_id`` and, when the framework reported the tool as failed, ``is_error: true``.
 """

@@ -1,4 +1,4 @@
-"""The ``pydantic_ai`` adapter: a PydanticAI agent (any ``AbstractAgent``) as sessions (SPEC §12).
+"""The ``pydantic_ai`` adapter: a PydanticAI agent (any ``AbstractAgent``) as sessions (docs/targets/frameworks.md).
 
 One turn is ``await agent.run(text, message_history=H, **options)``. H, the thread's messages, is kept
 by the session, never on the agent (one agent object serves every conversation at once): each
@@ -11,7 +11,7 @@ system prompts and instructions, and the output tool (``final_result``), whose v
 the assistant's text instead. Tool results whose outcome is ``failed``, ``retried`` (``ModelRetry``,
 invalid arguments) or ``interrupted``, and legacy retry prompts tied to a tool, are ``is_error: true``.
 
-Each conversation gets its own ``deps`` (SPEC §16): a mapping written in YAML is validated into the agent's
+Each conversation gets its own ``deps`` (docs/targets/frameworks.md): a mapping written in YAML is validated into the agent's
 ``deps_type`` anew for every conversation (a type that cannot be built from YAML is a validation error that
 says to use ``setup``). A turn's output that is not text is its ``structured`` result; rejections of the
 output (an output validator's ``ModelRetry``, output that fails validation) are its ``output_retries``.
@@ -113,7 +113,7 @@ class PydanticAISession:
         self.history: list[Any] = []
         self.turn = 0
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         reply: Reply = await self.calls.call_async(self._turn(text))
         return reply
 
@@ -158,7 +158,7 @@ def record_calls(messages: Iterable[Any], turn: int) -> None:
 
 
 class ToolPlanCapability(AbstractCapability[Any]):
-    """Answers the agent's tool calls from the current conversation's tool plan (SPEC §25): a mock's value is the
+    """Answers the agent's tool calls from the current conversation's tool plan (docs/hermetic.md): a mock's value is the
     tool's return; a mock's ``raises`` (or a refused call) is ``ModelRetry``, how PydanticAI reports a failed tool
     to the model. Output tools are left alone."""
 
@@ -260,8 +260,8 @@ def to_openai(messages: Iterable[Any], output_tools: frozenset[str]) -> list[Mes
 
 
 def settle_retries(messages: list[Message]) -> list[Message]:
-    """A tool call that asked for a retry (``ModelRetry``) and whose tool then succeeded is not a tool error (SPEC
-    §22): the retried results lose ``is_error`` and keep ``retried: true``; the result that succeeded records its
+    """A tool call that asked for a retry (``ModelRetry``) and whose tool then succeeded is not a tool error
+    (docs/targets/index.md): the retried results lose ``is_error`` and keep ``retried: true``; the result that succeeded records its
     ``retries``. Retries never followed by a success stay errors."""
     pending: dict[str, list[Message]] = {}
     for message in messages:

@@ -1,4 +1,4 @@
-"""What the ``http`` and ``mastra`` targets share (SPEC §17): one pooled aiohttp session per run, requests whose
+"""What the ``http`` and ``mastra`` targets share (docs/targets/http.md): one pooled aiohttp session per run, requests whose
 every failure is a sentence naming the URL and status and quoting the reply, and secrets kept out of all of it.
 
 A URL is shown with its credentials (``user:pass@``, the value of a query parameter named like a key or
@@ -35,7 +35,7 @@ class ReplyFailed(BadReply):
 
 
 def target_redactor(config: Any) -> Redactor:
-    """The redactor of a target's own secrets (SPEC §23: secret-named header values and URL credentials, whatever
+    """The redactor of a target's own secrets (docs/secrets.md: secret-named header values and URL credentials, whatever
     their length), beside every other secret known; they are remembered for every later output of the process."""
     found = RemoteAdapter.secrets(config)
     remember(found)
@@ -106,7 +106,7 @@ class Pool:
                     if status not in REDIRECTS or not location:
                         break
                     if status in (301, 302, 303) and method != "GET":
-                        # never replayed as a body-less GET whose answer would be scored (SPEC §22)
+                        # never replayed as a body-less GET whose answer would be scored (docs/targets/index.md)
                         raise ReplyFailed(f"{where} answered {status} {reason}, a redirect to "
                                           f"{redact_url(secrets(location))}, which a {method} is not sent to again "
                                           "(give the target's url as the redirect's Location)")

@@ -1,4 +1,5 @@
-"""The session protocol and adapters' common ground: one small protocol over every kind of agent (SPEC §2, §3, §12).
+"""The session protocol and adapters' common ground: one small protocol over every kind of agent (docs/targets/index.md,
+docs/datasets.md, docs/targets/frameworks.md).
 
 A conversation opens a ``Session`` on the target's adapter, sends each user message with ``send``
 (which returns only this turn's response messages, in OpenAI format) and closes it. The runner and
@@ -67,12 +68,12 @@ class TurnRejected(Exception):
 
 @dataclass
 class Reply:
-    """One turn's answer: this turn's new response messages (assistant and tool, OpenAI format, SPEC §2), and
+    """One turn's answer: this turn's new response messages (assistant and tool, OpenAI format, docs/targets/index.md), and
     what else an agent reports about the turn (adapters that know more add it here)."""
 
     messages: list[Message]
     structured: Any = None
-    """The turn's structured result as JSON (not text), when the agent has one (SPEC §16)."""
+    """The turn's structured result as JSON (not text), when the agent has one (docs/targets/frameworks.md)."""
     interrupt: Interrupt | None = None
     """The interrupt the turn ended in: the agent waits for the user (LangGraph ``interrupt()``)."""
     resume: Any = None
@@ -89,10 +90,10 @@ class Session(Protocol):
     thread_id: str | None
     resource_id: str | None
 
-    async def send(self, text: str) -> Reply:
-        """Send one user message; return this turn's reply. A session whose agent can wait for the user
-        (``Adapter.resumes``) also takes ``send(text, resume=VALUE)``: resume the pending interrupt with
-        ``VALUE`` (``text`` is what the turn records as the user's input)."""
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
+        """Send one user message; return this turn's reply. With ``resume``, resume the interrupt the previous turn
+        ended in with that value (``text`` is what the turn records as the user's input): only ever given to a
+        session whose adapter ``resumes`` (loading refuses a ``resume`` turn for any other target)."""
         ...
 
     async def close(self) -> None:
@@ -124,7 +125,7 @@ class TurnSession(Generic[A]):
         self.resource_id = thread.resource
         self.calls = calls
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         messages: list[Message] = await self.calls.call_async(self._turn(text))
         return Reply(messages)
 
@@ -230,9 +231,9 @@ class Adapter(ABC):
     resumes: ClassVar[bool] = False
     """Whether its agents can stop on an interrupt and be resumed (``send(text, resume=...)``)."""
     memory_hint: ClassVar[str] = "give the target a 'memory' attribute, e.g. evalcli.Memory"
-    """What the memory warning tells a user whose target has no memory (SPEC §2)."""
+    """What the memory warning tells a user whose target has no memory (docs/targets/index.md)."""
     tools_mockable: bool = True
-    """Whether ``tools:`` can reach this target's tools (not so for a service's own, SPEC §25)."""
+    """Whether ``tools:`` can reach this target's tools (not so for a service's own, docs/hermetic.md)."""
     tools_hint: ClassVar[str] = "remove 'tools:'"
     """What the error about ``tools:`` on a target whose tools cannot be mocked says to do."""
     error_results_ran: bool = False
@@ -321,9 +322,14 @@ class Adapter(ABC):
         properties = schema.get("properties") if isinstance(schema, dict) else None
         return list(properties) if isinstance(properties, dict) else None
 
+    @property
+    def target_model(self) -> str | None:
+        """The model a model target calls in every turn (``model:NAME``); ``None`` for every other target."""
+        return None
+
     def control_tools(self) -> None:  # noqa: B027 - a target whose tools evalcli cannot reach has nothing to wrap
         """From now on, run the agent's tools through each conversation's tool plan (``evalcli.tools.CURRENT``), on a
-        copy or an override, never by changing the user's object (SPEC §25). Called once, before the run."""
+        copy or an override, never by changing the user's object (docs/hermetic.md). Called once, before the run."""
 
     @property
     def has_memory(self) -> bool:

@@ -1,4 +1,4 @@
-"""Per-conversation setup (SPEC §16): ``target_options.setup: module:function``, called like a pytest fixture.
+"""Per-conversation setup (docs/targets/frameworks.md): ``target_options.setup: module:function``, called like a pytest fixture.
 
 The function is called once before a conversation's first turn with a ``ConversationInfo`` and returns a
 mapping of run options merged over the YAML ones for that conversation only (PydanticAI ``deps``, an Agents

@@ -1,4 +1,4 @@
-"""The ``http`` target's templates (SPEC §17): a JSON body whose strings are jinja2 templates, run in the sandbox.
+"""The ``http`` target's templates (docs/targets/http.md): a JSON body whose strings are jinja2 templates, run in the sandbox.
 
 A string that is exactly one expression (``"{{ history }}"``) takes that value's JSON type; any other string
 renders to a string; numbers, booleans and ``null`` are sent as written. Templates are compiled once, when
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 NAMES = ("input", "thread", "resource", "item_id", "turn", "metadata", "history", "tools")
 """What a template may use: this turn's user message, the conversation's thread and resource, the item's id, the
 turn's index (from 0), the item's metadata, the conversation's messages before this turn (user ones too), and its
-tool plan as JSON (``tools``: the mocks of this turn, ``unmocked``, ``hermetic``; SPEC §25)."""
+tool plan as JSON (``tools``: the mocks of this turn, ``unmocked``, ``hermetic``; docs/hermetic.md)."""
 MEMORY_NAMES = frozenset({"thread", "resource", "history"})
 """A request that carries one of these lets the agent tell one conversation's turns from another's."""
 
@@ -43,7 +43,7 @@ def environment() -> jinja2.Environment:
         _environment = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
                                                      keep_trailing_newline=True)
         # a template sees its variables and nothing else: jinja2's globals (range, namespace, lipsum, dict,
-        # cycler, joiner) are names it did not define, found at validation like any other (SPEC §22)
+        # cycler, joiner) are names it did not define, found at validation like any other (docs/targets/index.md)
         _environment.globals.clear()
     return _environment
 
@@ -146,7 +146,7 @@ def _render(node: Any, context: dict[str, Any]) -> Any:
 
 
 def _iso(value: Any) -> str:
-    """YAML's dates and timestamps in a body as ISO 8601 strings (SPEC §22); any other value JSON cannot hold is a
+    """YAML's dates and timestamps in a body as ISO 8601 strings (docs/targets/index.md); any other value JSON cannot hold is a
     ``TypeError`` naming its type."""
     if isinstance(value, (datetime.date, datetime.datetime)):
         return value.isoformat()

@@ -1,4 +1,4 @@
-"""The target's own model calls, counted (SPEC §22): what an agent reports it spent, recorded as LLM calls of purpose
+"""The target's own model calls, counted (docs/targets/index.md): what an agent reports it spent, recorded as LLM calls of purpose
 ``target`` in the conversation's usage (``llm.current_usage``), so the table, ``compare`` and the store count them
 as they count evalcli's own calls.
 

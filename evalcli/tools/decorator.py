@@ -1,4 +1,4 @@
-"""``@evalcli.tool``: a function the current conversation's tool plan can answer (SPEC §25), so a callable target
+"""``@evalcli.tool``: a function the current conversation's tool plan can answer (docs/hermetic.md), so a callable target
 or a custom graph can have its tools mocked; outside evalcli (no plan) it is a plain call."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One conversation's tool plan (SPEC §25): what answers each tool call, and the record of every call.
+"""One conversation's tool plan (docs/hermetic.md): what answers each tool call, and the record of every call.
 
 The conversation puts its ``ToolPlan`` in the ``CURRENT`` context variable around each turn; every wrapped tool
 (``evalcli.Agent``'s, the framework adapters', ``@evalcli.tool`` functions) asks it through ``acall``/``call``.

@@ -1,4 +1,4 @@
-"""What a dataset says about its tools (SPEC §25), as data: mocks by tool, how unmocked calls go, and the tape a
+"""What a dataset says about its tools (docs/hermetic.md), as data: mocks by tool, how unmocked calls go, and the tape a
 conversation replays. Matching a call against a mock's ``when`` and the canonical JSON of arguments are each one
 function here, used everywhere."""
 

@@ -4,7 +4,7 @@
 (OpenAI's Chat Completions format); point the simulator at it with
 ``EVALCLI_SIMULATOR_MODEL=openai/scripted-user OPENAI_API_BASE=http://127.0.0.1:8766/v1``. Like
 ``scripted_model``, it remembers nothing itself: each reply is worked out from the request's own messages, as
-evalcli sends them to a simulator (SPEC §13): the instructions (goal, persona, facts), the user's earlier
+evalcli sends them to a simulator (docs/simulated-users.md): the instructions (goal, persona, facts), the user's earlier
 messages (as ``assistant`` messages: roles are flipped) and the agent's words, fenced between transcript markers.
 
 It plays the users of ``datasets/simulated.yaml`` the way a patient person would: it asks about its goal without

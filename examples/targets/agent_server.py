@@ -1,4 +1,4 @@
-"""The demo weather agent served over HTTP, to try the ``http`` target offline (SPEC §17).
+"""The demo weather agent served over HTTP, to try the ``http`` target offline (docs/targets/http.md).
 
 ``python -m examples.targets.agent_server --port 8000`` serves ``POST /chat`` on 127.0.0.1:
 

@@ -1,4 +1,4 @@
-"""A scripted chat model for the ``model`` target's offline example (SPEC §17): an OpenAI-compatible server.
+"""A scripted chat model for the ``model`` target's offline example (docs/targets/http.md): an OpenAI-compatible server.
 
 ``python -m examples.targets.chat_model --port 8766`` serves ``POST /v1/chat/completions`` on 127.0.0.1.
 It plays a weather assistant with no tools, from each request's own messages only (it remembers nothing

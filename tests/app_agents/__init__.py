@@ -1,4 +1,4 @@
-"""Agents written the way the frameworks' own example apps are (not copies of them), for SPEC §16's tests.
+"""Agents written the way the frameworks' own example apps are (not copies of them), for docs/targets/frameworks.md tests.
 
 Each module builds its agent at import with its model at ``$OPENAI_BASE_URL`` (the tests' loopback server).
 ``record()`` appends one JSON line to ``$EVALCLI_TEST_RECORD``: what setups, cleanups and tools saw.

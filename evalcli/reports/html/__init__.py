@@ -1,4 +1,4 @@
-"""The HTML report of a run (SPEC §15): one self-contained file, written by ``evalcli run --html`` and
+"""The HTML report of a run (docs/html-report.md): one self-contained file, written by ``evalcli run --html`` and
 ``evalcli report RUN [--baseline RUN] --html PATH``.
 
 ``HtmlReport`` is a report like the others in ``evalcli.reports``: it is handed each conversation once, in

@@ -1,4 +1,4 @@
-"""``evalcli compare ... --html PATH``: runs of one dataset side by side as one self-contained page (SPEC §17).
+"""``evalcli compare ... --html PATH``: runs of one dataset side by side as one self-contained page (docs/targets/http.md).
 
 The comparison table as the terminal shows it, the conversations whose gates differ, then every
 conversation with each run's transcript in a column of its own (as ``show`` prints them: user messages,
@@ -11,9 +11,9 @@ from __future__ import annotations
 from secrets import token_urlsafe
 from typing import Any
 
-from ... import __version__
 from ...secrets import Redactor
 from ...store import Comparison
+from ...version import __version__
 from ..compare import cell_text, changed_line, cost_text, paired_sections, seconds_text, usage_rows
 from ..paired import HEADERS, detectable_line, figure_rows, pass_fail_line, status_line
 from ..text import DATASETS_DIFFER, threshold_text, verdict_words
@@ -55,7 +55,7 @@ def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> s
 
 
 def _paired(comparison: Comparison) -> list[dict[str, Any]]:
-    """Each later run's paired statistics against the first, as the terminal words them (SPEC §26)."""
+    """Each later run's paired statistics against the first, as the terminal words them (docs/history.md)."""
     sections = []
     for title, stats in paired_sections(comparison):
         if stats is None:

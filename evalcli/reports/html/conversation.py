@@ -114,10 +114,10 @@ def message_entries(output: list[Message], names: dict[Any, str] | None = None) 
             entry = {"k": "result", "name": names.get(call_id, "?"), "id": call_id,
                      "error": is_error_result(message), "text": pretty_arguments(message_text(message))}
             if isinstance(message.get("source"), str):
-                entry["source"] = message["source"]  # where the result came from: live, mock or replay (SPEC §25)
+                entry["source"] = message["source"]  # where the result came from: live, mock or replay (docs/hermetic.md)
             note = retry_note(message)
             if note:
-                entry["retry"] = note  # a ModelRetry, or the call that succeeded after N (SPEC §22)
+                entry["retry"] = note  # a ModelRetry, or the call that succeeded after N (docs/targets/index.md)
             entries.append(entry)
     return entries
 

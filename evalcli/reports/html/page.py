@@ -196,7 +196,7 @@ class HtmlReport:
 
 
 def _version() -> str:
-    from ... import __version__
+    from ...version import __version__
 
     return __version__
 

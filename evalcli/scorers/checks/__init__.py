@@ -1,4 +1,5 @@
-"""The deterministic checks (SPEC §4, §14, §16): ``basic`` (text and tool checks), ``tools`` (arguments, trajectories,
+"""The deterministic checks (docs/checks.md, docs/reference/scorers.md, docs/targets/frameworks.md): ``basic`` (text and tool
+checks), ``tools`` (arguments, trajectories,
 F1, JSON output), ``agents`` (which agent answered, structured results) and ``matching`` (JSON value matching and
 maximum bipartite matching). No LLM."""
 

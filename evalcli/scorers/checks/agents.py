@@ -1,9 +1,10 @@
-"""Checks on what framework agents report (SPEC §16, §22): ``answered_by``, ``structured_output`` and
+"""Checks on what framework agents report (docs/targets/frameworks.md, docs/targets/index.md): ``answered_by``,
+``structured_output`` and
 ``guardrail_tripped``.
 
 ``answered_by`` reads the ``name`` an assistant message carries (the Agents SDK agent that wrote it);
 ``structured_output`` reads the last scored turn's ``structured`` result (a framework agent's output that is
-not text, LangGraph's final state), compared as ``tool_args`` compares arguments (SPEC §14);
+not text, LangGraph's final state), compared as ``tool_args`` compares arguments (docs/reference/scorers.md);
 ``guardrail_tripped`` reads the guardrail each scored turn records (an Agents SDK input or output guardrail).
 """
 

@@ -1,4 +1,4 @@
-"""The eleven deterministic checks (SPEC §4). No LLM; each is a pure function of the run.
+"""The eleven deterministic checks (docs/checks.md). No LLM; each is a pure function of the run.
 
 Each check is declared once as a ``Kind`` (its argument model, main argument and summary) and
 returns a score with a reason that says what it saw, so a failing gate explains itself.
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ...messages import assistant_texts, excerpt, tool_errors, tool_names
 from ...results import Outcome
 from ..base import ScorerRun
-from ..kinds import BuildContext, Kind
+from ..kinds import BuildContext, Kind, Scorer
 
 
 class CheckArgs(BaseModel):
@@ -211,8 +211,10 @@ def tool_retries(run: ScorerRun, a: ToolRetriesArgs) -> Outcome:
                                                        f"retried: {retried}{called}")
 
 
-class CheckScorer:
+class CheckScorer(Scorer):
     """A check bound to its validated arguments."""
+
+    immediate = True
 
     def __init__(self, fn: Callable[[ScorerRun, Any], Outcome], args: BaseModel) -> None:
         self.fn = fn
@@ -222,7 +224,7 @@ class CheckScorer:
         return self.fn(run, self.args)
 
     def score_now(self, run: ScorerRun) -> Outcome:
-        """Checks need no waiting: the runner calls this directly, skipping a coroutine."""
+        """Checks need no waiting: the conversation calls this directly, skipping a coroutine."""
         return self.fn(run, self.args)
 
 

@@ -1,4 +1,4 @@
-"""Tool calls with their arguments, JSON value matching and maximum bipartite matching (SPEC §14).
+"""Tool calls with their arguments, JSON value matching and maximum bipartite matching (docs/reference/scorers.md).
 
 Argument values compare by the one rule of ``evalcli.patterns.values_match`` (a mock's ``when`` uses it too):
 JSON values, numbers by value (``1`` equals ``1.0``), booleans only with booleans, strings exactly, and a string

@@ -1,4 +1,5 @@
-"""The scorer library's deterministic checks (SPEC §14): ``tool_args``, ``trajectory``, ``tool_f1``, ``json_output``.
+"""The scorer library's deterministic checks (docs/reference/scorers.md): ``tool_args``, ``trajectory``, ``tool_f1``,
+``json_output``.
 
 Each is declared once as a ``Kind`` and returns a score with a reason saying what matched and what
 did not (the expected call that found no partner, the keys that differed, the schema error).

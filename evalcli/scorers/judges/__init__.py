@@ -1,4 +1,5 @@
-"""The LLM judges (SPEC §5, §14) on one engine (``engine``: structured verdicts, repair, cache keys, cost records),
+"""The LLM judges (docs/judges.md, docs/reference/scorers.md) on one engine (``engine``: structured verdicts, repair, cache
+keys, cost records),
 with ``kit`` (what judges read and how kinds are declared), ``criterion`` (``multi_turn_judge``), ``library``
 (rubric, role adherence, factuality, goal achieved) and ``listing`` (completeness, knowledge retention,
 groundedness: list, then judge)."""

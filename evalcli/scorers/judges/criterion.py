@@ -1,4 +1,4 @@
-"""``multi_turn_judge``: an LLM grades the assistant's side of a conversation against one criterion (SPEC §5).
+"""``multi_turn_judge``: an LLM grades the assistant's side of a conversation against one criterion (docs/judges.md).
 
 Built on the judge engine like every judge: the transcript (assistant text only, numbered) is fenced and
 neutralised, the verdict is structured JSON ``{satisfied, reasoning}``, unreadable replies are retried and
@@ -21,7 +21,7 @@ from ...llm.fence import MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START, neutr
 from ...messages import Message, assistant_texts
 from ...results import Outcome
 from ..base import ScorerRun
-from ..kinds import BuildContext, Kind
+from ..kinds import BuildContext, Kind, Scorer
 from . import kit
 from .engine import JudgeCall, JudgeFailed, SamplePoint, output_schema, reader, sampled, usage_of
 from .kit import api_base_field, model_field, models_field, samples_field, with_model
@@ -151,16 +151,16 @@ def format_reason(verdict: Verdict, criterion: str) -> str:
 
 def criterion_call(llm: LLMClient, model: str, scorer_id: str, version: str, api_base: str | None,
                    use_cache: bool, point: SamplePoint | None = None) -> JudgeCall[Verdict]:
-    """The engine's call for one §5 verdict (``goal_achieved`` asks the same question, under its own version);
+    """The engine's call for one docs/judges.md verdict (``goal_achieved`` asks the same question, under its own version);
     ``point``: which sample of a repeated judge it is."""
     return JudgeCall(llm=llm, model=model, scorer_id=scorer_id, version=version, read=parse_verdict,
                      schema_name="verdict", schema=VERDICT_SCHEMA, api_base=api_base, use_cache=use_cache,
                      repair_prompt=REPAIR_PROMPT, point=point if point is not None and point.seed is not None else None)
 
 
-class MultiTurnJudge:
+class MultiTurnJudge(Scorer):
     """The ``multi_turn_judge`` scorer: 1 (times ``scale``) when the criterion is satisfied, else 0. With
-    ``samples`` or ``models`` it asks each sample at once and takes the majority (SPEC §19)."""
+    ``samples`` or ``models`` it asks each sample at once and takes the majority (docs/recorded.md)."""
 
     def __init__(self, args: JudgeArgs, *, scorer_id: str, llm: LLMClient, use_cache: bool = True) -> None:
         self.args = args
@@ -193,7 +193,7 @@ class MultiTurnJudge:
 
 async def judge_criterion(call: JudgeCall[Verdict], criterion: str, output: list[Message], scale: float = 1, *,
                           sink: UsageSink | None = None) -> Outcome:
-    """One §5 verdict on the assistant's side of ``output``: ``scale`` when satisfied, else 0 (its calls recorded
+    """One docs/judges.md verdict on the assistant's side of ``output``: ``scale`` when satisfied, else 0 (its calls recorded
     in ``sink``, else in one of its own)."""
     sink = sink if sink is not None else UsageSink()
     try:

@@ -1,4 +1,5 @@
-"""The engine every LLM judge shares (SPEC §5, §14): structured verdicts, repair, cache keys, cost records.
+"""The engine every LLM judge shares (docs/judges.md, docs/reference/scorers.md): structured verdicts, repair, cache keys, cost
+records.
 
 A judge is a prompt, an output model and a score function. It renders what it reads with
 ``evalcli.llm.fence`` (untrusted text between markers on lines of their own, marker look-alikes
@@ -9,7 +10,7 @@ that is not is asked again, then the scoring is an error, never a score. Replies
 changes them, including the judge's own prompt version, and every call is recorded with its tokens and
 cost.
 
-Repeated judging and panels (SPEC §19) live here too, once for every judge: ``sample_points`` says who is
+Repeated judging and panels (docs/recorded.md) live here too, once for every judge: ``sample_points`` says who is
 asked (one model N times with distinct seeds, or each model of a panel once) and ``sampled`` asks them all at
 once (each call takes a judge slot like any other, so N samples cost N calls at the same concurrency, not N
 rounds) and decides: the median score, which for binary verdicts and an odd N is the majority. A judge asked
@@ -206,7 +207,7 @@ def usage_of(sink: UsageSink, model: str) -> dict[str, Any]:
     return {"model": model, **sink.totals()}
 
 
-# --- repeated judging and panels (SPEC §19) -------------------------------------------------------
+# --- repeated judging and panels (docs/recorded.md) -------------------------------------------------------
 
 MAX_SAMPLES = 9
 SAMPLE_TEMPERATURE = 0.7

@@ -1,4 +1,4 @@
-"""What the scorer library's LLM judges share (SPEC §14), on top of the judge engine (``engine``).
+"""What the scorer library's LLM judges share (docs/reference/scorers.md), on top of the judge engine (``engine``).
 
 A judge here is a prompt, an output model and an async score function ``(Asking, args, run) -> Outcome``.
 This module renders what judges read (turns, tool results, listed items: fenced, markers and forged
@@ -43,7 +43,7 @@ from ...messages import Message, assistant_texts, is_error_result, message_text
 from ...results import Outcome
 from ..base import ScorerRun, TurnView
 from ..checks.matching import calls_of
-from ..kinds import BuildContext, Kind
+from ..kinds import BuildContext, Kind, Scorer
 from .engine import (
     MAX_SAMPLES,
     JudgeCall,
@@ -92,13 +92,13 @@ def api_base_field() -> Any:
 
 
 def models_field() -> Any:
-    """The ``models`` argument every judge takes: a panel instead of one model (SPEC §19)."""
+    """The ``models`` argument every judge takes: a panel instead of one model (docs/recorded.md)."""
     return Field(default=None, description="A panel instead of 'model': litellm models asked once each (an odd "
                                            "number, up to 9), decided by majority (binary verdicts) or median.")
 
 
 def samples_field() -> Any:
-    """The ``samples`` argument every judge takes (SPEC §19)."""
+    """The ``samples`` argument every judge takes (docs/recorded.md)."""
     return Field(default=1, strict=True, description="How many times the judge is asked, each with its own seed (odd, "
                                                      "1 to 9), decided by majority (binary verdicts) or median.")
 
@@ -372,7 +372,7 @@ def _snake(name: str) -> str:
 ScoreFn = Callable[[Asking, Any, ScorerRun], Awaitable[Outcome]]
 
 
-class BoundJudge:
+class BoundJudge(Scorer):
     """A judge kind bound to its arguments and its run: asks each of its samples (``samples``, or a panel's
     ``models``) through ``once``, and decides (``engine.sampled``)."""
 

@@ -1,8 +1,9 @@
-"""The scorer library's LLM judges (SPEC §14), each a prompt, an output model and a score function.
+"""The scorer library's LLM judges (docs/reference/scorers.md), each a prompt, an output model and a score function.
 
 ``rubric``, ``role_adherence``, ``factuality`` and ``goal_achieved`` ask once and live here;
 ``completeness``, ``knowledge_retention`` and ``grounded`` list, then judge (``listing``). All
-seven are declared at the end of this file, in SPEC order. What a judge reads is exactly SPEC §14's
+seven are declared at the end of this file, in the order of docs/reference/scorers.md. What a judge reads is exactly
+docs/reference/scorers.md
 "reads" column: the others never see the user's words or tool results.
 """
 
@@ -232,7 +233,7 @@ def _factuality_id(values: dict[str, Any]) -> str:
 # --- goal_achieved ------------------------------------------------------------------------------
 
 class GoalAchieved(BoundJudge):
-    """A §5 judge whose criterion is the item's ``expected_outcome``, else the simulated user's goal."""
+    """A criterion judge (docs/judges.md) whose criterion is the item's ``expected_outcome``, else the simulated user's goal."""
 
     binary = True
 
@@ -245,7 +246,7 @@ class GoalAchieved(BoundJudge):
         return await judge_criterion(call, criterion, run.output, sink=asking.sink)
 
 
-# --- declarations, in SPEC §14 order -------------------------------------------------------------
+# --- declarations, in docs/reference/scorers.md order -------------------------------------------------------------
 
 KINDS = (
     declare("rubric", RubricArgs, rubric, version="2", main="criteria", default_id=_rubric_id,
@@ -270,7 +271,7 @@ KINDS = (
             summary="the last answer against `reference` (default: ground_truth): A subset 0.4, B superset 0.6, C same 1, "
                     "D disagrees 0, E immaterial differences 1", example="factuality: Paris is the capital of France."),
     declare("goal_achieved", PlainJudgeArgs, None, version="2", main=None, default_id=lambda values: "goal_achieved",
-            summary="a §5 judge whose criterion is the item's expected_outcome (else simulate.goal): 1 or 0",
+            summary="a criterion judge whose criterion is the item's expected_outcome (else simulate.goal): 1 or 0",
             example="goal_achieved", build=GoalAchieved),
 )
 """The library's judges, in the order ``evalcli scorers`` lists them."""

@@ -1,4 +1,5 @@
-"""The list-then-judge judges of the scorer library (SPEC §14): ``completeness``, ``knowledge_retention``, ``grounded``.
+"""The list-then-judge judges of the scorer library (docs/reference/scorers.md): ``completeness``, ``knowledge_retention``,
+``grounded``.
 
 Each makes its calls in a fixed order: first it lists (the user's intentions, the facts the user gave,
 the assistant's claims) from the text it may read, then it judges every listed item in one call whose

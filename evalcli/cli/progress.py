@@ -1,0 +1,87 @@
+"""What ``evalcli run`` and ``evalcli calibrate`` show while a run goes on: a progress bar (on a terminal) and
+warnings, on stderr; the run's ``Events``. Imported when a command runs datasets (``evalcli --help`` never loads it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..results import ItemResult
+from ..run import Events
+from .console import make_console
+
+
+class CliEvents(Events):
+    """Progress bar (only on a terminal) and warnings, on stderr."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.err = make_console(stderr=True)
+        self.quiet = quiet
+        self.progress: Any = None
+        self.task: Any = None
+        self.signals = 0
+        self.waiting_on: str | None = None
+        self.limits: dict[str, tuple[int, int]] = {}
+        """Models throttled after 429s (docs/budgets.md): their calls in flight and the configured concurrency."""
+
+    def started(self, run_id: str, total: int, done: int) -> None:
+        if self.quiet or not self.err.is_terminal:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("conversations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn("{task.description}"), console=self.err, transient=True)
+        self.progress.start()
+        self.task = self.progress.add_task("", total=total, completed=done)
+
+    def item_done(self, result: ItemResult) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task)
+
+    def notice(self, text: str | None) -> None:
+        """A long step the run waits on: beside the progress bar on a terminal, else a line of its own (a CI log
+        then shows why nothing moves); ``None`` when it is over."""
+        if self.quiet:
+            return
+        self.waiting_on = text
+        if self.progress is not None:
+            self._describe()
+        elif text is not None:
+            self.err.print(text, markup=False, soft_wrap=True)
+
+    def throttled(self, model: str, limit: int | None, ceiling: int) -> None:
+        """A model met 429s: the progress line says it is throttled (without a terminal, a line when it starts and
+        one when it ends)."""
+        if self.quiet:
+            return
+        was = model in self.limits
+        if limit is None:
+            self.limits.pop(model, None)
+        else:
+            self.limits[model] = (limit, ceiling)
+        if self.progress is not None:
+            self._describe()
+        elif limit is not None and not was:
+            self.err.print(f"{model} is rate limited (HTTP 429): throttled to {limit} of {ceiling} calls in flight",
+                           markup=False, soft_wrap=True)
+        elif limit is None and was:
+            self.err.print(f"{model} is no longer throttled: {ceiling} calls in flight", markup=False, soft_wrap=True)
+
+    def _describe(self) -> None:
+        parts = [self.waiting_on] if self.waiting_on else []
+        parts += [f"{model} throttled ({limit}/{ceiling} in flight)" for model, (limit, ceiling) in self.limits.items()]
+        self.progress.update(self.task, description="; ".join(parts))
+
+    def warning(self, text: str) -> None:
+        if not self.quiet:
+            self.err.print("warning: " + text, style="yellow", markup=False, soft_wrap=True)
+
+    def stopping(self) -> None:
+        self.signals += 1
+        text = ("interrupted: finishing conversations in flight (press Ctrl-C again to stop now)..."
+                if self.signals == 1 else "stopping now: cancelling conversations in flight...")
+        self.err.print(text, style="yellow", markup=False, soft_wrap=True)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None

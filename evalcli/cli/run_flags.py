@@ -1,0 +1,61 @@
+"""The options of ``evalcli run``, declared once each (typer reads them from these annotations): what they say is
+the command-line reference (docs/reference/cli.md, generated)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+DatasetsArgument = Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
+                                                        help="Dataset files (YAML, or JSONL with a header line).")]
+JsonOption = Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the JSON result to PATH "
+                                                                                  "('-' for stdout).")]
+JunitOption = Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a JUnit XML report to PATH.")]
+MarkdownOption = Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a Markdown summary to PATH.")]
+HtmlOption = Annotated[Optional[Path], typer.Option(metavar="PATH", help="Write a self-contained HTML report to "
+                                                                         "PATH.")]
+NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Ask the models again instead of reusing cached "
+                                                                "judge and simulator replies.")]
+StrictOption = Annotated[bool, typer.Option("--strict", help="Exit 3 when the verdict is 'scored'.")]
+MaxErrorsOption = Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Item errors tolerated before exit "
+                                                                                 "code 4 (default 0).")]
+FilterOption = Annotated[Optional[str], typer.Option("--filter", metavar="REGEX", help="Regex searched in each "
+                                                                                      "item's id, tags and first "
+                                                                                      "input.")]
+LimitOption = Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Run at most N items.")]
+ShardOption = Annotated[Optional[str], typer.Option(metavar="I/N", help="Run shard I of N, a stable split by item "
+                                                                        "id.")]
+RepeatOption = Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Play each conversation N times (scores "
+                                                                              "averaged; pass@k and pass^k per gate; "
+                                                                              "default 1).")]
+TurnTimeoutOption = Annotated[Optional[float], typer.Option(min=0.001, metavar="SECONDS",
+                                                            help="Seconds one call of the agent may take (default: "
+                                                                 "no limit).")]
+MaxCostOption = Annotated[Optional[str], typer.Option(metavar="USD", help="Start no LLM call once this much is spent "
+                                                                         "(US dollars), overall or per purpose: "
+                                                                         "'5' or 'judge=2,target=3,simulator=1'; "
+                                                                         "exit 5 when it ends the run.")]
+MaxTokensOption = Annotated[Optional[str], typer.Option(metavar="N", help="The same in tokens (in and out): '100000' "
+                                                                         "or 'judge=20000,target=50000'.")]
+ResumeOption = Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Continue this interrupted run, with the "
+                                                                            "options it was started with.")]
+RerunFailedOption = Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Run only the items that failed or "
+                                                                                 "errored in this run.")]
+TargetOption = Annotated[Optional[list[str]], typer.Option("--target", metavar="TARGET", help="Run against this target "
+                                                                                           "instead of the dataset's: "
+                                                                                           "module:attribute, "
+                                                                                           "model:NAME, "
+                                                                                           "mastra:URL#AGENT or "
+                                                                                           "http:URL. Repeat it to "
+                                                                                           "compare targets (one run "
+                                                                                           "each).")]
+RecordToolsOption = Annotated[Optional[Path], typer.Option("--record-tools", metavar="DIR", help="Record every tool "
+                                                           "call to DIR/<dataset stem>.tape.jsonl (a dataset's "
+                                                           "'tools:' replays it with 'replay: PATH').")]
+HermeticOption = Annotated[bool, typer.Option("--hermetic", help="A tool call no mock or tape answers is the "
+                                                                 "conversation's error (never run live).")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line and the conversations "
+                                                                 "that errored (no table, no warnings).")]
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")]

@@ -1,0 +1,25 @@
+"""Several runs as ``evalcli run`` makes them, for Python callers, the CLI and the pytest plugin alike
+(docs/python-api.md): ``plan_runs`` loads and checks every dataset once per target, with where the reports go;
+``run_planned`` (``arun_planned`` on a running loop) makes each run in turn (the runner takes each ``RunPlan``),
+reports it, compares the runs of several targets and writes the CI files.
+"""
+
+from __future__ import annotations
+
+from .outputs import (
+    Outputs,
+    check_outputs,
+    check_tapes,
+    database_problem,
+    file_problem,
+    open_for_writing,
+    per_run,
+    run_names,
+    tape_names,
+)
+from .plans import DatasetSource, Plans, check_combination, load_datasets, plan_runs
+from .runs import Reporter, Runs, RunsInterrupted, arun_planned, run_planned
+
+__all__ = ["DatasetSource", "Outputs", "Plans", "Reporter", "Runs", "RunsInterrupted", "arun_planned", "check_combination",
+           "check_outputs", "check_tapes", "database_problem", "file_problem", "load_datasets", "open_for_writing",
+           "per_run", "plan_runs", "run_names", "run_planned", "tape_names"]

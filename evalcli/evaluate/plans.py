@@ -1,0 +1,133 @@
+"""Several runs planned at once, as ``evalcli run`` plans them (docs/python-api.md): each dataset once per target,
+every check made once before anything runs, the report files checked writable."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..dataset import Dataset, load_dataset
+from ..errors import DatasetError, Problem, UsageError
+from ..run import RunOptions, RunPlan, check_options, llm_settings, plan_run
+from ..secrets import Redactor
+from ..store import Store
+from ..targets import cli_target
+from ..tools import tape_path
+from .outputs import Outputs, check_tapes
+
+DatasetSource = str | Path | Dataset
+"""A dataset as ``plan_runs`` takes it: a file to load, or one loaded already (``load_dataset``)."""
+
+
+@dataclass(frozen=True)
+class Plans:
+    """Runs planned together (``plan_runs``): one per dataset and target, in that order, with where their reports
+    go and the database they are stored in."""
+
+    runs: tuple[RunPlan, ...]
+    outputs: Outputs
+    db: Path | None = None
+    """Where the runs are stored (``run_planned`` opens it; ``None``: only where a ``store`` is given)."""
+    targets: tuple[str, ...] = ()
+    """The ``--target``s each dataset runs against (none: each its own); with several, the runs are compared."""
+
+    @cached_property
+    def redactor(self) -> Redactor:
+        """What never leaves evalcli: the environment's secrets and every dataset's own."""
+        return Redactor(extra=set().union(*(plan.dataset.secret_values for plan in self.runs)))
+
+    @property
+    def history(self) -> bool:
+        """Whether the runs continue (``--resume``) or re-run (``--rerun-failed``) a stored run."""
+        return any(plan.options.resume or plan.options.rerun_failed for plan in self.runs)
+
+
+def load_datasets(datasets: Sequence[DatasetSource], scorers: str | Path | None = None,
+                  targets: Sequence[str] = ()) -> list[tuple[Dataset, str | None]]:
+    """Every dataset validated (once per target, when given) before any runs, with the target it was loaded with;
+    every problem of every file in one ``DatasetError``."""
+    parsed: list[tuple[str | None, str | dict[str, Any] | None]] = [(t, cli_target(t)) for t in targets]
+    loaded: list[tuple[Dataset, str | None]] = []
+    problems: list[Problem] = []
+    for source in datasets:
+        if isinstance(source, Dataset):
+            if targets:
+                raise UsageError(f"{source.path} is loaded already: it runs against its own target",
+                                 "give its path to run it against other targets")
+            loaded.append((source, None))
+            continue
+        for label, target in parsed or [(None, None)]:
+            try:
+                loaded.append((load_dataset(source, str(scorers) if scorers else None, target=target,
+                                            target_label=label), label))
+            except DatasetError as exc:
+                problems.extend(p for p in exc.problems if p not in problems)  # a shared registry's, once
+    if problems:
+        raise DatasetError(problems)
+    return loaded
+
+
+def check_combination(datasets: int, targets: Sequence[str], options: RunOptions) -> None:
+    """What several datasets and targets cannot be run with: continuing one run is one dataset and one target."""
+    if options.resume and datasets != 1:
+        raise UsageError("--resume continues one run: name exactly one dataset", "evalcli run DATASET --resume RUN_ID")
+    if options.resume and options.rerun_failed:
+        raise UsageError("--resume and --rerun-failed cannot be used together", "choose one")
+    if len(targets) > 1 and (options.resume or options.rerun_failed):
+        flag = "--resume" if options.resume else "--rerun-failed"
+        raise UsageError(f"{flag} continues one run, of one target: give at most one --target",
+                         f"evalcli run DATASET --target TARGET {flag} RUN_ID")
+    if len(set(targets)) < len(targets):
+        repeated = next(t for t in targets if list(targets).count(t) > 1)
+        raise UsageError(f"--target {repeated} is given twice", "name each target once")
+
+
+def plan_runs(datasets: Sequence[DatasetSource], options: RunOptions | None = None, *, targets: Sequence[str] = (),
+              scorers: str | Path | None = None, db: str | Path | None = None, store: Store | None = None,
+              given: Mapping[str, Any] | None = None, json: str | Path | None = None, junit: str | Path | None = None,
+              markdown: str | Path | None = None, html: str | Path | None = None,
+              step_summary: str | Path | None = None) -> Plans:
+    """Plan every dataset once per target (``targets``: ``--target`` specs; none: each dataset's own), in that
+    order, with ``options``; check the report paths (one per run, named apart) and the database ``db`` first, then
+    load and validate every dataset, then plan each run (``plan_run``: a resume or re-run reads ``store``, else
+    ``db``). A ``UsageError`` or ``DatasetError`` names every mistake before anything runs or is stored;
+    selecting no conversation at all is one (``--filter``, ``--limit 0``)."""
+    options = options or RunOptions()
+    check_combination(len(datasets), targets, options)
+    check_options(options)
+    settings = llm_settings()
+    database = Path(db) if db is not None else None
+    labels: list[str | None] = [*targets] or [None]
+    outputs = Outputs.plan([(_path(source), target) for source in datasets for target in labels],
+                           json=_optional(json), junit=_optional(junit), markdown=_optional(markdown),
+                           html=_optional(html), db=database, step_summary=_optional(step_summary))
+    loaded = load_datasets(datasets, scorers, targets)
+    if options.record_tools is not None:  # each run's tape writable, and none the tape a dataset replays
+        check_tapes([tape_path(options.record_tools, dataset.path, outputs.tapes[n])
+                     for n, (dataset, _) in enumerate(loaded)],
+                    [Path(tape) for dataset, _ in loaded for tape in dataset.replayed_tapes])
+    history = store
+    if history is None and database is not None and (options.resume or options.rerun_failed):
+        history = Store(database)  # a resume or re-run reads the stored run; nothing is written here
+    try:
+        runs = tuple(plan_run(dataset, replace(options, tape_name=outputs.tapes[n] or options.tape_name), history,
+                              given=given, settings=settings, target=label) for n, (dataset, label) in enumerate(loaded))
+    finally:
+        if history is not None and history is not store:
+            history.close()
+    reasons = [plan.nothing for plan in runs if plan.nothing]
+    if reasons and not any(plan.items for plan in runs):
+        raise UsageError(reasons[0], "loosen --filter or --limit; nothing was run or stored")
+    return Plans(runs, outputs, database, tuple(targets))
+
+
+def _path(source: DatasetSource) -> Path:
+    return Path(source.path) if isinstance(source, Dataset) else Path(source)
+
+
+def _optional(value: str | Path | None) -> Path | None:
+    return None if value is None else Path(os.fspath(value))

@@ -1,0 +1,63 @@
+"""A run's rows in the store (docs/storage.md): its row when it begins, each conversation's as it finishes, and how
+it ended. Every write goes through the run's writer thread, never the event loop; without a store, nothing is
+recorded and the run is the same."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Collection
+from typing import Any
+
+from ..dataset import Dataset
+from ..results import ItemResult, Summary
+from ..store import StoredOptions, stored_items
+from .context import RunContext
+
+
+class Recorder:
+    """The one owner of a run's rows: ``begin``, ``item`` per finished conversation, ``finish``."""
+
+    def __init__(self, context: RunContext, run_id: str, registered: Collection[str],
+                 on_stored: Callable[[ItemResult], None] | None = None) -> None:
+        self.context = context
+        self.store = context.store
+        self.run_id = run_id
+        self.registered = set(registered)
+        """The ids of the scorers whose scores are stored beside each conversation (``scorers.yaml``'s)."""
+        self.on_stored = on_stored
+
+    async def begin(self, dataset: Dataset, options: StoredOptions | None) -> None:
+        """The run's row: a new one with ``options`` (what the run keeps of its options and configuration), or with
+        ``None`` the resumed run's, running again."""
+        store, run_id = self.store, self.run_id
+        if store is not None:
+            await self.context.write(lambda: store.begin_statements(run_id, dataset, options) if options is not None
+                                     else store.resume_statements(run_id))
+
+    def item(self, result: ItemResult) -> None:
+        """A finished conversation's rows, handed to the writer (nobody waits); ``on_stored`` is called with it read
+        back from them."""
+        store, run_id, on_stored = self.store, self.run_id, self.on_stored
+        if store is None:
+            return
+        self.context.write_later(lambda: store.item_statements(run_id, result, self.registered),
+                                 None if on_stored is None else
+                                 lambda conn: on_stored(next(stored_items(conn, run_id, index=result.index))))
+
+    async def finish(self, summary: Summary, status: str, code: int, completed: int,
+                     repeats: dict[str, Any] | None, selected: int) -> None:
+        """How the run ended (``completed`` of its ``selected`` conversations), written before the run's result is
+        returned (a write that fails is kept by the writer and reported with the result)."""
+        store, run_id = self.store, self.run_id
+        if store is not None:
+            with contextlib.suppress(Exception):
+                await self.context.write(lambda: store.finish_statements(run_id, summary, status, code, completed,
+                                                                         repeats, selected))
+
+    def finish_later(self, summary: Summary, status: str, code: int, completed: int,
+                     repeats: dict[str, Any] | None, selected: int) -> None:
+        """How the run ended when it ended by an exception: queued, never awaited (the exception goes on)."""
+        store, run_id = self.store, self.run_id
+        if store is not None:
+            self.context.write_later(lambda: store.finish_statements(run_id, summary, status, code, completed, repeats,
+                                                                     selected))
