@@ -130,7 +130,7 @@ class GoogleADKSession:
         self.created = False
         self.turn = 0
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         reply: Reply = await self.calls.call_async(self._turn(text))
         return reply
 

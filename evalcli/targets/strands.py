@@ -106,7 +106,7 @@ class StrandsSession:
         """A ``MessageAddedEvent`` hook: Strands added a message to this conversation."""
         self.new.append(event.message)
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, *, resume: Any = None) -> Reply:
         reply: Reply = await self.calls.call_async(self._turn(text))
         return reply
 
