@@ -155,7 +155,7 @@ class GoogleADKSession:
         except Exception as exc:
             record_calls(events, turn, self.adapter.models)
             cause = _unwrapped(exc)
-            raise TurnFailed(cause, with_failed_calls(to_openai(events, failed), failed, cause)) from cause
+            raise TurnFailed(cause, with_failed_calls(to_openai(events, failed), failed, cause)) from exc
         finally:
             FAILED.reset(token)
         record_calls(events, turn, self.adapter.models)

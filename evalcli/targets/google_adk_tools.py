@@ -74,7 +74,7 @@ def _schema(tool: Any) -> Any:
     return parameters.model_dump(mode="json", exclude_none=True) if parameters is not None else None
 
 
-class ToolPlanPlugin(BasePlugin):  # type: ignore[misc]
+class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any where the framework is not installed
     """Answers the tools of every agent the runner runs from the current conversation's tool plan; notes the call ids
     of the tools that failed (``failed``, read by the session: those results are ``is_error``)."""
 

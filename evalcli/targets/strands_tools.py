@@ -46,7 +46,7 @@ class _Failed(Exception):
         self.events = events
 
 
-class PlannedTool(AgentTool):  # type: ignore[misc]
+class PlannedTool(AgentTool):  # type: ignore[misc,unused-ignore]  # Any where the framework is not installed
     """The tool the model called, behind the conversation's tool plan."""
 
     def __init__(self, tool: Any) -> None:
