@@ -38,7 +38,9 @@ IMPORT_TIME_ENV_PREFIXES = ("PYTHON", "LC_", "LANG", "TZ", "TERMINAL_WIDTH", "_T
 
 # evalcli modules that import a framework at module level (imported by their adapters only when a target needs them)
 FRAMEWORK_ADAPTERS = ("evalcli.targets.agents_usage", "evalcli.targets.langgraph", "evalcli.targets.openai_agents",
-                      "evalcli.targets.pydantic_ai", "evalcli.targets.google_adk", "evalcli.targets.strands")
+                      "evalcli.targets.pydantic_ai")
+# adapters of frameworks that are optional extras (perhaps not installed): never imported ahead
+OPTIONAL_ADAPTERS = ("evalcli.targets.google_adk", "evalcli.targets.strands")
 FRAMEWORK_PACKAGES = {"agents", "pydantic_ai", "langgraph", "langchain_core", "langchain_openai", "openai"}
 
 # the "frameworks" profile, for the test modules that run framework agents (``tests.conftest.FRAMEWORK_MODULES``):
@@ -51,7 +53,7 @@ FRAMEWORKS_ENV_PREFIXES = ("OPENAI_AGENTS_DONT_LOG_", "OPENAI_LOG", "OPENAI_API_
                            "SSLKEYLOGFILE", "DEFER_PYDANTIC_BUILD", "MULTIDICT_", "YARL_", "FROZENLIST_", "PROPCACHE_")
 PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 
-NOT_AHEAD = (*FRAMEWORK_ADAPTERS, "evalcli.__main__")  # walking evalcli's modules, these are left to the profile
+NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OPTIONAL_ADAPTERS, "evalcli.__main__")  # walking evalcli's modules, these are left to the profile
 NEVER_AHEAD = FRAMEWORK_PACKAGES | {"litellm", "scipy", "llama_cpp", "playwright", "numpy", "pandas"}
 
 
