@@ -246,3 +246,19 @@ def test_strands_mocks_and_hermetic(llm_server: LLMServer, tmp_path: Path) -> No
     assert failed["is_error"] is True and failed["content"] == "Error: the search service is down"
     assert items["unmocked"]["status"] == "error" and "--hermetic: the tool call allergies(" in items["unmocked"]["error"]
     assert not (tmp_path / "ran.txt").exists()  # the real tool never ran
+
+
+@pytest.mark.parametrize(("framework", "module", "extra"), [("google_adk", "google.adk", "google-adk"),
+                                                           ("strands", "strands", "strands")])
+def test_a_missing_framework_names_its_extra(framework: str, module: str, extra: str) -> None:
+    import importlib.util
+
+    try:
+        installed = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        installed = False
+    if installed:
+        pytest.skip(f"{module} is installed")
+    done = run_cli(["validate", f"datasets/frameworks/{framework}.yaml"], REPO)
+    assert done.code == 2, done.stderr
+    assert f"No module named '{module}'" in done.stderr and f"hint: pip install 'evalcli[{extra}]'" in done.stderr
