@@ -49,8 +49,26 @@ def _numeric(outcome: Outcome) -> float | None:
 
 
 @dataclass
+class GateFold:
+    """Whether a gate passed over a run: its mean reaches 1.0, except under repeats, where it passes only when every
+    conversation passed it by the one rule of repeats (``passrate.passes_at_rate``, ``Outcome.reached``): a mean of
+    plays passed at ``--pass-rate`` 0.8 is below 1 yet passed (docs/verdicts.md#repeats-and-the-pass-rate)."""
+
+    repeated: bool = False
+    missed: bool = False
+
+    def add(self, outcome: Outcome) -> None:
+        self.repeated = self.repeated or outcome.reached is not None
+        self.missed = self.missed or outcome.missed_gate
+
+    def passed(self, mean: float) -> bool:
+        return not self.missed if self.repeated else reaches_gate(mean)
+
+
+@dataclass
 class _TurnBucket:
     gates: dict[str, Mean] = field(default_factory=dict)
+    folds: dict[str, GateFold] = field(default_factory=dict)
     thresholds: dict[str, tuple[Any, Mean]] = field(default_factory=dict)
     scores: dict[str, Mean] = field(default_factory=dict)
 
@@ -66,6 +84,7 @@ class Aggregator:
         self._next = 0
         self._waiting: dict[int, ItemResult] = {}
         self.gates: dict[str, Mean] = {g: Mean() for g in plan.gate_ids}
+        self.gate_folds: dict[str, GateFold] = {g: GateFold() for g in plan.gate_ids}
         self.scores: dict[str, Mean] = {s: Mean() for s in plan.scorer_ids}
         self.not_scorable_early: dict[str, int] = {}
         self.not_scorable_scorers: dict[str, int] = {}
@@ -103,6 +122,10 @@ class Aggregator:
             return
         # the order of not-scorable counts follows Mastra: top-level gates, per-turn ones, then scorers
         self._fold_top(result.gate_scores, self.gates, self.not_scorable_early)
+        for gate_id, fold in self.gate_folds.items():
+            outcome = result.gate_scores.get(gate_id)
+            if outcome is not None and _numeric(outcome) is not None:
+                fold.add(outcome)
         if result.per_turn:
             for turn in result.turns:
                 self._fold_turn(turn)
@@ -126,6 +149,7 @@ class Aggregator:
             self.turn_gates[gate_id] = self.turn_gates.get(gate_id, False) or value is not None
             if value is not None:
                 bucket.gates.setdefault(gate_id, Mean()).add(value)
+                bucket.folds.setdefault(gate_id, GateFold()).add(outcome)
             else:
                 self._count(self.not_scorable_early, gate_id)
         for scorer_id, outcome in turn.scores.items():
@@ -149,7 +173,8 @@ class Aggregator:
 
     def summary(self) -> Summary:
         """The run's aggregate so far (call after every result has been added)."""
-        gate_results = [GateResult(g, reaches_gate(m.value), m.value) for g, m in self.gates.items() if m.count]
+        gate_results = [GateResult(g, self.gate_folds[g].passed(m.value), m.value) for g, m in self.gates.items()
+                        if m.count]
         threshold_results = []
         for scorer_id, raw in self.plan.thresholds.items():
             mean = self.scores.get(scorer_id)
@@ -162,7 +187,7 @@ class Aggregator:
             bucket = self.turns[index]
             turn_results.append(TurnResult(
                 index,
-                [GateResult(g, reaches_gate(m.value), m.value) for g, m in bucket.gates.items()],
+                [GateResult(g, bucket.folds[g].passed(m.value), m.value) for g, m in bucket.gates.items()],
                 [ThresholdResult(s, Threshold.from_raw(raw).passed(m.value), m.value, raw)
                  for s, (raw, m) in bucket.thresholds.items()],
                 {s: m.value for s, m in bucket.scores.items()},
@@ -227,10 +252,13 @@ class PassRates:
         self.at_k: dict[str, Mean] = {}
         self.all_k: dict[str, Mean] = {}
         self.stabilities: list[str | None] = []
+        self.plays = 0
+        """Plays of every conversation together."""
 
     def add(self, result: ItemResult) -> None:
         self.stabilities.append(result.stability)
-        if result.status != "ok" or result.repeats <= 1:
+        self.plays += result.repeats
+        if result.status != "ok" or not result.repeated:
             return
         for gate_id, scorable in result.gate_plays.items():
             if not scorable:
@@ -251,8 +279,9 @@ class PassRates:
         """Per gate, the share of conversations where every scorable play passed (pass^k)."""
         return {g: m.value for g, m in self.all_k.items() if m.count}
 
-    def to_json(self, repeat: int) -> dict[str, Any]:
+    def to_json(self, repeat: int, auto: bool = False, pass_rate: float = 1.0) -> dict[str, Any]:
         """What the JSON result of a run of ``repeat`` plays adds (``RunResult.to_json``): nothing for one play."""
         if repeat <= 1:
             return {}
-        return {"repeat": repeat, "pass_at_k": self.pass_at_k(), "pass_all_k": self.pass_all_k()}
+        return {"repeat": repeat, "repeat_auto": auto, "pass_rate": pass_rate, "plays": self.plays,
+                "pass_at_k": self.pass_at_k(), "pass_all_k": self.pass_all_k()}

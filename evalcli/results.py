@@ -2,7 +2,7 @@
 their JSON shapes; the one ``Threshold`` (from ``thresholds``); the run's ``Plan``; and the conversation forms,
 declared once.
 
-This is a base module: it imports nothing of evalcli but ``messages`` and ``thresholds``, so every package may use it.
+This is a base module: it imports nothing of evalcli but ``messages``, ``thresholds`` and ``passrate``, so every package may use it.
 """
 
 from __future__ import annotations
@@ -12,30 +12,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .messages import Message
+from .passrate import STABILITIES as STABILITIES
+from .passrate import stability_counts as stability_counts
+from .passrate import stability_of as stability_of
 from .thresholds import TOLERANCE as TOLERANCE
 from .thresholds import Threshold as Threshold
 from .thresholds import reaches_gate as reaches_gate
 from .thresholds import within as within
 
 Verdict = Literal["passed", "scored", "failed"]
-STABILITIES = ("stable-pass", "flaky", "stable-fail")
-"""A conversation played ``--repeat k`` times (docs/history.md): every play passed every gate, some did, none did."""
-
-
-def stability_of(plays_passed: int | None, plays: int) -> str | None:
-    """The one rule of stability: ``stable-pass`` when all ``plays`` passed every gate, ``stable-fail`` when none
-    did, else ``flaky``; ``None`` for a conversation played once (or whose plays are not known)."""
-    if plays_passed is None or plays <= 1:
-        return None
-    return STABILITIES[0] if plays_passed >= plays else STABILITIES[2] if plays_passed <= 0 else STABILITIES[1]
-
-
-def stability_counts(found: list[str | None]) -> dict[str, int]:
-    """How many conversations are stable-pass, flaky and stable-fail (``{}`` when none was repeated)."""
-    counts = {name: found.count(name) for name in STABILITIES}
-    return counts if any(counts.values()) else {}
-
-
 @dataclass(frozen=True)
 class Form:
     """One way of writing a conversation's user side (docs/datasets.md, docs/simulated-users.md), declared once."""
@@ -176,8 +161,9 @@ def outcome_json(outcome: Outcome, *, gate: bool = False, threshold: Any = None)
         data["threshold"] = threshold
     if gate:
         data["passed"] = None if outcome.not_scorable else not outcome.missed_gate
-    elif threshold is not None:
-        data["passed"] = None if outcome.not_scorable else Threshold.from_raw(threshold).passed(outcome.score)
+    elif threshold is not None:  # an errored scorer's threshold is not decided: its error is what it says
+        data["passed"] = None if outcome.not_scorable or (outcome.score is None and outcome.error) \
+            else Threshold.from_raw(threshold).passed(outcome.score)
     return data
 
 
@@ -313,11 +299,18 @@ class ItemResult:
     played once (or read back without them: ``Store.load_plays``)."""
     play: int | None = None
     """Which play of a ``--repeat`` this result is (from 1); ``None`` for a conversation's reduced result."""
+    settled: str | None = None
+    """Under ``--repeat auto``: what the sequential rule decided after its last play (``passrate.settle``)."""
+
+    @property
+    def repeated(self) -> bool:
+        """Whether it was played under ``--repeat`` (several plays, or any number under ``--repeat auto``)."""
+        return self.repeats > 1 or self.settled is not None
 
     @property
     def stability(self) -> str | None:
         """``stable-pass``, ``flaky`` or ``stable-fail`` under ``--repeat`` (``None`` played once, or errored)."""
-        return stability_of(self.plays_passed, self.repeats) if self.status == "ok" else None
+        return stability_of(self.plays_passed, self.repeats, self.settled) if self.status == "ok" else None
 
     @property
     def pass_rate(self) -> float:
@@ -355,7 +348,7 @@ class ItemResult:
             "passed": self.passed, "stop_reason": self.stop_reason, "outcomes": self.outcomes(),
             "duration_ms": round(self.duration_ms, 3), "traceback": self.traceback, "metadata": self.metadata,
             **({"repeats": self.repeats, "plays_passed": self.plays_passed, "stability": self.stability}
-               if self.repeats > 1 else {}),
+               if self.repeated else {}),
             **({"limited": {"limit": self.stop_reason, "turns": len(self.turns)}} if self.status == "limited" else {}),
         }
 
@@ -451,7 +444,13 @@ class RunResult:
     pass_all_k: dict[str, float] = field(default_factory=dict)
     """With ``--repeat k``: per gate, the share of conversations where all k plays passed (pass^k)."""
     repeat: int = 1
-    """How many times each conversation was played (``--repeat``)."""
+    """How many times each conversation was played (``--repeat``; under ``--repeat auto`` at most)."""
+    repeat_auto: bool = False
+    """``--repeat auto[:MAX]``: each conversation played until the sequential rule settled it."""
+    pass_rate: float = 1.0
+    """``--pass-rate``: the share of its plays that must pass a gate on a repeated conversation."""
+    plays: int = 0
+    """Plays of every conversation of the run together (with repeats; what ``--repeat auto`` saves)."""
     dataset_name: str = ""
     """The dataset's stable name (its path relative to the repository root, or resolved): ``runs.dataset``."""
     stability: dict[str, int] = field(default_factory=dict)
@@ -475,7 +474,8 @@ class RunResult:
     def to_json(self, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON result of docs/reference/json.md; ``items`` may be given already rendered (e.g. read back from the store)."""
         rendered = items if items is not None else [i.to_json() for i in self.items or []]
-        repeats = ({"repeat": self.repeat, "pass_at_k": self.pass_at_k, "pass_all_k": self.pass_all_k}
+        repeats = ({"repeat": self.repeat, "repeat_auto": self.repeat_auto, "pass_rate": self.pass_rate,
+                    "plays": self.plays, "pass_at_k": self.pass_at_k, "pass_all_k": self.pass_all_k}
                    if self.repeat > 1 else {})
         aggregate = self.summary.to_json()
         if self.stability:

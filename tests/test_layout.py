@@ -12,23 +12,26 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
-BASE = {"dbname", "errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "results",
+BASE = {"dbname", "errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "passrate", "results",
         "aggregate", "identity", "fingerprint", "version", "plugins"}
 ALLOWED: dict[str, set[str]] = {
     "dbname": set(), "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(),
-    "patterns": set(), "thresholds": set(), "results": {"messages", "thresholds"}, "aggregate": {"results", "errors"},
+    "patterns": set(), "thresholds": set(), "passrate": {"thresholds"},
+    "results": {"messages", "thresholds", "passrate"}, "aggregate": {"results", "errors"},
     "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors"},
     "tools": BASE,
+    "mcp": {"errors"},
     "llm": BASE,
     "scorers": BASE | {"llm"},
-    "targets": BASE | {"llm", "tools"},
+    "targets": BASE | {"llm", "tools", "mcp"},
     "dataset": BASE | {"llm", "scorers", "targets", "tools"},
     "store": BASE | {"llm", "scorers", "dataset", "tools"},
     "run": BASE | {"llm", "scorers", "targets", "dataset", "store", "tools"},
     "reports": BASE | {"llm", "scorers", "dataset", "store", "run", "tools"},
-    "agent": BASE | {"llm", "tools"},
+    "agent": BASE | {"llm", "tools", "mcp"},
+    "view": BASE | {"llm", "scorers", "dataset", "store", "run", "reports", "tools"},
     "evaluate": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
-    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools"},
+    "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools", "view"},
     "pytest_plugin": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools"},
 }
 """Each room and the rooms it may import from: ``cli`` -> ``evaluate`` -> ``reports``, ``store``, ``run`` ->

@@ -14,6 +14,7 @@ import typer
 
 from ..dbname import DEFAULT_DATABASE
 from .console import make_console, quiet_target_output, redact_terminal, user_errors
+from .mocks import mocks_app
 from .run_flags import (
     DatasetsArgument,
     FilterOption,
@@ -27,6 +28,7 @@ from .run_flags import (
     MaxErrorsOption,
     MaxTokensOption,
     NoCacheOption,
+    PassRateOption,
     QuietOption,
     RecordToolsOption,
     RepeatOption,
@@ -73,6 +75,7 @@ app = typer.Typer(
 cache_app = typer.Typer(help="The judge and simulator response cache.", no_args_is_help=True,
                         context_settings=HELP_OPTIONS)
 app.add_typer(cache_app, name="cache", short_help="The judge and simulator response cache (clear, info).")
+app.add_typer(mocks_app, name="mocks", short_help="Tool mocks made from recordings (from-tape).")
 
 DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
                                                                      "its folder must exist).")]
@@ -119,6 +122,7 @@ def run(
     limit: LimitOption = None,
     shard: ShardOption = None,
     repeat: RepeatOption = None,
+    pass_rate: PassRateOption = None,
     turn_timeout: TurnTimeoutOption = None,
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
@@ -140,7 +144,7 @@ def run(
                              markdown=markdown, html=html, concurrency=concurrency,
                              judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
-                             turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
+                             pass_rate=pass_rate, turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
                              verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens,
                              record_tools=record_tools, hermetic=hermetic)
         with quiet_target_output(quiet):  # the agent's own log lines do not pass through --quiet
@@ -171,6 +175,9 @@ def calibrate(
     judge_concurrency: JudgeConcurrencyOption = 8,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the judges again instead of reusing cached "
                                                               "replies.")] = False,
+    labels_from_db: Annotated[bool, typer.Option("--labels-from-db", help="Also use the labels made in 'evalcli "
+                                                                          "view' and stored in --db (newest wins over "
+                                                                          "the dataset's own).")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     """Run the labelled scorers on the labelled conversations (recorded transcripts as they are, other items against
@@ -183,13 +190,30 @@ def calibrate(
 
         request = CalibrateRequest(datasets=datasets, db=db, scorer_ids=list(scorer or []), min_agreement=min_agreement,
                                    scorers=scorers, json_out=json_out, concurrency=concurrency,
-                                   judge_concurrency=judge_concurrency, use_cache=not no_cache)
+                                   judge_concurrency=judge_concurrency, use_cache=not no_cache,
+                                   labels_from_db=labels_from_db)
         events = CliEvents(quiet=False)
         try:
             code = calibrate_command(request, events, out=make_console(stderr=json_out == "-"))
         finally:
             events.close()
     raise typer.Exit(code)
+
+
+JsonListOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@app.command("judges", short_help="List each LLM judge of datasets, its latest calibration and whether it may gate.")
+def list_judges(datasets: Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
+                                                               help="Dataset files whose judges to list.")],
+                db: DbOption = DEFAULT_DB, scorers: ScorersOption = None, as_json: JsonListOption = False,
+                debug: DebugOption = False) -> None:
+    """List every LLM judge of the datasets with the latest calibration of its exact configuration in --db, and
+    whether it may gate: a gate with calibrated: {...} only when that calibration meets it."""
+    with user_errors(debug):
+        from .judges import judges_listing
+
+        _print_listing(judges_listing(datasets, scorers, db, as_json))
 
 
 @app.command(short_help="Check datasets, their registry, agent and scorers without running anything.")
@@ -208,9 +232,6 @@ def validate(
             make_console().print(line, markup=False, soft_wrap=True)
         for warning in warnings:
             make_console(stderr=True).print("warning: " + warning, style="yellow", markup=False, soft_wrap=True)
-
-
-JsonListOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 @app.command("scorers", short_help="List registered scorers and every scorer kind installed, with its arguments.")
@@ -472,6 +493,12 @@ def merge(
         for line in merge_lines(result):
             console.print(line, soft_wrap=True)
     raise typer.Exit(result.exit_code)
+
+
+from .review import labels_app, view  # noqa: E402 - declared there to keep this file readable
+
+app.command(short_help="Browse runs, transcripts and comparisons in a local web app; label conversations.")(view)
+app.add_typer(labels_app, name="labels", short_help="Labels made in 'evalcli view' (export).")
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from ..run import Events, RunOptions
 from ..run.calibrate import acalibrate
 from ..secrets import Redactor
 from ..store import Store
+from ..store.labels import with_stored_labels
 from .outputs import stdout_for_json
 from .run import DatasetsRequest
 
@@ -28,6 +29,8 @@ class CalibrateRequest(DatasetsRequest):
 
     scorer_ids: list[str] = field(default_factory=list)
     min_agreement: float | None = None
+    labels_from_db: bool = False
+    """Add the labels stored in ``db`` (made in ``evalcli view``) to the datasets' own (docs/view.md)."""
 
 
 def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -> int:
@@ -44,6 +47,8 @@ def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -
     codes: list[int] = []
     store = Store(request.db, redact)
     try:
+        if request.labels_from_db:
+            datasets = [with_stored_labels(dataset, store) for dataset in datasets]
         with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
             for dataset in datasets:
                 calibration = loop.run(acalibrate(dataset, store=store, options=options, scorer_ids=request.scorer_ids,

@@ -19,17 +19,53 @@ if TYPE_CHECKING:  # rich is imported when something is printed: `evalcli --help
 
 
 
-class RedactedStream:
+class PipeSafe:
+    """A text stream whose reader may go away (``evalcli run --json - | head -1``): once a write or a flush meets a
+    closed pipe, its file descriptor points at ``os.devnull`` and every later write is dropped, so the command goes
+    on (the run finishes, is stored, writes its files) and exits with its own code, never an internal error
+    (docs/reference/exit-codes.md)."""
+
+    def __init__(self, raw: IO[str]) -> None:
+        self.raw = raw
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.raw.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.raw.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self.gone = True
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.raw.fileno())  # what the stream still buffers is flushed there, without an error
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer... are the stream's own
+        return getattr(self.raw, name)
+
+
+class RedactedStream(PipeSafe):
     """A text stream (stdout or stderr) whose every write has its secrets replaced (docs/secrets.md) before it reaches the
     terminal: what evalcli prints, a target's own prints, a traceback. Text is passed on a line at a time (what is
     after the last newline waits for the next write or a flush), so a secret written in two pieces is still whole
-    when it is redacted."""
+    when it is redacted. A reader that went away ends its output quietly (``PipeSafe``)."""
 
     HOLD = 1 << 16
     """Characters of an unfinished line held at most."""
 
     def __init__(self, raw: IO[str]) -> None:
-        self.raw = raw
+        super().__init__(raw)
         self._held = ""
 
     def write(self, text: str) -> int:
@@ -37,7 +73,7 @@ class RedactedStream:
         cut = whole.rfind("\n") + 1
         self._held = whole[cut:]
         if cut:
-            self.raw.write(redact_text(whole[:cut]))
+            super().write(redact_text(whole[:cut]))
         if len(self._held) > self.HOLD:
             self._release()
         return len(text)
@@ -49,14 +85,11 @@ class RedactedStream:
     def _release(self) -> None:
         held, self._held = self._held, ""
         if held:
-            self.raw.write(redact_text(held))
+            super().write(redact_text(held))
 
     def flush(self) -> None:
         self._release()
-        self.raw.flush()
-
-    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer... are the stream's own
-        return getattr(self.raw, name)
+        super().flush()
 
 
 def redact_terminal() -> None:
@@ -70,13 +103,15 @@ def redact_terminal() -> None:
 
 _own_stderr: IO[str] | None = None
 """While ``quiet_target_output`` holds file descriptor 2, the real stderr, where evalcli's own lines still go."""
+_own_stdout: IO[str] | None = None
+"""While ``quiet_target_output`` holds file descriptor 1, the real stdout (the table, the verdict, ``--json -``)."""
 
 
 def make_console(stderr: bool = False) -> Console:
     """A console for stdout or stderr: no markup, no highlighting; off a terminal 160 columns and no wrapping."""
     from rich.console import Console
 
-    file = _own_stderr if stderr else None
+    file = _own_stderr if stderr else _own_stdout
     console = Console(stderr=stderr, file=file, highlight=False, markup=False, soft_wrap=False)
     if not console.is_terminal:
         # a log or a pipe has no width to fit: tables get 160 columns, and lines of text are never wrapped
@@ -84,31 +119,47 @@ def make_console(stderr: bool = False) -> Console:
     return console
 
 
+def own_stdout_fd() -> int:
+    """The file descriptor of the real stdout: 1, or its copy while ``quiet_target_output`` holds 1."""
+    return _own_stdout.fileno() if _own_stdout is not None else 1
+
+
 @contextlib.contextmanager
 def quiet_target_output(active: bool) -> Iterator[None]:
-    """``run --quiet``: while the run goes on, file descriptor 2 is ``os.devnull``, so what the agent writes to stderr
-    (its logging, its prints, a library's warnings, a subprocess's output) does not pass; evalcli's own lines (the
-    verdict, the conversations that errored, an error) still reach the real stderr (docs/ci.md, "--quiet")."""
-    global _own_stderr
+    """``run --quiet``: while the run goes on, file descriptors 1 and 2 are ``os.devnull``, so nothing the agent
+    writes (its logging, its prints to stdout or stderr, a library's warnings, a subprocess's output) passes;
+    evalcli's own lines (the verdict, the conversations that errored, an error, ``--json -``) still reach the real
+    stdout and stderr (docs/ci.md, "--quiet")."""
+    global _own_stderr, _own_stdout
     if not active or _own_stderr is not None:
         yield
         return
-    sys.stderr.flush()
-    saved = os.dup(2)
+    with _held_fd(2) as err, _held_fd(1) as out:
+        _own_stderr, _own_stdout = err, out
+        try:
+            yield
+        finally:
+            _own_stderr = _own_stdout = None
+
+
+@contextlib.contextmanager
+def _held_fd(fd: int) -> Iterator[IO[str]]:
+    """File descriptor ``fd`` pointed at ``os.devnull`` for a while, and a redacted stream to the real one."""
+    stream = sys.stderr if fd == 2 else sys.stdout
+    stream.flush()
+    saved = os.dup(fd)
     quiet = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(quiet, 2)
+    os.dup2(quiet, fd)
     os.close(quiet)
     own = os.fdopen(os.dup(saved), "w", encoding="utf-8", errors="replace", closefd=True)
     redacted = RedactedStream(own)
-    _own_stderr = redacted  # type: ignore[assignment]  # a text stream: write, flush, isatty, fileno
     try:
-        yield
+        yield redacted  # type: ignore[misc]  # a text stream: write, flush, isatty, fileno
     finally:
         redacted.flush()
-        _own_stderr = None
         own.close()
-        sys.stderr.flush()
-        os.dup2(saved, 2)
+        stream.flush()  # what the agent left buffered goes to os.devnull, not to the real stream
+        os.dup2(saved, fd)
         os.close(saved)
 
 

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Iterator
 from typing import IO
 
+from .console import PipeSafe, own_stdout_fd
+
 
 @contextlib.contextmanager
 def stdout_for_json(active: bool) -> Iterator[IO[str] | None]:
@@ -19,11 +21,13 @@ def stdout_for_json(active: bool) -> Iterator[IO[str] | None]:
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(2, 1)
-    real = os.fdopen(os.dup(saved), "w", encoding="utf-8", closefd=True)
+    real = os.fdopen(os.dup(own_stdout_fd() if own_stdout_fd() != 1 else saved), "w", encoding="utf-8",
+                     closefd=True)
+    safe = PipeSafe(real)  # a reader that goes away (`| head -1`) ends the JSON quietly
     try:
-        yield real
+        yield safe  # type: ignore[misc]  # a text stream: write, flush
     finally:
-        real.flush()
+        safe.flush()
         real.close()
         sys.stdout.flush()
         os.dup2(saved, 1)

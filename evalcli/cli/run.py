@@ -23,6 +23,7 @@ from ..llm import parse_budget
 from ..reports import TerminalReport, comparison_table, interrupted_line
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
+from ..run.options import parse_repeat
 from ..store import Comparison
 from .console import make_console
 from .outputs import stdout_for_json
@@ -55,8 +56,10 @@ class RunRequest(DatasetsRequest):
     filter: str | None = None
     limit: int | None = None
     shard: str | None = None
-    repeat: int | None = None
-    """``None``: not given (1, or on ``--resume`` the run's own)."""
+    repeat: str | None = None
+    """``N``, ``auto`` or ``auto:MAX`` as written; ``None``: not given (1, or on ``--resume`` the run's own)."""
+    pass_rate: float | None = None
+    """``--pass-rate``; ``None``: not given (1.0, or on ``--resume`` the run's own)."""
     turn_timeout: float | None = None
     resume: str | None = None
     rerun_failed: str | None = None
@@ -82,14 +85,19 @@ def run_options(request: RunRequest) -> tuple[RunOptions, dict[str, Any]]:
     """The request as ``RunOptions`` (``--shard`` and the budgets parsed), and the options given explicitly by name
     (what a resumed run's own options must not contradict)."""
     selection = Selection(request.filter, parse_shard(request.shard) if request.shard else None, request.limit)
+    repeat, sequential = parse_repeat(request.repeat) if request.repeat is not None else (1, False)
     options = RunOptions(concurrency=request.concurrency, judge_concurrency=request.judge_concurrency,
                          use_cache=request.use_cache, strict=request.strict, max_errors=request.max_errors or 0,
                          selection=selection, turn_timeout=request.turn_timeout, resume=request.resume,
                          rerun_failed=request.rerun_failed, keep_items=False, handle_signals=True,
-                         repeat=request.repeat or 1, max_cost=_budget(request.max_cost, "--max-cost", False),
+                         repeat=repeat, sequential=sequential,
+                         pass_rate=1.0 if request.pass_rate is None else request.pass_rate,
+                         max_cost=_budget(request.max_cost, "--max-cost", False),
                          max_tokens=_budget(request.max_tokens, "--max-tokens", True), hermetic=request.hermetic,
                          record_tools=str(request.record_tools) if request.record_tools else None)
-    given = {"filter": request.filter, "shard": selection.shard, "limit": request.limit, "repeat": request.repeat,
+    given = {"filter": request.filter, "shard": selection.shard, "limit": request.limit,
+             "repeat": repeat if request.repeat is not None else None,
+             "sequential": sequential if request.repeat is not None else None, "pass_rate": request.pass_rate,
              "strict": True if request.strict else None, "max_errors": request.max_errors}
     return options, {name: value for name, value in given.items() if value is not None}
 

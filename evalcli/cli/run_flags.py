@@ -27,9 +27,13 @@ FilterOption = Annotated[Optional[str], typer.Option("--filter", metavar="REGEX"
 LimitOption = Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Run at most N items.")]
 ShardOption = Annotated[Optional[str], typer.Option(metavar="I/N", help="Run shard I of N, a stable split by item "
                                                                         "id.")]
-RepeatOption = Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Play each conversation N times (scores "
-                                                                              "averaged; pass@k and pass^k per gate; "
-                                                                              "default 1).")]
+RepeatOption = Annotated[Optional[str], typer.Option(metavar="N|auto[:MAX]", help="Play each conversation N times "
+                                                     "(scores averaged; pass@k and pass^k per gate; default 1), or "
+                                                     "'auto': again only while its outcome is undecided, at most MAX "
+                                                     "times (default 10).")]
+PassRateOption = Annotated[Optional[float], typer.Option("--pass-rate", metavar="P", help="Under repeats a gate passes "
+                                                         "on a conversation when at least P of its plays passed it "
+                                                         "(0 < P <= 1; default 1.0: every play).")]
 TurnTimeoutOption = Annotated[Optional[float], typer.Option(min=0.001, metavar="SECONDS",
                                                             help="Seconds one call of the agent may take (default: "
                                                                  "no limit).")]

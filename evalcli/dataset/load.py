@@ -23,6 +23,7 @@ from pydantic_core import ErrorDetails
 
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
+from ..secret_references import references
 from ..secrets import Redactor, remember, remember_named
 from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
@@ -287,9 +288,15 @@ def secret_variables(declared: list[str], used: Interpolated, secret_values: set
 
 def redacted(problems: list[Problem], secrets: Iterable[str] = ()) -> list[Problem]:
     """The problems with every secret value (of the environment, and ``secrets``) replaced: a message quotes what the
-    dataset says, e.g. an id made of an interpolated argument."""
-    redact = Redactor(extra=secrets)
-    return [replace(p, message=redact(p.message), hint=redact(p.hint)) for p in problems]
+    dataset says, e.g. an id made of an interpolated argument. A secret known by its variable reads ``${NAME}``, as
+    the dataset writes it, so a hint that rewrites an entry can be copied back (docs/secrets.md); any other is
+    ``[redacted]``."""
+    redact, refs = Redactor(extra=secrets), references()
+
+    def hidden(text: str) -> str:
+        return redact(refs.write(text, escape=False))
+
+    return [replace(p, message=hidden(p.message), hint=hidden(p.hint)) for p in problems]
 
 
 @contextlib.contextmanager
@@ -388,7 +395,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
     if not top.target and target is None and not recorded and "target" not in bad_keys:
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
-                                    "write 'target: module:attribute' (or a mapping with 'http', 'mastra' or 'model'; "
+                                    "write 'target: module:attribute' (or a mapping with 'a2a', 'http', 'mastra' or 'model'; "
                                     "only a dataset whose items are all recorded transcripts may leave it out)"))
     if problems:
         raise DatasetError(redacted(problems, secret_values))

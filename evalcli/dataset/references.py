@@ -18,17 +18,56 @@ from pydantic import ValidationError
 
 from ..errors import Problem
 from ..results import Threshold
-from ..scorers import Registry, ScorerSpec, flow_yaml, inline_yaml
+from ..scorers import CalibrationBar, Registry, ScorerSpec, flow_yaml, inline_yaml
 from ..scorers import find as find_kind
-from ..scorers.kinds import Kind, no_argument_kinds
+from ..scorers.kinds import WRAPPER_KEYS, Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
 from .yamlsrc import Path, Positions, did_you_mean, problems_from_pydantic
 
 GATE_PASSES = "a gate always needs an average of 1.0"
 """Why a gate takes no threshold."""
-WRAPPER_KEYS = ("threshold", "id", "min", "max")
-"""Keys written beside a kind that belong to a wrapper around it, ``{scorer: REF, threshold: T, id: NAME}`` (``min``
-and ``max`` inside its threshold)."""
+BAR_KEYS = ("min_kappa", "min_labels", "min_accuracy")
+"""The keys of ``calibrated``."""
+
+
+def _calibrated(raw: Any, spec: ScorerSpec, path: Path, pos: Positions, problems: list[Problem],
+                *, gate: bool) -> CalibrationBar | None:
+    """``calibrated: {min_kappa, min_labels, min_accuracy}``: only on a gate that is an LLM judge, each bound a
+    number in its range (docs/judges.md#calibrated-gates)."""
+    kind = find_kind(spec.kind)
+    if not gate:
+        problems.append(pos.problem(path, f"'calibrated' is set on the scorer \"{spec.id}\": only a gate is refused "
+                                          "when its judge is not calibrated", "move this entry to 'gates', or remove "
+                                                                              "'calibrated'", key=True))
+        return None
+    if kind is None or kind.group != "judge":
+        problems.append(pos.problem(path, f"'calibrated' is set on the gate \"{spec.id}\", which is the check "
+                                          f"'{spec.kind}': only an LLM judge is calibrated against people's labels",
+                                    "remove 'calibrated' (a check needs no calibration)", key=True))
+        return None
+    if not isinstance(raw, dict) or not raw:
+        problems.append(pos.problem(path, "'calibrated' must be a mapping of bounds",
+                                    "write calibrated: {min_kappa: 0.6, min_labels: 30}"))
+        return None
+    bounds: dict[str, Any] = {}
+    for key, value in raw.items():
+        at = (*path, key)
+        if key not in BAR_KEYS:
+            problems.append(pos.problem(at, f"unknown key '{key}' in calibrated{did_you_mean(str(key), list(BAR_KEYS))}",
+                                        f"valid keys: {', '.join(BAR_KEYS)}", key=True))
+        elif key == "min_labels" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            problems.append(pos.problem(at, f"min_labels must be a whole number of at least 1, got {value!r}",
+                                        "write min_labels: 30"))
+        elif key != "min_labels" and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value) or not (-1 if key == "min_kappa" else 0) <= value <= 1):
+            low = "-1" if key == "min_kappa" else "0"
+            problems.append(pos.problem(at, f"{key} must be a number from {low} to 1, got {value!r}",
+                                        f"write {key}: 0.6"))
+        else:
+            bounds[key] = value
+    if len(bounds) != len(raw):
+        return None
+    return CalibrationBar(**bounds)
 
 
 def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: list[Problem]) -> Threshold | None:
@@ -147,8 +186,10 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
     """Any scorer reference of docs/datasets.md (string, inline, wrapper) -> a spec, or problems."""
     where = pos.where(path)
     if isinstance(raw, dict) and "scorer" in raw:
-        allowed = ["scorer", "id"] if gate else ["scorer", "threshold", "id"]
+        allowed = ["scorer", "id", "calibrated"] if gate else ["scorer", "threshold", "id"]
         for key in raw:
+            if key == "calibrated" and not gate:
+                continue  # reported with the spec it is on (``_calibrated``)
             if key == "threshold" and gate:
                 problems.append(pos.problem((*path, key), f"a gate takes no threshold: {GATE_PASSES}",
                                             "remove 'threshold', or move this entry to 'scorers'", key=True))
@@ -171,8 +212,10 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
         threshold = None
         if "threshold" in raw and not gate:
             threshold = _threshold(raw["threshold"], spec.id, (*path, "threshold"), pos, problems)
+        bar = _calibrated(raw["calibrated"], spec, (*path, "calibrated"), pos, problems, gate=gate) \
+            if "calibrated" in raw else None
         spec = _as_registered(spec, (*path, "id") if "id" in raw else path, pos, registry, problems)
-        return None if spec is None else replace(spec, threshold=threshold, where=where)
+        return None if spec is None else replace(spec, threshold=threshold, where=where, calibrated=bar)
     if raw is None or raw == {} or (isinstance(raw, dict) and (len(raw) > 1 or set(raw) <= set(WRAPPER_KEYS))):
         _not_one_reference(raw, path, pos, registry, problems, gate=gate)
         return None
@@ -226,6 +269,8 @@ class _Split:
             entry["threshold"] = self.raw["threshold"] if "threshold" in self.raw else bounds
         if "id" in self.raw:
             entry["id"] = self.raw["id"]
+        if "calibrated" in self.raw:
+            entry["calibrated"] = self.raw["calibrated"]
         return entry if len(entry) > 1 else entry["scorer"]
 
 

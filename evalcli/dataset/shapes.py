@@ -12,7 +12,8 @@ from typing import Any
 
 from ..errors import Problem
 from ..scorers import Registry, flow_yaml
-from .references import WRAPPER_KEYS, parse_list
+from ..scorers.kinds import WRAPPER_KEYS
+from .references import parse_list
 from .yamlsrc import Path, Positions
 
 ITEM_ASSERTIONS = {"gates": "gates", "scorers": "scorers", "gate": "gates", "scorer": "scorers"}

@@ -307,7 +307,11 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
                     ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_at_k.items()))
         text.append("\npass^k (a gate passed in all of the --repeat plays): " +
                     ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_all_k.items()))
-    if result.stability:
+    if result.stability and result.repeat_auto:
+        text.append(f"\nstability as --repeat auto:{result.repeat} settled it (Wilson 95% interval against pass rate "
+                    f"{fmt(result.pass_rate)}): " + stability_text(result.stability)
+                    + f"   plays: {result.plays} (at most {result.repeat * result.completed})")
+    elif result.stability:
         text.append("\nstability over the --repeat plays (every play passed every gate / some did / none did): "
                     + stability_text(result.stability))
     usage = result.usage

@@ -166,8 +166,9 @@ def calibrated_specs(dataset: Dataset, scorer_ids: Sequence[str]) -> list[tuple[
 
 
 def narrowed(dataset: Dataset, chosen: Sequence[tuple[ScorerSpec, bool]]) -> Dataset:
-    """The dataset with only the calibrated gates and scorers (no per-turn ones: labels are per conversation)."""
-    gates = [spec for spec, gate in chosen if gate]
+    """The dataset with only the calibrated gates and scorers (no per-turn ones: labels are per conversation), their
+    calibration bars set aside: measuring a judge is what meets them."""
+    gates = [replace(spec, calibrated=None) for spec, gate in chosen if gate]
     scorers = [spec for spec, gate in chosen if not gate]
     items = [replace(i, turns=[replace(t, gates=[], scorers=[]) for t in i.turns]) if i.turns else i
              for i in dataset.items]

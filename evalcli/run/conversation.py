@@ -156,10 +156,15 @@ class Conversation:
         sink = current_usage.get()
         began = time.perf_counter()
 
+        checked: set[int] = set()
+
         def before_turn() -> None:
-            # a limit or a spent budget ends the conversation before its next turn: nothing is sent, nor asked
+            # a limit or a spent budget ends the conversation before its next turn: nothing is sent, nor asked. A
+            # turn's limits are checked once, before it begins: a simulated user's message, once asked for, is sent
+            # (its own tokens end the conversation at the next turn, docs/simulated-users.md)
             index = len(result.turns)
-            if limits is not None:
+            if limits is not None and index not in checked:
+                checked.add(index)
                 _check_limits(limits, index, began, sink)
             refused = sink.refusal("target") if sink is not None and session is not None else None
             if refused is not None:
@@ -201,7 +206,9 @@ class Conversation:
 
             before_turn()
             try:
-                reply = await session.send(text, resume=resume)
+                # `resume` only for a resume turn (an adapter that `resumes`): a session's `send(text)` is the whole
+                # protocol of every other adapter, a package's included (docs/extending.md)
+                reply = await (session.send(text) if resume is None else session.send(text, resume=resume))
             except TurnTimedOut as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None

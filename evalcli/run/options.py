@@ -7,7 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..dataset import Dataset, Selection, model_uses
+from ..errors import UsageError
 from ..llm import check_cost_budget
+from ..passrate import DEFAULT_MAX_PLAYS
 from ..results import ItemResult, Plan
 from ..store import StoredOptions
 
@@ -45,7 +47,14 @@ class RunOptions:
     grace_seconds: float = 5.0
     """After an interrupt, how long conversations in flight may take to finish before they are cancelled."""
     repeat: int = 1
-    """Play each conversation this many times; results are reduced by mean (pass@k and pass^k for gates)."""
+    """Play each conversation this many times (with ``sequential``: at most); results are reduced by mean (pass@k
+    and pass^k for gates)."""
+    sequential: bool = False
+    """``--repeat auto[:MAX]``: play a conversation again only while the sequential rule has not settled it
+    (``passrate.settle``, docs/verdicts.md#sequential-repeats), at most ``repeat`` times."""
+    pass_rate: float = 1.0
+    """``--pass-rate P``: under repeats a gate passes on a conversation when at least P of its plays passed it
+    (``passrate.passes_at_rate``); the sequential rule's threshold."""
     hermetic: bool = False
     """Every tool call no mock answers, and every replay miss, is the conversation's error (docs/hermetic.md)."""
     record_tools: str | None = None
@@ -66,7 +75,8 @@ class RunOptions:
         """What the run's row keeps of these options (and of its plan and the dataset's configuration)."""
         selection = self.selection
         return StoredOptions(plan, selection.filter, selection.shard, selection.limit, self.strict, self.max_errors,
-                             self.repeat, sorted(self.only_indexes or []) or None, config)
+                             self.repeat, sorted(self.only_indexes or []) or None, config, self.sequential,
+                             self.pass_rate)
 
 
 def plan_of(dataset: Dataset) -> Plan:
@@ -79,3 +89,25 @@ def check_budgets(dataset: Dataset, options: RunOptions) -> None:
     """A ``UsageError`` before anything runs when the options' budgets cannot be counted for this dataset: a
     ``--max-cost`` over a model without a price (docs/reliability.md, Budgets)."""
     check_cost_budget(options.max_cost, model_uses(dataset), dataset.path)
+
+
+def parse_repeat(text: str) -> tuple[int, bool]:
+    """``--repeat N`` -> (N, False); ``--repeat auto[:MAX]`` -> (MAX, True), MAX default 10 and at least 2
+    (docs/verdicts.md#sequential-repeats)."""
+    written = text.strip().lower()
+    auto = written == "auto" or written.startswith("auto:")
+    count = written.removeprefix("auto").removeprefix(":") if auto else written
+    if auto and written == "auto":
+        return DEFAULT_MAX_PLAYS, True
+    if not count.isdigit() or int(count) < (2 if auto else 1):
+        raise UsageError(f"--repeat {text}: not {'a most of 2 plays or more' if auto else 'a number of plays'}",
+                         "write --repeat 5 (every conversation 5 times), --repeat auto (again only while undecided, "
+                         "at most 10 times) or --repeat auto:20")
+    return int(count), auto
+
+
+def check_pass_rate(pass_rate: float) -> None:
+    """``--pass-rate``: a share above 0 and at most 1."""
+    if isinstance(pass_rate, bool) or not isinstance(pass_rate, int | float) or not 0 < pass_rate <= 1:
+        raise UsageError(f"--pass-rate {pass_rate}: not a share of plays above 0 and at most 1",
+                         "write --pass-rate 0.8 (at least 80% of the plays), or leave it out (every play)")

@@ -18,9 +18,10 @@ from ..llm import PURPOSES, LLMSettings, backend_from_env, check_settings, model
 from ..results import ItemResult, Plan
 from ..store import Store, StoredOptions, stored_usage
 from .notices import memory_warning
-from .options import RunOptions, check_budgets, plan_of
-from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored
+from .options import RunOptions, check_budgets, check_pass_rate, plan_of
+from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored, unverified_secrets
 from .tooling import check_hermetic
+from .trust import check_calibrated
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,10 @@ def check_options(options: RunOptions) -> None:
     check_filter(options.selection.filter)
     check_budget_amounts(options.max_cost, "--max-cost")
     check_budget_amounts(options.max_tokens, "--max-tokens")
+    check_pass_rate(options.pass_rate)
+    if options.sequential and options.repeat < 2:
+        raise UsageError(f"--repeat auto:{options.repeat}: at most {options.repeat} play leaves nothing to decide",
+                         "write --repeat auto (at most 10 plays) or --repeat auto:MAX with MAX of 2 or more")
 
 
 def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store | None = None, *,
@@ -146,10 +151,12 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
     kept: dict[int, ItemResult] = {}
     kept_usage: tuple[tuple[Any, ...], ...] = ()
     if options.resume:
-        options, row = _resume(dataset, options, _needs(store, "--resume"), given)
+        options, row, unchecked = _resume(dataset, options, _needs(store, "--resume"), given)
         run_id = row["id"]
+        notes += unchecked
     check_budgets(dataset, options)  # a resume's restored options included
     check_hermetic(dataset, options.hermetic)
+    check_calibrated(dataset, store)  # a gate on an unmeasured judge: refused (docs/judges.md#calibrated-gates)
     items = _selected(dataset, options)
     if options.resume:
         assert store is not None and run_id is not None
@@ -180,18 +187,20 @@ def _rerun(dataset: Dataset, options: RunOptions, store: Store) -> tuple[RunOpti
 
 
 def _resume(dataset: Dataset, options: RunOptions, store: Store,
-            given: Mapping[str, Any] | None) -> tuple[RunOptions, Mapping[str, Any]]:
-    """The resumed run's options (restored when ``given`` says which the caller set) and its row; a ``UsageError``
-    when it cannot be resumed with this dataset and these options."""
+            given: Mapping[str, Any] | None) -> tuple[RunOptions, Mapping[str, Any], list[str]]:
+    """The resumed run's options (restored when ``given`` says which the caller set), its row and what the resume
+    could not check (``unverified_secrets``); a ``UsageError`` when it cannot be resumed with this dataset and these
+    options."""
     assert options.resume is not None
     row, stored = check_resumable(store, options.resume, dataset)
+    unchecked = unverified_secrets(stored, row["id"])
     if given is not None:
-        return restored(options, row, stored, given), row
+        return restored(options, row, stored, given), row, unchecked
     conflicts = option_conflicts(stored, options.stored(plan_of(dataset)))
     if conflicts:
         raise UsageError(f"resuming run {row['id']} with other options: {'; '.join(conflicts)}",
                          "continue it with the options it was started with (evalcli.run.resume_options reads them)")
-    return options, row
+    return options, row, unchecked
 
 
 def _selected(dataset: Dataset, options: RunOptions) -> list[Item]:

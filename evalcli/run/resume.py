@@ -16,17 +16,18 @@ from typing import Any
 
 from ..dataset import Dataset, Item, Selection
 from ..errors import UsageError
-from ..fingerprint import SALT, differences, fingerprint, leaves
+from ..fingerprint import KEY_VARIABLE, SALT, differences, fingerprint, leaves, unverifiable
 from ..identity import LEGACY, pair_by_identity
 from ..results import ItemResult
 from ..store import Store, StoredOptions
 from .options import RunOptions, plan_of
 
 FLAGS = {"filter": "--filter", "shard": "--shard", "limit": "--limit", "repeat": "--repeat", "strict": "--strict",
-         "max_errors": "--max-errors", "only_indexes": "--rerun-failed"}
+         "max_errors": "--max-errors", "only_indexes": "--rerun-failed", "sequential": "--repeat auto",
+         "pass_rate": "--pass-rate"}
 """The run options a run keeps (``StoredOptions``), by the command-line flag that sets each."""
 DEFAULTS: dict[str, Any] = {"filter": None, "shard": None, "limit": None, "repeat": 1, "strict": False,
-                            "max_errors": 0, "only_indexes": None}
+                            "max_errors": 0, "only_indexes": None, "sequential": False, "pass_rate": 1.0}
 
 
 def flag_text(name: str, value: Any) -> str:
@@ -34,7 +35,7 @@ def flag_text(name: str, value: Any) -> str:
     flag = FLAGS[name]
     if value == DEFAULTS[name]:
         return f"no {flag}"
-    if name == "strict":
+    if name in ("strict", "sequential"):
         return flag
     if name == "shard":
         return f"{flag} {value[0]}/{value[1]}"
@@ -47,7 +48,8 @@ def flag_text(name: str, value: Any) -> str:
 
 def _values(options: StoredOptions) -> dict[str, Any]:
     return {"filter": options.filter, "shard": options.shard, "limit": options.limit, "repeat": options.repeat,
-            "strict": options.strict, "max_errors": options.max_errors, "only_indexes": options.only_indexes}
+            "strict": options.strict, "max_errors": options.max_errors, "only_indexes": options.only_indexes,
+            "sequential": options.sequential, "pass_rate": options.pass_rate}
 
 
 def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> None:
@@ -160,6 +162,20 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
     return row, stored
 
 
+def unverified_secrets(stored: StoredOptions, run_id: str) -> list[str]:
+    """The note a resume gives when the run's secret-bearing leaves were keyed with another digest key than this
+    machine's: their secrets cannot be compared here, so a changed secret would go unnoticed (docs/reliability.md,
+    "Secrets"). Empty when every leaf was compared."""
+    config = stored.config or {}
+    paths = unverifiable(config) if SALT in config else []
+    if not paths:
+        return []
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return [f"run {run_id} was fingerprinted with another digest key than this machine's: a secret changed since "
+            f"in {', '.join(paths[:5])}{more} cannot be noticed by this resume (the rest of each was compared); set "
+            f"{KEY_VARIABLE} to the key of the machine that started the run to compare the secrets too"]
+
+
 def option_conflicts(stored: StoredOptions, current: StoredOptions, names: list[str] | None = None) -> list[str]:
     """The options (``names``, default all) ``current`` sets differently from ``stored``, as ``(now vs then)`` texts."""
     then, now = _values(stored), _values(current)
@@ -181,6 +197,12 @@ def restored(options: RunOptions, row: Mapping[str, Any], stored: StoredOptions,
              given: Mapping[str, Any] | None = None) -> RunOptions:
     """``options`` to continue the run of ``row`` (checked resumable), with the options it keeps (``stored``)
     restored; one of ``given`` (those a caller set explicitly) that differs from the run's is a ``UsageError``."""
+    if given and given.get("sequential") and not stored.sequential and stored.repeat > 1:
+        raise UsageError(f"--repeat auto cannot resume run {row['id']}: it plays every conversation a fixed "
+                         f"{stored.repeat} times, and the conversations it finished were not decided by the sequential "
+                         "rule, so one run would count its conversations two ways",
+                         f"resume it as it was started (leave --repeat out, or --repeat {stored.repeat}), or start a "
+                         "new run with --repeat auto")
     if given:
         asked = replace(stored, **{name: value for name, value in given.items() if name in FLAGS})
         conflicts = option_conflicts(stored, asked, [name for name in FLAGS if name in given])
@@ -189,7 +211,8 @@ def restored(options: RunOptions, row: Mapping[str, Any], stored: StoredOptions,
                              "leave those flags out: resuming restores the options the run was started with "
                              "(or start a new run)")
     return replace(options, resume=row["id"], selection=Selection(stored.filter, stored.shard, stored.limit),
-                   repeat=stored.repeat, strict=stored.strict, max_errors=stored.max_errors,
+                   repeat=stored.repeat, sequential=stored.sequential, pass_rate=stored.pass_rate,
+                   strict=stored.strict, max_errors=stored.max_errors,
                    only_indexes=set(stored.only_indexes) if stored.only_indexes else None)
 
 

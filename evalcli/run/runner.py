@@ -21,6 +21,7 @@ from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, load_dataset
 from ..errors import ExitCode, describe
 from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summary
+from ..passrate import settle
 from ..results import ItemResult, RunResult
 from ..scorers import Builder
 from ..store import Store, new_run_id
@@ -107,7 +108,7 @@ class Runner:
             status, code = ("interrupted", ExitCode.INTERRUPTED) if interrupted else ("failed", ExitCode.INTERNAL)
             aggregator.flush()
             recorder.finish_later(aggregator.summary(), status, code, aggregator.items,
-                                  rates.to_json(self.options.repeat), len(plan.items))
+                                  self._repeats(rates), len(plan.items))
             raise
         aggregator.flush()
         summary = aggregator.summary()
@@ -116,14 +117,32 @@ class Runner:
             self.events.warning(unscored)
             warnings.append(unscored)
         status, code = self._ending(summary, aggregator.items < len(plan.items))
-        await recorder.finish(summary, status, code, aggregator.items, rates.to_json(self.options.repeat),
+        await recorder.finish(summary, status, code, aggregator.items, self._repeats(rates),
                               len(plan.items))
         ordered = [results[i.index] for i in plan.items if i.index in results] if self.options.keep_items else None
         totals = usage_summary([*plan.kept_usage, *usage_rows(usage)])
         return RunResult(run_id, self.dataset.path, self.dataset.target_spec, summary, status,
                          code, ordered, totals, warnings, completed=aggregator.items, selected=len(plan.items),
                          pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(), stability=rates.stability(),
-                         repeat=self.options.repeat, dataset_name=self.dataset.name)
+                         repeat=self.options.repeat, repeat_auto=self.options.sequential,
+                         pass_rate=self.options.pass_rate, plays=rates.plays, dataset_name=self.dataset.name)
+
+    def _repeats(self, rates: PassRates) -> dict[str, Any]:
+        """What the run's row and JSON add under repeats (``PassRates.to_json``)."""
+        return rates.to_json(self.options.repeat, self.options.sequential, self.options.pass_rate)
+
+    async def _sequential(self, conversation: Conversation, item: Item) -> ItemResult:
+        """``--repeat auto[:MAX]``: play ``item`` until the sequential rule settles it (``passrate.settle``) or a play
+        errors, at most ``repeat`` times (docs/verdicts.md#sequential-repeats)."""
+        plays: list[ItemResult] = []
+        settled: str | None = None
+        while settled is None:
+            play = await conversation.play(item)
+            plays.append(play)
+            if play.status != "ok" or self.stopping:
+                break
+            settled = settle(sum(p.passed for p in plays), len(plays), self.options.pass_rate, self.options.repeat)
+        return reduce_repeats(plays, self.options.pass_rate, settled)
 
     async def _play(self, context: RunContext, recorder: Recorder, finished: Callable[[ItemResult], None],
                     warnings: list[str]) -> None:
@@ -175,8 +194,11 @@ class Runner:
             for item in queue:
                 if self.stopping or self.budget.spent is not None:
                     return
-                if self.options.repeat > 1:
-                    finished(reduce_repeats([await conversation.play(item) for _ in range(self.options.repeat)]))
+                if self.options.sequential:
+                    finished(await self._sequential(conversation, item))
+                elif self.options.repeat > 1:
+                    finished(reduce_repeats([await conversation.play(item) for _ in range(self.options.repeat)],
+                                            self.options.pass_rate))
                 else:
                     finished(await conversation.play(item))
                 await context.keep_up()

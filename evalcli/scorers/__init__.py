@@ -18,13 +18,14 @@ from .base import NotScorable, Score, ScorerRun, TurnView, not_scorable
 
 if TYPE_CHECKING:
     from .kinds import BuildContext, Kind, Scorer, all_kinds, find, origin
-    from .registry import Builder, Registry, ScorerSpec, flow_yaml, inline_yaml, registration_line
+    from .registry import Builder, CalibrationBar, Registry, ScorerSpec, flow_yaml, inline_yaml, registration_line
 
-__all__ = ["BuildContext", "Builder", "Kind", "NotScorable", "Registry", "Score", "Scorer", "ScorerRun", "ScorerSpec",
-           "TurnView", "all_kinds", "find", "flow_yaml", "inline_yaml", "not_scorable", "origin", "registration_line"]
+__all__ = ["BuildContext", "Builder", "CalibrationBar", "Kind", "NotScorable", "Registry", "Score", "Scorer",
+           "ScorerRun", "ScorerSpec", "TurnView", "all_kinds", "find", "flow_yaml", "inline_yaml", "not_scorable",
+           "origin", "registration_line"]
 
 _LAZY = {"BuildContext": "kinds", "Kind": "kinds", "Scorer": "kinds", "all_kinds": "kinds", "find": "kinds",
-         "origin": "kinds", "Builder": "registry", "Registry": "registry", "ScorerSpec": "registry",
+         "origin": "kinds", "Builder": "registry", "CalibrationBar": "registry", "Registry": "registry", "ScorerSpec": "registry",
          "flow_yaml": "registry", "inline_yaml": "registry", "registration_line": "registry"}
 
 

@@ -147,6 +147,12 @@ def _json_default(value: Any) -> str:
     return "none" if value is None else id_value(value)
 
 
+WRAPPER_KEYS = ("threshold", "id", "min", "max", "calibrated")
+"""Keys written beside a kind that belong to a wrapper around it, ``{scorer: REF, threshold: T, id: NAME}`` (``min``
+and ``max`` inside its threshold; ``calibrated`` on a gate, docs/judges.md#calibrated-gates)."""
+RESERVED = ("scorer", *WRAPPER_KEYS)
+"""Names no scorer kind can have: a dataset reads them as the entry's own keys, so such a kind could never be used."""
+
 _KINDS: dict[str, Kind] = {}
 _ALIASES: dict[str, str] = {}
 _ORIGINS: dict[str, Entry] = {}
@@ -175,6 +181,10 @@ def _declared(entry: Entry) -> Sequence[Kind]:
         if kind.group not in GROUP_ORDER:
             raise entry.error(f"declares the scorer kind '{kind.name}' in the group {kind.group!r}, not one of "
                               f"{', '.join(GROUP_ORDER)}")
+        reserved = [name for name in (kind.name, *kind.aliases) if name in RESERVED]
+        if reserved:
+            raise entry.error(f"declares the scorer kind '{kind.name}' with the name '{reserved[0]}', which a dataset "
+                              f"reads as a key of the entry itself ({', '.join(RESERVED)}), so no dataset could use it")
         if kind.main is not None and kind.main not in kind.args.model_fields:
             raise entry.error(f"declares the scorer kind '{kind.name}' with main={kind.main!r}, which is not a field of "
                               f"{kind.args.__name__}")

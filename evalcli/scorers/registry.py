@@ -15,10 +15,29 @@ from typing import Any
 
 from ..errors import Problem
 from ..llm import LLMClient
-from ..results import Threshold
+from ..results import Outcome, Threshold
 from ..secret_references import digestible
+from .base import ScorerRun
 from .kinds import BuildContext, Scorer
 from .kinds import find as find_kind
+
+
+@dataclass(frozen=True)
+class CalibrationBar:
+    """``calibrated: {min_kappa, min_labels, min_accuracy}`` on a judge used as a gate: what the latest stored
+    calibration of its exact configuration must show before a run may gate on it (docs/judges.md#calibrated-gates)."""
+
+    min_kappa: float | None = None
+    """Cohen's kappa against pass/fail labels, at least."""
+    min_labels: int | None = None
+    """Labelled conversations compared, at least."""
+    min_accuracy: float | None = None
+    """Accuracy against the labels (pass/fail or scale), at least."""
+
+    def raw(self) -> dict[str, Any]:
+        """As written (the keys given)."""
+        return {k: v for k, v in (("min_kappa", self.min_kappa), ("min_labels", self.min_labels),
+                                  ("min_accuracy", self.min_accuracy)) if v is not None}
 
 
 @dataclass(frozen=True)
@@ -34,6 +53,8 @@ class ScorerSpec:
     """FILE:LINE:COL of the reference, for error messages. Identical references share one spec (see
     ``parse_list``), which keeps the first one's; only python scorers, whose import errors name it,
     always keep their own."""
+    calibrated: CalibrationBar | None = None
+    """A gate's calibration bar (docs/judges.md#calibrated-gates); ``None``: it may gate unmeasured."""
 
     def spec(self) -> dict[str, Any]:
         """What is stored beside every score: enough to rebuild this exact scorer."""
@@ -134,5 +155,17 @@ class Builder:
         kind = find_kind(spec.kind)
         if kind is None:  # specs come from parsing, which knows every kind
             raise ValueError(f"unknown scorer kind {spec.kind!r}")
-        return kind.build(kind.args.model_validate(spec.args),
-                          BuildContext(spec.id, self.llm, self.use_cache, self.imported))
+        built = kind.build(kind.args.model_validate(spec.args),
+                           BuildContext(spec.id, self.llm, self.use_cache, self.imported))
+        return built if isinstance(built, Scorer) else Awaited(built)
+
+
+class Awaited(Scorer):
+    """A package's scorer that is any object with ``async def score(run)`` (docs/extending.md), not a subclass of
+    ``Scorer``: awaited like every scorer that is not ``immediate``."""
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer
+
+    async def score(self, run: ScorerRun) -> Outcome:
+        return await self.scorer.score(run)  # type: ignore[no-any-return]

@@ -27,7 +27,7 @@ from ..results import (
     stability_counts,
     stability_of,
 )
-from .store import Store
+from .store import Store, stored_items
 
 HISTORY_RUNS = 30
 """How many runs of a dataset ``score_history`` reads at most (the reported one and those before it)."""
@@ -101,6 +101,8 @@ def load_run(store: Store, run_id: str) -> StoredRun:
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
                        completed=completed, selected=max(completed, int(stored.get("selected") or row["total_items"] or 0)),
                        dataset_name=row["dataset"], repeat=int(stored.get("repeat") or 1),
+                       repeat_auto=bool(stored.get("repeat_auto")), pass_rate=float(stored.get("pass_rate") or 1.0),
+                       plays=int(stored.get("plays") or 0),
                        pass_at_k=dict(stored.get("pass_at_k") or {}), pass_all_k=dict(stored.get("pass_all_k") or {}),
                        stability=_stability(store, row["id"]))
     return StoredRun(store, result, plan, row)
@@ -108,9 +110,11 @@ def load_run(store: Store, run_id: str) -> StoredRun:
 
 def _stability(store: Store, run_id: str) -> dict[str, int]:
     """How many of a stored run's repeated conversations are stable-pass, flaky and stable-fail."""
-    rows = store.query("SELECT status, repeats, json_extract(outcomes, '$.plays[0]') AS passed FROM items "
-                       "WHERE run_id = ? AND repeats > 1", [run_id])
-    return stability_counts([stability_of(r["passed"], r["repeats"]) if r["status"] == "ok" else None for r in rows])
+    rows = store.query("SELECT status, repeats, json_extract(outcomes, '$.plays[0]') AS passed, "
+                       "json_extract(outcomes, '$.plays[2]') AS settled FROM items "
+                       "WHERE run_id = ? AND (repeats > 1 OR settled IS NOT NULL)", [run_id])
+    return stability_counts([stability_of(r["passed"], r["repeats"], r["settled"]) if r["status"] == "ok" else None
+                             for r in rows])
 
 
 def stored_usage(store: Store, run_id: str, indexes: set[int] | None = None) -> list[tuple[Any, ...]]:
@@ -134,9 +138,17 @@ def find_item(store: Store, run_id: str, key: str) -> ItemResult:
                                                    "LIMIT 8", [run_id])]
         raise StoreError(f"run {run_id} has no conversation '{key}'",
                          f"give an item id or index; ids include: {', '.join(known) or '(none stored)'}")
-    index = rows[0]["item_index"]
-    item = next(item for item in store.load_items(run_id) if item.index == index)
-    item.plays = store.load_plays(run_id, item)
+    found = item_at(store, run_id, rows[0]["item_index"])
+    assert found is not None  # its row was just read
+    return found
+
+
+def item_at(store: Store, run_id: str, index: int) -> ItemResult | None:
+    """The conversation at ``index`` of a stored run, with its plays when it was repeated (``None``: no such one).
+    Only that conversation is read: a run may hold 100,000."""
+    item = next(stored_items(store.conn, run_id, index=index), None)
+    if item is not None:
+        item.plays = store.load_plays(run_id, item)
     return item
 
 

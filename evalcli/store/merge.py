@@ -187,7 +187,8 @@ def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = 
         rates = PassRates()
         for item in items:
             rates.add(item)
-        repeats = rates.to_json(int(options.get("repeat") or 1))
+        repeats = rates.to_json(int(options.get("repeat") or 1), bool(options.get("sequential")),
+                                float(options.get("pass_rate") or 1.0))
         code = exit_code(summary, strict=bool(options.get("strict")), max_errors=int(options.get("max_errors") or 0))
         options.update(shard=None, merged_from=[{"db": s.path, "run_id": r["id"],
                                                  "shard": json.loads(r["options"] or "{}").get("shard")}

@@ -309,6 +309,41 @@ def m008_plays(conn: sqlite3.Connection) -> None:
     )
 
 
+def m009_labels(conn: sqlite3.Connection) -> None:
+    """A person's labels made in ``evalcli view`` (docs/view.md): per conversation (``scorer_id`` ``''``) or per
+    gate or scorer of it, a score from 0 to 1 (pass 1, fail 0) with a note, who and when. Labels are appended, never
+    updated: the newest of a conversation's identity and scorer is its label. ``dataset`` is the run's stable name and
+    ``identity`` the conversation's (docs/identity.md), so a label follows the conversation into other runs.
+
+    With them, the indexes that let ``evalcli view`` page through a run of 100,000 conversations without reading
+    them: ``items_run_view`` holds what a page sorts, filters, counts and searches by (failures first: the
+    expression ``browse.STATUS_RANK``), ``items_run_repeats`` finds a run's repeated conversations."""
+    _script(
+        conn,
+        """
+        CREATE TABLE labels (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            item_index INTEGER NOT NULL,
+            item_id TEXT NOT NULL,
+            identity TEXT NOT NULL,
+            dataset TEXT NOT NULL,
+            scorer_id TEXT NOT NULL DEFAULT '',
+            score REAL,
+            note TEXT,
+            reviewer TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX labels_dataset_identity ON labels(dataset, identity, scorer_id, id);
+        CREATE INDEX labels_run_item ON labels(run_id, item_index);
+        CREATE INDEX items_run_view ON items(run_id, (CASE WHEN status != 'ok' THEN 0 WHEN passed = 0 THEN 1 ELSE 2 END),
+                                             item_index, item_id, status, passed, finished_at, duration_ms, input,
+                                             scores, gate_scores);
+        CREATE INDEX items_run_repeats ON items(run_id, repeats)
+        """,
+    )
+
+
 def _numbers(outcomes: dict[str, Any]) -> dict[str, Any]:
     return {key: value.get("score") for key, value in outcomes.items()}
 
@@ -336,6 +371,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("006_item_repeats", m006_item_repeats),
     ("007_conversation_identity", m007_conversation_identity),
     ("008_plays", m008_plays),
+    ("009_labels", m009_labels),
 ]
 
 

@@ -53,6 +53,10 @@ class StoredOptions:
     config: dict[str, str] | None = None
     """The dataset's configuration when the run began (``Dataset.configuration``: digests of the target, its
     options, every gate and scorer); ``None`` for runs stored before evalcli kept it."""
+    sequential: bool = False
+    """``--repeat auto``: ``repeat`` is the most plays, and the sequential rule decided how many each needed."""
+    pass_rate: float = 1.0
+    """``--pass-rate``: the share of plays that must pass a gate under repeats."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -65,7 +69,8 @@ class StoredOptions:
         return cls(Plan.from_json(data["plan"]), data.get("filter"), (int(shard[0]), int(shard[1])) if shard else None,
                    data.get("limit"), bool(data.get("strict")), int(data.get("max_errors") or 0),
                    int(data.get("repeat") or 1), list(data["only_indexes"]) if data.get("only_indexes") else None,
-                   dict(data["config"]) if isinstance(data.get("config"), dict) else None)
+                   dict(data["config"]) if isinstance(data.get("config"), dict) else None,
+                   bool(data.get("sequential")), float(data.get("pass_rate") or 1.0))
 
 
 def now() -> str:
@@ -236,7 +241,7 @@ class Store:
              self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(_outcomes(result)),
              result.stop_reason, result.duration_ms, stamp, self._text(result.metadata) if result.metadata else None,
              result.repeats, _dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
-             if result.repeats > 1 else None, identity_of(result), result.content)))
+             if result.repeated else None, identity_of(result), result.content)))
         statements.append((
             "INSERT INTO turns (run_id, item_index, item_id, turn_index, input, output, simulated, thread_id, "
             "resource_id, duration_ms, passed, gate_scores, scores, outcomes, structured, interrupt, resume, "
@@ -396,12 +401,19 @@ class Store:
         return self.options(run_id).plan
 
 
-def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: int | None = None) -> Iterator[ItemResult]:
+def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: int | None = None,
+                 indexes: list[int] | None = None) -> Iterator[ItemResult]:
     """``Store.load_items`` on any connection to the file (the writer thread's, inside its transaction, reads back a
-    conversation it has just written: ``index``)."""
-    where = " AND item_index = ?" if index is not None else (
-        " AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status = 'error')" if errors_only else "")
-    params = [run_id, index] if index is not None else [run_id, run_id] if errors_only else [run_id]
+    conversation it has just written: ``index``; a page of ``evalcli view`` reads its ``indexes``, in index order)."""
+    if index is not None:
+        indexes = [index]
+    if indexes is not None:
+        where = f" AND item_index IN ({', '.join('?' for _ in indexes)})"
+        params: list[Any] = [run_id, *indexes]
+    else:
+        where = (" AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status = 'error')"
+                 if errors_only else "")
+        params = [run_id, run_id] if errors_only else [run_id]
     turn_rows = _rows(conn, f"SELECT * FROM turns WHERE run_id = ?{where} ORDER BY item_index, turn_index", params)
     pending = next(turn_rows, None)
     for row in _rows(conn, f"SELECT * FROM items WHERE run_id = ?{where} ORDER BY item_index", params):
@@ -420,6 +432,7 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
                          repeats=row["repeats"] or 1, gate_passes={g: int(p[0]) for g, p in plays.items()},
                          gate_plays={g: int(p[1]) for g, p in plays.items()},
                          plays_passed=int(stored["plays"][0]) if stored.get("plays") else None,
+                         settled=str(stored["plays"][2]) if len(stored.get("plays") or ()) > 2 else None,
                          identity=row.get("identity") or "", content=row.get("content") or "")
 
 
@@ -427,8 +440,8 @@ def _outcomes(result: ItemResult) -> dict[str, Any]:
     """An item's ``outcomes`` column: its gates and scorers, and with ``--repeat`` ``plays``: [plays in which every
     gate passed, plays] (docs/history.md stability, kept beside the outcomes it sums up)."""
     outcomes = result.outcomes()
-    if result.repeats > 1 and result.plays_passed is not None:
-        outcomes["plays"] = [result.plays_passed, result.repeats]
+    if result.repeated and result.plays_passed is not None:
+        outcomes["plays"] = [result.plays_passed, result.repeats, *([result.settled] if result.settled else [])]
     return outcomes
 
 

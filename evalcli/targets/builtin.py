@@ -62,6 +62,10 @@ MASTRA = AdapterDeclaration(
     name="mastra", adapter="evalcli.targets.mastra:MastraAdapter", mapping=True,
     summary="an agent of a Mastra server (url: ..., agent: ...), over its HTTP API")
 
+A2A = AdapterDeclaration(
+    name="a2a", adapter="evalcli.targets.a2a:A2AAdapter", mapping=True,
+    summary="an agent that speaks A2A (a2a: URL): its agent card, message/send, tasks polled to completion")
+
 MODEL = AdapterDeclaration(
     name="model", adapter="evalcli.targets.model:ModelAdapter", mapping=True,
     summary="a model (model: NAME) answering each turn through evalcli's LLM client")

@@ -311,6 +311,11 @@ class Adapter(ABC):
         cannot; a schema may be ``None`` where the tool's is unknown)."""
         return None
 
+    def mcp_servers(self) -> dict[str, list[str]] | None:
+        """The agent's MCP servers and their tools' names, by server name, when the adapter can list them (``None``:
+        it cannot; docs/hermetic.md, "MCP tools")."""
+        return None
+
     def tool_names(self) -> list[str] | None:
         """The names of the agent's tools, when the adapter can list them (``None``: it cannot)."""
         tools = self.tool_schemas()

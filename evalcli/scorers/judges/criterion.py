@@ -24,7 +24,7 @@ from ..base import ScorerRun
 from ..kinds import BuildContext, Kind, Scorer
 from . import kit
 from .engine import JudgeCall, JudgeFailed, SamplePoint, output_schema, reader, sampled, usage_of
-from .kit import api_base_field, model_field, models_field, samples_field, with_model
+from .kit import Samples, api_base_field, model_field, models_field, samples_field, with_model
 
 JUDGE_PROMPT_VERSION = "2"
 """Bump when the prompt or the request shape changes: it is part of every cache key."""
@@ -90,7 +90,7 @@ class JudgeArgs(kit.JudgeArgs):
     scale: float = Field(default=1, description="The score of a satisfied verdict (an unsatisfied one scores 0).")
     api_base: str | None = api_base_field()
     models: list[str] | None = models_field()
-    samples: int = samples_field()
+    samples: Samples = samples_field()
 
 
     @field_validator("scale")
@@ -187,7 +187,7 @@ class MultiTurnJudge(Scorer):
         async def one(point: SamplePoint) -> Outcome:
             return await judge_criterion(calls[point], self.args.criterion, run.output, self.args.scale, sink=sink)
 
-        outcome = await sampled(self.points, one, binary=True)
+        outcome = await sampled(self.points, one, binary=True, confirm=self.args.confirm_on_fail())
         return replace(outcome, usage=usage_of(sink, self.args.model_label()))
 
 

@@ -25,14 +25,14 @@ import operator
 import re
 import statistics
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...llm import LLMClient, LLMError, ResponseCache, UsageSink, reply_text, supports_json_mode, supports_json_schema
 from ...messages import Message
-from ...results import JudgeSample, Outcome
+from ...results import JudgeSample, Outcome, reaches_gate
 from ...results import fmt as score_text
 from .copies import prompt_copy
 
@@ -247,14 +247,45 @@ def sample_points(model: str, models: Sequence[str] | None, samples: int) -> lis
 
 
 async def sampled(points: Sequence[SamplePoint], ask: Callable[[SamplePoint], Coroutine[Any, Any, Outcome]], *,
-                  binary: bool) -> Outcome:
+                  binary: bool, confirm: bool = False) -> Outcome:
     """Ask every point at once and decide; a single point is just asked. ``binary``: the judge's scores are
-    verdicts (0 or its scale), so agreeing means the same score; otherwise within ``AGREEMENT_TOLERANCE``."""
+    verdicts (0 or its scale), so agreeing means the same score; otherwise within ``AGREEMENT_TOLERANCE``.
+    ``confirm`` (``samples: {n, when: fail}``): the first point alone, and the others only when its verdict fails
+    (``failing``), then decided over all (docs/judges.md#confirm-on-fail)."""
     if len(points) == 1:
         return await ask(points[0])
+    if confirm:
+        first = await ask(points[0])
+        if not failing(first):
+            return confirmed_once(points, first)
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(ask(point)) for point in points[1:]]
+        outcome = decide(points, [first, *(t.result() for t in tasks)], binary=binary)
+        note = f"Confirm on fail: the first verdict failed, so {len(points) - 1} more were asked."
+        return replace(outcome, reason=f"{outcome.reason}\n{note}") if outcome.error is None else outcome
     async with asyncio.TaskGroup() as group:
         tasks = [group.create_task(ask(point)) for point in points]
     return decide(points, [t.result() for t in tasks], binary=binary)
+
+
+def failing(outcome: Outcome) -> bool:
+    """Whether a first verdict calls for confirmation: a score that would miss a gate (below 1,
+    ``reaches_gate``). An error or not scorable is no verdict: it stands as it is."""
+    return outcome.error is None and not outcome.not_scorable and outcome.score is not None \
+        and not reaches_gate(outcome.score)
+
+
+def confirmed_once(points: Sequence[SamplePoint], first: Outcome) -> Outcome:
+    """A confirm-on-fail judge whose first verdict passed (or errored, or was not scorable): that verdict, its
+    sample recorded (1/1), the others never asked."""
+    if first.error is not None:
+        return Outcome(error=f"{points[0].label(len(points))}: {first.error}", usage=first.usage)
+    if first.not_scorable or first.score is None:
+        return first
+    sample = JudgeSample(points[0].model, points[0].seed, first.score, _verdict_line(first.reason))
+    note = (f"Confirm on fail: the first verdict passed ({score_text(first.score)}); the other "
+            f"{len(points) - 1} samples were not asked.")
+    return replace(first, reason=f"{first.reason or ''}\n\n{note}", samples=(sample,), agreement=(1, 1))
 
 
 def decide(points: Sequence[SamplePoint], outcomes: Sequence[Outcome], *, binary: bool) -> Outcome:

@@ -13,13 +13,14 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    StrictInt,
     create_model,
     field_validator,
     model_serializer,
@@ -97,10 +98,26 @@ def models_field() -> Any:
                                            "number, up to 9), decided by majority (binary verdicts) or median.")
 
 
+class SampleRule(BaseModel):
+    """``samples: {n: N, when: fail}``: ask once, and only after a failing verdict ask the other N - 1 samples and
+    decide by majority (docs/judges.md#confirm-on-fail); ``when: always`` is ``samples: N``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n: StrictInt = Field(description="How many verdicts decide a confirmed one (odd, 1 to 9).")
+    when: Literal["always", "fail"] = Field(default="always", description="'fail': ask the others only after a "
+                                                                          "failing first verdict.")
+
+
+Samples = StrictInt | SampleRule
+"""What ``samples`` holds: a count, or ``{n, when}``."""
+
+
 def samples_field() -> Any:
-    """The ``samples`` argument every judge takes (docs/recorded.md)."""
-    return Field(default=1, strict=True, description="How many times the judge is asked, each with its own seed (odd, "
-                                                     "1 to 9), decided by majority (binary verdicts) or median.")
+    """The ``samples`` argument every judge takes (docs/judges.md#repeated-judging-and-panels)."""
+    return Field(default=1, description="How many times the judge is asked, each with its own seed (odd, 1 to 9), "
+                                        "decided by majority (binary verdicts) or median; {n: N, when: fail} asks the "
+                                        "others only after a failing first verdict.")
 
 
 class JudgeArgs(BaseModel):
@@ -109,12 +126,23 @@ class JudgeArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    @field_validator("samples", check_fields=False)
+    @field_validator("samples", mode="before", check_fields=False)
     @classmethod
-    def _odd_samples(cls, value: int) -> int:
-        if not 1 <= value <= MAX_SAMPLES or value % 2 == 0:
+    def _samples_shape(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            unknown = [str(key) for key in value if key not in ("n", "when")]
+            if unknown or "n" not in value:
+                raise ValueError(f"samples as a mapping is {{n: N, when: fail}} (or when: always); "
+                                 f"got {'unknown key ' + repr(unknown[0]) if unknown else 'no n'}")
+            if value.get("when", "always") not in ("always", "fail"):
+                raise ValueError(f"samples' when must be 'fail' or 'always', got {value.get('when')!r}")
+            value = {"n": value["n"], "when": value.get("when", "always")}
+            count = value["n"]
+        else:
+            count = value
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SAMPLES or count % 2 == 0:
             raise ValueError(f"samples must be an odd number from 1 to {MAX_SAMPLES} (a majority needs an odd count), "
-                             f"got {value}")
+                             f"got {count!r}")
         return value
 
     @field_validator("models", check_fields=False)
@@ -134,7 +162,7 @@ class JudgeArgs(BaseModel):
         if getattr(self, "models", None) is not None:
             if "model" in self.model_fields_set:
                 raise ValueError("give either 'model' or 'models' (a panel), not both")
-            if getattr(self, "samples", 1) != 1:
+            if self.sample_count() != 1:
                 raise ValueError("a panel asks each of its models once: leave out 'samples' with 'models'")
         return self
 
@@ -148,14 +176,27 @@ class JudgeArgs(BaseModel):
                 data.pop("models", None)
             else:
                 data.pop("model", None)
-            if data.get("samples") == 1:
+            rule = data.get("samples")
+            if isinstance(rule, dict) and rule.get("when") == "always":
+                data["samples"] = rule = rule["n"]
+            if rule == 1:
                 data.pop("samples", None)
         return data
+
+    def sample_count(self) -> int:
+        """How many verdicts decide (``samples``, or its ``n``)."""
+        rule = getattr(self, "samples", 1)
+        return rule.n if isinstance(rule, SampleRule) else int(rule)
+
+    def confirm_on_fail(self) -> bool:
+        """``samples: {n, when: fail}``: the others are asked only after a failing first verdict."""
+        rule = getattr(self, "samples", 1)
+        return isinstance(rule, SampleRule) and rule.when == "fail" and rule.n > 1
 
     def points(self) -> list[SamplePoint]:
         """Who is asked for each verdict (see ``engine.sample_points``)."""
         return sample_points(getattr(self, "model", LOCAL_JUDGE_MODEL), getattr(self, "models", None),
-                             getattr(self, "samples", 1))
+                             self.sample_count())
 
     def model_label(self) -> str:
         """The model, or the panel's models joined, for usage records and calibration rows."""
@@ -169,7 +210,7 @@ class PlainJudgeArgs(JudgeArgs):
     model: str = model_field()
     api_base: str | None = api_base_field()
     models: list[str] | None = models_field()
-    samples: int = samples_field()
+    samples: Samples = samples_field()
 
 
 @dataclass(frozen=True)
@@ -405,7 +446,7 @@ class BoundJudge(Scorer):
             except JudgeFailed as exc:
                 return Outcome(error=str(exc))
 
-        outcome = await sampled(self.points, one, binary=self.binary)
+        outcome = await sampled(self.points, one, binary=self.binary, confirm=self.args.confirm_on_fail())
         return replace(outcome, usage=usage_of(sink, self.args.model_label()))
 
     async def once(self, asking: Asking, run: ScorerRun) -> Outcome:

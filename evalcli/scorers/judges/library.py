@@ -37,6 +37,7 @@ from .kit import (
     JudgeArgs,
     Judging,
     PlainJudgeArgs,
+    Samples,
     api_base_field,
     assistant_transcript,
     declare,
@@ -85,7 +86,7 @@ class RubricArgs(JudgeArgs):
     model: str = model_field()
     api_base: str | None = api_base_field()
     models: list[str] | None = models_field()
-    samples: int = samples_field()
+    samples: Samples = samples_field()
 
 
 JUDGE_RUBRIC = Judging("You decide, for each criterion of a rubric, whether what the assistant said meets it.",
@@ -130,7 +131,7 @@ class RoleArgs(JudgeArgs):
     model: str = model_field()
     api_base: str | None = api_base_field()
     models: list[str] | None = models_field()
-    samples: int = samples_field()
+    samples: Samples = samples_field()
 
 
 
@@ -180,7 +181,7 @@ class FactualityArgs(JudgeArgs):
     model: str = model_field()
     api_base: str | None = api_base_field()
     models: list[str] | None = models_field()
-    samples: int = samples_field()
+    samples: Samples = samples_field()
 
 
 

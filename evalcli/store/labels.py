@@ -1,0 +1,150 @@
+"""A person's labels on stored conversations (docs/view.md#human-review): written by ``evalcli view``, exported by
+``evalcli labels export`` as the ``labels:`` a dataset item takes (docs/recorded.md#labels), read by
+``evalcli calibrate --labels-from-db``.
+
+A label belongs to a conversation's identity within its dataset (docs/identity.md), not to one run: labelled once,
+it stays the label of that conversation in every later run of the dataset. Labels are appended; the newest one of an
+identity and scorer is the label (``''``: the conversation as a whole).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import yaml
+
+from ..dataset import Dataset
+from ..errors import StoreError, UsageError
+from ..secrets import Redactor
+from .connection import connect, run
+from .store import Store, now
+
+CONVERSATION = ""
+"""The ``scorer_id`` of a label on the whole conversation (pass/fail as a person sees it), not on one scorer."""
+WRITE_WAIT_MS = 10_000
+"""How long saving a label waits for a run that is writing the database."""
+
+
+def label_value(raw: Any) -> float:
+    """``pass`` is 1, ``fail`` 0, a number must lie in [0, 1] (the scale of every score)."""
+    if raw in ("pass", True):
+        return 1.0
+    if raw in ("fail", False):
+        return 0.0
+    if isinstance(raw, (int, float)) and math.isfinite(raw) and 0 <= raw <= 1:
+        return float(raw)
+    raise UsageError(f"label {raw!r} is not pass, fail or a score from 0 to 1", "give pass, fail or e.g. 0.7")
+
+
+def label_text(score: float) -> str | float:
+    """How a label reads in YAML: ``pass``/``fail`` for 1/0, else the number."""
+    return "pass" if score == 1 else "fail" if score == 0 else round(score, 4)
+
+
+@dataclass(frozen=True)
+class NewLabel:
+    """A label to store on conversation ``item_index`` of run ``run_id``."""
+
+    run_id: str
+    item_index: int
+    scorer_id: str
+    score: float
+    note: str
+    reviewer: str
+
+
+def add_label(path: str, label: NewLabel, redact: Redactor) -> dict[str, Any]:
+    """Store ``label`` (its note redacted) in its own short transaction; returns the row as stored."""
+    conn = connect(path, timeout_ms=WRITE_WAIT_MS)
+    try:
+        found = conn.execute("SELECT items.item_id, items.identity, runs.dataset FROM items JOIN runs ON runs.id = "
+                             "items.run_id WHERE items.run_id = ? AND items.item_index = ?",
+                             (label.run_id, label.item_index)).fetchone()
+        if found is None:
+            raise StoreError(f"run {label.run_id} has no conversation {label.item_index}", "reload the page")
+        item_id, identity, dataset = found
+        row = {"run_id": label.run_id, "item_index": label.item_index, "item_id": item_id,
+               "identity": identity or f"id:{item_id}", "dataset": dataset, "scorer_id": label.scorer_id,
+               "score": label.score, "note": redact(label.note) if label.note else None,
+               "reviewer": redact(label.reviewer), "created_at": now()}
+        columns = ", ".join(row)
+        run(conn, [(f"INSERT INTO labels ({columns}) VALUES ({', '.join('?' for _ in row)})", tuple(row.values()))])
+        return row
+    finally:
+        conn.close()
+
+
+LATEST = ("SELECT * FROM labels WHERE id IN (SELECT MAX(id) FROM labels{where} GROUP BY dataset, identity, scorer_id) "
+          "ORDER BY dataset, item_index, identity, scorer_id")
+
+
+def latest_labels(store: Store, *, dataset: str | None = None, run_id: str | None = None,
+                  identities: list[str] | None = None) -> list[dict[str, Any]]:
+    """The label of each conversation and scorer (the newest), of one dataset, of the conversations of one run, or
+    of some identities (each narrows when given)."""
+    clauses, params = [], []
+    if dataset is not None:
+        clauses.append("dataset = ?")
+        params.append(dataset)
+    if run_id is not None:
+        clauses.append("dataset = (SELECT dataset FROM runs WHERE id = ?)")
+        params.append(run_id)
+        if identities is None:
+            clauses.append("identity IN (SELECT identity FROM items WHERE run_id = ?)")
+            params.append(run_id)
+    if identities is not None:
+        clauses.append(f"identity IN ({', '.join('?' for _ in identities)})")
+        params += identities
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    return list(store.query(LATEST.format(where=where), params))
+
+
+def labels_by_identity(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """identity -> scorer id (``''`` for the conversation) -> its label row."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        found.setdefault(row["identity"], {})[row["scorer_id"]] = row
+    return found
+
+
+def dataset_labels(store: Store, dataset: str) -> dict[str, dict[str, float]]:
+    """identity -> {scorer id: label} of a dataset (by its stable name), conversation-wide labels left out: what
+    ``calibrate --labels-from-db`` adds to the dataset's own ``labels:``."""
+    return {identity: {key: row["score"] for key, row in scorers.items() if key != CONVERSATION and row["score"] is not None}
+            for identity, scorers in labels_by_identity(latest_labels(store, dataset=dataset)).items()}
+
+
+def export_labels(store: Store, *, dataset: str | None = None, run_id: str | None = None) -> str:
+    """The labels as YAML: per dataset, per conversation its ``id``, ``identity``, ``labels: {SCORER_ID: pass|fail|
+    score}`` (the form a dataset item takes), the conversation's own verdict (``review``) and the notes, reviewers
+    and times."""
+    rows = latest_labels(store, dataset=dataset, run_id=run_id)
+    by_dataset: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        entry = by_dataset.setdefault(row["dataset"], {}).setdefault(row["identity"], {"id": row["item_id"],
+                                                                                       "identity": row["identity"]})
+        value = label_text(row["score"])
+        if row["scorer_id"] == CONVERSATION:
+            entry["review"] = value
+        else:
+            entry.setdefault("labels", {})[row["scorer_id"]] = value
+        who = f"{row['reviewer']} {row['created_at']}"
+        entry.setdefault("by", {})[row["scorer_id"] or "conversation"] = who + (f": {row['note']}" if row["note"] else "")
+    document = {"labels": [{"dataset": name, "conversations": list(entries.values())}
+                           for name, entries in by_dataset.items()]}
+    head = (f"# labels made in evalcli view, read from {store.path}. Copy a conversation's labels: into the dataset\n"
+            "# item with that id, or let calibrate read them: evalcli calibrate DATASET --labels-from-db\n")
+    return head + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
+
+
+def with_stored_labels(dataset: Dataset, store: Store) -> Dataset:
+    """The dataset with the labels stored for its conversations (by the dataset's stable name and each item's
+    identity) added to its own ``labels:``, a stored label winning over the file's; labels of ids that are no longer
+    a top-level gate or scorer of the dataset are left out."""
+    stored = dataset_labels(store, dataset.name or dataset.path)
+    known = {spec.id for spec in [*dataset.gates, *dataset.scorers]}
+    items = [replace(item, labels={**item.labels, **{k: v for k, v in stored.get(item.identity, {}).items() if k in known}})
+             for item in dataset.items]
+    return replace(dataset, items=items)

@@ -1,0 +1,239 @@
+"""The ``evalcli view`` web server (docs/view.md): an aiohttp application serving the page, its script and style
+(files of this package: no CDN, no build step) and the JSON API the page reads.
+
+Each request reads the database on a connection of its own, in a worker thread, read-only: a run writing the file
+never blocks a page (SQLite's WAL lets readers go on beside a writer). Only saving a label writes, in its own short
+transaction. Every response is redacted (docs/secrets.md). Bound to loopback unless ``--host`` is given, and then
+every request must carry the ``--token``; on loopback, a request naming another host (DNS rebinding) is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+from ..errors import EvalcliError, StoreError, UsageError
+from ..secrets import Redactor
+from ..store import Store
+from ..store.browse import PAGE_SIZE, ConversationQuery, RunFilter, progress
+from ..store.labels import NewLabel, add_label, label_value
+from . import data
+
+STATIC = Path(__file__).resolve().parent / "static"
+TOKEN_COOKIE = "evalcli_view_token"
+
+
+@dataclass(frozen=True)
+class ViewSettings:
+    """How ``evalcli view`` serves: the database, where it listens, the token and who labels."""
+
+    db: Path
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+    reviewer: str = "reviewer"
+
+
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_settings(settings: ViewSettings) -> None:
+    """A host other than loopback needs a token (anyone who reaches it could read every transcript)."""
+    if not loopback(settings.host) and not settings.token:
+        raise UsageError(f"--host {settings.host} serves the history beyond this machine: give --token",
+                         "add --token SECRET (every request must then carry it), or leave out --host")
+
+
+class View:
+    """The application's state: settings, the redactor of every response."""
+
+    def __init__(self, settings: ViewSettings) -> None:
+        self.settings = settings
+        self.redact = Redactor(extra={settings.token} if settings.token else ())
+        self.path = str(settings.db)
+
+    async def read(self, read: Callable[[Store], Any]) -> web.Response:
+        """``read`` of a fresh read-only store, in a worker thread, as a redacted JSON response."""
+        def work() -> Any:
+            store = Store(self.path, readonly=True)
+            try:
+                store.conn.execute("PRAGMA busy_timeout = 2000")
+                return read(store)
+            finally:
+                store.close()
+
+        try:
+            result = await asyncio.to_thread(work)
+        except EvalcliError as exc:
+            return self.json({"error": exc.message, "hint": exc.hint}, status=404 if isinstance(exc, StoreError) else 400)
+        return self.json(result)
+
+    def json(self, value: Any, status: int = 200) -> web.Response:
+        return web.Response(text=self.redact.dumps(value, ensure_ascii=False, default=str), status=status,
+                            content_type="application/json")
+
+
+def _int(request: web.Request, name: str, default: int) -> int:
+    raw = request.query.get(name)
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"{name} must be a whole number") from None
+
+
+def routes(view: View) -> web.RouteTableDef:
+    table = web.RouteTableDef()
+
+    @table.get("/")
+    async def index(request: web.Request) -> web.StreamResponse:
+        response = web.FileResponse(STATIC / "index.html")
+        token = request.query.get("token")
+        if token and view.settings.token:
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
+        return response
+
+    @table.get("/static/{name}")
+    async def static(request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        if name not in {"view.js", "view.css"}:
+            raise web.HTTPNotFound()
+        return web.FileResponse(STATIC / name)
+
+    @table.get("/api/runs")
+    async def runs(request: web.Request) -> web.Response:
+        q = request.query
+        where = RunFilter(q.get("dataset") or None, q.get("target") or None, q.get("verdict") or None,
+                          q.get("since") or None, q.get("until") or None)
+        page, size = _int(request, "page", 1), _int(request, "size", PAGE_SIZE)
+        return await view.read(lambda store: data.runs_page(store, where, page, size))
+
+    @table.get("/api/runs/{run}")
+    async def run(request: web.Request) -> web.Response:
+        return await view.read(lambda store: data.run_summary(store, request.match_info["run"]))
+
+    @table.get("/api/runs/{run}/progress")
+    async def run_progress(request: web.Request) -> web.Response:
+        return await view.read(lambda store: progress(store, request.match_info["run"]))
+
+    @table.get("/api/runs/{run}/conversations")
+    async def conversations(request: web.Request) -> web.Response:
+        q = request.query
+        query = ConversationQuery(q.get("sort") or "failures", q.get("desc") == "1", q.get("status") or None,
+                                  q.get("q") or None)
+        page, size = _int(request, "page", 1), _int(request, "size", PAGE_SIZE)
+        return await view.read(lambda store: data.conversations_page(store, request.match_info["run"], query, page,
+                                                                     size))
+
+    @table.get("/api/runs/{run}/conversations/{index}")
+    async def conversation(request: web.Request) -> web.Response:
+        index = request.match_info["index"]
+        if not index.isdigit():
+            raise web.HTTPBadRequest(text="a conversation's index is a whole number")
+        return await view.read(lambda store: data.conversation(store, request.match_info["run"], int(index)))
+
+    @table.post("/api/runs/{run}/conversations/{index}/labels")
+    async def label(request: web.Request) -> web.Response:
+        return await save_label(view, request)
+
+    @table.get("/api/compare/{a}/{b}")
+    async def compare(request: web.Request) -> web.Response:
+        return await view.read(lambda store: data.comparison(store, request.match_info["a"], request.match_info["b"]))
+
+    @table.get("/api/compare/{a}/{b}/conversation")
+    async def compare_one(request: web.Request) -> web.Response:
+        identity = request.query.get("identity", "")
+        return await view.read(lambda store: data.compared_conversation(store, request.match_info["a"],
+                                                                        request.match_info["b"], identity))
+
+    return table
+
+
+async def save_label(view: View, request: web.Request) -> web.Response:
+    """``{"scorer": ID or "", "value": "pass"|"fail"|0..1, "note": TEXT}`` on a conversation, by this reviewer."""
+    if request.content_type != "application/json":  # a form posted from another site cannot send JSON
+        raise web.HTTPUnsupportedMediaType(text="send JSON")
+    body = await request.json()
+    index = request.match_info["index"]
+    try:
+        if not isinstance(body, dict) or not index.isdigit():
+            raise UsageError("a label is {scorer, value, note} on a conversation's index", "")
+        label = NewLabel(request.match_info["run"], int(index), str(body.get("scorer") or ""),
+                         label_value(body.get("value")), str(body.get("note") or ""), view.settings.reviewer)
+
+        def work() -> dict[str, Any]:
+            store = Store(view.path, readonly=True)
+            try:
+                run_id = store.require_run(label.run_id)["id"]
+            finally:
+                store.close()
+            return add_label(view.path, NewLabel(run_id, label.item_index, label.scorer_id, label.score, label.note,
+                                                 label.reviewer), view.redact)
+
+        row = await asyncio.to_thread(work)
+    except EvalcliError as exc:
+        return view.json({"error": exc.message, "hint": exc.hint}, status=400)
+    return view.json(row)
+
+
+def guard(view: View) -> Middleware:
+    """The token on every request when one is set; on loopback without one, only requests naming a loopback host."""
+    token = view.settings.token
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if token:
+            given = (request.query.get("token") or request.cookies.get(TOKEN_COOKIE)
+                     or request.headers.get("Authorization", "").removeprefix("Bearer "))
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                return web.Response(status=401, text="evalcli view: this server needs its token: open it with "
+                                                     "?token=TOKEN (the --token it was started with)")
+        elif not loopback((request.host or "").rsplit(":", 1)[0].strip("[]")):
+            return web.Response(status=403, text="evalcli view answers only requests to 127.0.0.1 or localhost")
+        response = await handler(request)
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Content-Security-Policy"] = ("default-src 'self'; img-src 'self' data:; "
+                                                       "frame-ancestors 'none'")
+        return response
+
+    return middleware
+
+
+def make_app(settings: ViewSettings) -> web.Application:
+    view = View(settings)
+    app = web.Application(middlewares=[guard(view)])
+    app.add_routes(routes(view))
+    return app
+
+
+async def serve(settings: ViewSettings, started: Callable[[str], None]) -> None:
+    """Serve until cancelled (Ctrl-C); ``started`` gets the address once it listens."""
+    runner = web.AppRunner(make_app(settings), access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, settings.host, settings.port)
+        try:
+            await site.start()
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}",
+                             "pick another --port (0 picks a free one)") from None
+        host, port = runner.addresses[0][:2]
+        shown = f"[{host}]" if ":" in str(host) else host
+        started(f"http://{shown}:{port}/")
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
