@@ -53,7 +53,8 @@ FRAMEWORKS_ENV_PREFIXES = ("OPENAI_AGENTS_DONT_LOG_", "OPENAI_LOG", "OPENAI_API_
                            "SSLKEYLOGFILE", "DEFER_PYDANTIC_BUILD", "MULTIDICT_", "YARL_", "FROZENLIST_", "PROPCACHE_")
 PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 
-NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OPTIONAL_ADAPTERS, "evalcli.__main__")  # walking evalcli's modules, these are left to the profile
+# walking evalcli's modules, these are left to the profile
+NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OPTIONAL_ADAPTERS, "evalcli.__main__")
 NEVER_AHEAD = FRAMEWORK_PACKAGES | {"litellm", "scipy", "llama_cpp", "playwright", "numpy", "pandas"}
 
 
