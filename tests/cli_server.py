@@ -39,6 +39,8 @@ IMPORT_TIME_ENV_PREFIXES = ("PYTHON", "LC_", "LANG", "TZ", "TERMINAL_WIDTH", "_T
 # evalcli modules that import a framework at module level (imported by their adapters only when a target needs them)
 FRAMEWORK_ADAPTERS = ("evalcli.targets.agents_usage", "evalcli.targets.langgraph", "evalcli.targets.openai_agents",
                       "evalcli.targets.pydantic_ai")
+# adapters of frameworks that are optional extras (perhaps not installed): never imported ahead
+OPTIONAL_ADAPTERS = ("evalcli.targets.google_adk", "evalcli.targets.strands")
 FRAMEWORK_PACKAGES = {"agents", "pydantic_ai", "langgraph", "langchain_core", "langchain_openai", "openai"}
 
 # the "frameworks" profile, for the test modules that run framework agents (``tests.conftest.FRAMEWORK_MODULES``):
@@ -56,7 +58,7 @@ PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 OTEL_MODULES = ("evalcli.otel.capture_sdk", "evalcli.otel.instrument", "evalcli.otel.endpoint")
 # adapters whose frameworks no profile imports (smolagents) or that live in venvs of their own (tests/framework_venvs.py)
 OTHER_ADAPTERS = ("evalcli.targets.llama_index", "evalcli.targets.smolagents")
-NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OTHER_ADAPTERS, *OTEL_MODULES, "evalcli.__main__")  # left to the profile
+NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OPTIONAL_ADAPTERS, *OTHER_ADAPTERS, *OTEL_MODULES, "evalcli.__main__")  # left to the profile
 NEVER_AHEAD = FRAMEWORK_PACKAGES | {"smolagents", "llama_index", "litellm", "scipy", "llama_cpp", "playwright",
                                     "numpy", "pandas", "opentelemetry"}
 

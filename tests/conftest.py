@@ -38,7 +38,7 @@ settings.load_profile("evalcli")
 # FRAMEWORK_MODULES: the test modules whose CLI runs start framework agents; their runs fork from a server that
 # imported the frameworks (tests/cli_server.py)
 FRAMEWORK_MODULES = frozenset({
-    "test_apps_guardrails", "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai",
+    "test_apps_adk_strands", "test_apps_guardrails", "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai",
     "test_frameworks_cli", "test_otel_capture", "test_otel_ingest", "test_otel_phoenix", "test_recorded_frameworks",
     "test_registration", "test_tools_frameworks",
 })

@@ -65,8 +65,22 @@ def mastra_url() -> Iterator[str]:
         unavailable(str(exc))
 
 
+FRAMEWORK_NEEDS = {"google_adk": "google.adk", "strands": "strands"}
+"""Needs that are a framework's module: optional extras, which a test environment may leave out."""
+
+
 def needs(block: Block, request: pytest.FixtureRequest, folder: Path) -> dict[str, str]:
     env = {}
+    for need, module in FRAMEWORK_NEEDS.items():
+        if need in block.needs:
+            try:
+                import importlib.util
+
+                found = importlib.util.find_spec(module) is not None
+            except ModuleNotFoundError:
+                found = False
+            if not found:
+                pytest.skip(f"{module} is not installed (pip install 'evalcli[{need.replace('_', '-')}]')")
     if "demo_plugin" in block.needs:
         demo_plugin(folder)  # installed in the folder the example runs in
     if "mastra" in block.needs:

@@ -55,6 +55,18 @@ SMOLAGENTS = AdapterDeclaration(
     recognises=("smolagents.agents.MultiStepAgent",),
     install="pip install 'evalcli[smolagents]'", frameworks=("smolagents",))
 
+GOOGLE_ADK = AdapterDeclaration(
+    name="google_adk", adapter="evalcli.targets.google_adk:GoogleADKAdapter",
+    summary="a Google ADK agent (or App), run by a Runner with one ADK session per conversation",
+    recognises=("google.adk.agents.base_agent.BaseAgent", "google.adk.apps.app.App"),
+    install="pip install 'evalcli[google-adk]'", frameworks=("google.adk", "google.genai"))
+
+STRANDS = AdapterDeclaration(
+    name="strands", adapter="evalcli.targets.strands:StrandsAdapter",
+    summary="a Strands agent, a copy of it (tools and model kept) with its own state and messages per conversation",
+    recognises=("strands.agent.agent.Agent",),
+    install="pip install 'evalcli[strands]'", frameworks=("strands",))
+
 HTTP = AdapterDeclaration(
     name="http", adapter="evalcli.targets.http:HttpAdapter", mapping=True,
     summary="a chat endpoint over HTTP (url: ...), its request and reply shaped by templates")
