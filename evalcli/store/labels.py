@@ -66,7 +66,7 @@ def add_label(path: str, label: NewLabel, redact: Redactor) -> dict[str, Any]:
             raise StoreError(f"run {label.run_id} has no conversation {label.item_index}", "reload the page")
         item_id, identity, dataset = found
         row = {"run_id": label.run_id, "item_index": label.item_index, "item_id": item_id,
-               "identity": identity or f"id:{item_id}", "dataset": dataset, "scorer_id": label.scorer_id,
+               "identity": identity or f"id:{item_id}", "dataset": dataset, "scorer_id": redact(label.scorer_id),
                "score": label.score, "note": redact(label.note) if label.note else None,
                "reviewer": redact(label.reviewer), "created_at": now()}
         columns = ", ".join(row)
