@@ -92,3 +92,15 @@ def test_a_page_number_past_any_run_is_an_empty_page_not_a_crash(project: Path) 
             assert status == 200, (path, answer)
         status, answer = server.get(f"/api/runs/{run}/conversations?page=99999999999999999999")
         assert answer["rows"] == [] and answer["total"] == 2
+
+
+def test_labels_export_of_a_database_that_is_not_evalcli_s_is_a_clear_error(tmp_path: Path) -> None:
+    other = tmp_path / "app.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE users (name TEXT)")
+    before = other.read_bytes()
+    for command in (["labels", "export", "--db", str(other)], ["runs", "--db", str(other)]):
+        result = run_cli(command, tmp_path)
+        assert result.code == 2, (command, result.stdout)
+        assert "not an evalcli database" in result.stderr and "Traceback" not in result.stderr
+    assert other.read_bytes() == before
