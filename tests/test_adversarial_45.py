@@ -104,3 +104,31 @@ def test_labels_export_of_a_database_that_is_not_evalcli_s_is_a_clear_error(tmp_
         assert result.code == 2, (command, result.stdout)
         assert "not an evalcli database" in result.stderr and "Traceback" not in result.stderr
     assert other.read_bytes() == before
+
+
+CALIBRATED = """
+target: agent:agent
+scorers:
+  - scorer: {includes: there}
+    id: there
+data:
+  - {id: a, input: INPUT_A}
+  - {id: b, input: hi there}
+"""
+
+
+def test_a_label_feeds_calibrate_until_its_conversation_is_edited(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "c.yaml").write_text(CALIBRATED.replace("INPUT_A", "hi there"))
+    assert run_cli(["run", "c.yaml"], tmp_path).code == 0
+    db = tmp_path / "evalcli.db"
+    with view_server(db) as server:
+        for index in (0, 1):
+            assert server.post(f"/api/runs/{_run_id(db)}/conversations/{index}/labels",
+                               {"scorer": "there", "value": "fail"})[0] == 200
+    same = run_cli(["calibrate", "c.yaml", "--labels-from-db"], tmp_path)
+    assert same.code in (0, 1) and "a  labelled fail" in same.stdout and "b  labelled fail" in same.stdout, same.stdout
+    (tmp_path / "c.yaml").write_text(CALIBRATED.replace("INPUT_A", "over there now"))
+    edited = run_cli(["calibrate", "c.yaml", "--labels-from-db"], tmp_path)
+    assert "b  labelled fail" in edited.stdout, edited.stdout
+    assert "a  labelled fail" not in edited.stdout, edited.stdout
