@@ -132,3 +132,10 @@ def test_a_label_feeds_calibrate_until_its_conversation_is_edited(tmp_path: Path
     edited = run_cli(["calibrate", "c.yaml", "--labels-from-db"], tmp_path)
     assert "b  labelled fail" in edited.stdout, edited.stdout
     assert "a  labelled fail" not in edited.stdout, edited.stdout
+
+
+@pytest.mark.parametrize("token", ["", "   "])
+def test_a_blank_token_does_not_open_the_server_to_other_hosts(project: Path, token: str) -> None:
+    result = run_cli(["view", "--db", str(project / "evalcli.db"), "--host", "0.0.0.0", "--port", "0", "--token", token],
+                     project, timeout=30)
+    assert result.code == 2 and "give --token" in result.stderr, result.stdout

@@ -10,8 +10,8 @@ identity and scorer is the label (``''``: the conversation as a whole).
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any
 
 import yaml

@@ -53,7 +53,7 @@ def loopback(host: str) -> bool:
 
 def check_settings(settings: ViewSettings) -> None:
     """A host other than loopback needs a token (anyone who reaches it could read every transcript)."""
-    if not loopback(settings.host) and not settings.token:
+    if not loopback(settings.host) and not (settings.token or "").strip():
         raise UsageError(f"--host {settings.host} serves the history beyond this machine: give --token",
                          "add --token SECRET (every request must then carry it), or leave out --host")
 
