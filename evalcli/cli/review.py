@@ -35,7 +35,7 @@ def view(
     with user_errors(debug):
         from ..view import ViewSettings, check_database, check_settings, serve
 
-        settings = ViewSettings(db, host, port, token or None, reviewer or _login())
+        settings = ViewSettings(db, host, port, token if token and token.strip() else None, reviewer or _login())
         check_settings(settings)
         applied = check_database(db)
         if applied:
