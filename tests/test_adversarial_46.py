@@ -1,0 +1,68 @@
+"""Adversarial checks of sequential repeats, the pass rate, confirm-on-fail samples and calibrated gates, through
+the real CLI (docs/verdicts.md#sequential-repeats, docs/judges.md). Expected figures are worked by hand: at P = 1.0
+a conversation that always passes plays MAX times; at P = 0.5 the Wilson lower end of 4/4 is 4 / 7.8416 = 0.510."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import CliResult, run_cli
+
+INTERRUPTING = '''
+import os, pathlib, signal
+HERE = pathlib.Path(__file__).parent
+
+
+def agent(input, **kw):
+    """Always passes; logs each call, and interrupts its own run at the third call of the first run."""
+    log = HERE / "calls.log"
+    with log.open("a") as out:
+        out.write(input + "\\n")
+    if len(log.read_text().splitlines()) == 3 and not (HERE / "interrupted").exists():
+        (HERE / "interrupted").write_text("yes")
+        os.kill(os.getpid(), signal.SIGINT)
+    return "Sunny."
+'''
+
+
+def project(tmp_path: Path, agent: str, dataset: str) -> Path:
+    (tmp_path / "coin.py").write_text(textwrap.dedent(agent))
+    (tmp_path / "coin.yaml").write_text(textwrap.dedent(dataset))
+    return tmp_path
+
+
+def cli(cwd: Path, *args: str) -> CliResult:
+    return run_cli(list(args), cwd)
+
+
+def resume_id(result: CliResult) -> str:
+    """The run id an interrupted run's line names (``continue with: evalcli run D --resume ID``)."""
+    return (result.stdout + result.stderr).split("--resume ", 1)[1].split()[0]
+
+
+def plays_of(path: Path) -> list[tuple[str, Any, Any, Any]]:
+    items = json.loads(path.read_text())["items"]
+    return [(item["id"], item["repeats"], item["plays_passed"], item["stability"]) for item in items]
+
+
+def test_auto_interrupted_midway_resumes_without_losing_or_doubling_a_play(tmp_path: Path) -> None:
+    """Ctrl-C at the third play of an always-passing conversation under --repeat auto (P = 1.0, MAX 10): the
+    conversation in flight finishes its ten plays in the grace period (as a fixed --repeat does) rather than being
+    stored settled on three; the resume plays the other one ten times: 20 calls, 10 plays each."""
+    cwd = project(tmp_path, INTERRUPTING, """
+        target: coin:agent
+        concurrency: 1
+        gates: [{includes: Sunny}]
+        data:
+          - {id: a, input: 'first'}
+          - {id: b, input: 'second'}
+        """)
+    first = cli(cwd, "run", "coin.yaml", "--repeat", "auto", "-q")
+    assert first.code == 130, first.stderr
+    resumed = cli(cwd, "run", "coin.yaml", "--resume", resume_id(first), "--json", "out.json", "-q")
+    assert resumed.code == 0, resumed.stderr
+    assert plays_of(cwd / "out.json") == [("a", 10, 10, "stable-pass"), ("b", 10, 10, "stable-pass")]
+    assert len((cwd / "calls.log").read_text().splitlines()) == 20
