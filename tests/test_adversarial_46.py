@@ -66,3 +66,39 @@ def test_auto_interrupted_midway_resumes_without_losing_or_doubling_a_play(tmp_p
     assert resumed.code == 0, resumed.stderr
     assert plays_of(cwd / "out.json") == [("a", 10, 10, "stable-pass"), ("b", 10, 10, "stable-pass")]
     assert len((cwd / "calls.log").read_text().splitlines()) == 20
+
+
+COIN = '''
+def agent(input, **kw):
+    """Always right when asked 'always', never when asked 'never'."""
+    return "Sunny." if "always" in input else "no"
+'''
+
+FOUR = """
+    target: coin:agent
+    gates: [{includes: Sunny}]
+    data:
+      - {id: a1, input: 'always 1'}
+      - {id: a2, input: 'always 2'}
+      - {id: n1, input: 'never 1'}
+      - {id: n2, input: 'never 2'}
+    """
+
+
+def test_merge_refuses_shards_decided_by_other_repeat_rules(tmp_path: Path) -> None:
+    """Shards run at --pass-rate 0.5 and 1.0 (or auto against a fixed --repeat 4) are not one run: merge says so
+    (exit 2) instead of stamping the first shard's rule on both; the same rule merges."""
+    cwd = project(tmp_path, COIN, FOUR)
+    for shard, db, extra in (("1/2", "a.db", ["--pass-rate", "0.5"]), ("2/2", "b.db", []),
+                             ("2/2", "c.db", ["--pass-rate", "0.5"]), ("2/2", "d.db", ["--repeat", "4"])):
+        repeat = [] if "--repeat" in extra else ["--repeat", "auto"]
+        cli(cwd, "run", "coin.yaml", *repeat, *extra, "--shard", shard, "--db", db, "-q")
+    other = cli(cwd, "merge", "a.db", "b.db", "--out", "ab.db")
+    assert other.code == 2, other.stdout + other.stderr
+    assert "--pass-rate 1" in other.stderr and "--pass-rate 0.5" in other.stderr
+    fixed = cli(cwd, "merge", "c.db", "d.db", "--out", "cd.db")
+    assert fixed.code == 2 and "--repeat 4" in fixed.stderr and "--repeat auto:10" in fixed.stderr
+    same = cli(cwd, "merge", "a.db", "c.db", "--out", "ac.db")
+    assert same.code == 1, same.stderr  # n1 and n2 fail: the merged verdict
+    merged = json.loads(cli(cwd, "show", "latest", "--db", "ac.db", "--json", "-").stdout)
+    assert (merged["plays"], merged["pass_rate"], merged["repeat_auto"]) == (16, 0.5, True)  # 4 plays settle each
