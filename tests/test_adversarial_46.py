@@ -102,3 +102,14 @@ def test_merge_refuses_shards_decided_by_other_repeat_rules(tmp_path: Path) -> N
     assert same.code == 1, same.stderr  # n1 and n2 fail: the merged verdict
     merged = json.loads(cli(cwd, "show", "latest", "--db", "ac.db", "--json", "-").stdout)
     assert (merged["plays"], merged["pass_rate"], merged["repeat_auto"]) == (16, 0.5, True)  # 4 plays settle each
+
+
+def test_bad_repeat_and_pass_rate_are_refused_as_written(tmp_path: Path) -> None:
+    """`--repeat auto:x` is refused (exit 2) and the message quotes it as written: the console expanded ``:x:`` into an
+    emoji before. auto:0 and auto:1 (no second play to decide on) and a pass rate of 1.5 or 0 are refused too."""
+    cwd = project(tmp_path, COIN, FOUR)
+    emoji = cli(cwd, "run", "coin.yaml", "--repeat", "auto:x", "-q")
+    assert emoji.code == 2 and "--repeat auto:x: not a maximum of 2 plays or more" in emoji.stderr, emoji.stderr
+    for args in (["--repeat", "auto:0"], ["--repeat", "auto:1"], ["--pass-rate", "1.5"], ["--pass-rate", "0"]):
+        refused = cli(cwd, "run", "coin.yaml", *args, "-q")
+        assert refused.code == 2 and "Traceback" not in refused.stderr and args[1] in refused.stderr, refused.stderr
