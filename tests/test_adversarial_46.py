@@ -9,7 +9,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import CliResult, run_cli
+from tests.llm_server import LLMServer, Reply, Request, status, verdict
 
 INTERRUPTING = '''
 import os, pathlib, signal
@@ -113,3 +116,76 @@ def test_bad_repeat_and_pass_rate_are_refused_as_written(tmp_path: Path) -> None
     for args in (["--repeat", "auto:0"], ["--repeat", "auto:1"], ["--pass-rate", "1.5"], ["--pass-rate", "0"]):
         refused = cli(cwd, "run", "coin.yaml", *args, "-q")
         assert refused.code == 2 and "Traceback" not in refused.stderr and args[1] in refused.stderr, refused.stderr
+
+
+LOGGED = '''
+import pathlib
+HERE = pathlib.Path(__file__).parent
+
+
+def agent(input, **kw):
+    """Always right when asked 'always', never when asked 'never'; logs each call."""
+    with (HERE / "calls.log").open("a") as log:
+        log.write(input + "\\n")
+    return "Sunny." if "always" in input else "no"
+'''
+
+
+@pytest.mark.parametrize(("args", "always", "never"), [
+    ([], 10, 1),                                   # P = 1.0: no lower end lies above 1; one failure settles
+    (["--pass-rate", "0.5"], 4, 4),                # 4 / 7.8416 = 0.510 > 0.5; 3.8416 / 7.8416 = 0.490 < 0.5
+    (["--pass-rate", "0.8"], 10, 1),               # 16 plays needed (n / (n + 3.8416) > 0.8): MAX first; 0.7935 < 0.8
+    (["--pass-rate", "0.8", "--repeat", "auto:20"], 16, 1),
+    (["--pass-rate", "0.5", "--repeat", "auto:3"], 3, 3),  # MAX before the interval decides: labelled by the plays
+])
+def test_plays_needed_are_the_hand_worked_wilson_figures(tmp_path: Path, args: list[str], always: int,
+                                                         never: int) -> None:
+    cwd = project(tmp_path, LOGGED, """
+        target: coin:agent
+        gates: [{includes: Sunny}]
+        data:
+          - {id: a, input: 'always'}
+          - {id: n, input: 'never'}
+        """)
+    repeat = [] if "--repeat" in args else ["--repeat", "auto"]
+    result = cli(cwd, "run", "coin.yaml", *repeat, *args, "--json", "out.json", "-q")
+    assert result.code == 1, result.stderr
+    assert plays_of(cwd / "out.json") == [("a", always, always, "stable-pass"), ("n", never, 0, "stable-fail")]
+    assert len((cwd / "calls.log").read_text().splitlines()) == always + never
+    assert json.loads((cwd / "out.json").read_text())["plays"] == always + never
+
+
+CONFIRMED = """
+gates:
+  - scorer:
+      judge:
+        criterion: The assistant gave a forecast.
+        model: openai/judge-a
+        api_base: {url}
+        samples: {{n: 3, when: fail}}
+    id: forecast
+data:
+  - id: a
+    transcript: [{{role: user, content: "Weather?"}}, {{role: assistant, content: Sunny.}}]
+"""
+
+
+@pytest.mark.parametrize(("verdicts", "calls", "score", "code"), [
+    ({1: True}, 1, 1.0, 0),                        # the first passes: asked once
+    ({1: False, 2: True, 3: False}, 3, 0.0, 1),    # confirmed: 1 of 3 passed
+    ({1: False, 2: True, 3: True}, 3, 1.0, 0),     # overturned: 2 of 3 passed
+])
+def test_confirm_on_fail_asks_once_or_three_times_and_keeps_every_verdict(
+        tmp_path: Path, llm_server: LLMServer, verdicts: dict[int, bool], calls: int, score: float, code: int) -> None:
+    def by_seed(request: Request) -> Reply:
+        seed = request.body.get("seed")
+        return verdict(verdicts[seed]) if seed in verdicts else status(500)
+
+    llm_server.responder = by_seed
+    (tmp_path / "d.yaml").write_text(CONFIRMED.format(url=llm_server.url))
+    result = run_cli(["run", "d.yaml", "--json", "-", "--no-cache"], tmp_path, {"EVALCLI_LLM_RETRIES": "0"})
+    assert result.code == code, result.stderr
+    assert sorted(r.body.get("seed") for r in llm_server.requests) == list(range(1, calls + 1))
+    gate = result.json["items"][0]["outcomes"]["gates"]["forecast"]
+    assert gate["score"] == score
+    assert [s["score"] for s in gate["samples"]] == [float(verdicts[n]) for n in range(1, calls + 1)]
