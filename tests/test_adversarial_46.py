@@ -189,3 +189,29 @@ def test_confirm_on_fail_asks_once_or_three_times_and_keeps_every_verdict(
     gate = result.json["items"][0]["outcomes"]["gates"]["forecast"]
     assert gate["score"] == score
     assert [s["score"] for s in gate["samples"]] == [float(verdicts[n]) for n in range(1, calls + 1)]
+
+
+def test_resume_names_the_repeat_rule_as_written(tmp_path: Path) -> None:
+    """Resuming an interrupted --repeat auto run with another MAX or a fixed count is refused (exit 2) naming both
+    as a user writes them; before, it read '--repeat 20 (the run has --repeat 10)' and 'no --repeat auto'. A fixed
+    --repeat 3 run refuses --repeat auto with its reason."""
+    cwd = project(tmp_path, INTERRUPTING, """
+        target: coin:agent
+        concurrency: 1
+        gates: [{includes: Sunny}]
+        data:
+          - {id: a, input: 'first'}
+          - {id: b, input: 'second'}
+        """)
+    auto = cli(cwd, "run", "coin.yaml", "--repeat", "auto", "-q")
+    assert auto.code == 130, auto.stderr
+    more = cli(cwd, "run", "coin.yaml", "--resume", resume_id(auto), "--repeat", "auto:20", "-q")
+    assert more.code == 2 and "--repeat auto:20 (the run has --repeat auto:10)" in more.stderr, more.stderr
+    fixed = cli(cwd, "run", "coin.yaml", "--resume", resume_id(auto), "--repeat", "10", "-q")
+    assert fixed.code == 2 and "--repeat 10 (the run has --repeat auto:10)" in fixed.stderr, fixed.stderr
+    (cwd / "interrupted").unlink()
+    (cwd / "calls.log").unlink()
+    three = cli(cwd, "run", "coin.yaml", "--repeat", "3", "--db", "fixed.db", "-q")
+    assert three.code == 130, three.stderr
+    refused = cli(cwd, "run", "coin.yaml", "--resume", resume_id(three), "--repeat", "auto", "--db", "fixed.db", "-q")
+    assert refused.code == 2 and "--repeat auto cannot resume run" in refused.stderr, refused.stderr
