@@ -215,3 +215,20 @@ def test_resume_names_the_repeat_rule_as_written(tmp_path: Path) -> None:
     assert three.code == 130, three.stderr
     refused = cli(cwd, "run", "coin.yaml", "--resume", resume_id(three), "--repeat", "auto", "--db", "fixed.db", "-q")
     assert refused.code == 2 and "--repeat auto cannot resume run" in refused.stderr, refused.stderr
+
+
+def test_calibrated_beside_a_judge_in_gates_says_to_wrap_it(tmp_path: Path) -> None:
+    """`- judge: {...}` with `calibrated:` beside it in `gates` is exit 2 with the wrapper to write; before, it said
+    'a gate takes no threshold' and advised moving the judge to 'scorers', where 'calibrated' is itself refused."""
+    (tmp_path / "d.yaml").write_text(textwrap.dedent("""
+        gates:
+          - judge: {criterion: The assistant gave a forecast., model: openai/judge-a}
+            calibrated: {min_kappa: 0.6}
+        data:
+          - {transcript: [{role: user, content: hi}, {role: assistant, content: Sunny}]}
+        """))
+    result = cli(tmp_path, "validate", "d.yaml")
+    assert result.code == 2, result.stdout + result.stderr
+    assert "d.yaml:4:5: 'calibrated' cannot be written beside 'judge'" in result.stderr, result.stderr
+    assert "its calibration bar goes in a wrapper around it" in result.stderr
+    assert "takes no threshold" not in result.stderr and "under 'scorers:'" not in result.stderr
