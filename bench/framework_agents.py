@@ -7,7 +7,10 @@ app would make it, which evalcli gets from a setup (``setup``, a pytest-style ge
 - the Agents SDK: ``Runner.run(agent, text, session=SQLiteSession(...), context=C)``, one session per
   conversation, each later turn to ``result.last_agent`` (what ``continue_with: last_agent`` does);
 - LangGraph: ``graph.ainvoke({"messages": [...]}, {"configurable": {"thread_id": ...}}, context=C)`` on a copy of
-  the graph with an ``InMemorySaver``, the thread deleted at the end (what the adapter does too).
+  the graph with an ``InMemorySaver``, the thread deleted at the end (what the adapter does too);
+- LlamaIndex (in its own venv, docs/development.md): a ``FunctionAgent`` (``streaming=False``: the benchmark's
+  server answers JSON), ``await agent.run(user_msg=text, ctx=Context(agent))``, one ``Context`` (and memory) per
+  conversation (it has no per-conversation object).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ class Traveller:
 def setup(info: Any) -> Iterator[dict[str, Any]]:
     """evalcli's per-conversation setup for the benchmark: a fresh ``Traveller`` under the framework's option name."""
     traveller = Traveller(str(info.item_id))
-    yield {OPTION[FRAMEWORK[0]]: traveller}
+    yield {OPTION[FRAMEWORK[0]]: traveller} if FRAMEWORK[0] in OPTION else {}
     traveller.asked.clear()
 
 
@@ -86,6 +89,13 @@ def build(framework: str, api_base: str) -> Any:
         sdk_weather.__annotations__ = {**_hints, "ctx": RunContextWrapper[Traveller]}
         tool = function_tool(sdk_weather, name_override="get_weather")
         return Agent[Traveller](name="weather", instructions="Weather assistant.", model=model, tools=[tool])
+    if framework == "llama_index":
+        from llama_index.core.agent.workflow import FunctionAgent
+        from llama_index.llms.openai_like import OpenAILike
+
+        llm = OpenAILike(model="bench", api_base=api_base, api_key=KEY, is_chat_model=True,
+                         is_function_calling_model=True)
+        return FunctionAgent(tools=[get_weather], llm=llm, system_prompt="Weather assistant.", streaming=False)
     from langchain.agents import create_agent
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
@@ -125,6 +135,16 @@ def direct(framework: str, agent: Any) -> Conversation:
                 session.close()
 
         return openai_agents
+    if framework == "llama_index":
+        from llama_index.core.memory import ChatMemoryBuffer
+        from workflows import Context
+
+        async def llama_index(turns: list[str]) -> list[Any]:
+            context = Context(agent)  # and its memory, which a Context under pydantic 2.14 drops between runs
+            memory = ChatMemoryBuffer.from_defaults(llm=agent.llm)
+            return [await agent.run(user_msg=text, ctx=context, memory=memory) for text in turns]
+
+        return llama_index
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 

@@ -239,6 +239,9 @@ class TurnRecord:
     """How many times the agent's output was rejected and asked for again (PydanticAI output validation)."""
     guardrail: Guardrail | None = None
     """The guardrail that tripped on this turn, if one did (its output is what the agent had produced)."""
+    captured: Any = field(default=None, repr=False, compare=False)
+    """The OpenTelemetry spans the agent emitted during this turn (``otel.TurnCapture``), kept for an export; never
+    stored (docs/otel.md)."""
 
     @property
     def passed(self) -> bool:

@@ -51,8 +51,14 @@ FRAMEWORKS_ENV_PREFIXES = ("OPENAI_AGENTS_DONT_LOG_", "OPENAI_LOG", "OPENAI_API_
                            "SSLKEYLOGFILE", "DEFER_PYDANTIC_BUILD", "MULTIDICT_", "YARL_", "FROZENLIST_", "PROPCACHE_")
 PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 
-NOT_AHEAD = (*FRAMEWORK_ADAPTERS, "evalcli.__main__")  # walking evalcli's modules, these are left to the profile
-NEVER_AHEAD = FRAMEWORK_PACKAGES | {"litellm", "scipy", "llama_cpp", "playwright", "numpy", "pandas"}
+# capture's OpenTelemetry side: imported only once a target imported OpenTelemetry (docs/otel.md), and whether it
+# was imported is what a run reads
+OTEL_MODULES = ("evalcli.otel.capture_sdk", "evalcli.otel.instrument", "evalcli.otel.endpoint")
+# adapters whose frameworks no profile imports (smolagents) or that live in venvs of their own (tests/framework_venvs.py)
+OTHER_ADAPTERS = ("evalcli.targets.llama_index", "evalcli.targets.smolagents")
+NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OTHER_ADAPTERS, *OTEL_MODULES, "evalcli.__main__")  # left to the profile
+NEVER_AHEAD = FRAMEWORK_PACKAGES | {"smolagents", "llama_index", "litellm", "scipy", "llama_cpp", "playwright",
+                                    "numpy", "pandas", "opentelemetry"}
 
 
 def import_ahead(profile: str = "base") -> None:
@@ -70,7 +76,7 @@ def import_ahead(profile: str = "base") -> None:
     sqlite_utils_module()
     for name in PROFILES[profile]:
         importlib.import_module(name)
-    never = NEVER_AHEAD - (FRAMEWORK_PACKAGES if profile == "frameworks" else set())
+    never = NEVER_AHEAD - (FRAMEWORK_PACKAGES | {"opentelemetry"} if profile == "frameworks" else set())
     leaked = {name.split(".")[0] for name in sys.modules} & never
     if leaked:
         raise SystemExit(f"cli_server: importing evalcli ahead also imported {sorted(leaked)}; add the module that "

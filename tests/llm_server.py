@@ -197,10 +197,15 @@ class LLMServer:
                 payload = reply.body
                 if isinstance(payload, dict) and "model" in payload and isinstance(body, dict):
                     payload = {**payload, "model": body.get("model", payload["model"])}
-                data = (payload if isinstance(payload, str) else json.dumps(payload or {})).encode()
+                streamed = isinstance(body, dict) and body.get("stream") is True and reply.status == 200 \
+                    and isinstance(payload, dict) and "choices" in payload
+                if streamed:
+                    data = sse_chunks(payload)  # type: ignore[arg-type]
+                else:
+                    data = (payload if isinstance(payload, str) else json.dumps(payload or {})).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "text/event-stream" if streamed else "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
@@ -210,6 +215,25 @@ class LLMServer:
                     pass  # the client gave up (a timeout test)
 
         return Handler
+
+
+def sse_chunks(payload: dict[str, Any]) -> bytes:
+    """A chat completion as the Server-Sent Events a streaming request gets (``"stream": true``): the text in one
+    delta, each tool call in one delta (its index, id, name and arguments), then the finish reason, the usage and
+    ``[DONE]``; how LlamaIndex's agents and smolagents' ``stream_outputs`` call a model."""
+    choice = payload["choices"][0]
+    message = choice["message"]
+    base = {"id": payload["id"], "object": "chat.completion.chunk", "created": payload["created"],
+            "model": payload["model"]}
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": message.get("content") or ""}]
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        deltas.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                       "function": call["function"]}]})
+    chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    chunks.append({**base, "choices": [], "usage": payload.get("usage")})
+    return "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in [*chunks, "[DONE]"]).replace(
+        'data: "[DONE]"', "data: [DONE]").encode()
 
 
 # -- helpers for the framework adapters' tests (docs/targets/frameworks.md) ------------------------------------------

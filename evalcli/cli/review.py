@@ -12,10 +12,9 @@ from typing import Annotated, Optional
 import typer
 
 from .console import user_errors
+from .run_flags import HELP_OPTIONS, DebugOption
 
-HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 ViewDbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (must exist).")]
-DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error (a bug in evalcli).")]
 labels_app = typer.Typer(help="Labels people made in 'evalcli view'.", no_args_is_help=True, context_settings=HELP_OPTIONS)
 
 

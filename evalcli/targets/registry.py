@@ -196,6 +196,7 @@ def settings_of(name: str, raw: dict[str, Any]) -> tuple[Any, tuple[str, ...]]:
         if extra:
             raise ConfigProblem((extra[0],), f"unknown key '{extra[0]}' beside '{name}' in the target",
                                 f"put every setting inside '{name}: {{...}}'")
-        return raw[name], (name,)
+        settings = raw[name]
+        return ({"url": settings} if isinstance(settings, str) else settings), (name,)  # {a2a: URL}: the URL alone
     return raw, ()
 
