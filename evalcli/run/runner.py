@@ -134,13 +134,15 @@ class Runner:
 
     async def _sequential(self, conversation: Conversation, item: Item) -> ItemResult:
         """``--repeat auto[:MAX]``: play ``item`` until the sequential rule settles it (``passrate.settle``) or a play
-        errors, at most ``repeat`` times (docs/verdicts.md#sequential-repeats)."""
+        errors, at most ``repeat`` times (docs/verdicts.md#sequential-repeats). An interrupt does not cut it short: like
+        a fixed ``--repeat N`` it finishes its plays within the grace period (or is cancelled, and played again in
+        full on ``--resume``), so a stored conversation always holds the plays the rule asked for."""
         plays: list[ItemResult] = []
         settled: str | None = None
         while settled is None:
             play = await conversation.play(item)
             plays.append(play)
-            if play.status != "ok" or self.stopping:
+            if play.status != "ok":
                 break
             settled = settle(sum(p.passed for p in plays), len(plays), self.options.pass_rate, self.options.repeat)
         return reduce_repeats(plays, self.options.pass_rate, settled)
