@@ -331,8 +331,9 @@ class ItemResult:
 
     @property
     def passed(self) -> bool:
-        """Status ok and no gate missed, at the top level or on any turn (under ``--repeat``: missed by any play,
-        ``Outcome.reached``, so this is ``stability == "stable-pass"``)."""
+        """Status ok and no gate missed, at the top level or on any turn (under ``--repeat``: each gate by the pass-rate
+        rule, ``Outcome.reached``; with several gates below ``--pass-rate 1`` this may differ from the stability label,
+        which counts plays that passed every gate: docs/verdicts.md, "Sequential repeats")."""
         gates = [*self.gate_scores.values(), *(o for t in self.turns for o in t.gate_scores.values())]
         return self.status == "ok" and not any(o.missed_gate for o in gates)
 
