@@ -29,6 +29,7 @@ install-dev:
 	$(call install,local$(,)dev,what the tests need (frameworks, pytest, playwright, mkdocs))
 	$(PYTHON) -m tests.mastra_server --install
 	$(PYTHON) -m tests.yaml_suite --install
+	$(PYTHON) -m tests.framework_venvs --install
 
 demo: install
 	evalcli run datasets/weather.yaml

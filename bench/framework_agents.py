@@ -7,7 +7,15 @@ app would make it, which evalcli gets from a setup (``setup``, a pytest-style ge
 - the Agents SDK: ``Runner.run(agent, text, session=SQLiteSession(...), context=C)``, one session per
   conversation, each later turn to ``result.last_agent`` (what ``continue_with: last_agent`` does);
 - LangGraph: ``graph.ainvoke({"messages": [...]}, {"configurable": {"thread_id": ...}}, context=C)`` on a copy of
-  the graph with an ``InMemorySaver``, the thread deleted at the end (what the adapter does too).
+  the graph with an ``InMemorySaver``, the thread deleted at the end (what the adapter does too);
+- LlamaIndex (in its own venv, docs/development.md): a ``FunctionAgent`` (``streaming=False``: the benchmark's
+  server answers JSON), ``await agent.run(user_msg=text, ctx=Context(agent))``, one ``Context`` (and memory) per
+  conversation (it has no per-conversation object).
+- Google ADK: ``runner.run_async(user_id=..., session_id=..., new_message=...)`` on one ``Runner`` with an
+  ``InMemorySessionService``, one session per conversation (its ``state`` the per-conversation object), deleted at
+  the end;
+- Strands: a new ``Agent`` per conversation (the same model and tools), ``invoke_async(text, invocation_state=...)``
+  per turn, as an app that serves many users makes one agent per session.
 """
 
 from __future__ import annotations
@@ -35,13 +43,24 @@ class Traveller:
 def setup(info: Any) -> Iterator[dict[str, Any]]:
     """evalcli's per-conversation setup for the benchmark: a fresh ``Traveller`` under the framework's option name."""
     traveller = Traveller(str(info.item_id))
-    yield {OPTION[FRAMEWORK[0]]: traveller}
+    framework = FRAMEWORK[0]
+    if framework not in OPTION:
+        yield {}
+        return
+    yield {OPTION[framework]: {"traveller": traveller.name} if framework in WRAPPED else traveller}
     traveller.asked.clear()
 
 
-OPTION = {"pydantic_ai": "deps", "openai_agents": "context", "langgraph": "context"}
+WRAPPED = ("google_adk", "strands")
+"""The frameworks whose per-conversation option is a mapping (ADK's session state, Strands' invocation state)."""
+
+
+OPTION = {"pydantic_ai": "deps", "openai_agents": "context", "langgraph": "context", "google_adk": "state",
+          "strands": "invocation_state"}
 FRAMEWORK = ["pydantic_ai"]
 """The framework being measured (``setup`` names its option after it)."""
+API_BASE = [""]
+"""The benchmark server's base URL (the direct Strands way builds an agent per conversation)."""
 
 
 def get_weather(city: str, day: str = "today") -> str:
@@ -55,6 +74,7 @@ _hints = {"city": str, "day": str, "return": str}
 def build(framework: str, api_base: str) -> Any:
     """The framework's agent object, its model the benchmark's server (Chat Completions), taking a ``Traveller``."""
     FRAMEWORK[0] = framework
+    API_BASE[0] = api_base
     if framework == "pydantic_ai":
         from pydantic_ai import Agent, RunContext
         from pydantic_ai.models.openai import OpenAIChatModel
@@ -86,6 +106,26 @@ def build(framework: str, api_base: str) -> Any:
         sdk_weather.__annotations__ = {**_hints, "ctx": RunContextWrapper[Traveller]}
         tool = function_tool(sdk_weather, name_override="get_weather")
         return Agent[Traveller](name="weather", instructions="Weather assistant.", model=model, tools=[tool])
+    if framework == "llama_index":
+        from llama_index.core.agent.workflow import FunctionAgent
+        from llama_index.llms.openai_like import OpenAILike
+
+        llm = OpenAILike(model="bench", api_base=api_base, api_key=KEY, is_chat_model=True,
+                         is_function_calling_model=True)
+        return FunctionAgent(tools=[get_weather], llm=llm, system_prompt="Weather assistant.", streaming=False)
+    if framework == "google_adk":
+        from google.adk.agents import Agent as AdkAgent
+        from google.adk.models.lite_llm import LiteLlm
+
+        def adk_weather(city: str, day: str = "today") -> dict[str, Any]:
+            """Get the weather forecast for a city ("today" or "tomorrow")."""
+            return forecast(city, day)  # a mapping: ADK sends the model a function's other returns wrapped
+
+        adk_weather.__name__ = "get_weather"
+        return AdkAgent(name="weather", model=LiteLlm(model="openai/bench", api_base=api_base, api_key=KEY),
+                        instruction="Weather assistant.", tools=[adk_weather])
+    if framework == "strands":
+        return strands_agent(api_base)
     from langchain.agents import create_agent
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
@@ -125,6 +165,25 @@ def direct(framework: str, agent: Any) -> Conversation:
                 session.close()
 
         return openai_agents
+    if framework == "llama_index":
+        from llama_index.core.memory import ChatMemoryBuffer
+        from workflows import Context
+
+        async def llama_index(turns: list[str]) -> list[Any]:
+            context = Context(agent)  # and its memory, which a Context under pydantic 2.14 drops between runs
+            memory = ChatMemoryBuffer.from_defaults(llm=agent.llm)
+            return [await agent.run(user_msg=text, ctx=context, memory=memory) for text in turns]
+
+        return llama_index
+    if framework == "google_adk":
+        return adk_direct(agent)
+    if framework == "strands":
+        async def strands(turns: list[str]) -> list[Any]:
+            own = strands_agent(API_BASE[0])  # a new agent per conversation, as apps make one
+            state = {"traveller": "direct"}
+            return [str(await own.invoke_async(text, invocation_state=state)) for text in turns]
+
+        return strands
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -141,3 +200,40 @@ def direct(framework: str, agent: Any) -> Conversation:
             await saver.adelete_thread(thread)
 
     return langgraph
+
+
+def strands_agent(api_base: str) -> Any:
+    """The Strands weather agent, its model Strands' ``OpenAIModel`` at the benchmark's server."""
+    from strands import Agent as StrandsAgent
+    from strands import tool as strands_tool
+    from strands.models.openai import OpenAIModel
+
+    model = OpenAIModel(client_args={"base_url": api_base, "api_key": KEY}, model_id="bench")
+    return StrandsAgent(model=model, system_prompt="Weather assistant.", tools=[strands_tool(get_weather)],
+                        callback_handler=None)
+
+
+def adk_direct(agent: Any) -> Conversation:
+    """ADK's own way: one runner, one session per conversation."""
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+    from google.genai import types
+
+    sessions = InMemorySessionService()
+    runner = Runner(app_name="bench", agent=agent, session_service=sessions)
+
+    async def google_adk(turns: list[str]) -> list[Any]:
+        session = str(uuid.uuid4())
+        await sessions.create_session(app_name="bench", user_id=session, session_id=session,
+                                      state={"traveller": "direct"})
+        out = []
+        try:
+            for text in turns:
+                message = types.Content(role="user", parts=[types.Part(text=text)])
+                out.append([event.model_dump(mode="json", exclude_none=True) async for event in runner.run_async(
+                    user_id=session, session_id=session, new_message=message)])
+            return out
+        finally:
+            await sessions.delete_session(app_name="bench", user_id=session, session_id=session)
+
+    return google_adk

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .errors import EvalcliError, ExitCode
 from .llm import LLMClient, LLMSettings
+from .mcp import Connections, McpTool, list_tools_now, mcp_server
 from .messages import Message
 from .tools import MockedToolError, acall
 
@@ -190,6 +191,7 @@ class Agent:
         name: str | None = None,
         api_base: str | None = None,
         llm: LLMClient | None = None,
+        mcp: Sequence[Any] = (),
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
@@ -201,6 +203,32 @@ class Agent:
         self.name = name or "agent"
         self.api_base = api_base
         self._llm = llm
+        self.mcp = [mcp_server(m) for m in mcp]
+        """MCP servers whose tools the agent offers too (docs/hermetic.md, "MCP tools")."""
+        self._mcp_tools: dict[str, McpTool] | None = None
+        self._mcp_lock = threading.Lock()
+
+    def mcp_tools(self) -> dict[str, McpTool]:
+        """The tools of the agent's MCP servers, by name: listed once (``McpError`` naming a server that does not
+        start)."""
+        with self._mcp_lock:
+            if self._mcp_tools is None:
+                found: dict[str, McpTool] = {}
+                for server in self.mcp:
+                    for tool in list_tools_now(server):
+                        if tool.name in self.tools or tool.name in found:
+                            raise AgentError(f"agent {self.name}: two tools are named {tool.name!r} ({server.where} "
+                                             "lists one)", "rename one of them")
+                        found[tool.name] = tool
+                self._mcp_tools = found
+            return self._mcp_tools
+
+    def evalcli_mcp_servers(self) -> dict[str, list[str]]:
+        """Each MCP server's tool names, by the server's name (what ``{mcp: NAME}`` in ``tools:`` is checked against)."""
+        servers: dict[str, list[str]] = {s.name: [] for s in self.mcp}
+        for tool in self.mcp_tools().values():
+            servers[tool.server.name].append(tool.name)
+        return servers
 
     @property
     def llm(self) -> LLMClient:
@@ -224,18 +252,25 @@ class Agent:
         history = await asyncio.to_thread(self.memory.messages, *scope) if scope and self.memory else []
         user: Message = {"role": "user", "content": input}
         system: list[Message] = [{"role": "system", "content": self.instructions}] if self.instructions else []
-        schemas = [t.schema() for t in self.tools.values()] or None
+        mcp_tools = await asyncio.to_thread(self.mcp_tools) if self.mcp else {}
+        schemas = [*(t.schema() for t in self.tools.values()), *(t.openai_schema() for t in mcp_tools.values())] or None
+        async with Connections() as connections:
+            return await self._turn(scope, [*system, *history, user], schemas, connections,
+                                    temperature=temperature, max_tokens=max_tokens, seed=seed)
+
+    async def _turn(self, scope: tuple[str, str] | None, sent: list[Message], schemas: list[dict[str, Any]] | None,
+                    connections: Connections, **sampling: Any) -> list[Message]:
+        """The model calls and tool calls of one turn (``sent``: what precedes them, the user's message last)."""
+        user = sent[-1]
         produced: list[Message] = []
         for _ in range(self.max_steps):
             response = await self.llm.complete(
                 model=self.model,
-                messages=[*system, *history, user, *produced],
+                messages=[*sent, *produced],
                 purpose="agent",
-                temperature=temperature,
-                max_tokens=max_tokens,
-                seed=seed,
                 tools=schemas,
                 api_base=self.api_base,
+                **sampling,
             )
             message = _assistant_message(response)
             produced.append(message)
@@ -244,7 +279,7 @@ class Agent:
                     await asyncio.to_thread(self.memory.append, *scope, [user, *produced])
                 return produced
             for call in message["tool_calls"]:
-                produced.append(await self._run_tool(call))
+                produced.append(await self._run_tool(call, connections))
         raise AgentError(
             f"agent {self.name} did not finish within max_steps={self.max_steps} model calls",
             "raise max_steps, or check why the model keeps calling tools",
@@ -252,7 +287,8 @@ class Agent:
 
     def evalcli_tool_parameters(self) -> dict[str, list[str]]:
         """Each tool's parameter names, by tool name (what a dataset's ``tools:`` is checked against)."""
-        return {name: list(tool.arguments.model_fields) for name, tool in self.tools.items()}
+        own = {name: list(tool.arguments.model_fields) for name, tool in self.tools.items()}
+        return {**own, **{name: list(t.schema.get("properties") or {}) for name, t in self.mcp_tools().items()}}
 
     def generate_sync(self, input: str, **kwargs: Any) -> list[Message]:
         """``generate`` for code that is not async."""
@@ -265,11 +301,14 @@ class Agent:
         resource = (memory or {}).get("resource") or thread
         return str(resource), str(thread)
 
-    async def _run_tool(self, call: dict[str, Any]) -> Message:
+    async def _run_tool(self, call: dict[str, Any], connections: Connections) -> Message:
         function = call.get("function") or {}
         name = function.get("name")
         result: Message = {"role": "tool", "tool_call_id": call["id"]}
         tool = self.tools.get(name or "")
+        remote = (self._mcp_tools or {}).get(name or "")
+        if tool is None and remote is not None:
+            return await self._run_mcp_tool(remote, call, connections)
         if tool is None:
             known = ", ".join(self.tools) or "none"
             return {**result, "content": f"Error: unknown tool {name!r}; available: {known}", "is_error": True}
@@ -285,6 +324,21 @@ class Agent:
         except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             return {**result, "content": f"Error: {detail}", "is_error": True}
+        content = value if isinstance(value, str) else json.dumps(value, default=str)
+        return {**result, "content": content}
+
+    async def _run_mcp_tool(self, tool: McpTool, call: dict[str, Any], connections: Connections) -> Message:
+        """An MCP tool's call, through the tool plan like a function tool's (docs/hermetic.md, "MCP tools")."""
+        result: Message = {"role": "tool", "tool_call_id": call["id"]}
+        try:
+            arguments = _raw_arguments((call.get("function") or {}).get("arguments"))
+        except ValueError as exc:
+            return {**result, "content": f"Error: invalid arguments for {tool.name}: {exc}", "is_error": True}
+        try:
+            value = await acall(tool.name, arguments, lambda: connections.call(tool, arguments), call_id=call["id"],
+                                server=tool.server.name)
+        except Exception as exc:  # noqa: BLE001 - a mock's `raises`, a refusal, the tool's error result: to the model
+            return {**result, "content": f"Error: {exc}", "is_error": True}
         content = value if isinstance(value, str) else json.dumps(value, default=str)
         return {**result, "content": content}
 

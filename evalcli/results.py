@@ -239,6 +239,9 @@ class TurnRecord:
     """How many times the agent's output was rejected and asked for again (PydanticAI output validation)."""
     guardrail: Guardrail | None = None
     """The guardrail that tripped on this turn, if one did (its output is what the agent had produced)."""
+    captured: Any = field(default=None, repr=False, compare=False)
+    """The OpenTelemetry spans the agent emitted during this turn (``otel.TurnCapture``), kept for an export; never
+    stored (docs/otel.md)."""
 
     @property
     def passed(self) -> bool:
@@ -328,8 +331,9 @@ class ItemResult:
 
     @property
     def passed(self) -> bool:
-        """Status ok and no gate missed, at the top level or on any turn (under ``--repeat``: missed by any play,
-        ``Outcome.reached``, so this is ``stability == "stable-pass"``)."""
+        """Status ok and no gate missed, at the top level or on any turn (under ``--repeat``: each gate by the pass-rate
+        rule, ``Outcome.reached``; with several gates below ``--pass-rate 1`` this may differ from the stability label,
+        which counts plays that passed every gate: docs/verdicts.md, "Sequential repeats")."""
         gates = [*self.gate_scores.values(), *(o for t in self.turns for o in t.gate_scores.values())]
         return self.status == "ok" and not any(o.missed_gate for o in gates)
 

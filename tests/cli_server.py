@@ -39,6 +39,8 @@ IMPORT_TIME_ENV_PREFIXES = ("PYTHON", "LC_", "LANG", "TZ", "TERMINAL_WIDTH", "_T
 # evalcli modules that import a framework at module level (imported by their adapters only when a target needs them)
 FRAMEWORK_ADAPTERS = ("evalcli.targets.agents_usage", "evalcli.targets.langgraph", "evalcli.targets.openai_agents",
                       "evalcli.targets.pydantic_ai")
+# adapters of frameworks that are optional extras (perhaps not installed): never imported ahead
+OPTIONAL_ADAPTERS = ("evalcli.targets.google_adk", "evalcli.targets.strands")
 FRAMEWORK_PACKAGES = {"agents", "pydantic_ai", "langgraph", "langchain_core", "langchain_openai", "openai"}
 
 # the "frameworks" profile, for the test modules that run framework agents (``tests.conftest.FRAMEWORK_MODULES``):
@@ -51,8 +53,14 @@ FRAMEWORKS_ENV_PREFIXES = ("OPENAI_AGENTS_DONT_LOG_", "OPENAI_LOG", "OPENAI_API_
                            "SSLKEYLOGFILE", "DEFER_PYDANTIC_BUILD", "MULTIDICT_", "YARL_", "FROZENLIST_", "PROPCACHE_")
 PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 
-NOT_AHEAD = (*FRAMEWORK_ADAPTERS, "evalcli.__main__")  # walking evalcli's modules, these are left to the profile
-NEVER_AHEAD = FRAMEWORK_PACKAGES | {"litellm", "scipy", "llama_cpp", "playwright", "numpy", "pandas"}
+# capture's OpenTelemetry side: imported only once a target imported OpenTelemetry (docs/otel.md), and whether it
+# was imported is what a run reads
+OTEL_MODULES = ("evalcli.otel.capture_sdk", "evalcli.otel.instrument", "evalcli.otel.endpoint")
+# adapters whose frameworks no profile imports (smolagents) or that live in venvs of their own (tests/framework_venvs.py)
+OTHER_ADAPTERS = ("evalcli.targets.llama_index", "evalcli.targets.smolagents")
+NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OPTIONAL_ADAPTERS, *OTHER_ADAPTERS, *OTEL_MODULES, "evalcli.__main__")  # left to the profile
+NEVER_AHEAD = FRAMEWORK_PACKAGES | {"smolagents", "llama_index", "litellm", "scipy", "llama_cpp", "playwright",
+                                    "numpy", "pandas", "opentelemetry"}
 
 
 def import_ahead(profile: str = "base") -> None:
@@ -70,7 +78,7 @@ def import_ahead(profile: str = "base") -> None:
     sqlite_utils_module()
     for name in PROFILES[profile]:
         importlib.import_module(name)
-    never = NEVER_AHEAD - (FRAMEWORK_PACKAGES if profile == "frameworks" else set())
+    never = NEVER_AHEAD - (FRAMEWORK_PACKAGES | {"opentelemetry"} if profile == "frameworks" else set())
     leaked = {name.split(".")[0] for name in sys.modules} & never
     if leaked:
         raise SystemExit(f"cli_server: importing evalcli ahead also imported {sorted(leaked)}; add the module that "

@@ -38,11 +38,12 @@ settings.load_profile("evalcli")
 # FRAMEWORK_MODULES: the test modules whose CLI runs start framework agents; their runs fork from a server that
 # imported the frameworks (tests/cli_server.py)
 FRAMEWORK_MODULES = frozenset({
-    "test_apps_guardrails", "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai",
-    "test_frameworks_cli", "test_recorded_frameworks", "test_registration", "test_tools_frameworks",
+    "test_apps_adk_strands", "test_apps_guardrails", "test_apps_langgraph", "test_apps_openai_agents", "test_apps_pydantic_ai",
+    "test_frameworks_cli", "test_otel_capture", "test_otel_ingest", "test_otel_phoenix", "test_recorded_frameworks",
+    "test_registration", "test_tools_frameworks",
 })
 
-SLOW_MODULES = FRAMEWORK_MODULES | {
+SLOW_MODULES = FRAMEWORK_MODULES | {"test_adapter_llama_index", "test_adapter_smolagents",
     "test_docs_examples", "test_first_minutes", "test_hostile_transcripts", "test_html_report_browser",
     "test_llm_backends", "test_local_model", "test_pytest_plugin", "test_pytest_plugin_runs", "test_scripted_model",
     "test_target_mastra", "test_yaml_suite",

@@ -19,6 +19,31 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 KEY = "sk-test-not-a-real-key-0123456789"
 
 
+def needs(module: str) -> Any:
+    """A mark skipping a test whose framework is not installed (``evalcli[google-adk]``, ``evalcli[strands]``: extras
+    CI's environment may leave out when they would downgrade another framework's dependencies)."""
+    import importlib.util
+
+    import pytest
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        found = False
+    return pytest.mark.skipif(not found, reason=f"{module} is not installed")
+
+
+def framework(name: str, module: str) -> Any:
+    """A parameter of the framework tests that needs its framework installed."""
+    import pytest
+
+    return pytest.param(name, marks=needs(module))
+
+
+NEW_FRAMEWORKS = [framework("google_adk", "google.adk"), framework("strands", "strands")]
+"""The adapters whose frameworks are optional in the test environment."""
+
+
 def weather(city: str, day: str = "today") -> dict[str, Any]:
     """The demo forecast; ``LookupError`` for an unknown city."""
     found = FORECASTS.get(city.lower())

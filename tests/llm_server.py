@@ -2,7 +2,8 @@
 
 It speaks ``POST /v1/chat/completions`` over HTTP (stdlib ``ThreadingHTTPServer`` in a thread),
 answers from a script of ``Reply`` objects (text, tool calls, JSON verdicts, error statuses with
-``Retry-After``, delays, malformed bodies, empty replies) and records every request it receives,
+``Retry-After``, delays, malformed bodies, empty replies; as server-sent events when a request asks for a stream)
+and records every request it receives,
 with the moment it arrived. litellm reaches it as ``openai/<name>`` with ``api_base=server.url``.
 """
 
@@ -16,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from examples.loopback import sse
 
 
 @dataclass
@@ -197,10 +200,13 @@ class LLMServer:
                 payload = reply.body
                 if isinstance(payload, dict) and "model" in payload and isinstance(body, dict):
                     payload = {**payload, "model": body.get("model", payload["model"])}
-                data = (payload if isinstance(payload, str) else json.dumps(payload or {})).encode()
+                streamed = reply.status == 200 and isinstance(payload, dict) and "choices" in payload \
+                    and isinstance(body, dict) and bool(body.get("stream"))
+                data = sse(payload) if streamed else (  # type: ignore[arg-type]
+                    payload if isinstance(payload, str) else json.dumps(payload or {})).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "text/event-stream" if streamed else "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
@@ -210,6 +216,7 @@ class LLMServer:
                     pass  # the client gave up (a timeout test)
 
         return Handler
+
 
 
 # -- helpers for the framework adapters' tests (docs/targets/frameworks.md) ------------------------------------------

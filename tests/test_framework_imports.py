@@ -16,7 +16,7 @@ from tests.conftest import REPO, run_cli
 from tests.framework_agents import KEY
 from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
-FRAMEWORK_MODULES = ["pydantic_ai", "agents", "langgraph", "langchain", "langchain_core", "langchain_openai"]
+FRAMEWORK_MODULES = ["pydantic_ai", "agents", "langgraph", "langchain", "langchain_core", "langchain_openai", "smolagents"]
 
 # Runs the CLI like the console script does, then reports which framework modules were imported.
 PROBE = f"""

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, CliResult, run_cli
-from tests.framework_agents import KEY, no_crosstalk
+from tests.framework_agents import KEY, NEW_FRAMEWORKS, no_crosstalk
 from tests.llm_server import BusyLLMServer, InFlight, LLMServer, scripted_weather, slow, text, tool_call
 
-FRAMEWORKS = ["pydantic_ai", "openai_agents", "langgraph"]
+FRAMEWORKS = ["pydantic_ai", "openai_agents", "langgraph", *NEW_FRAMEWORKS]
 
 
 def env(server: LLMServer) -> dict[str, str]:
@@ -60,6 +60,21 @@ def langgraph_agent() -> Any:
 
     return create_agent(ChatOpenAI(model="m", base_url=URL, api_key=KEY, use_responses_api=False, max_retries=0),
                         tools=[tool(lookup)])
+
+
+def google_adk_agent() -> Any:
+    from google.adk.agents import LlmAgent
+    from google.adk.models.lite_llm import LiteLlm
+
+    return LlmAgent(name="a", model=LiteLlm(model="openai/m", api_base=URL, api_key=KEY), tools=[lookup])
+
+
+def strands_agent() -> Any:
+    from strands import Agent, tool
+    from strands.models.openai import OpenAIModel
+
+    model = OpenAIModel(client_args={"base_url": URL, "api_key": KEY, "max_retries": 0, "timeout": 120}, model_id="m")
+    return Agent(model=model, tools=[tool(lookup)])
 
 
 agent = globals()[os.environ["FRAMEWORK"] + "_agent"]()
@@ -124,7 +139,7 @@ def test_64_conversations_in_flight_on_one_agent_without_crosstalk(framework: st
     assert flight.peak >= 56, flight.peak  # the conversations really were in flight together
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if getattr(f, "values", (f,))[0] != "strands"])
 def test_exception_mid_run_is_the_conversations_error_and_keeps_the_tool_call(framework: str, llm_server: LLMServer,
                                                                              tmp_path: Path) -> None:
     llm_server.push(tool_call("lookup", {"key": "crash"}, "c1"))
@@ -140,6 +155,23 @@ def test_exception_mid_run_is_the_conversations_error_and_keeps_the_tool_call(fr
         assert calls == []  # the SDK saves a model step only once its tools have run: nothing of it to recover
     else:
         assert calls == ["c1"]
+
+
+@NEW_FRAMEWORKS[1].marks[0]
+def test_a_strands_tool_that_raises_is_a_tool_error_and_the_run_goes_on(llm_server: LLMServer, tmp_path: Path) -> None:
+    """Strands reports a tool's exception to the model as an error result (``status: error``): not the run's end."""
+    llm_server.push(tool_call("lookup", {"key": "crash"}, "c1"), text("The lookup failed."))
+    write_agent(tmp_path)
+    path = dataset(tmp_path, "target: fw_agent:agent\ngates: [called_tool: lookup]\nscorers: [no_tool_errors]\n"
+                             "data:\n  - {id: boom, input: Crash}\n")
+    done = run_cli(["run", path, "--db", str(tmp_path / "x.db"), "--json", "-"], tmp_path,
+                   {**env(llm_server), "FRAMEWORK": "strands"})
+    assert done.code == 0, done.stderr[-3000:]
+    [item] = done.json["items"]
+    [result] = [m for m in item["turns"][0]["output"] if m["role"] == "tool"]
+    assert result["is_error"] is True and "the lookup service is down" in result["content"]
+    assert item["outcomes"]["scorers"]["no_tool_errors"]["score"] == 0
+    assert item["turns"][0]["output"][-1]["content"] == "The lookup failed."
 
 
 @pytest.mark.parametrize(("framework", "option", "accepted"), [

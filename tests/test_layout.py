@@ -20,14 +20,15 @@ ALLOWED: dict[str, set[str]] = {
     "results": {"messages", "thresholds", "passrate"}, "aggregate": {"results", "errors"},
     "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors"},
     "tools": BASE,
+    "mcp": {"errors"},
     "llm": BASE,
     "scorers": BASE | {"llm"},
-    "targets": BASE | {"llm", "tools"},
+    "targets": BASE | {"llm", "tools", "mcp"},
     "dataset": BASE | {"llm", "scorers", "targets", "tools"},
     "store": BASE | {"llm", "scorers", "dataset", "tools"},
     "run": BASE | {"llm", "scorers", "targets", "dataset", "store", "tools"},
     "reports": BASE | {"llm", "scorers", "dataset", "store", "run", "tools"},
-    "agent": BASE | {"llm", "tools"},
+    "agent": BASE | {"llm", "tools", "mcp"},
     "view": BASE | {"llm", "scorers", "dataset", "store", "run", "reports", "tools"},
     "evaluate": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "tools"},
     "cli": BASE | {"llm", "scorers", "targets", "dataset", "store", "run", "reports", "evaluate", "tools", "view"},
@@ -198,7 +199,7 @@ def test_rules_are_cited_by_their_docs_page_not_by_a_document_outside_the_reposi
     roots = [PACKAGE, REPO / "tests", REPO / "bench", REPO / "docs", REPO / "examples", REPO / "datasets"]
     files = [p for root in roots if root.exists() for p in root.rglob("*")
              if p.suffix in {".py", ".md", ".yaml", ".yml"} and p.is_file()]
-    files += [REPO / name for name in ("README.md", "CHANGELOG.md", "Makefile") if (REPO / name).exists()]
+    files += [REPO / name for name in ("README.md", "CHANGELOG.md", "Makefile", "pyproject.toml") if (REPO / name).exists()]
     found = [f"{path.relative_to(REPO)}:{number}: {line.strip()[:100]}"
              for path in files for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
              if OUTSIDE_CITATION.search(line)]

@@ -146,7 +146,7 @@ def test_auto_cannot_resume_a_fixed_repeat_run(suite: Callable[[], dict[str, int
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--repeat", "auto:1"], "--repeat auto:1: not a most of 2 plays or more"),
+    (["--repeat", "auto:1"], "--repeat auto:1: not a maximum of 2 plays or more"),
     (["--repeat", "often"], "--repeat often: not a number of plays"),
     (["--repeat", "0"], "--repeat 0: not a number of plays"),
     (["--pass-rate", "0"], "--pass-rate 0.0: not a share of plays above 0 and at most 1"),

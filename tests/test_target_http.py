@@ -168,14 +168,14 @@ def test_two_forms_or_none_in_one_target_mapping(write: Callable[..., Path], cli
         data: [{input: hi}]
         """)
     result = cli("validate", "d.yaml")
-    assert result.code == 2 and "d.yaml:1:45: a target is one of 'http', 'mastra', 'model', not several" in result.stderr
+    assert result.code == 2 and "d.yaml:1:45: a target is one of 'a2a', 'http', 'mastra', 'model', not several" in result.stderr
     write("d.yaml", """
         target: {url: "http://127.0.0.1:1"}
         scorers: [{includes: ok}]
         data: [{input: hi}]
         """)
     result = cli("validate", "d.yaml")
-    assert result.code == 2 and "a target mapping needs one of 'http', 'mastra', 'model'" in result.stderr
+    assert result.code == 2 and "a target mapping needs one of 'a2a', 'http', 'mastra', 'model'" in result.stderr
 
 
 def _free_port() -> int:

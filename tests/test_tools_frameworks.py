@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult, run_cli
-from tests.framework_agents import KEY
+from tests.framework_agents import KEY, NEW_FRAMEWORKS
 from tests.llm_server import LLMServer, scripted_weather
 
 AGENTS = '''
@@ -76,10 +76,29 @@ def create_react_agent_agent() -> Any:
         return create_react_agent(_chat(), tools=[tool(get_weather)])
 
 
+def google_adk_agent() -> Any:
+    from google.adk.agents import LlmAgent
+    from google.adk.models.lite_llm import LiteLlm
+
+    def report(tool: Any, args: Any, tool_context: Any, error: Exception) -> dict:
+        return {"error": str(error)}  # the model hears of the failure (ADK's default: the run ends)
+
+    return LlmAgent(name="weather", model=LiteLlm(model="openai/m", api_base=URL, api_key=KEY), tools=[get_weather],
+                    on_tool_error_callback=report)
+
+
+def strands_agent() -> Any:
+    from strands import Agent, tool
+    from strands.models.openai import OpenAIModel
+
+    model = OpenAIModel(client_args={"base_url": URL, "api_key": KEY, "max_retries": 0, "timeout": 120}, model_id="m")
+    return Agent(model=model, tools=[tool(get_weather)])
+
+
 agent = globals()[os.environ["FRAMEWORK"] + "_agent"]()
 '''
 
-FRAMEWORKS = ["pydantic_ai", "openai_agents", "create_agent", "create_react_agent"]
+FRAMEWORKS = ["pydantic_ai", "openai_agents", "create_agent", "create_react_agent", *NEW_FRAMEWORKS]
 
 MOCKED = """
 target: fw_tools:agent

@@ -5,17 +5,21 @@ Heavy imports (pydantic, yaml, sqlite, litellm) happen inside commands, so ``eva
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from ..dbname import DEFAULT_DATABASE
+from .cache import cache_app
 from .console import make_console, quiet_target_output, redact_terminal, user_errors
+from .mocks import mocks_app
 from .run_flags import (
+    DEFAULT_DB,
+    HELP_OPTIONS,
     DatasetsArgument,
+    DbOption,
+    DebugOption,
     FilterOption,
     HermeticOption,
     HtmlOption,
@@ -27,6 +31,8 @@ from .run_flags import (
     MaxErrorsOption,
     MaxTokensOption,
     NoCacheOption,
+    OtelEndpointOption,
+    OtelFileOption,
     PassRateOption,
     QuietOption,
     RecordToolsOption,
@@ -39,8 +45,6 @@ from .run_flags import (
     TurnTimeoutOption,
     VerboseOption,
 )
-
-HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def _plain_argument_help() -> None:
@@ -71,14 +75,9 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings=HELP_OPTIONS,
 )
-cache_app = typer.Typer(help="The judge and simulator response cache.", no_args_is_help=True,
-                        context_settings=HELP_OPTIONS)
 app.add_typer(cache_app, name="cache", short_help="The judge and simulator response cache (clear, info).")
+app.add_typer(mocks_app, name="mocks", short_help="Tool mocks made from recordings (from-tape).")
 
-DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
-                                                                     "its folder must exist).")]
-DEFAULT_DB = Path(DEFAULT_DATABASE)
-DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error (a bug in evalcli).")]
 ScorersOption = Annotated[Optional[Path], typer.Option(metavar="PATH", help="scorers.yaml registry (default: next to the "
                                                                             "dataset, else in the current directory).")]
 ConcurrencyOption = Annotated[Optional[int], typer.Option(min=1, metavar="N", help="Conversations in flight (default: the "
@@ -129,6 +128,8 @@ def run(
     target: TargetOption = None,
     record_tools: RecordToolsOption = None,
     hermetic: HermeticOption = False,
+    otel_endpoint: OtelEndpointOption = None,
+    otel_file: OtelFileOption = None,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
@@ -144,7 +145,8 @@ def run(
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
                              pass_rate=pass_rate, turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
                              verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens,
-                             record_tools=record_tools, hermetic=hermetic)
+                             record_tools=record_tools, hermetic=hermetic, otel_endpoint=otel_endpoint,
+                             otel_file=otel_file)
         with quiet_target_output(quiet):  # the agent's own log lines do not pass through --quiet
             events = CliEvents(quiet)
             try:
@@ -291,29 +293,6 @@ def init(
         for path in skipped:
             make_console().print(f"kept {path.name} (it exists; --force overwrites it)", markup=False)
         make_console().print("next: evalcli run eval.yaml", markup=False)
-
-
-@cache_app.command("clear", short_help="Delete every cached reply in the database.")
-def cache_clear(db: DbOption = DEFAULT_DB, debug: DebugOption = False) -> None:
-    """Delete every cached judge and simulator reply in the database."""
-    with user_errors(debug):
-        from ..store import open_cache
-
-        with contextlib.closing(open_cache(db, write=True)) as cache:
-            removed = cache.clear()
-        make_console().print(f"removed {removed} cached repl{'y' if removed == 1 else 'ies'} from {db}", markup=False)
-
-
-@cache_app.command("info", short_help="How many replies are cached, and how often they were reused.")
-def cache_info(db: DbOption = DEFAULT_DB, debug: DebugOption = False) -> None:
-    """How many judge and simulator replies are cached, and how often they were reused."""
-    with user_errors(debug):
-        from ..store import open_cache
-
-        with contextlib.closing(open_cache(db, write=False)) as cache:
-            stats = cache.stats()
-        make_console().print(f"{stats['entries']} cached repl{'y' if stats['entries'] == 1 else 'ies'}, reused "
-                         f"{stats['hits']} time{'' if stats['hits'] == 1 else 's'} ({db})", markup=False)
 
 
 HistoryDbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (must exist).")]

@@ -254,3 +254,35 @@ def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Consol
     if markdown is not None:
         write_text(str(markdown), Redactor()(compare_markdown(comparison)))
     return comparison.regression_exit_code
+
+
+def mocks_command(tape: Path | None, traces: Path | None) -> str:
+    """``evalcli mocks from-tape``: the ``tools:`` YAML answering a tape's calls, and those of OTLP/JSON traces'
+    tool spans (docs/hermetic.md, "Mocks from recordings")."""
+    from ..errors import Problem
+    from ..tools import TapeError, read_tape
+    from ..tools.fromtape import tools_yaml
+    from ..tools.traces import TracesError, read_trace_calls
+
+    if tape is None and traces is None:
+        raise DatasetError([Problem("", "evalcli mocks from-tape needs a TAPE, or --from-traces FILE",
+                                    "write e.g. 'evalcli mocks from-tape tapes/weather.tape.jsonl'")])
+    calls: dict[str, Any] = {}
+    sources = []
+    if tape is not None:
+        try:
+            calls.update(read_tape(tape).calls)
+        except TapeError as exc:
+            raise DatasetError([Problem(f"{tape}:{exc.line}" if exc.line else str(tape), f"tape: {exc.message}",
+                                        "give a tape written by --record-tools DIR")]) from None
+        sources.append(str(tape))
+    if traces is not None:
+        try:
+            for identity, found in read_trace_calls(traces).items():
+                calls.setdefault(identity, []).extend(found)
+        except TracesError as exc:
+            raise DatasetError([Problem(str(traces), f"traces: {exc}", "give an OTLP/JSON export (a file of "
+                                                                       "resourceSpans, or one such object a line)")]) \
+                from None
+        sources.append(str(traces))
+    return tools_yaml(calls, " and ".join(sources))

@@ -12,10 +12,9 @@ from typing import Annotated, Optional
 import typer
 
 from .console import user_errors
+from .run_flags import HELP_OPTIONS, DebugOption
 
-HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 ViewDbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (must exist).")]
-DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error (a bug in evalcli).")]
 labels_app = typer.Typer(help="Labels people made in 'evalcli view'.", no_args_is_help=True, context_settings=HELP_OPTIONS)
 
 
@@ -36,7 +35,7 @@ def view(
     with user_errors(debug):
         from ..view import ViewSettings, check_database, check_settings, serve
 
-        settings = ViewSettings(db, host, port, token or None, reviewer or _login())
+        settings = ViewSettings(db, host, port, token if token and token.strip() else None, reviewer or _login())
         check_settings(settings)
         applied = check_database(db)
         if applied:

@@ -20,10 +20,13 @@ from ..dbname import db_option
 from ..errors import ExitCode, UsageError
 from ..evaluate import Reporter, RunsInterrupted, plan_runs, run_planned
 from ..llm import parse_budget
+from ..otel.endpoint import traces_url
+from ..otel.export import Exporter, ExportEvents
 from ..reports import TerminalReport, comparison_table, interrupted_line
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
 from ..run.options import parse_repeat
+from ..secrets import Redactor
 from ..store import Comparison
 from .console import make_console
 from .outputs import stdout_for_json
@@ -70,6 +73,10 @@ class RunRequest(DatasetsRequest):
     record_tools: Path | None = None
     """``--record-tools DIR``: every tool call to ``DIR/<dataset stem>.tape.jsonl``."""
     hermetic: bool = False
+    otel_endpoint: str | None = None
+    """``--otel-endpoint URL``: the run as spans to an OTLP/HTTP receiver (``-``: the environment's; docs/otel.md)."""
+    otel_file: Path | None = None
+    """``--otel-file PATH``: the run as spans, appended to an OTLP JSON file (docs/otel.md)."""
     max_cost: str | None = None
     """``--max-cost``, as written (``5`` or ``judge=2,target=3``)."""
     max_tokens: str | None = None
@@ -115,10 +122,12 @@ class TerminalReporter(Reporter):
     """What ``evalcli run`` prints of each run (the table, the verdict; every conversation with ``--verbose``, only
     the errored ones with ``--quiet``), a store that could not keep a run, and the comparison of several targets."""
 
-    def __init__(self, request: RunRequest, out: Console) -> None:
+    def __init__(self, request: RunRequest, out: Console, exporter: Exporter | None = None) -> None:
         self.request = request
         self.out = out
         self.every_item = not request.quiet
+        self.exporter = exporter
+        """``--otel-file`` / ``--otel-endpoint``: each run written as spans once reported (docs/otel.md)."""
 
     def terminal(self, plan: RunPlan, result: RunResult) -> TerminalReport:
         dataset, request = plan.dataset, self.request
@@ -126,6 +135,8 @@ class TerminalReporter(Reporter):
                               verbose=request.verbose, quiet=request.quiet, db_path=str(request.db))
 
     def reported(self, plan: RunPlan, result: RunResult) -> None:
+        if self.exporter is not None:
+            self.exporter.finish(result, plan.dataset.path)
         if result.store_error:
             make_console(stderr=True).print(
                 f"error: the database {self.request.db} could not store all of run {result.run_id}: "
@@ -148,11 +159,13 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
                       given=given, json=request.json_out if request.json_out != "-" else None, junit=request.junit,
                       markdown=request.markdown, html=request.html,
                       step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
+    exporter = _exporter(request, plans.redactor)
     gc.freeze()  # what loading made lives as long as the command: the collector need not walk it again in the run
     with _sigterm_interrupts():
         try:
             with stdout_for_json(request.json_out == "-") as stdout:
-                runs = run_planned(plans, events=events, reporter=TerminalReporter(request, out), json_stream=stdout,
+                runs = run_planned(plans, events=events if exporter is None else ExportEvents(events, exporter),
+                                   reporter=TerminalReporter(request, out, exporter), json_stream=stdout,
                                    compare=not request.quiet)
         except RunsInterrupted as stop:
             # Ctrl-C or SIGTERM outside the conversations (finishing a run, writing reports): the run in progress is
@@ -161,6 +174,21 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
             out.print(interrupted_line(stop.run_id, stop.dataset, str(request.db)), soft_wrap=True)
             return ExitCode.INTERRUPTED
     return runs.exit_code
+
+
+def _exporter(request: RunRequest, redact: Redactor) -> Exporter | None:
+    """The runs' OpenTelemetry export, when asked for (docs/otel.md), checked before anything runs."""
+    if request.otel_endpoint is None and request.otel_file is None:
+        return None
+    url = None
+    if request.otel_endpoint is not None:
+        url = traces_url(None if request.otel_endpoint == "-" else request.otel_endpoint)
+        if url is None:
+            raise UsageError("--otel-endpoint -: OTEL_EXPORTER_OTLP_ENDPOINT is not set",
+                             "give the receiver's URL, e.g. --otel-endpoint http://localhost:6006")
+    if request.otel_file is not None and request.otel_file.is_dir():
+        raise UsageError(f"--otel-file {request.otel_file} is a directory", "give a file path, e.g. run.otlp.jsonl")
+    return Exporter(redact, request.otel_file, url)
 
 
 @contextlib.contextmanager

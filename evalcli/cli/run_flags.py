@@ -1,5 +1,5 @@
-"""The options of ``evalcli run``, declared once each (typer reads them from these annotations): what they say is
-the command-line reference (docs/reference/cli.md, generated)."""
+"""The options of ``evalcli run``, and those every command shares, declared once each (typer reads them from these
+annotations): what they say is the command-line reference (docs/reference/cli.md, generated)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,15 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+
+from ..dbname import DEFAULT_DATABASE
+
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+"""``-h`` as well as ``--help``, and the width help is wrapped at, for every command and sub-command."""
+DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of an internal error (a bug in evalcli).")]
+DbOption = Annotated[Path, typer.Option("--db", metavar="PATH", help="SQLite file of runs (created if missing; "
+                                                                     "its folder must exist).")]
+DEFAULT_DB = Path(DEFAULT_DATABASE)
 
 DatasetsArgument = Annotated[list[Path], typer.Argument(metavar="DATASET", show_default=False,
                                                         help="Dataset files (YAML, or JSONL with a header line).")]
@@ -63,3 +72,10 @@ HermeticOption = Annotated[bool, typer.Option("--hermetic", help="A tool call no
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict line and the conversations "
                                                                  "that errored (no table, no warnings).")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Show every conversation.")]
+
+OtelEndpointOption = Annotated[Optional[str], typer.Option("--otel-endpoint", metavar="URL", help="Send the run as "
+                                                           "OpenTelemetry spans to this OTLP/HTTP receiver ('-': "
+                                                           "OTEL_EXPORTER_OTLP_ENDPOINT).")]
+OtelFileOption = Annotated[Optional[Path], typer.Option("--otel-file", metavar="PATH", help="Append the run as "
+                                                        "OpenTelemetry spans (OTLP JSON, one request a line) to "
+                                                        "PATH.")]

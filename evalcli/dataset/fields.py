@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, JsonValue
 from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 from pydantic_core import CoreSchema, core_schema
 
@@ -205,7 +205,7 @@ def _target(defs: dict[str, Any]) -> dict[str, Any]:
         settings.pop("title", None)
         forms.append({"type": "object", "properties": {name: settings}, "required": [name],
                       "additionalProperties": False} if cls.nested else settings)
-    return {"description": "The agent under test: an import path, or a mapping with 'http', 'mastra' or 'model'.",
+    return {"description": "The agent under test: an import path, or a mapping with 'a2a', 'http', 'mastra' or 'model'.",
             "anyOf": forms}
 
 
@@ -232,11 +232,39 @@ class AnswerFile(BaseModel):
     delay: Seconds = Field(default=0, description="Seconds before it answers.")
 
 
+class LatencyFile(BaseModel):
+    """An injected latency: a log-normal with this median and 99th percentile."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    p50: Seconds = Field(description="The median latency, seconds.")
+    p99: Seconds | SkipJsonSchema[None] = Field(default=None, description="The 99th percentile, seconds (>= p50).")
+
+
+Rate = Annotated[float, Field(ge=0, le=1), Interpolable]
+
+
+class FaultsFile(BaseModel):
+    """Seeded faults on a tool's calls (docs/hermetic.md, "Faults")."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    error_rate: Rate = Field(default=0, description="The share of calls that fail.")
+    malformed_rate: Rate = Field(default=0, description="The share of calls whose result arrives cut off.")
+    latency: LatencyFile | SkipJsonSchema[None] = Field(default=None, description="The latency every call gets.")
+    timeout: Annotated[float, Field(gt=0), Interpolable] | SkipJsonSchema[None] = Field(
+        default=None, description="Seconds after which a call fails as timed out.")
+    seed: Annotated[int, Interpolable] = Field(default=0, description="The seed: the same seed, the same faults.")
+
+
+_ANSWERED: list[JsonValue] = [{"required": ["returns"]}, {"required": ["raises"]}, {"required": ["sequence"]}]
+
+
 class MockFile(AnswerFile):
-    """A mock of one tool: an answer (or a ``sequence`` of them, one per call), for the calls ``when`` matches."""
+    """A mock of one tool: an answer (or a ``sequence`` of them, one per call), for the calls ``when`` matches; or
+    only the ``faults`` its calls meet."""
 
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"oneOf": [
-        {"required": ["returns"]}, {"required": ["raises"]}, {"required": ["sequence"]}]})
+        *_ANSWERED, {"required": ["faults"], "not": {"anyOf": _ANSWERED}}]})
+    faults: FaultsFile | SkipJsonSchema[None] = Field(default=None, description="Seeded faults on the tool's calls.")
     when: dict[str, Any] | None = Field(default=None, description="Argument names to values ('/.../' is a regular "
                                                                   "expression): the calls this entry answers.")
     sequence: Annotated[list[AnswerFile], Field(min_length=1)] | SkipJsonSchema[None] = Field(

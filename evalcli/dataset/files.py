@@ -133,7 +133,7 @@ class DatasetFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     target: Target | None = Field(
         default=None, description="The agent under test: an import path 'module:attribute', or a mapping with 'http', "
-                                  "'mastra' or 'model' (docs/targets); not needed when every item is a recorded transcript.")
+                                  "'mastra', 'model' or 'a2a' (docs/targets); not needed when every item is a recorded transcript.")
     target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
                                                                               "(and memory, adapter, keep_checkpointer, "
                                                                               "setup).")

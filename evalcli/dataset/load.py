@@ -22,6 +22,8 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from ..errors import DatasetError, Problem
+from ..otel.ingest import ingest as ingest_traces
+from ..otel.ingest import is_trace_file
 from ..scorers import Registry, flow_yaml
 from ..secret_references import references
 from ..secrets import Redactor, remember, remember_named
@@ -344,6 +346,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
     hasher = hashlib.sha256(file.read_bytes())
     raw_items: list[tuple[Any, Positions, Path]] = []
+    trace_warnings: list[str] = []
     if listed is not None:
         raw_items = listed
     elif top.data_file is not None:
@@ -359,7 +362,13 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
             raise DatasetError([*problems, pos.problem(("data_file",), f"data file '{top.data_file}' not found",
                                                       "give a path relative to the dataset file")])
         hasher.update(data_path.read_bytes())
-        raw_items = [(value, p, ()) for _, value, p in jsonl_items(data_path, header=False)]
+        if is_trace_file(data_path):  # OpenTelemetry traces, read as recorded conversations (docs/otel.md)
+            ingested = ingest_traces(data_path)
+            trace_warnings = ingested.warnings
+            raw_items = [(value, Positions(str(data_path), values={(): (line, 1)}), ())
+                         for line, value in ingested.conversations]
+        else:
+            raw_items = [(value, p, ()) for _, value, p in jsonl_items(data_path, header=False)]
     else:
         raw_items = [(raw, pos, ("data", i)) for i, raw in enumerate(top.data or [])]
     if not raw_items and "data" not in bad_keys:
@@ -395,7 +404,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
     if not top.target and target is None and not recorded and "target" not in bad_keys:
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
-                                    "write 'target: module:attribute' (or a mapping with 'http', 'mastra' or 'model'; "
+                                    "write 'target: module:attribute' (or a mapping with 'a2a', 'http', 'mastra' or 'model'; "
                                     "only a dataset whose items are all recorded transcripts may leave it out)"))
     if problems:
         raise DatasetError(redacted(problems, secret_values))
@@ -411,11 +420,11 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                    target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
                    target_settings=resolved.resolved if resolved is not None else {},
                    limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
-                   warnings=[f"{path}: {w}" for w in (*option_warnings(adapter, top.target_options, items),
-                                                      *tool_warnings(adapter, [*gates, *scorers, *(
-                                                          s for i in items for t in i.turns or ()
-                                                          for s in (*t.gates, *t.scorers))], tools, items))]
-                   if adapter is not None else [])
+                   warnings=trace_warnings + ([f"{path}: {w}" for w in (
+                       *option_warnings(adapter, top.target_options, items),
+                       *tool_warnings(adapter, [*gates, *scorers, *(s for i in items for t in i.turns or ()
+                                                                    for s in (*t.gates, *t.scorers))], tools, items))]
+                       if adapter is not None else []))
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:

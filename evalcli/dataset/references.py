@@ -346,7 +346,8 @@ def _not_one_reference(raw: Any, path: Path, pos: Positions, registry: Registry,
     if not split.wrapper:
         problems.append(_arguments_beside(split, path, pos))
         return
-    bounds = [key for key in split.wrapper if key != "id"]
+    kept = ("id", "calibrated") if gate else ("id",)  # what a gate's wrapper holds (docs/judges.md#calibrated-gates)
+    bounds = [key for key in split.wrapper if key not in kept]
     if gate and bounds:
         problems.append(pos.problem((*path, bounds[0]), f"'{bounds[0]}' beside '{split.name}' in 'gates': a gate takes "
                                                         f"no threshold ({GATE_PASSES})",
@@ -360,9 +361,11 @@ def _not_one_reference(raw: Any, path: Path, pos: Positions, registry: Registry,
         problems.append(pos.problem((*path, "id"), "'id' must be a non-empty string", "write id: my-scorer"))
     if gate and not split.arguments and split.wrapper == tuple(bounds):
         return  # the only mistake is the threshold, said above
-    moved = [key for key in split.wrapper if not (gate and key != "id")]
+    moved = [key for key in split.wrapper if not (gate and key not in kept)]
     what = " and ".join(f"'{key}'" for key in (*split.arguments, *moved))
-    wrapped = " and ".join([*(["a threshold"] if set(moved) - {"id"} else []), *(["an id"] if "id" in moved else [])])
+    wrapped = " and ".join([*(["a threshold"] if set(moved) - {"id", "calibrated"} else []),
+                            *(["an id"] if "id" in moved else []),
+                            *(["its calibration bar"] if "calibrated" in moved else [])])
     goes = [*(["its arguments go in one mapping under it"] if split.arguments else []),
             *([f"{wrapped} {'go' if ' and ' in wrapped else 'goes'} in a wrapper around it"] if wrapped else [])]
     problems.append(pos.problem((*path, (*split.arguments, *moved)[0]),

@@ -12,15 +12,20 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from ..errors import Problem
+from ..otel import may_emit_spans
 from ..patterns import pattern_problems
 from ..scorers import ScorerSpec
 from ..targets import Adapter
 from ..tools import MATCHES, RESERVED, UNMOCKED, Answer, Mock, TapeError, ToolsConfig, read_tape
+from ..tools.faults import ALL, Faults
+from ..tools.spec import ServerMock
 from .items import Item
 from .yamlsrc import Path, Positions, did_you_mean
 from .yamlvalues import typed
 
-ENTRY_KEYS = ("when", "returns", "raises", "sequence", "delay")
+ENTRY_KEYS = ("when", "returns", "raises", "sequence", "delay", "faults")
+FAULT_KEYS = ("error_rate", "malformed_rate", "latency", "timeout", "seed")
+FAULTS_EXAMPLE = "write e.g. 'faults: {error_rate: 0.2, latency: {p50: 0.2, p99: 2}, malformed_rate: 0.05, seed: 7}'"
 ANSWER_KEYS = ("returns", "raises", "delay")
 EXAMPLE = "write e.g. 'get_weather: {returns: {temp: 12}}', or a list of '- when: {city: London}' entries"
 
@@ -32,9 +37,21 @@ def parse_tools(raw: Any, at: Path, pos: Positions, label: str, problems: list[P
         problems.append(pos.problem(at, f"{label}: 'tools' must be a mapping of tool names to mocks", EXAMPLE))
         return None
     mocks: dict[str, tuple[Mock, ...]] = {}
+    faults: dict[str, Faults] = {}
+    servers: dict[str, ServerMock] = {}
     for name, value in raw.items():
         if name in RESERVED:
             continue
+        if isinstance(value, dict) and "mcp" in value:
+            server = _server_mock(value, (*at, name), pos, f"{label}: tools.{name}", problems)
+            if server is not None:
+                servers[server.server] = server
+            continue
+        found = _tool_faults(name, value, at, pos, label, problems)
+        if found is not None:
+            faults[str(name)] = found
+        if name == ALL or (isinstance(value, dict) and set(value) <= {"faults"}):
+            continue  # faults only: the tool's answers come from elsewhere (a tape, the live tool)
         entries = value if isinstance(value, list) else [value]
         if isinstance(value, list) and not value:
             problems.append(pos.problem((*at, name), f"{label}: tools.{name} has no entries", EXAMPLE))
@@ -56,7 +73,83 @@ def parse_tools(raw: Any, at: Path, pos: Positions, label: str, problems: list[P
                                     "write 'replay: tapes/weather.tape.jsonl' (relative to the dataset file)"))
     if len(problems) > before:
         return None
-    return ToolsConfig(mocks, replay, str(match))
+    return ToolsConfig(mocks, replay, str(match), faults=faults, servers=servers)
+
+
+def _server_mock(raw: dict[str, Any], at: Path, pos: Positions, label: str,
+                 problems: list[Problem]) -> ServerMock | None:
+    """``{mcp: NAME, from_tape: PATH}``: a whole MCP server answered from a tape (docs/hermetic.md, "MCP tools")."""
+    example = "write e.g. '{mcp: weather, from_tape: tapes/weather.tape.jsonl}'"
+    if set(raw) != {"mcp", "from_tape"}:
+        problems.append(pos.problem(at, f"{label}: a whole MCP server's mock is {{mcp: NAME, from_tape: PATH}} (it has "
+                                        f"{', '.join(map(str, raw))})", example))
+        return None
+    if not all(isinstance(raw[k], str) and raw[k].strip() for k in ("mcp", "from_tape")):
+        problems.append(pos.problem(at, f"{label}: 'mcp' is the server's name and 'from_tape' the path of a tape",
+                                    example))
+        return None
+    return ServerMock(raw["mcp"], raw["from_tape"])
+
+
+def _tool_faults(name: Any, value: Any, at: Path, pos: Positions, label: str,
+                 problems: list[Problem]) -> Faults | None:
+    """The ``faults:`` of one tool (in its mapping, or in one entry of its list), or of ``'*'`` (docs/hermetic.md)."""
+    if name == ALL and not (isinstance(value, dict) and set(value) == {"faults"}):
+        problems.append(pos.problem((*at, name), f"{label}: tools.'*' holds only 'faults' (the faults every tool "
+                                                 "without its own gets)",
+                                    "write e.g. \"'*': {faults: {error_rate: 0.2, seed: 7}}\"", key=True))
+        return None
+    where = [((*at, name), value)] if isinstance(value, dict) else \
+        [((*at, name, i), e) for i, e in enumerate(value) if isinstance(e, dict)] if isinstance(value, list) else []
+    given = [(path, entry["faults"]) for path, entry in where if "faults" in entry]
+    if len(given) > 1:
+        problems.append(pos.problem((*given[1][0], "faults"), f"{label}: tools.{name}: 'faults' is given twice",
+                                    "give the tool's faults once: they hold for every call of the tool", key=True))
+    return _faults(given[0][1], (*given[0][0], "faults"), pos, f"{label}: tools.{name}.faults", problems) \
+        if given else None
+
+
+def _faults(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> Faults | None:
+    if not isinstance(raw, dict):
+        problems.append(pos.problem(at, f"{label} is a mapping of {', '.join(FAULT_KEYS)}", FAULTS_EXAMPLE))
+        return None
+    before = len(problems)
+    for key in raw:
+        if key not in FAULT_KEYS:
+            problems.append(pos.problem((*at, key), f"{label}: unknown key '{key}'{did_you_mean(str(key), FAULT_KEYS)}",
+                                        f"faults have {', '.join(FAULT_KEYS)}", key=True))
+
+    def number(key: str, value: Any, low: float, high: float | None, what: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low or \
+                (high is not None and value > high):
+            problems.append(pos.problem((*at, key), f"{label}: '{key}' is {what}, not {value!r}", FAULTS_EXAMPLE))
+            return 0.0
+        return float(value)
+
+    rate = "a share of the calls (a number from 0 to 1)"
+    error_rate = number("error_rate", raw.get("error_rate", 0), 0, 1, rate)
+    malformed_rate = number("malformed_rate", raw.get("malformed_rate", 0), 0, 1, rate)
+    p50 = p99 = 0.0
+    latency = raw.get("latency")
+    if latency is not None:
+        if not isinstance(latency, dict) or set(latency) - {"p50", "p99"} or "p50" not in latency:
+            problems.append(pos.problem((*at, "latency"), f"{label}: 'latency' is {{p50: SECONDS, p99: SECONDS}}",
+                                        "write e.g. 'latency: {p50: 0.2, p99: 2}' (the median and the 99th "
+                                        "percentile)"))
+        else:
+            p50 = number("latency", latency["p50"], 0, None, "seconds (p50 >= 0)")
+            p99 = number("latency", latency.get("p99", p50), p50, None, "seconds, at least p50")
+    timeout = raw.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        problems.append(pos.problem((*at, "timeout"), f"{label}: 'timeout' is seconds (> 0), not {timeout!r}",
+                                    "write e.g. 'timeout: 1.5'"))
+    seed = raw.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        problems.append(pos.problem((*at, "seed"), f"{label}: 'seed' is a whole number, not {seed!r}",
+                                    "write e.g. 'seed: 7'"))
+    if len(problems) > before:
+        return None
+    return Faults(error_rate, malformed_rate, p50, p99, None if timeout is None else float(timeout), int(seed))
 
 
 def _entry(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> Mock | None:
@@ -129,6 +222,9 @@ def _delay(raw: dict[str, Any], at: Path, pos: Positions, label: str, problems: 
 def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: str, folder: FsPath,
                  problems: list[Problem]) -> ToolsConfig | None:
     """The block with its tape's path resolved against the dataset's folder (a problem when there is no such file)."""
+    if config is not None and config.servers:
+        config = replace(config, servers={name: _server_tape(mock, at, pos, label, folder, problems)
+                                          for name, mock in config.servers.items()})
     if config is None or config.replay is None:
         return config
     path = folder / config.replay
@@ -152,6 +248,19 @@ def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: st
     return replace(config, replay=str(path), tape=tape.calls, tape_digest=tape.digest)
 
 
+def _server_tape(mock: ServerMock, at: Path, pos: Positions, label: str, folder: FsPath,
+                 problems: list[Problem]) -> ServerMock:
+    path = folder / mock.from_tape
+    try:
+        tape = read_tape(path)
+    except TapeError as exc:
+        where = f"{path}:{exc.line}" if exc.line else pos.where(at)
+        problems.append(Problem(where, f"{label}: the MCP server {mock.server}'s tape '{mock.from_tape}': "
+                                       f"{exc.message}", "record it with 'evalcli run DATASET --record-tools DIR'"))
+        return mock
+    return replace(mock, from_tape=str(path), calls=tape.calls, digest=tape.digest)
+
+
 def parse_unmocked(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> str | None:
     """``unmocked: live|error``."""
     if raw not in UNMOCKED:
@@ -170,7 +279,15 @@ def target_problems(config: ToolsConfig, at: Path, pos: Positions, label: str, a
                                 "mock them", adapter.tools_hint, key=True)]
     problems = []
     known = adapter.tool_names()
-    for name, mocks in config.mocks.items():
+    servers = adapter.mcp_servers()
+    for name in config.servers:
+        if servers is None or name not in servers:
+            listed = sorted(servers or ())
+            problems.append(pos.problem(at, f"{label}: tools: the agent has no MCP server '{name}'"
+                                            f"{did_you_mean(name, listed)}",
+                                        f"its MCP servers are: {', '.join(listed) or 'none'}"))
+    named = {**{name: () for name in config.faults if name != ALL}, **config.mocks}
+    for name, mocks in named.items():
         if known is not None and name not in known:
             problems.append(pos.problem((*at, name), f"{label}: tools.{name}: the agent has no tool '{name}'"
                                                      f"{did_you_mean(name, known)}",
@@ -221,10 +338,11 @@ UNFAILING = ("did_not_call", "no_tool_errors", "used_no_tools", "max_tool_calls"
 def tool_warnings(adapter: Adapter, specs: Iterable[ScorerSpec], tools: ToolsConfig | None,
                   items: list[Item]) -> list[str]:
     """What ``validate`` warns about the dataset's tools (docs/hermetic.md): a check that cannot fail because the
-    target never reports its tool calls; a tool ``tools:`` mocks that evalcli cannot intercept (a plain callable's
-    function no ``@evalcli.tool`` names), whose call is then the conversation's error, never a silent live one."""
+    target never reports its tool calls (nor do spans, docs/otel.md); a tool ``tools:`` mocks that evalcli cannot
+    intercept (a plain callable's function no ``@evalcli.tool`` names), whose call is then the conversation's error,
+    never a silent live one."""
     warnings = []
-    if adapter.reports_tool_calls is False:
+    if adapter.reports_tool_calls is False and not may_emit_spans():
         for spec_id in dict.fromkeys(s.id for s in specs if s.kind in UNFAILING):
             warnings.append(f"{spec_id}: the target {adapter.spec} never reports its tool calls (its replies are text, "
                             "and no @evalcli.tool call passes through evalcli), so this check cannot fail; decorate "

@@ -21,6 +21,10 @@ from ..dataset import Dataset, Item, Limits
 from ..errors import describe, requested_url
 from ..llm import Budget, UsageSink, current_usage
 from ..messages import Message
+from ..otel import begin as capture_turn
+from ..otel import end as end_capture
+from ..otel.record import recorded as with_spans
+from ..otel.record import spans_on
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
 from ..targets import (
@@ -86,7 +90,7 @@ class Conversation:
             elif spec is None:
                 session = self._open(item, ConversationOptions(thread, item.target_options), result)
                 if session is not None:
-                    await self._converse(driver, session, result, self.dataset.limits_of(item))
+                    await self._converse(driver, session, result, self.dataset.limits_of(item), spans_on(options))
             else:
                 await self._with_setup(Setup(spec, self.dataset.imported[spec], self.calls), item, options, thread,
                                        driver, result)
@@ -143,7 +147,7 @@ class Conversation:
             merged = merge_options(options, returned) if returned else item.target_options
             session = self._open(item, ConversationOptions(thread, merged, frozenset(returned)), result)
             if session is not None:
-                await self._converse(driver, session, result, self.dataset.limits_of(item))
+                await self._converse(driver, session, result, self.dataset.limits_of(item), spans_on(merged or {}))
         finally:
             try:
                 await setup.exit()
@@ -152,7 +156,7 @@ class Conversation:
                     self._fail(result, exc.message, exc.cause or exc)
 
     async def _converse(self, driver: Driver, session: Session | None, result: ItemResult,
-                        limits: Limits | None) -> None:
+                        limits: Limits | None, spans: bool = False) -> None:
         sink = current_usage.get()
         began = time.perf_counter()
 
@@ -182,10 +186,13 @@ class Conversation:
                 plan.begin(index)
 
             outside: list[str] = []
+            captured = None
 
             def sourced(messages: list[Message]) -> list[Message]:
-                # the turn's tool calls as recorded: sources, the calls evalcli saw that the reply did not report,
-                # and the calls that ran outside the plan where that is the conversation's error (docs/hermetic.md)
+                # the turn's tool calls as recorded: sources, the calls evalcli saw that the reply did not report
+                # (through its plan, or in the spans the agent emitted: docs/otel.md), and the calls that ran outside
+                # the plan where that is the conversation's error (docs/hermetic.md)
+                messages = with_spans(captured, messages, index)
                 if plan is None:
                     return messages
                 sent = adapter is not None and adapter.plan_sent
@@ -205,10 +212,15 @@ class Conversation:
                 return _tool_problem(plan, outside, index, adapter)
 
             before_turn()
+            captured = capture_turn(index, result.thread_id, result.id) if spans else None
             try:
-                # `resume` only for a resume turn (an adapter that `resumes`): a session's `send(text)` is the whole
-                # protocol of every other adapter, a package's included (docs/extending.md)
-                reply = await (session.send(text) if resume is None else session.send(text, resume=resume))
+                try:
+                    # `resume` only for a resume turn (an adapter that `resumes`): a session's `send(text)` is the
+                    # whole protocol of every other adapter, a package's included (docs/extending.md)
+                    reply = await (session.send(text) if resume is None else session.send(text, resume=resume))
+                finally:
+                    if captured is not None:
+                        end_capture(captured)
             except TurnTimedOut as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
@@ -228,7 +240,7 @@ class Conversation:
             result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
                                            structured=reply.structured, interrupt=reply.interrupt,
                                            resume=reply.resume, output_retries=reply.output_retries,
-                                           guardrail=reply.guardrail))
+                                           guardrail=reply.guardrail, captured=captured))
             refusal = tool_refusal()
             if refusal is not None:
                 raise refusal

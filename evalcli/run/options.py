@@ -100,7 +100,7 @@ def parse_repeat(text: str) -> tuple[int, bool]:
     if auto and written == "auto":
         return DEFAULT_MAX_PLAYS, True
     if not count.isdigit() or int(count) < (2 if auto else 1):
-        raise UsageError(f"--repeat {text}: not {'a most of 2 plays or more' if auto else 'a number of plays'}",
+        raise UsageError(f"--repeat {text}: not {'a maximum of 2 plays or more' if auto else 'a number of plays'}",
                          "write --repeat 5 (every conversation 5 times), --repeat auto (again only while undecided, "
                          "at most 10 times) or --repeat auto:20")
     return int(count), auto

@@ -179,8 +179,20 @@ def unverified_secrets(stored: StoredOptions, run_id: str) -> list[str]:
 def option_conflicts(stored: StoredOptions, current: StoredOptions, names: list[str] | None = None) -> list[str]:
     """The options (``names``, default all) ``current`` sets differently from ``stored``, as ``(now vs then)`` texts."""
     then, now = _values(stored), _values(current)
-    return [f"{flag_text(name, now[name])} (the run has {flag_text(name, then[name])})"
-            for name in names or list(FLAGS) if now[name] != then[name]]
+    differ = [name for name in names or list(FLAGS) if now[name] != then[name]]
+    if "sequential" in differ or "repeat" in differ:  # one flag sets both: --repeat 3, --repeat auto:10
+        differ = [name for name in differ if name != "sequential"]
+        if "repeat" not in differ:
+            differ.insert(0, "repeat")
+    return [f"{_flag_of(name, now)} (the run has {_flag_of(name, then)})" for name in differ]
+
+
+def _flag_of(name: str, values: Mapping[str, Any]) -> str:
+    """``flag_text``, with ``repeat`` read together with ``sequential`` as the one ``--repeat`` flag sets them:
+    ``--repeat auto:10``, ``--repeat 3``, ``no --repeat`` (docs/verdicts.md#sequential-repeats)."""
+    if name == "repeat" and values["sequential"]:
+        return f"--repeat auto:{values['repeat']}"
+    return flag_text(name, values[name])
 
 
 def resume_options(store: Store, run_id: str, dataset: Dataset, options: RunOptions,

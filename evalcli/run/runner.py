@@ -21,6 +21,7 @@ from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, load_dataset
 from ..errors import ExitCode, describe
 from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summary
+from ..otel.record import arm_capture
 from ..passrate import settle
 from ..results import ItemResult, RunResult
 from ..scorers import Builder
@@ -133,13 +134,15 @@ class Runner:
 
     async def _sequential(self, conversation: Conversation, item: Item) -> ItemResult:
         """``--repeat auto[:MAX]``: play ``item`` until the sequential rule settles it (``passrate.settle``) or a play
-        errors, at most ``repeat`` times (docs/verdicts.md#sequential-repeats)."""
+        errors, at most ``repeat`` times (docs/verdicts.md#sequential-repeats). An interrupt does not cut it short: like
+        a fixed ``--repeat N`` it finishes its plays within the grace period (or is cancelled, and played again in
+        full on ``--resume``), so a stored conversation always holds the plays the rule asked for."""
         plays: list[ItemResult] = []
         settled: str | None = None
         while settled is None:
             play = await conversation.play(item)
             plays.append(play)
-            if play.status != "ok" or self.stopping:
+            if play.status != "ok":
                 break
             settled = settle(sum(p.passed for p in plays), len(plays), self.options.pass_rate, self.options.repeat)
         return reduce_repeats(plays, self.options.pass_rate, settled)
@@ -151,6 +154,7 @@ class Runner:
         to_run = plan.to_run
         if to_run:
             import_http_client(list(plan.model_names), always=target is not None and target.speaks_http)
+            arm_capture(self.dataset, to_run)
         # a new run's row keeps the configuration's fingerprint (a walk of every item): only made to be stored
         await recorder.begin(self.dataset, plan.stored() if self.store is not None else None)
         self.events.started(recorder.run_id, len(plan.items), len(plan.items) - len(to_run))

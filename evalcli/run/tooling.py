@@ -57,7 +57,8 @@ class ToolSettings:
         tape = None
         if base is not None and base.tape is not None:
             tape = list(base.tape.get(tape_identity(item), ()))
-        return ToolPlan(base, turns, item.unmocked or dataset.unmocked, self.hermetic, tape)
+        return ToolPlan(base, turns, item.unmocked or dataset.unmocked, self.hermetic, tape,
+                        identity=tape_identity(item))
 
     def finished(self, item: Item, plan: ToolPlan | None) -> None:
         if self.recorder is not None and plan is not None:

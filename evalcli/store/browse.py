@@ -17,6 +17,8 @@ from .store import Store, stored_items
 PAGE_SIZE = 50
 """Rows per page unless asked otherwise; at most ``MAX_PAGE_SIZE``."""
 MAX_PAGE_SIZE = 500
+MAX_PAGE = 10**9
+"""Pages beyond this are empty anyway; clamping keeps ``OFFSET`` within SQLite's 64-bit integers."""
 
 RUN_VERDICTS = ("passed", "failed", "scored", "running", "interrupted")
 """What the runs list filters on: a verdict, or a status (``running``, ``interrupted``) for runs without one."""
@@ -39,7 +41,7 @@ STATUSES = {"error": "status != 'ok'", "failed": "status = 'ok' AND passed = 0",
 def page_bounds(page: int, size: int) -> tuple[int, int]:
     """(limit, offset) of page ``page`` (from 1) of ``size`` rows, each clamped to what is allowed."""
     size = min(max(size, 1), MAX_PAGE_SIZE)
-    return size, (max(page, 1) - 1) * size
+    return size, (min(max(page, 1), MAX_PAGE) - 1) * size
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,16 @@ def connect(path: str, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connecti
     return conn
 
 
+def require_evalcli(conn: sqlite3.Connection) -> None:
+    """Refuse a SQLite file that holds tables but not evalcli's (another program's database): reading it as an empty
+    history would answer "no runs, no labels" about a file that was never evalcli's. An empty file is an empty
+    history."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if tables and not {"runs", "migrations"} <= tables:
+        conn.close()
+        raise sqlite3.DatabaseError("it is not an evalcli database (it has no 'runs' and 'migrations' tables)")
+
+
 def open_readonly(path: str) -> sqlite3.Connection:
     """A read-only connection; a WAL file in a read-only folder is read as immutable; an old schema is
     migrated in a copy in memory (the file is never touched)."""
@@ -39,6 +49,7 @@ def open_readonly(path: str) -> sqlite3.Connection:
     except sqlite3.OperationalError:
         conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    require_evalcli(conn)
     if migrations.pending(conn):
         memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         conn.backup(memory)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any
 
 import yaml
 
 from ..dataset import Dataset
 from ..errors import StoreError, UsageError
+from ..identity import changed
 from ..secrets import Redactor
 from .connection import connect, run
 from .store import Store, now
@@ -66,7 +68,7 @@ def add_label(path: str, label: NewLabel, redact: Redactor) -> dict[str, Any]:
             raise StoreError(f"run {label.run_id} has no conversation {label.item_index}", "reload the page")
         item_id, identity, dataset = found
         row = {"run_id": label.run_id, "item_index": label.item_index, "item_id": item_id,
-               "identity": identity or f"id:{item_id}", "dataset": dataset, "scorer_id": label.scorer_id,
+               "identity": identity or f"id:{item_id}", "dataset": dataset, "scorer_id": redact(label.scorer_id),
                "score": label.score, "note": redact(label.note) if label.note else None,
                "reviewer": redact(label.reviewer), "created_at": now()}
         columns = ", ".join(row)
@@ -109,11 +111,19 @@ def labels_by_identity(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[s
     return found
 
 
-def dataset_labels(store: Store, dataset: str) -> dict[str, dict[str, float]]:
-    """identity -> {scorer id: label} of a dataset (by its stable name), conversation-wide labels left out: what
-    ``calibrate --labels-from-db`` adds to the dataset's own ``labels:``."""
-    return {identity: {key: row["score"] for key, row in scorers.items() if key != CONVERSATION and row["score"] is not None}
-            for identity, scorers in labels_by_identity(latest_labels(store, dataset=dataset)).items()}
+LABELLED_CONTENT = ("SELECT labels.identity, labels.scorer_id, labels.score, items.content AS content FROM labels "
+                    "LEFT JOIN items ON items.run_id = labels.run_id AND items.item_index = labels.item_index "
+                    "WHERE labels.id IN (SELECT MAX(id) FROM labels WHERE dataset = ? GROUP BY identity, scorer_id)")
+
+
+def dataset_labels(store: Store, dataset: str) -> dict[str, dict[str, tuple[float, str]]]:
+    """identity -> {scorer id: (label, digest of the content labelled)} of a dataset (by its stable name),
+    conversation-wide labels left out: what ``calibrate --labels-from-db`` adds to the dataset's own ``labels:``."""
+    found: dict[str, dict[str, tuple[float, str]]] = {}
+    for row in store.query(LABELLED_CONTENT, [dataset]):
+        if row["scorer_id"] != CONVERSATION and row["score"] is not None:
+            found.setdefault(row["identity"], {})[row["scorer_id"]] = (row["score"], row["content"] or "")
+    return found
 
 
 def export_labels(store: Store, *, dataset: str | None = None, run_id: str | None = None) -> str:
@@ -142,9 +152,15 @@ def export_labels(store: Store, *, dataset: str | None = None, run_id: str | Non
 def with_stored_labels(dataset: Dataset, store: Store) -> Dataset:
     """The dataset with the labels stored for its conversations (by the dataset's stable name and each item's
     identity) added to its own ``labels:``, a stored label winning over the file's; labels of ids that are no longer
-    a top-level gate or scorer of the dataset are left out."""
+    a top-level gate or scorer of the dataset are left out, and so are labels of a conversation whose content changed
+    since it was labelled (its id kept, its messages edited: the person judged other content, docs/identity.md)."""
     stored = dataset_labels(store, dataset.name or dataset.path)
     known = {spec.id for spec in [*dataset.gates, *dataset.scorers]}
-    items = [replace(item, labels={**item.labels, **{k: v for k, v in stored.get(item.identity, {}).items() if k in known}})
+
+    def still(item: Any, content: str) -> bool:
+        return not changed(item, SimpleNamespace(content=content))
+
+    items = [replace(item, labels={**item.labels, **{k: score for k, (score, content) in stored.get(item.identity, {}).items()
+                                                     if k in known and still(item, content)}})
              for item in dataset.items]
     return replace(dataset, items=items)

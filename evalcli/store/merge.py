@@ -87,6 +87,7 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
         if store.plan(row["id"]) != plan:
             raise UsageError(f"{where} has different gates, scorers or thresholds than run {first['id']}",
                              "merge only shards run with the same dataset and scorers.yaml")
+        _check_same_repeats(first_store, first, store, row)
         if row["status"] != "completed":
             raise UsageError(f"{where} is {row['status']}, not completed",
                              f"finish it first: evalcli run {row['dataset']} --resume {row['id']} --db {store.path}")
@@ -170,6 +171,25 @@ def _copy_rows(source: Store, out: Store, table: str, from_run: str, to_run: str
     position = columns.index("run_id")
     out.conn.executemany(f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(columns))})",
                          [(*r[:position], to_run, *r[position + 1:]) for r in rows])
+
+
+def repeats_rule(options_json: str | None) -> str:
+    """How a run decided its conversations' pass under repeats, as the flags that set it (``--repeat N``,
+    ``--repeat auto:MAX``, ``--pass-rate P``; docs/verdicts.md#repeats-and-the-pass-rate)."""
+    options = json.loads(options_json or "{}")
+    repeat = int(options.get("repeat") or 1)
+    words = [f"--repeat auto:{repeat}" if options.get("sequential") else f"--repeat {repeat}"]
+    return " ".join([*words, f"--pass-rate {float(options.get('pass_rate') or 1.0):g}"])
+
+
+def _check_same_repeats(first_store: Store, first: dict[str, Any], store: Store, row: dict[str, Any]) -> None:
+    """Shards played or passed by another repeats rule are not one run: a merged verdict would count its
+    conversations two ways (docs/ci.md, merging shards)."""
+    theirs, ours = repeats_rule(row["options"]), repeats_rule(first["options"])
+    if theirs != ours:
+        raise UsageError(f"run {row['id']} in {store.path} was run with {theirs}, but run {first['id']} in "
+                         f"{first_store.path} with {ours}: their conversations were decided by different rules",
+                         "run every shard with the same --repeat and --pass-rate, then merge them")
 
 
 def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = None) -> MergeResult:

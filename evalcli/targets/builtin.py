@@ -42,6 +42,31 @@ LANGGRAPH = AdapterDeclaration(
     install="pip install 'evalcli[langgraph]'",
     frameworks=("langgraph", "langchain", "langchain_core", "langchain_openai"))
 
+LLAMA_INDEX = AdapterDeclaration(
+    name="llama_index", adapter="evalcli.targets.llama_index:LlamaIndexAdapter",
+    summary="a LlamaIndex FunctionAgent, ReActAgent or AgentWorkflow, one workflow Context per conversation",
+    recognises=("llama_index.core.agent.workflow.base_agent.BaseWorkflowAgent",
+                "llama_index.core.agent.workflow.multi_agent_workflow.AgentWorkflow"),
+    install="pip install 'evalcli[llama-index]'", frameworks=("llama_index", "workflows"))
+
+SMOLAGENTS = AdapterDeclaration(
+    name="smolagents", adapter="evalcli.targets.smolagents:SmolagentsAdapter",
+    summary="a smolagents ToolCallingAgent or CodeAgent, a copy with a fresh memory per conversation",
+    recognises=("smolagents.agents.MultiStepAgent",),
+    install="pip install 'evalcli[smolagents]'", frameworks=("smolagents",))
+
+GOOGLE_ADK = AdapterDeclaration(
+    name="google_adk", adapter="evalcli.targets.google_adk:GoogleADKAdapter",
+    summary="a Google ADK agent (or App), run by a Runner with one ADK session per conversation",
+    recognises=("google.adk.agents.base_agent.BaseAgent", "google.adk.apps.app.App"),
+    install="pip install 'evalcli[google-adk]'", frameworks=("google.adk", "google.genai"))
+
+STRANDS = AdapterDeclaration(
+    name="strands", adapter="evalcli.targets.strands:StrandsAdapter",
+    summary="a Strands agent, a copy of it (tools and model kept) with its own state and messages per conversation",
+    recognises=("strands.agent.agent.Agent",),
+    install="pip install 'evalcli[strands]'", frameworks=("strands",))
+
 HTTP = AdapterDeclaration(
     name="http", adapter="evalcli.targets.http:HttpAdapter", mapping=True,
     summary="a chat endpoint over HTTP (url: ...), its request and reply shaped by templates")
@@ -49,6 +74,10 @@ HTTP = AdapterDeclaration(
 MASTRA = AdapterDeclaration(
     name="mastra", adapter="evalcli.targets.mastra:MastraAdapter", mapping=True,
     summary="an agent of a Mastra server (url: ..., agent: ...), over its HTTP API")
+
+A2A = AdapterDeclaration(
+    name="a2a", adapter="evalcli.targets.a2a:A2AAdapter", mapping=True,
+    summary="an agent that speaks A2A (a2a: URL): its agent card, message/send, tasks polled to completion")
 
 MODEL = AdapterDeclaration(
     name="model", adapter="evalcli.targets.model:ModelAdapter", mapping=True,

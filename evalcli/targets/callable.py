@@ -77,6 +77,11 @@ class CallableAdapter(Adapter):
         found = listing() if callable(listing) else None
         return found if isinstance(found, dict) else None
 
+    def mcp_servers(self) -> dict[str, list[str]] | None:
+        listing = getattr(self.obj, "evalcli_mcp_servers", None)
+        found = listing() if callable(listing) else None
+        return found if isinstance(found, dict) else None
+
     def tool_names(self) -> list[str] | None:
         own = self._own_tools()
         return None if own is None else sorted(own)

@@ -50,6 +50,7 @@ from agents import (
 from ..messages import Message
 from ..results import Guardrail
 from ..tools import MockedToolError, acall, as_text
+from .agents_mcp import ServerHolder, planned_server
 from .agents_usage import Counting, count_nested_runs, counting_hooks, counting_turn
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
@@ -92,15 +93,27 @@ class OpenAIAgentsAdapter(Adapter):
         count_nested_runs()
         self.start = self.obj
         """The agent a conversation starts with: the user's, or its copy whose tools ask the tool plan."""
+        self.servers = ServerHolder()
+        """The MCP servers evalcli connected for the run (docs/hermetic.md, "MCP tools")."""
+        if any(getattr(each, "mcp_servers", None) for each in agents_of(self.obj)):
+            self.control_tools()  # its MCP servers are connected by the planned copies, once for the run
 
     def control_tools(self) -> None:
         """Conversations start with a copy of the agent (and of every agent it hands off to) whose function tools
-        ask the conversation's tool plan; the user's agents are not changed."""
+        and MCP servers ask the conversation's tool plan; the user's agents are not changed."""
         if self.start is self.obj:
-            self.start = planned_agent(self.obj, {})
+            self.start = planned_agent(self.obj, {}, self.servers)
+
+    async def aclose(self) -> None:
+        await self.servers.close()
 
     def tool_schemas(self) -> dict[str, Any] | None:
         return function_tools(self.obj)
+
+    def mcp_servers(self) -> dict[str, list[str]] | None:
+        """The MCP servers of the agent and those it hands off to, by name (their tools are known once connected)."""
+        return {str(getattr(s, "name", "")): [] for each in agents_of(self.obj) for s in getattr(each, "mcp_servers", None)
+                or ()}
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
@@ -292,8 +305,9 @@ def function_tools(agent: Any) -> dict[str, Any] | None:
     return tools
 
 
-def planned_agent(agent: Any, made: dict[int, Any]) -> Any:
-    """A copy of the agent whose function tools ask the tool plan, its handoffs to copies made the same way."""
+def planned_agent(agent: Any, made: dict[int, Any], servers: ServerHolder) -> Any:
+    """A copy of the agent whose function tools and MCP servers ask the tool plan, its handoffs to copies made the same
+    way."""
     from agents import Agent, FunctionTool, Handoff
 
     if id(agent) in made:
@@ -301,24 +315,25 @@ def planned_agent(agent: Any, made: dict[int, Any]) -> Any:
     copy_ = agent.clone()
     made[id(agent)] = copy_
     copy_.tools = [planned_tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools or ()]
+    copy_.mcp_servers = [planned_server(s, servers) for s in getattr(agent, "mcp_servers", None) or ()]
     handoffs: list[Any] = []
     for handoff in agent.handoffs or ():
         if isinstance(handoff, Agent):
-            handoffs.append(planned_agent(handoff, made))
+            handoffs.append(planned_agent(handoff, made, servers))
         elif isinstance(handoff, Handoff):
-            handoffs.append(planned_handoff(handoff, made))
+            handoffs.append(planned_handoff(handoff, made, servers))
         else:
             handoffs.append(handoff)
     copy_.handoffs = handoffs
     return copy_
 
 
-def planned_handoff(handoff: Any, made: dict[int, Any]) -> Any:
+def planned_handoff(handoff: Any, made: dict[int, Any], servers: ServerHolder) -> Any:
     """A ``Handoff`` whose agent is the planned copy of the one it hands to."""
     original = handoff.on_invoke_handoff
 
     async def invoke(context: Any, arguments: str) -> Any:
-        return planned_agent(await original(context, arguments), made)
+        return planned_agent(await original(context, arguments), made, servers)
 
     return dataclasses.replace(handoff, on_invoke_handoff=invoke)
 

@@ -111,3 +111,14 @@ def as_option(kind: Any, value: Any, option: str, what: str) -> Any:
     except ValidationError as exc:
         found = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
         raise ValueError(f"'{option}' does not fit the agent's {what} {type_name(kind)} ({found})") from None
+
+
+def quiet_logs(logger: str) -> None:
+    """A framework's own log lines stay out of evalcli's output (docs/targets/frameworks.md): its logger stops at a
+    handler that drops them, whatever the app configured at its root (evalcli reports the run's errors itself)."""
+    import logging
+
+    found = logging.getLogger(logger)
+    found.propagate = False
+    if not any(isinstance(h, logging.NullHandler) for h in found.handlers):
+        found.addHandler(logging.NullHandler())

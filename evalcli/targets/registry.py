@@ -45,7 +45,8 @@ class AdapterDeclaration:
     install: str = ""
     """What to run when its framework is missing (``pip install 'evalcli[langgraph]'``)."""
     frameworks: tuple[str, ...] = ()
-    """Top-level modules of its framework: when a target's import fails for want of one, ``install`` is the hint."""
+    """Its framework's modules (top-level, or a package inside a namespace such as ``google.adk``): when a target's
+    import fails for want of one, ``install`` is the hint."""
 
     def recognised(self, obj: Any) -> bool:
         """Whether ``obj`` is an agent this adapter runs, by the class names in its MRO (and ``confirms``)."""
@@ -168,9 +169,10 @@ def extra_hint(missing_module: str | None) -> str | None:
     """What to install when a failed import is of a framework an adapter declares (``pip install 'evalcli[X]'``)."""
     if not missing_module:
         return None
-    top = missing_module.split(".")[0]
+    parts = missing_module.split(".")
+    names = {".".join(parts[:i + 1]) for i in range(len(parts))}  # a framework may be a package's subpackage
     return next((found.declaration.install for found in declared().values()
-                 if top in found.declaration.frameworks and found.declaration.install), None)
+                 if names.intersection(found.declaration.frameworks) and found.declaration.install), None)
 
 
 def form_of(raw: dict[str, Any]) -> str:
@@ -196,6 +198,7 @@ def settings_of(name: str, raw: dict[str, Any]) -> tuple[Any, tuple[str, ...]]:
         if extra:
             raise ConfigProblem((extra[0],), f"unknown key '{extra[0]}' beside '{name}' in the target",
                                 f"put every setting inside '{name}: {{...}}'")
-        return raw[name], (name,)
+        settings = raw[name]
+        return ({"url": settings} if isinstance(settings, str) else settings), (name,)  # {a2a: URL}: the URL alone
     return raw, ()
 

@@ -26,9 +26,9 @@ from ..results import Guardrail, Interrupt
 if TYPE_CHECKING:
     from ..llm import LLMClient
 
-RESERVED_OPTIONS = ("memory", "adapter", "keep_checkpointer", "setup")
+RESERVED_OPTIONS = ("memory", "adapter", "keep_checkpointer", "setup", "spans", "instrument")
 """``target_options`` keys evalcli reads itself; the rest go to the agent's call."""
-DATASET_ONLY_OPTIONS = ("adapter", "keep_checkpointer")
+DATASET_ONLY_OPTIONS = ("adapter", "keep_checkpointer", "instrument")
 """Options that hold for the whole run: an item's ``target_options`` may not set them."""
 
 
@@ -309,6 +309,11 @@ class Adapter(ABC):
     def tool_schemas(self) -> dict[str, Any] | None:
         """The JSON schema of each of the agent's tools, by name, when the adapter can list them (``None``: it
         cannot; a schema may be ``None`` where the tool's is unknown)."""
+        return None
+
+    def mcp_servers(self) -> dict[str, list[str]] | None:
+        """The agent's MCP servers and their tools' names, by server name, when the adapter can list them (``None``:
+        it cannot; docs/hermetic.md, "MCP tools")."""
         return None
 
     def tool_names(self) -> list[str] | None:

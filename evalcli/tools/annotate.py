@@ -76,6 +76,8 @@ def recorded_turn(messages: list[Message], plan: ToolPlan, turn: int, *, service
         annotated = {**message, "source": source}
         if found is not None and found.error is not None and found.source != "live":
             annotated["is_error"] = True
+        if found is not None and found.fault is not None:
+            annotated["fault"] = found.fault
         out.append(annotated)
     return TurnTools(with_unreported(out, pending), outside)
 
@@ -90,7 +92,7 @@ def with_unreported(messages: list[Message], calls: Iterable[ToolCall]) -> list[
             {"id": call_id, "type": "function",
              "function": {"name": call.tool, "arguments": json.dumps(call.arguments, ensure_ascii=False, default=str)}}]})
         result: Message = {"role": "tool", "tool_call_id": call_id, "name": call.tool, "source": call.source,
-                           "observed": True}
+                           "observed": True, **({"fault": call.fault} if call.fault else {})}
         if call.error is not None:
             result.update(content=f"Error: {call.error}", is_error=True)
         else:

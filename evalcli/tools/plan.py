@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .faults import ALL, Draw, Faults, draw, fault_message, malformed
 from .spec import Answer, Mock, ToolsConfig, canonical, jsonable, matches, tape_arguments
 
 T = TypeVar("T")
@@ -62,6 +63,9 @@ class ToolCall:
     call_id: str | None = None
     refused: bool = False
     """No mock or tape answered it and it did not run (``--hermetic``, ``unmocked: error``): never on a tape."""
+    fault: str | None = None
+    """The fault ``faults:`` injected (``error``, ``timeout``, ``malformed``): its source is then ``fault``, and it is
+    never on a tape (a tape records the world, faults are put on top of it)."""
 
     def tape_line(self, identity: str) -> dict[str, Any]:
         line = {"identity": identity, "turn": self.turn, "call": self.index, "tool": self.tool,
@@ -97,6 +101,8 @@ class ToolPlan:
     controls: bool = True
     """Whether the run controls tools (``tools:``, ``unmocked: error``, ``--hermetic``, ``--record-tools``); a plan
     that does not only watches: every call runs live and is recorded, and results get no ``source``."""
+    identity: str = ""
+    """The conversation's identity (docs/history.md): with the seed, what decides its faults."""
     turn: int = 0
     epoch: int = 0
     """Counts the turns begun and the conversation's end: a thread started in one turn holds the plan only while
@@ -106,6 +112,8 @@ class ToolPlan:
     """Why calls were refused: the conversation's error once its turn ends."""
     _answered: dict[int, int] = field(default_factory=dict)
     _used: set[int] = field(default_factory=set)
+    _tool_calls: dict[str, int] = field(default_factory=dict)
+    _server_answered: dict[tuple[str, str], int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     """Tools of one turn may run on several threads at once (a framework's executor)."""
 
@@ -163,13 +171,31 @@ class ToolPlan:
             return f"unmocked: error: the tool {tool} ran live, outside evalcli's control (no mock answered it)"
         return None
 
-    def decide(self, tool: str, arguments: Mapping[str, Any]) -> tuple[str, Answer | None]:
-        """Where this call's answer comes from: ``("mock" | "replay", answer)``, ``("live", None)``, or
-        ``("refused", None)`` (the reason added to ``refusals``)."""
-        with self._lock:
-            return self._decide(tool, arguments)
+    def faults(self, tool: str) -> Faults | None:
+        """The ``faults:`` of this turn for a tool (by ``same_tool``), else those of ``'*'``."""
+        config = self.config()
+        if config is None or not config.faults:
+            return None
+        found = config.faults.get(tool)
+        if found is None:
+            found = next((f for name, f in config.faults.items() if name != ALL and same_tool(name, tool)), None)
+        return found if found is not None else config.faults.get(ALL)
 
-    def _decide(self, tool: str, arguments: Mapping[str, Any]) -> tuple[str, Answer | None]:
+    def fault(self, tool: str) -> tuple[Faults, Draw] | None:
+        """What the tool's faults do to this call, the conversation's nth of that tool (``faults.draw``)."""
+        with self._lock:
+            nth = self._tool_calls.get(tool, 0)
+            self._tool_calls[tool] = nth + 1
+            found = self.faults(tool)
+            return None if found is None else (found, draw(found, self.identity, tool, nth))
+
+    def decide(self, tool: str, arguments: Mapping[str, Any], server: str | None = None) -> tuple[str, Answer | None]:
+        """Where this call's answer comes from: ``("mock" | "replay", answer)``, ``("live", None)``, or
+        ``("refused", None)`` (the reason added to ``refusals``). ``server``: the MCP server the tool is one of."""
+        with self._lock:
+            return self._decide(tool, arguments, server)
+
+    def _decide(self, tool: str, arguments: Mapping[str, Any], server: str | None = None) -> tuple[str, Answer | None]:
         entries = self.mocks(tool)
         chosen = next((m for m in entries if m.when is not None and matches(m.when, arguments)), None)
         chosen = chosen or next((m for m in entries if m.when is None), None)
@@ -177,10 +203,19 @@ class ToolPlan:
             nth = self._answered.get(id(chosen), 0)
             self._answered[id(chosen)] = nth + 1
             return "mock", chosen.answer(nth)
+        described = f"{tool}({canonical(dict(arguments))})"
+        config = self.config()
+        whole = config.servers.get(server) if config is not None and server is not None else None
+        if whole is not None:
+            found = self._from_server_tape(whole.calls, tool, arguments)
+            if found is not None:
+                return "replay", Answer(found.result, found.error)
+            self.refusals.append(f"tools: the MCP server {server} is mocked from {whole.from_tape}, which has no answer "
+                                 f"for {described}")
+            return "refused", None
         recorded = self._replayed(tool, arguments)
         if recorded is not None:
             return "replay", Answer(recorded.result, recorded.error)
-        described = f"{tool}({canonical(dict(arguments))})"
         if self.hermetic:
             missed = " (and the tape has no answer for it)" if self.tape is not None else ""
             self.refusals.append(f"--hermetic: the tool call {described} has no mock{missed}")
@@ -203,11 +238,25 @@ class ToolPlan:
                 return recorded
         return None
 
+    def _from_server_tape(self, calls: Mapping[str, list[Recorded]], tool: str,
+                          arguments: Mapping[str, Any]) -> Recorded | None:
+        """A whole server's answer: this conversation's recording of the same call (the nth for the nth), else the
+        first recording of it in any conversation."""
+        wanted = tape_arguments(arguments)
+        own = [r for r in calls.get(self.identity, ()) if same_tool(r.tool, tool) and r.arguments == wanted]
+        nth = self._server_answered.get((tool, wanted), 0)
+        self._server_answered[(tool, wanted)] = nth + 1
+        if nth < len(own):
+            return own[nth]
+        return next((r for recorded in calls.values() for r in recorded
+                     if same_tool(r.tool, tool) and r.arguments == wanted), None)
+
     def record(self, tool: str, arguments: Mapping[str, Any], source: str, *, result: Any = None,
-               error: str | None = None, call_id: str | None = None, refused: bool = False) -> None:
+               error: str | None = None, call_id: str | None = None, refused: bool = False,
+               fault: str | None = None) -> None:
         with self._lock:
-            self.calls.append(ToolCall(self.turn, len(self.calls), tool, dict(arguments), source,
-                                       None if error is not None else result, error, call_id, refused))
+            self.calls.append(ToolCall(self.turn, len(self.calls), tool, dict(arguments), "fault" if fault else source,
+                                       None if error is not None else result, error, call_id, refused, fault))
 
 
 _SEPARATORS = re.compile(r"[^0-9a-z]+")
@@ -272,36 +321,47 @@ def _mock_json(mock: Mock) -> dict[str, Any]:
 
 async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]], *,
                 call_id: str | None = None, shape: Callable[[Any], Any] | None = None,
-                record_as: Callable[[Any], Any] | None = None) -> T | Any:
+                record_as: Callable[[Any], Any] | None = None, server: str | None = None) -> T | Any:
     """One async tool call under the current plan: the live function (``live()``, its result recorded as
     ``record_as`` reads it), or the plan's answer (made what the framework expects of a tool's output by ``shape``).
-    A mocked or replayed ``raises`` raises ``MockedToolError``; a refused call ``ToolRefused``. Without a plan:
+    A mocked or replayed ``raises``, or an injected fault's failure, raises ``MockedToolError``; a refused call
+    ``ToolRefused``. ``server``: the MCP server the tool is one of (a whole server may be mocked). Without a plan:
     ``live()``."""
     plan = current_plan()
     if plan is None:
         unattributed(tool, arguments)
         return await live()
-    source, answer = plan.decide(tool, arguments)
+    injected = plan.fault(tool)
+    if injected is not None and injected[1].latency:
+        await asyncio.sleep(injected[1].latency)
+    _fail_if_faulted(plan, tool, arguments, injected, call_id)
+    source, answer = plan.decide(tool, arguments, server)
+    spoiled = injected is not None and injected[1].malformed
     if source == "live":
-        return await _live_async(plan, tool, arguments, live, call_id, record_as)
+        return await _live_async(plan, tool, arguments, live, call_id, record_as, spoiled)
     if source == "refused":
         plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
     if answer.delay:
         await asyncio.sleep(answer.delay)
-    value = _answered(plan, tool, arguments, source, answer, call_id)
-    return value if shape is None else shape(value)
+    value = _answered(plan, tool, arguments, source, answer, call_id, spoiled)
+    return value if shape is None or spoiled else shape(value)
 
 
 def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call_id: str | None = None,
          shape: Callable[[Any], Any] | None = None, record_as: Callable[[Any], Any] | None = None) -> T | Any:
-    """``acall`` for a sync tool (a ``delay`` sleeps the thread)."""
+    """``acall`` for a sync tool (a ``delay`` or an injected latency sleeps the thread)."""
     plan = current_plan()
     if plan is None:
         unattributed(tool, arguments)
         return live()
+    injected = plan.fault(tool)
+    if injected is not None and injected[1].latency:
+        time.sleep(injected[1].latency)
+    _fail_if_faulted(plan, tool, arguments, injected, call_id)
     source, answer = plan.decide(tool, arguments)
+    spoiled = injected is not None and injected[1].malformed
     if source == "live":
         token = CURRENT.set(None)  # a wrapped tool the live one calls is a plain call, recorded once
         try:
@@ -311,20 +371,31 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
             raise
         finally:
             CURRENT.reset(token)
-        plan.record(tool, arguments, "live", result=value if record_as is None else record_as(value), call_id=call_id)
-        return value
+        return _live_result(plan, tool, arguments, value, call_id, record_as, spoiled)
     if source == "refused":
         plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
     if answer.delay:
         time.sleep(answer.delay)
-    value = _answered(plan, tool, arguments, source, answer, call_id)
-    return value if shape is None else shape(value)
+    value = _answered(plan, tool, arguments, source, answer, call_id, spoiled)
+    return value if shape is None or spoiled else shape(value)
+
+
+def _fail_if_faulted(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], injected: tuple[Faults, Draw] | None,
+                     call_id: str | None) -> None:
+    """An injected failure or timeout: the call never reaches the tool (nor a mock's sequence, nor the tape)."""
+    if injected is None:
+        return
+    faults, found = injected
+    if found.error or found.timed_out:
+        message = fault_message(tool, found, faults.timeout)
+        plan.record(tool, arguments, "fault", error=message, call_id=call_id, fault=found.fault)
+        raise MockedToolError(message)
 
 
 async def _live_async(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]],
-                      call_id: str | None, record_as: Callable[[Any], Any] | None) -> T:
+                      call_id: str | None, record_as: Callable[[Any], Any] | None, spoiled: bool) -> T | str:
     token = CURRENT.set(None)  # a wrapped tool the live one calls is a plain call, recorded once
     try:
         value = await live()
@@ -333,14 +404,28 @@ async def _live_async(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], l
         raise
     finally:
         CURRENT.reset(token)
-    plan.record(tool, arguments, "live", result=value if record_as is None else record_as(value), call_id=call_id)
+    return _live_result(plan, tool, arguments, value, call_id, record_as, spoiled)
+
+
+def _live_result(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], value: T, call_id: str | None,
+                 record_as: Callable[[Any], Any] | None, spoiled: bool) -> T | str:
+    recorded = value if record_as is None else record_as(value)
+    if spoiled:
+        broken = malformed(recorded)
+        plan.record(tool, arguments, "fault", result=broken, call_id=call_id, fault="malformed")
+        return broken
+    plan.record(tool, arguments, "live", result=recorded, call_id=call_id)
     return value
 
 
 def _answered(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], source: str, answer: Answer,
-              call_id: str | None) -> Any:
+              call_id: str | None, spoiled: bool = False) -> Any:
     if answer.raises is not None:
         plan.record(tool, arguments, source, error=answer.raises, call_id=call_id)
         raise MockedToolError(answer.raises)
+    if spoiled:
+        broken = malformed(answer.returns)
+        plan.record(tool, arguments, source, result=broken, call_id=call_id, fault="malformed")
+        return broken
     plan.record(tool, arguments, source, result=answer.returns, call_id=call_id)
     return answer.returns

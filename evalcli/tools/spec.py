@@ -16,8 +16,8 @@ UNMOCKED = ("live", "error")
 """``unmocked:``: a call no mock answers runs the real tool, or is the conversation's error."""
 MATCHES = ("exact", "name")
 """``tools.match``: how a replayed call finds its recorded answer."""
-SOURCES = ("live", "mock", "replay")
-"""Where a recorded tool call's result came from."""
+SOURCES = ("live", "mock", "replay", "fault")
+"""Where a recorded tool call's result came from (``fault``: a fault ``faults:`` injected, docs/hermetic.md)."""
 RESERVED = ("replay", "match")
 """Keys of a ``tools:`` mapping that are not tool names."""
 
@@ -48,6 +48,18 @@ class Mock:
 
 
 @dataclass(frozen=True)
+class ServerMock:
+    """``{mcp: NAME, from_tape: PATH}``: every call of the MCP server ``NAME``'s tools answered from a tape, never
+    live (docs/hermetic.md, "MCP tools")."""
+
+    server: str
+    from_tape: str
+    calls: Mapping[str, list[Any]] = field(default_factory=dict, compare=False, repr=False)
+    """The tape's recorded calls by conversation identity, read when the dataset is loaded."""
+    digest: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolsConfig:
     """A ``tools:`` block (dataset, item or turn): mocks by tool name, and a tape to replay."""
 
@@ -59,6 +71,10 @@ class ToolsConfig:
     """The tape's recorded calls by conversation identity, read when the dataset is loaded."""
     tape_digest: str | None = None
     """The digest of the tape's bytes as they were read (what a resume compares)."""
+    faults: Mapping[str, Any] = field(default_factory=dict)
+    """``faults:`` by tool name (``'*'``: every tool without its own), as ``evalcli.tools.faults.Faults``."""
+    servers: Mapping[str, ServerMock] = field(default_factory=dict)
+    """Whole MCP servers mocked from tapes, by server name."""
 
     def over(self, base: ToolsConfig | None) -> ToolsConfig:
         """This block over ``base``: per tool, this block's mocks replace the base's; the replay of this block if
@@ -67,13 +83,17 @@ class ToolsConfig:
             return self
         mocks = {**base.mocks, **self.mocks}
         chosen = self if self.replay is not None else base
-        return ToolsConfig(mocks, chosen.replay, chosen.match, chosen.tape, chosen.tape_digest)
+        return ToolsConfig(mocks, chosen.replay, chosen.match, chosen.tape, chosen.tape_digest,
+                           {**base.faults, **self.faults}, {**base.servers, **self.servers})
 
     def resolved(self) -> dict[str, Any]:
         """This block as the resolved configuration a resume compares holds it (docs/reliability.md): each tool's
         mocks, and the tape it replays by path, ``match`` and content (so an edited tape is noticed)."""
         return {"mocks": {name: repr(entries) for name, entries in self.mocks.items()}, "replay": self.replay,
-                "match": self.match, "tape": self.tape_digest}
+                "match": self.match, "tape": self.tape_digest,
+                **({"faults": {name: repr(f) for name, f in self.faults.items()}} if self.faults else {}),
+                **({"servers": {name: [m.from_tape, m.digest] for name, m in self.servers.items()}}
+                   if self.servers else {})}
 
 
 def matches(when: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> bool:

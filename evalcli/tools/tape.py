@@ -102,8 +102,9 @@ class TapeRecorder:
         self.conversations: dict[str, tuple[int, list[ToolCall]]] = {}
 
     def add(self, order: int, identity: str, calls: Iterable[ToolCall]) -> None:
-        """A conversation's calls; those refused (no mock or tape answered them) have no result and are left out."""
-        self.conversations.setdefault(identity, (order, [c for c in calls if not c.refused]))
+        """A conversation's calls; those refused (no mock or tape answered them) have no result, and those a fault hit
+        are not the world's answers: both are left out."""
+        self.conversations.setdefault(identity, (order, [c for c in calls if not c.refused and c.fault is None]))
 
     def write(self) -> Path:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import StoreError, UsageError
 from ..identity import identity_of
 from ..messages import message_text
 from ..reports.html.conversation import failing_gates, status_of, transcript
@@ -131,6 +131,15 @@ def _labelled_ids(store: Store, run_id: str) -> list[str]:
     measures), each once."""
     plan = store.plan(run_id)
     return list(dict.fromkeys([*plan.gate_ids, *plan.scorer_ids]))
+
+
+def check_label_target(store: Store, run_id: str, scorer_id: str) -> None:
+    """A label names the conversation (``''``) or one of the run's top-level gates and scorers, nothing else: an
+    arbitrary id would be a label ``calibrate`` never reads, and text a person typed there stored as it is."""
+    allowed = _labelled_ids(store, run_id)
+    if scorer_id and scorer_id not in allowed:
+        raise UsageError(f"'{scorer_id}' is not a top-level gate or scorer of run {run_id}",
+                         f"label the conversation (scorer \"\") or one of: {', '.join(allowed) or 'none'}")
 
 
 def turn_key(turn: TurnRecord) -> tuple[str, list[str]]:

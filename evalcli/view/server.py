@@ -53,7 +53,7 @@ def loopback(host: str) -> bool:
 
 def check_settings(settings: ViewSettings) -> None:
     """A host other than loopback needs a token (anyone who reaches it could read every transcript)."""
-    if not loopback(settings.host) and not settings.token:
+    if not loopback(settings.host) and not (settings.token or "").strip():
         raise UsageError(f"--host {settings.host} serves the history beyond this machine: give --token",
                          "add --token SECRET (every request must then carry it), or leave out --host")
 
@@ -166,9 +166,12 @@ async def save_label(view: View, request: web.Request) -> web.Response:
     """``{"scorer": ID or "", "value": "pass"|"fail"|0..1, "note": TEXT}`` on a conversation, by this reviewer."""
     if request.content_type != "application/json":  # a form posted from another site cannot send JSON
         raise web.HTTPUnsupportedMediaType(text="send JSON")
-    body = await request.json()
     index = request.match_info["index"]
     try:
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
         if not isinstance(body, dict) or not index.isdigit():
             raise UsageError("a label is {scorer, value, note} on a conversation's index", "")
         label = NewLabel(request.match_info["run"], int(index), str(body.get("scorer") or ""),
@@ -178,6 +181,7 @@ async def save_label(view: View, request: web.Request) -> web.Response:
             store = Store(view.path, readonly=True)
             try:
                 run_id = store.require_run(label.run_id)["id"]
+                data.check_label_target(store, run_id, label.scorer_id)
             finally:
                 store.close()
             return add_label(view.path, NewLabel(run_id, label.item_index, label.scorer_id, label.score, label.note,

@@ -1,0 +1,196 @@
+"""MCP servers for ``evalcli.Agent`` (docs/hermetic.md, "MCP tools"): a stdio command or a streamable-HTTP URL whose
+tools the agent offers the model, each call passing through the conversation's tool plan like a function tool's.
+
+A server is listed once (its tools and their schemas), when the agent is first checked or run; a server that does
+not start, or does not answer, is an ``McpError`` naming its command or URL. A turn opens each server it really calls
+once (``Connections``), and closes it when the turn ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shlex
+import threading
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import EvalcliError, ExitCode
+
+START_TIMEOUT = 60.0
+"""Seconds a server has to start and list its tools."""
+
+
+class McpError(EvalcliError):
+    """An MCP server that could not be reached: what it is (command or URL), and why."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """One ``mcp:`` entry: ``command`` (stdio, with ``env`` and ``cwd``) or ``url`` (streamable HTTP, with
+    ``headers``), and the ``name`` a dataset mocks it by."""
+
+    name: str
+    command: tuple[str, ...] = ()
+    url: str | None = None
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return f"the MCP server {self.url}" if self.url else f"the MCP server '{shlex.join(self.command)}'"
+
+
+def mcp_server(raw: Any) -> McpServer:
+    """An ``mcp:`` entry as written: ``{command: "python server.py" | [..], args, env, cwd, name}`` or ``{url, headers,
+    name}`` (the name defaults to the command's script or module, or the URL's host)."""
+    if isinstance(raw, McpServer):
+        return raw
+    if not isinstance(raw, Mapping) or ("command" in raw) == ("url" in raw):
+        raise ValueError(f"an mcp server is {{command: ...}} (stdio) or {{url: ...}} (streamable HTTP), not {raw!r}")
+    if "url" in raw:
+        url = str(raw["url"])
+        return McpServer(str(raw.get("name") or urlsplit(url).hostname or url), url=url,
+                         headers={str(k): str(v) for k, v in (raw.get("headers") or {}).items()})
+    command = raw["command"]
+    words = tuple(shlex.split(command) if isinstance(command, str) else map(str, command))
+    words += tuple(map(str, raw.get("args") or ()))
+    if not words:
+        raise ValueError("an mcp server's command is empty")
+    default = Path(words[-1]).stem.rsplit(".", 1)[-1]
+    env = raw.get("env")
+    return McpServer(str(raw.get("name") or default), words,
+                     env=None if env is None else {str(k): str(v) for k, v in env.items()},
+                     cwd=None if raw.get("cwd") is None else str(raw["cwd"]))
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """A tool an MCP server lists: its name, description and input schema, and its server."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    server: McpServer
+
+    def openai_schema(self) -> dict[str, Any]:
+        function: dict[str, Any] = {"name": self.name, "parameters": self.schema or {"type": "object", "properties": {}}}
+        if self.description:
+            function["description"] = self.description
+        return {"type": "function", "function": function}
+
+
+@contextlib.asynccontextmanager
+async def session(server: McpServer) -> AsyncIterator[Any]:
+    """An initialized ``mcp.ClientSession`` with the server."""
+    from mcp import ClientSession
+
+    async with contextlib.AsyncExitStack() as stack:
+        if server.url is not None:
+            from mcp.client.streamable_http import (  # type: ignore[attr-defined]  # re-exported by mcp 2.x
+                create_mcp_http_client,
+                streamable_http_client,
+            )
+
+            client = await stack.enter_async_context(create_mcp_http_client(headers=dict(server.headers)))
+            streams = await stack.enter_async_context(streamable_http_client(server.url, http_client=client))
+        else:
+            import os
+
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]),
+                                           env={**os.environ, **(server.env or {})}, cwd=server.cwd)
+            streams = await stack.enter_async_context(stdio_client(params))
+        read, write = streams[0], streams[1]
+        client_session = await stack.enter_async_context(ClientSession(read, write))
+        await client_session.initialize()
+        yield client_session
+
+
+async def list_tools(server: McpServer) -> list[McpTool]:
+    """The server's tools; ``McpError`` naming the server when it does not start or answer in time."""
+    try:
+        async with asyncio.timeout(START_TIMEOUT):
+            async with session(server) as opened:
+                listed = await opened.list_tools()
+    except Exception as exc:  # noqa: BLE001 - whatever stopped it, the user fixes the server
+        raise McpError(f"{server.where} did not start or list its tools: {_reason(exc)}",
+                       "check that the command runs (or the URL answers) on its own; its tools are listed when the "
+                       "agent is checked") from None
+    return [McpTool(t.name, t.description or "", dict(t.input_schema or {}), server) for t in listed.tools]
+
+
+def list_tools_now(server: McpServer) -> list[McpTool]:
+    """``list_tools`` from code that is not async (or inside a running loop: on a thread of its own)."""
+    found: list[list[McpTool]] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            found.append(asyncio.run(list_tools(server)))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return found[0]
+
+
+def _reason(exc: BaseException) -> str:
+    inner = getattr(exc, "exceptions", None)
+    if inner:
+        return _reason(inner[0])
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {START_TIMEOUT:g}s"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def result_value(result: Any) -> tuple[Any, bool]:
+    """A ``CallToolResult`` as the tool's value (its structured content, else its text) and whether it is an error."""
+    structured = getattr(result, "structured_content", None)
+    texts = [getattr(c, "text", None) for c in getattr(result, "content", None) or ()]
+    text = "\n".join(t for t in texts if isinstance(t, str))
+    value: Any = structured if structured is not None else text
+    if isinstance(value, dict) and set(value) == {"result"}:
+        value = value["result"]  # a tool returning a plain value: its structured content wraps it
+    return value, bool(getattr(result, "is_error", False))
+
+
+class McpToolFailed(Exception):
+    """An MCP tool that answered with an error result."""
+
+
+class Connections:
+    """The servers a turn opened (each once, on its first live call), closed when the turn ends."""
+
+    def __init__(self) -> None:
+        self.stack = contextlib.AsyncExitStack()
+        self.open: dict[int, Any] = {}
+        self.lock = asyncio.Lock()
+
+    async def __aenter__(self) -> Connections:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stack.aclose()
+
+    async def call(self, tool: McpTool, arguments: dict[str, Any]) -> Any:
+        async with self.lock:
+            if id(tool.server) not in self.open:
+                self.open[id(tool.server)] = await self.stack.enter_async_context(session(tool.server))
+        result = await self.open[id(tool.server)].call_tool(tool.name, arguments)
+        value, failed = result_value(result)
+        if failed:
+            raise McpToolFailed(value if isinstance(value, str) else json.dumps(value))
+        return value

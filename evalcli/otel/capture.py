@@ -1,0 +1,129 @@
+"""Capture (docs/otel.md): the OpenTelemetry spans an agent emits during a turn, tied to that conversation and turn.
+
+``arm`` is called once a run has loaded its target. When the target's code imported OpenTelemetry (every framework
+that emits spans does), it adds evalcli's span processor to the tracer provider the user set, or, when there is
+none, sets a provider of its own that loads the OpenTelemetry SDK only when a span is started inside a turn: a run
+whose agent emits no span never imports the SDK. Without OpenTelemetry imported, nothing is done at all.
+
+Each turn is a ``TurnCapture`` in a context variable (``CURRENT``) for as long as the target's call runs: the
+conversation's task and the worker threads evalcli starts carry it, so concurrent conversations never see each
+other's spans. A span started under it belongs to that turn, and so does every span whose parent does (a thread
+the agent starts without the context still reaches its turn through the parent). Each turn runs inside an evalcli
+span (``evalcli.turn``), the parent of the agent's spans.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from contextvars import ContextVar
+from typing import Any
+
+from ..llm.usage import current_usage
+from .spans import Span
+from .turns import TurnSpans
+
+
+class TurnCapture:
+    """One turn's spans, as they end (SDK spans, read only when the turn is over)."""
+
+    __slots__ = ("attached", "finished", "ids", "index", "item", "span", "span_id", "started_ns", "thread", "token", "usage_mark")
+
+    def __init__(self, index: int, thread: str | None, item: str) -> None:
+        self.index = index
+        self.thread = thread
+        self.item = item
+        self.finished: list[Any] = []
+        self.span: Any = None
+        """evalcli's span for this turn, once it is started."""
+        self.span_id: int = 0
+        self.ids: list[int] = []
+        self.started_ns = 0
+        self.token: Any = None
+        self.attached: Any = None
+        self.usage_mark = 0
+        """How many LLM calls the conversation had recorded when the turn began."""
+        """The context token of the turn span made current (detached when the turn ends)."""
+
+    def spans(self, *, resource: bool = True) -> list[Span]:
+        """The turn's finished spans (evalcli's own turn span left out)."""
+        from .spans import from_sdk
+
+        return [from_sdk(s, resource=resource) for s in self.finished]
+
+    def read(self) -> TurnSpans:
+        """The turn's tool calls and model usage (messages unread): only the spans a reader can recognise are
+        copied out of the SDK, the others give only their parent (for counting nested calls once)."""
+        from .spans import from_sdk
+
+        parents = {f"{s.context.span_id:016x}": f"{s.parent.span_id:016x}" if s.parent is not None else None
+                   for s in self.finished}
+        spans = [from_sdk(s, resource=False) for s in self.finished if _readable(s)]
+        return TurnSpans.of(spans, messages=False, parents=parents)
+
+
+READABLE_KEYS = ("gen_ai.operation.name", "openinference.span.kind", "gen_ai.usage.input_tokens",
+                 "gcp.vertex.agent.tool_call_args", "gcp.vertex.agent.llm_request")
+"""A span with none of these attributes (and no GenAI message event) is no model or tool call (``readers.read``)."""
+
+
+def _readable(span: Any) -> bool:
+    attributes = span.attributes or {}
+    return any(key in attributes for key in READABLE_KEYS) or any(e.name.startswith("gen_ai.") for e in span.events)
+
+
+CURRENT: ContextVar[TurnCapture | None] = ContextVar("evalcli_turn_capture", default=None)
+
+
+class _State:
+    armed = False
+    lock = threading.Lock()
+    processor: Any = None
+    """The SDK side (``capture_sdk.Capture``), once armed."""
+
+
+def arm(instrument: list[str] | None = None) -> bool:
+    """Start capturing for this process if an agent can emit spans (OpenTelemetry is imported, or ``instrument``
+    asks for instrumentors); returns whether capture is on. Safe to call again."""
+    with _State.lock:
+        if _State.armed:
+            return True
+        if "opentelemetry.trace" not in sys.modules and not instrument:
+            return False
+        from . import capture_sdk
+
+        _State.processor = capture_sdk.install()
+        _State.armed = True
+    if instrument:
+        from .instrument import instrument_frameworks
+
+        instrument_frameworks(instrument)
+    return True
+
+
+def may_emit_spans() -> bool:
+    """Whether the code imported so far can emit OpenTelemetry spans (it imported the API): then capture can see a
+    target's tool calls even when its replies are text."""
+    return "opentelemetry.trace" in sys.modules
+
+
+def armed() -> bool:
+    return _State.armed
+
+
+def begin(index: int, thread: str | None, item: str) -> TurnCapture | None:
+    """Open turn ``index``'s capture in the current context (``None`` when capture is not armed); ``end`` closes it."""
+    if not _State.armed:
+        return None
+    turn = TurnCapture(index, thread, item)
+    sink = current_usage.get()
+    turn.usage_mark = len(sink.records) if sink is not None else 0
+    turn.token = CURRENT.set(turn)
+    _State.processor.begin(turn)
+    return turn
+
+
+def end(turn: TurnCapture) -> None:
+    """Close the turn's capture: spans that end after this are no longer its own."""
+    _State.processor.end(turn)
+    CURRENT.reset(turn.token)

@@ -1,0 +1,281 @@
+"""Ingest (docs/otel.md, "Scoring exported traces"): a trace file named by ``data_file:`` read as recorded
+conversations (docs/recorded.md).
+
+Read: OTLP JSON (the collector's file exporter: one ``ExportTraceServiceRequest`` a line, or one document), a Jaeger
+export (``{"data": [{"traceID", "spans", ...}]}``) and a Phoenix export (its spans API's ``{"data": [...]}``, or one
+span a line). Spans are grouped into conversations by ``gen_ai.conversation.id``, else ``session.id``, else the
+trace; the conversation's turns are evalcli's own turn spans when the file is an evalcli export, else the root spans
+(each an agent run), in time order. A span that cannot be read is a located warning (file, line, span id); a file
+that is not one of these is a located error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetError, Problem
+from .otlp import Unreadable, decode_attributes, hex_id, read_request
+from .spans import Span, SpanEvent, attribute_json, attribute_text
+from .turns import TurnSpans
+
+CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
+"""The attributes that name a span's conversation, first found first."""
+NO_USER = "(no user message in the trace)"
+
+
+@dataclass
+class Ingested:
+    """What a trace file holds: its conversations as ``(line, {"id", "messages"})`` and the warnings of reading it."""
+
+    conversations: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def is_trace_file(path: Path) -> bool:
+    """Whether ``path`` holds traces (OTLP, Jaeger or Phoenix) rather than JSONL transcripts."""
+    try:
+        with path.open(encoding="utf-8-sig") as handle:
+            head = handle.read(4096)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return any(marker in head for marker in ('"resourceSpans"', '"traceID"', '"span_id"', '"spanID"'))
+
+
+def ingest(path: Path) -> Ingested:
+    """The conversations of a trace file, grouped and ordered (docs/otel.md)."""
+    found = Ingested()
+    spans = list(_spans(path, found.warnings))
+    if not spans:
+        raise DatasetError([Problem(str(path), "the trace file has no span evalcli can read",
+                                    "export OTLP JSON (the collector's file exporter), or a Jaeger or Phoenix export")])
+    for key, turns in _conversations(spans).items():
+        messages = _messages(turns, found.warnings)
+        if messages:
+            line = min((int(r.where.rsplit(":", 1)[-1]) for r, _ in turns if r.where[-1:].isdigit()), default=1)
+            found.conversations.append((line, {"id": key, "messages": messages}))
+    return found
+
+
+def _spans(path: Path, warnings: list[str]) -> Iterator[Span]:
+    text = path.read_text(encoding="utf-8-sig")
+    stripped = text.lstrip()
+    try:
+        documents = [(1, json.loads(text))]
+    except ValueError:
+        if not stripped.startswith("{"):
+            raise DatasetError([Problem(f"{path}:1:1", "not a trace file: it is not JSON",
+                                        "export OTLP JSON, or a Jaeger or Phoenix JSON export")]) from None
+        documents = list(_lines(path, text))
+    for line, document in documents:
+        where = f"{path}:{line}"
+        for found in _document(document, where):
+            if isinstance(found, Unreadable):
+                warnings.append(f"{where}: {found}: skipped")
+            else:
+                yield found
+
+
+def _lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except ValueError as exc:
+            raise DatasetError([Problem(f"{path}:{number}:{getattr(exc, 'colno', 1)}",
+                                        f"not valid JSON: {getattr(exc, 'msg', exc)}",
+                                        "each line of an OTLP JSON file is one ExportTraceServiceRequest")]) from None
+
+
+def _document(document: Any, where: str) -> Iterator[Span | Unreadable]:
+    if not isinstance(document, dict):
+        yield Unreadable("not a JSON object")
+        return
+    if "resourceSpans" in document:
+        yield from read_request(document, where)
+        return
+    data = document.get("data")
+    if isinstance(data, list):
+        for entry in data:
+            if isinstance(entry, dict) and "spans" in entry:
+                yield from _jaeger(entry, where)
+            else:
+                yield _phoenix(entry, where)
+        return
+    if "context" in document:
+        yield _phoenix(document, where)
+        return
+    yield Unreadable("neither OTLP (resourceSpans), Jaeger (data[].spans) nor Phoenix (context.span_id)")
+
+
+def _jaeger(trace: dict[str, Any], where: str) -> Iterator[Span | Unreadable]:
+    processes = trace.get("processes") or {}
+    for raw in trace.get("spans") or ():
+        try:
+            parent = next((r.get("spanID") for r in raw.get("references") or () if r.get("refType") == "CHILD_OF"), None)
+            tags = {t["key"]: t.get("value") for t in raw.get("tags") or ()}
+            error = None
+            if tags.get("otel.status_code") == "ERROR" or tags.get("error") is True:
+                error = str(tags.get("otel.status_description") or "")
+            start = int(raw["startTime"]) * 1000
+            process = processes.get(raw.get("processID")) or {}
+            yield Span(_jaeger_id(raw["traceID"], 16), _jaeger_id(raw["spanID"], 8),
+                       _jaeger_id(parent, 8) if parent else None, str(raw.get("operationName", "")), start,
+                       start + int(raw.get("duration") or 0) * 1000, tags,
+                       [SpanEvent(str({f["key"]: f.get("value") for f in log.get("fields") or ()}.get("event", "")),
+                                  int(log.get("timestamp") or 0) * 1000,
+                                  {f["key"]: f.get("value") for f in log.get("fields") or ()})
+                        for log in raw.get("logs") or ()],
+                       error, resource={t["key"]: t.get("value") for t in process.get("tags") or ()}, where=where)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            yield Unreadable(f"span {raw.get('spanID') if isinstance(raw, dict) else '?'}: {exc!r} is missing or wrong")
+
+
+def _jaeger_id(value: Any, size: int) -> str:
+    text = str(value).lower()
+    int(text, 16)
+    return text.rjust(size * 2, "0")
+
+
+def _phoenix(raw: Any, where: str) -> Span | Unreadable:
+    try:
+        context = raw["context"]
+        attributes = _flatten(raw.get("attributes") or {})
+        events = [SpanEvent(str(e.get("name", "")), _ns(e.get("timestamp")), _flatten(e.get("attributes") or {}))
+                  for e in raw.get("events") or ()]
+        error = str(raw.get("status_message") or "") if raw.get("status_code") == "ERROR" else None
+        trace_id, span_id = hex_id(context["trace_id"], 16), hex_id(context["span_id"], 8)
+        if trace_id is None or span_id is None:
+            return Unreadable(f"span {context.get('span_id')}: no valid trace_id and span_id")
+        parent = raw.get("parent_id")
+        return Span(trace_id, span_id, hex_id(parent, 8) if parent else None, str(raw.get("name", "")),
+                    _ns(raw.get("start_time")), _ns(raw.get("end_time")), attributes, events, error, where=where)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return Unreadable(f"span {raw.get('span_id', '?') if isinstance(raw, dict) else '?'}: {exc!r} is missing "
+                          "or wrong")
+
+
+def _ns(value: Any) -> int:
+    if isinstance(value, int | float):
+        return int(value)
+    if isinstance(value, str) and value:
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1e9)
+    return 0
+
+
+def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Phoenix's nested attributes (``{"llm": {"model_name": ...}}``) as flat OpenTelemetry keys."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, dict) and item:
+            out.update(_flatten(item, name + "."))
+        elif isinstance(item, list) and item and all(isinstance(i, dict) for i in item):
+            for n, entry in enumerate(item):
+                out.update(_flatten(entry, f"{name}.{n}."))
+        else:
+            out[name] = item
+    return out
+
+
+def _conversations(spans: list[Span]) -> dict[str, list[tuple[Span, list[Span]]]]:
+    """Each turn (its root span and the spans under it) grouped by conversation: the first conversation id its root,
+    else any span under it, names; else its trace."""
+    ids = {s.span_id for s in spans}
+    roots = [s for s in spans if "evalcli.turn.index" in s.attributes]
+    if not roots:
+        roots = [s for s in spans if s.parent_id is None or s.parent_id not in ids]
+    children: dict[str, list[Span]] = {}
+    for span in spans:
+        if span.parent_id is not None:
+            children.setdefault(span.parent_id, []).append(span)
+    out: dict[str, list[tuple[Span, list[Span]]]] = {}
+    for root in sorted(roots, key=lambda s: s.start_ns):
+        tree = _subtree(root, children)
+        key = next((text for k in CONVERSATION_KEYS for s in tree if (text := attribute_text(s.attributes, k))),
+                   root.trace_id)
+        out.setdefault(key, []).append((root, tree))
+    return out
+
+
+def _messages(turns: list[tuple[Span, list[Span]]], warnings: list[str]) -> list[dict[str, Any]]:
+    """A conversation's transcript: each turn's user message and response messages, in time order."""
+    out: list[dict[str, Any]] = []
+    for root, tree in turns:
+        turn = TurnSpans.of(tree)
+        if "evalcli.turn.index" in root.attributes:
+            user = attribute_text(root.attributes, "evalcli.turn.input")
+            messages = _recorded_output(root) or turn.messages()
+        else:
+            user = _root_input(root) or turn.user_text()
+            messages = turn.messages(_root_output(root))
+        if not messages and user is None:
+            continue
+        if user is None:
+            warnings.append(f"{root.where}: span {root.span_id}: no user message found for this turn; recorded as "
+                            f"'{NO_USER}'")
+        out.append({"role": "user", "content": user if user is not None else NO_USER})
+        out.extend(_valid(messages))
+    return out
+
+
+def _subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:
+    out, todo = [], [root]
+    while todo:
+        span = todo.pop()
+        out.append(span)
+        todo.extend(children.get(span.span_id, ()))
+    return out
+
+
+def _root_input(root: Span) -> str | None:
+    a = root.attributes
+    value = attribute_json(a, "input.value")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):  # a chain's input as a mapping: its messages' last user text, or a text field
+        for key in ("input", "query", "question", "message", "messages"):
+            found = value.get(key)
+            if isinstance(found, str):
+                return found
+    messages = attribute_json(a, "gen_ai.input.messages")
+    if isinstance(messages, list):
+        from .readers import genai_messages
+
+        users = [m for m in genai_messages(messages) if m.get("role") == "user" and isinstance(m.get("content"), str)]
+        return str(users[-1]["content"]) if users else None
+    return None
+
+
+def _root_output(root: Span) -> str | None:
+    a = root.attributes
+    for key in ("output.value", "final_result", "gen_ai.completion"):
+        value = attribute_json(a, key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _recorded_output(root: Span) -> list[dict[str, Any]]:
+    value = attribute_json(root.attributes, "evalcli.turn.output")
+    return value if isinstance(value, list) else []
+
+
+def _valid(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages a transcript accepts: every tool message answers a call id, every call has a name."""
+    out = []
+    for n, message in enumerate(messages):
+        if message.get("role") == "tool" and not message.get("tool_call_id"):
+            message = {**message, "tool_call_id": f"unknown_{n}"}
+        if message.get("role") not in ("assistant", "tool"):
+            continue
+        out.append(message)
+    return out
+
+
+__all__ = ["Ingested", "decode_attributes", "ingest", "is_trace_file"]

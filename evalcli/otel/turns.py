@@ -1,0 +1,106 @@
+"""The spans of one turn, read as one (docs/otel.md): its model calls and tool calls, each counted once, and the
+turn's response messages rebuilt from them.
+
+A span of the same kind nested in another (an OpenInference ``LLM`` span around the GenAI ``chat`` span of the same
+request, an agent's tool span around the framework's) is the same call described twice: only the outermost counts.
+Two tool spans with the same call id are one call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import Message
+from .readers import ModelCall, ToolUse, read
+from .spans import Span
+
+
+@dataclass
+class TurnSpans:
+    """What a turn's spans say, in the order they started."""
+
+    spans: list[Span]
+    models: list[ModelCall] = field(default_factory=list)
+    tools: list[ToolUse] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, spans: list[Span], *, messages: bool = True, parents: dict[str, str | None] | None = None) -> TurnSpans:
+        """The turn's calls (``messages``: with each model call's messages read, which ingest needs and capture
+        does not; ``parents``: every span's parent, when ``spans`` are only some of the turn's)."""
+        ordered = sorted(spans, key=lambda s: s.start_ns)
+        turn = cls(ordered)
+        read_by_id: dict[str, ModelCall | ToolUse] = {}
+        parents = parents if parents is not None else {s.span_id: s.parent_id for s in ordered}
+        for span in ordered:
+            found = read(span, messages=messages)
+            if found is not None:
+                read_by_id[span.span_id] = found
+        seen_calls: set[str] = set()
+        for span_id, found in read_by_id.items():
+            if _inside_same_kind(span_id, found, parents, read_by_id):
+                continue
+            if isinstance(found, ModelCall):
+                turn.models.append(found)
+            elif found.call_id is None or found.call_id not in seen_calls:
+                if found.call_id is not None:
+                    seen_calls.add(found.call_id)
+                turn.tools.append(found)
+        return turn
+
+    def messages(self, final: str | None = None) -> list[Message]:
+        """The turn's response messages (OpenAI format): each model call's answer and each tool call's result, in the
+        order they happened; a tool call no model answer asked for gets its own assistant message. ``final`` (the
+        turn's answer from its root span) ends it when no model answer said it."""
+        events: list[tuple[int, ModelCall | ToolUse]] = [(m.span.start_ns, m) for m in self.models]
+        events += [(t.span.start_ns, t) for t in self.tools]
+        out: list[Message] = []
+        asked: set[Any] = set()
+        for _, found in sorted(events, key=lambda e: e[0]):
+            if isinstance(found, ModelCall):
+                for message in found.output:
+                    if message.get("role") == "assistant":
+                        out.append(message)
+                        asked.update(c.get("id") for c in message.get("tool_calls") or ())
+                continue
+            call_id = found.call_id or f"span_{found.span.span_id}"
+            if found.call_id is None or found.call_id not in asked:
+                out.append({"role": "assistant", "content": None, "tool_calls": [{
+                    "id": call_id, "type": "function",
+                    "function": {"name": found.name, "arguments": json.dumps(found.arguments, ensure_ascii=False)}}]})
+            out.append(tool_result(found, call_id))
+        if final and not any(m.get("role") == "assistant" and m.get("content") == final for m in out):
+            out.append({"role": "assistant", "content": final})
+        return out
+
+    def user_text(self) -> str | None:
+        """What the user said on this turn: the last user message the turn's first model call was sent."""
+        for call in self.models[:1]:
+            for message in reversed(call.input):
+                if message.get("role") == "user" and isinstance(message.get("content"), str):
+                    return str(message["content"])
+        return None
+
+
+def tool_result(use: ToolUse, call_id: str) -> Message:
+    """A tool call's result as a ``tool`` message (``is_error`` when the span failed)."""
+    message: Message = {"role": "tool", "tool_call_id": call_id, "name": use.name}
+    if use.error is not None:
+        message.update(content=f"Error: {use.error}", is_error=True)
+    else:
+        result = use.result
+        message["content"] = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    return message
+
+
+def _inside_same_kind(span_id: str, found: ModelCall | ToolUse, parents: dict[str, str | None],
+                      read_by_id: dict[str, ModelCall | ToolUse]) -> bool:
+    parent = parents.get(span_id)
+    hops = 0
+    while parent is not None and hops < 64:
+        outer = read_by_id.get(parent)
+        if outer is not None and type(outer) is type(found):
+            return True
+        parent, hops = parents.get(parent), hops + 1
+    return False

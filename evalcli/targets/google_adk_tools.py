@@ -1,0 +1,156 @@
+"""The ``google_adk`` adapter's tools (docs/targets/google-adk.md): listing an ADK agent tree's tools, and the runner
+plugin that answers them from each conversation's tool plan (docs/hermetic.md).
+
+ADK's ``Runner`` takes plugins, whose callbacks run for every agent of the tree before the agents' own: evalcli's
+runner (never the user's agent) gets ``ToolPlanPlugin``. Its ``before_tool_callback`` asks the plan: a mock's or a
+tape's value is the tool's response (ADK then skips the tool, as it does for any callback that answers); a mock's
+``raises`` goes to the agent's own ``on_tool_error_callback`` as the tool's exception would, and ends the run when the
+agent has none (as a live tool's exception does); a call ``--hermetic`` refuses ends the run. A live call runs as ADK
+runs it, the agent's own tool callbacks included, and is recorded when it returns (``after_tool_callback``) or fails
+(``on_tool_error_callback``, which notes the call as failed and leaves the answer to the agent's handlers).
+ADK's ``transfer_to_agent`` is a handoff, never the plan's.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+from google.adk.plugins.base_plugin import BasePlugin
+
+from ..tools import MockedToolError, ToolRefused
+from ..tools.plan import ToolPlan, current_plan, unattributed
+
+TRANSFER = "transfer_to_agent"
+"""ADK's own tool that hands the conversation to another agent of the tree (a handoff, not the agent's tool)."""
+PLUGIN_NAME = "evalcli_tool_plan"
+
+
+def agent_tree(agent: Any) -> Iterator[Any]:
+    """The agent and every sub-agent below it, each once."""
+    seen: set[int] = set()
+    queue = [agent]
+    while queue:
+        current = queue.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        queue.extend(getattr(current, "sub_agents", None) or ())
+
+
+def tool_schemas(agent: Any) -> dict[str, Any] | None:
+    """Each tool's JSON schema (of its parameters), by name, over the agent tree; ``None`` when an agent has a
+    toolset (MCP, OpenAPI...), whose tools are known only at run time."""
+    from google.adk.tools.base_tool import BaseTool
+    from google.adk.tools.base_toolset import BaseToolset
+
+    tools: dict[str, Any] = {}
+    for each in agent_tree(agent):
+        for tool in getattr(each, "tools", None) or ():
+            if isinstance(tool, BaseToolset):
+                return None
+            if isinstance(tool, BaseTool):
+                tools[tool.name] = _schema(tool)
+            elif callable(tool):
+                from google.adk.tools.function_tool import FunctionTool
+
+                tools[getattr(tool, "__name__", str(tool))] = _schema(FunctionTool(tool))
+    return tools
+
+
+def _schema(tool: Any) -> Any:
+    try:
+        declaration = tool._get_declaration()  # the declaration ADK sends the model (no public accessor)
+    except Exception:  # noqa: BLE001 - a tool whose declaration cannot be built: its schema is unknown
+        return None
+    if declaration is None:
+        return None
+    if declaration.parameters_json_schema is not None:
+        return declaration.parameters_json_schema
+    parameters = declaration.parameters
+    return parameters.model_dump(mode="json", exclude_none=True) if parameters is not None else None
+
+
+class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any where the framework is not installed
+    """Answers the tools of every agent the runner runs from the current conversation's tool plan; notes the call ids
+    of the tools that failed (``failed``, read by the session: those results are ``is_error``)."""
+
+    def __init__(self) -> None:
+        super().__init__(name=PLUGIN_NAME)
+
+    async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> Any:
+        name = tool.name
+        if name == TRANSFER:
+            return None
+        plan = current_plan()
+        if plan is None:
+            unattributed(name, tool_args)
+            return None
+        call_id = tool_context.function_call_id
+        source, answer = plan.decide(name, tool_args)
+        if source == "live":
+            return None
+        if source == "refused":
+            plan.record(name, tool_args, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
+            raise ToolRefused(plan.refusals[-1])
+        assert answer is not None
+        if answer.delay:
+            import asyncio
+
+            await asyncio.sleep(answer.delay)
+        if answer.raises is not None:
+            plan.record(name, tool_args, source, error=answer.raises, call_id=call_id)
+            note_failed(call_id)
+            return await _handled(tool, tool_args, tool_context, MockedToolError(answer.raises))
+        plan.record(name, tool_args, source, result=answer.returns, call_id=call_id)
+        return answer.returns if isinstance(answer.returns, dict) else {"result": answer.returns}
+
+    async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
+                                  result: Any) -> Any:
+        plan = current_plan()
+        if plan is not None and tool.name != TRANSFER and not _answered(plan, tool_context.function_call_id):
+            plan.record(tool.name, tool_args, "live", result=result, call_id=tool_context.function_call_id)
+        return None
+
+    async def on_tool_error_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
+                                     error: Exception) -> Any:
+        note_failed(tool_context.function_call_id)
+        plan = current_plan()
+        if plan is not None:
+            if tool.name != TRANSFER and not _answered(plan, tool_context.function_call_id):
+                plan.record(tool.name, tool_args, "live", error=str(error) or type(error).__name__,
+                            call_id=tool_context.function_call_id)
+        return None  # the agent's own error handlers answer (or the run ends, as ADK does)
+
+
+FAILED: contextvars.ContextVar[set[Any] | None] = contextvars.ContextVar("evalcli_adk_failed", default=None)
+"""The call ids of the tools that failed in the turn being played: set by the session around each run (ADK runs the
+callbacks in the turn's context)."""
+
+
+def note_failed(call_id: Any) -> None:
+    found = FAILED.get()
+    if found is not None:
+        found.add(call_id)
+
+
+def _answered(plan: ToolPlan, call_id: Any) -> bool:
+    """Whether the plan already recorded this call (a mock or tape answered it)."""
+    return call_id is not None and any(c.call_id == call_id for c in plan.calls)
+
+
+async def _handled(tool: Any, args: dict[str, Any], tool_context: Any, error: MockedToolError) -> Any:
+    """A mocked failure, as ADK handles a tool's exception: the agent's ``on_tool_error_callback`` answers it, else it
+    ends the run."""
+    invocation = getattr(tool_context, "_invocation_context", None)
+    agent = getattr(invocation, "agent", None)
+    for callback in getattr(agent, "canonical_on_tool_error_callbacks", None) or ():
+        answer = callback(tool=tool, args=args, tool_context=tool_context, error=error)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if answer is not None:
+            return answer
+    raise error
