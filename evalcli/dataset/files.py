@@ -44,14 +44,15 @@ class LimitsFile(BaseModel):
     """``limits:`` (docs/reliability.md): a conversation reaching one stops there and is ``limited``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    turns: Annotated[int, Field(ge=1), Interpolable] | None = Field(default=None, description="User messages answered "
+    # ``Interpolable`` around ``| None``: a variable whose value YAML reads as null leaves the key out, as ``turns:``
+    turns: Annotated[Annotated[int, Field(ge=1)] | None, Interpolable] = Field(default=None, description="User messages answered "
                                                                                               "at most.")
-    tokens: Annotated[int, Field(ge=1), Interpolable] | None = Field(
+    tokens: Annotated[Annotated[int, Field(ge=1)] | None, Interpolable] = Field(
         default=None, description="Tokens (in and out) of the conversation's LLM calls (the target's and the simulated "
                                   "user's).")
-    cost: Annotated[float, Field(gt=0), Interpolable] | None = Field(default=None, description="US dollars of the "
+    cost: Annotated[Annotated[float, Field(gt=0)] | None, Interpolable] = Field(default=None, description="US dollars of the "
                                                                                                "conversation's LLM calls.")
-    seconds: Annotated[float, Field(gt=0), Interpolable] | None = Field(default=None, description="Seconds the "
+    seconds: Annotated[Annotated[float, Field(gt=0)] | None, Interpolable] = Field(default=None, description="Seconds the "
                                                                                                  "conversation may take.")
 
 
@@ -137,7 +138,7 @@ class DatasetFile(BaseModel):
     target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
                                                                               "(and memory, adapter, keep_checkpointer, "
                                                                               "setup).")
-    target_has_memory: Annotated[bool, Interpolable] | None = Field(default=None, description="Whether the target keeps "
+    target_has_memory: Annotated[bool | None, Interpolable] = Field(default=None, description="Whether the target keeps "
                                                                                               "its own history per "
                                                                       "thread (default: it does when it has a "
                                                                       "'memory' attribute); true silences the memory "
