@@ -11,7 +11,8 @@ so is not generated:
   second document (``concurrency: '4'``) is refused, as by the validator;
 - rules across keys (a threshold's ``min`` above its ``max``, a label naming a scorer the dataset lacks, ``calibrated``
   on a judge only): the generated documents keep them;
-- ``${...}`` inside ``{...}`` or ``[...]`` (YAML reads the braces): typed keys are written in block style.
+- ``${...}`` inside ``{...}`` or ``[...]`` (YAML reads the braces): typed keys are written in block style;
+- a variable that is unset and has no default (an error whatever the key): every variable is set or has a default.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def value(draw: st.DrawFn, name: str) -> tuple[str, dict[str, str]]:
     if how == "written":
         return draw(WRITTEN), {}
     env = {name: draw(ENV)} if how != "whole-default" else {}
-    default = draw(st.sampled_from(["", ":-3", ":-0.5", ":-true", ":-x"])) if how != "whole" else ""
+    default = draw(st.sampled_from([":-", ":-3", ":-0.5", ":-true", ":-x"])) if how != "whole" else ""
     text = f"${{{name}{default}}}"
     return {"quoted": f"'{text}'", "partial": f"n{text}"}.get(how, text), env
 
