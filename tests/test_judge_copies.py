@@ -55,9 +55,12 @@ def test_a_copied_reasoning_is_asked_again_then_the_judges_error(
     done = cli("run", "d.yaml", "--json", "-", env={"OPENAI_API_KEY": "sk-test-0123456789", "EVALCLI_LLM_RETRIES": "0"})
     items = {item["id"]: item for item in done.json["items"]}
     # old main: both scored 1, their reasons the criterion and the prompt's example
-    assert items["copied"]["status"] == "error", items["copied"]
-    assert "repeated the prompt's own text" in items["copied"]["error"] and "after 3 attempts" in items["copied"]["error"]
+    # the judge's failure is that scorer's error: the conversation stands, the run exits 4 (docs/verdicts.md)
     judge = f"judge({CRITERION})"
+    assert items["copied"]["status"] == "ok" and done.code == 4, items["copied"]
+    copied = json.dumps(items["copied"])
+    assert "repeated the prompt's own text" in copied and "after 3 attempts" in copied, copied
+    assert done.json["summary"]["scorer_errors"] == {judge: 1}
     assert items["mended"]["status"] == "ok" and items["mended"]["scores"][judge] == 0.0
     assert len(llm_server.requests) == 3 + 2  # every copy was asked again (the mended one once)
     stored = " ".join(str(row[0]) for row in done.db().execute("SELECT outcomes FROM items"))
