@@ -136,7 +136,8 @@ def test_the_schema_describes_simulate_and_accepts_the_example(cli: Callable[...
     simulate = schema["$defs"]["Item"]["properties"]["simulate"]
     simulate = schema["$defs"][simulate["$ref"].rsplit("/", 1)[-1]]
     assert simulate["required"] == ["goal"] and simulate["additionalProperties"] is False
-    assert simulate["properties"]["max_turns"]["minimum"] == 1 and simulate["properties"]["max_turns"]["maximum"] == 50
+    number, whole = simulate["properties"]["max_turns"]["anyOf"]  # a number, or wholly one ${VAR} (docs/datasets.md)
+    assert number["minimum"] == 1 and number["maximum"] == 50 and whole["pattern"].startswith("^\\$")
     jsonschema.validate(yaml.safe_load((REPO / "datasets" / "simulated.yaml").read_text()), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"target": "a:b", "data": [{"simulate": {"goal": "g", "colour": "red"}}]}, schema)

@@ -16,7 +16,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import not_blank
 from ..tools import UNMOCKED
-from .fields import Gate, MessageFile, Scorer, Target, ToolsFile
+from .fields import Gate, Interpolable, MessageFile, Scorer, Target, ToolsFile
 
 NonEmpty = Field(min_length=1)
 Absent = SkipJsonSchema[None]
@@ -28,7 +28,7 @@ class TurnFile(BaseModel):
     """One turn of a ``turns`` item: what the user says (``input``), or the value that resumes the interrupt the
     previous turn ended in (``resume``)."""
 
-    model_config = ConfigDict(extra="forbid", title="Turn",
+    model_config = ConfigDict(extra="forbid", strict=True, title="Turn",
                               json_schema_extra={"oneOf": [{"required": ["input"]}, {"required": ["resume"]}]})
     input: str | None = Field(default=None, description="What the user says on this turn.")
     resume: Any = Field(default=None, description="Instead of input: any value, sent as Command(resume=...) to the "
@@ -43,23 +43,28 @@ class TurnFile(BaseModel):
 class LimitsFile(BaseModel):
     """``limits:`` (docs/reliability.md): a conversation reaching one stops there and is ``limited``."""
 
-    model_config = ConfigDict(extra="forbid")
-    turns: int | None = Field(default=None, ge=1, description="User messages answered at most.")
-    tokens: int | None = Field(default=None, ge=1, description="Tokens (in and out) of the conversation's LLM calls "
-                                                               "(the target's and the simulated user's).")
-    cost: float | None = Field(default=None, gt=0, description="US dollars of the conversation's LLM calls.")
-    seconds: float | None = Field(default=None, gt=0, description="Seconds the conversation may take.")
+    model_config = ConfigDict(extra="forbid", strict=True)
+    # ``Interpolable`` around ``| None``: a variable whose value YAML reads as null leaves the key out, as ``turns:``
+    turns: Annotated[Annotated[int, Field(ge=1)] | None, Interpolable] = Field(default=None, description="User messages answered "
+                                                                                              "at most.")
+    tokens: Annotated[Annotated[int, Field(ge=1)] | None, Interpolable] = Field(
+        default=None, description="Tokens (in and out) of the conversation's LLM calls (the target's and the simulated "
+                                  "user's).")
+    cost: Annotated[Annotated[float, Field(gt=0)] | None, Interpolable] = Field(default=None, description="US dollars of the "
+                                                                                               "conversation's LLM calls.")
+    seconds: Annotated[Annotated[float, Field(gt=0)] | None, Interpolable] = Field(default=None, description="Seconds the "
+                                                                                                 "conversation may take.")
 
 
 OnLimit = Literal["error", "score"]
 Unmocked = Literal[UNMOCKED]  # type: ignore[valid-type]
-Label = Annotated[float, Field(ge=0, le=1)] | Literal["pass", "fail"]
+Label = Annotated[float, Field(ge=0, le=1), Interpolable] | Literal["pass", "fail"]
 
 
 class SimulateFile(BaseModel):
     """A simulated user: the ``simulate:`` block of an item."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     goal: Annotated[str, AfterValidator(not_blank("goal must not be empty: write what the simulated user wants"))] = Field(
         description="What the simulated user wants from the conversation (required; the agent never sees it).")
     persona: str | None = Field(default=None, description="Who the user is and how they write.")
@@ -68,8 +73,8 @@ class SimulateFile(BaseModel):
     opening: Annotated[str | None, AfterValidator(not_blank(
         "opening must not be empty: write the first message, or leave 'opening' out"))] = Field(
         default=None, description="A scripted first user message; it counts toward max_turns.")
-    max_turns: int = Field(default=8, ge=1, le=50, strict=True,
-                           description="User messages at most, the opening included (1..50).")
+    max_turns: Annotated[int, Field(ge=1, le=50), Interpolable] = Field(
+        default=8, description="User messages at most, the opening included (1..50).")
     model: str | None = Field(default=None, min_length=1,
                               description="The simulator's litellm model (default: $EVALCLI_SIMULATOR_MODEL, else the "
                                           "judge default).")
@@ -83,7 +88,7 @@ class ItemFile(BaseModel):
     """One conversation: exactly one of ``input``, ``inputs``, ``turns``, ``simulate`` or ``transcript``. A form's key,
     once written, holds its form (``input: null`` is a mistake, not an absent key)."""
 
-    model_config = ConfigDict(extra="forbid", title="Item",
+    model_config = ConfigDict(extra="forbid", strict=True, title="Item",
                               json_schema_extra={"oneOf": [{"required": [key]} for key in FORM_KEYS]})
     id: Annotated[str | int | None, AfterValidator(not_blank(
         "id must not be empty: name the conversation, or leave 'id' out (its position is then its id)"))] = Field(
@@ -126,18 +131,20 @@ class ItemFile(BaseModel):
 class DatasetFile(BaseModel):
     """The top level of a dataset file."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     target: Target | None = Field(
         default=None, description="The agent under test: an import path 'module:attribute', or a mapping with 'http', "
                                   "'mastra', 'model' or 'a2a' (docs/targets); not needed when every item is a recorded transcript.")
     target_options: dict[str, Any] = Field(default_factory=dict, description="Options for the agent's call "
                                                                               "(and memory, adapter, keep_checkpointer, "
                                                                               "setup).")
-    target_has_memory: bool | None = Field(default=None, description="Whether the target keeps its own history per "
+    target_has_memory: Annotated[bool | None, Interpolable] = Field(default=None, description="Whether the target keeps "
+                                                                                              "its own history per "
                                                                       "thread (default: it does when it has a "
                                                                       "'memory' attribute); true silences the memory "
                                                                       "warning.")
-    concurrency: int = Field(default=4, ge=1, le=10_000, description="Conversations run in parallel.")
+    concurrency: Annotated[int, Field(ge=1, le=10_000), Interpolable] = Field(
+        default=4, description="Conversations run in parallel.")
     gates: list[Gate] | None = Field(default=None, description="Each must average exactly >= 1.0 over items.")
     scorers: list[Scorer] | None = Field(default=None, description="Tracked scorers, optionally with a threshold.")
     data: Annotated[list[ItemFile], NonEmpty] | None = Field(default=None, description="The conversations.")

@@ -19,6 +19,7 @@ from ..messages import Message, message_text
 from ..scorers import flow_yaml
 from .items import RecordedTurn
 from .yamlsrc import Path, Positions, did_you_mean
+from .yamlvalues import typed
 
 ROLES = ("user", "assistant", "tool")
 """The roles a transcript's turns are made of."""
@@ -145,7 +146,7 @@ def parse_labels(raw: Any, path: Path, pos: Positions, label: str, known: list[s
                                         f"label one of the dataset's gates or scorers: {', '.join(known) or '(none)'}",
                                         key=True))
             continue
-        score = _label_value(value)
+        score = _label_value(typed(value))
         if score is None:
             problems.append(pos.problem(here, f"{label}: label '{scorer_id}' must be a number from 0 to 1, or pass/fail, "
                                               f"got {value!r}", "write pass, fail, or a score like 0.5"))

@@ -22,7 +22,9 @@ from ..scorers import CalibrationBar, Registry, ScorerSpec, flow_yaml, inline_ya
 from ..scorers import find as find_kind
 from ..scorers.kinds import WRAPPER_KEYS, Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
+from .fields import as_written
 from .yamlsrc import Path, Positions, did_you_mean, problems_from_pydantic
+from .yamlvalues import typed
 
 GATE_PASSES = "a gate always needs an average of 1.0"
 """Why a gate takes no threshold."""
@@ -50,8 +52,8 @@ def _calibrated(raw: Any, spec: ScorerSpec, path: Path, pos: Positions, problems
                                     "write calibrated: {min_kappa: 0.6, min_labels: 30}"))
         return None
     bounds: dict[str, Any] = {}
-    for key, value in raw.items():
-        at = (*path, key)
+    for key, written in raw.items():
+        at, value = (*path, key), typed(written)  # a bound may be wholly one ${VAR} (docs/datasets.md)
         if key not in BAR_KEYS:
             problems.append(pos.problem(at, f"unknown key '{key}' in calibrated{did_you_mean(str(key), list(BAR_KEYS))}",
                                         f"valid keys: {', '.join(BAR_KEYS)}", key=True))
@@ -71,7 +73,8 @@ def _calibrated(raw: Any, spec: ScorerSpec, path: Path, pos: Positions, problems
 
 
 def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: list[Problem]) -> Threshold | None:
-    def bound(value: Any, label: str, at: Path) -> float | None:
+    def bound(written: Any, label: str, at: Path) -> float | None:
+        value = typed(written)  # a bound may be wholly one ${VAR} (docs/datasets.md)
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
@@ -81,6 +84,7 @@ def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: l
             return None
         return float(value)
 
+    raw = typed(raw)
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         value = bound(raw, "Minimum", path)
         return None if value is None else Threshold(value, None, raw)
@@ -136,7 +140,7 @@ def _arguments(kind: Kind, raw: Any, path: Path, pos: Positions, problems: list[
     if kind.prepare is not None:
         raw_args = kind.prepare(raw_args)
     try:
-        args = kind.args.model_validate(raw_args)
+        args = kind.args.model_validate(as_written(kind.args, raw_args), strict=True)  # docs/datasets.md
     except ValidationError as exc:
         if main_form:
             # main-argument form: point at the value itself (or inside it), not at a key that was never written

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic.json_schema import GenerateJsonSchema
 
-from .fields import with_definitions
+from .fields import WHOLE_INTERPOLATION, with_definitions
 from .files import DatasetFile
 
 
@@ -57,8 +57,10 @@ def _holds(prop: dict[str, Any]) -> str:
     if "enum" in prop:
         return " or ".join(f"`{value}`" for value in prop["enum"])
     if "anyOf" in prop:
-        kinds = [_holds(option) for option in prop["anyOf"] if option.get("type") != "null"]
-        return " or ".join(dict.fromkeys(kinds))
+        options = [option for option in prop["anyOf"] if option.get("type") != "null"]
+        kinds = [_holds(option) for option in options if option.get("pattern") != WHOLE_INTERPOLATION]
+        whole = len(kinds) < len(options)  # also wholly one ${VAR} (docs/datasets.md, "Environment variables")
+        return " or ".join(dict.fromkeys(kinds)) + (" (or `${VAR}`)" if whole else "")
     kind = prop.get("type")
     if kind == "array":
         return f"list of {_holds(prop.get('items', {}))}"

@@ -21,6 +21,7 @@ from ..targets import (
     make_form_adapter,
     settings_of,
 )
+from .fields import as_written
 from .imports import resolve_import
 from .yamlsrc import Path, Positions, validated
 
@@ -57,7 +58,7 @@ def resolve_target(raw: str | dict[str, Any], options: dict[str, Any], pos: Posi
         problems.append(pos.problem(at, exc.message, exc.hint))
         return ResolvedTarget(name, None)
     where = (*at, *inside)
-    config = validated(cls.config_model, settings, where, pos, f"the {name} target", problems, (
+    config = validated(cls.config_model, as_written(cls.config_model, settings), where, pos, f"the {name} target", problems, (
         f"the {name} target's settings must be a mapping", f"write '{name}: {{url: ...}}'"))
     if config is None:
         return ResolvedTarget(name, None)

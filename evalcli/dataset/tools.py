@@ -21,6 +21,7 @@ from ..tools.faults import ALL, Faults
 from ..tools.spec import ServerMock
 from .items import Item
 from .yamlsrc import Path, Positions, did_you_mean
+from .yamlvalues import typed
 
 ENTRY_KEYS = ("when", "returns", "raises", "sequence", "delay", "faults")
 FAULT_KEYS = ("error_rate", "malformed_rate", "latency", "timeout", "seed")
@@ -210,7 +211,7 @@ def _answer(raw: Any, at: Path, pos: Positions, label: str, problems: list[Probl
 
 
 def _delay(raw: dict[str, Any], at: Path, pos: Positions, label: str, problems: list[Problem]) -> float | None:
-    value = raw.get("delay", 0)
+    value = typed(raw.get("delay", 0))
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         problems.append(pos.problem((*at, "delay"), f"{label}: 'delay' is seconds (a number >= 0), not {value!r}",
                                     "write e.g. 'delay: 2.5'"))

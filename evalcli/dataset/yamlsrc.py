@@ -262,7 +262,7 @@ def validated(model: type[M], raw: Any, path: Path, pos: Positions, what: str, p
         problems.append(pos.problem(path, *not_a_mapping))
         return None
     try:
-        return model.model_validate(raw)
+        return model.model_validate(raw, strict=True)  # as written (docs/datasets.md: types)
     except ValidationError as exc:
         problems.extend(problems_from_pydantic(exc, path, pos, what, list(model.model_fields)))
         return None

@@ -103,7 +103,7 @@ class Walker:
             for i, child in enumerate(node[1]):  # a string is the most common node: it is read here
                 if child[0] == SCALAR and child[1] == STR_TAG:
                     text = child[2]
-                    items.append(self._interpolate(text, (*path, i)) if "${" in text else text)
+                    items.append(self._interpolate(text, (*path, i), not child[5]) if "${" in text else text)
                 else:
                     items.append(self.walk(child, (*path, i)))
             return items
@@ -116,7 +116,7 @@ class Walker:
                     path, "the document expands to too much text through aliases (a YAML alias bomb?)",
                     "write the data out instead of repeating a long aliased value")])
         if isinstance(value, str) and "${" in value:
-            return self._interpolate(value, path)
+            return self._interpolate(value, path, not node[5])
         return value
 
     def _construct(self, node: Node) -> Any:
@@ -160,7 +160,7 @@ class Walker:
             part = key if isinstance(key, (str, int)) else str(key)
             if plain and value_node[0] == SCALAR and value_node[1] == STR_TAG:
                 text = value_node[2]
-                result[key] = self._interpolate(text, (*path, part)) if "${" in text else text
+                result[key] = self._interpolate(text, (*path, part), not value_node[5]) if "${" in text else text
             else:
                 result[key] = self.walk(value_node, (*path, part), index < merged)
         return result
@@ -183,7 +183,9 @@ class Walker:
         value = construct_alone(node)
         return self._interpolate(value, path) if isinstance(value, str) and "${" in value else value
 
-    def _interpolate(self, text: str, path: Path) -> str:
+    def _interpolate(self, text: str, path: Path, plain: bool = False) -> str:
+        """``text`` with each ``${NAME}``/``${NAME:-default}`` replaced; a ``plain`` scalar that is wholly one
+        interpolation is a ``WholeInterpolation`` (a key that wants a number or true/false reads it: ``read_scalar``)."""
         def replace(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
             self.used.names.add(name)
@@ -200,7 +202,38 @@ class Walker:
                 self.used.secret_values.add(value)
             return value
 
-        return INTERPOLATION.sub(replace, text)
+        result = INTERPOLATION.sub(replace, text)
+        return WholeInterpolation(result) if plain and INTERPOLATION.fullmatch(text) else result
+
+
+class WholeInterpolation(str):
+    """The text of a plain scalar written wholly as one interpolation (``concurrency: ${CONC:-4}``): a string, which a
+    key that wants a number or true/false reads as YAML reads the same text written in its place (``read_scalar``;
+    docs/datasets.md, "Environment variables"). A quoted one, or one with other text around it, is a plain ``str``."""
+
+    __slots__ = ()
+
+
+_RESOLVER = yaml.resolver.Resolver()
+
+
+def typed(value: Any) -> Any:
+    """What a key that wants a number or true/false reads: a whole interpolation's value as YAML reads it
+    (``read_scalar``), any other value as it is (docs/datasets.md, "Environment variables")."""
+    return read_scalar(value) if isinstance(value, WholeInterpolation) else value
+
+
+def read_scalar(text: str) -> Any:
+    """``text`` as ``yaml.safe_load`` reads it written as a plain scalar: ``4`` an int, ``0.5`` a float, ``true``/``no``
+    a bool, ``null`` or nothing ``None``, anything else (``abc``, ``[1]``) the text itself."""
+    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    if tag == STR_TAG:
+        return str(text)
+    start = mark(0, 0)
+    try:
+        return SafeConstructor().construct_object(yaml.ScalarNode(tag, text, start, start))
+    except Exception:  # noqa: BLE001 - a value YAML's resolver matched but cannot build: it stays text
+        return str(text)
 
 
 class SafeCounted(CountedMerges):

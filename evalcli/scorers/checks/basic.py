@@ -22,7 +22,7 @@ from ..kinds import BuildContext, Kind, Scorer
 class CheckArgs(BaseModel):
     """Base of every check's arguments: unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", strict=False)
+    model_config = ConfigDict(extra="forbid")
 
 
 class TextArgs(CheckArgs):
