@@ -20,6 +20,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
+
 REQUIRE = "EVALCLI_REQUIRE_PHOENIX"
 START_SECONDS = 300.0
 
@@ -95,7 +97,7 @@ class PhoenixServer:
 
     def spans(self, project: str = "default", wanted: int = 1) -> dict[str, Any]:
         """The project's spans (``{"data": [...]}``, Phoenix's export), once at least ``wanted`` arrived."""
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + SUBPROCESS_TIMEOUT
         while True:
             with urllib.request.urlopen(f"{self.url}/v1/projects/{project}/spans?limit=1000", timeout=10) as answer:
                 found: dict[str, Any] = json.loads(answer.read())

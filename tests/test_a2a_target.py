@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, CliResult
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 TOKEN = "a2a-token-0123456789abcdef"
 
@@ -28,7 +29,7 @@ def a2a_agent() -> Iterator[str]:
                                env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "A2A_TOKEN": TOKEN},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + SUBPROCESS_TIMEOUT
         while time.monotonic() < deadline:
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 from tests.view_helpers import view_server
 
 SECRET = "Zq8TopSecretValue42"
@@ -137,5 +138,5 @@ def test_a_label_feeds_calibrate_until_its_conversation_is_edited(tmp_path: Path
 @pytest.mark.parametrize("token", ["", "   "])
 def test_a_blank_token_does_not_open_the_server_to_other_hosts(project: Path, token: str) -> None:
     result = run_cli(["view", "--db", str(project / "evalcli.db"), "--host", "0.0.0.0", "--port", "0", "--token", token],
-                     project, timeout=30)
+                     project, timeout=SUBPROCESS_TIMEOUT)
     assert result.code == 2 and "give --token" in result.stderr, result.stdout

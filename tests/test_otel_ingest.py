@@ -13,6 +13,7 @@ from typing import Any
 
 from tests.conftest import REPO, CliResult, run_cli
 from tests.llm_server import LLMServer, scripted_weather
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 KEY = "sk-test-not-a-real-key-0123456789"
 
@@ -51,7 +52,7 @@ def test_an_apps_own_otlp_export_is_scored_as_recorded_conversations(llm_server:
     out = tmp_path / "traces.jsonl"
     subprocess.run([sys.executable, "-m", "tests.otel_agents.export_spans", str(out),
                     "conv-a:What is the weather in London?", "conv-b:What is the weather in Atlantis?",
-                    "conv-a:What about tomorrow?"], cwd=REPO, check=True, timeout=180,
+                    "conv-a:What about tomorrow?"], cwd=REPO, check=True, timeout=SUBPROCESS_TIMEOUT,
                    env={**__import__("os").environ, "OPENAI_BASE_URL": llm_server.url, "OPENAI_API_KEY": KEY,
                         "PYTHONPATH": str(REPO)})
     done = cli(tmp_path, None, SCORING, "--json", "-")

@@ -25,6 +25,7 @@ from evalcli.plugins import Entry, Names
 from tests.conftest import REPO, CliResult, run_cli
 from tests.doc_blocks import read_page
 from tests.plugin_packages import DEMO_PLUGIN, demo_plugin, installed
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 AGENT = 'from demo_parrot import Parrot\n\npolly = Parrot("Polly", tools={"clock": lambda: "noon"})\n'
 REGISTRY = "scorers:\n  short-replies: {max_words: 6}\n"
@@ -158,7 +159,7 @@ main()
 
 def imported(args: list[str], cwd: Path) -> tuple[int, dict[str, bool], str]:
     done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     line = next((line for line in done.stderr.splitlines() if line.startswith("MODULES ")), "MODULES {}")
     return done.returncode, json.loads(line.removeprefix("MODULES ")), done.stderr
 
@@ -320,11 +321,11 @@ def test_pip_installs_the_example_plugin_into_a_fresh_environment(tmp_path: Path
     ``evalcli`` (this tree on its ``PYTHONPATH``) lists and runs it."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True,
-                   timeout=180)
+                   timeout=SUBPROCESS_TIMEOUT)
     python = str(venv / "bin" / "python")
     pip = subprocess.run([python, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
                           "--disable-pip-version-check", "-e", str(DEMO_PLUGIN)], capture_output=True, text=True,
-                         timeout=180)
+                         timeout=SUBPROCESS_TIMEOUT)
     assert pip.returncode == 0, pip.stdout + pip.stderr
     work = tmp_path / "work"
     work.mkdir()
@@ -335,7 +336,7 @@ def test_pip_installs_the_example_plugin_into_a_fresh_environment(tmp_path: Path
 
     def cli(*args: str) -> CliResult:
         done = subprocess.run([python, "-m", "evalcli", *args], cwd=work, env=env, capture_output=True, text=True,
-                              timeout=180)
+                              timeout=SUBPROCESS_TIMEOUT)
         return CliResult(done.returncode, done.stdout, done.stderr, work)
 
     adapters, scorers = cli("adapters", "--json"), cli("scorers", "--json")

@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import REPO, CliResult
 from tests.llm_server import LLMServer, scripted_weather
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 from tests.test_tools_mocks import answers, tool_results
 
 AGENT = f'''
@@ -65,7 +66,7 @@ def http_server(mcp_env: dict[str, str]) -> Iterator[str]:
                                cwd=REPO, env={**mcp_env, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + SUBPROCESS_TIMEOUT
         while time.monotonic() < deadline:
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:

@@ -24,6 +24,7 @@ import yaml
 from tests.browser import chromium, chromium_missing
 from tests.conftest import cli_base_env, run_cli
 from tests.llm_server import LLMServer
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 from tests.report_fixtures import JUDGE_NO, JUDGE_YES, env, run_ids, write_project
 from tests.view_helpers import ViewPage, docs_screenshot, open_view, view_server
 
@@ -204,7 +205,7 @@ def test_a_run_in_progress_updates_without_a_reload(browser: Any, tmp_path: Path
         running = subprocess.Popen([sys.executable, "-m", "evalcli", "run", "live.yaml"], cwd=tmp_path,
                                    env=cli_base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + SUBPROCESS_TIMEOUT
             while len(run_ids(db)) < 2:
                 assert time.monotonic() < deadline and running.poll() is None, running.stderr
                 time.sleep(0.1)
