@@ -155,6 +155,9 @@ def _installed(skip_own: bool) -> list[tuple[str, str, list[tuple[str, str, str]
     for dist in importlib.metadata.distributions():
         text = dist.read_text("entry_points.txt")
         if not text or "[evalcli." not in text:  # most packages declare none: skip parsing theirs
+            folder = getattr(dist, "_path", None)  # NAME-VERSION.dist-info: evalcli's own, first on sys.path, without
+            if folder is not None and Path(str(folder)).name.split("-")[0].lower() == OWN:  # its entry points, wins
+                seen.add(OWN)
             continue
         name = dist.metadata["Name"] or "unknown"
         if _normal(name) in seen or (skip_own and _normal(name) == OWN):

@@ -1,9 +1,6 @@
-"""What a run produces (docs/verdicts.md, docs/reference/json.md): outcomes, per-conversation results and the run's aggregate, with
-their JSON shapes; the one ``Threshold`` (from ``thresholds``); the run's ``Plan``; and the conversation forms,
-declared once.
-
-This is a base module: it imports nothing of evalcli but ``messages``, ``thresholds`` and ``passrate``, so every package may use it.
-"""
+"""What a run produces (docs/verdicts.md, docs/reference/json.md): outcomes, per-conversation results and the run's
+aggregate, with their JSON shapes; the one ``Threshold``; the run's ``Plan``; the conversation forms, declared once.
+A base module: it imports nothing of evalcli but ``messages``, ``thresholds`` and ``passrate``."""
 
 from __future__ import annotations
 
@@ -492,8 +489,7 @@ class RunResult:
     def conversations(self) -> dict[str, int]:
         """How many conversations the run selected, how many it played (finished, a ``limited`` one included) and
         how many it did not play (a budget or an interrupt ended it first)."""
-        return {"selected": self.selected, "played": self.completed,
-                "not_played": max(0, self.selected - self.completed)}
+        return {"selected": self.selected, "played": self.completed, "not_played": max(0, self.selected - self.completed)}
 
 
 def run_outcome(verdict: str | None, errored: bool, status: str = "completed") -> str:

@@ -1,5 +1,5 @@
 """The schema of ``evalcli schema`` and the validator agree on types (docs/datasets.md, "Types, and a value that is
-wholly one variable"): every key is of its type as written, except a value wholly one unquoted ``${VAR}``, which a
+wholly one variable"): every key is of its type as written, except a value wholly one ``${VAR}`` (quoted or not), which a
 key wanting a number or true/false reads as YAML reads the variable's value written in its place.
 
 The invariant (``test_the_schema_accepts_exactly_what_the_validator_accepts``): for a dataset text and an environment,
@@ -7,8 +7,8 @@ the validator accepts exactly when the schema accepts the document as written (w
 document with each variable's value written in its place (what the loader reads). What the schema cannot say, and
 so is not generated:
 
-- quoting: JSON has no quotes, so the schema accepts ``concurrency: '${C}'`` as written (it is one ``${C}``); the
-  second document (``concurrency: '4'``) is refused, as by the validator;
+- quoting: JSON has no quotes, and neither does the rule: ``concurrency: '${C}'`` is read as ``concurrency: ${C}``
+  (inside ``{...}`` a variable must be quoted), so the document as read writes the value unquoted;
 - rules across keys (a threshold's ``min`` above its ``max``, a label naming a scorer the dataset lacks, ``calibrated``
   on a judge only): the generated documents keep them;
 - ``${...}`` inside ``{...}`` or ``[...]`` (YAML reads the braces): typed keys are written in block style;
@@ -139,8 +139,9 @@ def dataset(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
 def substituted(text: str, env: dict[str, str]) -> str:
     """The text with each variable's value written in its place (its default when it is unset or empty)."""
     import re
-    return re.sub(r"\$\{([A-Z_]+)(?::-([^}]*))?\}",
-                  lambda m: env.get(m.group(1)) or (m.group(2) if m.group(2) is not None else ""), text)
+    value = lambda m: env.get(m.group(1)) or (m.group(2) if m.group(2) is not None else "")  # noqa: E731
+    text = re.sub(r"'\$\{([A-Z_]+)(?::-([^}]*))?\}'$", value, text, flags=re.M)  # a whole one, quoted: its value
+    return re.sub(r"\$\{([A-Z_]+)(?::-([^}]*))?\}", value, text)
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +203,6 @@ TEXT_FOR_NUMBER = {
     "concurrency quoted": ("concurrency: '4'\n", 2),
     "limits.turns quoted": ("limits:\n  turns: '3'\n", 3),
     "target_has_memory quoted": ("target_has_memory: 'true'\n", 2),
-    "concurrency a quoted interpolation": ("concurrency: '${C:-4}'\n", 2),
     "concurrency a partial interpolation": ("concurrency: 1${C:-4}\n", 2),
     "concurrency an interpolation that is not a number": ("concurrency: ${C:-four}\n", 2),
 }

@@ -21,8 +21,8 @@ from ..errors import ExitCode, UsageError
 from ..evaluate import Reporter, RunsInterrupted, plan_runs, run_planned
 from ..llm import parse_budget
 from ..otel.endpoint import traces_url
-from ..otel.export import Exporter, ExportEvents
 from ..reports import TerminalReport, comparison_table, interrupted_line
+from ..reports.otel import Exporter, ExportEvents
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
 from ..run.options import parse_repeat

@@ -103,7 +103,7 @@ class Walker:
             for i, child in enumerate(node[1]):  # a string is the most common node: it is read here
                 if child[0] == SCALAR and child[1] == STR_TAG:
                     text = child[2]
-                    items.append(self._interpolate(text, (*path, i), not child[5]) if "${" in text else text)
+                    items.append(self._interpolate(text, (*path, i), True) if "${" in text else text)
                 else:
                     items.append(self.walk(child, (*path, i)))
             return items
@@ -116,7 +116,7 @@ class Walker:
                     path, "the document expands to too much text through aliases (a YAML alias bomb?)",
                     "write the data out instead of repeating a long aliased value")])
         if isinstance(value, str) and "${" in value:
-            return self._interpolate(value, path, not node[5])
+            return self._interpolate(value, path, True)
         return value
 
     def _construct(self, node: Node) -> Any:
@@ -160,7 +160,7 @@ class Walker:
             part = key if isinstance(key, (str, int)) else str(key)
             if plain and value_node[0] == SCALAR and value_node[1] == STR_TAG:
                 text = value_node[2]
-                result[key] = self._interpolate(text, (*path, part), not value_node[5]) if "${" in text else text
+                result[key] = self._interpolate(text, (*path, part), True) if "${" in text else text
             else:
                 result[key] = self.walk(value_node, (*path, part), index < merged)
         return result
@@ -184,8 +184,9 @@ class Walker:
         return self._interpolate(value, path) if isinstance(value, str) and "${" in value else value
 
     def _interpolate(self, text: str, path: Path, plain: bool = False) -> str:
-        """``text`` with each ``${NAME}``/``${NAME:-default}`` replaced; a ``plain`` scalar that is wholly one
-        interpolation is a ``WholeInterpolation`` (a key that wants a number or true/false reads it: ``read_scalar``)."""
+        """``text`` with each ``${NAME}``/``${NAME:-default}`` replaced; a scalar (quoted or not: inside ``{...}`` it
+        must be quoted) that is wholly one interpolation is a ``WholeInterpolation`` (a key that wants a number or
+        true/false reads it: ``read_scalar``)."""
         def replace(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
             self.used.names.add(name)
@@ -207,9 +208,10 @@ class Walker:
 
 
 class WholeInterpolation(str):
-    """The text of a plain scalar written wholly as one interpolation (``concurrency: ${CONC:-4}``): a string, which a
-    key that wants a number or true/false reads as YAML reads the same text written in its place (``read_scalar``;
-    docs/datasets.md, "Environment variables"). A quoted one, or one with other text around it, is a plain ``str``."""
+    """The text of a scalar written wholly as one interpolation (``concurrency: ${CONC:-4}``), quoted or not (inside
+    ``{...}`` or ``[...]`` it must be quoted): a string, which a key that wants a number or true/false reads as YAML
+    reads the same text written in its place (``read_scalar``; docs/datasets.md, "Environment variables"). One with
+    other text around it is a plain ``str``."""
 
     __slots__ = ()
 

@@ -6,9 +6,10 @@ Nothing in this package imports OpenTelemetry at import time: capture loads it o
 
 from __future__ import annotations
 
-from .capture import TurnCapture, arm, armed, begin, end, may_emit_spans
+from .capture import arm, armed, begin, end, may_emit_spans
 from .readers import ModelCall, ToolUse, read
 from .spans import Span, SpanEvent
+from .turn_capture import TurnCapture
 from .turns import TurnSpans
 
 __all__ = ["ModelCall", "Span", "SpanEvent", "ToolUse", "TurnCapture", "TurnSpans", "arm", "armed",

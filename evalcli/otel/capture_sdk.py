@@ -12,7 +12,7 @@ from opentelemetry import context as context_api
 from opentelemetry import trace
 
 from ..version import __version__
-from .capture import CURRENT, TurnCapture
+from .turn_capture import CURRENT, TurnCapture
 
 SCOPE = "evalcli"
 

@@ -12,7 +12,7 @@ from ..messages import Message
 from ..targets import record_target_call
 from ..tools import ToolCall
 from ..tools.annotate import with_unreported
-from .capture import TurnCapture
+from .turn_capture import TurnCapture
 
 ON_VALUES = ("on", True)
 OFF_VALUES = ("off", False)

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..otel.otlp import encode_request
+from ..otel.spans import Span, SpanEvent
 from ..results import ItemResult, Outcome, RunResult
 from ..run.events import Events
 from ..secrets import Redactor
 from ..version import __version__
-from .otlp import encode_request
-from .spans import Span, SpanEvent
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 
@@ -49,7 +49,7 @@ class Exporter:
             with self.file.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(request, ensure_ascii=False) + "\n")
         if self.endpoint is not None:
-            from .endpoint import post
+            from ..otel.endpoint import post
 
             post(self.endpoint, request)
         return spans
