@@ -5,40 +5,21 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, CliResult
-from tests.reliability_helpers import SUBPROCESS_TIMEOUT
+from tests.reliability_helpers import serving
 
 TOKEN = "a2a-token-0123456789abcdef"
 
 
 @pytest.fixture
 def a2a_agent() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "examples.a2a_weather_agent", "--port", str(port)], cwd=REPO,
-                               env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "A2A_TOKEN": TOKEN},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + SUBPROCESS_TIMEOUT
-        while time.monotonic() < deadline:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+    with serving("examples.a2a_weather_agent", env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "A2A_TOKEN": TOKEN}) as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def said(result: CliResult) -> dict[str, list[str]]:

@@ -7,10 +7,7 @@ are real (``evalcli.Agent``, the Agents SDK's ``MCPServerStdio``) against the lo
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,7 +15,7 @@ import pytest
 
 from tests.conftest import REPO, CliResult
 from tests.llm_server import LLMServer, scripted_weather
-from tests.reliability_helpers import SUBPROCESS_TIMEOUT
+from tests.reliability_helpers import serving
 from tests.test_tools_mocks import answers, tool_results
 
 AGENT = f'''
@@ -59,23 +56,8 @@ def ran(workdir: Path) -> list[str]:
 
 @pytest.fixture
 def http_server(mcp_env: dict[str, str]) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "examples.mcp_weather_server", "--http", "--port", str(port)],
-                               cwd=REPO, env={**mcp_env, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + SUBPROCESS_TIMEOUT
-        while time.monotonic() < deadline:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+    with serving("examples.mcp_weather_server", "--http", env={**mcp_env, "PYTHONPATH": str(REPO)}) as port:
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def sources(result: CliResult) -> dict[str, list[str]]:
