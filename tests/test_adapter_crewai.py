@@ -18,7 +18,8 @@ import pytest
 from tests.conftest import REPO, SUBPROCESS_TIMEOUT, CliResult, cli_base_env
 from tests.framework_agents import KEY
 from tests.framework_venvs import venv_or_skip
-from tests.llm_server import LLMServer, Reply, Request, text, tool_call
+from tests.doc_blocks import read_page
+from tests.llm_server import LLMServer, Reply, Request, scripted_weather, text, tool_call
 
 APPS = "tests.app_agents.crewai_apps"
 SEARCH = "search_the_internet"
@@ -209,3 +210,17 @@ def test_setup_gives_each_conversation_its_history_and_a_crew_needs_inputs_from(
         data: [{{id: a, input: weather}}]
     """)
     assert bad.code == 2 and "a Crew needs 'inputs_from'" in bad.stderr and "topic" in bad.stderr, bad.stderr[-2000:]
+
+
+@pytest.mark.parametrize("name", ["crewai_weather.yaml", "crewai_crew.yaml"])
+def test_the_docs_examples_run(name: str, python: Path, llm_server: LLMServer, tmp_path: Path) -> None:
+    """docs/targets/crewai.md's datasets, run against the examples' scripted model: every gate passes."""
+    [block] = [b for b in read_page(REPO / "docs/targets/crewai.md").blocks if b.file == name]
+    llm_server.responder = scripted_weather
+    done = run(python, tmp_path, llm_server, block.text)
+    assert done.code == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    items = {item["id"]: item for item in done.json["items"]}
+    assert all(item["status"] == "passed" for item in items.values()), items
+    if "unknown-city" in items:
+        [failed] = tool_messages(items["unknown-city"])
+        assert failed["is_error"] is True and failed["source"] == "mock" and "Atlantis" in failed["content"]
