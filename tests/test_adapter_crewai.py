@@ -220,7 +220,7 @@ def test_the_docs_examples_run(name: str, python: Path, llm_server: LLMServer, t
     done = run(python, tmp_path, llm_server, block.text)
     assert done.code == 0, done.stdout[-3000:] + done.stderr[-3000:]
     items = {item["id"]: item for item in done.json["items"]}
-    assert all(item["status"] == "passed" for item in items.values()), items
+    assert all(item["status"] == "ok" and set(item["gate_scores"].values()) == {1.0} for item in items.values()), items
     if "unknown-city" in items:
         [failed] = tool_messages(items["unknown-city"])
         assert failed["is_error"] is True and failed["source"] == "mock" and "Atlantis" in failed["content"]
