@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, SUBPROCESS_TIMEOUT, CliResult, cli_base_env
+from tests.doc_blocks import read_page
 from tests.framework_agents import KEY
 from tests.framework_venvs import venv_or_skip
-from tests.doc_blocks import read_page
 from tests.llm_server import LLMServer, Reply, Request, scripted_weather, text, tool_call
 
 APPS = "tests.app_agents.crewai_apps"
