@@ -23,14 +23,14 @@ turn, its loggers kept out of evalcli's output, and its telemetry and trace uplo
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from crewai import Crew
 from crewai.events.utils.console_formatter import set_suppress_console_output
 
 from ..messages import Message
-from .crewai_parts import failed_calls, new_messages, placeholders, planned_copy, to_openai, tool_schemas
+from .crewai_parts import agents_of, failed_calls, new_messages, placeholders, planned_copy, to_openai, tool_schemas
 from .openai_format import assistant, jsonable, quiet_logs
 from .session import Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, TurnSession
 
@@ -62,8 +62,8 @@ class CrewAIAdapter(Adapter):
     def check_values(cls, obj: Any, options: dict[str, Any]) -> None:
         history = options.get("history")
         if history is not None and not (isinstance(history, list) and all(
-                isinstance(m, dict) and m.get("role") in ("user", "assistant", "system") for m in history)):
-            raise ValueError("'history' is a list of messages, each {role: user|assistant|system, content: ...}")
+                isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in history)):
+            raise ValueError("'history' is a list of messages, each {role: user|assistant, content: ...}")
         if not isinstance(obj, Crew):
             given = [name for name in ("inputs", "inputs_from") if name in options]
             if given:
@@ -80,6 +80,12 @@ class CrewAIAdapter(Adapter):
                              f"{', '.join(known) or 'none'})")
         if known and key not in known:
             raise ValueError(f"'inputs_from: {key}' is not an input of the crew (its inputs: {', '.join(known)})")
+
+    def warnings(self, conversations: Sequence[tuple[Mapping[str, Any], bool]]) -> list[str]:
+        if any(getattr(agent, "memory", None) for agent in agents_of(self.obj)) or getattr(self.obj, "memory", None):
+            return ["the target has CrewAI memory: every conversation's copy shares its store (CrewAI's copy() keeps "
+                    "it), so one conversation may recall another's; turn memory off for evals that must not share"]
+        return []
 
     def tool_schemas(self) -> dict[str, Any] | None:
         return tool_schemas(self.obj)

@@ -90,6 +90,8 @@ def planned_copy(obj: Any, session: CrewAISession) -> Any:
             if isinstance(llm, BaseLLM):
                 setattr(agent, name, counted_llm(llm, session))
     if isinstance(clone, Crew):
+        if isinstance(clone.manager_llm, BaseLLM):
+            clone.manager_llm = counted_llm(clone.manager_llm, session)
         for task in clone.tasks:
             if task.tools:
                 task.tools = plan(task.tools)
