@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from ..patterns import is_pattern
+from ..secrets import REDACTED
 from .plan import Recorded
 
 
@@ -32,7 +33,11 @@ class _Call:
 
 def literal(value: Any) -> Any:
     """A recorded argument as a ``when`` value matching only itself: a string that reads as a ``"/.../"`` pattern is
-    written as the pattern of its exact text (docs/hermetic.md, "Mocks")."""
+    written as the pattern of its exact text (docs/hermetic.md, "Mocks"); a string where the tape's redactor put
+    ``[redacted]`` is the pattern of its text with anything there, so the mock still answers the call that carries
+    the secret (which the block never holds)."""
+    if isinstance(value, str) and REDACTED in value:
+        return "/^" + ".+".join(re.escape(part) for part in value.split(REDACTED)) + "$/"
     if is_pattern(value):
         return f"/^{re.escape(value)}$/"
     if isinstance(value, dict):
