@@ -53,8 +53,9 @@ def remember_secrets(*, url: str | None = None, headers: Mapping[str, Any] | Non
                      env: Mapping[str, Any] | None = None) -> None:
     """Make the secrets an MCP server's configuration holds secrets of every output of this process (docs/secrets.md):
     its secret-named headers' values (``Authorization: Bearer X``), its URL's credentials, and the values of its
-    secret-named environment variables (``WEATHER_API_KEY``, as long as a key: the environment's own rule), however the agent's code got them (a file, a vault), so
-    a tool that echoes one never puts it in a tape, the database or a report (docs/hermetic.md, "MCP tools")."""
+    secret-named environment variables (``WEATHER_API_KEY``, as long as a key: the environment's own rule), however
+    the agent's code got them (a file, a vault), so a tool that echoes one never puts it in a tape, the database or a
+    report (docs/hermetic.md, "MCP tools")."""
     found = header_secrets(headers or {}) | (url_secrets(url) if url else set())
     found |= environment_secrets({str(k): str(v) for k, v in (env or {}).items() if v is not None})
     remember(found)

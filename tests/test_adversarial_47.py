@@ -12,9 +12,17 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from evalcli.dataset.tools import parse_tools
+from evalcli.dataset.yamlsrc import load_yaml
+from evalcli.errors import Problem
+from evalcli.tools import Recorded, ToolPlan, canonical
+from evalcli.tools.fromtape import tools_yaml
 from tests.conftest import REPO, CliResult
 from tests.llm_server import LLMServer, scripted_weather
 from tests.reliability_helpers import serving
@@ -209,3 +217,50 @@ def test_a_rate_or_seconds_that_is_not_a_finite_number_is_refused_at_its_line(
     assert result.code == 2, result.stdout
     assert said in result.stderr and "d.yaml:5:" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_mocks_from_a_tape_holding_an_interpolation_read_back_as_recorded(write: Callable[..., Path],
+                                                                         cli: Callable[..., CliResult],
+                                                                         workdir: Path) -> None:
+    """Before: a recorded ``${NAME}`` was written as it was, so loading the block interpolated it: an unset variable
+    refused the dataset (exit 2), a set one silently changed the mock's answer to the environment's value."""
+    (workdir / "script.py").write_text('''
+import evalcli
+
+
+@evalcli.tool
+def make_script(name: str) -> str:
+    return "echo ${GREETING_WORD} ${HOME}"
+
+
+def agent(input: str) -> str:
+    return make_script(name="${" + input + "}")
+''')
+    items = "data:\n  - {id: a, input: hi}\ngates:\n  - includes: echo\n"
+    write("record.yaml", "target: script:agent\n" + items)
+    assert cli("run", "record.yaml", "--record-tools", "tapes").code == 0
+    assert cli("mocks", "from-tape", "tapes/record.tape.jsonl", "-o", "tools.yaml").code == 0
+    write("mocked.yaml", "target: script:agent\nunmocked: error\n" + (workdir / "tools.yaml").read_text() + items)
+    mocked = cli("run", "mocked.yaml", "--hermetic", "--json", "-", env={"HOME": "/somewhere/else"})
+    assert mocked.code == 0, mocked.stderr + mocked.stdout
+    tool = [m for m in mocked.json["items"][0]["turns"][0]["output"] if m["role"] == "tool"]
+    assert [(m["source"], m["content"]) for m in tool] == [("mock", "echo ${GREETING_WORD} ${HOME}")]
+
+
+TEXTS = st.lists(st.sampled_from(["${HOME}", "${X:-d}", "${UNSET}", "$${X}", "$", "{", "}", "a", " ", "/"]),
+                 max_size=6).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(argument=TEXTS, result=st.one_of(TEXTS, st.dictionaries(st.sampled_from("ab"), TEXTS, max_size=2)))
+def test_the_block_from_a_tape_reads_back_every_recorded_text_as_it_was(argument: str, result: Any) -> None:
+    """Whatever text a tape holds (``${HOME}``, ``$${X}``, ``${X:-d}``), the block ``from-tape`` writes, loaded as a
+    dataset is (interpolation and all, with HOME set), answers the recorded call with the recorded result."""
+    block = tools_yaml({"id:one": [Recorded("run", canonical({"cmd": argument}), result)]}, "a tape")
+    raw, pos, used = load_yaml(block, "tools.yaml", env={"HOME": "/home/someone"})
+    problems: list[Problem] = [*used.problems]
+    config = parse_tools(raw["tools"], ("tools",), pos, "dataset", problems)
+    assert not problems and config is not None, "\n".join(map(str, problems))
+    plan = ToolPlan(config, unmocked="error")
+    source, answer = plan.decide("run", {"cmd": argument})
+    assert source == "mock" and answer is not None and answer.returns == result

@@ -94,8 +94,8 @@ def _remember_secrets(server: Any) -> None:
     from ..mcp import remember_secrets
 
     params = getattr(server, "params", None)
-    read = params.get if isinstance(params, dict) else lambda key: getattr(params, key, None)
-    url, headers, env = read("url"), read("headers"), read("env")
+    url, headers, env = (params.get(key) if isinstance(params, dict) else getattr(params, key, None)
+                         for key in ("url", "headers", "env"))
     remember_secrets(url=url if isinstance(url, str) else None, headers=headers if isinstance(headers, dict) else None,
                      env=env if isinstance(env, dict) else None)
 
