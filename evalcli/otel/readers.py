@@ -41,7 +41,7 @@ class ModelCall:
 
 @dataclass
 class ToolUse:
-    """One tool call: its name, id, arguments, and its result or error."""
+    """One tool call: its name, id, arguments, and its result (the span's text, or its value) or error."""
 
     span: Span
     name: str
@@ -100,7 +100,7 @@ def _genai_tool(span: Span) -> ToolUse:
     a = span.attributes
     name = attribute_text(a, "gen_ai.tool.name") or span.name.removeprefix("execute_tool").strip() or "unknown"
     arguments = _first_json(a, "gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args", "tool_arguments")
-    result = _first_json(a, "gen_ai.tool.call.result", "gcp.vertex.agent.tool_response", "tool_response")
+    result = _first(a, "gen_ai.tool.call.result", "gcp.vertex.agent.tool_response", "tool_response")
     error = span.error if span.error is not None else attribute_text(a, "error.type")
     return ToolUse(span, name, attribute_text(a, "gen_ai.tool.call.id"), _mapping(arguments), result,
                    _error_text(span, error))
@@ -121,7 +121,7 @@ def _openinference_tool(span: Span) -> ToolUse:
     arguments = _first_json(a, "tool.arguments", "input.value")
     call_id = attribute_text(a, "tool_call.id") or attribute_text(a, "tool.call_id")
     return ToolUse(span, attribute_text(a, "tool.name") or span.name, call_id, _mapping(arguments),
-                   _first_json(a, "output.value"), _error_text(span, span.error))
+                   _first(a, "output.value"), _error_text(span, span.error))
 
 
 def _error_text(span: Span, error: str | None) -> str | None:
@@ -139,6 +139,14 @@ def _first_json(attributes: dict[str, Any], *keys: str) -> Any:
     for key in keys:
         if key in attributes:
             return attribute_json(attributes, key)
+    return None
+
+
+def _first(attributes: dict[str, Any], *keys: str) -> Any:
+    """A tool's result as the span holds it: a text (JSON or not) stays the text the tool answered, not parsed."""
+    for key in keys:
+        if key in attributes:
+            return attributes[key]
     return None
 
 
