@@ -120,8 +120,28 @@ def _openinference_tool(span: Span) -> ToolUse:
     a = span.attributes
     arguments = _first_json(a, "tool.arguments", "input.value")
     call_id = attribute_text(a, "tool_call.id") or attribute_text(a, "tool.call_id")
-    return ToolUse(span, attribute_text(a, "tool.name") or span.name, call_id, _mapping(arguments),
-                   _first(a, "output.value"), _error_text(span, span.error))
+    use = ToolUse(span, attribute_text(a, "tool.name") or span.name, call_id, _mapping(arguments),
+                  _first(a, "output.value"), _error_text(span, span.error))
+    message = _langchain_tool_message(use.result)
+    if message is not None:  # LangChain's instrumentor writes the whole ToolMessage: its content is the result
+        content = message.get("content")
+        use.result = content if isinstance(content, str) else _text(content)
+        use.call_id = use.call_id or message.get("tool_call_id")
+        if message.get("status") == "error" and use.error is None:
+            use.error = use.result.removeprefix("Error: ")
+    return use
+
+
+def _langchain_tool_message(value: Any) -> dict[str, Any] | None:
+    """A serialised LangChain ``ToolMessage`` (``{"type": "tool", "data": {...}}``), as its data, else ``None``."""
+    if not isinstance(value, str) or not value.startswith("{") or '"tool"' not in value[:64]:
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None
+    data = parsed.get("data") if isinstance(parsed, dict) else None
+    return data if isinstance(data, dict) else None
 
 
 def _error_text(span: Span, error: str | None) -> str | None:
