@@ -126,3 +126,13 @@ def test_a_document_no_reader_knows_is_a_located_error(tmp_path: Path) -> None:
     done = cli(tmp_path, "spans.json")
     assert done.code == 2 and "Traceback" not in done.stderr
     assert f"{tmp_path / 'spans.json'}" in done.stderr and "no span evalcli can read" in done.stderr, done.stderr
+
+
+def test_a_pretty_printed_export_cut_short_is_an_error_where_it_breaks(tmp_path: Path) -> None:
+    text = json.dumps({"data": [jaeger_weather("5b8efff798038103d269b633813f0001", "support-1", "Paris")]}, indent=2)
+    lines = text.splitlines()
+    (tmp_path / "jaeger.json").write_text("\n".join(lines[:40]) + "\n")  # an export cut short
+    done = cli(tmp_path, "jaeger.json")
+    assert done.code == 2 and "Traceback" not in done.stderr
+    assert f"{tmp_path / 'jaeger.json'}:41:" in done.stderr and "not valid JSON" in done.stderr, done.stderr
+    assert "export it again" in done.stderr

@@ -66,10 +66,15 @@ def _spans(path: Path, warnings: list[str]) -> Iterator[Span]:
     stripped = text.lstrip()
     try:
         documents = [(1, json.loads(text))]
-    except ValueError:
+    except ValueError as whole:
         if not stripped.startswith("{"):
             raise DatasetError([Problem(f"{path}:1:1", "not a trace file: it is not JSON",
                                         "export OTLP JSON, or a Jaeger or Phoenix JSON export")]) from None
+        if not _first_line_is_json(stripped):  # one document spread over lines (a pretty-printed export), broken
+            raise DatasetError([Problem(f"{path}:{getattr(whole, 'lineno', 1)}:{getattr(whole, 'colno', 1)}",
+                                        f"not valid JSON: {getattr(whole, 'msg', whole)}",
+                                        "the file is one JSON document cut short or edited by hand: export it "
+                                        "again")]) from None
         documents = list(_lines(path, text))
     for line, document in documents:
         where = f"{path}:{line}"
@@ -78,6 +83,14 @@ def _spans(path: Path, warnings: list[str]) -> Iterator[Span]:
                 warnings.append(f"{where}: {found}: skipped")
             else:
                 yield found
+
+
+def _first_line_is_json(text: str) -> bool:
+    try:
+        json.loads(text.split("\n", 1)[0])
+    except ValueError:
+        return False
+    return True
 
 
 def _lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
@@ -89,7 +102,8 @@ def _lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
         except ValueError as exc:
             raise DatasetError([Problem(f"{path}:{number}:{getattr(exc, 'colno', 1)}",
                                         f"not valid JSON: {getattr(exc, 'msg', exc)}",
-                                        "each line of an OTLP JSON file is one ExportTraceServiceRequest")]) from None
+                                        "each line of a trace file is one JSON document (an OTLP "
+                                        "ExportTraceServiceRequest, or a Phoenix span)")]) from None
 
 
 def _document(document: Any, where: str) -> Iterator[Span | Unreadable]:
