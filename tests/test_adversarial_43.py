@@ -158,3 +158,42 @@ def test_a_trace_file_with_no_readable_span_says_why(tmp_path: Path) -> None:
     # before: only "the trace file has no span evalcli can read", with no span named
     assert "t.json:1: span a000000000000001: it has no valid traceId and spanId" in done.stderr, done.stderr
 
+
+
+TOOL_SPAN_APP = '''
+from opentelemetry import trace
+
+{provider}
+tracer = trace.get_tracer("app")
+
+
+def answer(input: str) -> str:
+    with tracer.start_as_current_span("execute_tool lookup", attributes={{
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+            "gen_ai.tool.call.arguments": '{{"code": "K1"}}', "gen_ai.tool.call.result": "valid"}}):
+        pass
+    return "K1 is valid."
+'''
+
+
+def run_app(tmp_path: Path, provider: str) -> CliResult:
+    (tmp_path / "spans_app.py").write_text(TOOL_SPAN_APP.format(provider=provider))
+    (tmp_path / "d.yaml").write_text("target: spans_app:answer\ngates: [{called_tool: lookup}]\n"
+                                     "data: [{id: a, input: check K1}]\n")
+    done = run_cli(["run", str(tmp_path / "d.yaml"), "--db", str(tmp_path / "e.db"), "--json", "-"], REPO, {},
+                   timeout=120)
+    return CliResult(done.code, done.stdout, done.stderr, tmp_path)
+
+
+def test_an_app_that_set_a_provider_taking_no_processor_runs_and_is_told_capture_is_off(tmp_path: Path) -> None:
+    done = run_app(tmp_path, "trace.set_tracer_provider(trace.NoOpTracerProvider())  # tracing turned off")
+    assert done.code == 1, done.stderr  # before: 70, RecursionError (evalcli kept trying to set its own provider)
+    assert "internal error" not in done.stderr
+    assert "the tracer provider the target set (NoOpTracerProvider) takes no span processor" in done.stderr
+    assert "(no tool calls were reported)" in done.stdout
+
+
+def test_an_app_with_no_provider_still_gets_its_spans_captured(tmp_path: Path) -> None:
+    done = run_app(tmp_path, "")
+    assert done.code == 0, done.stderr
+    assert "takes no span processor" not in done.stderr
