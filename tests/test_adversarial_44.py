@@ -1,0 +1,114 @@
+"""The google_adk, llama_index and smolagents adapters (docs/targets/) tried as demanding users would, through the
+real CLI against the loopback scripted model: the frameworks' own documented patterns (smolagents' managed agents),
+many conversations at once (each one's history its own, read from the server's request log), usage under budgets.
+Each test failed before its fix."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, CliResult, run_cli
+from tests.framework_agents import KEY
+from tests.llm_server import LLMServer, Reply, Request, tool_call
+
+pytestmark = pytest.mark.slow
+
+TEAM = '''
+import os
+from smolagents import OpenAIServerModel, ToolCallingAgent, tool
+
+
+@tool
+def lookup(code: str) -> str:
+    """Look a code up.
+
+    Args:
+        code: the code.
+    """
+    return f"code {code} is valid"
+
+
+model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"],
+                          api_key=os.environ["OPENAI_API_KEY"])
+# smolagents' multi-agent pattern (its "Orchestrate a multi-agent system" guide): a manager and a managed agent
+searcher = ToolCallingAgent(tools=[lookup], model=model, name="searcher", description="Looks codes up.", max_steps=4)
+manager = ToolCallingAgent(tools=[], model=model, managed_agents=[searcher], max_steps=4)
+'''
+
+
+def said(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def team_model(request: Request) -> Reply:
+    """The manager hands the code to the searcher, the searcher looks it up; each answers what its tool said."""
+    messages = request.messages
+    tools = [t["function"]["name"] for t in request.body.get("tools") or ()]
+    codes = re.findall(r"code (K\d+)", " ".join(said(m) for m in messages))
+    last = said(messages[-1])
+    valid = re.search(r"code K\d+ is valid", last)
+    if valid:
+        answer = valid[0] if "lookup" in tools else f"The team says: {valid[0]}"
+        return tool_call("final_answer", {"answer": answer}, f"f{len(messages)}")
+    if "lookup" in tools:
+        return tool_call("lookup", {"code": codes[-1]}, f"l{len(messages)}")
+    return tool_call("searcher", {"task": f"check code {codes[-1]}"}, f"s{len(messages)}")
+
+
+def run(tmp_path: Path, server: LLMServer, module: str, source: str, body: str, *args: str) -> CliResult:
+    (tmp_path / f"{module}.py").write_text(source)
+    (tmp_path / "d.yaml").write_text(textwrap.dedent(body).lstrip("\n"))
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY, "NO_PROXY": "127.0.0.1"}
+    done = run_cli(["run", str(tmp_path / "d.yaml"), "--db", str(tmp_path / "e.db"), "--json", "-", *args], REPO, env)
+    return CliResult(done.code, done.stdout, done.stderr, tmp_path)
+
+
+def test_a_smolagents_managed_agent_call_is_recorded_with_its_report_and_its_usage(llm_server: LLMServer,
+                                                                                   tmp_path: Path) -> None:
+    llm_server.responder = team_model
+    items = ", ".join(f"{{id: c{n}, input: 'check code K{n}'}}" for n in range(8))
+    done = run(tmp_path, llm_server, "team", TEAM, f"""
+        target: team:manager
+        gates: [{{called_tool: searcher}}, {{called_tool: lookup}}, no_tool_errors]
+        data: [{items}]
+        """, "--concurrency", "8")
+    # before: 1, the managed agent's call was a tool error ("the tool was not called") though it answered
+    assert done.code == 0, done.stdout + done.stderr
+    for item in done.json["items"]:
+        n = item["id"][1:]
+        output = item["turns"][0]["output"]
+        [report] = [m for m in output if m["role"] == "tool" and m["name"] == "searcher"]
+        assert report.get("is_error") is not True and f"code K{n} is valid" in report["content"]
+        assert report["handoff"] is True  # an agent's report, not a tool's result: under --hermetic too
+        assert output[-1]["content"] == f"The team says: code K{n} is valid"
+    for request in llm_server.requests:  # each conversation's history is its own, the managed agent's too
+        assert len(set(re.findall(r"K\d+", str(request.messages)))) == 1
+    # every model call is the target's: the managed agent's too (before: 16 of the 32)
+    rows = done.db("e.db").execute("SELECT item_index, COUNT(*) FROM llm_calls WHERE purpose = 'target' "
+                                   "GROUP BY item_index").fetchall()
+    assert {tuple(r) for r in rows} == {(i, 4) for i in range(8)}
+    assert len(llm_server.requests) == 32
+
+
+def test_a_smolagents_managed_agents_model_calls_count_against_the_target_budget(llm_server: LLMServer,
+                                                                                 tmp_path: Path) -> None:
+    llm_server.responder = team_model
+    done = run(tmp_path, llm_server, "team", TEAM, """
+        target: team:manager
+        gates: [{called_tool: searcher}]
+        data: [{id: a, input: check code K1}, {id: b, input: check code K2}, {id: c, input: check code K3}]
+        """, "--concurrency", "1", "--max-tokens", "target=50")
+    # each conversation makes 4 calls of 18 tokens: the first spends the budget (before: only the manager's 2 counted,
+    # and the second conversation played too)
+    assert done.code == 5, done.stdout + done.stderr
+    assert [i["status"] for i in done.json["items"]] == ["ok", "limited"]
+    assert len(llm_server.requests) == 4
+
