@@ -112,3 +112,31 @@ def test_a_smolagents_managed_agents_model_calls_count_against_the_target_budget
     assert [i["status"] for i in done.json["items"]] == ["ok", "limited"]
     assert len(llm_server.requests) == 4
 
+
+
+def test_a_llama_index_agent_whose_server_reports_no_usage_is_told_not_silently_unbudgeted(
+        llm_server: LLMServer, tmp_path: Path) -> None:
+    from tests.framework_venvs import venv_or_skip
+    from tests.test_adapter_llama_index import model
+    from tests.test_adapter_llama_index import run as run_in_venv
+
+    python = venv_or_skip("llama-index")
+
+    def openai_like(request: Request) -> Reply:  # as OpenAI streams: no usage unless stream_options asks for it
+        reply = model(request)
+        body = request.body
+        if body.get("stream") and not (body.get("stream_options") or {}).get("include_usage"):
+            assert isinstance(reply.body, dict)
+            reply.body = {k: v for k, v in reply.body.items() if k != "usage"}
+        return reply
+
+    llm_server.responder = openai_like
+    done = run_in_venv(python, tmp_path, llm_server, """
+        target: tests.app_agents.llama_index_apps:agent
+        gates: [{called_tool: search_web}]
+        data: [{id: sf, input: 'What is the weather in San Francisco?'}]
+        """, "--max-tokens", "target=10")
+    assert done.code == 0, done.stderr
+    # before: nothing said; the budget of 10 tokens "held" over two uncounted model calls
+    assert "2 model calls reported no token usage, so their tokens are not counted" in done.stderr, done.stderr
+    assert "'stream_options': {'include_usage': True}" in done.stderr
