@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, CliResult, run_cli
-from tests.framework_agents import KEY
-from tests.llm_server import LLMServer, Reply, Request, tool_call
+from tests.framework_agents import KEY, needs
+from tests.llm_server import LLMServer, Reply, Request, text, tool_call
 
 pytestmark = pytest.mark.slow
 
@@ -140,3 +140,70 @@ def test_a_llama_index_agent_whose_server_reports_no_usage_is_told_not_silently_
     # before: nothing said; the budget of 10 tokens "held" over two uncounted model calls
     assert "2 model calls reported no token usage, so their tokens are not counted" in done.stderr, done.stderr
     assert "'stream_options': {'include_usage': True}" in done.stderr
+
+
+ADK_TEAM = '''
+import os
+from google.adk.agents import Agent
+from google.adk.models.lite_llm import LiteLlm
+from google.adk.tools.agent_tool import AgentTool
+
+
+def lookup(code: str) -> dict:
+    """Look a code up.
+
+    Args:
+        code: the code.
+    """
+    return {"status": f"code {code} is valid"}
+
+
+def model() -> LiteLlm:
+    return LiteLlm(model="openai/gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"],
+                   api_key=os.environ["OPENAI_API_KEY"])
+
+
+# ADK's agent-as-a-tool pattern (AgentTool), as adk-samples' agents call their specialists
+searcher = Agent(name="searcher", model=model(), description="Looks codes up.", instruction="Look codes up.",
+                 tools=[lookup])
+root_agent = Agent(name="manager", model=model(), description="Manages.", instruction="Ask the searcher.",
+                   tools=[AgentTool(agent=searcher)])
+'''
+
+
+def adk_team_model(request: Request) -> Reply:
+    """The manager asks its searcher tool, the searcher looks the code up; each repeats what its tool said."""
+    messages = request.messages
+    tools = [t["function"]["name"] for t in request.body.get("tools") or ()]
+    codes = re.findall(r"code (K\d+)", " ".join(said(m) for m in messages))
+    last = messages[-1]
+    if last["role"] == "tool":
+        valid = re.search(r"code K\d+ is valid", said(last))
+        return text(("The team says: " if "searcher" in tools else "") + (valid[0] if valid else said(last)))
+    if "lookup" in tools:
+        return tool_call("lookup", {"code": codes[-1]}, f"l{len(messages)}")
+    return tool_call("searcher", {"request": f"check code {codes[-1]}"}, f"s{len(messages)}")
+
+
+@needs("google.adk")
+def test_an_adk_agent_tools_agent_has_its_tools_mocked_and_its_model_calls_counted(llm_server: LLMServer,
+                                                                                  tmp_path: Path) -> None:
+    llm_server.responder = adk_team_model
+    done = run(tmp_path, llm_server, "adk_team", ADK_TEAM, """
+        target: adk_team:root_agent
+        gates: [{called_tool: searcher}, {called_tool: lookup}]
+        tools:
+          lookup: {returns: {status: code K9 is valid}}   # the specialist's tool (before: "the agent has no tool")
+        data: [{id: a, input: check code K1}, {id: b, input: check code K2}]
+        """, "--concurrency", "2")
+    assert done.code == 0, done.stdout + done.stderr
+    for item in done.json["items"]:
+        output = item["turns"][0]["output"]
+        [looked] = [m for m in output if m["role"] == "tool" and m["name"] == "lookup"]
+        assert looked["source"] == "mock" and "K9" in looked["content"]
+        assert output[-1]["content"] == "The team says: code K9 is valid"
+    # the specialist's model calls are the target's too (before: only the manager's 2 of each conversation's 4)
+    rows = done.db("e.db").execute("SELECT item_index, COUNT(*), SUM(prompt_tokens) FROM llm_calls "
+                                   "WHERE purpose = 'target' GROUP BY item_index").fetchall()
+    assert [tuple(r) for r in rows] == [(0, 4, 44), (1, 4, 44)]
+    assert len(llm_server.requests) == 8
