@@ -234,8 +234,12 @@ def _event_messages(span: Span) -> tuple[list[Message], list[Message]]:
 def _with_calls(message: Message, calls: Any) -> None:
     if isinstance(calls, list) and calls:
         message["tool_calls"] = [_call(c.get("id"), function.get("name"), function.get("arguments"))
-                                 for c in calls if isinstance(c, dict)
-                                 for function in [c.get("function") if isinstance(c.get("function"), dict) else {}]]
+                                 for c in calls if isinstance(c, dict) for function in [_function(c)]]
+
+
+def _function(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    return function if isinstance(function, dict) else {}
 
 
 def _flat_messages(attributes: dict[str, Any], prefix: str) -> list[Message]:
