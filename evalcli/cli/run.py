@@ -20,7 +20,7 @@ from ..dbname import db_option
 from ..errors import ExitCode, UsageError
 from ..evaluate import Reporter, RunsInterrupted, plan_runs, run_planned
 from ..llm import parse_budget
-from ..otel.endpoint import traces_url
+from ..otel.endpoint import check_endpoint, traces_url
 from ..reports import TerminalReport, comparison_table, interrupted_line
 from ..reports.otel import Exporter, ExportEvents
 from ..results import RunResult
@@ -186,8 +186,12 @@ def _exporter(request: RunRequest, redact: Redactor) -> Exporter | None:
         if url is None:
             raise UsageError("--otel-endpoint -: OTEL_EXPORTER_OTLP_ENDPOINT is not set",
                              "give the receiver's URL, e.g. --otel-endpoint http://localhost:6006")
+        check_endpoint(url)
     if request.otel_file is not None and request.otel_file.is_dir():
         raise UsageError(f"--otel-file {request.otel_file} is a directory", "give a file path, e.g. run.otlp.jsonl")
+    if request.otel_file is not None and not request.otel_file.absolute().parent.is_dir():
+        raise UsageError(f"--otel-file {request.otel_file}: the folder {request.otel_file.absolute().parent} does not "
+                         "exist", "create it first, or give a path in an existing folder")
     return Exporter(redact, request.otel_file, url)
 
 

@@ -31,6 +31,32 @@ def traces_url(option: str | None, env: dict[str, str] | None = None) -> str | N
     return None
 
 
+def check_endpoint(url: str, env: dict[str, str] | None = None) -> None:
+    """Before anything runs: the URL is an http(s) one with a host, and the timeout a number of milliseconds (a
+    mistake found after the run would lose its export)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--otel-endpoint {redact_url(url)} is not an http:// or https:// URL",
+                         "give the OTLP/HTTP receiver's URL, e.g. --otel-endpoint http://localhost:6006")
+    timeout_ms(env)
+
+
+def timeout_ms(env: dict[str, str] | None = None) -> float:
+    """``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` or ``OTEL_EXPORTER_OTLP_TIMEOUT`` (milliseconds; default 10 s)."""
+    env = dict(os.environ) if env is None else env
+    name = next((n for n in ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT") if env.get(n)), None)
+    if name is None:
+        return 10000.0
+    try:
+        value = float(env[name])
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise UsageError(f"{name}={env[name]!r} is not a number of milliseconds above 0",
+                         "set it to e.g. 10000, or unset it (then 10 s)")
+    return value
+
+
 def headers(env: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ) if env is None else env
     raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
@@ -61,8 +87,7 @@ def protobuf(request: dict[str, Any]) -> bytes:
 
 def post(url: str, request: dict[str, Any]) -> None:
     """Send the request; a receiver that refuses it, or cannot be reached, is the user's error to fix."""
-    timeout = float(os.environ.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") or os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")
-                    or 10000) / 1000
+    timeout = timeout_ms() / 1000
     body = protobuf(request)
     sent = urllib.request.Request(url, data=body, method="POST",
                                   headers={"Content-Type": "application/x-protobuf", **headers()})
