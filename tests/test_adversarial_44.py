@@ -207,3 +207,59 @@ def test_an_adk_agent_tools_agent_has_its_tools_mocked_and_its_model_calls_count
                                    "WHERE purpose = 'target' GROUP BY item_index").fetchall()
     assert [tuple(r) for r in rows] == [(0, 4, 44), (1, 4, 44)]
     assert len(llm_server.requests) == 8
+
+
+LLAMA_TEAM = '''
+import os
+from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
+from llama_index.llms.openai_like import OpenAILike
+
+
+async def lookup(code: str) -> str:
+    """Look a code up."""
+    return f"code {code} is valid"
+
+
+llm = OpenAILike(model="gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"], api_key=os.environ["OPENAI_API_KEY"],
+                 is_chat_model=True, is_function_calling_model=True, max_retries=0)
+# run-llama's multi-agent AgentWorkflow: the root agent hands code questions to a specialist
+front = FunctionAgent(name="front", description="Talks to users.", system_prompt="Hand code questions to checker.",
+                      tools=[], llm=llm, can_handoff_to=["checker"])
+checker = FunctionAgent(name="checker", description="Checks codes.", system_prompt="Check codes.", tools=[lookup],
+                        llm=llm)
+workflow = AgentWorkflow(agents=[front, checker], root_agent="front")
+'''
+
+
+def llama_team_model(request: Request) -> Reply:
+    """The front agent hands off; the checker looks the code up and says what it found."""
+    messages = request.messages
+    tools = [t["function"]["name"] for t in request.body.get("tools") or ()]
+    codes = re.findall(r"code (K\d+)", " ".join(said(m) for m in messages))
+    last = messages[-1]
+    if "lookup" in tools:
+        if last["role"] == "tool" and "is valid" in said(last):
+            return text("Checked: " + said(last))
+        return tool_call("lookup", {"code": codes[-1]}, f"l{len(messages)}")
+    return tool_call("handoff", {"to_agent": "checker", "reason": "a code"}, f"h{len(messages)}")
+
+
+def test_a_llama_index_handoff_is_no_live_tool_under_hermetic(llm_server: LLMServer, tmp_path: Path) -> None:
+    from tests.framework_venvs import venv_or_skip
+    from tests.test_adapter_llama_index import run as run_in_venv
+
+    python = venv_or_skip("llama-index")
+    llm_server.responder = llama_team_model
+    (tmp_path / "llama_team.py").write_text(LLAMA_TEAM)
+    done = run_in_venv(python, tmp_path, llm_server, """
+        target: llama_team:workflow
+        gates: [{called_tool: lookup}]
+        tools: {lookup: {returns: code K7 is valid}}
+        data: [{id: a, input: check code K1}]
+        """, "--hermetic")
+    # before: 4, "--hermetic: the tool handoff ran live" though a handoff runs no tool
+    assert done.code == 0, done.stdout + done.stderr
+    output = done.json["items"][0]["turns"][0]["output"]
+    [handoff] = [m for m in output if m.get("name") == "handoff"]
+    assert handoff["handoff"] is True and "source" not in handoff
+    assert output[-1]["content"] == "Checked: code K7 is valid"

@@ -217,8 +217,11 @@ def to_openai(events: list[Any]) -> list[Message]:
                 out.append(assistant(content, calls))
         else:
             result = event.tool_output
-            out.append(tool_result(event.tool_id, result.content, name=event.tool_name,
-                                   is_error=bool(getattr(result, "is_error", False))))
+            message = tool_result(event.tool_id, result.content, name=event.tool_name,
+                                  is_error=bool(getattr(result, "is_error", False)))
+            if event.tool_name == HANDOFF:  # a handoff, not a tool: never the plan's, never "live" (docs/hermetic.md)
+                message["handoff"] = True
+            out.append(message)
     return out
 
 
