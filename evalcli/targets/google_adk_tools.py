@@ -22,6 +22,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 
 from ..tools import MockedToolError, ToolRefused
 from ..tools.plan import ToolPlan, current_plan, unattributed
+from .graph import walk
 
 TRANSFER = "transfer_to_agent"
 """ADK's own tool that hands the conversation to another agent of the tree (a handoff, not the agent's tool)."""
@@ -31,17 +32,12 @@ PLUGIN_NAME = "evalcli_tool_plan"
 def agent_tree(agent: Any) -> Iterator[Any]:
     """The agent and every agent below it, each once: its sub-agents, and the agents its tools wrap (an ``AgentTool``
     runs its agent on a runner of its own, which inherits evalcli's plugin: their tools are the plan's too)."""
-    seen: set[int] = set()
-    queue = [agent]
-    while queue:
-        current = queue.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        queue.extend(getattr(current, "sub_agents", None) or ())
-        queue.extend(wrapped for tool in getattr(current, "tools", None) or ()
-                     if _is_agent_tool(tool) and (wrapped := getattr(tool, "agent", None)) is not None)
+    return walk(agent, _below)
+
+
+def _below(agent: Any) -> list[Any]:
+    wrapped = [getattr(tool, "agent", None) for tool in getattr(agent, "tools", None) or () if _is_agent_tool(tool)]
+    return [*(getattr(agent, "sub_agents", None) or ()), *wrapped]
 
 
 def _is_agent_tool(tool: Any) -> bool:
