@@ -12,9 +12,9 @@ from typing import Any
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from ..dataset import find_registry, load_registry, reachability_warnings, registration_lines
+from ..dataset import find_registry, load_registry
 from ..errors import DatasetError
-from ..evaluate import check_outputs, load_datasets, open_for_writing
+from ..evaluate import check_outputs, open_for_writing
 from ..plugins import Entry
 from ..reports import (
     JsonReport,
@@ -33,18 +33,6 @@ from ..scorers import all_kinds, origin
 from ..secrets import Redactor
 from ..store import diff_runs, find_item, find_play, load_run, open_existing
 from ..targets import declared
-
-
-def validate_command(paths: list[Path], scorers: Path | None) -> tuple[list[str], list[str]]:
-    """``evalcli validate``: one line per valid dataset, and warnings (an invalid dataset raises with every problem)."""
-    lines, warnings = [], []
-    for dataset, _ in load_datasets(paths, scorers):
-        specs = list(dataset.all_specs())
-        lines.append(f"{dataset.path}: ok ({plural(len(dataset.items), 'item')}, "
-                     f"{plural(len(specs), 'gate/scorer', 'gates/scorers')}, target {dataset.target_spec})")
-        lines += registration_lines(dataset)
-        warnings += [w for w in [*dataset.warnings, *reachability_warnings(dataset)] if w not in warnings]
-    return lines, warnings
 
 
 def scorers_listing(path: Path | None, as_json: bool) -> RenderableType | str:

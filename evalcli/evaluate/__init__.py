@@ -6,6 +6,7 @@ reports it, compares the runs of several targets and writes the CI files.
 
 from __future__ import annotations
 
+from ..dataset import DatasetSource, load_datasets
 from .outputs import (
     Outputs,
     check_outputs,
@@ -17,7 +18,7 @@ from .outputs import (
     run_names,
     tape_names,
 )
-from .plans import DatasetSource, Plans, check_combination, load_datasets, plan_runs
+from .plans import Plans, check_combination, plan_runs
 from .runs import Reporter, Runs, RunsInterrupted, arun_planned, run_planned
 
 __all__ = ["DatasetSource", "Outputs", "Plans", "Reporter", "Runs", "RunsInterrupted", "arun_planned", "check_combination",

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results import ItemResult, RunResult, Summary, fmt, reaches_gate
+from ..words import plural
 
 __all__ = [
     "DATASETS_DIFFER",
@@ -51,11 +52,6 @@ def threshold_text(raw: Any) -> str:
             return f"{fmt(low)}..{fmt(high)}"
         return f">= {fmt(low)}" if low is not None else f"<= {fmt(high)}"
     return f">= {fmt(raw)}"
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 conversation``, ``2 conversations``."""
-    return f"{count} {word if count == 1 else many or word + 's'}"
 
 
 def mark(passed: bool) -> Text:
