@@ -7,15 +7,13 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from ..dataset import find_registry, load_registry
 from ..errors import DatasetError
 from ..evaluate import check_outputs, open_for_writing
-from ..plugins import Entry
 from ..reports import (
     JsonReport,
     TerminalReport,
@@ -28,16 +26,19 @@ from ..reports import (
     render_item,
     titled,
 )
-from ..reports.html import HtmlReport, report_sources
-from ..scorers import all_kinds, origin
 from ..secrets import Redactor
 from ..store import diff_runs, find_item, find_play, load_run, open_existing
-from ..targets import declared
+
+if TYPE_CHECKING:
+    from ..plugins import Entry
 
 
 def scorers_listing(path: Path | None, as_json: bool) -> RenderableType | str:
     """``evalcli scorers``: the registry's scorers, then every scorer kind with its arguments and the package that
     declares it (docs/extending.md); as a table, or as JSON."""
+    from ..dataset import find_registry, load_registry
+    from ..scorers import all_kinds, origin
+
     registry = load_registry(find_registry(Path.cwd() / "_", str(path) if path else None))
     if registry.problems:
         raise DatasetError(registry.problems)
@@ -67,6 +68,8 @@ def scorers_listing(path: Path | None, as_json: bool) -> RenderableType | str:
 def adapters_listing(as_json: bool) -> RenderableType | str:
     """``evalcli adapters``: every adapter installed, evalcli's own first, with what it runs and the package that
     declares it (docs/extending.md); as a table, or as JSON."""
+    from ..targets import declared
+
     found = declared()
     if as_json:
         return json.dumps({"adapters": [
@@ -202,6 +205,8 @@ def report_command(db: Path, run_id: str, html: Path, baseline: str | None = Non
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
+        from ..reports.html import HtmlReport, report_sources
+
         sources = report_sources(store, run.result.run_id, baseline, tolerance, allow_different=allow_different)
         report = HtmlReport(run.result, sources, Redactor())
         deliver(run.items(), [report])
