@@ -4,8 +4,8 @@ run without it noticing.
 The configuration is a tree (``Dataset.resolved_configuration``: after ``${VAR}`` interpolation, with every file the
 dataset names read). Its fingerprint is a digest per leaf of the dataset's settings, by the leaf's path
 (``target.http.body.style``), and per conversation one entry (``item_entry``: a digest of it whole, a short one per
-leaf), each salted with a random salt the run keeps beside them (docs/identity.md). Comparing two fingerprints names the paths that differ
-(``data[3].target_options.temperature``), never a value.
+leaf), each salted with a random salt the run keeps beside them (docs/identity.md). Comparing two fingerprints names
+the paths that differ (``data[3].target_options.temperature``), never a value.
 
 A leaf that holds a secret (a header value, a persona's PIN) is never digested as it is with only that stored salt: a
 guessed value could be confirmed against it offline (docs/reliability.md, "Secrets"). Its digest is two parts: the
