@@ -230,7 +230,7 @@ def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Consol
     store = open_existing(db)
     try:
         comparison = compare_runs(store, run_ids, allow_different=allow_different, statistics=True, alpha=alpha,
-                                  detect=detect)
+                                  detect=detect, transcripts=html is not None)
     finally:
         store.close()
     render_comparison(out, comparison)

@@ -17,6 +17,7 @@ __all__ = [
     "ERROR",
     "MAX_FAILING",
     "MAX_ROWS",
+    "MAX_TABLE",
     "NOT_SCORABLE",
     "VERDICT_STYLE",
     "budget_words",
@@ -36,6 +37,9 @@ __all__ = [
 VERDICT_STYLE = {"passed": "bold green", "scored": "bold yellow", "failed": "bold red"}
 MAX_ROWS = 50
 MAX_FAILING = 10
+MAX_TABLE = 200
+"""Rows of the conversations table at most (``MAX_ROWS`` of any, then failing ones), and ``MAX_TABLE * 5`` with
+``--verbose``: a table of 100,000 rows takes minutes to lay out and nobody reads it (docs/history.md)."""
 NOT_SCORABLE = "n/s"
 ERROR = "error"
 """A score cell of the scorer whose failure made its conversation an error."""
