@@ -184,7 +184,7 @@ class TerminalReport:
                                soft_wrap=True)
         if count > len(shown):
             self.console.print(f"  ... and {count - len(shown)} more "
-                               f"(evalcli show {self.result.run_id} -v lists every conversation)", soft_wrap=True)
+                               f"(evalcli show {self.result.run_id} -v lists more, --json - every one)", soft_wrap=True)
 
 
 STABILITY_STYLE = {"stable-pass": "green", "flaky": "bold yellow", "stable-fail": "bold red"}
