@@ -108,7 +108,8 @@ def main() -> None:
                 continue
             took = _evalcli(command, folder)
             extra = f", file {(folder / 'report.html').stat().st_size / 1e6:.1f} MB" if name == "report --html" else ""
-            print(f"{name:16} {took.wall:6.1f} s  {took.peak_rss_mb:6.0f} MB peak RSS  exit {took.exit_code}{extra}", flush=True)
+            print(f"{name:16} {took.wall:6.1f} s  {took.cpu_seconds:6.1f} s CPU  {took.peak_rss_mb:6.0f} MB peak RSS  "
+                  f"exit {took.exit_code}{extra}", flush=True)
 
 
 if __name__ == "__main__":

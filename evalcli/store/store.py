@@ -370,6 +370,15 @@ class Store:
         where, params = ("dataset = ?", [dataset]) if dataset else (None, [])
         return list(self.db.table("runs").rows_where(where, params, order_by="id desc", limit=limit))
 
+    def listing(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest runs first, as ``evalcli runs`` lists them: the ``runs`` row without its options and result
+        (a run of 100,000 conversations keeps megabytes there), with its ``shard`` and how many runs were
+        ``merged`` into it read from the options by SQLite."""
+        columns = [row[1] for row in self.conn.execute("PRAGMA table_info(runs)") if row[1] not in ("options", "result")]
+        return list(self.query(f"SELECT {', '.join(columns)}, json_extract(options, '$.shard') AS shard, "
+                          "json_array_length(options, '$.merged_from') AS merged FROM runs ORDER BY id DESC LIMIT ?",
+                          [limit]))
+
     def load_items(self, run_id: str, *, errors_only: bool = False, light: bool = False) -> Iterator[ItemResult]:
         """The stored conversations of a run (only those that errored, with ``errors_only``), in dataset order, with
         their turns and outcomes.
