@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.workload import ROOT, Measure, measure  # noqa: E402
+from bench.workload import ROOT, Measure, measure
 
 SEED = 20
 AGENT = """
