@@ -31,6 +31,7 @@ from ..results import Guardrail, Interrupt, ItemResult, Outcome, Plan, Summary, 
 from ..secrets import Redactor
 from . import migrations
 from .connection import BUSY_TIMEOUT_MS, READ_BUSY_TIMEOUT_MS, Statement, connect, open_readonly, run
+from .light import stored_outcomes, turns_from
 from .writer import StoreWriter
 
 if TYPE_CHECKING:
@@ -410,17 +411,6 @@ class Store:
         return self.options(run_id).plan
 
 
-LIGHT = {"output": "'[]' AS output", "structured": "NULL AS structured"}
-"""The columns of a turn ``light`` leaves out (what the agent said): ``diff`` and ``compare`` pair and count without."""
-
-
-def _turns_from(conn: Any, light: bool) -> str:
-    if not light:
-        return "SELECT * FROM turns"
-    columns = [row[1] for row in conn.execute("PRAGMA table_info(turns)")]  # a database of any schema version
-    return f"SELECT {', '.join(LIGHT.get(column, column) for column in columns)} FROM turns"
-
-
 def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: int | None = None,
                  indexes: list[int] | None = None, light: bool = False) -> Iterator[ItemResult]:
     """``Store.load_items`` on any connection to the file (the writer thread's, inside its transaction, reads back a
@@ -436,7 +426,7 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
         where = (" AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status = 'error')"
                  if errors_only else "")
         params = [run_id, run_id] if errors_only else [run_id]
-    turn_rows = _rows(conn, f"{_turns_from(conn, light)} WHERE run_id = ?{where} ORDER BY item_index, turn_index", params)
+    turn_rows = _rows(conn, f"{turns_from(conn, light)} WHERE run_id = ?{where} ORDER BY item_index, turn_index", params)
     pending = next(turn_rows, None)
     for row in _rows(conn, f"SELECT * FROM items WHERE run_id = ?{where} ORDER BY item_index", params):
         turns: list[TurnRecord] = []
@@ -444,7 +434,7 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
             if pending["item_index"] == row["item_index"]:
                 turns.append(_turn_record(pending, light))
             pending = next(turn_rows, None)
-        stored = _stored_outcomes(row["outcomes"], light)
+        stored = stored_outcomes(row["outcomes"], light)
         gates, scores, thresholds = outcomes_from_json(stored)
         plays = json.loads(row["gate_plays"] or "{}")
         yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
@@ -496,19 +486,8 @@ def _turn_from_json(data: dict[str, Any]) -> TurnRecord:
                          "resume": None if data.get("resume") is None else json.dumps(data["resume"])})
 
 
-def _stored_outcomes(text: str | None, light: bool) -> dict[str, Any]:
-    """An ``outcomes`` column; ``light``: without each gate's and scorer's reason and samples (they quote the agent)."""
-    outcomes: dict[str, Any] = json.loads(text or "{}")
-    if light:
-        for group in ("gates", "scorers"):
-            for outcome in (outcomes.get(group) or {}).values():
-                outcome.pop("reason", None)
-                outcome.pop("samples", None)
-    return outcomes
-
-
 def _turn_record(row: dict[str, Any], light: bool = False) -> TurnRecord:
-    outcomes = _stored_outcomes(row["outcomes"], light)
+    outcomes = stored_outcomes(row["outcomes"], light)
     gates, scores, thresholds = outcomes_from_json(outcomes)
     interrupt = row.get("interrupt")
     return TurnRecord(row["turn_index"], row["input"], json.loads(row["output"]), row["duration_ms"] or 0.0,
