@@ -225,7 +225,7 @@ def validate(
 ) -> None:
     """Check datasets (and their registry, target and custom scorers) without running anything."""
     with user_errors(debug):
-        from .commands import validate_command
+        from .validate import validate_command
 
         lines, warnings = validate_command(datasets, scorers)
         for line in lines:

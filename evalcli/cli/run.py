@@ -11,7 +11,7 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -22,15 +22,17 @@ from ..evaluate import Reporter, RunsInterrupted, plan_runs, run_planned
 from ..llm import parse_budget
 from ..otel.endpoint import check as check_endpoint
 from ..otel.endpoint import traces_url
-from ..reports import TerminalReport, comparison_table, interrupted_line
+from ..reports import TerminalReport, interrupted_line
 from ..reports.otel import Exporter, ExportEvents, ExportFailed
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
 from ..run.options import parse_repeat
 from ..secrets import Redactor
-from ..store import Comparison
 from .console import make_console
 from .outputs import stdout_for_json
+
+if TYPE_CHECKING:
+    from ..store import Comparison
 
 
 @dataclass
@@ -153,6 +155,8 @@ class TerminalReporter(Reporter):
                 style="red", markup=False, soft_wrap=True)
 
     def compared(self, comparison: Comparison, run_ids: list[str]) -> None:
+        from ..reports import comparison_table
+
         self.out.print(comparison_table(comparison))
         self.out.print(f"conversations whose gates differ: evalcli compare {' '.join(run_ids)}"
                        f"{db_option(self.request.db)}", style="dim", markup=False, soft_wrap=True)
