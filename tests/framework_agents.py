@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from evalcli.messages import Message
@@ -40,8 +41,23 @@ def framework(name: str, module: str) -> Any:
     return pytest.param(name, marks=needs(module))
 
 
-NEW_FRAMEWORKS = [framework("google_adk", "google.adk"), framework("strands", "strands")]
-"""The adapters whose frameworks are optional in the test environment."""
+NEW_FRAMEWORKS = [framework("google_adk", "google.adk"), "strands"]
+"""The adapters whose frameworks are optional in the test environment (Strands': in a venv of its own)."""
+
+IN_VENVS = {"strands": "strands"}
+"""The adapters whose frameworks' pins clash with the suite's, and the extra whose venv runs them
+(tests/framework_venvs.py)."""
+
+
+def framework_python(adapter: str) -> Path | None:
+    """The interpreter that runs ``adapter``'s agents: its venv's (built once; a skip, or a failure in CI, when it
+    cannot be), or ``None`` for the test Python."""
+    extra = IN_VENVS.get(adapter)
+    if extra is None:
+        return None
+    from tests.framework_venvs import venv_or_skip
+
+    return venv_or_skip(extra)
 
 
 def weather(city: str, day: str = "today") -> dict[str, Any]:
