@@ -21,8 +21,8 @@ KEY = "sk-test-not-a-real-key-0123456789"
 
 
 def needs(module: str) -> Any:
-    """A mark skipping a test whose framework is not installed (``evalcli[google-adk]``, ``evalcli[strands]``: extras
-    CI's environment may leave out when they would downgrade another framework's dependencies)."""
+    """A mark skipping a test whose framework is not installed (``evalcli[google-adk]``: an extra CI's environment may
+    leave out when it would downgrade another framework's dependencies)."""
     import importlib.util
 
     import pytest

@@ -1,6 +1,6 @@
 """Virtual environments of their own for the frameworks whose pins clash with the suite's (docs/development.md):
-llama-index-llms-openai pins ``openai<3``, and strands-agents ``mcp<2.2``, so neither can share the test Python.
-Each extra (``evalcli[llama-index]``, ``evalcli[strands]``) is installed with pip into a venv in a cache folder named after
+llama-index-llms-openai pins ``openai<3``, so it cannot share the test Python. Each extra (``evalcli[llama-index]``)
+is installed with pip into a venv in a cache folder named after
 the extra and a hash of its requirements (``$EVALCLI_TEST_CACHE``, else ``~/.cache/evalcli-tests``), once; the tests
 run the CLI with that venv's Python and the working tree on ``PYTHONPATH``.
 

@@ -2,8 +2,8 @@
 loopback scripted model: an ADK customer-service agent (google/adk-samples ``customer-service`` style: the profile in
 the session state from a setup, the app's own tool callbacks, ADK's DEBUG logging on) and a Strands recipe bot
 (strands-agents/samples ``recipe_bot`` style: ``@tool`` functions, ``invocation_state`` from a setup, the printing
-callback handler). Each conversation's history is its own (read from the model server's request log), usage is the
-target's, mocks, ``--hermetic`` and tapes reach the frameworks' tools."""
+callback handler; in its own venv, tests/framework_venvs.py). Each conversation's history is its own (read from the
+model server's request log), usage is the target's, mocks, ``--hermetic`` and tapes reach the frameworks' tools."""
 
 from __future__ import annotations
 
