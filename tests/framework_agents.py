@@ -44,20 +44,15 @@ def framework(name: str, module: str) -> Any:
 NEW_FRAMEWORKS = [framework("google_adk", "google.adk"), "strands"]
 """The adapters whose frameworks are optional in the test environment (Strands': in a venv of its own)."""
 
-IN_VENVS = {"strands": "strands"}
-"""The adapters whose frameworks' pins clash with the suite's, and the extra whose venv runs them
-(tests/framework_venvs.py)."""
-
 
 def framework_python(adapter: str) -> Path | None:
-    """The interpreter that runs ``adapter``'s agents: its venv's (built once; a skip, or a failure in CI, when it
-    cannot be), or ``None`` for the test Python."""
-    extra = IN_VENVS.get(adapter)
-    if extra is None:
-        return None
-    from tests.framework_venvs import venv_or_skip
+    """The interpreter that runs ``adapter``'s agents: the venv of its extra when its pins clash with the suite's
+    (``tests/framework_venvs.EXTRAS``; built once, a skip, or a failure in CI, when it cannot be), else ``None``: the
+    test Python."""
+    from tests.framework_venvs import EXTRAS, venv_or_skip
 
-    return venv_or_skip(extra)
+    extra = adapter.replace("_", "-")
+    return venv_or_skip(extra) if extra in EXTRAS else None
 
 
 def weather(city: str, day: str = "today") -> dict[str, Any]:

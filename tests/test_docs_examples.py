@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import REPO, CliResult, run_cli
 from tests.doc_blocks import Block, Page, pages
-from tests.framework_venvs import venv_or_skip
+from tests.framework_venvs import EXTRAS, venv_or_skip
 from tests.mastra_server import REQUIRE, MastraServer, Unavailable, ensure_installed, node_missing
 from tests.plugin_packages import demo_plugin
 
@@ -67,14 +67,12 @@ def mastra_url() -> Iterator[str]:
 
 FRAMEWORK_NEEDS = {"google_adk": "google.adk"}
 """Needs that are a framework's module: optional extras, which a test environment may leave out."""
-VENV_NEEDS = ("llama-index", "strands")
-"""Needs that are an extra whose pins clash with the suite's: the example runs in that extra's venv
-(tests/framework_venvs.py)."""
 
 
 def venv_python(block: Block) -> Path | None:
-    """The interpreter of the venv the example needs (built once), or ``None`` for the test Python."""
-    extra = next((need for need in VENV_NEEDS if need in block.needs), None)
+    """The interpreter of the venv the example needs (a need named after an extra whose pins clash with the suite's,
+    tests/framework_venvs.py; built once), or ``None`` for the test Python."""
+    extra = next((need for need in EXTRAS if need in block.needs), None)
     return venv_or_skip(extra) if extra else None
 
 
