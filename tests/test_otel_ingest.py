@@ -200,5 +200,6 @@ def test_content_blocks_read_as_their_texts_and_nothing_else_changes(parts: list
     blocks = [{"text": p} if isinstance(p, str) else {"json": p} for p in parts]
     assert blocks_text(blocks) == "\n".join(p if isinstance(p, str) else json.dumps(p, ensure_ascii=False)
                                             for p in parts)
+    assert blocks_text(json.dumps(blocks)) == blocks_text(blocks)  # the same blocks as a span's JSON text
     other = [*blocks, {"image": {"format": "png"}}]
     assert blocks_text(other) is other
