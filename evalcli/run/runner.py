@@ -21,6 +21,7 @@ from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, load_dataset
 from ..errors import ExitCode, describe
 from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summary
+from ..otel.capture import refused as capture_refused
 from ..otel.record import arm_capture
 from ..passrate import settle
 from ..results import ItemResult, RunResult
@@ -154,7 +155,8 @@ class Runner:
         to_run = plan.to_run
         if to_run:
             import_http_client(list(plan.model_names), always=target is not None and target.speaks_http)
-            arm_capture(self.dataset, to_run)
+            if not arm_capture(self.dataset, to_run) and (why := capture_refused()) is not None:
+                self.events.warning(why)  # the app's own provider keeps its spans: said, never silently off
         # a new run's row keeps the configuration's fingerprint (a walk of every item): only made to be stored
         await recorder.begin(self.dataset, plan.stored() if self.store is not None else None)
         self.events.started(recorder.run_id, len(plan.items), len(plan.items) - len(to_run))
