@@ -101,8 +101,13 @@ def _genai_tool(span: Span) -> ToolUse:
     name = attribute_text(a, "gen_ai.tool.name") or span.name.removeprefix("execute_tool").strip() or "unknown"
     arguments = _first_json(a, "gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args", "tool_arguments")
     result = _first(a, "gen_ai.tool.call.result", "gcp.vertex.agent.tool_response", "tool_response")
+    if arguments is None:  # the deprecated per-message events (Strands' default): the call's input, its output
+        arguments = _event_json(span, "gen_ai.tool.message", "content")
+    if result is None:
+        result = next((e.attributes["message"] for e in span.events
+                       if e.name == "gen_ai.choice" and "message" in e.attributes), None)
     error = span.error if span.error is not None else attribute_text(a, "error.type")
-    return ToolUse(span, name, attribute_text(a, "gen_ai.tool.call.id"), _mapping(arguments), result,
+    return ToolUse(span, name, attribute_text(a, "gen_ai.tool.call.id"), _mapping(arguments), blocks_text(result),
                    _error_text(span, error))
 
 
@@ -153,6 +158,37 @@ def _error_text(span: Span, error: str | None) -> str | None:
         if event.name == "exception":
             return str(event.attributes.get("exception.message") or event.attributes.get("exception.type") or "error")
     return "error"
+
+
+def blocks_text(result: Any) -> Any:
+    """A tool result given as content blocks (Strands' and Bedrock's ``[{"text": ...}]``, ``{"json": ...}`` blocks,
+    MCP's ``{"type": "text", "text": ...}``; as a list or as its JSON text) as the text an adapter records for it:
+    the blocks' texts, a JSON block as JSON, one a line. Any other result is left as it is."""
+    blocks = result
+    if isinstance(result, str) and result.startswith("[{"):
+        try:
+            blocks = json.loads(result)
+        except ValueError:
+            return result
+    if not isinstance(blocks, list) or not blocks:
+        return result
+    texts = []
+    for block in blocks:
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif isinstance(block, dict) and set(block) == {"json"}:
+            texts.append(_text(block["json"]))
+        else:
+            return result
+    return "\n".join(texts)
+
+
+def _event_json(span: Span, name: str, key: str) -> Any:
+    """Attribute ``key`` of the span's first ``name`` event (JSON read), or ``None``."""
+    for event in span.events:
+        if event.name == name and key in event.attributes:
+            return attribute_json(event.attributes, key)
+    return None
 
 
 def _first_json(attributes: dict[str, Any], *keys: str) -> Any:
