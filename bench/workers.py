@@ -6,7 +6,8 @@ fresh database each time; the wall of each worker count is the best of ``--repea
 the load average is printed beside each). The target: 2 workers take at most 0.55 of 1 worker's wall on 2 cores.
 
 A second table plays a zero-latency agent, where the run's own process (reading the workers' results, folding
-them, writing every row) is the bottleneck: its CPU per conversation shows what a worker's result costs it.
+them, writing every row) is the bottleneck. CPU is that of every process of the run (``os.wait4``: the CLI and the
+workers it waited for), start-up included.
 
 Usage: ``python bench/workers.py [--size 400x3] [--cpu 0.02] [--workers 1,2] [--repeat 3] [--zero-size 4000x3]``.
 """
@@ -39,8 +40,8 @@ def play(work: Workload, workers: int, repeat: int) -> tuple[list[Measure], list
 def table(title: str, work: Workload, counts: list[int], repeat: int) -> dict[int, float]:
     print(f"\n{title}: {work.n} conversations x {work.turns} turns, concurrency {work.concurrency}, "
           f"{os.cpu_count()} cores")
-    print(f"  {'workers':>7}  {'best wall s':>11}  {'median s':>8}  {'run s':>6}  {'parent CPU s':>12}  "
-          f"{'parent ms/conv':>14}  load (1/5/15 min) per run")
+    print(f"  {'workers':>7}  {'best wall s':>11}  {'median s':>8}  {'run s':>6}  {'CPU s (all)':>12}  "
+          f"{'CPU ms/conv':>14}  load (1/5/15 min) per run")
     best: dict[int, float] = {}
     for workers in counts:
         runs, loads = play(work, workers, repeat)
