@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.workload import Workload, load_average, run_evalcli, write_dataset  # noqa: E402
+from bench.workload import Workload, load_average, run_evalcli, write_dataset
 
 TARGETS = {20_000: 150, 100_000: 300}
 

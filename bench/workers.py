@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.workload import Measure, Workload, load_average, run_evalcli, write_dataset  # noqa: E402
+from bench.workload import Measure, Workload, load_average, run_evalcli, write_dataset
 
 
 def play(work: Workload, workers: int, repeat: int) -> tuple[list[Measure], list[str]]:
