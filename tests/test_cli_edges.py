@@ -61,7 +61,8 @@ def test_another_programs_sqlite_file_is_refused_untouched(write: Callable[..., 
         conn.execute("CREATE TABLE users (id INTEGER)")
     before = foreign.read_bytes()
     assert cli("run", "d.yaml", "--db", "d.db", "--shard", "1/1").code == 0
-    for args in (["run", "d.yaml", "--db", "app.db"], ["runs", "--db", "app.db"], ["labels", "export", "--db", "app.db"], ["merge", "app.db", "--out", "merged.db"], ["merge", "d.db", "--out", "app.db"]):
+    for args in (["run", "d.yaml", "--db", "app.db"], ["runs", "--db", "app.db"], ["labels", "export", "--db", "app.db"],
+                 ["merge", "app.db", "--out", "merged.db"], ["merge", "d.db", "--out", "app.db"]):
         result = cli(*args)
         assert result.code == 2 and "it is not an evalcli database" in result.stderr, (args, result.stderr)
     assert foreign.read_bytes() == before  # no evalcli tables added, its journal mode not switched to WAL
