@@ -4,6 +4,7 @@ and what cannot work with workers is refused before anything runs."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,16 @@ from typing import Any
 
 import pytest
 
-from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, load_json, query, run_cli, write_project
+from tests.reliability_helpers import (
+    SUBPROCESS_TIMEOUT,
+    cli_env,
+    load_json,
+    query,
+    run_cli,
+    start_cli,
+    wait_for_lines,
+    write_project,
+)
 
 AGENT = """
 import os, pathlib
@@ -162,3 +172,34 @@ def test_a_target_defined_in_main_is_refused_with_the_fix(tmp_path: Path) -> Non
                           text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "defined in __main__" in done.stdout and "move it into a module" in done.stdout
+
+
+SLOW = """
+import pathlib, time
+
+HERE = pathlib.Path(__file__).parent
+
+def generate(input, **options):
+    with open(HERE / "calls.txt", "a") as out:
+        out.write(input + "\\n")
+    time.sleep(0.3)
+    return "answer " + input
+"""
+
+
+def test_an_interrupt_reaches_the_workers_and_the_run_resumes(tmp_path: Path) -> None:
+    lines = ["target: agent:generate", "concurrency: 2", "gates: [says-answer]", "data:"]
+    write_project(tmp_path, agent=SLOW, dataset="\n".join(lines + [f"  - {{id: i{n}, input: q{n}}}"
+                                                                    for n in range(40)]) + "\n", scorers=SCORERS)
+    db = tmp_path / "runs.db"
+    process = start_cli(["run", "ds.yaml", "--db", str(db), "--workers", "2", "-q"], tmp_path, cli_env())
+    wait_for_lines(tmp_path / "calls.txt", 4)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=SUBPROCESS_TIMEOUT)
+    assert process.returncode == 130, stderr
+    (run_id, status), = query(db, "SELECT id, status FROM runs")
+    assert status == "interrupted"
+    assert query(db, "SELECT count(*) FROM items")[0][0] < 40
+    resumed, _ = run(tmp_path, db, "--workers", "2", "--resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    assert query(db, "SELECT count(*), min(status), max(status) FROM items") == [(40, "ok", "ok")]
