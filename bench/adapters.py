@@ -131,7 +131,7 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true", help="run the scripted model server")
     parser.add_argument("--latency", type=float, default=0.0, help="server: seconds before each answer")
     parser.add_argument("--framework", choices=["pydantic_ai", "openai_agents", "langgraph", "llama_index",
-                                                "google_adk", "strands"])
+                                                "google_adk", "strands", "crewai"])
     parser.add_argument("--api-base", help="the server's base URL (http://127.0.0.1:PORT/v1)")
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--turns", type=int, default=3)

@@ -16,6 +16,9 @@ app would make it, which evalcli gets from a setup (``setup``, a pytest-style ge
   the end;
 - Strands: a new ``Agent`` per conversation (the same model and tools), ``invoke_async(text, invocation_state=...)``
   per turn, as an app that serves many users makes one agent per session.
+- CrewAI (in its own venv, docs/development.md): one ``Agent``, each conversation its own message list,
+  ``agent.kickoff(history + [user message])`` per turn in a worker thread (``kickoff`` is synchronous), the
+  messages the executor added kept for the next turn.
 """
 
 from __future__ import annotations
@@ -126,6 +129,8 @@ def build(framework: str, api_base: str) -> Any:
                         instruction="Weather assistant.", tools=[adk_weather])
     if framework == "strands":
         return strands_agent(api_base)
+    if framework == "crewai":
+        return crewai_agent(api_base)
     from langchain.agents import create_agent
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
@@ -184,6 +189,8 @@ def direct(framework: str, agent: Any) -> Conversation:
             return [str(await own.invoke_async(text, invocation_state=state)) for text in turns]
 
         return strands
+    if framework == "crewai":
+        return crewai_direct(agent)
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -237,3 +244,37 @@ def adk_direct(agent: Any) -> Conversation:
             await sessions.delete_session(app_name="bench", user_id=session, session_id=session)
 
     return google_adk
+
+
+def crewai_agent(api_base: str) -> Any:
+    """The CrewAI weather agent, its ``LLM`` at the benchmark's server."""
+    from crewai import LLM
+    from crewai import Agent as CrewAgent
+    from crewai.tools import tool as crewai_tool
+
+    return CrewAgent(role="Weather assistant", goal="Answer questions about the weather.", backstory="Weather assistant.",
+                     tools=[crewai_tool("get_weather")(get_weather)],
+                     llm=LLM(model="openai/bench", base_url=api_base, api_key=KEY, max_retries=0))
+
+
+def crewai_direct(agent: Any) -> Conversation:
+    """CrewAI's own way: the conversation's messages kept by the app, ``kickoff(messages)`` in a worker thread."""
+    import asyncio
+
+    from crewai.events.utils.console_formatter import set_suppress_console_output
+
+    def kickoff(messages: list[Any]) -> Any:
+        set_suppress_console_output(True)  # as evalcli does: CrewAI's panels cost time and fill the terminal
+        return agent.kickoff(messages)
+
+    async def crewai(turns: list[str]) -> list[Any]:
+        history: list[Any] = []
+        out = []
+        for text in turns:
+            sent = [*history, {"role": "user", "content": text}]
+            result = await asyncio.to_thread(kickoff, sent)
+            history = [*sent, *result.messages[1 + len(sent):]]
+            out.append(result.raw)
+        return out
+
+    return crewai

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import EvalcliError, ExitCode
+from .secrets import environment_secrets, header_secrets, remember, url_secrets
 
 START_TIMEOUT = 60.0
 """Seconds a server has to start and list its tools."""
@@ -48,11 +49,31 @@ class McpServer:
         return f"the MCP server {self.url}" if self.url else f"the MCP server '{shlex.join(self.command)}'"
 
 
+def remember_secrets(*, url: str | None = None, headers: Mapping[str, Any] | None = None,
+                     env: Mapping[str, Any] | None = None) -> None:
+    """Make the secrets an MCP server's configuration holds secrets of every output of this process (docs/secrets.md):
+    its secret-named headers' values (``Authorization: Bearer X``), its URL's credentials, and the values of its
+    secret-named environment variables (``WEATHER_API_KEY``, as long as a key: the environment's own rule), however
+    the agent's code got them (a file, a vault), so a tool that echoes one never puts it in a tape, the database or a
+    report (docs/hermetic.md, "MCP tools")."""
+    found = header_secrets(headers or {}) | (url_secrets(url) if url else set())
+    found |= environment_secrets({str(k): str(v) for k, v in (env or {}).items() if v is not None})
+    remember(found)
+
+
 def mcp_server(raw: Any) -> McpServer:
     """An ``mcp:`` entry as written: ``{command: "python server.py" | [..], args, env, cwd, name}`` or ``{url, headers,
-    name}`` (the name defaults to the command's script or module, or the URL's host)."""
+    name}`` (the name defaults to the command's script or module, or the URL's host). Its secrets are remembered
+    (``remember_secrets``)."""
     if isinstance(raw, McpServer):
+        remember_secrets(url=raw.url, headers=raw.headers, env=raw.env)
         return raw
+    server = _parsed_server(raw)
+    remember_secrets(url=server.url, headers=server.headers, env=server.env)
+    return server
+
+
+def _parsed_server(raw: Any) -> McpServer:
     if not isinstance(raw, Mapping) or ("command" in raw) == ("url" in raw):
         raise ValueError(f"an mcp server is {{command: ...}} (stdio) or {{url: ...}} (streamable HTTP), not {raw!r}")
     if "url" in raw:

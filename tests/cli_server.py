@@ -57,9 +57,9 @@ PROFILES = {"base": (), "frameworks": FRAMEWORKS}
 # was imported is what a run reads
 OTEL_MODULES = ("evalcli.otel.capture_sdk", "evalcli.otel.instrument", "evalcli.otel.endpoint")
 # adapters whose frameworks no profile imports (smolagents) or that live in venvs of their own (tests/framework_venvs.py)
-OTHER_ADAPTERS = ("evalcli.targets.llama_index", "evalcli.targets.smolagents")
+OTHER_ADAPTERS = ("evalcli.targets.llama_index", "evalcli.targets.smolagents", "evalcli.targets.crewai")
 NOT_AHEAD = (*FRAMEWORK_ADAPTERS, *OPTIONAL_ADAPTERS, *OTHER_ADAPTERS, *OTEL_MODULES, "evalcli.__main__")  # left to the profile
-NEVER_AHEAD = FRAMEWORK_PACKAGES | {"smolagents", "llama_index", "litellm", "scipy", "llama_cpp", "playwright",
+NEVER_AHEAD = FRAMEWORK_PACKAGES | {"smolagents", "llama_index", "crewai", "litellm", "scipy", "llama_cpp", "playwright",
                                     "numpy", "pandas", "opentelemetry"}
 
 

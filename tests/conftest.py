@@ -43,7 +43,7 @@ FRAMEWORK_MODULES = frozenset({
     "test_registration", "test_tools_frameworks",
 })
 
-SLOW_MODULES = FRAMEWORK_MODULES | {"test_adapter_llama_index", "test_adapter_smolagents",
+SLOW_MODULES = FRAMEWORK_MODULES | {"test_adapter_crewai", "test_adapter_llama_index", "test_adapter_smolagents",
     "test_docs_examples", "test_first_minutes", "test_hostile_transcripts", "test_html_report_browser",
     "test_llm_backends", "test_local_model", "test_pytest_plugin", "test_pytest_plugin_runs", "test_scripted_model",
     "test_target_mastra", "test_yaml_suite",

@@ -13,7 +13,8 @@ A marker is an HTML comment on the line right before a block's opening fence (in
 - ``file=NAME``: the block is written as NAME into the folders of the examples that follow it on the same page
   (a dataset with a file name is validated under that name).
 - ``needs=mastra``: the example needs a Mastra server (Node); ``MASTRA_URL`` points at one.
-- ``needs=llama-index``: the example runs in the venv holding ``evalcli[llama-index]`` (tests/framework_venvs.py)
+- ``needs=llama-index``, ``needs=crewai``: the example runs in the venv holding ``evalcli[llama-index]`` (or
+  ``evalcli[crewai]``, tests/framework_venvs.py)
 - ``needs=google_adk``, ``needs=strands``: the example needs that framework installed (an optional extra; skipped
   without it).
 - ``needs=demo_plugin``: the example needs the example plugin of docs/extending.md installed
@@ -36,7 +37,7 @@ MARKER = re.compile(r"^\s*<!-- example: (?P<words>.*?) -->\s*$")
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w+-]*)\s*$")
 KINDS = {"run", "validate", "sh"}
 KEYS = {"exit", "file", "needs"}
-NEEDS = {"mastra", "demo_plugin", "llama-index", "google_adk", "strands"}
+NEEDS = {"mastra", "demo_plugin", "llama-index", "google_adk", "strands", "crewai"}
 
 
 def doc_files() -> list[Path]:

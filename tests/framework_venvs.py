@@ -30,7 +30,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 REQUIRE = "EVALCLI_REQUIRE_VENVS"
 """Set (by ``.ci/run``) when the framework venvs must be built: their tests then fail instead of skipping."""
-EXTRAS = ("llama-index",)
+EXTRAS = ("llama-index", "crewai")
 """The extras that get a venv (``make test`` builds each)."""
 
 

@@ -112,8 +112,9 @@ def test_dataset_example(case: tuple[Page, Block], tmp_path: Path, request: pyte
     (folder / name).write_text(block.text, encoding="utf-8")
     env = needs(block, request, folder)
     command = "run" if block.kind == "run" else "validate"  # a run validates the dataset first (exit 2 if not)
-    if "llama-index" in block.needs:  # its framework pins clash with the suite's: the CLI of its own venv
-        python = venv_or_skip("llama-index")
+    own_venv = next((extra for extra in ("llama-index", "crewai") if extra in block.needs), None)
+    if own_venv:  # its framework pins clash with the suite's: the CLI of its own venv
+        python = venv_or_skip(own_venv)
         ran = subprocess.run([str(python), "-m", "evalcli", command, name], cwd=folder, capture_output=True, text=True,
                              env={**cli_base_env(), **env, "PYTHONPATH": f"{REPO}:{folder}"}, timeout=SUBPROCESS_TIMEOUT)
         done = CliResult(ran.returncode, ran.stdout, ran.stderr, folder)

@@ -6,6 +6,7 @@ nothing for want of seeing the target's tool calls (docs/hermetic.md)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path as FsPath
@@ -120,8 +121,7 @@ def _faults(raw: Any, at: Path, pos: Positions, label: str, problems: list[Probl
                                         f"faults have {', '.join(FAULT_KEYS)}", key=True))
 
     def number(key: str, value: Any, low: float, high: float | None, what: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low or \
-                (high is not None and value > high):
+        if not finite(value) or value < low or (high is not None and value > high):
             problems.append(pos.problem((*at, key), f"{label}: '{key}' is {what}, not {value!r}", FAULTS_EXAMPLE))
             return 0.0
         return float(value)
@@ -139,8 +139,12 @@ def _faults(raw: Any, at: Path, pos: Positions, label: str, problems: list[Probl
         else:
             p50 = number("latency", latency["p50"], 0, None, "seconds (p50 >= 0)")
             p99 = number("latency", latency.get("p99", p50), p50, None, "seconds, at least p50")
+            if p50 == 0 and p99 > 0:
+                problems.append(pos.problem((*at, "latency"), f"{label}: 'latency' with p99 {p99:g}s needs a p50 above "
+                                                              "0 (the median of the calls' waits)",
+                                            "write e.g. 'latency: {p50: 0.05, p99: 2}', or leave latency out"))
     timeout = raw.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+    if timeout is not None and (not finite(timeout) or timeout <= 0):
         problems.append(pos.problem((*at, "timeout"), f"{label}: 'timeout' is seconds (> 0), not {timeout!r}",
                                     "write e.g. 'timeout: 1.5'"))
     seed = raw.get("seed", 0)
@@ -212,11 +216,17 @@ def _answer(raw: Any, at: Path, pos: Positions, label: str, problems: list[Probl
 
 def _delay(raw: dict[str, Any], at: Path, pos: Positions, label: str, problems: list[Problem]) -> float | None:
     value = typed(raw.get("delay", 0))
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    if not finite(value) or value < 0:
         problems.append(pos.problem((*at, "delay"), f"{label}: 'delay' is seconds (a number >= 0), not {value!r}",
                                     "write e.g. 'delay: 2.5'"))
         return None
     return float(value)
+
+
+def finite(value: Any) -> bool:
+    """Whether a YAML value is a finite number (not a bool, ``.nan`` or ``.inf``): what every rate and every seconds
+    value of ``tools:`` must be (a ``.inf`` latency or delay would wait forever, a ``.nan`` rate never fires)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: str, folder: FsPath,

@@ -34,6 +34,8 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_EXPANDED_CHARS = 4 * MAX_FILE_BYTES
 
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+ESCAPED = "$${"
+"""A literal ``${`` in a string value: ``$${HOME}`` is the text ``${HOME}``, never interpolated (docs/datasets.md)."""
 
 
 @dataclass
@@ -203,7 +205,7 @@ class Walker:
                 self.used.secret_values.add(value)
             return value
 
-        result = INTERPOLATION.sub(replace, text)
+        result = "${".join(INTERPOLATION.sub(replace, piece) for piece in text.split(ESCAPED))
         return WholeInterpolation(result) if plain and INTERPOLATION.fullmatch(text) else result
 
 

@@ -186,7 +186,7 @@ def genai_messages(raw: Any) -> list[Message]:
         role = str(message.get("role") or "user")
         parts = message.get("parts")
         if not isinstance(parts, list):  # some write OpenAI's own shape
-            out.append(dict(message))
+            out.append(_openai_message(message, role))
             continue
         texts = [str(p.get("content", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text"]
         calls = [_call(p.get("id"), p.get("name"), p.get("arguments")) for p in parts
@@ -203,6 +203,20 @@ def genai_messages(raw: Any) -> list[Message]:
                 entry["tool_calls"] = calls
             out.append(entry)
     return out
+
+
+def _openai_message(message: dict[str, Any], role: str) -> Message:
+    """A message a span wrote in OpenAI's own shape, as a transcript takes it: its content as text (or ``None``), its
+    tool calls only those that are calls (``tool_calls: "x"`` or a content of another type is read, never trusted)."""
+    content = message.get("content")
+    entry: Message = {"role": "assistant" if role == "model" else role,
+                      "content": content if content is None or isinstance(content, str) else _text(content)}
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        _with_calls(entry, calls)
+    if message.get("tool_call_id") is not None:
+        entry["tool_call_id"] = str(message["tool_call_id"])
+    return entry
 
 
 def _call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
@@ -247,8 +261,13 @@ def _event_messages(span: Span) -> tuple[list[Message], list[Message]]:
 
 def _with_calls(message: Message, calls: Any) -> None:
     if isinstance(calls, list) and calls:
-        message["tool_calls"] = [_call(c.get("id"), (c.get("function") or {}).get("name"),
-                                       (c.get("function") or {}).get("arguments")) for c in calls if isinstance(c, dict)]
+        message["tool_calls"] = [_call(c.get("id"), function.get("name"), function.get("arguments"))
+                                 for c in calls if isinstance(c, dict) for function in [_function(c)]]
+
+
+def _function(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    return function if isinstance(function, dict) else {}
 
 
 def _flat_messages(attributes: dict[str, Any], prefix: str) -> list[Message]:

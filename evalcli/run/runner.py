@@ -21,6 +21,7 @@ from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, load_dataset
 from ..errors import ExitCode, describe
 from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summary
+from ..otel.capture import refused as capture_refused
 from ..otel.record import arm_capture
 from ..passrate import settle
 from ..results import ItemResult, RunResult
@@ -173,7 +174,8 @@ class Runner:
         target = self.dataset.target
         if to_run:
             import_http_client(list(self.plan.model_names), always=target is not None and target.speaks_http)
-            arm_capture(self.dataset, to_run)
+            if not arm_capture(self.dataset, to_run) and (why := capture_refused()) is not None:
+                self.events.warning(why)  # the app's own provider keeps its spans: said, never silently off
             # a model that cannot be reached (package or key missing) fails each call at once, unimported
             context.warm_up(list(self.plan.model_names), self.events.notice, list(self.plan.models))
             if target is not None and target.target_model is not None:

@@ -36,6 +36,8 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 WORKING = frozenset({"submitted", "working", "unknown", "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"})
 FAILED = frozenset({"failed", "rejected", "canceled", "TASK_STATE_FAILED", "TASK_STATE_REJECTED",
                     "TASK_STATE_CANCELED"})
+WAITING = frozenset({"input-required", "auth-required", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+"""A task waiting for the user: the conversation's next message answers it (sent with the task's ``taskId``)."""
 _IDS = itertools.count(1)
 
 
@@ -178,6 +180,8 @@ class A2ASession(TurnSession["A2AAdapter"]):
     def __init__(self, adapter: A2AAdapter, thread: Thread, calls: Calls) -> None:
         super().__init__(adapter, thread, calls)
         self.context_id: str | None = None
+        self.waiting: str | None = None
+        """The task the agent left waiting for the user (``input-required``): the next turn continues it."""
         self.turn = 0
 
     async def _turn(self, text: str) -> list[Message]:
@@ -186,6 +190,8 @@ class A2ASession(TurnSession["A2AAdapter"]):
                                    "parts": [{"kind": "text", "text": text}]}
         if self.context_id is not None:
             message["contextId"] = self.context_id
+        if self.waiting is not None:
+            message["taskId"] = self.waiting
         params: dict[str, Any] = {"message": message, "configuration": {"blocking": adapter.target.config.blocking}}
         if adapter.call_options:
             params["metadata"] = adapter.call_options
@@ -196,9 +202,11 @@ class A2ASession(TurnSession["A2AAdapter"]):
             raise ReplyFailed(f"message/send at {adapter.shown_url} answered neither a message nor a task")
         self.context_id = str(result.get("contextId") or self.context_id or "") or None
         usage: list[dict[str, Any]] = []
+        self.waiting = None
         if result.get("kind", "task" if "status" in result else "message") == "task":
             result = await self._finished(result)
             reply = _task_text(result)
+            self.waiting = str(result["id"]) if _state(result) in WAITING and result.get("id") else None
         else:
             reply = _parts_text(result.get("parts"))
         for holder in (result, result.get("status", {}).get("message") if isinstance(result.get("status"), dict) else None):

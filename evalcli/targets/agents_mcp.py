@@ -58,6 +58,7 @@ def planned_server(server: Any, holder: ServerHolder) -> Any:
     """A copy of an Agents SDK MCP server whose tool calls ask the tool plan first (the user's is not changed)."""
     from mcp.types import CallToolResult, TextContent
 
+    _remember_secrets(server)
     planned = copy.copy(server)
     original = type(server).call_tool
     list_tools = type(server).list_tools
@@ -85,6 +86,18 @@ def planned_server(server: Any, holder: ServerHolder) -> Any:
     planned.call_tool = call_tool
     planned.list_tools = listed
     return planned
+
+
+def _remember_secrets(server: Any) -> None:
+    """The secrets of an SDK server's ``params`` (a dict for HTTP, ``StdioServerParameters`` for stdio), as those of an
+    ``evalcli.Agent``'s servers (``evalcli.mcp.remember_secrets``)."""
+    from ..mcp import remember_secrets
+
+    params = getattr(server, "params", None)
+    url, headers, env = (params.get(key) if isinstance(params, dict) else getattr(params, key, None)
+                         for key in ("url", "headers", "env"))
+    remember_secrets(url=url if isinstance(url, str) else None, headers=headers if isinstance(headers, dict) else None,
+                     env=env if isinstance(env, dict) else None)
 
 
 def _recorded(value: Any) -> Any:

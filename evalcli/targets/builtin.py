@@ -67,6 +67,13 @@ STRANDS = AdapterDeclaration(
     recognises=("strands.agent.agent.Agent",),
     install="pip install 'evalcli[strands]'", frameworks=("strands",))
 
+CREWAI = AdapterDeclaration(
+    name="crewai", adapter="evalcli.targets.crewai:CrewAIAdapter",
+    summary="a CrewAI Agent (kickoff with the conversation's messages) or a Crew (kickoff with inputs from the user "
+            "message), a copy per conversation",
+    recognises=("crewai.agent.core.Agent", "crewai.crew.Crew"),
+    install="pip install 'evalcli[crewai]'", frameworks=("crewai",))
+
 HTTP = AdapterDeclaration(
     name="http", adapter="evalcli.targets.http:HttpAdapter", mapping=True,
     summary="a chat endpoint over HTTP (url: ...), its request and reply shaped by templates")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from google.adk.plugins.base_plugin import BasePlugin
@@ -30,8 +30,18 @@ PLUGIN_NAME = "evalcli_tool_plan"
 
 
 def agent_tree(agent: Any) -> Iterator[Any]:
-    """The agent and every sub-agent below it, each once."""
-    return walk(agent, lambda current: getattr(current, "sub_agents", None) or ())
+    """The agent and every agent below it, each once: its sub-agents, and the agents its tools wrap (an ``AgentTool``
+    runs its agent on a runner of its own, which inherits evalcli's plugin: their tools are the plan's too)."""
+    return walk(agent, _below)
+
+
+def _below(agent: Any) -> list[Any]:
+    wrapped = [getattr(tool, "agent", None) for tool in getattr(agent, "tools", None) or () if _is_agent_tool(tool)]
+    return [*(getattr(agent, "sub_agents", None) or ()), *wrapped]
+
+
+def _is_agent_tool(tool: Any) -> bool:
+    return any(c.__name__ == "AgentTool" and c.__module__.startswith("google.adk.") for c in type(tool).__mro__)
 
 
 def tool_schemas(agent: Any) -> dict[str, Any] | None:
@@ -101,6 +111,15 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
         plan.record(name, tool_args, source, result=answer.returns, call_id=call_id)
         return answer.returns if isinstance(answer.returns, dict) else {"result": answer.returns}
 
+    async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> Any:
+        """A model call of a runner the turn's own events never show (an ``AgentTool``'s): its usage is the turn's."""
+        turn = TURN_SESSION.get()
+        if turn is not None and not getattr(llm_response, "partial", False) \
+                and getattr(llm_response, "usage_metadata", None) is not None \
+                and callback_context.session.id != turn[0]:
+            turn[1](str(callback_context.agent_name), llm_response.usage_metadata)
+        return None
+
     async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
                                   result: Any) -> Any:
         plan = current_plan()
@@ -118,6 +137,11 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
                             call_id=tool_context.function_call_id)
         return None  # the agent's own error handlers answer (or the run ends, as ADK does)
 
+
+TURN_SESSION: contextvars.ContextVar[tuple[str, Callable[[str, Any], None]] | None] = contextvars.ContextVar(
+    "evalcli_adk_turn_session", default=None)
+"""The turn being played: its ADK session id, and what records a model call's usage (agent name, usage metadata) made
+on another runner's session inside it (set by the session around each run)."""
 
 FAILED: contextvars.ContextVar[set[Any] | None] = contextvars.ContextVar("evalcli_adk_failed", default=None)
 """The call ids of the tools that failed in the turn being played: set by the session around each run (ADK runs the

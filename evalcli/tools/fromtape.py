@@ -18,7 +18,9 @@ from typing import Any
 
 import yaml
 
+from ..dataset.yamlvalues import ESCAPED
 from ..patterns import is_pattern
+from ..secrets import REDACTED
 from .plan import Recorded
 
 
@@ -32,13 +34,29 @@ class _Call:
 
 def literal(value: Any) -> Any:
     """A recorded argument as a ``when`` value matching only itself: a string that reads as a ``"/.../"`` pattern is
-    written as the pattern of its exact text (docs/hermetic.md, "Mocks")."""
+    written as the pattern of its exact text (docs/hermetic.md, "Mocks"); a string where the tape's redactor put
+    ``[redacted]`` is the pattern of its text with anything there, so the mock still answers the call that carries
+    the secret (which the block never holds)."""
+    if isinstance(value, str) and REDACTED in value:
+        return "/^" + ".+".join(re.escape(part) for part in value.split(REDACTED)) + "$/"
     if is_pattern(value):
         return f"/^{re.escape(value)}$/"
     if isinstance(value, dict):
         return {k: literal(v) for k, v in value.items()}
     if isinstance(value, list):
         return [literal(v) for v in value]
+    return value
+
+
+def escaped(value: Any) -> Any:
+    """A recorded value as a dataset must write it to read it back as it was: a ``${`` in a string written ``$${``, so
+    a tool's text that holds ``${HOME}`` is never interpolated when the block is loaded (docs/datasets.md)."""
+    if isinstance(value, str):
+        return value.replace("${", ESCAPED)
+    if isinstance(value, dict):
+        return {k: escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [escaped(v) for v in value]
     return value
 
 
@@ -49,7 +67,7 @@ def mocks_from_calls(calls: Mapping[str, Iterable[Recorded]]) -> tuple[dict[str,
     for identity, recorded in calls.items():
         for call in recorded:
             found = tools.setdefault(call.tool, {}).setdefault(call.arguments, _Call(json.loads(call.arguments)))
-            answer = {"raises": call.error} if call.error is not None else {"returns": call.result}
+            answer = {"raises": escaped(call.error)} if call.error is not None else {"returns": escaped(call.result)}
             found.answers.setdefault(identity, []).append(answer)
     mocks: dict[str, list[dict[str, Any]]] = {}
     notes: list[str] = []
@@ -61,7 +79,7 @@ def mocks_from_calls(calls: Mapping[str, Iterable[Recorded]]) -> tuple[dict[str,
             if any(play != kept for play in plays[1:]):
                 notes.append(f"{tool}({arguments}): conversations got different answers; those of "
                              f"{next(iter(found.answers))} are kept")
-            entry: dict[str, Any] = {"when": literal(found.arguments)} if found.arguments else {}
+            entry: dict[str, Any] = {"when": escaped(literal(found.arguments))} if found.arguments else {}
             if all(step == kept[0] for step in kept):
                 entry.update(kept[0])
             else:
