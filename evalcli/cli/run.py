@@ -27,6 +27,7 @@ from ..reports.otel import Exporter, ExportEvents, ExportFailed
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
 from ..run.options import parse_repeat
+from ..run.workers import parse_workers
 from ..secrets import Redactor
 from .console import make_console
 from .outputs import stdout_for_json
@@ -62,6 +63,8 @@ class RunRequest(DatasetsRequest):
     filter: str | None = None
     limit: int | None = None
     shard: str | None = None
+    workers: str | None = None
+    """``--workers N|auto`` as written; ``None``: one process."""
     repeat: str | None = None
     """``N``, ``auto`` or ``auto:MAX`` as written; ``None``: not given (1, or on ``--resume`` the run's own)."""
     pass_rate: float | None = None
@@ -104,7 +107,8 @@ def run_options(request: RunRequest) -> tuple[RunOptions, dict[str, Any]]:
                          pass_rate=1.0 if request.pass_rate is None else request.pass_rate,
                          max_cost=_budget(request.max_cost, "--max-cost", False),
                          max_tokens=_budget(request.max_tokens, "--max-tokens", True), hermetic=request.hermetic,
-                         record_tools=str(request.record_tools) if request.record_tools else None)
+                         record_tools=str(request.record_tools) if request.record_tools else None,
+                         workers=parse_workers(request.workers) if request.workers is not None else 1)
     given = {"filter": request.filter, "shard": selection.shard, "limit": request.limit,
              "repeat": repeat if request.repeat is not None else None,
              "sequential": sequential if request.repeat is not None else None, "pass_rate": request.pass_rate,
