@@ -37,7 +37,9 @@ def _from_parts(source: Any, name: str | None) -> McpServer | None:
     inner = getattr(source, "server_params", None)  # ADK's StdioConnectionParams wraps StdioServerParameters
     if inner is not None:
         source = inner
-    get = source.get if isinstance(source, Mapping) else (lambda key: getattr(source, key, None))
+    def get(key: str) -> Any:
+        return source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+
     raw: dict[str, Any] = {"name": name} if name else {}
     url, command = get("url"), get("command")
     if isinstance(url, str):

@@ -51,8 +51,8 @@ from ..messages import Message
 from ..results import Guardrail
 from ..tools import MockedToolError, acall, as_text
 from .agents_mcp import ServerHolder, planned_server
-from .framework_mcp import ServerTools, described
 from .agents_usage import Counting, count_nested_runs, counting_hooks, counting_turn
+from .framework_mcp import ServerTools, described
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 
