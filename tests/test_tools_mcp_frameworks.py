@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, CliResult
+from tests.framework_agents import needs
 from tests.test_tools_mcp import ITEMS, SDK_AGENT, http_server, mcp_env, ran, sources  # noqa: F401 - fixtures
 from tests.test_tools_mocks import answers
 
-pytest.importorskip("fastmcp", reason="PydanticAI's MCPToolset needs pydantic-ai-slim[mcp]")
+PYDANTIC_MCP = needs("fastmcp")
+"""PydanticAI's MCPToolset needs pydantic-ai-slim[mcp] (the FastMCP client)."""
 
 PYDANTIC_AGENT = f'''
 import os
@@ -47,6 +49,7 @@ def agents(workdir: Path, mcp_env: dict[str, str]) -> dict[str, str]:  # noqa: F
     return mcp_env
 
 
+@PYDANTIC_MCP
 def test_pydantic_ai_mcp_toolsets_are_recorded_mocked_replayed_and_hermetic(
         write: Callable[..., Path], cli: Callable[..., CliResult], agents: dict[str, str], workdir: Path) -> None:
     write("live.yaml", "target: pai_agents:agent\n" + ITEMS)
@@ -69,6 +72,7 @@ def test_pydantic_ai_mcp_toolsets_are_recorded_mocked_replayed_and_hermetic(
     assert ran(workdir) == ["get_weather London today", "get_weather Paris today"]  # nothing ran again
 
 
+@PYDANTIC_MCP
 def test_pydantic_ai_mcp_over_http_with_faults(write: Callable[..., Path], cli: Callable[..., CliResult],
                                                agents: dict[str, str], http_server: str,  # noqa: F811
                                                workdir: Path) -> None:
@@ -86,7 +90,8 @@ def test_pydantic_ai_mcp_over_http_with_faults(write: Callable[..., Path], cli: 
     assert ran(workdir) == []
 
 
-@pytest.mark.parametrize("target", ["pai_agents:agent", "sdk_agents:agent"])
+@pytest.mark.parametrize("target", [pytest.param("pai_agents:agent", marks=PYDANTIC_MCP),
+                                    pytest.param("sdk_agents:agent", marks=needs("agents"))])
 def test_mcp_tool_names_are_checked_before_the_run(write: Callable[..., Path], cli: Callable[..., CliResult],
                                                    agents: dict[str, str], target: str) -> None:
     write("names.yaml", f"target: {target}\ntools:\n  get_wether: {{returns: 1}}\n"
@@ -99,6 +104,7 @@ def test_mcp_tool_names_are_checked_before_the_run(write: Callable[..., Path], c
     assert "Traceback" not in result.stderr
 
 
+@PYDANTIC_MCP
 def test_a_framework_mcp_server_that_does_not_start_is_a_validation_error(
         write: Callable[..., Path], cli: Callable[..., CliResult], agents: dict[str, str]) -> None:
     write("broken.yaml", "target: pai_agents:broken\n" + ITEMS)
@@ -109,3 +115,42 @@ def test_a_framework_mcp_server_that_does_not_start_is_a_validation_error(
     result = cli("validate", "unreachable.yaml", env=agents)
     assert result.code == 2 and "the MCP server http://127.0.0.1:9/mcp did not start" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+ADK_AGENT = f'''
+import os
+import sys
+from google.adk.agents import Agent
+from google.adk.models.lite_llm import LiteLlm
+from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
+from mcp import StdioServerParameters
+
+server = StdioServerParameters(command=sys.executable, args=["-m", "examples.mcp_weather_server"], cwd={str(REPO)!r},
+                               env=dict(os.environ))
+agent = Agent(name="weather", model=LiteLlm(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"]),
+              instruction="Answer with the forecast.",
+              tools=[McpToolset(connection_params=StdioConnectionParams(server_params=server, timeout=120))])
+'''
+
+
+@needs("google.adk")
+def test_adk_mcp_toolsets_are_recorded_mocked_replayed_and_checked(write: Callable[..., Path],
+                                                                   cli: Callable[..., CliResult],
+                                                                   agents: dict[str, str], workdir: Path) -> None:
+    (workdir / "adk_agents.py").write_text(ADK_AGENT)
+    write("live.yaml", "target: adk_agents:agent\n" + ITEMS)
+    live = cli("run", "live.yaml", "--record-tools", "tapes", "--json", "-", env=agents)
+    assert live.code == 0, live.stderr
+    assert answers(live) == {"london": ["Today in London: windy, 61°F."], "paris": ["Today in Paris: windy, 61°F."]}
+    assert ran(workdir) == ["get_weather London today", "get_weather Paris today"]
+    write("mocked.yaml", "target: adk_agents:agent\ntools:\n  get_weather:\n    - when: {city: London}\n"
+                         "      returns: {condition: snowy, temperature_f: 1}\n"
+                         "  weather: {mcp: mcp_weather_server, from_tape: tapes/live.tape.jsonl}\n" + ITEMS)
+    mocked = cli("run", "mocked.yaml", "--hermetic", "--json", "-", env=agents)
+    assert mocked.code == 0, mocked.stderr
+    assert answers(mocked) == {"london": ["Today in London: snowy, 1°F."], "paris": ["Today in Paris: windy, 61°F."]}
+    assert sources(mocked) == {"london": ["mock"], "paris": ["replay"]}
+    assert ran(workdir) == ["get_weather London today", "get_weather Paris today"]  # nothing ran again
+    write("names.yaml", "target: adk_agents:agent\ntools:\n  get_wether: {returns: 1}\n" + ITEMS)
+    named = cli("validate", "names.yaml", env=agents)
+    assert named.code == 2 and "(did you mean 'get_weather'?)" in named.stderr, named.stderr
