@@ -53,6 +53,22 @@ def test_run_id_prefixes_are_text_not_patterns(write: Callable[..., Path], cli: 
     assert cli("show", run_id[:6]).code == 0
 
 
+def test_another_programs_sqlite_file_is_refused_untouched(write: Callable[..., Path], workdir: Path,
+                                                          cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "target: agents:echo\nscorers: [{includes: said}]\ndata: [{input: a}]\n")
+    foreign = workdir / "app.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE users (id INTEGER)")
+    before = foreign.read_bytes()
+    assert cli("run", "d.yaml", "--db", "d.db", "--shard", "1/1").code == 0
+    for args in (["run", "d.yaml", "--db", "app.db"], ["runs", "--db", "app.db"], ["labels", "export", "--db", "app.db"],
+                 ["merge", "app.db", "--out", "merged.db"], ["merge", "d.db", "--out", "app.db"]):
+        result = cli(*args)
+        assert result.code == 2 and "it is not an evalcli database" in result.stderr, (args, result.stderr)
+    assert foreign.read_bytes() == before  # no evalcli tables added, its journal mode not switched to WAL
+    assert not (workdir / "app.db-wal").exists()
+
+
 def test_quiet_keeps_errors_and_a_resume_command_that_works(tmp_path: Path) -> None:
     (tmp_path / "slow.py").write_text(SLOW + "\ndef broken(input, **kw):\n    raise ValueError('no answer today')\n")
     (tmp_path / "e.yaml").write_text("target: slow:broken\nscorers: [{includes: ok}]\ndata: [{id: lost, input: a}]\n")

@@ -4,6 +4,7 @@ Real PydanticAI agents over real HTTP to the loopback scripted model, run throug
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,31 @@ def test_an_agents_sdk_agent_is_seen_through_the_openinference_instrumentor_eval
         assert len(tool) == 1 and '"condition"' in tool[0]["content"]
     rows = done.db("e.db").execute("SELECT model, prompt_tokens FROM llm_calls WHERE purpose = 'target'").fetchall()
     assert len(rows) == 6 and all(r["prompt_tokens"] == 10 for r in rows)
+
+
+def test_a_langgraph_agent_is_seen_through_the_langchain_openinference_instrumentor(
+        llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.responder = scripted_weather
+    items = "\n".join(f"  - {{id: {c.lower()}, input: 'What is the weather in {c}?'}}" for c in CITIES[:3])
+    items += "\n  - {id: atlantis, input: 'What is the weather in Atlantis?'}"
+    body = ("target: tests.otel_agents.langgraph_openinference:ask\ntarget_options: {instrument: [openinference]}\n"
+            f"gates: [{{called_tool: get_weather}}]\nscorers: [no_tool_errors]\ndata:\n{items}\n")
+    done = run(tmp_path, llm_server, body, "--json", "-", "--concurrency", "4")
+    assert done.code == 0, done.stderr
+    by_id = {i["id"]: i for i in done.json["items"]}
+    for city in CITIES[:3]:
+        item = by_id[city.lower()]
+        [call] = calls(item)
+        assert call["function"]["name"] == "get_weather"
+        assert json.loads(call["function"]["arguments"])["city"] == city
+        output = item["turns"][0]["output"]
+        assert [m["role"] for m in output] == ["assistant", "tool", "assistant"]
+        assert output[1]["observed"] is True and '"condition"' in output[1]["content"]
+        assert item["scores"]["no_tool_errors"] == 1.0
+    atlantis = [m for m in by_id["atlantis"]["turns"][0]["output"] if m["role"] == "tool"]
+    assert len(atlantis) == 1 and "no forecast for Atlantis" in atlantis[0]["content"]
+    assert atlantis[0]["is_error"] is True and by_id["atlantis"]["scores"]["no_tool_errors"] == 0.0
+    rows = done.db("e.db").execute("SELECT item_index, model, prompt_tokens, completion_tokens FROM llm_calls "
+                                   "WHERE purpose = 'target' ORDER BY item_index").fetchall()
+    # two model calls a conversation (the tool call, then the answer), 10 + 10 tokens each as the scripted model says
+    assert [tuple(r) for r in rows] == [(i, "scripted", 10, 10) for i in range(4) for _ in range(2)]

@@ -110,6 +110,10 @@ def test_on_loopback_only_requests_to_a_loopback_host_and_writes_only_as_json(pr
         status, body = view.get("/api/runs", {"Host": "attacker.example:80"})  # DNS rebinding
         assert status == 403 and "only requests to 127.0.0.1 or localhost" in body
         assert view.get("/api/runs", {"Host": "localhost"})[0] == 200
+        for host in ("[::1]", "[::1]:8765", "LOCALHOST:1", "127.0.0.2"):  # IPv6 without a port was refused
+            assert view.get("/api/runs", {"Host": host})[0] == 200, host
+        for host in ("[::1].attacker.example", "localhost.attacker.example:80", "0.0.0.0"):
+            assert view.get("/api/runs", {"Host": host})[0] == 403, host
         run_id = _run_id(project / "evalcli.db")
         status, body = view.post(f"/api/runs/{run_id}/conversations/0/labels", {"value": 1.5})
         assert status == 400 and body["error"] == "label 1.5 is not pass, fail or a score from 0 to 1"

@@ -20,9 +20,10 @@ from ..dbname import db_option
 from ..errors import ExitCode, UsageError
 from ..evaluate import Reporter, RunsInterrupted, plan_runs, run_planned
 from ..llm import parse_budget
+from ..otel.endpoint import check as check_endpoint
 from ..otel.endpoint import traces_url
 from ..reports import TerminalReport, comparison_table, interrupted_line
-from ..reports.otel import Exporter, ExportEvents
+from ..reports.otel import Exporter, ExportEvents, ExportFailed
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
 from ..run.options import parse_repeat
@@ -136,7 +137,14 @@ class TerminalReporter(Reporter):
 
     def reported(self, plan: RunPlan, result: RunResult) -> None:
         if self.exporter is not None:
-            self.exporter.finish(result, plan.dataset.path)
+            try:
+                self.exporter.finish(result, plan.dataset.path)
+            except ExportFailed as failed:  # the run is stored and its exit code stands (docs/otel.md)
+                for problem in failed.problems:
+                    make_console(stderr=True).print(
+                        f"warning: run {failed.run_id} was not exported: {problem}\n  (the run is stored in "
+                        f"{self.request.db}; its verdict and exit code are its own)",
+                        style="yellow", markup=False, soft_wrap=True)
         if result.store_error:
             make_console(stderr=True).print(
                 f"error: the database {self.request.db} could not store all of run {result.run_id}: "
@@ -186,8 +194,12 @@ def _exporter(request: RunRequest, redact: Redactor) -> Exporter | None:
         if url is None:
             raise UsageError("--otel-endpoint -: OTEL_EXPORTER_OTLP_ENDPOINT is not set",
                              "give the receiver's URL, e.g. --otel-endpoint http://localhost:6006")
+        check_endpoint(url)
     if request.otel_file is not None and request.otel_file.is_dir():
         raise UsageError(f"--otel-file {request.otel_file} is a directory", "give a file path, e.g. run.otlp.jsonl")
+    if request.otel_file is not None and not request.otel_file.absolute().parent.is_dir():
+        raise UsageError(f"--otel-file {request.otel_file}: the folder {request.otel_file.absolute().parent} does not "
+                         "exist", "create it, or give a path in an existing folder")
     return Exporter(redact, request.otel_file, url)
 
 

@@ -45,6 +45,8 @@ class Table:
     openai_models: frozenset[str] = frozenset()
     """litellm's ``open_ai_chat_completion_models``: every OpenAI entry but the bare ``ft:<base>`` price rows."""
     declares_default_effort: bool = False
+    priced_by: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    """``price_of``'s entry for each model name asked so far (the table never changes once read)."""
 
     def key(self, name: str) -> str | None:
         """The table's key for ``name``, matched exactly, else case-insensitively."""
@@ -331,9 +333,13 @@ def _count(value: Any) -> int:
 def price_of(model: str, usage: dict[str, Any]) -> float:
     """What one call of ``model`` with this ``usage`` costs at litellm's rates, for calls evalcli did not make
     itself (a framework agent's: docs/targets/index.md); 0 for a model the table does not price (or does not know)."""
-    resolved = provider_and_name(model)
-    provider, name = resolved if resolved is not None else (OPENAI, model)
-    info = pricing_info(name, None, provider)
+    known = table().priced_by
+    if model in known:
+        info = known[model]
+    else:  # looked up once per model: a framework agent's calls are priced on every turn
+        resolved = provider_and_name(model)
+        provider, name = resolved if resolved is not None else (OPENAI, model)
+        info = known[model] = pricing_info(name, None, provider)
     return cost(info, usage) if info is not None else 0.0
 
 

@@ -37,11 +37,10 @@ class Capture:
         span_id = span.context.span_id
         self.by_span[span_id] = turn
         turn.ids.append(span_id)
+        turn.started.append(span)
 
     def on_end(self, span: Any) -> None:
-        turn = self.by_span.get(span.context.span_id)
-        if turn is not None and span.context.span_id != turn.span_id:
-            turn.finished.append(span)
+        pass  # nothing per span: the turn's spans are read once, when it ends (``TurnCapture.close``)
 
     def _on_ending(self, span: Any) -> None:
         pass
@@ -77,6 +76,7 @@ class Capture:
             context_api.detach(turn.attached)
         if turn.span is not None:
             turn.span.end()
+        turn.close()
         for span_id in turn.ids:
             self.by_span.pop(span_id, None)
         self.by_span.pop(turn.span_id, None)

@@ -66,10 +66,15 @@ def _spans(path: Path, warnings: list[str]) -> Iterator[Span]:
     stripped = text.lstrip()
     try:
         documents = [(1, json.loads(text))]
-    except ValueError:
+    except ValueError as whole:
         if not stripped.startswith("{"):
             raise DatasetError([Problem(f"{path}:1:1", "not a trace file: it is not JSON",
                                         "export OTLP JSON, or a Jaeger or Phoenix JSON export")]) from None
+        if not _first_line_is_json(stripped):  # one document spread over lines (a pretty-printed export), broken
+            raise DatasetError([Problem(f"{path}:{getattr(whole, 'lineno', 1)}:{getattr(whole, 'colno', 1)}",
+                                        f"not valid JSON: {getattr(whole, 'msg', whole)}",
+                                        "the file is one JSON document cut short or edited by hand: export it "
+                                        "again")]) from None
         documents = list(_lines(path, text))
     for line, document in documents:
         where = f"{path}:{line}"
@@ -78,6 +83,14 @@ def _spans(path: Path, warnings: list[str]) -> Iterator[Span]:
                 warnings.append(f"{where}: {found}: skipped")
             else:
                 yield found
+
+
+def _first_line_is_json(text: str) -> bool:
+    try:
+        json.loads(text.split("\n", 1)[0])
+    except ValueError:
+        return False
+    return True
 
 
 def _lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
@@ -89,7 +102,8 @@ def _lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
         except ValueError as exc:
             raise DatasetError([Problem(f"{path}:{number}:{getattr(exc, 'colno', 1)}",
                                         f"not valid JSON: {getattr(exc, 'msg', exc)}",
-                                        "each line of an OTLP JSON file is one ExportTraceServiceRequest")]) from None
+                                        "each line of a trace file is one JSON document (an OTLP "
+                                        "ExportTraceServiceRequest, or a Phoenix span)")]) from None
 
 
 def _document(document: Any, where: str) -> Iterator[Span | Unreadable]:
@@ -107,7 +121,7 @@ def _document(document: Any, where: str) -> Iterator[Span | Unreadable]:
             else:
                 yield _phoenix(entry, where)
         return
-    if "context" in document:
+    if "context" in document or "span_id" in document:  # one Phoenix span (a line of its export)
         yield _phoenix(document, where)
         return
     yield Unreadable("neither OTLP (resourceSpans), Jaeger (data[].spans) nor Phoenix (context.span_id)")
@@ -133,7 +147,8 @@ def _jaeger(trace: dict[str, Any], where: str) -> Iterator[Span | Unreadable]:
                         for log in raw.get("logs") or ()],
                        error, resource={t["key"]: t.get("value") for t in process.get("tags") or ()}, where=where)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            yield Unreadable(f"span {raw.get('spanID') if isinstance(raw, dict) else '?'}: {exc!r} is missing or wrong")
+            span_id = raw.get("spanID") if isinstance(raw, dict) else None
+            yield Unreadable(f"span {span_id or '(no spanID)'}: {_problem(exc)}")
 
 
 def _jaeger_id(value: Any, size: int) -> str:
@@ -144,7 +159,9 @@ def _jaeger_id(value: Any, size: int) -> str:
 
 def _phoenix(raw: Any, where: str) -> Span | Unreadable:
     try:
-        context = raw["context"]
+        context = raw.get("context")
+        if not isinstance(context, dict):
+            return Unreadable(f"span {_phoenix_id(raw)}: it has no context (trace_id, span_id)")
         attributes = _flatten(raw.get("attributes") or {})
         events = [SpanEvent(str(e.get("name", "")), _ns(e.get("timestamp")), _flatten(e.get("attributes") or {}))
                   for e in raw.get("events") or ()]
@@ -156,8 +173,22 @@ def _phoenix(raw: Any, where: str) -> Span | Unreadable:
         return Span(trace_id, span_id, hex_id(parent, 8) if parent else None, str(raw.get("name", "")),
                     _ns(raw.get("start_time")), _ns(raw.get("end_time")), attributes, events, error, where=where)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        return Unreadable(f"span {raw.get('span_id', '?') if isinstance(raw, dict) else '?'}: {exc!r} is missing "
-                          "or wrong")
+        return Unreadable(f"span {_phoenix_id(raw)}: {_problem(exc)}")
+
+
+def _phoenix_id(raw: Any) -> str:
+    if not isinstance(raw, dict):
+        return "(not a JSON object)"
+    context = raw.get("context")
+    found = context.get("span_id") if isinstance(context, dict) else None
+    return str(found or raw.get("span_id") or "(no span_id)")
+
+
+def _problem(exc: Exception) -> str:
+    """What is wrong with a span, as a person reads it (a missing field by its name, a bad value by its reason)."""
+    if isinstance(exc, KeyError):
+        return f"it has no {exc.args[0]!r}"
+    return f"a value is wrong ({exc})"
 
 
 def _ns(value: Any) -> int:

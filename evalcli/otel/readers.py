@@ -41,7 +41,7 @@ class ModelCall:
 
 @dataclass
 class ToolUse:
-    """One tool call: its name, id, arguments, and its result or error."""
+    """One tool call: its name, id, arguments, and its result (the span's text, or its value) or error."""
 
     span: Span
     name: str
@@ -100,7 +100,7 @@ def _genai_tool(span: Span) -> ToolUse:
     a = span.attributes
     name = attribute_text(a, "gen_ai.tool.name") or span.name.removeprefix("execute_tool").strip() or "unknown"
     arguments = _first_json(a, "gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args", "tool_arguments")
-    result = _first_json(a, "gen_ai.tool.call.result", "gcp.vertex.agent.tool_response", "tool_response")
+    result = _first(a, "gen_ai.tool.call.result", "gcp.vertex.agent.tool_response", "tool_response")
     error = span.error if span.error is not None else attribute_text(a, "error.type")
     return ToolUse(span, name, attribute_text(a, "gen_ai.tool.call.id"), _mapping(arguments), result,
                    _error_text(span, error))
@@ -120,8 +120,28 @@ def _openinference_tool(span: Span) -> ToolUse:
     a = span.attributes
     arguments = _first_json(a, "tool.arguments", "input.value")
     call_id = attribute_text(a, "tool_call.id") or attribute_text(a, "tool.call_id")
-    return ToolUse(span, attribute_text(a, "tool.name") or span.name, call_id, _mapping(arguments),
-                   _first_json(a, "output.value"), _error_text(span, span.error))
+    use = ToolUse(span, attribute_text(a, "tool.name") or span.name, call_id, _mapping(arguments),
+                  _first(a, "output.value"), _error_text(span, span.error))
+    message = _langchain_tool_message(use.result)
+    if message is not None:  # LangChain's instrumentor writes the whole ToolMessage: its content is the result
+        content = message.get("content")
+        use.result = content if isinstance(content, str) else _text(content)
+        use.call_id = use.call_id or message.get("tool_call_id")
+        if message.get("status") == "error" and use.error is None:
+            use.error = use.result.removeprefix("Error: ")
+    return use
+
+
+def _langchain_tool_message(value: Any) -> dict[str, Any] | None:
+    """A serialised LangChain ``ToolMessage`` (``{"type": "tool", "data": {...}}``), as its data, else ``None``."""
+    if not isinstance(value, str) or not value.startswith("{") or '"tool"' not in value[:64]:
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None
+    data = parsed.get("data") if isinstance(parsed, dict) else None
+    return data if isinstance(data, dict) else None
 
 
 def _error_text(span: Span, error: str | None) -> str | None:
@@ -139,6 +159,14 @@ def _first_json(attributes: dict[str, Any], *keys: str) -> Any:
     for key in keys:
         if key in attributes:
             return attribute_json(attributes, key)
+    return None
+
+
+def _first(attributes: dict[str, Any], *keys: str) -> Any:
+    """A tool's result as the span holds it: a text (JSON or not) stays the text the tool answered, not parsed."""
+    for key in keys:
+        if key in attributes:
+            return attributes[key]
     return None
 
 

@@ -78,15 +78,18 @@ def from_sdk(span: Any, *, resource: bool = True) -> Span:
     """An OpenTelemetry SDK ``ReadableSpan`` as a ``Span`` (its attributes and events copied, tuples as lists)."""
     context = span.context
     parent = span.parent
-    status = span.status
-    error = (status.description or "") if status is not None and status.status_code.value == 2 else None
     return Span(
         trace_id=f"{context.trace_id:032x}", span_id=f"{context.span_id:016x}",
         parent_id=f"{parent.span_id:016x}" if parent is not None else None, name=span.name,
         start_ns=span.start_time or 0, end_ns=span.end_time or 0, attributes=_plain(span.attributes),
         events=[SpanEvent(e.name, e.timestamp or 0, _plain(e.attributes)) for e in span.events],
-        error=error, kind=int(span.kind.value) + 1, scope=getattr(span.instrumentation_scope, "name", "") or "",
+        error=sdk_error(span.status), kind=int(span.kind.value) + 1, scope=getattr(span.instrumentation_scope, "name", "") or "",
         resource=_plain(span.resource.attributes) if resource and span.resource is not None else {})
+
+
+def sdk_error(status: Any) -> str | None:
+    """An SDK span status as ``Span.error``: its description when it is ERROR (``""`` when it gave none), else ``None``."""
+    return (status.description or "") if status is not None and status.status_code.value == 2 else None
 
 
 def _plain(attributes: Mapping[str, Any] | None) -> dict[str, Any]:

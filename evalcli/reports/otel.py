@@ -27,6 +27,15 @@ from ..version import __version__
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 
 
+class ExportFailed(Exception):
+    """The run's spans did not all reach where they were asked to go; the run itself is stored (docs/otel.md)."""
+
+    def __init__(self, run_id: str, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.run_id = run_id
+        self.problems = problems
+
+
 @dataclass
 class Exporter:
     """Collects a run's conversations as they finish (``add``), then writes the run (``finish``)."""
@@ -45,13 +54,23 @@ class Exporter:
         self.items = []
         spans = [redacted(span, self.redact) for span in spans]
         request = encode_request(spans, {"service.name": "evalcli", "service.version": __version__})
+        failed: list[str] = []
         if self.file is not None:
-            with self.file.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(request, ensure_ascii=False) + "\n")
+            try:
+                with self.file.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(request, ensure_ascii=False) + "\n")
+            except OSError as exc:
+                failed.append(f"--otel-file {self.file} could not be written: {exc.strerror or exc}\n"
+                              "  hint: check the folder exists, its permissions and the disk")
         if self.endpoint is not None:
-            from ..otel.endpoint import post
+            from ..otel.endpoint import SendFailed, post
 
-            post(self.endpoint, request)
+            try:
+                post(self.endpoint, request)
+            except SendFailed as exc:
+                failed.append(str(exc))
+        if failed:
+            raise ExportFailed(run.run_id, failed)
         return spans
 
 

@@ -20,9 +20,11 @@ Job = Callable[[Any], Any]
 
 
 def connect(path: str, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
-    """A connection for writing: WAL, busy timeout, foreign keys, autocommit (transactions are explicit)."""
+    """A connection for writing: WAL, busy timeout, foreign keys, autocommit (transactions are explicit). Another
+    program's SQLite file is refused before anything is changed in it (not even its journal mode)."""
     conn = sqlite3.connect(path, isolation_level=None, timeout=timeout_ms / 1000, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
+    require_evalcli(conn)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")

@@ -23,6 +23,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from ..tools import MockedToolError, ToolRefused
 from ..tools.plan import ToolPlan, current_plan, unattributed
 from .framework_mcp import ServerTools, described
+from .graph import walk
 
 TRANSFER = "transfer_to_agent"
 """ADK's own tool that hands the conversation to another agent of the tree (a handoff, not the agent's tool)."""
@@ -31,15 +32,7 @@ PLUGIN_NAME = "evalcli_tool_plan"
 
 def agent_tree(agent: Any) -> Iterator[Any]:
     """The agent and every sub-agent below it, each once."""
-    seen: set[int] = set()
-    queue = [agent]
-    while queue:
-        current = queue.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        queue.extend(getattr(current, "sub_agents", None) or ())
+    return walk(agent, lambda current: getattr(current, "sub_agents", None) or ())
 
 
 def mcp_toolsets(agent: Any) -> list[tuple[str, Any]]:

@@ -35,7 +35,7 @@ import inspect
 import json
 import re
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from agents import (
@@ -53,6 +53,7 @@ from ..tools import MockedToolError, acall, as_text
 from .agents_mcp import ServerHolder, planned_server
 from .agents_usage import Counting, count_nested_runs, counting_hooks, counting_turn
 from .framework_mcp import ServerTools, described
+from .graph import walk
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 
@@ -278,15 +279,12 @@ class OpenAIAgentsSession:
 
 def agents_of(agent: Any) -> list[Any]:
     """The agent and every agent it can hand off to, each once."""
-    seen: dict[int, Any] = {}
-    queue = [agent]
-    while queue:
-        current = queue.pop(0)
-        if id(current) in seen or current is None:
-            continue
-        seen[id(current)] = current
-        queue.extend(getattr(h, "agent", None) or _handoff_agent(h) or h for h in getattr(current, "handoffs", None) or ())
-    return [a for a in seen.values() if hasattr(a, "tools")]
+    return [a for a in walk(agent, handoff_targets) if hasattr(a, "tools")]
+
+
+def handoff_targets(agent: Any) -> Iterator[Any]:
+    """The agents ``agent`` can hand off to (a ``Handoff`` names its agent, or keeps a weak reference to it)."""
+    return (getattr(h, "agent", None) or _handoff_agent(h) or h for h in getattr(agent, "handoffs", None) or ())
 
 
 def _handoff_agent(handoff: Any) -> Any:
@@ -419,18 +417,10 @@ def handed_to(output: Any) -> str | None:
 def context_type(agent: Any) -> Any:
     """The agent's context type when it is known: ``Agent[Ctx](...)`` (the starting agent, else the first agent it
     can hand off to that says)."""
-    seen: set[int] = set()
-    queue = [agent]
-    while queue:
-        current = queue.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in walk(agent, handoff_targets):
         args = typing.get_args(getattr(current, "__orig_class__", None))
         if args and args[0] is not typing.Any and not isinstance(args[0], typing.TypeVar):
             return args[0]
-        for handoff in getattr(current, "handoffs", None) or ():
-            queue.append(getattr(handoff, "agent", None) or handoff)
     return None
 
 

@@ -42,8 +42,19 @@ class ViewSettings:
     reviewer: str = "reviewer"
 
 
+def host_name(header: str) -> str:
+    """The host of a ``Host`` header, without its port: ``[::1]:8765`` and ``[::1]`` are ``::1``, ``localhost.``
+    is ``localhost``."""
+    header = header.strip()
+    if header.startswith("["):
+        inside, _, rest = header[1:].partition("]")
+        return inside if not rest or (rest.startswith(":") and rest[1:].isdigit()) else header
+    name = header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+    return name.rstrip(".").lower()
+
+
 def loopback(host: str) -> bool:
-    if host == "localhost":
+    if host.lower().rstrip(".") == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -205,7 +216,7 @@ def guard(view: View) -> Middleware:
             if not hmac.compare_digest(given.encode(), token.encode()):
                 return web.Response(status=401, text="evalcli view: this server needs its token: open it with "
                                                      "?token=TOKEN (the --token it was started with)")
-        elif not loopback((request.host or "").rsplit(":", 1)[0].strip("[]")):
+        elif not loopback(host_name(request.host or "")):
             return web.Response(status=403, text="evalcli view answers only requests to 127.0.0.1 or localhost")
         response = await handler(request)
         response.headers["Cache-Control"] = "no-store"
