@@ -30,7 +30,8 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from ..messages import Message
-from .google_adk_tools import FAILED, TRANSFER, TURN_SESSION, ToolPlanPlugin, agent_tree, tool_schemas
+from .framework_mcp import ServerTools
+from .google_adk_tools import FAILED, TRANSFER, TURN_SESSION, ToolPlanPlugin, agent_tree, mcp_toolsets, tool_schemas
 from .openai_format import assistant, keyword_names, quiet_logs, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, fresh_thread
 from .usage import count, record_target_call
@@ -57,7 +58,9 @@ class GoogleADKAdapter(Adapter):
         self.agent = self.app.root_agent if self.app is not None else self.obj
         self.app_name = str(self.options.get("app_name") or (self.app.name if self.app is not None else self.agent.name))
         self.run_options = run_options(self.call_options)
-        self.plugin = ToolPlanPlugin()
+        self.servers = ServerTools(mcp_toolsets(self.agent))
+        """The agent tree's MCP toolsets and their tools, listed once (docs/hermetic.md, "MCP tools")."""
+        self.plugin = ToolPlanPlugin(self.servers)
         self.sessions = InMemorySessionService()
         self.runner = self._runner({})
         self.models = agent_models(self.agent)
@@ -72,7 +75,10 @@ class GoogleADKAdapter(Adapter):
                       **others)
 
     def tool_schemas(self) -> dict[str, Any] | None:
-        return tool_schemas(self.agent)
+        return tool_schemas(self.agent, self.servers)
+
+    def mcp_servers(self) -> dict[str, list[str]] | None:
+        return self.servers.names()
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:

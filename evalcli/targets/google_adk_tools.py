@@ -22,6 +22,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 
 from ..tools import MockedToolError, ToolRefused
 from ..tools.plan import ToolPlan, current_plan, unattributed
+from .framework_mcp import ServerTools, described
 from .graph import walk
 
 TRANSFER = "transfer_to_agent"
@@ -44,15 +45,32 @@ def _is_agent_tool(tool: Any) -> bool:
     return any(c.__name__ == "AgentTool" and c.__module__.startswith("google.adk.") for c in type(tool).__mro__)
 
 
-def tool_schemas(agent: Any) -> dict[str, Any] | None:
-    """Each tool's JSON schema (of its parameters), by name, over the agent tree; ``None`` when an agent has a
-    toolset (MCP, OpenAPI...), whose tools are known only at run time."""
+def mcp_toolsets(agent: Any) -> list[tuple[str, Any]]:
+    """The agent tree's MCP toolsets (``McpToolset``), each by its name (its ``tool_name_prefix``, else its command's
+    script or its URL's host) and as evalcli describes it (docs/hermetic.md, "MCP tools")."""
+    found = []
+    for each in agent_tree(agent):
+        for tool in getattr(each, "tools", None) or ():
+            if type(tool).__name__ == "McpToolset":
+                server = described(tool, getattr(tool, "tool_name_prefix", None))
+                found.append((server.name if server is not None else "mcp", server))
+    return found
+
+
+def tool_schemas(agent: Any, servers: ServerTools) -> dict[str, Any] | None:
+    """Each tool's JSON schema (of its parameters), by name, over the agent tree, its MCP toolsets' as ``servers``
+    listed them; ``None`` when an agent has another toolset (OpenAPI...), whose tools are known only at run time."""
     from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.base_toolset import BaseToolset
 
-    tools: dict[str, Any] = {}
+    listed = servers.schemas()
+    if listed is None:
+        return None
+    tools: dict[str, Any] = dict(listed)
     for each in agent_tree(agent):
         for tool in getattr(each, "tools", None) or ():
+            if type(tool).__name__ == "McpToolset":
+                continue
             if isinstance(tool, BaseToolset):
                 return None
             if isinstance(tool, BaseTool):
@@ -81,8 +99,9 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
     """Answers the tools of every agent the runner runs from the current conversation's tool plan; notes the call ids
     of the tools that failed (``failed``, read by the session: those results are ``is_error``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, servers: ServerTools) -> None:
         super().__init__(name=PLUGIN_NAME)
+        self.servers = servers
 
     async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> Any:
         name = tool.name
@@ -93,7 +112,7 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
             unattributed(name, tool_args)
             return None
         call_id = tool_context.function_call_id
-        source, answer = plan.decide(name, tool_args)
+        source, answer = plan.decide(name, tool_args, self.servers.server_of(name))
         if source == "live":
             return None
         if source == "refused":
