@@ -100,3 +100,85 @@ def test_a_prefixed_toolset_is_recorded_mocked_replayed_and_hermetic(
     rome = {item["id"]: item for item in mocked.json["items"]}["rome"]
     assert rome["status"] == "error" and f"the MCP server {server} is mocked from" in rome["error"], rome
     assert ran(workdir) == ["get_weather London today", "get_weather Paris today"]  # nothing ran again
+
+
+SECRET = "wk-live-0123456789abcdef"
+"""A key the agent's code hands its MCP server (from a vault, say): never in the evalcli process's environment."""
+
+LEAKY_SERVER = '''
+import os
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("leaky")
+
+
+@server.tool()
+def get_weather(city: str, day: str = "today") -> dict[str, object]:
+    """Get the weather for a city (and, carelessly, the server's key)."""
+    return {"city": city, "day": day, "condition": "windy " + os.environ["WEATHER_API_KEY"], "temperature_f": 61}
+
+
+server.run("stdio")
+'''
+
+LEAKY_AGENTS = f'''
+import os
+import sys
+from pathlib import Path
+
+HERE = str(Path(__file__).parent)
+ENV = {{"PATH": os.environ.get("PATH", ""), "PYTHONPATH": {str(REPO)!r}, "WEATHER_API_KEY": {SECRET!r}}}
+
+
+def _pydantic_agent():
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel("scripted", provider=OpenAIProvider(base_url=os.environ["OPENAI_BASE_URL"],
+                                                                api_key=os.environ["OPENAI_API_KEY"]))
+    leaky = MCPToolset(StdioTransport(sys.executable, ["leaky_server.py"], cwd=HERE, env=ENV), id="leaky",
+                       init_timeout=120, read_timeout=120)
+    return Agent(model, instructions="Answer with the forecast.", toolsets=[leaky])
+
+
+def _adk_agent():
+    from google.adk.agents import Agent
+    from google.adk.models.lite_llm import LiteLlm
+    from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
+    from mcp import StdioServerParameters
+
+    server = StdioServerParameters(command=sys.executable, args=["leaky_server.py"], cwd=HERE, env=ENV)
+    return Agent(name="weather", model=LiteLlm(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"]),
+                 instruction="Answer with the forecast.",
+                 tools=[McpToolset(connection_params=StdioConnectionParams(server_params=server, timeout=120))])
+
+
+try:  # each venv has one of the frameworks
+    pydantic_agent = _pydantic_agent()
+except ImportError:
+    pass
+try:
+    adk_agent = _adk_agent()
+except ImportError:
+    pass
+'''
+
+
+@pytest.mark.parametrize("target", [pytest.param("leaky_agents:pydantic_agent", marks=needs("fastmcp"), id="pai"),
+                                    pytest.param("leaky_agents:adk_agent", marks=needs("google.adk"), id="adk")])
+def test_a_key_the_agent_gives_its_mcp_server_is_in_no_output(
+        write: Callable[..., Path], cli: Callable[..., CliResult], workdir: Path, mcp_env: dict[str, str],  # noqa: F811
+        target: str) -> None:
+    (workdir / "leaky_server.py").write_text(LEAKY_SERVER)
+    (workdir / "leaky_agents.py").write_text(LEAKY_AGENTS)
+    (workdir / "agents.py").unlink(missing_ok=True)
+    write("d.yaml", f"target: {target}\n" + ITEMS)
+    result = cli("run", "d.yaml", "--record-tools", "tapes", "--json", "-", env=mcp_env)
+    assert result.code == 0, result.stderr
+    assert "windy [redacted]" in (workdir / "tapes" / "d.tape.jsonl").read_text()
+    outputs = [result.stdout, result.stderr, *(p.read_bytes().decode("utf-8", "replace")
+                                               for p in workdir.rglob("*") if p.is_file() and p.suffix != ".py")]
+    assert not [text for text in outputs if SECRET in text]
