@@ -182,3 +182,36 @@ def test_a_key_the_agent_gives_its_mcp_server_is_in_no_output(
     outputs = [result.stdout, result.stderr, *(p.read_bytes().decode("utf-8", "replace")
                                                for p in workdir.rglob("*") if p.is_file() and p.suffix != ".py")]
     assert not [text for text in outputs if SECRET in text]
+
+
+TWIN_ADK = f'''
+import os
+import sys
+from google.adk.agents import Agent
+from google.adk.models.lite_llm import LiteLlm
+from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
+from mcp import StdioServerParameters
+
+
+def toolset(name):
+    server = StdioServerParameters(command=sys.executable, args=["-m", "examples.mcp_weather_server"],
+                                   cwd={str(REPO)!r}, env={{**os.environ, "WHICH": name}})
+    return McpToolset(connection_params=StdioConnectionParams(server_params=server, timeout=120))
+
+
+agent = Agent(name="weather", model=LiteLlm(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"]),
+              instruction="Answer with the forecast.", tools=[toolset("a"), toolset("b")])
+'''
+
+
+@needs("google.adk")
+def test_two_servers_listing_one_tool_name_are_a_validation_error(
+        write: Callable[..., Path], cli: Callable[..., CliResult], mcp_env: dict[str, str],  # noqa: F811
+        workdir: Path) -> None:
+    (workdir / "twin_agents.py").write_text(TWIN_ADK)
+    write("d.yaml", "target: twin_agents:agent\n" + ITEMS)
+    result = cli("validate", "d.yaml", env=mcp_env)
+    assert result.code == 2, result.stdout + result.stderr
+    assert "two of the agent's MCP servers list a tool 'get_weather'" in result.stderr, result.stderr
+    assert "tool_name_prefix='x'" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..mcp import McpServer, McpTool, list_tools_now, mcp_server
+from ..mcp import McpError, McpServer, McpTool, list_tools_now, mcp_server
 
 
 def described(server: Any, name: str | None = None) -> McpServer | None:
@@ -67,6 +67,16 @@ Listed = tuple[str, McpServer | None] | tuple[str, McpServer | None, str]
 """A server as the adapters find it: its name, its description, and the prefix of its tools' names (if any)."""
 
 
+def _one_server_each(first: tuple[str, McpServer], other: tuple[str, McpServer], tool: str) -> None:
+    """An ``McpError`` when two of the agent's servers list a tool under the same name: the model, the dataset and
+    the tapes could not tell their calls apart (docs/hermetic.md, "MCP tools")."""
+    if first[1] is not other[1] and first[1] != other[1]:
+        raise McpError(f"two of the agent's MCP servers list a tool '{tool}': {first[0]} ({first[1].where}) and "
+                       f"{other[0]} ({other[1].where}); their calls cannot be told apart",
+                       hint="give one toolset a name prefix (PydanticAI: toolset.prefixed('x'); "
+                            "ADK: McpToolset(..., tool_name_prefix='x'))")
+
+
 class ServerTools:
     """The agent's MCP servers by name and the tools each lists (``None``: not listed), listed at construction
     (an ``McpError`` naming a server that does not start). Each tool is kept under the name the model sees."""
@@ -74,12 +84,20 @@ class ServerTools:
     def __init__(self, servers: Iterable[Listed]) -> None:
         self.tools: dict[str, list[McpTool] | None] = {}
         self.prefixes: dict[str, str] = {}
+        seen: list[tuple[str, McpServer | None, str]] = []
+        owner: dict[str, tuple[str, McpServer]] = {}
         for name, server, *prefix in servers:
-            if name not in self.tools or self.tools[name] is None:
-                self.prefixes[name] = prefix[0] if prefix else ""
-                listed = None if server is None else list_tools_now(server)
-                self.tools[name] = None if listed is None else \
-                    [replace(t, name=model_name(self.prefixes[name], t.name)) for t in listed]
+            entry = (name, server, prefix[0] if prefix else "")
+            if entry in seen:  # the same server, met again (on a handoff agent, a sub-agent)
+                continue
+            seen.append(entry)
+            listed = None if server is None else [replace(t, name=model_name(entry[2], t.name))
+                                                  for t in list_tools_now(server)]
+            for tool in listed or ():
+                _one_server_each(owner.setdefault(tool.name, (name, tool.server)), (name, tool.server), tool.name)
+            self.prefixes[name] = entry[2]
+            known = self.tools.get(name)
+            self.tools[name] = listed if known is None else [*known, *(listed or ())]
 
     def __bool__(self) -> bool:
         return bool(self.tools)
