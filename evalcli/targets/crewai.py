@@ -40,6 +40,15 @@ QUIET = {"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING": "true", 
 OWN = ("history", "inputs", "inputs_from")
 
 
+def check_inputs_from(known: list[str], key: str) -> None:
+    """The rule for a crew's ``inputs_from`` (docs/targets/crewai.md): an input its tasks or agents name, else the
+    user message would reach no task (a crew naming no input at all included)."""
+    if key not in known:
+        names = ", ".join(known) or f"none: write {{{key}}} in a task's description"
+        raise ValueError(f"'inputs_from: {key}' is not an input of the crew, so the user message would reach no task "
+                         f"(its inputs: {names})")
+
+
 class CrewAIAdapter(Adapter):
     """A CrewAI ``Agent`` or ``Crew``."""
 
@@ -78,8 +87,8 @@ class CrewAIAdapter(Adapter):
         if not isinstance(key, str) or not key:
             raise ValueError(f"a Crew needs 'inputs_from': the input the user message fills (its inputs: "
                              f"{', '.join(known) or 'none'})")
-        if known and key not in known:
-            raise ValueError(f"'inputs_from: {key}' is not an input of the crew (its inputs: {', '.join(known)})")
+        check_inputs_from(known, key)
+
 
     def warnings(self, conversations: Sequence[tuple[Mapping[str, Any], bool]]) -> list[str]:
         if any(getattr(agent, "memory", None) for agent in agents_of(self.obj)) or getattr(self.obj, "memory", None):

@@ -1,0 +1,91 @@
+"""Adversarial checks of the ``crewai`` adapter through the real CLI (docs/targets/crewai.md), in the crewai venv
+(tests/framework_venvs.py), against the loopback scripted model (tests/llm_server.py)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.llm_server import LLMServer, Reply, Request, text, tool_call
+from tests.test_adapter_crewai import python, run, said, tool_messages  # noqa: F401 - the venv fixture
+
+pytestmark = pytest.mark.slow
+
+APP = '''
+import asyncio, os
+from crewai import LLM, Agent, Crew, Process, Task
+from crewai.tools import tool
+from tests.app_agents import KEY, URL, record
+
+@tool("lookup")
+def lookup(query: str) -> str:
+    """Look a query up."""
+    record(event="live", tool="lookup", query=query)
+    if "boom" in query:
+        raise RuntimeError("lookup exploded")
+    return f"found {query}"
+
+@tool("alookup")
+async def alookup(query: str) -> str:
+    """Look a query up, asynchronously."""
+    await asyncio.sleep(0)
+    record(event="live", tool="alookup", query=query)
+    return f"async found {query}"
+
+llm = LLM(model="openai/gpt-4o-mini", base_url=URL, api_key="sk-secret-in-llm-config-9999", max_retries=0)
+agent = Agent(role="Helper", goal="Answer", backstory="You help.", tools=[lookup], llm=llm)
+aagent = Agent(role="Helper", goal="Answer", backstory="You help.", tools=[alookup], llm=llm)
+plain_crew = Crew(agents=[agent], tasks=[Task(description="Answer the question.", expected_output="An answer",
+                                              agent=agent)])
+crew = Crew(agents=[agent], tasks=[Task(description="Answer: {question}", expected_output="An answer", agent=agent)])
+two_inputs = Crew(agents=[agent], tasks=[Task(description="Answer {question} for {city}", expected_output="An answer",
+                                              agent=agent)])
+def steps(step):
+    record(event="step")
+cb_crew = Crew(agents=[agent], tasks=[Task(description="Answer: {question}", expected_output="An answer",
+                                           agent=agent)], step_callback=steps, cache=True)
+worker = Agent(role="Worker", goal="Do the work", backstory="You work.", tools=[lookup], llm=llm,
+               allow_delegation=False)
+managed = Crew(agents=[worker], tasks=[Task(description="Answer: {question}", expected_output="An answer")],
+               process=Process.hierarchical, manager_llm=LLM(model="openai/gpt-4o-mini", base_url=URL, api_key=KEY,
+                                                             max_retries=0))
+'''
+
+
+def model(request: Request) -> Reply:
+    """Call the one tool once with the user's question, then answer with what it returned."""
+    messages = request.messages
+    last = messages[-1]
+    if last["role"] == "tool":
+        return text(f"Result: {said(last)}")
+    tools = [t["function"]["name"] for t in request.body.get("tools") or ()]
+    asked = said([m for m in messages if m["role"] == "user"][-1])
+    if tools:
+        return tool_call(tools[0], {"query": asked[-40:]}, f"c{len(messages)}")
+    return text(f"Plain: {asked[-40:]}")
+
+
+def app_run(tmp_path: Path, server: LLMServer, py: Path, body: str, *args: str) -> Any:
+    (tmp_path / "advapp.py").write_text(APP)
+    server.responder = model
+    return run(py, tmp_path, server, body, *args)
+
+
+def test_inputs_from_must_be_an_input_even_of_a_crew_naming_none(python: Path, llm_server: LLMServer,
+                                                                 tmp_path: Path) -> None:
+    """A crew whose tasks name no ``{input}`` took any ``inputs_from`` and ran every conversation without the user
+    message (the model never saw it): now it is refused before anything runs (exit 2), saying what to write."""
+    done = app_run(tmp_path, llm_server, python, """
+        target: advapp:plain_crew
+        target_options: {inputs_from: question}
+        gates: [{excludes: nothing}]
+        data: [{id: a, input: what is the capital of Peru}]
+    """)
+    assert done.code == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "'inputs_from: question' is not an input of the crew" in done.stderr
+    assert "write {question} in a task's description" in done.stderr and "Traceback" not in done.stderr
+    assert llm_server.requests == []
