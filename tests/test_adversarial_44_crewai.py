@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -89,3 +91,21 @@ def test_inputs_from_must_be_an_input_even_of_a_crew_naming_none(python: Path, l
     assert "'inputs_from: question' is not an input of the crew" in done.stderr
     assert "write {question} in a task's description" in done.stderr and "Traceback" not in done.stderr
     assert llm_server.requests == []
+
+
+def test_concurrent_first_turns_do_not_race_openais_lazy_models(python: Path, llm_server: LLMServer,
+                                                                tmp_path: Path) -> None:
+    """CrewAI's OpenAI provider parses each reply with the openai SDK's models, which pydantic builds lazily on first
+    use; turns run in threads, and 16 first replies arriving together made some conversations fail with
+    ``PydanticUserError: ... BaseModel cannot be instantiated directly``. Every conversation now plays, each on its
+    own history (the request log)."""
+    (tmp_path / "advapp.py").write_text(APP)
+    llm_server.responder = lambda request: dataclasses.replace(model(request), delay=0.5)
+    items = "\n".join(f"  - {{id: i{i}, input: 'code K{i}X'}}" for i in range(16))
+    for attempt in range(3):  # the race is a matter of timing: three runs, each a fresh process
+        done = run(python, tmp_path, llm_server, f"target: advapp:agent\nconcurrency: 16\n"
+                                                 f"gates: [{{excludes: nothing}}]\ndata:\n{items}\n")
+        errors = [item["error"] for item in done.json["items"] if item["status"] != "ok"]
+        assert errors == [] and done.code == 0, (attempt, errors[:2])
+    for request in llm_server.requests:
+        assert len(set(re.findall(r"K\d+X", json.dumps(request.messages)))) == 1

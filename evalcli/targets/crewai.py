@@ -31,7 +31,7 @@ from crewai.events.utils.console_formatter import set_suppress_console_output
 
 from ..messages import Message
 from .crewai_parts import agents_of, failed_calls, new_messages, placeholders, planned_copy, to_openai, tool_schemas
-from .openai_format import assistant, jsonable, quiet_logs
+from .openai_format import assistant, build_openai_models, jsonable, quiet_logs
 from .session import Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, TurnSession
 
 QUIET = {"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING": "true", "CREWAI_TRACING_ENABLED": "false",
@@ -61,6 +61,7 @@ class CrewAIAdapter(Adapter):
             os.environ.setdefault(name, value)
         quiet_logs("crewai")
         quiet_logs("crewai_core")
+        build_openai_models()
         self.is_crew = isinstance(self.obj, Crew)
 
     @classmethod
