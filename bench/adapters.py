@@ -27,8 +27,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.framework_agents import Conversation, build, direct
-from examples.frameworks.scripted_model import completion, next_message
+from bench.framework_agents import Conversation, build, direct, smolagents_message
+from examples.frameworks.scripted_model import completion, next_message, tool_names
 from examples.loopback import sse
 
 TURNS = ["What is the weather in Brooklyn?", "What about tomorrow?", "What is the weather in Paris?"]
@@ -118,7 +118,10 @@ def serve(latency: float) -> None:
         body = await request.json()
         if latency > 0:
             await asyncio.sleep(latency)
-        answer = completion(next_message(body.get("messages") or []), str(body.get("model", "bench")))
+        messages = body.get("messages") or []
+        smolagents = "final_answer" in tool_names(body)  # a smolagents agent: its own message shapes
+        answer = completion(smolagents_message(messages) if smolagents else next_message(messages),
+                            str(body.get("model", "bench")))
         if body.get("stream"):  # Strands' OpenAI model always streams
             return web.Response(body=sse(answer), content_type="text/event-stream")
         return web.json_response(answer)
@@ -131,7 +134,7 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true", help="run the scripted model server")
     parser.add_argument("--latency", type=float, default=0.0, help="server: seconds before each answer")
     parser.add_argument("--framework", choices=["pydantic_ai", "openai_agents", "langgraph", "llama_index",
-                                                "google_adk", "strands", "crewai"])
+                                                "google_adk", "strands", "crewai", "smolagents"])
     parser.add_argument("--api-base", help="the server's base URL (http://127.0.0.1:PORT/v1)")
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--turns", type=int, default=3)

@@ -16,6 +16,10 @@ app would make it, which evalcli gets from a setup (``setup``, a pytest-style ge
   the end;
 - Strands: a new ``Agent`` per conversation (the same model and tools), ``invoke_async(text, invocation_state=...)``
   per turn, as an app that serves many users makes one agent per session.
+- smolagents: a ``ToolCallingAgent`` serves one conversation at a time (its memory is the conversation): the first
+  turn ``agent.run(text, reset=True)``, the others ``reset=False``, in a worker thread (``run`` is synchronous: a
+  pool as large as the conversations in flight); idle agents are reused, so as many are built as conversations are
+  in flight; its console output off, as the adapter turns it off (it has no per-conversation object).
 - CrewAI (in its own venv, docs/development.md): one ``Agent``, each conversation its own message list,
   ``agent.kickoff(history + [user message])`` per turn in a worker thread (``kickoff`` is synchronous), the
   messages the executor added kept for the next turn.
@@ -23,6 +27,7 @@ app would make it, which evalcli gets from a setup (``setup``, a pytest-style ge
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -129,6 +134,8 @@ def build(framework: str, api_base: str) -> Any:
                         instruction="Weather assistant.", tools=[adk_weather])
     if framework == "strands":
         return strands_agent(api_base)
+    if framework == "smolagents":
+        return smolagents_agent(api_base)
     if framework == "crewai":
         return crewai_agent(api_base)
     from langchain.agents import create_agent
@@ -189,6 +196,8 @@ def direct(framework: str, agent: Any) -> Conversation:
             return [str(await own.invoke_async(text, invocation_state=state)) for text in turns]
 
         return strands
+    if framework == "smolagents":
+        return smolagents_direct()
     if framework == "crewai":
         return crewai_direct(agent)
     from langchain_core.messages import HumanMessage
@@ -278,3 +287,60 @@ def crewai_direct(agent: Any) -> Conversation:
         return out
 
     return crewai
+
+
+def smolagents_agent(api_base: str) -> Any:
+    """The smolagents weather agent (a ``ToolCallingAgent``), its model ``OpenAIServerModel`` at the benchmark's
+    server, its console output off."""
+    from smolagents import LogLevel, OpenAIServerModel, ToolCallingAgent, tool
+
+    def get_weather(city: str, day: str = "today") -> str:
+        """Get the weather forecast for a city.
+
+        Args:
+            city: The city name, e.g. "Brooklyn".
+            day: "today" or "tomorrow".
+        """
+        return json.dumps(forecast(city, day))
+
+    model = OpenAIServerModel(model_id="bench", api_base=api_base, api_key=KEY)
+    return ToolCallingAgent(tools=[tool(get_weather)], model=model, instructions="Weather assistant.",
+                            verbosity_level=LogLevel.OFF)
+
+
+def smolagents_direct() -> Conversation:
+    """smolagents' own way: an agent serves one conversation at a time, its first turn ``run(text, reset=True)`` (a
+    fresh memory), the others ``reset=False``, each in a worker thread; idle agents are reused (as many are built as
+    conversations are in flight: built once, in the warm-up)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=256, thread_name_prefix="direct")  # threads start as conversations need
+    idle: list[Any] = []
+
+    async def smolagents(turns: list[str]) -> list[Any]:
+        own = idle.pop() if idle else smolagents_agent(API_BASE[0])
+        loop = asyncio.get_running_loop()
+        try:
+            return [await loop.run_in_executor(pool, lambda t=text, first=i == 0: own.run(t, reset=first))
+                    for i, text in enumerate(turns)]
+        finally:
+            idle.append(own)
+
+    return smolagents
+
+
+def smolagents_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The benchmark model's next message for a smolagents ``ToolCallingAgent``, which sends a tool's result back as a
+    user message (``Observation:`` and the result) and each turn's task as ``New task:``, and ends a turn with its
+    ``final_answer`` tool: the forecast for the city the task names (else the one an earlier task named), then the
+    answer from the observed forecast."""
+    from examples.frameworks.scripted_rules import call, city_in, day_of, text_of, weather_call
+
+    said = "\n".join(text_of(m) for m in messages if m.get("role") == "user")  # smolagents merges them too
+    tasks = [part.split("Observation:")[0].strip() for part in said.split("New task:")[1:]] or [""]
+    observed = said.rsplit("New task:", 1)[-1].split("Observation:")[1:]
+    if observed:
+        found = json.loads(observed[-1])
+        answer = f"{found['day'].title()} in {found['city']}: {found['condition']}, {found['temperature_f']}°F."
+        return call("final_answer", {"answer": answer}, f"call_{len(messages)}_final")
+    return weather_call(messages, city_in(tasks[-1], tasks[:-1]) or "Brooklyn", day_of(tasks[-1]))

@@ -64,7 +64,7 @@ MASTRA = BENCH / "mastra"
 SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters", "pytest",
             "samples", "cpu", "judge", "yaml", "ratelimits", "tools")
 BACKEND_NAMES = llm_bench.BACKEND_NAMES
-FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph")
+FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph", "smolagents")
 
 
 @dataclass

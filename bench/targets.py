@@ -70,3 +70,14 @@ class HttpAgent:
 
 sleep_agent = SleepAgent()
 http_agent = HttpAgent()
+
+
+def cpu_agent(input: str, *, latency: float = 0.02, tools: bool = True, **options: Any) -> list[dict[str, Any]]:
+    """A CPU-bound agent (a framework's own Python work): ``latency`` seconds of this thread's CPU a turn, spent
+    holding the GIL, then the reply (``bench/workers.py``)."""
+    import time
+
+    start = time.thread_time()
+    while time.thread_time() - start < latency:
+        pass
+    return reply(input, tools)

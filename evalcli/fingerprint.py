@@ -2,9 +2,10 @@
 run without it noticing.
 
 The configuration is a tree (``Dataset.resolved_configuration``: after ``${VAR}`` interpolation, with every file the
-dataset names read). Its fingerprint is one digest per leaf, by the leaf's path (``data[3].target_options.temperature``,
-``target.http.body.style``), each salted with a random salt the run keeps beside them. Comparing two fingerprints names
-the paths that differ, never a value.
+dataset names read). Its fingerprint is a digest per leaf of the dataset's settings, by the leaf's path
+(``target.http.body.style``), and per conversation one entry (``item_entry``: a digest of it whole, a short one per
+leaf), each salted with a random salt the run keeps beside them (docs/identity.md). Comparing two fingerprints names
+the paths that differ (``data[3].target_options.temperature``), never a value.
 
 A leaf that holds a secret (a header value, a persona's PIN) is never digested as it is with only that stored salt: a
 guessed value could be confirmed against it offline (docs/reliability.md, "Secrets"). Its digest is two parts: the
@@ -30,6 +31,10 @@ from .secret_references import digestible
 
 SALT = "#salt"
 """The key of the salt among a fingerprint's paths."""
+SHAPES = "#shapes"
+"""The key of the conversations' leaf paths, once per shape (JSON: a list of lists of paths relative to ``data[N]``)."""
+ITEMS = "data"
+"""The configuration's list of conversations: one entry each in a fingerprint."""
 KEY_VARIABLE = "EVALCLI_DIGEST_KEY"
 """The environment variable whose value keys the digests of secret-bearing leaves (the same on every machine that
 resumes a run: a CI secret)."""
@@ -49,21 +54,45 @@ def leaves(tree: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def fingerprint(tree: Any, salt: str | None = None) -> dict[str, str]:
-    """The configuration's fingerprint: its salt (new unless given) and a digest per leaf path (``leaf_digest``)."""
+    """The configuration's fingerprint: its salt (new unless given), a digest per leaf path (``leaf_digest``) outside
+    the conversations, and one entry per conversation (``data[3]``, ``item_entry``): a digest of its whole subtree
+    and a short digest of each of its leaves, the leaves' paths kept once per shape (``SHAPES``)."""
     salt = salt if salt is not None else os.urandom(8).hex()
     digests = {SALT: salt}
-    for path, value in leaves(tree):
-        digests[path] = leaf_digest(salt, path, value)
+    items = tree.get(ITEMS) if isinstance(tree, dict) else None
+    if not isinstance(items, list) or not items:
+        for path, value in leaves(tree):
+            digests[path] = leaf_digest(salt, path, value)
+        return digests
+    for path, value in leaves({key: value for key, value in tree.items() if key != ITEMS}):
+        if path:
+            digests[path] = leaf_digest(salt, path, value)
+    shapes: dict[tuple[str, ...], int] = {}
+    for n, item in enumerate(items):
+        digests[f"{ITEMS}[{n}]"] = item_entry(salt, n, item, shapes)
+    digests[SHAPES] = json.dumps([list(shape) for shape in shapes])
     return digests
 
 
-def leaf_digest(salt: str, path: str, value: Any) -> str:
-    """A leaf's digest: salted, and for a leaf that holds a secret ``<salted digest with references>.<key id>.<keyed
-    digest>``, so the stored digest never confirms a guessed secret."""
+def item_entry(salt: str, n: int, item: Any, shapes: dict[tuple[str, ...], int]) -> str:
+    """``<shape>|<digest of the item>|<short digest of each leaf>``: the item's digest says whether it changed; the
+    short ones (4 hex digits, or the keyed form of a secret-bearing leaf) only which of its leaves did."""
+    prefix = f"{ITEMS}[{n}]"
+    found = list(leaves(item, prefix))
+    shape = tuple(path[len(prefix):] for path, _ in found)
+    index = shapes.setdefault(shape, len(shapes))
+    shorts = ",".join(leaf_digest(salt, path, value, short=True) for path, value in found)
+    return f"{index}|{leaf_digest(salt, prefix, item)}|{shorts}"
+
+
+def leaf_digest(salt: str, path: str, value: Any, short: bool = False) -> str:
+    """A leaf's (or a subtree's) digest: salted, and for one that holds a secret ``<salted digest with references>.<key
+    id>.<keyed digest>``, so the stored digest never confirms a guessed secret. ``short``: 4 hex digits when it holds
+    none (a conversation's leaves, whose whole digest is kept beside them)."""
     text = _text(value)
     shown = _text(digestible(value))
     if shown == text:
-        return _salted(salt, path, text)
+        return _salted(salt, path, text)[:4 if short else 16]
     keyed = hmac.new(digest_key(), f"{salt}\0{path}\0{text}".encode(), hashlib.sha256).hexdigest()[:16]
     return f"{_salted(salt, path, shown)}.{key_id()}.{keyed}"
 
@@ -79,30 +108,86 @@ def _salted(salt: str, path: str, text: str) -> str:
 def differences(stored: dict[str, str], tree: Any) -> list[str]:
     """The paths where ``tree`` differs from the configuration ``stored`` fingerprinted (computed with its salt):
     ``path (changed)``, ``path (removed)``, ``path (added)``. A secret-bearing leaf keyed on another machine is
-    compared without its secrets (``unverifiable``)."""
+    compared without its secrets (``unverifiable``). A conversation whose digest is the same is not looked into; one
+    that changed is compared leaf by leaf (``data[3] (changed)`` when no leaf's short digest tells which)."""
+    salt = stored[SALT]
+    then, now, items = compared(stored, tree)
+    changes = [f"{path} (changed)" for path, digest in then.items()
+               if path in now and not _same(digest, salt, path, now[path])]
+    removed = [f"{path} (removed)" for path in then if path not in now]
+    added = [f"{path} (added)" for path in now if path not in then]
+    named = {change[:change.index("]") + 1] for change in changes + removed + added if change.startswith(f"{ITEMS}[")}
+    return changes + [f"{path} (changed)" for path in items if path not in named] + removed + added
+
+
+def compared(stored: dict[str, str], tree: Any) -> tuple[dict[str, str], dict[str, Any], list[str]]:
+    """What ``differences`` compares: the stored digests by leaf path and the leaves now, both without the
+    conversations whose digest is the same, and the conversations that changed (their leaves are in both)."""
     salt = stored[SALT]
     now = dict(leaves(tree))
-    changed = [f"{path} (changed)" for path, digest in stored.items()
-               if path in now and path != SALT and not _same(digest, salt, path, now[path])]
-    removed = [f"{path} (removed)" for path in stored if path not in now and path != SALT]
-    added = [f"{path} (added)" for path in now if path not in stored]
-    return changed + removed + added
+    then = {path: digest for path, digest in stored.items() if path not in (SALT, SHAPES)}
+    if SHAPES not in stored:  # one digest per leaf (runs stored before conversations had one digest each)
+        return then, now, []
+    items = tree.get(ITEMS) if isinstance(tree, dict) else None
+    items = items if isinstance(items, list) else []
+    shapes = [tuple(shape) for shape in json.loads(stored[SHAPES])]
+    now = {path: value for path, value in now.items() if not path.startswith(f"{ITEMS}[")}
+    changed: list[str] = []
+    for n, item in enumerate(items):
+        key = f"{ITEMS}[{n}]"
+        entry = then.pop(key, None)
+        if entry is None:
+            now[key] = item  # a conversation added: named by its whole path
+            continue
+        shape, digest, shorts = entry.split("|")
+        if _same(digest, salt, key, item):
+            continue
+        changed.append(key)
+        then.update(zip((key + rel for rel in shapes[int(shape)]), shorts.split(","), strict=True))
+        now.update(leaves(item, key))
+    for key in [path for path in then if path.startswith(f"{ITEMS}[") and "|" in then[path]]:
+        then[key] = then[key].split("|")[1]  # a conversation removed: named by its whole path
+    return then, now, changed
+
+
+def paths(stored: dict[str, str], tree: Any) -> tuple[set[str], set[str]]:
+    """The leaf paths of the stored configuration and of ``tree``, with the conversations that changed looked into
+    (what a refusal's names are made of: ``collapsed`` in evalcli/run/resume.py)."""
+    then, now, _ = compared(stored, tree)
+    items = tree.get(ITEMS) if isinstance(tree, dict) and SHAPES in stored else None
+    same = {f"{ITEMS}[{n}]" for n in range(len(items))} - set(now) if isinstance(items, list) else set()
+    return set(then) | same, set(now) | same
 
 
 def unverifiable(stored: dict[str, str]) -> list[str]:
     """The paths whose secrets a comparison here cannot check: keyed with another key than this machine's."""
-    return [path for path, digest in stored.items() if digest.count(".") == 2 and digest.split(".")[1] != key_id()]
+    here = key_id()
+    shapes = [tuple(shape) for shape in json.loads(stored[SHAPES])] if SHAPES in stored else []
+    found = []
+    for path, digest in stored.items():
+        if "|" in digest:
+            shape, whole, shorts = digest.split("|")
+            if _keyed_elsewhere(whole, here):
+                found += [path + rel for rel, short in zip(shapes[int(shape)], shorts.split(","), strict=True)
+                          if _keyed_elsewhere(short, here)]
+        elif path != SALT and _keyed_elsewhere(digest, here):
+            found.append(path)
+    return found
+
+
+def _keyed_elsewhere(digest: str, here: str) -> bool:
+    return digest.count(".") == 2 and digest.split(".")[1] != here
 
 
 def _same(digest: str, salt: str, path: str, value: Any) -> bool:
-    now = leaf_digest(salt, path, value)
+    now = leaf_digest(salt, path, value, short=len(digest) == 4)
     if digest == now:
         return True
     parts, now_parts = digest.split("."), now.split(".")
     if len(parts) == 3 and len(now_parts) == 3:
         return parts[0] == now_parts[0] and parts[1] != now_parts[1]  # another machine's key: the rest only
     if len(parts) == 1 and len(now_parts) == 3:  # stored before secret-bearing leaves were keyed
-        return digest == _salted(salt, path, _text(value))
+        return digest == _salted(salt, path, _text(value))[:len(digest)]
     return False
 
 

@@ -85,7 +85,7 @@ def _parsed_server(raw: Any) -> McpServer:
     words += tuple(map(str, raw.get("args") or ()))
     if not words:
         raise ValueError("an mcp server's command is empty")
-    default = Path(words[-1]).stem.rsplit(".", 1)[-1]
+    default = Path(words[-1]).name.removesuffix(".py").rsplit(".", 1)[-1]  # server.py, or -m package.server
     env = raw.get("env")
     return McpServer(str(raw.get("name") or default), words,
                      env=None if env is None else {str(k): str(v) for k, v in env.items()},

@@ -131,19 +131,21 @@ class CliResult:
 
 
 def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = SUBPROCESS_TIMEOUT,
-            fresh: bool = False) -> CliResult:
+            fresh: bool = False, python: Path | None = None) -> CliResult:
     """Run the real ``evalcli`` as ``python -m evalcli`` in a separate process (no TTY, so no colour and no
     progress bar): forked from this process's CLI server (``tests/cli_server.py``), which has imported evalcli
-    already, or a fresh interpreter when ``fresh`` or when the environment changes what was read at import."""
+    already, or a fresh interpreter when ``fresh`` or when the environment changes what was read at import.
+    ``python``: a framework venv's interpreter (``tests/framework_venvs.py``), always a fresh one, the working tree
+    first on its path."""
     full_env = {**cli_base_env(), **(env or {})}
     if env is None or "EVALCLI_JUDGE_MODEL" not in env:
         full_env.pop("EVALCLI_JUDGE_MODEL", None)
-    server = None if fresh else cli_server(server_profile())
+    server = None if fresh or python is not None else cli_server(server_profile())
     if server is not None and server.can_run(full_env, str(cwd)):
         code, out, err = server.run(list(args), str(cwd), full_env, timeout)
         return CliResult(code, out, err, cwd)
-    done = subprocess.run([sys.executable, "-m", "evalcli", *args], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run([str(python or sys.executable), "-m", "evalcli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
     return CliResult(done.returncode, done.stdout, done.stderr, cwd)
 
 

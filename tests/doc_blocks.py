@@ -13,10 +13,10 @@ A marker is an HTML comment on the line right before a block's opening fence (in
 - ``file=NAME``: the block is written as NAME into the folders of the examples that follow it on the same page
   (a dataset with a file name is validated under that name).
 - ``needs=mastra``: the example needs a Mastra server (Node); ``MASTRA_URL`` points at one.
-- ``needs=llama-index``, ``needs=crewai``: the example runs in the venv holding ``evalcli[llama-index]`` (or
-  ``evalcli[crewai]``, tests/framework_venvs.py)
-- ``needs=google_adk``, ``needs=strands``: the example needs that framework installed (an optional extra; skipped
-  without it).
+- ``needs=llama-index``, ``needs=crewai``, ``needs=strands``: the example runs in the venv holding that extra
+  (``evalcli[llama-index]``, ``evalcli[crewai]``, ``evalcli[strands]``; tests/framework_venvs.py); a shell example's
+  ``python`` is that venv's
+- ``needs=google_adk``: the example needs that framework installed (an optional extra; skipped without it).
 - ``needs=demo_plugin``: the example needs the example plugin of docs/extending.md installed
   (``tests/plugin_packages.demo_plugin``).
 """

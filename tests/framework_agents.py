@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from evalcli.messages import Message
@@ -20,8 +21,8 @@ KEY = "sk-test-not-a-real-key-0123456789"
 
 
 def needs(module: str) -> Any:
-    """A mark skipping a test whose framework is not installed (``evalcli[google-adk]``, ``evalcli[strands]``: extras
-    CI's environment may leave out when they would downgrade another framework's dependencies)."""
+    """A mark skipping a test whose framework is not installed (``evalcli[google-adk]``: an extra CI's environment may
+    leave out when it would downgrade another framework's dependencies)."""
     import importlib.util
 
     import pytest
@@ -40,8 +41,18 @@ def framework(name: str, module: str) -> Any:
     return pytest.param(name, marks=needs(module))
 
 
-NEW_FRAMEWORKS = [framework("google_adk", "google.adk"), framework("strands", "strands")]
-"""The adapters whose frameworks are optional in the test environment."""
+NEW_FRAMEWORKS = [framework("google_adk", "google.adk"), "strands"]
+"""The adapters whose frameworks are optional in the test environment (Strands': in a venv of its own)."""
+
+
+def framework_python(adapter: str) -> Path | None:
+    """The interpreter that runs ``adapter``'s agents: the venv of its extra when its pins clash with the suite's
+    (``tests/framework_venvs.EXTRAS``; built once, a skip, or a failure in CI, when it cannot be), else ``None``: the
+    test Python."""
+    from tests.framework_venvs import EXTRAS, venv_or_skip
+
+    extra = adapter.replace("_", "-")
+    return venv_or_skip(extra) if extra in EXTRAS else None
 
 
 def weather(city: str, day: str = "today") -> dict[str, Any]:

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 REQUIRE = "EVALCLI_REQUIRE_VENVS"
 """Set (by ``.ci/run``) when the framework venvs must be built: their tests then fail instead of skipping."""
-EXTRAS = ("llama-index", "crewai")
+EXTRAS = ("llama-index", "crewai", "strands")
 """The extras that get a venv (``make test`` builds each)."""
 
 
@@ -96,9 +97,12 @@ def main() -> None:
     if not parser.parse_args().install:
         parser.print_help()
         return
-    for extra in EXTRAS:
+    # built side by side: each is mostly pip waiting on downloads and unpacking, and each has a folder of its own
+    with ThreadPoolExecutor(max_workers=len(EXTRAS)) as pool:
+        built = {extra: pool.submit(ensure_venv, extra) for extra in EXTRAS}
+    for extra, future in built.items():
         try:
-            print(f"evalcli[{extra}] in {ensure_venv(extra).parent.parent}")
+            print(f"evalcli[{extra}] in {future.result().parent.parent}")
         except Unavailable as exc:
             if os.environ.get(REQUIRE):
                 raise SystemExit(str(exc)) from None

@@ -2,8 +2,8 @@
 loopback scripted model: an ADK customer-service agent (google/adk-samples ``customer-service`` style: the profile in
 the session state from a setup, the app's own tool callbacks, ADK's DEBUG logging on) and a Strands recipe bot
 (strands-agents/samples ``recipe_bot`` style: ``@tool`` functions, ``invocation_state`` from a setup, the printing
-callback handler). Each conversation's history is its own (read from the model server's request log), usage is the
-target's, mocks, ``--hermetic`` and tapes reach the frameworks' tools."""
+callback handler; in its own venv, tests/framework_venvs.py). Each conversation's history is its own (read from the
+model server's request log), usage is the target's, mocks, ``--hermetic`` and tapes reach the frameworks' tools."""
 
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, CliResult, run_cli
-from tests.framework_agents import KEY, needs, user_texts
+from tests.framework_agents import KEY, framework_python, needs, user_texts
 from tests.llm_server import LLMServer, Reply, Request, text, tool_call
 
 ADK = needs("google.adk")
-STRANDS = needs("strands")
 
 
 def customer_model(request: Request) -> Reply:
@@ -57,12 +56,13 @@ def recipe_model(request: Request) -> Reply:
     return text("What shall we cook?")
 
 
-def run(tmp_path: Path, server: LLMServer, body: str, *args: str) -> CliResult:
+def run(tmp_path: Path, server: LLMServer, body: str, *args: str, adapter: str = "google_adk") -> CliResult:
+    """The CLI on the dataset ``body``, in the Python that runs ``adapter``'s agents (Strands': its own venv)."""
     path = tmp_path / "d.yaml"
     path.write_text(textwrap.dedent(body).lstrip("\n"))
     return run_cli(["run", str(path), "--db", str(tmp_path / "e.db"), "--json", "-", *args], REPO,
                    {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY, "NO_PROXY": "127.0.0.1",
-                    "RECIPE_MARK": str(tmp_path / "ran.txt")})
+                    "RECIPE_MARK": str(tmp_path / "ran.txt")}, python=framework_python(adapter))
 
 
 def own_history_only(server: LLMServer, conversations: list[list[str]]) -> None:
@@ -154,7 +154,7 @@ def test_adk_mocks_and_hermetic_go_through_the_runner_not_the_agent(llm_server: 
     pytest.param("tests.app_agents.customer_service_adk:root_agent", "What is in my cart? I am customer 123",
                  {"customer": "123"}, marks=ADK, id="google_adk"),
     pytest.param("tests.app_agents.recipe_bot_strands:recipe_bot", "Give me a recipe for pancakes", {"user": "ada"},
-                 marks=STRANDS, id="strands")])
+                 id="strands")])
 def test_a_tape_recorded_live_replays_under_hermetic(target: str, question: str, metadata: dict[str, str],
                                                      llm_server: LLMServer, tmp_path: Path) -> None:
     llm_server.responder = customer_model if "adk" in target else recipe_model
@@ -169,13 +169,16 @@ def test_a_tape_recorded_live_replays_under_hermetic(target: str, question: str,
             metadata: {json.dumps(metadata)}
             input: {question}
         """
-    recorded = run(tmp_path, llm_server, body.replace("TOOLS", ""), "--record-tools", str(tmp_path / "tapes"))
+    adapter = "google_adk" if "adk" in target else "strands"
+    recorded = run(tmp_path, llm_server, body.replace("TOOLS", ""), "--record-tools", str(tmp_path / "tapes"),
+                   adapter=adapter)
     assert recorded.code == 0, recorded.stderr[-3000:]
     live = tool_results(recorded.json["items"][0])
     tape = tmp_path / "tapes" / "d.tape.jsonl"
     assert len(tape.read_text().splitlines()) == 1
     (tmp_path / "ran.txt").unlink(missing_ok=True)
-    replayed = run(tmp_path, llm_server, body.replace("TOOLS", f"tools: {{replay: {tape}}}"), "--hermetic")
+    replayed = run(tmp_path, llm_server, body.replace("TOOLS", f"tools: {{replay: {tape}}}"), "--hermetic",
+                   adapter=adapter)
     assert replayed.code == 0, replayed.stderr[-3000:]
     again = tool_results(replayed.json["items"][0])
     assert [m["source"] for m in again] == ["replay"]
@@ -183,7 +186,6 @@ def test_a_tape_recorded_live_replays_under_hermetic(target: str, question: str,
     assert not (tmp_path / "ran.txt").exists()  # nothing ran live
 
 
-@STRANDS
 def test_strands_recipe_bot_runs_as_its_app_runs_it(llm_server: LLMServer, tmp_path: Path) -> None:
     llm_server.responder = recipe_model
     done = run(tmp_path, llm_server, """
@@ -206,7 +208,7 @@ def test_strands_recipe_bot_runs_as_its_app_runs_it(llm_server: LLMServer, tmp_p
             turns:
               - input: Give me a recipe for unobtainium
                 scorers: [{scorer: no_tool_errors, threshold: {max: 0}}]
-        """)
+        """, adapter="strands")
     assert done.code == 0, done.stderr[-3000:]  # stdout is the JSON alone: Strands printed nothing to it
     items = {item["id"]: item for item in done.json["items"]}
     [failed] = tool_results(items["broken"])
@@ -219,7 +221,6 @@ def test_strands_recipe_bot_runs_as_its_app_runs_it(llm_server: LLMServer, tmp_p
     assert usage["prompt_tokens"] == 88
 
 
-@STRANDS
 def test_strands_mocks_and_hermetic(llm_server: LLMServer, tmp_path: Path) -> None:
     llm_server.responder = recipe_model
     done = run(tmp_path, llm_server, """
@@ -238,7 +239,7 @@ def test_strands_mocks_and_hermetic(llm_server: LLMServer, tmp_path: Path) -> No
             input: Give me a recipe for soup
           - id: unmocked
             input: What are my allergies?
-        """, "--hermetic")
+        """, "--hermetic", adapter="strands")
     assert done.code == 4, done.stderr[-3000:]
     items = {item["id"]: item for item in done.json["items"]}
     assert [m["source"] for m in tool_results(items["mocked"])] == ["mock"]

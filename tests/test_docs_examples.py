@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SUBPROCESS_TIMEOUT, CliResult, cli_base_env, run_cli
+from tests.conftest import REPO, CliResult, run_cli
 from tests.doc_blocks import Block, Page, pages
-from tests.framework_venvs import venv_or_skip
+from tests.framework_venvs import EXTRAS, venv_or_skip
 from tests.mastra_server import REQUIRE, MastraServer, Unavailable, ensure_installed, node_missing
 from tests.plugin_packages import demo_plugin
 
@@ -65,8 +65,15 @@ def mastra_url() -> Iterator[str]:
         unavailable(str(exc))
 
 
-FRAMEWORK_NEEDS = {"google_adk": "google.adk", "strands": "strands"}
+FRAMEWORK_NEEDS = {"google_adk": "google.adk"}
 """Needs that are a framework's module: optional extras, which a test environment may leave out."""
+
+
+def venv_python(block: Block) -> Path | None:
+    """The interpreter of the venv the example needs (a need named after an extra whose pins clash with the suite's,
+    tests/framework_venvs.py; built once), or ``None`` for the test Python."""
+    extra = next((need for need in EXTRAS if need in block.needs), None)
+    return venv_or_skip(extra) if extra else None
 
 
 def needs(block: Block, request: pytest.FixtureRequest, folder: Path) -> dict[str, str]:
@@ -112,14 +119,7 @@ def test_dataset_example(case: tuple[Page, Block], tmp_path: Path, request: pyte
     (folder / name).write_text(block.text, encoding="utf-8")
     env = needs(block, request, folder)
     command = "run" if block.kind == "run" else "validate"  # a run validates the dataset first (exit 2 if not)
-    own_venv = next((extra for extra in ("llama-index", "crewai") if extra in block.needs), None)
-    if own_venv:  # its framework pins clash with the suite's: the CLI of its own venv
-        python = venv_or_skip(own_venv)
-        ran = subprocess.run([str(python), "-m", "evalcli", command, name], cwd=folder, capture_output=True, text=True,
-                             env={**cli_base_env(), **env, "PYTHONPATH": f"{REPO}:{folder}"}, timeout=SUBPROCESS_TIMEOUT)
-        done = CliResult(ran.returncode, ran.stdout, ran.stderr, folder)
-    else:
-        done = run_cli([command, name], folder, env)
+    done = run_cli([command, name], folder, env, python=venv_python(block))
     assert done.code == block.exit, (f"{block.where}: evalcli {command} {name} exited {done.code}, expected "
                                      f"{block.exit}{output(done, name, block)}")
 
@@ -160,6 +160,9 @@ def test_shell_example(case: tuple[Page, Block], tmp_path: Path, request: pytest
            **needs(block, request, folder)}
     for name in ("EVALCLI_JUDGE_MODEL", "EVALCLI_SIMULATOR_MODEL", "GITHUB_STEP_SUMMARY"):
         env.pop(name, None)
+    python = venv_python(block)
+    if python is not None:  # the script's `python` is the venv's
+        env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with out.open("w") as stdout, err.open("w") as stderr:
         # files, not pipes: a server left in the background must not keep the test waiting for its output
@@ -219,6 +222,7 @@ def test_every_target_kind_and_feature_page_has_a_tested_example() -> None:
     tested = {page.doc.relative_to(REPO).as_posix() for page, _ in DATASETS + SHELL}
     features = ["README.md", "docs/tutorial.md", "docs/datasets.md", "docs/targets/python.md",
                 "docs/targets/frameworks.md", "docs/targets/smolagents.md", "docs/targets/llama-index.md",
+                "docs/targets/strands.md",
                 "docs/targets/http.md", "docs/targets/mastra.md", "docs/targets/model.md",
                 "docs/scorers.md", "docs/checks.md", "docs/judges.md", "docs/simulated-users.md", "docs/recorded.md",
                 "docs/ci.md", "docs/pytest.md", "docs/history.md", "docs/html-report.md", "docs/storage.md",

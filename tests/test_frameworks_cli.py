@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, CliResult, run_cli
-from tests.framework_agents import KEY, NEW_FRAMEWORKS, no_crosstalk
+from tests.framework_agents import KEY, NEW_FRAMEWORKS, framework_python, no_crosstalk
 from tests.llm_server import BusyLLMServer, InFlight, LLMServer, scripted_weather, slow, text, tool_call
 
 FRAMEWORKS = ["pydantic_ai", "openai_agents", "langgraph", *NEW_FRAMEWORKS]
@@ -96,7 +96,7 @@ def test_example_dataset_passes_and_records_what_happened(framework: str, llm_se
                                                           tmp_path: Path) -> None:
     llm_server.responder = scripted_weather
     done = run_cli(["run", f"datasets/frameworks/{framework}.yaml", "--db", str(tmp_path / "e.db"), "--json", "-"],
-                   REPO, env(llm_server))
+                   REPO, env(llm_server), python=framework_python(framework))
     assert done.code == 0, done.stderr
     report = done.json
     assert report["verdict"] == "passed" and report["summary"]["errors"] == 0
@@ -130,7 +130,7 @@ def test_64_conversations_in_flight_on_one_agent_without_crosstalk(framework: st
                       for i in range(64))
     path = dataset(tmp_path, f"target: fw_agent:agent\nconcurrency: 64\ngates: [used_no_tools]\ndata:\n{items}\n")
     done = run_cli(["run", path, "--db", str(tmp_path / "c.db"), "--json", "-"], tmp_path,
-                   {**env(llm_server), "FRAMEWORK": framework})
+                   {**env(llm_server), "FRAMEWORK": framework}, python=framework_python(framework))
     assert done.code == 0, done.stderr[-3000:]
     report = done.json
     assert report["verdict"] == "passed" and report["summary"]["errors"] == 0
@@ -157,7 +157,6 @@ def test_exception_mid_run_is_the_conversations_error_and_keeps_the_tool_call(fr
         assert calls == ["c1"]
 
 
-@NEW_FRAMEWORKS[1].marks[0]
 def test_a_strands_tool_that_raises_is_a_tool_error_and_the_run_goes_on(llm_server: LLMServer, tmp_path: Path) -> None:
     """Strands reports a tool's exception to the model as an error result (``status: error``): not the run's end."""
     llm_server.push(tool_call("lookup", {"key": "crash"}, "c1"), text("The lookup failed."))
@@ -165,7 +164,7 @@ def test_a_strands_tool_that_raises_is_a_tool_error_and_the_run_goes_on(llm_serv
     path = dataset(tmp_path, "target: fw_agent:agent\ngates: [called_tool: lookup]\nscorers: [no_tool_errors]\n"
                              "data:\n  - {id: boom, input: Crash}\n")
     done = run_cli(["run", path, "--db", str(tmp_path / "x.db"), "--json", "-"], tmp_path,
-                   {**env(llm_server), "FRAMEWORK": "strands"})
+                   {**env(llm_server), "FRAMEWORK": "strands"}, python=framework_python("strands"))
     assert done.code == 0, done.stderr[-3000:]
     [item] = done.json["items"]
     [result] = [m for m in item["turns"][0]["output"] if m["role"] == "tool"]
@@ -212,7 +211,7 @@ def test_turn_timeout_applies_to_the_frameworks_run(framework: str, llm_server: 
     write_agent(tmp_path)
     path = dataset(tmp_path, "target: fw_agent:agent\ngates: [used_no_tools]\ndata: [{id: slow, input: hi}]\n")
     done = run_cli(["run", path, "--db", str(tmp_path / "x.db"), "--json", "-", "--turn-timeout", "0.5"], tmp_path,
-                   {**env(llm_server), "FRAMEWORK": framework})
+                   {**env(llm_server), "FRAMEWORK": framework}, python=framework_python(framework))
     assert done.code == 4, done.stderr[-3000:]
     assert "did not answer within 0.5s" in done.json["items"][0]["error"]
 
@@ -224,7 +223,8 @@ def test_one_invocation_runs_the_same_framework_dataset_twice(framework: str, ll
     second dataset's conversations find those clients on a live loop."""
     llm_server.responder = scripted_weather
     path = f"datasets/frameworks/{framework}.yaml"
-    done = run_cli(["run", path, path, "--db", str(tmp_path / "twice.db"), "--json", "-"], REPO, env(llm_server))
+    done = run_cli(["run", path, path, "--db", str(tmp_path / "twice.db"), "--json", "-"], REPO, env(llm_server),
+                   python=framework_python(framework))
     assert done.code == 0, done.stderr[-3000:]
     runs = done.json["runs"]
     assert [run["summary"]["errors"] for run in runs] == [0, 0]

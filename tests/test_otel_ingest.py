@@ -11,6 +11,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalcli.otel.readers import blocks_text
 from tests.conftest import REPO, CliResult, run_cli
 from tests.llm_server import LLMServer, scripted_weather
 from tests.reliability_helpers import SUBPROCESS_TIMEOUT
@@ -141,3 +145,61 @@ def test_a_malformed_trace_file_is_a_located_error_and_an_unreadable_span_a_loca
     assert broken.code == 2
     assert f"{tmp_path / 'traces.jsonl'}:2:2: not valid JSON" in broken.stderr
     assert "Traceback" not in broken.stderr
+
+
+def test_a_tool_span_with_its_call_in_per_message_events_is_read_as_strands_writes_it(tmp_path: Path) -> None:
+    """Strands' default tool span: the arguments in a ``gen_ai.tool.message`` event, the result (content blocks) in a
+    ``gen_ai.choice`` event, a failed call an ERROR status."""
+    def value(v: Any) -> dict[str, Any]:
+        return {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}
+
+    def span(n: int, name: str, attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]] = (),
+             **extra: Any) -> dict[str, Any]:
+        return {"traceId": "ef" * 16, "spanId": f"{n:016x}", "parentSpanId": None if n == 1 else f"{1:016x}",
+                "name": name, "startTimeUnixNano": str(n * 10), "endTimeUnixNano": str(n * 10 + 5),
+                "attributes": [{"key": k, "value": value(v)} for k, v in attrs.items()],
+                "events": [{"name": e, "timeUnixNano": str(n * 10 + 1),
+                            "attributes": [{"key": k, "value": value(v)} for k, v in a.items()]} for e, a in events],
+                **extra}
+
+    def tool(n: int, city: str, result: str | None) -> dict[str, Any]:
+        events = [("gen_ai.tool.message", {"role": "tool", "content": json.dumps({"city": city}), "id": f"t{n}"})]
+        if result is not None:
+            events.append(("gen_ai.choice", {"message": json.dumps([{"text": result}]), "id": f"t{n}"}))
+        status = {"status": {"code": 2, "message": f"no forecast for {city}"}} if result is None else {}
+        return span(n, "execute_tool get_weather", {"gen_ai.operation.name": "execute_tool",
+                                                    "gen_ai.tool.name": "get_weather", "gen_ai.tool.call.id": f"t{n}",
+                                                    "gen_ai.system": "strands-agents"}, events, **status)
+
+    spans = [span(1, "invoke_agent Strands Agents", {"gen_ai.operation.name": "invoke_agent",
+                                                     "gen_ai.conversation.id": "strands-1",
+                                                     "input.value": "Weather in Paris and Atlantis?",
+                                                     "output.value": "Paris: sunny, 70°F."}),
+             tool(2, "Paris", json.dumps({"condition": "sunny", "temperature_f": 70})), tool(3, "Atlantis", None)]
+    (tmp_path / "traces.json").write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    done = cli(tmp_path, None, """
+        gates: [{tool_args: {name: get_weather, args: {city: Paris}}}]
+        scorers: [no_tool_errors]
+        data_file: traces.json
+        """, "--json", "-")
+    assert done.code == 0, done.stderr
+    [item] = done.json["items"]
+    output = item["turns"][0]["output"]
+    calls = [json.loads(c["function"]["arguments"]) for m in output for c in m.get("tool_calls") or ()]
+    assert calls == [{"city": "Paris"}, {"city": "Atlantis"}]
+    results = [m for m in output if m["role"] == "tool"]
+    assert json.loads(results[0]["content"]) == {"condition": "sunny", "temperature_f": 70}  # the block's text
+    assert results[1]["is_error"] is True and "no forecast for Atlantis" in results[1]["content"]
+    assert item["scores"]["no_tool_errors"] == 0.0
+
+
+@given(st.lists(st.one_of(st.text(), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)), min_size=1))
+def test_content_blocks_read_as_their_texts_and_nothing_else_changes(parts: list[Any]) -> None:
+    """Text blocks are their texts and JSON blocks their JSON, one a line; a list with any other block is left as
+    it is (docs/otel.md)."""
+    blocks = [{"text": p} if isinstance(p, str) else {"json": p} for p in parts]
+    assert blocks_text(blocks) == "\n".join(p if isinstance(p, str) else json.dumps(p, ensure_ascii=False)
+                                            for p in parts)
+    assert blocks_text(json.dumps(blocks)) == blocks_text(blocks)  # the same blocks as a span's JSON text
+    other = [*blocks, {"image": {"format": "png"}}]
+    assert blocks_text(other) is other

@@ -133,3 +133,41 @@ def test_a_refusal_names_every_difference_once_by_its_whole_subtree(before: Any,
         assert not any(path in _ancestors(other) for other in others)
     for leaf in (leaves_then ^ leaves_now):  # every leaf that went or came is under a named path
         assert any(entry.rpartition(" (")[0] in _ancestors(leaf) for entry in named)
+
+
+def per_leaf(config: Any, salt: str) -> dict[str, str]:
+    """The fingerprint as runs stored it before a conversation had one entry: a digest per leaf, conversations too."""
+    from evalcli.fingerprint import leaf_digest
+
+    return {SALT: salt, **{path: leaf_digest(salt, path, value) for path, value in leaves(config)}}
+
+
+@given(tree, st.lists(tree, min_size=1, max_size=3), tree, st.lists(tree, max_size=3))
+def test_one_entry_per_conversation_names_what_a_digest_per_leaf_named(rest: Any, items: list[Any], rest_after: Any,
+                                                                       items_after: list[Any]) -> None:
+    from evalcli.fingerprint import SHAPES, paths
+    from evalcli.run.resume import collapsed
+
+    before, after = {"c": rest, "data": items}, {"c": rest_after, "data": items_after}
+    stored = fingerprint(before)
+    assert SHAPES in stored and all(key == SALT or not key.startswith("data[") or "|" in value
+                                    for key, value in stored.items())
+    assert fingerprint(before, stored[SALT]) == stored and differences(stored, before) == []
+    legacy = per_leaf(before, stored[SALT])
+    named = collapsed(differences(stored, after), *paths(stored, after))
+    expected = collapsed(differences(legacy, after), set(legacy), set(per_leaf(after, stored[SALT])))
+    # the same paths, unless a changed conversation's leaves collide in their 4 hex digits: then it is named whole
+    assert sorted(named) == sorted(expected) or any(n.endswith("] (changed)") for n in named)
+    assert bool(named) == bool(expected)
+
+
+def test_a_conversation_costs_one_entry_not_a_digest_per_leaf() -> None:
+    config = {"target": {"spec": "agents:echo"},
+              "data": [{"input": f"question {n}", "target_options": {"temperature": 0.5, "top_p": 1},
+                        "turns": None, "tools": {"mocks": {"lookup": "x", "search": "y"}}, "limits": "None",
+                        "gates": {"includes(a)": {"kind": "includes", "args": ["a"], "threshold": None}}}
+                       for n in range(1000)]}
+    stored = fingerprint(config)
+    per_item = len(json.dumps(stored)) / 1000
+    assert per_item < 100, per_item  # 85 bytes; a digest per leaf took 511 a conversation of this shape
+    assert len(json.dumps(per_leaf(config, stored[SALT]))) / 1000 > 500

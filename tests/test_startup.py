@@ -21,19 +21,48 @@ from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 PROBE = """
 import atexit, json, sys
 HEAVY = ["litellm", "sqlite_utils", "numpy", "jsonschema", "jinja2", "aiohttp", "openai"]
+# what validate and run do not use (evalcli/lazy.py): the runner, store and reports, comparison and calibration
+PARTS = ["scipy", "opentelemetry", "evalcli.run", "evalcli.store", "evalcli.evaluate", "evalcli.reports",
+         "evalcli.reports.html", "evalcli.run.calibrate", "evalcli.store.compare", "evalcli.store.diff",
+         "evalcli.store.merge", "evalcli.store.paired", "evalcli.reports.compare", "evalcli.reports.diff"]
 atexit.register(lambda: print("MODULES " + json.dumps({m: m in sys.modules for m in HEAVY}), file=sys.stderr))
+atexit.register(lambda: print("PARTS " + json.dumps({m: m in sys.modules for m in PARTS}), file=sys.stderr))
 sys.argv = ["evalcli", *sys.argv[1:]]
 from evalcli.cli import main
 main()
 """
 
 
-def imported(args: list[str], cwd: Path) -> tuple[int, dict[str, bool]]:
+def imported(args: list[str], cwd: Path, which: str = "MODULES") -> tuple[int, dict[str, bool]]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=SUBPROCESS_TIMEOUT)
-    line = next(line for line in done.stderr.splitlines() if line.startswith("MODULES "))
-    return done.returncode, json.loads(line.removeprefix("MODULES "))
+    line = next(line for line in done.stderr.splitlines() if line.startswith(which + " "))
+    return done.returncode, json.loads(line.removeprefix(which + " "))
+
+
+def _weather(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text("async def answer(input, *, memory=None):\n    return 'Sunny in Brooklyn.'\n")
+    (tmp_path / "d.yaml").write_text("target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n  - input: Hi\n")
+
+
+def test_validate_imports_neither_the_runner_nor_the_store_nor_the_reports(tmp_path: Path) -> None:
+    _weather(tmp_path)
+    code, modules = imported(["validate", "d.yaml"], tmp_path)
+    assert code == 0
+    assert not any(modules.values()), modules
+    code, parts = imported(["validate", "d.yaml"], tmp_path, "PARTS")
+    assert not any(parts.values()), parts
+
+
+def test_a_run_imports_no_comparison_diff_merge_or_calibration(tmp_path: Path) -> None:
+    _weather(tmp_path)
+    code, parts = imported(["run", "d.yaml", "--db", str(tmp_path / "x.db")], tmp_path, "PARTS")
+    assert code == 0
+    assert parts["evalcli.run"] and parts["evalcli.store"] and parts["evalcli.reports"], parts  # what it uses
+    unused = {m: v for m, v in parts.items() if m not in ("evalcli.run", "evalcli.store", "evalcli.evaluate",
+                                                          "evalcli.reports")}
+    assert not any(unused.values()), unused
 
 
 def test_help_imports_no_heavy_module(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult, run_cli
-from tests.framework_agents import KEY, NEW_FRAMEWORKS
+from tests.framework_agents import KEY, NEW_FRAMEWORKS, framework_python
 from tests.llm_server import LLMServer, scripted_weather
 
 AGENTS = '''
@@ -127,7 +127,7 @@ def run(folder: Path, server: LLMServer, framework: str, dataset: str, *args: st
     (folder / "d.yaml").write_text(textwrap.dedent(dataset).lstrip("\n"))
     env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY, "OPENAI_AGENTS_DISABLE_TRACING": "1",
            "NO_PROXY": "127.0.0.1", "FRAMEWORK": framework}
-    return run_cli(["run", "d.yaml", "--json", "-", *args], folder, env)
+    return run_cli(["run", "d.yaml", "--json", "-", *args], folder, env, python=framework_python(framework))
 
 
 def answers(result: CliResult) -> dict[str, list[str]]:
@@ -231,7 +231,7 @@ def test_tool_names_and_when_keys_are_checked_against_the_agent(framework: str, 
           - includes: x
     """).lstrip("\n"))
     env = {"OPENAI_BASE_URL": llm_server.url, "OPENAI_API_KEY": KEY, "FRAMEWORK": framework}
-    done = run_cli(["validate", "d.yaml"], tmp_path, env)
+    done = run_cli(["validate", "d.yaml"], tmp_path, env, python=framework_python(framework))
     assert done.code == 2, done.stderr
     assert "d.yaml:3:3: dataset: tools.get_wether: the agent has no tool 'get_wether' (did you mean " \
            "'get_weather'?)" in done.stderr

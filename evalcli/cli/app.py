@@ -44,6 +44,7 @@ from .run_flags import (
     TargetOption,
     TurnTimeoutOption,
     VerboseOption,
+    WorkersOption,
 )
 
 
@@ -118,6 +119,7 @@ def run(
     filter_: FilterOption = None,
     limit: LimitOption = None,
     shard: ShardOption = None,
+    workers: WorkersOption = None,
     repeat: RepeatOption = None,
     pass_rate: PassRateOption = None,
     turn_timeout: TurnTimeoutOption = None,
@@ -143,6 +145,7 @@ def run(
                              markdown=markdown, html=html, concurrency=concurrency,
                              judge_concurrency=judge_concurrency, use_cache=not no_cache, strict=strict,
                              max_errors=max_errors, filter=filter_, limit=limit, shard=shard, repeat=repeat,
+                             workers=workers,
                              pass_rate=pass_rate, turn_timeout=turn_timeout, resume=resume, rerun_failed=rerun_failed, quiet=quiet,
                              verbose=verbose, targets=list(target or []), max_cost=max_cost, max_tokens=max_tokens,
                              record_tools=record_tools, hermetic=hermetic, otel_endpoint=otel_endpoint,
@@ -225,7 +228,7 @@ def validate(
 ) -> None:
     """Check datasets (and their registry, target and custom scorers) without running anything."""
     with user_errors(debug):
-        from .commands import validate_command
+        from .validate import validate_command
 
         lines, warnings = validate_command(datasets, scorers)
         for line in lines:

@@ -7,15 +7,13 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from ..dataset import find_registry, load_registry, reachability_warnings, registration_lines
 from ..errors import DatasetError
-from ..evaluate import check_outputs, load_datasets, open_for_writing
-from ..plugins import Entry
+from ..evaluate import check_outputs, open_for_writing
 from ..reports import (
     JsonReport,
     TerminalReport,
@@ -28,28 +26,19 @@ from ..reports import (
     render_item,
     titled,
 )
-from ..reports.html import HtmlReport, report_sources
-from ..scorers import all_kinds, origin
 from ..secrets import Redactor
 from ..store import diff_runs, find_item, find_play, load_run, open_existing
-from ..targets import declared
 
-
-def validate_command(paths: list[Path], scorers: Path | None) -> tuple[list[str], list[str]]:
-    """``evalcli validate``: one line per valid dataset, and warnings (an invalid dataset raises with every problem)."""
-    lines, warnings = [], []
-    for dataset, _ in load_datasets(paths, scorers):
-        specs = list(dataset.all_specs())
-        lines.append(f"{dataset.path}: ok ({plural(len(dataset.items), 'item')}, "
-                     f"{plural(len(specs), 'gate/scorer', 'gates/scorers')}, target {dataset.target_spec})")
-        lines += registration_lines(dataset)
-        warnings += [w for w in [*dataset.warnings, *reachability_warnings(dataset)] if w not in warnings]
-    return lines, warnings
+if TYPE_CHECKING:
+    from ..plugins import Entry
 
 
 def scorers_listing(path: Path | None, as_json: bool) -> RenderableType | str:
     """``evalcli scorers``: the registry's scorers, then every scorer kind with its arguments and the package that
     declares it (docs/extending.md); as a table, or as JSON."""
+    from ..dataset import find_registry, load_registry
+    from ..scorers import all_kinds, origin
+
     registry = load_registry(find_registry(Path.cwd() / "_", str(path) if path else None))
     if registry.problems:
         raise DatasetError(registry.problems)
@@ -79,6 +68,8 @@ def scorers_listing(path: Path | None, as_json: bool) -> RenderableType | str:
 def adapters_listing(as_json: bool) -> RenderableType | str:
     """``evalcli adapters``: every adapter installed, evalcli's own first, with what it runs and the package that
     declares it (docs/extending.md); as a table, or as JSON."""
+    from ..targets import declared
+
     found = declared()
     if as_json:
         return json.dumps({"adapters": [
@@ -214,6 +205,8 @@ def report_command(db: Path, run_id: str, html: Path, baseline: str | None = Non
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
+        from ..reports.html import HtmlReport, report_sources
+
         sources = report_sources(store, run.result.run_id, baseline, tolerance, allow_different=allow_different)
         report = HtmlReport(run.result, sources, Redactor())
         deliver(run.items(), [report])
@@ -237,7 +230,7 @@ def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Consol
     store = open_existing(db)
     try:
         comparison = compare_runs(store, run_ids, allow_different=allow_different, statistics=True, alpha=alpha,
-                                  detect=detect)
+                                  detect=detect, transcripts=html is not None)
     finally:
         store.close()
     render_comparison(out, comparison)

@@ -11,7 +11,7 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -22,15 +22,18 @@ from ..evaluate import Reporter, RunsInterrupted, plan_runs, run_planned
 from ..llm import parse_budget
 from ..otel.endpoint import check as check_endpoint
 from ..otel.endpoint import traces_url
-from ..reports import TerminalReport, comparison_table, interrupted_line
+from ..reports import TerminalReport, interrupted_line
 from ..reports.otel import Exporter, ExportEvents, ExportFailed
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
 from ..run.options import parse_repeat
+from ..run.workers import parse_workers
 from ..secrets import Redactor
-from ..store import Comparison
 from .console import make_console
 from .outputs import stdout_for_json
+
+if TYPE_CHECKING:
+    from ..store import Comparison
 
 
 @dataclass
@@ -60,6 +63,8 @@ class RunRequest(DatasetsRequest):
     filter: str | None = None
     limit: int | None = None
     shard: str | None = None
+    workers: str | None = None
+    """``--workers N|auto`` as written; ``None``: one process."""
     repeat: str | None = None
     """``N``, ``auto`` or ``auto:MAX`` as written; ``None``: not given (1, or on ``--resume`` the run's own)."""
     pass_rate: float | None = None
@@ -102,7 +107,8 @@ def run_options(request: RunRequest) -> tuple[RunOptions, dict[str, Any]]:
                          pass_rate=1.0 if request.pass_rate is None else request.pass_rate,
                          max_cost=_budget(request.max_cost, "--max-cost", False),
                          max_tokens=_budget(request.max_tokens, "--max-tokens", True), hermetic=request.hermetic,
-                         record_tools=str(request.record_tools) if request.record_tools else None)
+                         record_tools=str(request.record_tools) if request.record_tools else None,
+                         workers=parse_workers(request.workers) if request.workers is not None else 1)
     given = {"filter": request.filter, "shard": selection.shard, "limit": request.limit,
              "repeat": repeat if request.repeat is not None else None,
              "sequential": sequential if request.repeat is not None else None, "pass_rate": request.pass_rate,
@@ -153,6 +159,8 @@ class TerminalReporter(Reporter):
                 style="red", markup=False, soft_wrap=True)
 
     def compared(self, comparison: Comparison, run_ids: list[str]) -> None:
+        from ..reports import comparison_table
+
         self.out.print(comparison_table(comparison))
         self.out.print(f"conversations whose gates differ: evalcli compare {' '.join(run_ids)}"
                        f"{db_option(self.request.db)}", style="dim", markup=False, soft_wrap=True)

@@ -36,6 +36,9 @@ FilterOption = Annotated[Optional[str], typer.Option("--filter", metavar="REGEX"
 LimitOption = Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Run at most N items.")]
 ShardOption = Annotated[Optional[str], typer.Option(metavar="I/N", help="Run shard I of N, a stable split by item "
                                                                         "id.")]
+WorkersOption = Annotated[Optional[str], typer.Option(metavar="N|auto", help="Play the run's conversations in N "
+                                                     "processes (1 to 64; 'auto': one per core; default 1): one run, "
+                                                     "one database, the results of one process.")]
 RepeatOption = Annotated[Optional[str], typer.Option(metavar="N|auto[:MAX]", help="Play each conversation N times "
                                                      "(scores averaged; pass@k and pass^k per gate; default 1), or "
                                                      "'auto': again only while its outcome is undecided, at most MAX "

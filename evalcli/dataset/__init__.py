@@ -14,6 +14,7 @@ from .load import dataset_name, load_dataset, search_paths
 from .references import parse_definition, parse_list, parse_ref
 from .registry import find_registry, load_registry
 from .select import Selection, check_filter, parse_shard, shard_of
+from .several import DatasetSource, load_datasets
 from .warnings import (
     dataset_models,
     model_routes,
@@ -25,9 +26,8 @@ from .warnings import (
     unregistered_warning,
 )
 
-__all__ = ["Dataset", "ImportScope", "Item", "Limits", "RecordedTurn", "Selection", "Simulation", "Turn", "check_filter",
-           "dataset_models", "dataset_name",
-           "find_registry", "load_dataset", "load_registry", "model_routes", "model_uses", "parse_definition", "parse_list",
-           "parse_ref",
-           "parse_shard", "reachability_warnings", "registration_lines", "registry_name", "resolve_import",
-           "search_paths", "shard_of", "unregistered", "unregistered_warning"]
+__all__ = ["Dataset", "DatasetSource", "ImportScope", "Item", "Limits", "RecordedTurn", "Selection", "Simulation", "Turn",
+           "check_filter", "dataset_models", "dataset_name", "find_registry", "load_dataset", "load_datasets", "load_registry",
+           "model_routes", "model_uses", "parse_definition", "parse_list", "parse_ref", "parse_shard", "reachability_warnings",
+           "registration_lines", "registry_name", "resolve_import", "search_paths", "shard_of", "unregistered",
+           "unregistered_warning"]

@@ -6,6 +6,9 @@ reports it, compares the runs of several targets and writes the CI files.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 from .outputs import (
     Outputs,
     check_outputs,
@@ -17,8 +20,19 @@ from .outputs import (
     run_names,
     tape_names,
 )
-from .plans import DatasetSource, Plans, check_combination, load_datasets, plan_runs
-from .runs import Reporter, Runs, RunsInterrupted, arun_planned, run_planned
+
+if TYPE_CHECKING:
+    from ..dataset import DatasetSource, load_datasets
+    from .plans import Plans, check_combination, plan_runs
+    from .runs import Reporter, Runs, RunsInterrupted, arun_planned, run_planned
+
+# planning and running are imported when first asked for: the read commands only check their output files
+# (evalcli/lazy.py)
+__getattr__ = lazy_exports(__name__, {
+    "..dataset": ("DatasetSource", "load_datasets"),
+    ".plans": ("Plans", "check_combination", "plan_runs"),
+    ".runs": ("Reporter", "Runs", "RunsInterrupted", "arun_planned", "run_planned"),
+})
 
 __all__ = ["DatasetSource", "Outputs", "Plans", "Reporter", "Runs", "RunsInterrupted", "arun_planned", "check_combination",
            "check_outputs", "check_tapes", "database_problem", "file_problem", "load_datasets", "open_for_writing",

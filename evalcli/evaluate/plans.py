@@ -10,17 +10,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..dataset import Dataset, load_dataset
-from ..errors import DatasetError, Problem, UsageError
+from ..dataset import Dataset, DatasetSource, load_datasets
+from ..errors import UsageError
 from ..run import RunOptions, RunPlan, check_options, llm_settings, plan_run
 from ..secrets import Redactor
 from ..store import Store
-from ..targets import cli_target
 from ..tools import tape_path
 from .outputs import Outputs, check_tapes
-
-DatasetSource = str | Path | Dataset
-"""A dataset as ``plan_runs`` takes it: a file to load, or one loaded already (``load_dataset``)."""
 
 
 @dataclass(frozen=True)
@@ -44,31 +40,6 @@ class Plans:
     def history(self) -> bool:
         """Whether the runs continue (``--resume``) or re-run (``--rerun-failed``) a stored run."""
         return any(plan.options.resume or plan.options.rerun_failed for plan in self.runs)
-
-
-def load_datasets(datasets: Sequence[DatasetSource], scorers: str | Path | None = None,
-                  targets: Sequence[str] = ()) -> list[tuple[Dataset, str | None]]:
-    """Every dataset validated (once per target, when given) before any runs, with the target it was loaded with;
-    every problem of every file in one ``DatasetError``."""
-    parsed: list[tuple[str | None, str | dict[str, Any] | None]] = [(t, cli_target(t)) for t in targets]
-    loaded: list[tuple[Dataset, str | None]] = []
-    problems: list[Problem] = []
-    for source in datasets:
-        if isinstance(source, Dataset):
-            if targets:
-                raise UsageError(f"{source.path} is loaded already: it runs against its own target",
-                                 "give its path to run it against other targets")
-            loaded.append((source, None))
-            continue
-        for label, target in parsed or [(None, None)]:
-            try:
-                loaded.append((load_dataset(source, str(scorers) if scorers else None, target=target,
-                                            target_label=label), label))
-            except DatasetError as exc:
-                problems.extend(p for p in exc.problems if p not in problems)  # a shared registry's, once
-    if problems:
-        raise DatasetError(problems)
-    return loaded
 
 
 def check_combination(datasets: int, targets: Sequence[str], options: RunOptions) -> None:

@@ -26,12 +26,13 @@ from ..reports import (
 )
 from ..results import ItemResult, RunResult
 from ..run import Events, Runner, RunPlan
-from ..store import Comparison, Store, compare_runs
+from ..store import Store
 from .outputs import open_for_writing
 from .plans import Plans
 
 if TYPE_CHECKING:
     from ..reports.html import HtmlReport
+    from ..store import Comparison
 
 Step = Coroutine[Any, Any, RunResult]
 
@@ -203,6 +204,8 @@ class _Session:
         """After runs of several targets: per dataset, its runs side by side (docs/targets/index.md)."""
         if len(self.plans.targets) < 2 or self.store is None:
             return ()
+        from ..store import compare_runs
+
         by_dataset: dict[str, list[str]] = {}
         for result in results:
             by_dataset.setdefault(result.dataset_path, []).append(result.run_id)

@@ -27,6 +27,8 @@ class _State:
     lock = threading.Lock()
     processor: Any = None
     """The SDK side (``capture_sdk.Capture``), once armed."""
+    refused: str | None = None
+    """Why capture cannot be on in this process (the user's provider takes no processor), once found."""
 
 
 def arm(instrument: list[str] | None = None) -> bool:
@@ -39,13 +41,22 @@ def arm(instrument: list[str] | None = None) -> bool:
             return False
         from . import capture_sdk
 
-        _State.processor = capture_sdk.install()
+        installed = capture_sdk.install()
+        if isinstance(installed, str):
+            _State.refused = installed
+            return False
+        _State.processor = installed
         _State.armed = True
     if instrument:
         from .instrument import instrument_frameworks
 
         instrument_frameworks(instrument)
     return True
+
+
+def refused() -> str | None:
+    """Why capture is off although the target can emit spans (``arm`` found a provider it cannot add to), or ``None``."""
+    return _State.refused
 
 
 def may_emit_spans() -> bool:

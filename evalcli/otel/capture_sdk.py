@@ -156,18 +156,23 @@ class LazyTracer(trace.Tracer):
                               set_status_on_exception=set_status_on_exception)
 
 
-def install() -> Capture:
-    """Add evalcli's processor to the user's SDK provider, or set a ``LazyProvider`` when they set none."""
+def install() -> Capture | str:
+    """Add evalcli's processor to the user's SDK provider, or set a ``LazyProvider`` when they set none; a provider
+    the user set that takes no span processor (``NoOpTracerProvider``, a vendor's own) is left as it is: the reason
+    capture is off is returned instead (docs/otel.md)."""
     provider = trace.get_tracer_provider()
-    if not hasattr(provider, "add_span_processor"):
+    if isinstance(provider, trace.ProxyTracerProvider):  # the API's stand-in: no provider was set
         lazy = LazyProvider()
         trace.set_tracer_provider(lazy)
         provider = trace.get_tracer_provider()
-        if provider is not lazy:  # another provider won the race: it is the user's
-            return install()
-        capture = Capture(lazy)
-        lazy.capture = capture
-        return capture
+        if provider is lazy:
+            capture = Capture(lazy)
+            lazy.capture = capture
+            return capture
+        # another provider won the race: it is the user's, and is read below (never tried again: no recursion)
+    if not hasattr(provider, "add_span_processor"):
+        return (f"the tracer provider the target set ({type(provider).__name__}) takes no span processor, so its "
+                "spans are not captured; set an opentelemetry-sdk TracerProvider, or none")
     capture = Capture(provider)
     provider.add_span_processor(capture)
     return capture

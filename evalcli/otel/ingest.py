@@ -37,21 +37,46 @@ class Ingested:
 
 
 def is_trace_file(path: Path) -> bool:
-    """Whether ``path`` holds traces (OTLP, Jaeger or Phoenix) rather than JSONL transcripts."""
+    """Whether ``path`` holds traces (OTLP, Jaeger or Phoenix) rather than JSONL transcripts: decided by the keys of
+    its first line when that line is a JSON object (a transcript whose messages carry a ``traceID`` of their own stays
+    a transcript), else by the markers at its head (a document written over several lines)."""
     try:
         with path.open(encoding="utf-8-sig") as handle:
-            head = handle.read(4096)
+            first = ""
+            while not first.strip():
+                first = handle.readline()
+                if not first:
+                    return False
+            head = first[:4096] + handle.read(max(0, 4096 - len(first)))
     except (OSError, UnicodeDecodeError):
         return False
-    return any(marker in head for marker in ('"resourceSpans"', '"traceID"', '"span_id"', '"spanID"'))
+    try:  # a first line of over 1 MiB (a whole export on one line) is not read twice: its head decides
+        document = json.loads(first) if len(first) <= 1 << 20 else None
+    except ValueError:
+        document = None
+    if document is None:
+        return any(marker in head for marker in ('"resourceSpans"', '"traceID"', '"span_id"', '"spanID"'))
+    return isinstance(document, dict) and _trace_keys(document)
+
+
+def _trace_keys(document: dict[str, Any]) -> bool:
+    """Whether one JSON object is a trace document: OTLP (``resourceSpans``), a Jaeger or Phoenix export (``data``: a
+    list of traces or spans) or one Phoenix span (``context``); never an item (``messages``, ``transcript``, ...)."""
+    if "resourceSpans" in document:
+        return True
+    if any(key in document for key in ("messages", "transcript", "input", "inputs", "turns", "simulate")):
+        return False
+    return isinstance(document.get("data"), list) or isinstance(document.get("context"), dict)
 
 
 def ingest(path: Path) -> Ingested:
     """The conversations of a trace file, grouped and ordered (docs/otel.md)."""
     found = Ingested()
     spans = list(_spans(path, found.warnings))
-    if not spans:
-        raise DatasetError([Problem(str(path), "the trace file has no span evalcli can read",
+    if not spans:  # what made each span unreadable says more than "no span" alone (the first few)
+        why = "".join(f"\n  {warning}" for warning in found.warnings[:5])
+        more = f"\n  ... and {len(found.warnings) - 5} more" if len(found.warnings) > 5 else ""
+        raise DatasetError([Problem(str(path), f"the trace file has no span evalcli can read{why}{more}",
                                     "export OTLP JSON (the collector's file exporter), or a Jaeger or Phoenix export")])
     for key, turns in _conversations(spans).items():
         messages = _messages(turns, found.warnings)
@@ -256,11 +281,16 @@ def _messages(turns: list[tuple[Span, list[Span]]], warnings: list[str]) -> list
 
 
 def _subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:
-    out, todo = [], [root]
+    """The root and every span under it, each once: a file whose span ids repeat (a span its own parent, two spans
+    each other's) is read to its end, never walked round a cycle."""
+    out, todo, seen = [], [root], {id(root)}
     while todo:
         span = todo.pop()
         out.append(span)
-        todo.extend(children.get(span.span_id, ()))
+        for child in children.get(span.span_id, ()):
+            if id(child) not in seen:
+                seen.add(id(child))
+                todo.append(child)
     return out
 
 

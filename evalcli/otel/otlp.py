@@ -17,11 +17,23 @@ class Unreadable(ValueError):
 
 
 def read_request(document: Any, where: str) -> Iterator[Span | Unreadable]:
-    """Each span of one ``ExportTraceServiceRequest`` (``resourceSpans``), or what is wrong with it."""
-    for resource_spans in _list(document.get("resourceSpans")):
-        resource = decode_attributes((resource_spans.get("resource") or {}).get("attributes"))
-        for scope_spans in _list(resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans")):
-            scope = str(((scope_spans.get("scope") or scope_spans.get("instrumentationLibrary")) or {}).get("name", ""))
+    """Each span of one ``ExportTraceServiceRequest`` (``resourceSpans``), or what is wrong with it: a resource or
+    scope of the wrong shape is one ``Unreadable`` and its spans are skipped, never an exception."""
+    for n, resource_spans in enumerate(_list(document.get("resourceSpans"))):
+        if not isinstance(resource_spans, dict):
+            yield Unreadable(f"resourceSpans[{n}] is not a JSON object")
+            continue
+        try:
+            resource = decode_attributes(_object(resource_spans.get("resource")).get("attributes"))
+        except (TypeError, ValueError) as exc:
+            yield Unreadable(f"resourceSpans[{n}].resource: {exc}")
+            continue
+        for m, scope_spans in enumerate(_list(resource_spans.get("scopeSpans")
+                                              or resource_spans.get("instrumentationLibrarySpans"))):
+            if not isinstance(scope_spans, dict):
+                yield Unreadable(f"resourceSpans[{n}].scopeSpans[{m}] is not a JSON object")
+                continue
+            scope = str(_object(scope_spans.get("scope") or scope_spans.get("instrumentationLibrary")).get("name", ""))
             for raw in _list(scope_spans.get("spans")):
                 try:
                     span = _span(raw, where)
@@ -40,7 +52,7 @@ def _span(raw: Any, where: str) -> Span:
     if trace_id is None or span_id is None:
         raise Unreadable("it has no valid traceId and spanId")
     parent = raw.get("parentSpanId")
-    status = raw.get("status") or {}
+    status = _object(raw.get("status"))
     code = status.get("code")
     error = str(status.get("message") or "") if code in (2, "STATUS_CODE_ERROR") else None
     events = [SpanEvent(str(e.get("name", "")), int(e.get("timeUnixNano") or 0), decode_attributes(e.get("attributes")))
@@ -81,11 +93,11 @@ def decode_value(value: Any) -> Any:
         if key in value:
             return value[key]
     if "intValue" in value:
-        return int(value["intValue"])
+        return int(value["intValue"])  # a ValueError: the span (or resource) is a located warning
     if "arrayValue" in value:
-        return [decode_value(v) for v in _list(value["arrayValue"].get("values"))]
+        return [decode_value(v) for v in _list(_object(value["arrayValue"]).get("values"))]
     if "kvlistValue" in value:
-        return decode_attributes(value["kvlistValue"].get("values"))
+        return decode_attributes(_object(value["kvlistValue"]).get("values"))
     if "bytesValue" in value:
         return value["bytesValue"]
     return None
@@ -93,6 +105,10 @@ def decode_value(value: Any) -> Any:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def encode_value(value: Any) -> dict[str, Any]:

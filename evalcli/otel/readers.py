@@ -101,8 +101,13 @@ def _genai_tool(span: Span) -> ToolUse:
     name = attribute_text(a, "gen_ai.tool.name") or span.name.removeprefix("execute_tool").strip() or "unknown"
     arguments = _first_json(a, "gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args", "tool_arguments")
     result = _first(a, "gen_ai.tool.call.result", "gcp.vertex.agent.tool_response", "tool_response")
+    if arguments is None:  # the deprecated per-message events (Strands' default): the call's input, its output
+        arguments = _event_json(span, "gen_ai.tool.message", "content")
+    if result is None:
+        result = next((e.attributes["message"] for e in span.events
+                       if e.name == "gen_ai.choice" and "message" in e.attributes), None)
     error = span.error if span.error is not None else attribute_text(a, "error.type")
-    return ToolUse(span, name, attribute_text(a, "gen_ai.tool.call.id"), _mapping(arguments), result,
+    return ToolUse(span, name, attribute_text(a, "gen_ai.tool.call.id"), _mapping(arguments), blocks_text(result),
                    _error_text(span, error))
 
 
@@ -155,6 +160,37 @@ def _error_text(span: Span, error: str | None) -> str | None:
     return "error"
 
 
+def blocks_text(result: Any) -> Any:
+    """A tool result given as content blocks (Strands' and Bedrock's ``[{"text": ...}]``, ``{"json": ...}`` blocks,
+    MCP's ``{"type": "text", "text": ...}``; as a list or as its JSON text) as the text an adapter records for it:
+    the blocks' texts, a JSON block as JSON, one a line. Any other result is left as it is."""
+    blocks = result
+    if isinstance(result, str) and result.startswith("[{"):
+        try:
+            blocks = json.loads(result)
+        except ValueError:
+            return result
+    if not isinstance(blocks, list) or not blocks:
+        return result
+    texts = []
+    for block in blocks:
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif isinstance(block, dict) and set(block) == {"json"}:
+            texts.append(_text(block["json"]))
+        else:
+            return result
+    return "\n".join(texts)
+
+
+def _event_json(span: Span, name: str, key: str) -> Any:
+    """Attribute ``key`` of the span's first ``name`` event (JSON read), or ``None``."""
+    for event in span.events:
+        if event.name == name and key in event.attributes:
+            return attribute_json(event.attributes, key)
+    return None
+
+
 def _first_json(attributes: dict[str, Any], *keys: str) -> Any:
     for key in keys:
         if key in attributes:
@@ -186,7 +222,7 @@ def genai_messages(raw: Any) -> list[Message]:
         role = str(message.get("role") or "user")
         parts = message.get("parts")
         if not isinstance(parts, list):  # some write OpenAI's own shape
-            out.append(dict(message))
+            out.append(_openai_message(message, role))
             continue
         texts = [str(p.get("content", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text"]
         calls = [_call(p.get("id"), p.get("name"), p.get("arguments")) for p in parts
@@ -203,6 +239,20 @@ def genai_messages(raw: Any) -> list[Message]:
                 entry["tool_calls"] = calls
             out.append(entry)
     return out
+
+
+def _openai_message(message: dict[str, Any], role: str) -> Message:
+    """A message a span wrote in OpenAI's own shape, as a transcript takes it: its content as text (or ``None``), its
+    tool calls only those that are calls (``tool_calls: "x"`` or a content of another type is read, never trusted)."""
+    content = message.get("content")
+    entry: Message = {"role": "assistant" if role == "model" else role,
+                      "content": content if content is None or isinstance(content, str) else _text(content)}
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        _with_calls(entry, calls)
+    if message.get("tool_call_id") is not None:
+        entry["tool_call_id"] = str(message["tool_call_id"])
+    return entry
 
 
 def _call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
@@ -247,8 +297,13 @@ def _event_messages(span: Span) -> tuple[list[Message], list[Message]]:
 
 def _with_calls(message: Message, calls: Any) -> None:
     if isinstance(calls, list) and calls:
-        message["tool_calls"] = [_call(c.get("id"), (c.get("function") or {}).get("name"),
-                                       (c.get("function") or {}).get("arguments")) for c in calls if isinstance(c, dict)]
+        message["tool_calls"] = [_call(c.get("id"), function.get("name"), function.get("arguments"))
+                                 for c in calls if isinstance(c, dict) for function in [_function(c)]]
+
+
+def _function(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    return function if isinstance(function, dict) else {}
 
 
 def _flat_messages(attributes: dict[str, Any], prefix: str) -> list[Message]:

@@ -57,15 +57,22 @@ class TurnSpans:
         events += [(t.span.start_ns, t) for t in self.tools]
         out: list[Message] = []
         asked: set[Any] = set()
+        unnamed: list[dict[str, Any]] = []
+        """The model's tool calls that gave no id, for the tool span that ran them to answer (never a second call)."""
         for _, found in sorted(events, key=lambda e: e[0]):
             if isinstance(found, ModelCall):
                 for message in found.output:
                     if message.get("role") == "assistant":
-                        out.append(message)
-                        asked.update(c.get("id") for c in message.get("tool_calls") or ())
+                        calls = [dict(c) for c in message.get("tool_calls") or ()]
+                        out.append({**message, "tool_calls": calls} if calls else message)
+                        asked.update(c.get("id") for c in calls)
+                        unnamed.extend(c for c in calls if c.get("id") is None)
                 continue
             call_id = found.call_id or f"span_{found.span.span_id}"
-            if found.call_id is None or found.call_id not in asked:
+            if call_id not in asked and (call := _unnamed(unnamed, found.name)) is not None:
+                call["id"] = call_id
+                asked.add(call_id)
+            if call_id not in asked:
                 out.append({"role": "assistant", "content": None, "tool_calls": [{
                     "id": call_id, "type": "function",
                     "function": {"name": found.name, "arguments": json.dumps(found.arguments, ensure_ascii=False)}}]})
@@ -81,6 +88,14 @@ class TurnSpans:
                 if message.get("role") == "user" and isinstance(message.get("content"), str):
                     return str(message["content"])
         return None
+
+
+def _unnamed(calls: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """The first of the model's id-less tool calls of tool ``name`` (taken off the list), or ``None``."""
+    for n, call in enumerate(calls):
+        if (call.get("function") or {}).get("name") == name:
+            return calls.pop(n)
+    return None
 
 
 def tool_result(use: ToolUse, call_id: str) -> Message:

@@ -8,11 +8,11 @@ does not hold. This package and ``evalcli.cli`` are the only ones that import ri
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 from .ci import JUnitSuite, MarkdownSummary, junit_document
-from .compare import compare_json, compare_markdown, comparison_table, render_comparison
-from .diff import diff_json, diff_markdown, render_diff
 from .files import per_dataset
-from .history import merge_lines, runs_table
 from .json import JsonReport, JsonSpool, JsonStream, Report, deliver
 from .plain import conversation_text, plain_text, verdict_text
 from .terminal import TerminalReport, aggregate_tables, interrupted_line, summary_line, verdict_line
@@ -29,6 +29,18 @@ from .text import (
                    why_failed,
 )
 from .transcript import item_document, render_item
+
+if TYPE_CHECKING:
+    from .compare import compare_json, compare_markdown, comparison_table, render_comparison
+    from .diff import diff_json, diff_markdown, render_diff
+    from .history import merge_lines, runs_table
+
+# what a run does not use, imported when first asked for (evalcli/lazy.py)
+__getattr__ = lazy_exports(__name__, {
+    ".compare": ("compare_json", "compare_markdown", "comparison_table", "render_comparison"),
+    ".diff": ("diff_json", "diff_markdown", "render_diff"),
+    ".history": ("merge_lines", "runs_table"),
+})
 
 __all__ = [
                    "NOT_SCORABLE",

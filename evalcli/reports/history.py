@@ -18,7 +18,7 @@ from .text import VERDICT_STYLE, fmt, verdict_style, verdict_words
 
 def runs_table(store: Store, limit: int = 20) -> RenderableType:
     """``evalcli runs``: the most recent runs, newest first (see ``RunsListing``)."""
-    return RunsListing(f"Runs in {store.path} (newest first)", store.runs(limit))
+    return RunsListing(f"Runs in {store.path} (newest first)", store.listing(limit))
 
 
 @dataclass
@@ -77,12 +77,12 @@ def _items(row: dict[str, Any]) -> str:
 
 def _dataset(row: dict[str, Any]) -> str:
     """The dataset as typed, with its shard or the number of runs merged into it."""
-    options = json.loads(row["options"] or "{}")
     dataset = str(row.get("dataset_path") or row["dataset"])
-    if options.get("shard"):
-        dataset += f" (shard {options['shard'][0]}/{options['shard'][1]})"
-    if options.get("merged_from"):
-        dataset += f" (merged {len(options['merged_from'])})"
+    shard = json.loads(row["shard"]) if row.get("shard") else None  # Store.listing reads it from the options
+    if shard:
+        dataset += f" (shard {shard[0]}/{shard[1]})"
+    if row.get("merged"):
+        dataset += f" (merged {row['merged']})"
     return dataset
 
 

@@ -19,6 +19,7 @@ from .text import (
     ERROR,
     MAX_FAILING,
     MAX_ROWS,
+    MAX_TABLE,
     NOT_SCORABLE,
     budget_words,
     fits,
@@ -47,6 +48,9 @@ class TerminalReport:
     db_path: str | None = None
     rows: list[list[Any]] = field(default_factory=list)
     hidden: int = 0
+    cut: int = 0
+    """Conversations left out of a table that reached its cap (``MAX_TABLE``), failing or not."""
+    cut_failing: int = 0
     not_scorable_shown: bool = False
     failing: list[ItemResult] = field(default_factory=list)
     failing_count: int = 0
@@ -77,6 +81,10 @@ class TerminalReport:
             return
         if not self.verbose and len(self.rows) >= MAX_ROWS and item.passed:
             self.hidden += 1
+            return
+        if len(self.rows) >= (MAX_TABLE * 5 if self.verbose else MAX_TABLE):
+            self.cut += 1
+            self.cut_failing += not item.passed
             return
         self.rows.append(self._row(item))
 
@@ -111,6 +119,10 @@ class TerminalReport:
         console.print(self._items_table())
         if self.hidden > 0:
             console.print(f"  ... {plural(self.hidden, 'more passing conversation')} (--verbose shows all; "
+                          f"'evalcli show {self.result.run_id} ITEM' shows one)", soft_wrap=True)
+        if self.cut > 0:
+            console.print(f"  ... {plural(self.cut, 'more conversation')} ({self.cut_failing} failing) not listed: the "
+                          f"table stops at {len(self.rows)} rows (--json - writes every conversation; "
                           f"'evalcli show {self.result.run_id} ITEM' shows one)", soft_wrap=True)
         for line in self.gate_errors[:20]:
             console.print(Text.assemble(("  gate error ", "bold yellow"), line), soft_wrap=True)
@@ -172,7 +184,7 @@ class TerminalReport:
                                soft_wrap=True)
         if count > len(shown):
             self.console.print(f"  ... and {count - len(shown)} more "
-                               f"(evalcli show {self.result.run_id} -v lists every conversation)", soft_wrap=True)
+                               f"(evalcli show {self.result.run_id} -v lists more, --json - every one)", soft_wrap=True)
 
 
 STABILITY_STYLE = {"stable-pass": "green", "flaky": "bold yellow", "stable-fail": "bold red"}

@@ -10,12 +10,14 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results import ItemResult, RunResult, Summary, fmt, reaches_gate
+from ..words import plural
 
 __all__ = [
     "DATASETS_DIFFER",
     "ERROR",
     "MAX_FAILING",
     "MAX_ROWS",
+    "MAX_TABLE",
     "NOT_SCORABLE",
     "VERDICT_STYLE",
     "budget_words",
@@ -35,6 +37,9 @@ __all__ = [
 VERDICT_STYLE = {"passed": "bold green", "scored": "bold yellow", "failed": "bold red"}
 MAX_ROWS = 50
 MAX_FAILING = 10
+MAX_TABLE = 200
+"""Rows of the conversations table at most (``MAX_ROWS`` of any, then failing ones), and ``MAX_TABLE * 5`` with
+``--verbose``: a table of 100,000 rows takes minutes to lay out and nobody reads it (docs/history.md)."""
 NOT_SCORABLE = "n/s"
 ERROR = "error"
 """A score cell of the scorer whose failure made its conversation an error."""
@@ -51,11 +56,6 @@ def threshold_text(raw: Any) -> str:
             return f"{fmt(low)}..{fmt(high)}"
         return f">= {fmt(low)}" if low is not None else f"<= {fmt(high)}"
     return f">= {fmt(raw)}"
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 conversation``, ``2 conversations``."""
-    return f"{count} {word if count == 1 else many or word + 's'}"
 
 
 def mark(passed: bool) -> Text:

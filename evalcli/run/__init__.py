@@ -10,7 +10,9 @@ aggregate, the ``Recorder`` (the run's rows, through the writer thread) and the 
 
 from __future__ import annotations
 
-from .calibrate import Calibration, ScorerCalibration, acalibrate
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 from .context import RunContext
 from .events import Events
 from .options import RunOptions, check_budgets, plan_of
@@ -18,6 +20,12 @@ from .plan import RunPlan, check_options, llm_settings, plan_run
 from .recorder import Recorder
 from .resume import rerun_indexes, rerun_selection, resume_options
 from .runner import Runner, arun_evals, run_evals
+
+if TYPE_CHECKING:
+    from .calibrate import Calibration, ScorerCalibration, acalibrate
+
+# calibration is imported when first asked for: a run does not use it (evalcli/lazy.py)
+__getattr__ = lazy_exports(__name__, {".calibrate": ("Calibration", "ScorerCalibration", "acalibrate")})
 
 __all__ = ["Calibration", "Events", "Recorder", "RunContext", "RunOptions", "RunPlan", "Runner", "ScorerCalibration",
            "acalibrate", "arun_evals", "check_budgets", "check_options", "llm_settings", "plan_of", "plan_run",

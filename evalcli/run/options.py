@@ -66,6 +66,8 @@ class RunOptions:
     """``--max-cost``: US dollars per purpose (``target``, ``simulator``, ``judge``), or for all (key ``None``)."""
     max_tokens: dict[str | None, float] = field(default_factory=dict)
     """``--max-tokens``: tokens (in and out) per purpose, or for all (key ``None``)."""
+    workers: int = 1
+    """``--workers N``: processes playing the run's conversations (docs/performance.md#workers)."""
     on_stored: Callable[[ItemResult], None] | None = None
     """Called in the writer thread with each conversation as it is stored (read back from the rows just written, as
     ``Store.load_items`` reads it), in the order they finish; it must not raise. The CLI renders each one's JSON

@@ -22,6 +22,7 @@ from .options import RunOptions, check_budgets, check_pass_rate, plan_of
 from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored, unverified_secrets
 from .tooling import check_hermetic
 from .trust import check_calibrated
+from .workers import check_worker_run, check_workers
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ def check_options(options: RunOptions) -> None:
     check_budget_amounts(options.max_cost, "--max-cost")
     check_budget_amounts(options.max_tokens, "--max-tokens")
     check_pass_rate(options.pass_rate)
+    check_workers(options.workers)
     if options.sequential and options.repeat < 2:
         raise UsageError(f"--repeat auto:{options.repeat}: at most {options.repeat} play leaves nothing to decide",
                          "write --repeat auto (at most 10 plays) or --repeat auto:MAX with MAX of 2 or more")
@@ -156,6 +158,7 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
         notes += unchecked
     check_budgets(dataset, options)  # a resume's restored options included
     check_hermetic(dataset, options.hermetic)
+    check_worker_run(dataset, options)
     check_calibrated(dataset, store)  # a gate on an unmeasured judge: refused (docs/judges.md#calibrated-gates)
     items = _selected(dataset, options)
     if options.resume:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..dataset import Dataset, Item, Selection
 from ..errors import UsageError
-from ..fingerprint import KEY_VARIABLE, SALT, differences, fingerprint, leaves, unverifiable
+from ..fingerprint import KEY_VARIABLE, SALT, differences, leaves, paths, unverifiable
 from ..identity import LEGACY, pair_by_identity
 from ..results import ItemResult
 from ..store import Store, StoredOptions
@@ -66,8 +66,8 @@ def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset
     """What differs between the configuration a run began with and the dataset's now, one label each."""
     if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (docs/identity.md)
         tree = dataset.resolved_configuration()
-        now = fingerprint(tree, stored.config[SALT])
-        changes = collapsed(differences(stored.config, tree), set(stored.config), set(now))
+        changes = differences(stored.config, tree)
+        changes = collapsed(changes, *paths(stored.config, tree)) if changes else []
         return files_named(tapes_named(changes, tree), tree)
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
         changes = [] if row["target"] == dataset.target_spec else ["target"]

@@ -21,6 +21,7 @@ from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, load_dataset
 from ..errors import ExitCode, describe
 from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summary
+from ..otel.capture import refused as capture_refused
 from ..otel.record import arm_capture
 from ..passrate import settle
 from ..results import ItemResult, RunResult
@@ -55,6 +56,9 @@ class Runner:
         """``--max-cost`` / ``--max-tokens`` (docs/models.md): once one is spent, no new conversation starts."""
         self.limited = 0
         """Conversations of this run a limit stopped (status ``limited``)."""
+        self.run_id: str | None = plan.run_id
+        self.run_warnings: list[str] = []
+        """What the target (or a worker's) noticed while the conversations were played, said once each."""
 
     async def run(self) -> RunResult:
         if self.store is not None:
@@ -86,7 +90,7 @@ class Runner:
                 rates.add(result)
                 if self.options.keep_items:
                     results[result.index] = result
-        run_id = plan.run_id or new_run_id()
+        run_id = self.run_id = plan.run_id or new_run_id()
         recorder = Recorder(context, run_id, plan.registered, self.options.on_stored)
         usage = UsageSink()
 
@@ -149,24 +153,50 @@ class Runner:
 
     async def _play(self, context: RunContext, recorder: Recorder, finished: Callable[[ItemResult], None],
                     warnings: list[str]) -> None:
-        """Begin the run's row, play every conversation to run, end with what the target noticed."""
-        plan, target = self.plan, self.dataset.target
+        """Begin the run's row, play every conversation to run (here, or in ``--workers`` processes), end with what
+        the target noticed."""
+        plan = self.plan
         to_run = plan.to_run
-        if to_run:
-            import_http_client(list(plan.model_names), always=target is not None and target.speaks_http)
-            arm_capture(self.dataset, to_run)
         # a new run's row keeps the configuration's fingerprint (a walk of every item): only made to be stored
         await recorder.begin(self.dataset, plan.stored() if self.store is not None else None)
         self.events.started(recorder.run_id, len(plan.items), len(plan.items) - len(to_run))
+        if self.options.workers > 1 and to_run:
+            from .workers import WorkerPool
+
+            await WorkerPool(self, finished, context.keep_up).play(to_run)
+        else:
+            await self._play_here(to_run, finished, context)
+        warnings.extend(self.run_warnings)
+
+    async def _play_here(self, to_run: list[Item], finished: Callable[[ItemResult], None],
+                         context: RunContext) -> None:
+        """Play ``to_run`` in this process, then say what the target noticed."""
+        target = self.dataset.target
         if to_run:
+            import_http_client(list(self.plan.model_names), always=target is not None and target.speaks_http)
+            if not arm_capture(self.dataset, to_run) and (why := capture_refused()) is not None:
+                self.events.warning(why)  # the app's own provider keeps its spans: said, never silently off
             # a model that cannot be reached (package or key missing) fails each call at once, unimported
-            context.warm_up(list(plan.model_names), self.events.notice, list(plan.models))
+            context.warm_up(list(self.plan.model_names), self.events.notice, list(self.plan.models))
             if target is not None and target.target_model is not None:
                 await context.llm_ready()  # a model target calls it in every turn, timed: imported first
         await self._play_all(to_run, finished, context)
         for text in target.run_warnings() if target is not None else ():
-            warnings.append(text)
+            self.run_warnings.append(text)
             self.events.warning(text)
+
+    async def play_share(self, finished: Callable[[ItemResult], None]) -> None:
+        """A worker's share of a run (``evalcli.run.worker``): the plan's conversations played and each handed to
+        ``finished``; nothing of the run is recorded here (the run's own process does it)."""
+        if self.store is not None:
+            self.store.protect(self.dataset.secret_values)
+        context = RunContext(self.store, self.options, self.plan.settings,
+                             self.options.concurrency or self.dataset.concurrency, self._throttle)
+        try:
+            with self.dataset.scope or contextlib.nullcontext():
+                await self._play_here(self.plan.to_run, finished, context)
+        finally:
+            await context.aclose()
 
     def _ending(self, summary: Any, unfinished: bool) -> tuple[str, ExitCode]:
         """The run's status and exit code: ``interrupted`` (130); ``budget`` when a budget ended it before every

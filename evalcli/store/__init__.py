@@ -7,8 +7,9 @@ reads runs back; ``StoreWriter`` is the one thread that writes during a run.
 
 from __future__ import annotations
 
-from .compare import Cell, Column, Comparison, compare_runs
-from .diff import Change, ItemChange, RunDiff, diff_runs
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 from .history import (
     RunPoint,
     StoredRun,
@@ -22,10 +23,22 @@ from .history import (
     summary_from_json,
 )
 from .ids import new_run_id
-from .merge import MergeResult, merge_databases
-from .paired import Detectable, Figure, PairedStats, PassFail, pair_conversations, paired_stats, pvalue_text
 from .store import Store, StoredOptions, stored_items
 from .writer import StoreWriter
+
+if TYPE_CHECKING:
+    from .compare import Cell, Column, Comparison, compare_runs
+    from .diff import Change, ItemChange, RunDiff, diff_runs
+    from .merge import MergeResult, merge_databases
+    from .paired import Detectable, Figure, PairedStats, PassFail, pair_conversations, paired_stats, pvalue_text
+
+# what a run does not use, imported when first asked for (evalcli/lazy.py)
+__getattr__ = lazy_exports(__name__, {
+    ".compare": ("Cell", "Column", "Comparison", "compare_runs"),
+    ".diff": ("Change", "ItemChange", "RunDiff", "diff_runs"),
+    ".merge": ("MergeResult", "merge_databases"),
+    ".paired": ("Detectable", "Figure", "PairedStats", "PassFail", "pair_conversations", "paired_stats", "pvalue_text"),
+})
 
 __all__ = ["Cell", "Change", "Column", "Comparison", "Detectable", "Figure", "ItemChange", "MergeResult",
            "PairedStats", "PassFail", "RunDiff", "RunPoint", "Store", "StoreWriter", "StoredOptions", "StoredRun",

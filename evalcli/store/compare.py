@@ -160,9 +160,11 @@ def _gate_states(item: ItemResult | None) -> dict[str, str]:
 
 
 def compare_runs(store: Store, run_ids: list[str], *, allow_different: bool = False, statistics: bool = False,
-                 alpha: float | None = None, detect: float | None = None) -> Comparison:
+                 alpha: float | None = None, detect: float | None = None, transcripts: bool = False) -> Comparison:
     """Compare stored runs (ids, unique prefixes or ``latest``) of one dataset, in the order given; with
-    ``statistics`` (implied by ``alpha`` and ``detect``) each later run against the first, paired (docs/history.md)."""
+    ``statistics`` (implied by ``alpha`` and ``detect``) each later run against the first, paired (docs/history.md).
+    ``transcripts``: its conversations with what the agent said (for the HTML page; else without, a tenth of the
+    memory)."""
     check_alpha(alpha)
     check_detect(detect)
     if len(run_ids) < 2:
@@ -177,7 +179,7 @@ def compare_runs(store: Store, run_ids: list[str], *, allow_different: bool = Fa
         listed = ", ".join(f"{r.result.run_id} ({r.result.dataset_path})" for r in runs)
         raise UsageError(f"these runs are not of one dataset: {listed}",
                          "compare runs of the same dataset, or pass --allow-different")
-    item_lists = [list(r.items()) for r in runs]
+    item_lists = [list(r.items(light=not transcripts)) for r in runs]
     comparison = _comparison(store, runs, item_lists)
     if statistics or alpha is not None or detect is not None:
         comparison.paired = [paired_stats(item_lists[0], items, detect) for items in item_lists[1:]]

@@ -156,7 +156,7 @@ def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0, *,
         raise UsageError(f"run {a.result.run_id} is of {a.result.dataset_path} but run {b.result.run_id} is of "
                          f"{b.result.dataset_path}: they are not runs of one dataset",
                          "compare runs of the same dataset, or pass --allow-different")
-    items_a, items_b = list(a.items()), list(b.items())
+    items_a, items_b = list(a.items(light=True)), list(b.items(light=True))
     diff = RunDiff(a.result, b.result, tolerance,
                    _changes(a.result.summary.scores, b.result.summary.scores, tolerance),
                    _changes(_gate_scores(a.result.summary), _gate_scores(b.result.summary), tolerance),

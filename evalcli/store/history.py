@@ -81,9 +81,10 @@ class StoredRun:
     plan: Plan
     row: dict[str, Any]
 
-    def items(self) -> Iterator[ItemResult]:
-        """Its conversations in dataset order (read afresh on every call)."""
-        return self.store.load_items(self.result.run_id)
+    def items(self, light: bool = False) -> Iterator[ItemResult]:
+        """Its conversations in dataset order (read afresh on every call); ``light``: without what the agent said
+        (``Store.load_items``)."""
+        return self.store.load_items(self.result.run_id, light=light)
 
 
 def load_run(store: Store, run_id: str) -> StoredRun:

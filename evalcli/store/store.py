@@ -31,6 +31,7 @@ from ..results import Guardrail, Interrupt, ItemResult, Outcome, Plan, Summary, 
 from ..secrets import Redactor
 from . import migrations
 from .connection import BUSY_TIMEOUT_MS, READ_BUSY_TIMEOUT_MS, Statement, connect, open_readonly, run
+from .light import stored_outcomes, turns_from
 from .writer import StoreWriter
 
 if TYPE_CHECKING:
@@ -370,14 +371,23 @@ class Store:
         where, params = ("dataset = ?", [dataset]) if dataset else (None, [])
         return list(self.db.table("runs").rows_where(where, params, order_by="id desc", limit=limit))
 
-    def load_items(self, run_id: str, *, errors_only: bool = False) -> Iterator[ItemResult]:
+    def listing(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest runs first, as ``evalcli runs`` lists them: the ``runs`` row without its options and result
+        (a run of 100,000 conversations keeps megabytes there), with its ``shard`` and how many runs were
+        ``merged`` into it read from the options by SQLite."""
+        columns = [row[1] for row in self.conn.execute("PRAGMA table_info(runs)") if row[1] not in ("options", "result")]
+        return list(self.query(f"SELECT {', '.join(columns)}, json_extract(options, '$.shard') AS shard, "
+                          "json_array_length(options, '$.merged_from') AS merged FROM runs ORDER BY id DESC LIMIT ?",
+                          [limit]))
+
+    def load_items(self, run_id: str, *, errors_only: bool = False, light: bool = False) -> Iterator[ItemResult]:
         """The stored conversations of a run (only those that errored, with ``errors_only``), in dataset order, with
         their turns and outcomes.
 
         Streamed: items and turns are read side by side (both ordered by item index), so reading back
         a large run holds one conversation at a time, never the whole run.
         """
-        return stored_items(self.conn, run_id, errors_only=errors_only)
+        return stored_items(self.conn, run_id, errors_only=errors_only, light=light)
 
     def load_plays(self, run_id: str, item: ItemResult) -> list[ItemResult]:
         """Every stored play of a conversation of a ``--repeat`` run, in play order (``[]`` when it was played once,
@@ -402,9 +412,11 @@ class Store:
 
 
 def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: int | None = None,
-                 indexes: list[int] | None = None) -> Iterator[ItemResult]:
+                 indexes: list[int] | None = None, light: bool = False) -> Iterator[ItemResult]:
     """``Store.load_items`` on any connection to the file (the writer thread's, inside its transaction, reads back a
-    conversation it has just written: ``index``; a page of ``evalcli view`` reads its ``indexes``, in index order)."""
+    conversation it has just written: ``index``; a page of ``evalcli view`` reads its ``indexes``, in index order).
+    ``light``: each turn without its output messages and structured output (``diff`` and ``compare`` of two runs of
+    100,000 conversations hold both runs at once: docs/history.md)."""
     if index is not None:
         indexes = [index]
     if indexes is not None:
@@ -414,15 +426,15 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
         where = (" AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status = 'error')"
                  if errors_only else "")
         params = [run_id, run_id] if errors_only else [run_id]
-    turn_rows = _rows(conn, f"SELECT * FROM turns WHERE run_id = ?{where} ORDER BY item_index, turn_index", params)
+    turn_rows = _rows(conn, f"{turns_from(conn, light)} WHERE run_id = ?{where} ORDER BY item_index, turn_index", params)
     pending = next(turn_rows, None)
     for row in _rows(conn, f"SELECT * FROM items WHERE run_id = ?{where} ORDER BY item_index", params):
         turns: list[TurnRecord] = []
         while pending is not None and pending["item_index"] <= row["item_index"]:
             if pending["item_index"] == row["item_index"]:
-                turns.append(_turn_record(pending))
+                turns.append(_turn_record(pending, light))
             pending = next(turn_rows, None)
-        stored = json.loads(row["outcomes"] or "{}")
+        stored = stored_outcomes(row["outcomes"], light)
         gates, scores, thresholds = outcomes_from_json(stored)
         plays = json.loads(row["gate_plays"] or "{}")
         yield ItemResult(row["item_index"], row["item_id"], json.loads(row["tags"]), row["form"], row["status"],
@@ -474,8 +486,8 @@ def _turn_from_json(data: dict[str, Any]) -> TurnRecord:
                          "resume": None if data.get("resume") is None else json.dumps(data["resume"])})
 
 
-def _turn_record(row: dict[str, Any]) -> TurnRecord:
-    outcomes = json.loads(row["outcomes"] or "{}")
+def _turn_record(row: dict[str, Any], light: bool = False) -> TurnRecord:
+    outcomes = stored_outcomes(row["outcomes"], light)
     gates, scores, thresholds = outcomes_from_json(outcomes)
     interrupt = row.get("interrupt")
     return TurnRecord(row["turn_index"], row["input"], json.loads(row["output"]), row["duration_ms"] or 0.0,

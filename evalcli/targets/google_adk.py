@@ -30,7 +30,8 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from ..messages import Message
-from .google_adk_tools import FAILED, TRANSFER, ToolPlanPlugin, agent_tree, tool_schemas
+from .framework_mcp import ServerTools
+from .google_adk_tools import FAILED, TRANSFER, TURN_SESSION, ToolPlanPlugin, agent_tree, mcp_toolsets, tool_schemas
 from .openai_format import assistant, keyword_names, quiet_logs, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, fresh_thread
 from .usage import count, record_target_call
@@ -57,7 +58,9 @@ class GoogleADKAdapter(Adapter):
         self.agent = self.app.root_agent if self.app is not None else self.obj
         self.app_name = str(self.options.get("app_name") or (self.app.name if self.app is not None else self.agent.name))
         self.run_options = run_options(self.call_options)
-        self.plugin = ToolPlanPlugin()
+        self.servers = ServerTools(mcp_toolsets(self.agent))
+        """The agent tree's MCP toolsets and their tools, listed once (docs/hermetic.md, "MCP tools")."""
+        self.plugin = ToolPlanPlugin(self.servers)
         self.sessions = InMemorySessionService()
         self.runner = self._runner({})
         self.models = agent_models(self.agent)
@@ -72,7 +75,10 @@ class GoogleADKAdapter(Adapter):
                       **others)
 
     def tool_schemas(self) -> dict[str, Any] | None:
-        return tool_schemas(self.agent)
+        return tool_schemas(self.agent, self.servers)
+
+    def mcp_servers(self) -> dict[str, list[str]] | None:
+        return self.servers.names()
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
@@ -148,6 +154,8 @@ class GoogleADKSession:
         events: list[Any] = []
         failed: set[Any] = set()
         token = FAILED.set(failed)
+        models = self.adapter.models
+        inner = TURN_SESSION.set((self.session_id, lambda agent, usage: record_usage(usage, models.get(agent, ""), turn)))
         try:
             async for event in self.runner.run_async(user_id=self.user_id, session_id=self.session_id,
                                                      new_message=message, **self.options):
@@ -158,6 +166,7 @@ class GoogleADKSession:
             raise TurnFailed(cause, with_failed_calls(to_openai(events, failed), failed, cause)) from exc
         finally:
             FAILED.reset(token)
+            TURN_SESSION.reset(inner)
         record_calls(events, turn, self.adapter.models)
         messages = to_openai(events, failed)
         error = next((e for e in events if getattr(e, "error_code", None)), None)
@@ -216,9 +225,13 @@ def record_calls(events: Iterable[Any], turn: int, models: Mapping[str, str]) ->
         usage = getattr(event, "usage_metadata", None)
         if usage is None or getattr(event, "partial", False):
             continue
-        model = models.get(str(event.author)) or str(getattr(event, "model_version", None) or "")
-        record_target_call(model, count(usage.prompt_token_count), count(usage.candidates_token_count),
-                           turn_index=turn, cached_tokens=count(usage.cached_content_token_count))
+        record_usage(usage, models.get(str(event.author)) or str(getattr(event, "model_version", None) or ""), turn)
+
+
+def record_usage(usage: Any, model: str, turn: int) -> None:
+    """One model response's ``usage_metadata`` as a ``target`` call."""
+    record_target_call(model, count(usage.prompt_token_count), count(usage.candidates_token_count),
+                       turn_index=turn, cached_tokens=count(usage.cached_content_token_count))
 
 
 def to_openai(events: Iterable[Any], failed: set[Any]) -> list[Message]:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from google.adk.plugins.base_plugin import BasePlugin
 
 from ..tools import MockedToolError, ToolRefused
 from ..tools.plan import ToolPlan, current_plan, unattributed
+from .framework_mcp import ServerTools, described
 from .graph import walk
 
 TRANSFER = "transfer_to_agent"
@@ -30,19 +31,46 @@ PLUGIN_NAME = "evalcli_tool_plan"
 
 
 def agent_tree(agent: Any) -> Iterator[Any]:
-    """The agent and every sub-agent below it, each once."""
-    return walk(agent, lambda current: getattr(current, "sub_agents", None) or ())
+    """The agent and every agent below it, each once: its sub-agents, and the agents its tools wrap (an ``AgentTool``
+    runs its agent on a runner of its own, which inherits evalcli's plugin: their tools are the plan's too)."""
+    return walk(agent, _below)
 
 
-def tool_schemas(agent: Any) -> dict[str, Any] | None:
-    """Each tool's JSON schema (of its parameters), by name, over the agent tree; ``None`` when an agent has a
-    toolset (MCP, OpenAPI...), whose tools are known only at run time."""
+def _below(agent: Any) -> list[Any]:
+    wrapped = [getattr(tool, "agent", None) for tool in getattr(agent, "tools", None) or () if _is_agent_tool(tool)]
+    return [*(getattr(agent, "sub_agents", None) or ()), *wrapped]
+
+
+def _is_agent_tool(tool: Any) -> bool:
+    return any(c.__name__ == "AgentTool" and c.__module__.startswith("google.adk.") for c in type(tool).__mro__)
+
+
+def mcp_toolsets(agent: Any) -> list[tuple[str, Any]]:
+    """The agent tree's MCP toolsets (``McpToolset``), each by its name (its ``tool_name_prefix``, else its command's
+    script or its URL's host) and as evalcli describes it (docs/hermetic.md, "MCP tools")."""
+    found = []
+    for each in agent_tree(agent):
+        for tool in getattr(each, "tools", None) or ():
+            if type(tool).__name__ == "McpToolset":
+                server = described(tool, getattr(tool, "tool_name_prefix", None))
+                found.append((server.name if server is not None else "mcp", server))
+    return found
+
+
+def tool_schemas(agent: Any, servers: ServerTools) -> dict[str, Any] | None:
+    """Each tool's JSON schema (of its parameters), by name, over the agent tree, its MCP toolsets' as ``servers``
+    listed them; ``None`` when an agent has another toolset (OpenAPI...), whose tools are known only at run time."""
     from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.base_toolset import BaseToolset
 
-    tools: dict[str, Any] = {}
+    listed = servers.schemas()
+    if listed is None:
+        return None
+    tools: dict[str, Any] = dict(listed)
     for each in agent_tree(agent):
         for tool in getattr(each, "tools", None) or ():
+            if type(tool).__name__ == "McpToolset":
+                continue
             if isinstance(tool, BaseToolset):
                 return None
             if isinstance(tool, BaseTool):
@@ -71,8 +99,9 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
     """Answers the tools of every agent the runner runs from the current conversation's tool plan; notes the call ids
     of the tools that failed (``failed``, read by the session: those results are ``is_error``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, servers: ServerTools) -> None:
         super().__init__(name=PLUGIN_NAME)
+        self.servers = servers
 
     async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> Any:
         name = tool.name
@@ -83,7 +112,7 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
             unattributed(name, tool_args)
             return None
         call_id = tool_context.function_call_id
-        source, answer = plan.decide(name, tool_args)
+        source, answer = plan.decide(name, tool_args, self.servers.server_of(name))
         if source == "live":
             return None
         if source == "refused":
@@ -100,6 +129,15 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
             return await _handled(tool, tool_args, tool_context, MockedToolError(answer.raises))
         plan.record(name, tool_args, source, result=answer.returns, call_id=call_id)
         return answer.returns if isinstance(answer.returns, dict) else {"result": answer.returns}
+
+    async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> Any:
+        """A model call of a runner the turn's own events never show (an ``AgentTool``'s): its usage is the turn's."""
+        turn = TURN_SESSION.get()
+        if turn is not None and not getattr(llm_response, "partial", False) \
+                and getattr(llm_response, "usage_metadata", None) is not None \
+                and callback_context.session.id != turn[0]:
+            turn[1](str(callback_context.agent_name), llm_response.usage_metadata)
+        return None
 
     async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
                                   result: Any) -> Any:
@@ -118,6 +156,11 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
                             call_id=tool_context.function_call_id)
         return None  # the agent's own error handlers answer (or the run ends, as ADK does)
 
+
+TURN_SESSION: contextvars.ContextVar[tuple[str, Callable[[str, Any], None]] | None] = contextvars.ContextVar(
+    "evalcli_adk_turn_session", default=None)
+"""The turn being played: its ADK session id, and what records a model call's usage (agent name, usage metadata) made
+on another runner's session inside it (set by the session around each run)."""
 
 FAILED: contextvars.ContextVar[set[Any] | None] = contextvars.ContextVar("evalcli_adk_failed", default=None)
 """The call ids of the tools that failed in the turn being played: set by the session around each run (ADK runs the

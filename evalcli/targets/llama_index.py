@@ -89,6 +89,18 @@ class LlamaIndexAdapter(Adapter):
         tools = self.tool_schemas()
         return None if tools is None else name in tools
 
+    def run_warnings(self) -> list[str]:
+        """Model calls whose response reported no usage: not counted, and said once after the run (a budget of the
+        target's tokens cannot see them)."""
+        with _listening:
+            count, _unreported[0] = _unreported[0], 0
+        if not count:
+            return []
+        return [f"target {self.spec}: {count} model call{'' if count == 1 else 's'} reported no token usage, so "
+                f"{'its' if count == 1 else 'their'} tokens are not counted (nor held to --max-tokens or --max-cost); "
+                "a streaming agent's server reports usage when asked: OpenAILike(..., additional_kwargs="
+                "{'stream_options': {'include_usage': True}}) (docs/targets/llama-index.md)"]
+
     def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
              item: ItemInfo | None = None) -> LlamaIndexSession:
         thread = conversation.thread if conversation is not None else self.thread(self.options, multi_turn=True)
@@ -205,13 +217,18 @@ def to_openai(events: list[Any]) -> list[Message]:
                 out.append(assistant(content, calls))
         else:
             result = event.tool_output
-            out.append(tool_result(event.tool_id, result.content, name=event.tool_name,
-                                   is_error=bool(getattr(result, "is_error", False))))
+            message = tool_result(event.tool_id, result.content, name=event.tool_name,
+                                  is_error=bool(getattr(result, "is_error", False)))
+            if event.tool_name == HANDOFF:  # a handoff, not a tool: never the plan's, never "live" (docs/hermetic.md)
+                message["handoff"] = True
+            out.append(message)
     return out
 
 
 _listening = threading.Lock()
 _handler: list[Any] = []
+_unreported = [0]
+"""Model calls inside a turn whose response reported no usage (``LlamaIndexAdapter.run_warnings``)."""
 
 
 def listen_for_usage() -> None:
@@ -236,6 +253,8 @@ class UsageHandler(BaseEventHandler):  # type: ignore[misc]
         raw = event.response.raw
         usage = field(raw, "usage")
         if usage is None:
+            with _listening:
+                _unreported[0] += 1
             return
         record_target_call(str(field(raw, "model") or ""), count(field(usage, "prompt_tokens")),
                            count(field(usage, "completion_tokens")), turn_index=turn)

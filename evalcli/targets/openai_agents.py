@@ -52,6 +52,7 @@ from ..results import Guardrail
 from ..tools import MockedToolError, acall, as_text
 from .agents_mcp import ServerHolder, planned_server
 from .agents_usage import Counting, count_nested_runs, counting_hooks, counting_turn
+from .framework_mcp import ServerTools, described
 from .graph import walk
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
@@ -96,6 +97,9 @@ class OpenAIAgentsAdapter(Adapter):
         """The agent a conversation starts with: the user's, or its copy whose tools ask the tool plan."""
         self.servers = ServerHolder()
         """The MCP servers evalcli connected for the run (docs/hermetic.md, "MCP tools")."""
+        self.listed = ServerTools((str(getattr(s, "name", "")), described(s, str(getattr(s, "name", "")) or None))
+                                  for each in agents_of(self.obj) for s in getattr(each, "mcp_servers", None) or ())
+        """Those servers' tools, listed once when the target is checked."""
         if any(getattr(each, "mcp_servers", None) for each in agents_of(self.obj)):
             self.control_tools()  # its MCP servers are connected by the planned copies, once for the run
 
@@ -109,12 +113,12 @@ class OpenAIAgentsAdapter(Adapter):
         await self.servers.close()
 
     def tool_schemas(self) -> dict[str, Any] | None:
-        return function_tools(self.obj)
+        listed = self.listed.schemas()
+        return None if listed is None else {**function_tools(self.obj), **listed}
 
     def mcp_servers(self) -> dict[str, list[str]] | None:
-        """The MCP servers of the agent and those it hands off to, by name (their tools are known once connected)."""
-        return {str(getattr(s, "name", "")): [] for each in agents_of(self.obj) for s in getattr(each, "mcp_servers", None)
-                or ()}
+        """The MCP servers of the agent and those it hands off to, by name, with the tools each lists."""
+        return self.listed.names()
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
@@ -288,15 +292,13 @@ def _handoff_agent(handoff: Any) -> Any:
     return ref() if callable(ref) else None
 
 
-def function_tools(agent: Any) -> dict[str, Any] | None:
-    """Each function tool's JSON schema, by name, over the agent and those it hands off to; ``None`` when one of them
-    has MCP servers (tools known only once they are connected)."""
+def function_tools(agent: Any) -> dict[str, Any]:
+    """Each function tool's JSON schema, by name, over the agent and those it hands off to (their MCP servers' tools
+    are listed apart, ``ServerTools``)."""
     from agents import FunctionTool
 
     tools: dict[str, Any] = {}
     for each in agents_of(agent):
-        if getattr(each, "mcp_servers", None):
-            return None
         for tool in each.tools or ():
             if isinstance(tool, FunctionTool):
                 tools[tool.name] = tool.params_json_schema

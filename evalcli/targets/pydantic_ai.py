@@ -29,6 +29,7 @@ from pydantic_ai.capabilities import AbstractCapability
 
 from ..messages import Message
 from ..tools import MockedToolError, acall
+from .framework_mcp import ServerTools, described
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result, type_name
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 from .usage import count, record_target_call
@@ -52,14 +53,20 @@ class PydanticAIAdapter(Adapter):
         self.run_options = run_options(self.obj, self.call_options, typed_deps=False)
         self.output_tools = output_tool_names(self.obj)
         self.tool_plan: ToolPlanCapability | None = None
+        self.servers = ServerTools(mcp_toolsets(self.obj))
+        """The agent's MCP toolsets and their tools, listed once (docs/hermetic.md, "MCP tools")."""
 
     def control_tools(self) -> None:
         """Every run gets a capability whose ``wrap_tool_execute`` asks the conversation's tool plan (a per-run
         capability: the agent itself is not changed)."""
-        self.tool_plan = ToolPlanCapability(self.output_tools)
+        self.tool_plan = ToolPlanCapability(self.output_tools, self.servers)
 
     def tool_schemas(self) -> dict[str, Any] | None:
-        return function_tools(self.obj)
+        own, listed = function_tools(self.obj), self.servers.schemas()
+        return None if own is None or listed is None else {**own, **listed}
+
+    def mcp_servers(self) -> dict[str, list[str]] | None:
+        return self.servers.names()
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
@@ -162,31 +169,50 @@ class ToolPlanCapability(AbstractCapability[Any]):
     tool's return; a mock's ``raises`` (or a refused call) is ``ModelRetry``, how PydanticAI reports a failed tool
     to the model. Output tools are left alone."""
 
-    def __init__(self, output_tools: frozenset[str]) -> None:
+    def __init__(self, output_tools: frozenset[str], servers: ServerTools) -> None:
         self.output_tools = output_tools
+        self.servers = servers
 
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
         name = call.tool_name
         if is_output_tool(name, self.output_tools):
             return await handler(args)
         try:
-            return await acall(name, call.args_as_dict(), lambda: handler(args), call_id=call.tool_call_id)
+            return await acall(name, call.args_as_dict(), lambda: handler(args), call_id=call.tool_call_id,
+                               server=self.servers.server_of(name))
         except MockedToolError as exc:
             raise ModelRetry(str(exc)) from None
 
 
 def function_tools(agent: Any) -> dict[str, Any] | None:
-    """The JSON schema of each of the agent's function tools, by name; ``None`` when it has toolsets whose tools
-    cannot be listed before a run (MCP servers, dynamic toolsets)."""
+    """The JSON schema of each of the agent's function tools, by name (its MCP toolsets' are listed apart); ``None``
+    when it has toolsets whose tools cannot be listed before a run (dynamic toolsets)."""
     from pydantic_ai.toolsets import FunctionToolset
 
     tools: dict[str, Any] = {}
     for toolset in getattr(agent, "toolsets", None) or ():
+        if _is_mcp(toolset):
+            continue
         if not isinstance(toolset, FunctionToolset):
             return None
         for name, tool in toolset.tools.items():
             tools[name] = getattr(getattr(tool, "function_schema", None), "json_schema", None)
     return tools
+
+
+def _is_mcp(toolset: Any) -> bool:
+    return any(cls.__name__ == "MCPToolset" and cls.__module__.startswith("pydantic_ai") for cls in type(toolset).__mro__)
+
+
+def mcp_toolsets(agent: Any) -> list[tuple[str, Any]]:
+    """The agent's MCP toolsets (``pydantic_ai.mcp.MCPToolset``), each by its name (its ``id``, else its command's
+    script or its URL's host) and as evalcli describes it (``None``: a transport evalcli cannot start)."""
+    found = []
+    for toolset in getattr(agent, "toolsets", None) or ():
+        if _is_mcp(toolset):
+            server = described(toolset, getattr(toolset, "id", None))
+            found.append((server.name if server is not None else str(getattr(toolset, "label", "mcp")), server))
+    return found
 
 
 def declared_deps_type(agent: Any) -> Any:

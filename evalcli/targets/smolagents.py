@@ -48,6 +48,11 @@ class Used:
     arguments: dict[str, Any]
     result: Any = None
     error: str | None = None
+    owner: Any = None
+    """The copy whose tool (or managed agent) it is: only its own steps report it."""
+    steps: list[Any] | None = None
+    """A managed agent's call: the steps it ran (their model calls are the conversation's usage)."""
+    model: str = ""
 
 
 class SmolagentsAdapter(Adapter):
@@ -122,10 +127,10 @@ class SmolagentsSession(TurnSession[SmolagentsAdapter]):
             output = agent.run(text, reset=False, **self.options)
         except Exception as exc:
             steps = agent.memory.steps[known:]
-            record_usage(agent, steps, turn)
+            self.record_usage(steps, turn)
             raise TurnFailed(exc, self.messages(steps, None, answered=False)) from exc
         steps = agent.memory.steps[known:]
-        record_usage(agent, steps, turn)
+        self.record_usage(steps, turn)
         structured = None if isinstance(output, str) or output is None else jsonable(output)
         return Reply(self.messages(steps, output, answered=True), structured=structured)
 
@@ -133,13 +138,21 @@ class SmolagentsSession(TurnSession[SmolagentsAdapter]):
         with self.lock:
             self.used.append(used)
 
+    def record_usage(self, steps: list[Any], turn: int) -> None:
+        """The turn's model calls: the agent's own steps', and those of every managed agent it called."""
+        record_usage(str(getattr(self.agent.model, "model_id", None) or ""), steps, turn)
+        with self.lock:
+            managed = [u for u in self.used if u.steps]
+        for used in managed:
+            record_usage(used.model, used.steps or [], turn)
+
     def messages(self, steps: list[Any], output: Any, *, answered: bool) -> list[Message]:
         """The turn's steps as OpenAI messages; the final answer last."""
         code = is_code_agent(self.agent)
         out: list[Message] = []
         for step in steps:
             if isinstance(step, ActionStep):
-                mine = [u for u in self.used if u.step == step.step_number]
+                mine = [u for u in self.used if u.step == step.step_number and u.owner is self.agent]
                 out.extend(code_step(step, mine) if code else calling_step(step, mine))
         if answered:
             out.append(assistant(output if isinstance(output, str) else as_text(jsonable(output))))
@@ -165,13 +178,51 @@ def conversation_copy(agent: Any, session: SmolagentsSession) -> Any:
     clone.monitor = Monitor(clone.model, clone.logger)
     clone.tools = {name: tool if name == FINAL_ANSWER else planned_tool(tool, name, clone, session)
                    for name, tool in agent.tools.items()}
-    clone.managed_agents = {name: conversation_copy(managed, session)
+    clone.managed_agents = {name: managed_copy(managed, clone, session)
                             for name, managed in (getattr(agent, "managed_agents", None) or {}).items()}
     clone.memory = AgentMemory(clone.system_prompt)
     clone.step_callbacks = callbacks_for(agent, clone)
     if is_code_agent(agent):
         clone.python_executor = clone.create_python_executor()
     return clone
+
+
+def managed_copy(agent: Any, parent: Any, session: SmolagentsSession) -> Any:
+    """A managed agent's conversation copy whose calls (``agent(task)``, as its parent's model or code makes them)
+    are recorded like a tool's, with the steps it ran for their usage."""
+    clone = conversation_copy(agent, session)
+    clone.__class__ = _recording_class(type(agent))
+    clone.evalcli_call = (parent, session)
+    return clone
+
+
+_RECORDING: dict[type, type] = {}
+_RECORDING_LOCK = threading.Lock()
+
+
+def _recording_class(base: type) -> type:
+    """``base`` with a ``__call__`` that records the call (one subclass per class, its name kept)."""
+    with _RECORDING_LOCK:
+        found = _RECORDING.get(base)
+        if found is None:
+            def __call__(self: Any, task: str, **kwargs: Any) -> Any:
+                parent, session = self.evalcli_call
+                used = Used(getattr(parent, "step_number", 0), str(self.name), {"task": task, **kwargs},
+                            owner=parent, model=str(getattr(self.model, "model_id", None) or ""))
+                try:
+                    used.result = base.__call__(self, task, **kwargs)
+                except Exception as exc:
+                    used.error = str(exc) or type(exc).__name__
+                    raise
+                finally:
+                    used.steps = list(self.memory.steps)  # this call's: a managed agent's run resets its memory
+                    session.use(used)
+                return used.result
+
+            found = _RECORDING[base] = type(base.__name__, (base,), {"__call__": __call__,
+                                                                     "__qualname__": base.__qualname__,
+                                                                     "__module__": base.__module__})
+        return found
 
 
 def callbacks_for(agent: Any, clone: Any) -> Any:
@@ -193,7 +244,7 @@ def planned_tool(tool: Any, name: str, clone: Any, session: SmolagentsSession) -
 
     def ask(*args: Any, **kwargs: Any) -> Any:
         arguments = {**dict(zip(inputs, args, strict=False)), **kwargs}
-        used = Used(getattr(clone, "step_number", 0), name, arguments)
+        used = Used(getattr(clone, "step_number", 0), name, arguments, owner=clone)
         try:
             used.result = call(name, arguments, lambda: forward(*args, **kwargs))
         except Exception as exc:
@@ -241,8 +292,12 @@ def code_step(step: Any, used: list[Used]) -> list[Message]:
 
 def used_result(call_id: str, used: Used) -> Message:
     if used.error is not None:
-        return tool_result(call_id, used.error, name=used.name, is_error=True)
-    return tool_result(call_id, tool_text(used.result), name=used.name)
+        message = tool_result(call_id, used.error, name=used.name, is_error=True)
+    else:
+        message = tool_result(call_id, tool_text(used.result), name=used.name)
+    if used.steps is not None:  # a managed agent's report: not a tool's (its own tools' calls are under the plan)
+        message["handoff"] = True
+    return message
 
 
 def tool_text(value: Any) -> Any:
@@ -261,9 +316,8 @@ def same_arguments(recorded: Mapping[str, Any], requested: Any) -> bool:
     return isinstance(requested, dict) and jsonable(dict(recorded)) == jsonable(requested)
 
 
-def record_usage(agent: Any, steps: list[Any], turn: int) -> None:
-    """Each model call of the turn's steps (action and planning) as a ``target`` call."""
-    model = str(getattr(agent.model, "model_id", None) or "")
+def record_usage(model: str, steps: list[Any], turn: int) -> None:
+    """Each model call of the steps (action and planning) as a ``target`` call of ``model``."""
     for step in steps:
         usage = getattr(step, "token_usage", None) if isinstance(step, (ActionStep, PlanningStep)) else None
         if usage is not None:

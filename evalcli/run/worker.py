@@ -1,0 +1,101 @@
+"""One worker process of a ``--workers N`` run (docs/performance.md#workers): ``python -m evalcli.run.worker FD``.
+
+It reads its job (JSON, on stdin): the dataset to load again, the item indexes to play and the options; it plays
+them as a run's conversations are played, and writes each result to ``FD`` as soon as it is scored (a frame of
+``evalcli.run.workers``), then ``done``. It writes nothing to the database but the response cache: the run's rows
+are written by the process that started it. A mistake is sent as ``error`` (message, hint, exit code).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import sys
+import threading
+from typing import IO, Any
+
+from ..errors import EvalcliError, ExitCode, UsageError, describe
+from ..results import ItemResult
+from .events import Events
+from .workers import FRAME
+
+
+class Channel:
+    """The pipe to the run's process: one frame at a time, from any thread."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+
+    def send(self, kind: str, payload: Any) -> None:
+        body = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
+        with self.lock:
+            self.out.write(FRAME.pack(len(body)) + body)
+            self.out.flush()
+
+
+class WorkerEvents(Events):
+    """What the run's process shows of a worker: its warnings and notices (the progress line counts results)."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+
+    def warning(self, text: str) -> None:
+        self.channel.send("warning", text)
+
+    def notice(self, text: str | None) -> None:
+        self.channel.send("notice", text)
+
+
+async def play(job: dict[str, Any], channel: Channel) -> None:
+    """Load the dataset as the run loaded it, check it is the same, play the job's conversations."""
+    from ..dataset import load_dataset
+    from ..store import Store
+    from ..targets import cli_target
+    from .options import RunOptions
+    from .plan import plan_run
+    from .runner import Runner
+
+    target = job["target"]
+    dataset = load_dataset(job["path"], job["scorers"], target=cli_target(target) if target else None,
+                           target_label=target)
+    if dataset.hash != job["hash"] or dataset.target_spec != job["target_spec"]:
+        raise UsageError(f"{job['path']} changed while the run started its workers",
+                         "run it again once the files stay put")
+    options = RunOptions(**job["options"], only_indexes=frozenset(job["indexes"]))
+    store = Store(job["db"]) if job["db"] and options.use_cache else None  # the response cache only
+    try:
+        plan = plan_run(dataset, options)
+
+        def finished(result: ItemResult) -> None:
+            channel.send("item", result)
+
+        await Runner(plan, store, WorkerEvents(channel)).play_share(finished)
+    finally:
+        if store is not None:
+            store.close()
+
+
+def main() -> int:
+    out = os.fdopen(int(sys.argv[1]), "wb")
+    channel = Channel(out)
+    try:
+        import json
+
+        asyncio.run(play(json.loads(sys.stdin.read()), channel))
+    except EvalcliError as exc:
+        channel.send("error", (exc.message, exc.hint, int(exc.exit_code)))
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    except BaseException as exc:  # noqa: BLE001 - told to the run's process, which says which worker
+        channel.send("error", (f"internal error in a worker: {describe(exc)}", "this is a bug in evalcli",
+                               int(ExitCode.INTERNAL)))
+        return int(ExitCode.INTERNAL)
+    channel.send("done", None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""``--workers N``: one run's conversations played by N processes (docs/performance.md#workers).
+
+The run stays one run: this process plans it, owns its row, its one progress line, the aggregate and every write to
+the database (through the run's one writer thread); each worker is a fresh interpreter (``python -m
+evalcli.run.worker``) that loads the dataset again, plays its share of the conversations (every N-th one, as
+``--shard`` splits a run over machines) and sends each result back over a pipe, as soon as it is scored. The results
+are folded in dataset order, so they are those of a single process. A worker that dies takes only its conversations
+in flight: what it finished is stored, the rest is played by ``--resume``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import evalcli
+
+from ..dataset import Dataset, Item
+from ..errors import EvalcliError, ExitCode, UsageError
+from ..results import ItemResult
+from .options import RunOptions
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+MAX_WORKERS = 64
+FRAME = struct.Struct("!I")
+"""A message from a worker: its length, then a pickle of ``(kind, payload)``."""
+
+
+class WorkerFailed(EvalcliError):
+    """A worker ended without finishing its share (killed, out of memory, or an error of its own)."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+def parse_workers(text: str) -> int:
+    """``--workers N`` or ``auto`` (the machine's cores, ``os.cpu_count()``), checked (``check_workers``)."""
+    written = text.strip().lower()
+    if written == "auto":
+        return os.cpu_count() or 1
+    if not written.lstrip("-").isdigit():
+        raise UsageError(f"--workers {text}: not a number of processes",
+                         f"write --workers 4, or --workers auto (this machine's {os.cpu_count() or 1} cores)")
+    workers = int(written)
+    check_workers(workers)
+    return workers
+
+
+def check_workers(workers: int) -> None:
+    """A number of worker processes from 1 to ``MAX_WORKERS``."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers {workers}: a run is played by 1 to {MAX_WORKERS} processes",
+                         f"write --workers 1 (one process, the default) up to --workers {MAX_WORKERS}, or --workers "
+                         "auto")
+
+
+def check_worker_run(dataset: Dataset, options: RunOptions) -> None:
+    """What a run of several workers cannot do, refused before it starts: a target or scorer that only exists in the
+    script run as ``__main__`` (a worker cannot import it), a budget (each worker would spend its own), recorded
+    tapes (each worker would write its own)."""
+    if options.workers <= 1:
+        return
+    flag = f"--workers {options.workers}"
+    for name in _in_main(dataset):
+        raise UsageError(f"{flag}: {name} is defined in __main__ (the script being run): a worker process cannot "
+                         "import it", f"move it into a module (e.g. agent.py beside {Path(dataset.path).name}) and "
+                         "point at that module (target: agent:agent), or run with --workers 1")
+    if options.max_cost or options.max_tokens:
+        budget = "--max-cost" if options.max_cost else "--max-tokens"
+        raise UsageError(f"{budget} cannot be used with {flag}: each worker would count its own spending",
+                         f"run with --workers 1 to keep the budget (docs/budgets.md), or drop {budget}")
+    if options.record_tools is not None:
+        raise UsageError(f"--record-tools cannot be used with {flag}: each worker would write the tape",
+                         "record the tape with --workers 1, then replay it with any number of workers")
+
+
+def _in_main(dataset: Dataset) -> list[str]:
+    """The target and custom scorers that live in ``__main__``."""
+    found = []
+    if dataset.target_spec.startswith("__main__:") or _module_of(dataset.target) == "__main__":
+        found.append(f"target '{dataset.target_spec}'")
+    for name, obj in dataset.imported.items():
+        if str(name).startswith("__main__:") or getattr(obj, "__module__", None) == "__main__":
+            found.append(f"'{name}'")
+    return found
+
+
+def _module_of(adapter: Any) -> str | None:
+    obj = getattr(adapter, "obj", None)
+    module = getattr(obj, "__module__", None)
+    return module if isinstance(module, str) else None
+
+
+def shares(items: list[Item], workers: int) -> list[list[int]]:
+    """The item indexes each worker plays: every ``workers``-th conversation to run, in dataset order."""
+    return [[item.index for item in items[n::workers]] for n in range(workers)]
+
+
+def worker_options(options: RunOptions, workers: int, concurrency: int) -> dict[str, Any]:
+    """What a worker runs with: the run's options, its concurrency split between the workers."""
+    return {"concurrency": max(1, math.ceil(concurrency / workers)),
+            "judge_concurrency": max(1, math.ceil(options.judge_concurrency / workers)),
+            "use_cache": options.use_cache, "turn_timeout": options.turn_timeout, "repeat": options.repeat,
+            "sequential": options.sequential, "pass_rate": options.pass_rate, "hermetic": options.hermetic,
+            "grace_seconds": options.grace_seconds, "handle_signals": True}
+
+
+@dataclass
+class _Worker:
+    """One worker process and what it said."""
+
+    number: int
+    process: subprocess.Popen[bytes]
+    share: int
+    finished: int = 0
+    done: bool = False
+    error: tuple[str, str, int] | None = None
+    said: list[str] = field(default_factory=list)
+
+
+class WorkerPool:
+    """The run's worker processes: started, read until each ends, told to stop on an interrupt."""
+
+    def __init__(self, runner: Runner, finished: Callable[[ItemResult], None], keep_up: Callable[[], Any]) -> None:
+        self.runner = runner
+        self.finished = finished
+        self.keep_up = keep_up
+        self.workers: list[_Worker] = []
+        self.told = 0
+        """Stops passed on to the workers (a second one: stop now)."""
+        self.warned: set[str] = set()
+
+    async def play(self, items: list[Item]) -> None:
+        """Play ``items`` in the workers; a ``WorkerFailed`` when one did not finish its share."""
+        runner = self.runner
+        count = min(runner.options.workers, len(items))
+        concurrency = max(1, runner.options.concurrency or runner.dataset.concurrency)
+        job = {"path": runner.dataset.path, "scorers": runner.dataset.registry.path or None,
+               "target": runner.plan.target, "hash": runner.dataset.hash, "target_spec": runner.dataset.target_spec,
+               "db": runner.store.path if runner.store is not None else None,
+               "options": worker_options(runner.options, count, concurrency)}
+        restore = runner._install_signals() if runner.options.handle_signals else None
+        try:
+            readers = [self._start(n, share, job) for n, share in enumerate(shares(items, count))]
+            watch = asyncio.ensure_future(self._pass_on_stops())
+            try:
+                await asyncio.gather(*readers)
+            except BaseException:
+                for worker in self.workers:  # this process is going: so are its workers (what they finished is kept)
+                    with contextlib.suppress(ProcessLookupError):
+                        worker.process.kill()
+                raise
+            finally:
+                watch.cancel()
+        finally:
+            if restore:
+                restore()
+            for worker in self.workers:
+                await self._reap(worker)
+        self._check()
+
+    def _start(self, number: int, share: list[int], job: dict[str, Any]) -> Any:
+        read_end, write_end = os.pipe()
+        env = dict(os.environ)
+        root = str(Path(evalcli.__file__).resolve().parent.parent)  # the evalcli this process runs, not another
+        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+        try:
+            process = subprocess.Popen([sys.executable, "-m", "evalcli.run.worker", str(write_end)],
+                                       stdin=subprocess.PIPE, pass_fds=(write_end,), env=env, start_new_session=True)
+        finally:
+            os.close(write_end)
+        worker = _Worker(number + 1, process, len(share))
+        self.workers.append(worker)
+        assert process.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.write(json.dumps({**job, "indexes": share}).encode())
+            process.stdin.close()
+        return self._read(worker, read_end)
+
+    async def _read(self, worker: _Worker, fd: int) -> None:
+        """Every message of one worker, until it closes its end (on finishing, or dying)."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 30)
+        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                    os.fdopen(fd, "rb", 0))
+        try:
+            while True:
+                try:
+                    size = FRAME.unpack(await reader.readexactly(FRAME.size))[0]
+                    kind, payload = pickle.loads(await reader.readexactly(size))
+                except asyncio.IncompleteReadError:
+                    return
+                await self._message(worker, kind, payload)
+        finally:
+            transport.close()
+
+    async def _message(self, worker: _Worker, kind: str, payload: Any) -> None:
+        if kind == "item":
+            worker.finished += 1
+            self.finished(payload)
+            await self.keep_up()
+        elif kind == "warning" and payload not in self.warned:
+            self.warned.add(payload)
+            self.runner.run_warnings.append(payload)
+            self.runner.events.warning(payload)
+        elif kind == "notice":
+            self.runner.events.notice(payload)
+        elif kind == "error":
+            worker.error = payload
+        elif kind == "done":
+            worker.done = True
+
+    async def _pass_on_stops(self) -> None:
+        """An interrupt of this process is passed on to every worker (each gives its conversations in flight the
+        grace period; a second one stops them now): they run in sessions of their own, out of the terminal's reach."""
+        while True:
+            await asyncio.sleep(0.05)
+            wanted = (1 if self.runner.stopping else 0) + (1 if self.runner.stopping and
+                                                           self.runner.grace_seconds <= 0 else 0)
+            while self.told < wanted:
+                self.told += 1
+                for worker in self.workers:
+                    with contextlib.suppress(ProcessLookupError):
+                        worker.process.send_signal(signal.SIGINT)
+
+    async def _reap(self, worker: _Worker) -> None:
+        try:
+            await asyncio.wait_for(asyncio.to_thread(worker.process.wait), timeout=30)
+        except (TimeoutError, asyncio.CancelledError):
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.kill()
+            await asyncio.to_thread(worker.process.wait)
+
+    def _check(self) -> None:
+        """A ``WorkerFailed`` naming each worker that did not finish, and how it ended."""
+        failed = [w for w in self.workers if not w.done or w.error is not None]
+        if not failed:
+            return
+        errors = [w.error for w in failed if w.error is not None]
+        if errors and len(errors) == len(failed) and all(e == errors[0] for e in errors):
+            message, hint, code = errors[0]  # the same mistake in every worker: said once, as itself
+            error = WorkerFailed(message, hint)
+            error.exit_code = ExitCode(code)
+            raise error
+        said = "; ".join(_ending(w) for w in failed)
+        run = self.runner.run_id or "RUN_ID"
+        raise WorkerFailed(f"{len(failed)} of {len(self.workers)} workers did not finish: {said}; the conversations "
+                           "they finished are stored", f"play the rest with: evalcli run {self.runner.dataset.path} "
+                           f"--resume {run}")
+
+
+def _ending(worker: _Worker) -> str:
+    """How a worker ended, in words."""
+    code = worker.process.returncode
+    how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+    if worker.error is not None:
+        how = worker.error[0]
+    return f"worker {worker.number} (pid {worker.process.pid}) {how} after {worker.finished} of {worker.share} " \
+           "conversations"
