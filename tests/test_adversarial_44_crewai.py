@@ -6,16 +6,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.framework_venvs import venv_or_skip
 from tests.llm_server import LLMServer, Reply, Request, text, tool_call
-from tests.test_adapter_crewai import python, run, said, tool_messages  # noqa: F401 - the venv fixture
+from tests.test_adapter_crewai import run, said
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def python() -> Path:
+    return venv_or_skip("crewai")
 
 APP = '''
 import asyncio, os
