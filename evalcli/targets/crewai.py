@@ -31,13 +31,22 @@ from crewai.events.utils.console_formatter import set_suppress_console_output
 
 from ..messages import Message
 from .crewai_parts import agents_of, failed_calls, new_messages, placeholders, planned_copy, to_openai, tool_schemas
-from .openai_format import assistant, jsonable, quiet_logs
+from .openai_format import assistant, build_openai_models, jsonable, quiet_logs
 from .session import Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, TurnSession
 
 QUIET = {"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING": "true", "CREWAI_TRACING_ENABLED": "false",
          "CREWAI_DISABLE_VERSION_CHECK": "true"}
 """CrewAI's telemetry, trace upload and version check: off in evalcli's process unless the user set them."""
 OWN = ("history", "inputs", "inputs_from")
+
+
+def check_inputs_from(known: list[str], key: str) -> None:
+    """The rule for a crew's ``inputs_from`` (docs/targets/crewai.md): an input its tasks or agents name, else the
+    user message would reach no task (a crew naming no input at all included)."""
+    if key not in known:
+        names = ", ".join(known) or f"none: write {{{key}}} in a task's description"
+        raise ValueError(f"'inputs_from: {key}' is not an input of the crew, so the user message would reach no task "
+                         f"(its inputs: {names})")
 
 
 class CrewAIAdapter(Adapter):
@@ -52,6 +61,7 @@ class CrewAIAdapter(Adapter):
             os.environ.setdefault(name, value)
         quiet_logs("crewai")
         quiet_logs("crewai_core")
+        build_openai_models()
         self.is_crew = isinstance(self.obj, Crew)
 
     @classmethod
@@ -78,8 +88,8 @@ class CrewAIAdapter(Adapter):
         if not isinstance(key, str) or not key:
             raise ValueError(f"a Crew needs 'inputs_from': the input the user message fills (its inputs: "
                              f"{', '.join(known) or 'none'})")
-        if known and key not in known:
-            raise ValueError(f"'inputs_from: {key}' is not an input of the crew (its inputs: {', '.join(known)})")
+        check_inputs_from(known, key)
+
 
     def warnings(self, conversations: Sequence[tuple[Mapping[str, Any], bool]]) -> list[str]:
         if any(getattr(agent, "memory", None) for agent in agents_of(self.obj)) or getattr(self.obj, "memory", None):

@@ -122,3 +122,25 @@ def quiet_logs(logger: str) -> None:
     found.propagate = False
     if not any(isinstance(h, logging.NullHandler) for h in found.handlers):
         found.addHandler(logging.NullHandler())
+
+
+def build_openai_models() -> None:
+    """Build the openai SDK's chat response models now, once, before turns run in threads (docs/targets/crewai.md).
+
+    The SDK's models defer their pydantic build to first use; a framework that calls the SDK from several worker
+    threads at once (CrewAI's native OpenAI provider) then builds them concurrently, and some replies fail to parse
+    (``PydanticUserError: ... BaseModel cannot be instantiated directly``)."""
+    import openai.types.chat
+    import openai.types.completion_usage  # noqa: F401 - the chat models' usage
+    from openai._models import BaseModel as OpenAIModel
+
+    found: list[type[Any]] = []
+    pending: list[type[Any]] = [OpenAIModel]
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            if sub not in found:
+                found.append(sub)
+                pending.append(sub)
+    for model in found:
+        if model.__module__.startswith(("openai.types.chat", "openai.types.completion_usage")):
+            model.model_rebuild()
