@@ -9,14 +9,19 @@ but not listed: its tools are then unknown, and not checked.
 
 At call time the adapters pass ``server=`` (``server_of``) to the one tool-plan call, ``evalcli.tools.acall``, so
 mocks, tapes, faults, ``--hermetic`` and ``{mcp: NAME, from_tape: PATH}`` apply to every framework alike.
+
+A toolset with a name prefix (PydanticAI's ``.prefixed('wx')``, ADK's ``tool_name_prefix='wx'``) shows the model
+``wx_get_weather`` for the server's ``get_weather``: every name here is the one the model sees, mapped to and from
+the server's by ``model_name`` and ``ServerTools.server_tool`` alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
-from ..mcp import McpServer, McpTool, list_tools_now, mcp_server
+from ..mcp import McpError, McpServer, McpTool, list_tools_now, mcp_server
 
 
 def described(server: Any, name: str | None = None) -> McpServer | None:
@@ -52,15 +57,47 @@ def _from_parts(source: Any, name: str | None) -> McpServer | None:
     return None
 
 
+def model_name(prefix: str, tool: str) -> str:
+    """The name the model sees for a server's ``tool`` in a toolset with name ``prefix`` (``""``: none); both
+    PydanticAI's ``PrefixedToolset`` and ADK's ``tool_name_prefix`` join them with ``_``."""
+    return f"{prefix}_{tool}" if prefix else tool
+
+
+Listed = tuple[str, McpServer | None] | tuple[str, McpServer | None, str]
+"""A server as the adapters find it: its name, its description, and the prefix of its tools' names (if any)."""
+
+
+def _one_server_each(first: tuple[str, McpServer], other: tuple[str, McpServer], tool: str) -> None:
+    """An ``McpError`` when two of the agent's servers list a tool under the same name: the model, the dataset and
+    the tapes could not tell their calls apart (docs/hermetic.md, "MCP tools")."""
+    if first[1] is not other[1] and first[1] != other[1]:
+        raise McpError(f"two of the agent's MCP servers list a tool '{tool}': {first[0]} ({first[1].where}) and "
+                       f"{other[0]} ({other[1].where}); their calls cannot be told apart",
+                       hint="give one toolset a name prefix (PydanticAI: toolset.prefixed('x'); "
+                            "ADK: McpToolset(..., tool_name_prefix='x'))")
+
+
 class ServerTools:
     """The agent's MCP servers by name and the tools each lists (``None``: not listed), listed at construction
-    (an ``McpError`` naming a server that does not start)."""
+    (an ``McpError`` naming a server that does not start). Each tool is kept under the name the model sees."""
 
-    def __init__(self, servers: Iterable[tuple[str, McpServer | None]]) -> None:
+    def __init__(self, servers: Iterable[Listed]) -> None:
         self.tools: dict[str, list[McpTool] | None] = {}
-        for name, server in servers:
-            if name not in self.tools or self.tools[name] is None:
-                self.tools[name] = None if server is None else list_tools_now(server)
+        self.prefixes: dict[str, str] = {}
+        seen: list[tuple[str, McpServer | None, str]] = []
+        owner: dict[str, tuple[str, McpServer]] = {}
+        for name, server, *prefix in servers:
+            entry = (name, server, prefix[0] if prefix else "")
+            if entry in seen:  # the same server, met again (on a handoff agent, a sub-agent)
+                continue
+            seen.append(entry)
+            listed = None if server is None else [replace(t, name=model_name(entry[2], t.name))
+                                                  for t in list_tools_now(server)]
+            for tool in listed or ():
+                _one_server_each(owner.setdefault(tool.name, (name, tool.server)), (name, tool.server), tool.name)
+            self.prefixes[name] = entry[2]
+            known = self.tools.get(name)
+            self.tools[name] = listed if known is None else [*known, *(listed or ())]
 
     def __bool__(self) -> bool:
         return bool(self.tools)
@@ -77,4 +114,12 @@ class ServerTools:
 
     def server_of(self, tool: str) -> str | None:
         """The name of the server that lists ``tool`` (``None``: none does, or it is not known)."""
-        return next((name for name, tools in self.tools.items() if any(t.name == tool for t in tools or ())), None)
+        found = self.server_tool(tool)
+        return found[0] if found is not None else None
+
+    def server_tool(self, tool: str) -> tuple[str, str] | None:
+        """The server that lists the tool the model calls ``tool``, and that tool's name on the server."""
+        for name, tools in self.tools.items():
+            if any(t.name == tool for t in tools or ()):
+                return name, tool.removeprefix(model_name(self.prefixes[name], ""))
+        return None

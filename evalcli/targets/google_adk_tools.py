@@ -22,7 +22,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 
 from ..tools import MockedToolError, ToolRefused
 from ..tools.plan import ToolPlan, current_plan, unattributed
-from .framework_mcp import ServerTools, described
+from .framework_mcp import Listed, ServerTools, described
 from .graph import walk
 
 TRANSFER = "transfer_to_agent"
@@ -45,15 +45,16 @@ def _is_agent_tool(tool: Any) -> bool:
     return any(c.__name__ == "AgentTool" and c.__module__.startswith("google.adk.") for c in type(tool).__mro__)
 
 
-def mcp_toolsets(agent: Any) -> list[tuple[str, Any]]:
+def mcp_toolsets(agent: Any) -> list[Listed]:
     """The agent tree's MCP toolsets (``McpToolset``), each by its name (its ``tool_name_prefix``, else its command's
     script or its URL's host) and as evalcli describes it (docs/hermetic.md, "MCP tools")."""
-    found = []
+    found: list[Listed] = []
     for each in agent_tree(agent):
         for tool in getattr(each, "tools", None) or ():
             if type(tool).__name__ == "McpToolset":
-                server = described(tool, getattr(tool, "tool_name_prefix", None))
-                found.append((server.name if server is not None else "mcp", server))
+                prefix = getattr(tool, "tool_name_prefix", None) or ""
+                server = described(tool, prefix or None)
+                found.append((server.name if server is not None else "mcp", server, prefix))
     return found
 
 

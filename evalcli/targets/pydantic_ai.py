@@ -29,7 +29,7 @@ from pydantic_ai.capabilities import AbstractCapability
 
 from ..messages import Message
 from ..tools import MockedToolError, acall
-from .framework_mcp import ServerTools, described
+from .framework_mcp import Listed, ServerTools, described
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result, type_name
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, new_thread_id
 from .usage import count, record_target_call
@@ -201,17 +201,32 @@ def function_tools(agent: Any) -> dict[str, Any] | None:
 
 
 def _is_mcp(toolset: Any) -> bool:
-    return any(cls.__name__ == "MCPToolset" and cls.__module__.startswith("pydantic_ai") for cls in type(toolset).__mro__)
+    return _mcp_within(toolset) is not None
 
 
-def mcp_toolsets(agent: Any) -> list[tuple[str, Any]]:
+def _mcp_within(toolset: Any) -> tuple[Any, str] | None:
+    """The MCP toolset a toolset is, or wraps (``.prefixed(...)``, ``.filtered(...)``...), and the prefix its
+    wrappers put before its tools' names (docs/hermetic.md, "MCP tools")."""
+    prefixes: list[str] = []
+    while toolset is not None:
+        if any(c.__name__ == "MCPToolset" and c.__module__.startswith("pydantic_ai") for c in type(toolset).__mro__):
+            return toolset, "_".join(prefixes)  # outermost first: model_name("a_b", t) is a_b_t
+        if type(toolset).__name__ == "PrefixedToolset":
+            prefixes.append(str(toolset.prefix))
+        toolset = getattr(toolset, "wrapped", None)
+    return None
+
+
+def mcp_toolsets(agent: Any) -> list[Listed]:
     """The agent's MCP toolsets (``pydantic_ai.mcp.MCPToolset``), each by its name (its ``id``, else its command's
     script or its URL's host) and as evalcli describes it (``None``: a transport evalcli cannot start)."""
-    found = []
+    found: list[Listed] = []
     for toolset in getattr(agent, "toolsets", None) or ():
-        if _is_mcp(toolset):
-            server = described(toolset, getattr(toolset, "id", None))
-            found.append((server.name if server is not None else str(getattr(toolset, "label", "mcp")), server))
+        within = _mcp_within(toolset)
+        if within is not None:
+            mcp, prefix = within
+            server = described(mcp, getattr(mcp, "id", None))
+            found.append((server.name if server is not None else str(getattr(mcp, "label", "mcp")), server, prefix))
     return found
 
 
