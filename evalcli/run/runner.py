@@ -60,11 +60,15 @@ class Runner:
         self.run_warnings: list[str] = []
         """What the target (or a worker's) noticed while the conversations were played, said once each."""
 
-    async def run(self) -> RunResult:
+    def _context(self) -> RunContext:
+        """What the conversations share while they play (the store told the dataset's secrets first)."""
         if self.store is not None:
             self.store.protect(self.dataset.secret_values)
-        context = RunContext(self.store, self.options, self.plan.settings,
-                             self.options.concurrency or self.dataset.concurrency, self._throttle)
+        return RunContext(self.store, self.options, self.plan.settings,
+                          self.options.concurrency or self.dataset.concurrency, self._throttle)
+
+    async def run(self) -> RunResult:
+        context = self._context()
         try:
             with self.dataset.scope or contextlib.nullcontext():
                 result = await self._run(context)
@@ -188,10 +192,7 @@ class Runner:
     async def play_share(self, finished: Callable[[ItemResult], None]) -> None:
         """A worker's share of a run (``evalcli.run.worker``): the plan's conversations played and each handed to
         ``finished``; nothing of the run is recorded here (the run's own process does it)."""
-        if self.store is not None:
-            self.store.protect(self.dataset.secret_values)
-        context = RunContext(self.store, self.options, self.plan.settings,
-                             self.options.concurrency or self.dataset.concurrency, self._throttle)
+        context = self._context()
         try:
             with self.dataset.scope or contextlib.nullcontext():
                 await self._play_here(self.plan.to_run, finished, context)
