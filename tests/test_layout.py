@@ -13,15 +13,15 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
 BASE = {"dbname", "errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "passrate", "results",
-        "aggregate", "identity", "fingerprint", "version", "plugins", "lazy", "words"}
+        "aggregate", "identity", "fingerprint", "version", "plugins", "lazy", "words", "interpolation"}
 ALLOWED: dict[str, set[str]] = {
     "dbname": set(), "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(),
     "patterns": set(), "thresholds": set(), "passrate": {"thresholds"},
     "results": {"messages", "thresholds", "passrate"}, "aggregate": {"results", "errors"},
     "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors"},
-    "lazy": set(), "words": set(),
+    "lazy": set(), "words": set(), "interpolation": set(),
     "tools": BASE,
-    "mcp": {"errors"},
+    "mcp": {"errors", "secrets"},
     "llm": BASE,
     "otel": BASE | {"llm", "targets", "tools"},
     "scorers": BASE | {"llm"},

@@ -162,7 +162,8 @@ def test_agent_target_faults_are_item_errors_with_tracebacks(llm_server: LLMServ
     dataset = "target: agent:generate\nconcurrency: 8\ngates:\n  - includes: fine\ndata:\n" + "".join(
         f"  - {{id: {k}, input: ask {k}}}\n" for k in keys)
     write_project(tmp_path, agent=AGENT_MODULE, dataset=dataset)
-    env = cli_env(EVALCLI_LLM_RETRIES="1", EVALCLI_LLM_TIMEOUT="2", AGENT_BASE=llm_server.url,
+    # a timeout long enough for litellm's first call on a loaded machine: a timed-out first try would be a second attempt
+    env = cli_env(EVALCLI_LLM_RETRIES="1", EVALCLI_LLM_TIMEOUT="10", AGENT_BASE=llm_server.url,
                   DEAD_BASE=f"http://127.0.0.1:{closed_port()}/v1")
 
     done = run_cli(["run", "ds.yaml", "--json", "-", "--max-errors", str(len(AGENT_ERRORS) - 1)], tmp_path, env)

@@ -27,7 +27,7 @@ from ..reports.otel import Exporter, ExportEvents, ExportFailed
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
 from ..run.options import parse_repeat
-from ..run.workers import parse_workers
+from ..run.worker_checks import parse_workers
 from ..secrets import Redactor
 from .console import make_console
 from .outputs import stdout_for_json

@@ -20,6 +20,7 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
 from ..errors import DatasetError, Problem
+from ..interpolation import ESCAPED, INTERPOLATION
 from ..secrets import looks_secret
 from . import yamlnodes as nodes
 from .yamlmerge import CountedMerges, to_pyyaml
@@ -33,9 +34,6 @@ MAX_ALIAS_VISITS = 100_000
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_EXPANDED_CHARS = 4 * MAX_FILE_BYTES
 
-INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-ESCAPED = "$${"
-"""A literal ``${`` in a string value: ``$${HOME}`` is the text ``${HOME}``, never interpolated (docs/datasets.md)."""
 
 
 @dataclass

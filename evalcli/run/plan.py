@@ -22,7 +22,7 @@ from .options import RunOptions, check_budgets, check_pass_rate, plan_of
 from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored, unverified_secrets
 from .tooling import check_hermetic
 from .trust import check_calibrated
-from .workers import check_worker_run, check_workers
+from .worker_checks import check_worker_run, check_workers
 
 
 @dataclass(frozen=True)

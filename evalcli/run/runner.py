@@ -159,8 +159,10 @@ class Runner:
                     warnings: list[str]) -> None:
         """Begin the run's row, play every conversation to run (here, or in ``--workers`` processes), end with what
         the target noticed."""
-        plan = self.plan
+        plan, target = self.plan, self.dataset.target
         to_run = plan.to_run
+        if to_run and self.options.workers <= 1:  # imported before the run's clock starts (its first turn is not slowed)
+            import_http_client(list(plan.model_names), always=target is not None and target.speaks_http)
         # a new run's row keeps the configuration's fingerprint (a walk of every item): only made to be stored
         await recorder.begin(self.dataset, plan.stored() if self.store is not None else None)
         self.events.started(recorder.run_id, len(plan.items), len(plan.items) - len(to_run))
@@ -177,6 +179,7 @@ class Runner:
         """Play ``to_run`` in this process, then say what the target noticed."""
         target = self.dataset.target
         if to_run:
+            # a worker's share imports here (the run's own process did before its clock started; again costs nothing)
             import_http_client(list(self.plan.model_names), always=target is not None and target.speaks_http)
             if not arm_capture(self.dataset, to_run) and (why := capture_refused()) is not None:
                 self.events.warning(why)  # the app's own provider keeps its spans: said, never silently off

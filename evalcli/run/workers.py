@@ -23,19 +23,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import evalcli
-
-from ..dataset import Dataset, Item
-from ..errors import EvalcliError, ExitCode, UsageError
+from ..dataset import Item
+from ..errors import EvalcliError, ExitCode
 from ..results import ItemResult
 from .options import RunOptions
 
-if TYPE_CHECKING:
-    from .runner import Runner
-
-MAX_WORKERS = 64
 FRAME = struct.Struct("!I")
 """A message from a worker: its length, then a pickle of ``(kind, payload)``."""
 
@@ -44,64 +38,6 @@ class WorkerFailed(EvalcliError):
     """A worker ended without finishing its share (killed, out of memory, or an error of its own)."""
 
     exit_code = ExitCode.INTERNAL
-
-
-def parse_workers(text: str) -> int:
-    """``--workers N`` or ``auto`` (the machine's cores, ``os.cpu_count()``), checked (``check_workers``)."""
-    written = text.strip().lower()
-    if written == "auto":
-        return os.cpu_count() or 1
-    if not written.lstrip("-").isdigit():
-        raise UsageError(f"--workers {text}: not a number of processes",
-                         f"write --workers 4, or --workers auto (this machine's {os.cpu_count() or 1} cores)")
-    workers = int(written)
-    check_workers(workers)
-    return workers
-
-
-def check_workers(workers: int) -> None:
-    """A number of worker processes from 1 to ``MAX_WORKERS``."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-        raise UsageError(f"--workers {workers}: a run is played by 1 to {MAX_WORKERS} processes",
-                         f"write --workers 1 (one process, the default) up to --workers {MAX_WORKERS}, or --workers "
-                         "auto")
-
-
-def check_worker_run(dataset: Dataset, options: RunOptions) -> None:
-    """What a run of several workers cannot do, refused before it starts: a target or scorer that only exists in the
-    script run as ``__main__`` (a worker cannot import it), a budget (each worker would spend its own), recorded
-    tapes (each worker would write its own)."""
-    if options.workers <= 1:
-        return
-    flag = f"--workers {options.workers}"
-    for name in _in_main(dataset):
-        raise UsageError(f"{flag}: {name} is defined in __main__ (the script being run): a worker process cannot "
-                         "import it", f"move it into a module (e.g. agent.py beside {Path(dataset.path).name}) and "
-                         "point at that module (target: agent:agent), or run with --workers 1")
-    if options.max_cost or options.max_tokens:
-        budget = "--max-cost" if options.max_cost else "--max-tokens"
-        raise UsageError(f"{budget} cannot be used with {flag}: each worker would count its own spending",
-                         f"run with --workers 1 to keep the budget (docs/budgets.md), or drop {budget}")
-    if options.record_tools is not None:
-        raise UsageError(f"--record-tools cannot be used with {flag}: each worker would write the tape",
-                         "record the tape with --workers 1, then replay it with any number of workers")
-
-
-def _in_main(dataset: Dataset) -> list[str]:
-    """The target and custom scorers that live in ``__main__``."""
-    found = []
-    if dataset.target_spec.startswith("__main__:") or _module_of(dataset.target) == "__main__":
-        found.append(f"target '{dataset.target_spec}'")
-    for name, obj in dataset.imported.items():
-        if str(name).startswith("__main__:") or getattr(obj, "__module__", None) == "__main__":
-            found.append(f"'{name}'")
-    return found
-
-
-def _module_of(adapter: Any) -> str | None:
-    obj = getattr(adapter, "obj", None)
-    module = getattr(obj, "__module__", None)
-    return module if isinstance(module, str) else None
 
 
 def shares(items: list[Item], workers: int) -> list[list[int]]:
@@ -134,8 +70,9 @@ class _Worker:
 class WorkerPool:
     """The run's worker processes: started, read until each ends, told to stop on an interrupt."""
 
-    def __init__(self, runner: Runner, finished: Callable[[ItemResult], None], keep_up: Callable[[], Any]) -> None:
+    def __init__(self, runner: Any, finished: Callable[[ItemResult], None], keep_up: Callable[[], Any]) -> None:
         self.runner = runner
+        """The run's ``Runner`` (run/runner.py, which imports this module: typed loosely to keep the two apart)."""
         self.finished = finished
         self.keep_up = keep_up
         self.workers: list[_Worker] = []
@@ -175,7 +112,7 @@ class WorkerPool:
     def _start(self, number: int, share: list[int], job: dict[str, Any]) -> Any:
         read_end, write_end = os.pipe()
         env = dict(os.environ)
-        root = str(Path(evalcli.__file__).resolve().parent.parent)  # the evalcli this process runs, not another
+        root = str(Path(__file__).resolve().parents[2])  # the evalcli this process runs, not another
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
         try:
             process = subprocess.Popen([sys.executable, "-m", "evalcli.run.worker", str(write_end)],

@@ -8,7 +8,7 @@ import asyncio
 import json
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from crewai import Crew
 from crewai.llms.base_llm import BaseLLM
@@ -20,8 +20,11 @@ from ..tools import call
 from .openai_format import as_text, assistant, jsonable, tool_call, tool_result
 from .usage import count, record_target_call
 
-if TYPE_CHECKING:
-    from .crewai import CrewAISession
+
+class TurnOf(Protocol):
+    """What a copy's tools and LLMs need of their conversation (a ``CrewAISession``): the turn being played."""
+
+    turn: int
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\- ]*)\}")
 """An input in a task's or an agent's text (``{topic}``), as CrewAI interpolates it."""
@@ -69,7 +72,7 @@ def placeholders(crew: Any) -> list[str]:
     return found
 
 
-def planned_copy(obj: Any, session: CrewAISession) -> Any:
+def planned_copy(obj: Any, session: TurnOf) -> Any:
     """The conversation's copy of an agent or crew (CrewAI's ``copy()``): its agents' and tasks' tools ask the
     conversation's tool plan, its agents' LLMs record each call's usage."""
     clone = obj.copy()
@@ -118,7 +121,7 @@ def planned_tool(tool: Any) -> Any:
     return clone
 
 
-def counted_llm(llm: Any, session: CrewAISession) -> Any:
+def counted_llm(llm: Any, session: TurnOf) -> Any:
     """A copy of an LLM that records the tokens of each of its calls as a ``target`` call of the session's turn."""
     clone = llm.model_copy()
     model = str(getattr(llm, "model", "") or "")

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..dataset.yamlvalues import ESCAPED
+from ..interpolation import escaped as escaped_text
 from ..patterns import is_pattern
 from ..secrets import REDACTED
 from .plan import Recorded
@@ -52,7 +52,7 @@ def escaped(value: Any) -> Any:
     """A recorded value as a dataset must write it to read it back as it was: a ``${`` in a string written ``$${``, so
     a tool's text that holds ``${HOME}`` is never interpolated when the block is loaded (docs/datasets.md)."""
     if isinstance(value, str):
-        return value.replace("${", ESCAPED)
+        return escaped_text(value)
     if isinstance(value, dict):
         return {k: escaped(v) for k, v in value.items()}
     if isinstance(value, list):
