@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .secret_references import digestible
+from .secret_references import digestible, json_text
 
 SALT = "#salt"
 """The key of the salt among a fingerprint's paths."""
@@ -98,7 +98,7 @@ def leaf_digest(salt: str, path: str, value: Any, short: bool = False) -> str:
 
 
 def _text(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
+    return json_text(value, sort_keys=True)
 
 
 def _salted(salt: str, path: str, text: str) -> str:

@@ -108,11 +108,28 @@ def walk(value: Any, change: Callable[[str], str]) -> Any:
     return value
 
 
+def json_text(value: Any, *, sort_keys: bool = False) -> str:
+    """``value`` as JSON text, whatever YAML read into it: a mapping key that is not text (a date, a number, bytes:
+    docs/yaml.md) is written as its ``repr``, any other value JSON cannot hold as its ``repr``."""
+    try:
+        return json.dumps(value, sort_keys=sort_keys, default=repr, ensure_ascii=False)
+    except TypeError:  # keys JSON cannot hold, or that do not sort together
+        return json.dumps(_text_keys(value), sort_keys=sort_keys, default=repr, ensure_ascii=False)
+
+
+def _text_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else repr(k): _text_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_text_keys(v) for v in value]
+    return value
+
+
 def digestible(value: Any) -> Any:
     """``value`` as a stored digest may cover it: each secret known by name as ``${NAME}``, then every other secret
     redacted (``secrets.redactor``). A value holding no secret is returned as it is (its digest unchanged), found so
     from its JSON at once, without walking it."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
+    text = value if isinstance(value, str) else json_text(value)
     if not bears_secret(text):
         return value
     refs, redact = references(), redactor()

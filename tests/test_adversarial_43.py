@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, CliResult, run_cli
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 TRACE_ID = "5b8efff798038103d269b633813fc60c"
 
@@ -60,7 +61,7 @@ def spans_in(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 def score(tmp_path: Path, data: str, *args: str, gates: str = "[no_tool_errors]") -> CliResult:
     (tmp_path / "d.yaml").write_text(f"gates: {gates}\ndata_file: {data}\n")
-    done = run_cli(["run", str(tmp_path / "d.yaml"), "--db", str(tmp_path / "e.db"), *args], REPO, {}, timeout=120)
+    done = run_cli(["run", str(tmp_path / "d.yaml"), "--db", str(tmp_path / "e.db"), *args], REPO, {}, timeout=SUBPROCESS_TIMEOUT)
     return CliResult(done.code, done.stdout, done.stderr, tmp_path)
 
 
@@ -181,7 +182,7 @@ def run_app(tmp_path: Path, provider: str) -> CliResult:
     (tmp_path / "d.yaml").write_text("target: spans_app:answer\ngates: [{called_tool: lookup}]\n"
                                      "data: [{id: a, input: check K1}]\n")
     done = run_cli(["run", str(tmp_path / "d.yaml"), "--db", str(tmp_path / "e.db"), "--json", "-"], REPO, {},
-                   timeout=120)
+                   timeout=SUBPROCESS_TIMEOUT)
     return CliResult(done.code, done.stdout, done.stderr, tmp_path)
 
 
