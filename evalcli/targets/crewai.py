@@ -23,6 +23,7 @@ turn, its loggers kept out of evalcli's output, and its telemetry and trace uplo
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,6 +39,9 @@ QUIET = {"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING": "true", 
          "CREWAI_DISABLE_VERSION_CHECK": "true"}
 """CrewAI's telemetry, trace upload and version check: off in evalcli's process unless the user set them."""
 OWN = ("history", "inputs", "inputs_from")
+FIRST_KICKOFF = threading.Lock()
+WARMED = threading.Event()
+"""Set once the process's first kickoff has ended (docs/targets/crewai.md: concurrent first turns)."""
 
 
 def check_inputs_from(known: list[str], key: str) -> None:
@@ -127,6 +131,18 @@ class CrewAISession(TurnSession[CrewAIAdapter]):
         return reply
 
     def _play(self, text: str) -> Reply:
+        if not WARMED.is_set():
+            # CrewAI builds some class-level state on first use (a Flow class's definition, iterating the class's
+            # __dict__ while another thread adds to it): the process's first kickoff plays alone
+            with FIRST_KICKOFF:
+                if not WARMED.is_set():
+                    try:
+                        return self._play_now(text)
+                    finally:
+                        WARMED.set()
+        return self._play_now(text)
+
+    def _play_now(self, text: str) -> Reply:
         token = set_suppress_console_output(True)
         try:
             return self._crew_turn(text) if isinstance(self.copy, Crew) else self._agent_turn(text)
