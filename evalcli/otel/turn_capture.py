@@ -3,6 +3,7 @@ shared by the capture (``capture``) and its OpenTelemetry side (``capture_sdk``)
 
 from __future__ import annotations
 
+import copy
 from contextvars import ContextVar
 from typing import Any
 
@@ -39,6 +40,12 @@ class TurnCapture:
         """The turn is over: its finished spans are those of its spans that have ended (read once, here)."""
         turn_span = self.span
         self.finished = [s for s in self.started if s.end_time is not None and s is not turn_span]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (a ``--workers`` result on its way to the run's process, docs/performance.md#workers) as what a
+        reader of the finished turn uses, its spans as plain records: the SDK's spans hold locks, a context token and
+        the tracer provider, none of which can leave the process."""
+        return CapturedSpans, (self.spans(),)
 
     def spans(self, *, resource: bool = True) -> list[Span]:
         """The turn's finished spans (evalcli's own turn span left out)."""
@@ -80,6 +87,24 @@ READABLE_KEYS = frozenset({"gen_ai.operation.name", "openinference.span.kind", "
                            "gen_ai.provider.name"})
 """A span with none of these attributes is no model or tool call (``readers.read``): its events are not looked at (a
 span with the deprecated GenAI message events also has ``gen_ai.system`` or ``gen_ai.provider.name``)."""
+
+
+class CapturedSpans:
+    """A finished turn's captured spans in another process than the one that captured them (a ``--workers`` result,
+    docs/performance.md#workers): ``TurnCapture.spans`` as the turn had them, for an export."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self, kept: list[Span]) -> None:
+        self.kept = kept
+
+    def spans(self, *, resource: bool = True) -> list[Span]:
+        """Copies of the turn's spans (a reader may change them, as ``TurnCapture.spans`` gives new ones each time)."""
+        fresh = copy.deepcopy(self.kept)
+        if not resource:
+            for span in fresh:
+                span.resource = {}
+        return fresh
 
 
 CURRENT: ContextVar[TurnCapture | None] = ContextVar("evalcli_turn_capture", default=None)

@@ -71,7 +71,13 @@ async def play(job: dict[str, Any], channel: Channel) -> None:
         def finished(result: ItemResult) -> None:
             channel.send("item", result)
 
+        if dataset.target is not None:
+            # what the target counts for its warnings goes to the run's process, which says each once for the whole
+            # run ("in 14 replies", not one line per worker of its own share)
+            setattr(dataset.target, "run_warnings", list)
         await Runner(plan, store, WorkerEvents(channel)).play_share(finished)
+        if dataset.target is not None and (counts := dataset.target.run_counts()):
+            channel.send("counts", counts)
     finally:
         if store is not None:
             store.close()

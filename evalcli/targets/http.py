@@ -247,6 +247,13 @@ class HttpAdapter(RemoteAdapter):
         return [f"target {self.spec}: response.usage found no usage in {count} repl{'y' if count == 1 else 'ies'}; "
                 "their tokens are not counted (fix the usage path, or remove it)"]
 
+    def run_counts(self) -> dict[str, int]:
+        count, self.missing_usage = self.missing_usage, 0
+        return {"missing_usage": count} if count else {}
+
+    def add_run_counts(self, counts: Mapping[str, int]) -> None:
+        self.missing_usage += counts.get("missing_usage", 0)
+
     def thread(self, options: Mapping[str, Any], *, multi_turn: bool) -> Thread:
         """A fresh thread for every conversation, single-turn ones included (docs/targets/index.md): a service that keys its
         history by ``{{ thread }}`` never gives one item another's messages."""

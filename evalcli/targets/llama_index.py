@@ -101,6 +101,15 @@ class LlamaIndexAdapter(Adapter):
                 "a streaming agent's server reports usage when asked: OpenAILike(..., additional_kwargs="
                 "{'stream_options': {'include_usage': True}}) (docs/targets/llama-index.md)"]
 
+    def run_counts(self) -> dict[str, int]:
+        with _listening:
+            count, _unreported[0] = _unreported[0], 0
+        return {"unreported": count} if count else {}
+
+    def add_run_counts(self, counts: Mapping[str, int]) -> None:
+        with _listening:
+            _unreported[0] += counts.get("unreported", 0)
+
     def open(self, *, multi_turn: bool, calls: Calls, conversation: ConversationOptions | None = None,
              item: ItemInfo | None = None) -> LlamaIndexSession:
         thread = conversation.thread if conversation is not None else self.thread(self.options, multi_turn=True)

@@ -306,6 +306,15 @@ class Adapter(ABC):
         """What the adapter noticed while the run played (said once, after it), as warning lines."""
         return []
 
+    def run_counts(self) -> dict[str, int]:
+        """What ``run_warnings`` would count so far, taken (counted from nothing again): a ``--workers`` worker sends
+        its counts to the run's process, which adds them up (``add_run_counts``) and says each warning once, for the
+        whole run (docs/performance.md#workers)."""
+        return {}
+
+    def add_run_counts(self, counts: Mapping[str, int]) -> None:
+        """Add a worker's ``run_counts`` to this adapter's, as if its conversations had played here."""
+
     def tool_schemas(self) -> dict[str, Any] | None:
         """The JSON schema of each of the agent's tools, by name, when the adapter can list them (``None``: it
         cannot; a schema may be ``None`` where the tool's is unknown)."""

@@ -1,0 +1,93 @@
+"""``evalcli run --workers N`` broken as users would (issue 48, second pass): agents that emit OpenTelemetry spans
+(every framework agent, an MCP client), what a worker's target prints, and more, each through the real CLI against
+the same run in one process (docs/performance.md#workers)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.agent_server import Answer, ScriptedAgent
+from tests.conftest import CliResult
+
+SPAN_AGENT = '''
+from opentelemetry import trace
+
+tracer = trace.get_tracer("adv48b")
+
+
+def answer(input, **kw):
+    with tracer.start_as_current_span("adv48b.step") as span:
+        span.set_attribute("adv48b.input", input)
+        return f"ok {input}"
+'''
+
+
+def items(count: int, word: str = "hi") -> str:
+    return "".join(f"  - {{id: c{n}, input: {word} {n}}}\n" for n in range(count))
+
+
+def rows(db: Path, run_id: str) -> dict[str, list[tuple[Any, ...]]]:
+    """What a run stored of its conversations, without what differs between two runs (ids, timings, thread ids)."""
+    with sqlite3.connect(db) as conn:
+        return {"items": conn.execute("SELECT item_index, item_id, status, error, gate_scores, scores, passed, "
+                                      "outcomes FROM items WHERE run_id = ? ORDER BY item_index", [run_id]).fetchall(),
+                "turns": conn.execute("SELECT item_index, turn_index, input, output, gate_scores FROM turns WHERE "
+                                      "run_id = ? ORDER BY item_index, turn_index", [run_id]).fetchall(),
+                "run": conn.execute("SELECT status, verdict, exit_code, total_items, completed_items, errors, scores "
+                                    "FROM runs WHERE id = ?", [run_id]).fetchall()}
+
+
+def run_id(result: CliResult, out: str) -> str:
+    return str(json.loads((result.cwd / out).read_text())["run_id"])
+
+
+def test_an_agent_that_emits_spans_plays_in_workers_and_its_spans_are_exported(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """An agent whose code imports OpenTelemetry (every framework agent, the MCP client) has its spans captured each
+    turn; a worker sent the capture over the pipe as it was (SDK spans, locks, a context token) and every worker died
+    on 'cannot pickle _thread.lock'. Now the spans travel as plain records: the run is the one process's, and
+    ``--otel-file`` exports the agent's spans as it does without workers."""
+    write("spanagent.py", SPAN_AGENT)
+    write("d.yaml", "target: spanagent:answer\ngates: [{includes: ok}]\ndata:\n" + items(5))
+    one = cli("run", "d.yaml", "-q", "--json", "one.json", "--otel-file", "one.otlp.json")
+    two = cli("run", "d.yaml", "-q", "--json", "two.json", "--otel-file", "two.otlp.json", "--workers", "2")
+    assert one.code == 0, one.stderr
+    assert two.code == 0, two.stderr
+    db = two.cwd / "evalcli.db"
+    assert rows(db, run_id(one, "one.json")) == rows(db, run_id(two, "two.json"))
+    for name in ("one.otlp.json", "two.otlp.json"):
+        exported = (two.cwd / name).read_text()
+        assert exported.count('"adv48b.step"') == 5, name  # each turn's own span, in both
+        assert exported.count('"adv48b.input"') == 5, name
+
+
+def http_dataset(url: str, conversations: int) -> str:
+    return (f"target:\n  http:\n    url: {url}/chat\n    headers: {{Authorization: \"Bearer ${{AGENT_TOKEN}}\"}}\n"
+            "    body: {message: \"{{ input }}\", session_id: \"{{ thread }}\"}\n"
+            "    response: {text: reply, usage: usage}\ngates: [{includes: ok}]\ndata:\n" +
+            "".join(f"  - {{id: h{n}, inputs: [hi {n}, again {n}]}}\n" for n in range(conversations)))
+
+
+def test_a_target_warning_counts_the_whole_run_not_each_workers_share(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """The http target counts the replies its ``usage`` path found nothing in and says it once, after the run. Each
+    worker said its own share ('in 6 replies', 'in 8 replies'), and two workers with the same count were said once:
+    with 3 workers, 14 replies became '4' and '6'. Now the workers send their counts and the run says the total."""
+    agent = ScriptedAgent(lambda seen: Answer(body={"reply": f"ok {seen.body['message']}"}))
+    try:
+        write("d.yaml", http_dataset(agent.url, 7))
+        env = {"AGENT_TOKEN": "tok-48b-never-shown-5150"}
+        one = cli("run", "d.yaml", env=env)
+        three = cli("run", "d.yaml", "--workers", "3", env=env)
+    finally:
+        agent.stop()
+    assert one.code == three.code == 0, (one.stderr, three.stderr)
+    assert len(agent.requests) == 2 * 14  # every turn once, in both runs
+    assert {r.headers.get("Authorization") for r in agent.requests} == {"Bearer tok-48b-never-shown-5150"}
+    said = [[line for line in run.stderr.splitlines() if "found no usage" in line] for run in (one, three)]
+    assert said[0] == said[1] and len(said[1]) == 1 and "in 14 replies" in said[1][0], said
+    assert "tok-48b" not in one.stdout + one.stderr + three.stdout + three.stderr
