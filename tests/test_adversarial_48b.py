@@ -91,3 +91,36 @@ def test_a_target_warning_counts_the_whole_run_not_each_workers_share(
     said = [[line for line in run.stderr.splitlines() if "found no usage" in line] for run in (one, three)]
     assert said[0] == said[1] and len(said[1]) == 1 and "in 14 replies" in said[1][0], said
     assert "tok-48b" not in one.stdout + one.stderr + three.stdout + three.stderr
+
+
+PRINTING_AGENT = '''
+import logging, sys
+
+def answer(input, *, token=None, **kw):
+    print(f"agent stdout sees {token}")
+    print(f"agent stderr sees {token}", file=sys.stderr)
+    logging.getLogger("agent").warning("agent log sees %s", token)
+    if "raise" in input:
+        raise RuntimeError(f"auth failed with {token}")
+    return f"ok {input}"
+'''
+
+
+def test_what_a_workers_target_prints_is_redacted_as_in_one_process(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """The command redacts everything it prints, the target's own prints and logging included; a worker printed
+    them to the same terminal unredacted (the token in clear, once per conversation). Now a worker's output is
+    redacted as the run's own process redacts it."""
+    write("printing.py", PRINTING_AGENT)
+    write("d.yaml", "target: printing:answer\ntarget_options: {token: \"${API_TOKEN}\"}\ngates: [{includes: ok}]\n"
+          "data:\n  - {id: a, input: hi}\n  - {id: b, input: raise}\n  - {id: c, input: hi again}\n")
+    env = {"API_TOKEN": "sk-48b-printed-secret-9931"}
+    one = cli("run", "d.yaml", "--json", "one.json", env=env)
+    two = cli("run", "d.yaml", "--json", "two.json", "--workers", "2", env=env)
+    assert one.code == two.code == 4, (one.stderr, two.stderr)  # b errored, in both
+    for run in (one, two):
+        said = run.stdout + run.stderr
+        assert "sk-48b-printed" not in said
+        for line in ("agent stdout sees [redacted]", "agent stderr sees [redacted]", "agent log sees [redacted]"):
+            assert said.count(line) == 3, (line, said)
+    assert not [p for p in two.cwd.rglob("*") if p.is_file() and b"sk-48b-printed" in p.read_bytes()]

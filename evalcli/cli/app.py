@@ -11,8 +11,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..streams import redact_terminal
 from .cache import cache_app
-from .console import make_console, quiet_target_output, redact_terminal, user_errors
+from .console import make_console, quiet_target_output, user_errors
 from .mocks import mocks_app
 from .run_flags import (
     DEFAULT_DB,

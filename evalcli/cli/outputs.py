@@ -8,7 +8,8 @@ import sys
 from collections.abc import Iterator
 from typing import IO
 
-from .console import PipeSafe, own_stdout_fd
+from ..streams import PipeSafe
+from .console import own_stdout_fd
 
 
 @contextlib.contextmanager

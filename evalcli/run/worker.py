@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from ..errors import EvalcliError, ExitCode, UsageError, describe
 from ..results import ItemResult
+from ..streams import redact_terminal
 from .events import Events
 from .workers import FRAME
 
@@ -84,6 +85,9 @@ async def play(job: dict[str, Any], channel: Channel) -> None:
 
 
 def main() -> int:
+    # what the target prints (its own lines, its logging, a traceback) reaches the run's terminal redacted, as it does
+    # from the run's own process (docs/secrets.md)
+    redact_terminal()
     out = os.fdopen(int(sys.argv[1]), "wb")
     channel = Channel(out)
     try:
