@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.agent_server import Answer, ScriptedAgent
 from tests.conftest import CliResult
+from tests.llm_server import LLMServer, verdict
 
 SPAN_AGENT = '''
 from opentelemetry import trace
@@ -124,3 +125,38 @@ def test_what_a_workers_target_prints_is_redacted_as_in_one_process(
         for line in ("agent stdout sees [redacted]", "agent stderr sees [redacted]", "agent log sees [redacted]"):
             assert said.count(line) == 3, (line, said)
     assert not [p for p in two.cwd.rglob("*") if p.is_file() and b"sk-48b-printed" in p.read_bytes()]
+
+
+CALIBRATED = """
+gates:
+  - scorer:
+      judge:
+        criterion: The assistant gave a forecast.
+        model: openai/judge-model
+        api_base: {url}
+    id: forecast
+    calibrated: {{min_labels: 3, min_accuracy: 0.9}}
+data:
+  - transcript: [{{role: user, content: 'Weather in Paris?'}}, {{role: assistant, content: Sunny and 18C.}}]
+    labels: {{forecast: pass}}
+  - transcript: [{{role: user, content: 'Weather in Rome?'}}, {{role: assistant, content: I cannot say.}}]
+    labels: {{forecast: fail}}
+  - transcript: [{{role: user, content: 'Weather in Oslo?'}}, {{role: assistant, content: Sunny and 3C.}}]
+    labels: {{forecast: pass}}
+"""
+
+
+def test_a_calibrated_gate_gates_a_workers_run_as_it_gates_one_process(
+        llm_server: LLMServer, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """A gate whose judge must be calibrated is checked against the calibrations in the run's database. Each worker
+    planned its share again without a database and refused it ('no database: pass --db PATH'), so a calibrated gate
+    could never run with workers (exit 2, after the run began). Now only the run's process checks, once."""
+    llm_server.responder = lambda request: verdict("Sunny" in json.dumps(request.body), "because")
+    write("d.yaml", CALIBRATED.format(url=llm_server.url))
+    env = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1", "EVALCLI_LLM_RETRIES": "1"}
+    assert cli("calibrate", "d.yaml", "--scorer", "forecast", env=env).code == 0
+    one = cli("run", "d.yaml", "-q", "--no-cache", "--json", "one.json", env=env)
+    two = cli("run", "d.yaml", "-q", "--no-cache", "--json", "two.json", "--workers", "2", env=env)
+    assert one.code == two.code == 1, (one.stderr, two.stderr)  # Rome's transcript gives no forecast: the gate fails
+    assert rows(two.cwd / "evalcli.db", run_id(one, "one.json")) == rows(two.cwd / "evalcli.db", run_id(two, "two.json"))
+    assert len(llm_server.requests) == 3 + 3 + 3  # calibrate, then each run judged every conversation once

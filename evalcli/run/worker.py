@@ -13,13 +13,18 @@ import os
 import pickle
 import sys
 import threading
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import EvalcliError, ExitCode, UsageError, describe
 from ..results import ItemResult
 from ..streams import redact_terminal
 from .events import Events
 from .workers import FRAME
+
+if TYPE_CHECKING:
+    from ..dataset import Dataset
+    from .options import RunOptions
+    from .plan import RunPlan
 
 
 class Channel:
@@ -55,7 +60,6 @@ async def play(job: dict[str, Any], channel: Channel) -> None:
     from ..store import Store
     from ..targets import cli_target
     from .options import RunOptions
-    from .plan import plan_run
     from .runner import Runner
 
     target = job["target"]
@@ -67,7 +71,7 @@ async def play(job: dict[str, Any], channel: Channel) -> None:
     options = RunOptions(**job["options"], only_indexes=frozenset(job["indexes"]))
     store = Store(job["db"]) if job["db"] and options.use_cache else None  # the response cache only
     try:
-        plan = plan_run(dataset, options)
+        plan = share_plan(dataset, options, target)
 
         def finished(result: ItemResult) -> None:
             channel.send("item", result)
@@ -75,13 +79,24 @@ async def play(job: dict[str, Any], channel: Channel) -> None:
         if dataset.target is not None:
             # what the target counts for its warnings goes to the run's process, which says each once for the whole
             # run ("in 14 replies", not one line per worker of its own share)
-            setattr(dataset.target, "run_warnings", list)
+            dataset.target.run_warnings = list  # type: ignore[method-assign]
         await Runner(plan, store, WorkerEvents(channel)).play_share(finished)
         if dataset.target is not None and (counts := dataset.target.run_counts()):
             channel.send("counts", counts)
     finally:
         if store is not None:
             store.close()
+
+
+def share_plan(dataset: Dataset, options: RunOptions, target: str | None) -> RunPlan:
+    """A worker's share of the run, its conversations (``options.only_indexes``) in dataset order. Nothing is
+    checked again: the run's process planned the run and made every check, once, with its database (a calibrated
+    gate's judge is measured there: a worker, planning again without it, refused every such run; docs/judges.md)."""
+    from .plan import RunPlan, llm_settings
+
+    wanted = options.only_indexes or frozenset()
+    return RunPlan(dataset, options, None, tuple(item for item in dataset.items if item.index in wanted),
+                   llm_settings(), target=target)
 
 
 def main() -> int:
