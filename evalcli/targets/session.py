@@ -313,7 +313,9 @@ class Adapter(ABC):
         return {}
 
     def add_run_counts(self, counts: Mapping[str, int]) -> None:
-        """Add a worker's ``run_counts`` to this adapter's, as if its conversations had played here."""
+        """Add a worker's ``run_counts`` to this adapter's, as if its conversations had played here (an adapter that
+        counts nothing has nothing to add)."""
+        del counts
 
     def tool_schemas(self) -> dict[str, Any] | None:
         """The JSON schema of each of the agent's tools, by name, when the adapter can list them (``None``: it
