@@ -8,7 +8,13 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from evalcli.store import migrations
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalcli.llm.usage import CallRecord
+from evalcli.results import ItemResult, Outcome, TurnRecord
+from evalcli.secrets import Redactor
+from evalcli.store import Store, migrations
 from tests.conftest import CliResult
 
 THREADS_AGENT = '''
@@ -71,3 +77,43 @@ def test_a_previous_database_loses_its_duplicate_indexes_and_keeps_its_runs(writ
     shown = cli("show", first.json["run_id"], "--db", "old.db", "--json", "-")
     assert shown.code in (0, 1) and [i["passed"] for i in shown.json["items"]] == [True, True, False]
     assert [t["output"][-1]["content"] for t in shown.json["items"][1]["turns"]] == ["city of Rome", "not it"]
+
+
+SECRETS = ["sk-live-0123456789abcdef", 'quote"back\\slash-secret', "pässwörd-ünïcode-secret"]
+text = st.builds(lambda a, s, b: a + s + b, st.text(max_size=5), st.sampled_from(["", *SECRETS]), st.text(max_size=5))
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> ItemResult:
+    """A conversation with a secret possibly in every text it stores: ids, tags, inputs, messages, reasons, errors."""
+    def outcomes() -> dict[str, Outcome]:
+        return draw(st.dictionaries(text, st.builds(Outcome, st.sampled_from([None, 0.0, 1.0]), text | st.none(),
+                                                    error=text | st.none()), max_size=2))
+
+    turns = [TurnRecord(i, draw(text), [{"role": "assistant", "content": draw(text)}], 1.0, outcomes(), outcomes(),
+                        structured=draw(st.none() | st.dictionaries(text, text, max_size=2)))
+             for i in range(draw(st.integers(1, 3)))]
+    return ItemResult(0, draw(text), draw(st.lists(text, max_size=2)), "turns", draw(st.sampled_from(["ok", "error"])),
+                      draw(text), draw(text | st.none()), turns, outcomes(), outcomes(), draw(text | st.none()),
+                      draw(text | st.none()), metadata=draw(st.dictionaries(text, text, max_size=2)),
+                      usage=[CallRecord("judge", draw(text), 1, 1, 0.0, False, 1.0)], identity=draw(text),
+                      content=draw(text))
+
+
+@given(conversations())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_each_column_is_redacted_once_and_none_keeps_a_secret(tmp_path: Path, result: ItemResult) -> None:
+    """The one pass (a JSON text redacted as it is serialised, every other text by ``Store._clean``) leaves no secret
+    in any parameter a conversation's rows bind, and a text redacted twice reads as one redacted once."""
+    redactor = Redactor(SECRETS, env={})
+    store = Store(tmp_path / "one.db", redactor)
+    try:
+        statements = store.item_statements("run-1", result, {o for o in result.scores})
+    finally:
+        store.close()
+    for _, params in statements:
+        for row in params if isinstance(params, list) else [params]:
+            for value in row:
+                if isinstance(value, str) and value != "run-1" and value != result.thread_id:
+                    assert not redactor.holds_secret(value), value
+                    assert redactor(value) == value  # nothing left a second pass would change
