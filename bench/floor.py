@@ -158,6 +158,38 @@ def report(small: int = 300, big: int = 3000, turns: int = 3, repeat: int = 3, l
     print(f"  evalcli's efficiency / the floor's: {eff['evalcli'] / eff['floor']:.3f} (target >= 0.97)")
 
 
+def startup(repeat: int = 7) -> None:
+    """Medians of ``repeat``: CPU seconds of ``evalcli validate`` and of ``evalcli run`` on one conversation, and the
+    microseconds ``python -X importtime`` counts in the imports of each (what they import: tests/test_startup.py)."""
+    import tempfile
+
+    dataset = write_dataset(Workload(1, 3, 0.0, 1))
+    env = {"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key"}
+    with tempfile.TemporaryDirectory(prefix="evalcli-startup-") as folder:
+        commands = {"validate": ["validate", str(dataset), "--scorers", str(ROOT / "bench" / "scorers.yaml")],
+                    "run": ["run", str(dataset), "--db", f"{folder}/s.db", "--scorers",
+                            str(ROOT / "bench" / "scorers.yaml"), "--quiet"]}
+        print(f"\nStart-up (medians of {repeat}; load average {load_average()})")
+        for name, args in commands.items():
+            cpu = [measure([sys.executable, "-m", "evalcli", *args], cwd=ROOT, env=env).cpu_seconds
+                   for _ in range(repeat)]
+            imports = [_import_us(measure([sys.executable, "-X", "importtime", "-m", "evalcli", *args], cwd=ROOT,
+                                          env=env).stderr) for _ in range(repeat)]
+            print(f"  evalcli {name:8} CPU {statistics.median(cpu):.2f} s, imports {statistics.median(imports) / 1e6:.2f} s "
+                  "(-X importtime, top-level cumulative)")
+
+
+def _import_us(stderr: str) -> int:
+    """The sum of the top-level modules' cumulative import times in ``python -X importtime`` output."""
+    total = 0
+    for line in stderr.splitlines():
+        parts = line.split("|")
+        if line.startswith("import time:") and len(parts) == 3 and parts[2].startswith(" ") \
+                and not parts[2].startswith("  ") and parts[1].strip().isdigit():
+            total += int(parts[1])
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--play", nargs=2, metavar=("DATASET", "DB"), help="be the floor process (internal)")
@@ -167,11 +199,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--startup", action="store_true", help="only the start-up of validate and run")
     args = parser.parse_args()
+    if args.startup:
+        startup()
+        return
     if args.play:
         asyncio.run(_play(Path(args.play[0]), Path(args.play[1])))
         return
     report(args.small, args.big, args.turns, args.repeat, args.latency, args.concurrency)
+    startup()
 
 
 if __name__ == "__main__":
