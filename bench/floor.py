@@ -112,7 +112,7 @@ def floor_process(dataset: Path, tmp: Path) -> Measure:
 
 
 def _median(runs: list[Measure], key: str) -> float:
-    return statistics.median(getattr(m, key) for m in runs)
+    return float(statistics.median(float(getattr(m, key)) for m in runs))
 
 
 def _both(work: Workload, repeat: int, tmp: Path) -> tuple[list[Measure], list[Measure]]:
