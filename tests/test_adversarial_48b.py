@@ -12,7 +12,8 @@ from typing import Any
 
 from tests.agent_server import Answer, ScriptedAgent
 from tests.conftest import CliResult
-from tests.llm_server import LLMServer, verdict
+from tests.llm_server import LLMServer, RateLimited, verdict
+from tests.test_rate_limits import echo, model_dataset
 
 SPAN_AGENT = '''
 from opentelemetry import trace
@@ -160,3 +161,17 @@ def test_a_calibrated_gate_gates_a_workers_run_as_it_gates_one_process(
     assert one.code == two.code == 1, (one.stderr, two.stderr)  # Rome's transcript gives no forecast: the gate fails
     assert rows(two.cwd / "evalcli.db", run_id(one, "one.json")) == rows(two.cwd / "evalcli.db", run_id(two, "two.json"))
     assert len(llm_server.requests) == 3 + 3 + 3  # calibrate, then each run judged every conversation once
+
+
+def test_a_workers_model_that_met_429s_is_said_throttled(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    """A model that answers 429s is throttled, and the run says so ('throttled to N'); a worker's throttling was never
+    passed on (its events had no such message), so a workers run said nothing. Now it is said as one process says
+    it."""
+    provider = RateLimited(echo, allowed=2, delay=0.05, retry_after=0.1)
+    llm_server.responder = provider
+    write("d.yaml", model_dataset(llm_server.url, 60, 16))
+    result = cli("run", "d.yaml", "--workers", "2", env={"EVALCLI_LLM_RETRIES": "1"})
+    assert result.code == 0, result.stderr
+    assert provider.rejected > 0 and provider.duplicates == 0 and len(provider.answered) == 60
+    assert "openai/rl-model is rate limited (HTTP 429): throttled to" in result.stderr

@@ -42,7 +42,8 @@ class Channel:
 
 
 class WorkerEvents(Events):
-    """What the run's process shows of a worker: its warnings and notices (the progress line counts results)."""
+    """What the run's process shows of a worker: its warnings, notices and throttled models (the progress line counts
+    results)."""
 
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
@@ -52,6 +53,9 @@ class WorkerEvents(Events):
 
     def notice(self, text: str | None) -> None:
         self.channel.send("notice", text)
+
+    def throttled(self, model: str, limit: int | None, ceiling: int) -> None:
+        self.channel.send("throttled", (model, limit, ceiling))
 
 
 async def play(job: dict[str, Any], channel: Channel) -> None:

@@ -173,6 +173,8 @@ class WorkerPool:
             self.runner.dataset.target.add_run_counts(payload)
         elif kind == "notice":
             self.runner.events.notice(payload)
+        elif kind == "throttled":  # a worker's model met 429s: its calls in flight are held (docs/models.md)
+            self.runner.events.throttled(*payload)
         elif kind == "error":
             worker.error = payload
         elif kind == "done":
