@@ -175,3 +175,28 @@ def test_a_workers_model_that_met_429s_is_said_throttled(
     assert result.code == 0, result.stderr
     assert provider.rejected > 0 and provider.duplicates == 0 and len(provider.answered) == 60
     assert "openai/rl-model is rate limited (HTTP 429): throttled to" in result.stderr
+
+
+FATAL_AGENT = '''
+class Fatal(BaseException):
+    pass
+
+def answer(input, *, token=None, **kw):
+    if "raise" in input:
+        raise Fatal(f"fatal auth failed with {token}")
+    return f"ok {input}"
+'''
+
+
+def test_a_worker_ended_by_the_agent_is_named_without_its_secret(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """(Held.) An agent raising a BaseException ends its worker; the message naming the worker quotes the exception,
+    the token in it redacted, and nothing the run wrote holds it."""
+    write("fatal.py", FATAL_AGENT)
+    write("d.yaml", "target: fatal:answer\ntarget_options: {token: \"${API_TOKEN}\"}\ngates: [{includes: ok}]\n"
+          "data:\n  - {id: a, input: hi}\n  - {id: b, input: raise}\n  - {id: c, input: hi again}\n")
+    done = cli("run", "d.yaml", "--workers", "2", "--json", "out.json", env={"API_TOKEN": "sk-48b-fatal-secret-4711"})
+    assert done.code == 70, done.stderr
+    assert "fatal auth failed with [redacted]" in done.stderr and "--resume" in done.stderr
+    assert "sk-48b-fatal" not in done.stdout + done.stderr
+    assert not [p for p in done.cwd.rglob("*") if p.is_file() and b"sk-48b-fatal" in p.read_bytes()]
