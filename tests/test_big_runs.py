@@ -104,3 +104,19 @@ def test_the_html_page_of_a_big_run_lists_every_failure_first_and_says_what_it_l
     assert ("This page lists 2,600 of 6,000 conversations: all 900 failing or errored conversations first, then of the other "
             f"5,100 those at every 3rd place in dataset order (1,700); 3,400 are left out. Any conversation: evalcli "
             f"show {run_id} ITEM" in page)
+
+
+def test_diff_of_many_regressions_stops_its_table_and_lines_and_says_what_it_left_out(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n"
+          + "".join(f"  - {{id: c{n}, input: 'q {n}'}}\n" for n in range(FAILING)))
+    a, b = _run(write, cli, "'Sunny.'"), _run(write, cli, "'Rain.'")
+    shown = cli("diff", a, b)
+    assert shown.code == 1, shown.stderr
+    rows = [n for n in range(FAILING) if re.search(rf"│ c{n}\s", shown.stdout)]
+    assert rows == list(range(200)), rows[-3:]  # old main: all 260 rows
+    lines = re.findall(r"regression item (c\d+): passed in A, fails in B", shown.stdout)
+    assert lines == [f"c{n}" for n in range(10)]  # old main: 260 lines
+    assert "60 more conversations not listed: the table stops at 200 rows (--json - lists every one)" in shown.stdout
+    assert "... 250 more conversations passed in A and fail in B or are missing from B, not listed" in shown.stdout
+    assert len(json.loads(cli("diff", a, b, "--json", "-").stdout)["regressions"]) == FAILING + 2
