@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import heapq
 import json
 import os
 import shutil
@@ -70,24 +71,25 @@ def _make_shard(path: Path, run_id: str, new_id: str, n: int, shards: int, size:
 
 def digest(paths: list[Path], run_ids: list[str] | None = None) -> tuple[dict[str, int], str]:
     """Row counts and one digest of the items, turns and scores of the runs (every run of each file when
-    ``run_ids`` is None), without row ids and run ids, in (item index, ...) order."""
+    ``run_ids`` is None), without row ids and run ids, in (item index, ...) order: the shards hold disjoint item
+    indexes, so their rows are merged by item index."""
     counts: dict[str, int] = {}
     hasher = hashlib.sha256()
-    conn = sqlite3.connect(":memory:")
-    for n, path in enumerate(paths):
-        conn.execute(f"ATTACH DATABASE ? AS s{n}", (f"file:{path}?mode=ro",))
+    conns = [sqlite3.connect(f"file:{path}?mode=ro", uri=True) for path in paths]
     for table in TABLES:
-        columns = [row[1] for row in conn.execute(f"PRAGMA s0.table_info({table})") if row[1] not in ("id", "run_id")]
-        picked = ", ".join(columns)
+        columns = [row[1] for row in conns[0].execute(f"PRAGMA table_info({table})")
+                   if row[1] not in ("id", "run_id", "item_index")]
+        picked = ", ".join(["item_index", *columns])
         where = f" WHERE run_id IN ({', '.join('?' * len(run_ids))})" if run_ids else ""
-        union = " UNION ALL ".join(f"SELECT {picked} FROM s{n}.{table}{where}" for n in range(len(paths)))
-        order = ", ".join(str(i + 1) for i in range(len(columns)))
-        rows = conn.execute(f"SELECT * FROM ({union}) ORDER BY item_index, {order}",
-                            [*(run_ids or [])] * len(paths))
+        order = ", ".join(str(i + 1) for i in range(len(columns) + 1))
+        streams = [conn.execute(f"SELECT {picked} FROM {table}{where} ORDER BY {order}", run_ids or [])
+                   for conn in conns]
         counts[table] = 0
-        for row in rows:
+        for row in heapq.merge(*streams, key=lambda row: row[0]):
             hasher.update(repr(row).encode())
             counts[table] += 1
+    for conn in conns:
+        conn.close()
     return counts, hasher.hexdigest()[:16]
 
 
