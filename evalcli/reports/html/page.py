@@ -29,7 +29,7 @@ from .sources import ReportSources, report_sources
 PER_TURN = " (per turn)"
 PAGE_ROWS = 2_000
 """A run of more conversations lists on its page its failing ones first, then a sample of the rest
-(docs/reports.md#big-runs): 100,000 transcripts made a 197 MB page no browser opens."""
+(docs/html-report.md#big-runs): 100,000 transcripts made a 197 MB page no browser opens."""
 MAX_FAILING_ROWS = 10_000
 """Failing or errored conversations such a page lists at most (the first, in dataset order)."""
 _JSON_IN_HTML = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
