@@ -305,12 +305,14 @@ def item_content(item: Item) -> dict[str, Any]:
 
 
 def with_identities(items: list[Item]) -> list[Item]:
-    """The items with their identities and content digests (the nth identical item without an id numbered)."""
+    """The items with their identities and content digests (the nth identical item without an id numbered), each
+    replaced in ``items`` itself (a dataset's items are never held twice: docs/performance.md#memory)."""
     contents = [content_digest(item_content(item)) for item in items]
     found = identities((item.id if item.id_given else None, content) for item, content in zip(items, contents,
                                                                                              strict=True))
-    return [replace(item, identity=identity, content=content)
-            for item, identity, content in zip(items, found, contents, strict=True)]
+    for n, (identity, content) in enumerate(zip(found, contents, strict=True)):
+        items[n] = replace(items[n], identity=identity, content=content)
+    return items
 
 
 def _digest(value: Any) -> str:
