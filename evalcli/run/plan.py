@@ -97,7 +97,7 @@ class RunPlan:
         walk of every item); ``None`` for a resumed run, whose row keeps its own."""
         if self.options.resume:
             return None
-        return self.options.stored(self.scoring, fingerprint(self.dataset.resolved_configuration()))
+        return self.options.stored(self.scoring, fingerprint(self.dataset.resolved_configuration(streamed=True)))
 
 
 def llm_settings() -> LLMSettings:
