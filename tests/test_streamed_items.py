@@ -99,3 +99,29 @@ def test_the_fingerprint_is_made_one_conversation_at_a_time(workdir: Path) -> No
     assert streamed == fingerprint(dataset.resolved_configuration(), salt="s")
     transient = _transient_per_item(lambda: fingerprint(dataset.resolved_configuration(streamed=True)), count)
     assert transient < 200, f"{transient:.0f} bytes a conversation held only while fingerprinting"
+
+
+def test_a_data_file_run_stores_what_its_inline_dataset_stores_with_one_worker_or_two(tmp_path: Path) -> None:
+    """The same conversations written inline and in a ``data_file``: the same rows (scores, ids, order), whether one
+    process plays them or two workers (each loads the file again, one line at a time)."""
+    import yaml
+
+    from tests.reliability_helpers import query, write_project
+    from tests.test_workers import AGENT, SCORERS, dataset, rows, run
+
+    inline = dataset()
+    write_project(tmp_path / "inline", agent=AGENT, dataset=inline, scorers=SCORERS)
+    loaded = yaml.safe_load(inline)
+    header = "\n".join(line for line in inline.splitlines() if not line.startswith(("data:", "  - ")))
+    write_project(tmp_path / "file", agent=AGENT, dataset=header + "\ndata_file: items.jsonl\n", scorers=SCORERS)
+    (tmp_path / "file" / "items.jsonl").write_text("".join(json.dumps(item) + "\n" for item in loaded["data"]))
+    found = {}
+    for name, folder, args in (("inline", tmp_path / "inline", ()), ("file", tmp_path / "file", ()),
+                               ("file, 2 workers", tmp_path / "file", ("--workers", "2"))):
+        done, result = run(folder, folder / "runs.db", *args)
+        assert done.returncode == 4, done.stderr  # one conversation errors on purpose
+        stored = rows(folder / "runs.db", result["run_id"])
+        found[name] = {table: stored[table] for table in ("items", "turns", "scores")}
+        assert [r[1] for r in stored["items"]] == [item["id"] for item in loaded["data"]]
+    assert found["inline"] == found["file"] == found["file, 2 workers"]
+    assert query(tmp_path / "file" / "runs.db", "SELECT count(*) FROM runs") == [(2,)]
