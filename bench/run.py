@@ -31,9 +31,11 @@ on generated JSONL datasets of N conversations x T turns with check-only gates a
     at concurrency 64 against one at 8, their walls and ratio;
 12. docs/hermetic.md (``bench/tools.py``): CPU per tool call of the tool plan's wrapper (no plan, live, mocked) and of a
     LangGraph ToolNode with and without it (``tools``).
+13. the per-turn floor (``bench/floor.py``, ``floor``): evalcli's marginal CPU per turn at zero latency beside bare
+    asyncio writing the same rows, and both whole-run efficiencies at the run's latency.
 
 Usage: ``python bench/run.py [--quick] [--sizes 1000x3,3000x3] [--latency 0.05] [--concurrency 64]
-[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters,pytest,samples,cpu,judge,yaml,ratelimits,tools]
+[--only startup,sleep,http,zero,memory,mastra,report,simulate,adapters,pytest,samples,cpu,judge,yaml,ratelimits,tools,floor]
 [--mastra-sizes 100x3,1000x3] [--mastra-target-sizes 100x3,1000x3,3000x3]
 [--report-size 1000x3] [--simulate-cases 256x8@0.05,128x8@0.5] [--adapter-size 1000x3] [--adapter-concurrency 32]
 [--adapter-repeat 3] [--judge-size 1000] [--judge-latency 1.0] [--judge-concurrency 16] [--cpu-calls 2000]
@@ -56,13 +58,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import http_floor, llm_bench, pytest_plugin, ratelimits, samples, simulate, tools
+from bench import floor, http_floor, llm_bench, pytest_plugin, ratelimits, samples, simulate, tools
 from bench.report import report_section
 from bench.workload import BENCH, Measure, Workload, load_average, measure, model_server, run_evalcli, write_dataset
 
 MASTRA = BENCH / "mastra"
 SECTIONS = ("startup", "sleep", "http", "zero", "memory", "mastra", "report", "simulate", "adapters", "pytest",
-            "samples", "cpu", "judge", "yaml", "ratelimits", "tools")
+            "samples", "cpu", "judge", "yaml", "ratelimits", "tools", "floor")
 BACKEND_NAMES = llm_bench.BACKEND_NAMES
 FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph", "smolagents")
 
@@ -459,6 +461,9 @@ def main() -> None:
         ratelimits.section(args.ratelimit_size, 0.1, 8, 0.2, args.repeat)
     if "tools" in only:
         tools.section(20_000 if args.quick else 100_000, 500 if args.quick else 3_000, max(args.repeat, 3))
+    if "floor" in only:
+        floor.report(*((30, 300) if args.quick else (300, 3000)), repeat=max(args.repeat, 3), latency=args.latency,
+                     concurrency=args.concurrency)
     print(f"\nbenchmark done in {time.perf_counter() - started:.0f} s")
 
 

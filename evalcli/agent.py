@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .errors import EvalcliError, ExitCode
 from .llm import LLMClient, LLMSettings
-from .mcp import Connections, McpTool, list_tools_now, mcp_server
+from .mcp import Connections, McpTool, list_servers_now, mcp_server
 from .messages import Message
 from .tools import MockedToolError, acall
 
@@ -209,13 +209,13 @@ class Agent:
         self._mcp_lock = threading.Lock()
 
     def mcp_tools(self) -> dict[str, McpTool]:
-        """The tools of the agent's MCP servers, by name: listed once (``McpError`` naming a server that does not
-        start)."""
+        """The tools of the agent's MCP servers, by name: listed once, all at once (``McpError`` naming every server
+        that does not start)."""
         with self._mcp_lock:
             if self._mcp_tools is None:
                 found: dict[str, McpTool] = {}
-                for server in self.mcp:
-                    for tool in list_tools_now(server):
+                for server, tools in zip(self.mcp, list_servers_now(self.mcp), strict=True):
+                    for tool in tools:
                         if tool.name in self.tools or tool.name in found:
                             raise AgentError(f"agent {self.name}: two tools are named {tool.name!r} ({server.where} "
                                              "lists one)", "rename one of them")

@@ -1,8 +1,9 @@
 """MCP servers for ``evalcli.Agent`` (docs/hermetic.md, "MCP tools"): a stdio command or a streamable-HTTP URL whose
 tools the agent offers the model, each call passing through the conversation's tool plan like a function tool's.
 
-A server is listed once (its tools and their schemas), when the agent is first checked or run; a server that does
-not start, or does not answer, is an ``McpError`` naming its command or URL. A turn opens each server it really calls
+A server is listed once (its tools and their schemas), when the agent is first checked or run, all of an agent's
+servers at once under one timeout; the servers that do not start, or do not answer, are one ``McpError`` naming
+each one's command or URL. A turn opens each server it really calls
 once (``Connections``), and closes it when the turn ends.
 """
 
@@ -11,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
+import os
 import shlex
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ from .errors import EvalcliError, ExitCode
 from .secrets import environment_secrets, header_secrets, remember, url_secrets
 
 START_TIMEOUT = 60.0
-"""Seconds a server has to start and list its tools."""
+"""Seconds an agent's servers have, together, to start and list their tools, unless ``EVALCLI_MCP_TIMEOUT`` says."""
 
 
 class McpError(EvalcliError):
@@ -123,8 +126,6 @@ async def session(server: McpServer) -> AsyncIterator[Any]:
             client = await stack.enter_async_context(create_mcp_http_client(headers=dict(server.headers)))
             streams = await stack.enter_async_context(streamable_http_client(server.url, http_client=client))
         else:
-            import os
-
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]),
@@ -136,30 +137,65 @@ async def session(server: McpServer) -> AsyncIterator[Any]:
         yield client_session
 
 
-async def list_tools(server: McpServer) -> list[McpTool]:
-    """The server's tools; ``McpError`` naming the server when it does not start or answer in time."""
+def start_timeout() -> float:
+    """Seconds an agent's MCP servers have, all together, to start and list their tools: ``EVALCLI_MCP_TIMEOUT``
+    (default 60; docs/hermetic.md, "MCP tools"). A value that is not a number of seconds above 0 is an ``McpError``."""
+    text = os.environ.get("EVALCLI_MCP_TIMEOUT", "").strip()
+    if not text:
+        return START_TIMEOUT
     try:
-        async with asyncio.timeout(START_TIMEOUT):
-            async with session(server) as opened:
-                listed = await opened.list_tools()
-    except Exception as exc:  # noqa: BLE001 - whatever stopped it, the user fixes the server
-        raise McpError(f"{server.where} did not start or list its tools: {_reason(exc)}",
-                       "check that the command runs (or the URL answers) on its own; its tools are listed when the "
-                       "agent is checked") from None
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise McpError(f"EVALCLI_MCP_TIMEOUT={text!r} is not a number of seconds above 0 (default {START_TIMEOUT:g})",
+                       "fix or unset EVALCLI_MCP_TIMEOUT")
+    return value
+
+
+async def list_servers(servers: Sequence[McpServer]) -> list[list[McpTool]]:
+    """Each server's tools, in order. The servers are listed at once, under one timeout (``start_timeout``): N hung
+    servers cost one timeout, not N. One ``McpError`` names every server that did not start or answer in time."""
+    timeout = start_timeout()
+    deadline = asyncio.get_running_loop().time() + timeout
+    results = await asyncio.gather(*(_listed(server, deadline) for server in servers), return_exceptions=True)
+    failed = [(server, result) for server, result in zip(servers, results, strict=True) if isinstance(result, BaseException)]
+    if failed:
+        raise _not_listed(failed, timeout)
+    return [result for result in results if not isinstance(result, BaseException)]
+
+
+async def _listed(server: McpServer, deadline: float) -> list[McpTool]:
+    async with asyncio.timeout_at(deadline):
+        async with session(server) as opened:
+            listed = await opened.list_tools()
     return [McpTool(t.name, t.description or "", dict(t.input_schema or {}), server) for t in listed.tools]
 
 
-def list_tools_now(server: McpServer) -> list[McpTool]:
-    """``list_tools`` from code that is not async (or inside a running loop: on a thread of its own)."""
-    found: list[list[McpTool]] = []
+def _not_listed(failed: Sequence[tuple[McpServer, BaseException]], timeout: float) -> McpError:
+    hint = ("check that the command runs (or the URL answers) on its own; its tools are listed when the agent is "
+            "checked (EVALCLI_MCP_TIMEOUT: the seconds they have, default 60)")
+    if len(failed) == 1:
+        server, exc = failed[0]
+        return McpError(f"{server.where} did not start or list its tools: {_reason(exc, timeout)}", hint)
+    each = "; ".join(f"{server.where}: {_reason(exc, timeout)}" for server, exc in failed)
+    return McpError(f"{len(failed)} MCP servers did not start or list their tools (listed together, within "
+                    f"{timeout:g}s): {each}", hint)
+
+
+def list_servers_now(servers: Sequence[McpServer]) -> list[list[McpTool]]:
+    """``list_servers`` from code that is not async (or inside a running loop: on a thread of its own)."""
+    found: list[list[list[McpTool]]] = []
     failed: list[BaseException] = []
 
     def run() -> None:
         try:
-            found.append(asyncio.run(list_tools(server)))
+            found.append(asyncio.run(list_servers(servers)))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             failed.append(exc)
 
+    if not servers:
+        return []
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     thread.join()
@@ -168,12 +204,12 @@ def list_tools_now(server: McpServer) -> list[McpTool]:
     return found[0]
 
 
-def _reason(exc: BaseException) -> str:
+def _reason(exc: BaseException, timeout: float) -> str:
     inner = getattr(exc, "exceptions", None)
     if inner:
-        return _reason(inner[0])
+        return _reason(inner[0], timeout)
     if isinstance(exc, TimeoutError):
-        return f"no answer within {START_TIMEOUT:g}s"
+        return f"no answer within {timeout:g}s"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 

@@ -34,7 +34,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
 
@@ -323,11 +323,13 @@ class Redactor:
 
     def dumps(self, value: Any, **options: Any) -> str:
         """``json.dumps(self.value(value), **options)``, without walking the value when its JSON holds no secret
-        (the common case, and walking every string of every stored conversation was most of a report's time)."""
-        text = json.dumps(value, **options)
+        (the common case, and walking every string of every stored conversation was most of a report's time). One
+        encoder per set of options, made once (``json.dumps`` with options makes a new one for every value)."""
+        encode = _encoder(options)
+        text = encode(value)
         if not self.holds_secret(text):
             return text
-        return json.dumps(self.value(value), **options)
+        return encode(self.value(value))
 
     def value(self, value: Any) -> Any:
         """A copy of a JSON-like value with every string (keys included) redacted; done before serialising,
@@ -343,6 +345,18 @@ class Redactor:
         if value is None or isinstance(value, (bool, int, float)):
             return value
         return self(str(value))
+
+
+_encoders: dict[tuple[tuple[str, Any], ...], Callable[[Any], str]] = {}
+
+
+def _encoder(options: dict[str, Any]) -> Callable[[Any], str]:
+    """``json.dumps(value, **options)`` as a function of ``value``, one ``JSONEncoder`` per set of options."""
+    key = tuple(sorted(options.items()))
+    encode = _encoders.get(key)
+    if encode is None:
+        encode = _encoders[key] = json.JSONEncoder(**options).encode
+    return encode
 
 
 def _json_key(key: Any) -> bool:

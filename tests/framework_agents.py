@@ -145,3 +145,43 @@ def no_crosstalk() -> Callable[[Any], Any]:
         return text(f"The code is {' and '.join(codes) or 'unknown'}.")
 
     return respond
+
+
+def mocks_hermetic_and_tapes(run: Callable[..., Any], folder: Path, *, target: str, tool: str, ask: str,
+                             live_answer: str, mocked_error: bool = True) -> None:
+    """What every framework adapter's tool calls must do through the real CLI (docs/hermetic.md), for ``target``,
+    whose model calls ``tool`` once when asked ``ask`` and answers with its result (``live_answer`` when it runs):
+    a mock by name answers it (``source: mock``) and ``raises`` reaches the model as the tool's error (unless
+    ``mocked_error`` is off), running nothing live; ``--hermetic`` refuses the live call, running nothing; a run
+    with ``--record-tools`` runs it live once, and its tape answers it under ``--hermetic`` (``source: replay``).
+    ``run(body, *args)`` runs a dataset written as ``folder``/d.yaml with the CLI; the app's tools record each live
+    run in ``folder``/record.jsonl (``tests.app_agents.record``)."""
+    def live_calls() -> list[Any]:
+        path = folder / "record.jsonl"
+        return path.read_text().splitlines() if path.exists() else []
+
+    def results(item: dict[str, Any]) -> list[dict[str, Any]]:
+        return [m for m in item["turns"][0]["output"] if m["role"] == "tool"]
+
+    failing = (f"\n  - id: mocked-error\n    tools: {{{tool}: {{raises: the service is down}}}}\n    input: '{ask}'"
+               if mocked_error else "")
+    mocked = run(f"target: {target}\ngates: [{{called_tool: {tool}}}]\ndata:\n  - id: mocked\n"
+                 f"    tools: {{{tool}: {{returns: 'Mocked answer, 99.'}}}}\n"
+                 f"    turns: [{{input: '{ask}', gates: [{{includes: Mocked answer}}]}}]{failing}\n")
+    assert mocked.code == 0, mocked.stdout[-3000:] + mocked.stderr[-3000:]
+    items = {item["id"]: item for item in mocked.json["items"]}
+    assert [m["source"] for m in results(items["mocked"])] == ["mock"]
+    if mocked_error:
+        [error] = results(items["mocked-error"])
+        assert error["is_error"] is True and error["source"] == "mock" and "the service is down" in error["content"]
+    assert live_calls() == []
+    body = f"target: {target}\ngates: [{{includes: '{live_answer}'}}]\ndata: [{{id: one, input: '{ask}'}}]\n"
+    refused = run(body, "--hermetic")
+    assert refused.code == 4 and f"--hermetic: the tool call {tool}(" in refused.json["items"][0]["error"]
+    assert live_calls() == []
+    recorded = run(body, "--record-tools", str(folder / "tapes"))
+    assert recorded.code == 0, recorded.stderr[-3000:]
+    assert len(live_calls()) == 1 and [m["source"] for m in results(recorded.json["items"][0])] == ["live"]
+    replayed = run(body.replace("data:", "tools: {replay: tapes/d.tape.jsonl}\ndata:"), "--hermetic")
+    assert replayed.code == 0, replayed.stderr[-3000:]
+    assert [m["source"] for m in results(replayed.json["items"][0])] == ["replay"] and len(live_calls()) == 1

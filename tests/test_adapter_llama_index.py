@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, SUBPROCESS_TIMEOUT, CliResult, cli_base_env
-from tests.framework_agents import KEY
+from tests.framework_agents import KEY, mocks_hermetic_and_tapes
 from tests.framework_venvs import venv_or_skip
 from tests.llm_server import LLMServer, Reply, Request, text, tool_call
 
@@ -124,38 +124,9 @@ def test_threads_tool_calls_errors_and_usage(target: str, python: Path, llm_serv
 
 def test_mocks_hermetic_and_tapes(python: Path, llm_server: LLMServer, tmp_path: Path) -> None:
     llm_server.responder = model
-    mocked = run(python, tmp_path, llm_server, f"""
-        target: {APPS}:agent
-        gates: [{{called_tool: search_web}}]
-        data:
-          - id: mocked
-            tools: {{search_web: {{returns: 'Mocked forecast, 99F.'}}}}
-            turns: [{{input: 'weather in San Francisco?', gates: [{{includes: Mocked forecast}}]}}]
-          - id: mocked-error
-            tools: {{search_web: {{raises: the search service is down}}}}
-            input: 'weather in San Francisco?'
-    """)
-    assert mocked.code == 0, mocked.stderr[-3000:]
-    items = {item["id"]: item for item in mocked.json["items"]}
-    assert tool_messages(items["mocked"])[0]["source"] == "mock"
-    [error] = tool_messages(items["mocked-error"])
-    assert error["is_error"] is True and error["source"] == "mock" and "the search service is down" in error["content"]
-    assert live_calls(tmp_path) == []
-    body = f"""
-        target: {APPS}:agent
-        gates: [{{includes: partly cloudy}}]
-        data: [{{id: sf, input: 'weather in San Francisco?'}}]
-    """
-    refused = run(python, tmp_path, llm_server, body, "--hermetic")
-    assert refused.code == 4 and "--hermetic: the tool call search_web(" in refused.json["items"][0]["error"]
-    assert live_calls(tmp_path) == []
-    recorded = run(python, tmp_path, llm_server, body, "--record-tools", str(tmp_path / "tapes"))
-    assert recorded.code == 0, recorded.stderr[-3000:]
-    assert len(live_calls(tmp_path)) == 1
-    replayed = run(python, tmp_path, llm_server, body.replace("data:", "tools: {replay: tapes/d.tape.jsonl}\n        data:"),
-                   "--hermetic")
-    assert replayed.code == 0, replayed.stderr[-3000:]
-    assert tool_messages(replayed.json["items"][0])[0]["source"] == "replay" and len(live_calls(tmp_path)) == 1
+    mocks_hermetic_and_tapes(lambda body, *args: run(python, tmp_path, llm_server, body, *args), tmp_path,
+                             target=f"{APPS}:agent", tool="search_web", ask="weather in San Francisco?",
+                             live_answer="partly cloudy")
 
 
 def test_setup_and_yaml_give_each_conversation_its_own_chat_history(python: Path, llm_server: LLMServer, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import REPO, CliResult, run_cli
-from tests.framework_agents import KEY
+from tests.framework_agents import KEY, mocks_hermetic_and_tapes
 from tests.llm_server import LLMServer, Reply, Request, text, tool_call
 
 APPS = "tests.app_agents.smolagents_apps"
@@ -150,34 +150,12 @@ def test_code_agent_tools_called_by_its_code_are_recorded_and_mocked(llm_server:
     assert sorted(c["tool"] for c in live_calls(tmp_path)) == ["convert_currency", "get_weather"]  # the mock ran nothing
 
 
-def test_hermetic_stops_a_live_call_in_the_code_agents_executor(llm_server: LLMServer, tmp_path: Path) -> None:
+def test_mocks_hermetic_and_tapes_in_the_code_agents_executor(llm_server: LLMServer, tmp_path: Path) -> None:
+    """The code agent's tools run in its executor thread: mocks, ``--hermetic`` and tapes hold there too."""
     llm_server.responder = model
-    done = run(tmp_path, llm_server, f"""
-        target: {APPS}:code_agent
-        gates: [{{called_tool: convert_currency}}]
-        data: [{{id: convert, input: Convert 5000 dollars to Euros}}]
-    """, "--hermetic")
-    assert done.code == 4, done.stderr[-3000:]
-    [item] = done.json["items"]
-    assert item["status"] == "error" and "--hermetic: the tool call convert_currency(" in item["error"]
-    assert live_calls(tmp_path) == []
-
-
-def test_a_tape_recorded_from_the_code_agent_replays_under_hermetic(llm_server: LLMServer, tmp_path: Path) -> None:
-    llm_server.responder = model
-    body = f"""
-        target: {APPS}:code_agent
-        gates: [{{includes: 4500.0 EUR}}]
-        data: [{{id: convert, input: Convert 5000 dollars to Euros}}]
-    """
-    recorded = run(tmp_path, llm_server, body, "--record-tools", str(tmp_path / "tapes"))
-    assert recorded.code == 0, recorded.stderr[-3000:]
-    assert len(live_calls(tmp_path)) == 1
-    replayed = run(tmp_path, llm_server, body.replace("data:", "tools: {replay: tapes/d.tape.jsonl}\n        data:"),
-                   "--hermetic")
-    assert replayed.code == 0, replayed.stderr[-3000:]
-    assert tool_messages(replayed.json["items"][0])[0]["source"] == "replay"
-    assert len(live_calls(tmp_path)) == 1  # the tape answered
+    mocks_hermetic_and_tapes(lambda body, *args: run(tmp_path, llm_server, body, *args), tmp_path,
+                             target=f"{APPS}:code_agent", tool="convert_currency", ask="Convert 5000 dollars to Euros",
+                             live_answer="4500.0 EUR", mocked_error=False)
 
 
 def test_setup_gives_each_conversation_its_own_additional_args(llm_server: LLMServer, tmp_path: Path) -> None:

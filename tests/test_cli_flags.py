@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CliResult
 from tests.llm_server import LLMServer, Reply, verdict
 
@@ -123,3 +125,27 @@ def test_resume_refuses_a_dataset_that_changed(write: Callable[..., Path], cli: 
     write("d.yaml", MANY.replace("good 0", "changed 0"))
     changed = cli("run", "d.yaml", "--resume", run_id)
     assert changed.code == 2 and "changed since run" in changed.stderr and "data[0].inputs[0] (changed)" in changed.stderr
+
+
+@pytest.mark.parametrize("concurrency", [1, 6])
+def test_an_identical_judge_request_is_made_once_per_run(concurrency: int, llm_server: LLMServer,
+                                                         write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """Six conversations ask the judge the same question: one call, five cache hits, whether they play one after
+    another (the reply is read before the writer thread commits it) or at once (the others wait for the first)."""
+    def responder(request: object) -> Reply:
+        time.sleep(0.2)
+        return verdict(True)
+
+    llm_server.responder = responder
+    write("d.yaml", f"""
+        target: agents:echo
+        concurrency: {concurrency}
+        scorers:
+          - judge: {{criterion: It answered., model: openai/j, api_base: "{llm_server.url}"}}
+        data: [{", ".join(f"{{id: c{i}, input: same question}}" for i in range(6))}]
+    """)
+    env = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1"}
+    done = cli("run", "d.yaml", "--json", "-", env=env)
+    assert done.code == 0, done.stderr
+    assert len(llm_server.requests) == 1
+    assert done.json["usage"]["cache_hits"] == 5, done.json["usage"]

@@ -136,3 +136,40 @@ def test_a_pretty_printed_export_cut_short_is_an_error_where_it_breaks(tmp_path:
     assert done.code == 2 and "Traceback" not in done.stderr
     assert f"{tmp_path / 'jaeger.json'}:41:" in done.stderr and "not valid JSON" in done.stderr, done.stderr
     assert "export it again" in done.stderr
+
+
+def opening_line(text: str, marker: str, above: int) -> int:
+    """The line of the ``{`` that opens the object whose line ``marker`` is, ``above`` lines below it."""
+    [found] = [n for n, line in enumerate(text.splitlines(), start=1) if marker in line]
+    assert text.splitlines()[found - above - 1].strip() == "{"
+    return found - above
+
+
+def test_an_unreadable_span_of_a_pretty_printed_export_is_located_at_its_own_line(tmp_path: Path) -> None:
+    """A one-document export written over lines (Jaeger's, Phoenix's, as their UIs save them): the warning names the
+    line where the bad span starts, not line 1 (docs/otel.md, "Mistakes")."""
+    broken = jaeger_span("5b8efff798038103d269b633813f0009", "00000000deadbeef", None, "invoke_agent", 5, {})
+    broken["startTime"] = "yesterday"
+    export = {"data": [jaeger_weather("5b8efff798038103d269b633813f0001", "support-1", "Paris"),
+                       {"traceID": "5b8efff798038103d269b633813f0009", "spans": [broken], "processes": {}}]}
+    text = json.dumps(export, indent=2)
+    (tmp_path / "jaeger.json").write_text(text + "\n")
+    line = opening_line(text, '"spanID": "00000000deadbeef"', 2)
+    assert line > 40
+    done = cli(tmp_path, "jaeger.json", "--json", "-")
+    assert done.code == 0, done.stderr
+    assert f"{tmp_path / 'jaeger.json'}:{line}: span 00000000deadbeef: " in done.stderr, done.stderr
+    assert [i["id"] for i in done.json["items"]] == ["support-1"]
+
+    good = {"name": "ChatCompletion", "context": {"trace_id": "ab" * 16, "span_id": "cd" * 8}, "parent_id": None,
+            "start_time": "2025-01-01T00:00:00+00:00", "end_time": "2025-01-01T00:00:01+00:00", "status_code": "OK",
+            "attributes": {"session": {"id": "phx-1"}, "input": {"value": "Weather in Paris?"},
+                           "output": {"value": "Paris: sunny."}}}
+    bad_time = {**good, "context": {"trace_id": "ab" * 16, "span_id": "12" * 8}, "start_time": "noon"}
+    text = json.dumps({"data": [good, {"name": "lost", "attributes": {}}, bad_time]}, indent=2)
+    (tmp_path / "phoenix.json").write_text(text)
+    done = cli(tmp_path, "phoenix.json", "--json", "-", body="scorers: [{includes: sunny}]\ndata_file: %s\n")
+    assert done.code == 0, done.stderr
+    lost, late = opening_line(text, '"name": "lost"', 1), opening_line(text, '"span_id": "1212', 4)
+    assert f"{tmp_path / 'phoenix.json'}:{lost}: span (no span_id): " in done.stderr, done.stderr
+    assert f"{tmp_path / 'phoenix.json'}:{late}: span {'12' * 8}: " in done.stderr, done.stderr

@@ -46,6 +46,9 @@ class ResponseCache:
         self.writer = writer
         self._lock = threading.Lock()
         self._conn = conn
+        self._fresh: dict[str, str] = {}
+        """Replies put whose write the writer thread has not made yet (key -> stored JSON): a read sees them at once,
+        so the next identical request is a hit as soon as the first reply is in, not once it is committed."""
 
     @staticmethod
     def key_for(**parts: Any) -> str:
@@ -55,19 +58,20 @@ class ResponseCache:
                                default=str)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
-    def _change(self, sql: str, params: tuple[Any, ...]) -> None:
+    def _change(self, sql: str, params: tuple[Any, ...]) -> Future[Any] | None:
         if self.writer is not None:
-            self.writer.submit(lambda conn: conn.execute(sql, params))
-            return
+            return self.writer.submit(lambda conn: conn.execute(sql, params))
         with self._lock:
             self._conn.execute(sql, params)
+        return None
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The cached response, counting the hit, with its secrets' values back; ``None`` when absent, when one of
         its secrets has no value now, or when the database is too busy to say."""
         try:
             with self._lock:
-                row = self._conn.execute("SELECT response FROM llm_cache WHERE key = ?", (key,)).fetchone()
+                row = (self._fresh[key],) if key in self._fresh else \
+                    self._conn.execute("SELECT response FROM llm_cache WHERE key = ?", (key,)).fetchone()
         except sqlite3.OperationalError:
             return None
         if row is None:
@@ -89,8 +93,20 @@ class ResponseCache:
         # kept as a reference to its variable, never as its value
         data = redactor().dumps({REFERENCES: stored(response)}, sort_keys=True, default=str)
         now = datetime.now(UTC).isoformat()
-        self._change("INSERT OR REPLACE INTO llm_cache (key, model, response, created_at, hits) VALUES (?, ?, ?, ?, 0)",
-                     (key, redactor()(model), data, now))
+        with self._lock:
+            self._fresh[key] = data
+        written = self._change("INSERT OR REPLACE INTO llm_cache (key, model, response, created_at, hits) "
+                               "VALUES (?, ?, ?, ?, 0)", (key, redactor()(model), data, now))
+
+        def committed(_: object = None) -> None:
+            with self._lock:
+                if self._fresh.get(key) is data:
+                    del self._fresh[key]
+
+        if written is None:
+            committed()
+        else:
+            written.add_done_callback(committed)
 
     def clear(self) -> int:
         """Delete every cached response; returns how many there were."""

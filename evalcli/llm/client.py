@@ -212,6 +212,9 @@ class LLMClient:
         """Per (model, api_base): its ``openai_compat.Route``, ``"local"`` or ``"litellm"``."""
         self._prices: dict[tuple[str, str, Any], tuple[dict[str, Any], str | None] | None] = {}
         """Per (model, provider, model that answered): the table entry pricing it and the region, if priced."""
+        self._in_flight: dict[tuple[int, str], asyncio.Future[None]] = {}
+        """Per (event loop, cache key): a cacheable call being made; the same request waits for it, then reads its reply
+        from the cache (docs/models.md, "Cache")."""
 
     def path(self, model: str, api_base: str | None = None) -> str:
         """Which path calls to this model take: ``openai`` (Chat Completions spoken by evalcli), ``local`` (the
@@ -271,11 +274,30 @@ class LLMClient:
         """
         started = time.monotonic()
         cache = self.cache if cache_key else None
+        flight: tuple[int, str] | None = None
         if cache is not None and cache_key is not None:
+            flight = (id(asyncio.get_running_loop()), cache_key)
+            while (making := self._in_flight.get(flight)) is not None:
+                await asyncio.wait([making])  # the same request is being made: its reply is this one's, once cached
             cached = cache.get(cache_key)
             if cached is not None and (accept is None or accept(cached)):
                 self._record(CallRecord(purpose, model, 0, 0, 0.0, True, _ms(started), turn_index), usage_sink)
                 return cached
+            self._in_flight[flight] = asyncio.get_running_loop().create_future()
+        try:
+            return await self._complete(model, messages, purpose, temperature, max_tokens, seed, tools,
+                                        response_format, api_base, cache_key, accept, usage_sink, turn_index, started)
+        finally:
+            if flight is not None and (made := self._in_flight.pop(flight, None)) is not None:
+                made.set_result(None)
+
+    async def _complete(self, model: str, messages: list[Message], purpose: str, temperature: float | None,
+                        max_tokens: int | None, seed: int | None, tools: list[dict[str, Any]] | None,
+                        response_format: dict[str, Any] | None, api_base: str | None, cache_key: str | None,
+                        accept: Callable[[dict[str, Any]], bool] | None, usage_sink: UsageSink | None,
+                        turn_index: int | None, started: float) -> dict[str, Any]:
+        """``complete`` past the cache: the call, its record, and its reply cached when accepted."""
+        cache = self.cache if cache_key else None
         kwargs: dict[str, Any] = {"model": model, "messages": provider_messages(messages)}
         optional = {
             "temperature": temperature,

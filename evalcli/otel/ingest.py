@@ -5,8 +5,9 @@ Read: OTLP JSON (the collector's file exporter: one ``ExportTraceServiceRequest`
 export (``{"data": [{"traceID", "spans", ...}]}``) and a Phoenix export (its spans API's ``{"data": [...]}``, or one
 span a line). Spans are grouped into conversations by ``gen_ai.conversation.id``, else ``session.id``, else the
 trace; the conversation's turns are evalcli's own turn spans when the file is an evalcli export, else the root spans
-(each an agent run), in time order. A span that cannot be read is a located warning (file, line, span id); a file
-that is not one of these is a located error.
+(each an agent run), in time order. A span that cannot be read is a located warning (file, line, span id: in a
+document written over several lines, the span's own line, ``positions.located``); a file that is not one of these is
+a located error.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from ..errors import DatasetError, Problem
 from .otlp import Unreadable, decode_attributes, hex_id, read_request
+from .positions import Locate, located, one_line
 from .spans import Span, SpanEvent, attribute_json, attribute_text
 from .turns import TurnSpans
 
@@ -90,7 +92,7 @@ def _spans(path: Path, warnings: list[str]) -> Iterator[Span]:
     text = path.read_text(encoding="utf-8-sig")
     stripped = text.lstrip()
     try:
-        documents = [(1, json.loads(text))]
+        document = json.loads(text)
     except ValueError as whole:
         if not stripped.startswith("{"):
             raise DatasetError([Problem(f"{path}:1:1", "not a trace file: it is not JSON",
@@ -101,11 +103,12 @@ def _spans(path: Path, warnings: list[str]) -> Iterator[Span]:
                                         "the file is one JSON document cut short or edited by hand: export it "
                                         "again")]) from None
         documents = list(_lines(path, text))
-    for line, document in documents:
-        where = f"{path}:{line}"
-        for found in _document(document, where):
+    else:  # one document: over several lines, each span is located at its own line
+        documents = [located(text, path, document) if "\n" in text.strip() else (document, one_line(path, 1))]
+    for document, locate in documents:
+        for found in _document(document, locate):
             if isinstance(found, Unreadable):
-                warnings.append(f"{where}: {found}: skipped")
+                warnings.append(f"{found.where or locate(document)}: {found}: skipped")
             else:
                 yield found
 
@@ -118,12 +121,12 @@ def _first_line_is_json(text: str) -> bool:
     return True
 
 
-def _lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+def _lines(path: Path, text: str) -> Iterator[tuple[Any, Locate]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield json.loads(line), one_line(path, number)
         except ValueError as exc:
             raise DatasetError([Problem(f"{path}:{number}:{getattr(exc, 'colno', 1)}",
                                         f"not valid JSON: {getattr(exc, 'msg', exc)}",
@@ -131,28 +134,29 @@ def _lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
                                         "ExportTraceServiceRequest, or a Phoenix span)")]) from None
 
 
-def _document(document: Any, where: str) -> Iterator[Span | Unreadable]:
+def _document(document: Any, locate: Locate) -> Iterator[Span | Unreadable]:
     if not isinstance(document, dict):
-        yield Unreadable("not a JSON object")
+        yield Unreadable("not a JSON object", locate(document))
         return
     if "resourceSpans" in document:
-        yield from read_request(document, where)
+        yield from read_request(document, locate)
         return
     data = document.get("data")
     if isinstance(data, list):
         for entry in data:
             if isinstance(entry, dict) and "spans" in entry:
-                yield from _jaeger(entry, where)
+                yield from _jaeger(entry, locate)
             else:
-                yield _phoenix(entry, where)
+                yield _phoenix(entry, locate)
         return
     if "context" in document or "span_id" in document:  # one Phoenix span (a line of its export)
-        yield _phoenix(document, where)
+        yield _phoenix(document, locate)
         return
-    yield Unreadable("neither OTLP (resourceSpans), Jaeger (data[].spans) nor Phoenix (context.span_id)")
+    yield Unreadable("neither OTLP (resourceSpans), Jaeger (data[].spans) nor Phoenix (context.span_id)",
+                     locate(document))
 
 
-def _jaeger(trace: dict[str, Any], where: str) -> Iterator[Span | Unreadable]:
+def _jaeger(trace: dict[str, Any], locate: Locate) -> Iterator[Span | Unreadable]:
     processes = trace.get("processes") or {}
     for raw in trace.get("spans") or ():
         try:
@@ -170,10 +174,11 @@ def _jaeger(trace: dict[str, Any], where: str) -> Iterator[Span | Unreadable]:
                                   int(log.get("timestamp") or 0) * 1000,
                                   {f["key"]: f.get("value") for f in log.get("fields") or ()})
                         for log in raw.get("logs") or ()],
-                       error, resource={t["key"]: t.get("value") for t in process.get("tags") or ()}, where=where)
+                       error, resource={t["key"]: t.get("value") for t in process.get("tags") or ()},
+                       where=locate(raw))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             span_id = raw.get("spanID") if isinstance(raw, dict) else None
-            yield Unreadable(f"span {span_id or '(no spanID)'}: {_problem(exc)}")
+            yield Unreadable(f"span {span_id or '(no spanID)'}: {_problem(exc)}", locate(raw))
 
 
 def _jaeger_id(value: Any, size: int) -> str:
@@ -182,23 +187,24 @@ def _jaeger_id(value: Any, size: int) -> str:
     return text.rjust(size * 2, "0")
 
 
-def _phoenix(raw: Any, where: str) -> Span | Unreadable:
+def _phoenix(raw: Any, locate: Locate) -> Span | Unreadable:
     try:
         context = raw.get("context")
         if not isinstance(context, dict):
-            return Unreadable(f"span {_phoenix_id(raw)}: it has no context (trace_id, span_id)")
+            return Unreadable(f"span {_phoenix_id(raw)}: it has no context (trace_id, span_id)", locate(raw))
         attributes = _flatten(raw.get("attributes") or {})
         events = [SpanEvent(str(e.get("name", "")), _ns(e.get("timestamp")), _flatten(e.get("attributes") or {}))
                   for e in raw.get("events") or ()]
         error = str(raw.get("status_message") or "") if raw.get("status_code") == "ERROR" else None
         trace_id, span_id = hex_id(context["trace_id"], 16), hex_id(context["span_id"], 8)
         if trace_id is None or span_id is None:
-            return Unreadable(f"span {context.get('span_id')}: no valid trace_id and span_id")
+            return Unreadable(f"span {context.get('span_id')}: no valid trace_id and span_id", locate(raw))
         parent = raw.get("parent_id")
         return Span(trace_id, span_id, hex_id(parent, 8) if parent else None, str(raw.get("name", "")),
-                    _ns(raw.get("start_time")), _ns(raw.get("end_time")), attributes, events, error, where=where)
+                    _ns(raw.get("start_time")), _ns(raw.get("end_time")), attributes, events, error,
+                    where=locate(raw))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        return Unreadable(f"span {_phoenix_id(raw)}: {_problem(exc)}")
+        return Unreadable(f"span {_phoenix_id(raw)}: {_problem(exc)}", locate(raw))
 
 
 def _phoenix_id(raw: Any) -> str:

@@ -6,40 +6,47 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .spans import Span, SpanEvent
 
 
 class Unreadable(ValueError):
-    """A span (or part of a document) that cannot be read; the message says what is wrong with it."""
+    """A span (or part of a document) that cannot be read; the message says what is wrong with it, ``where``
+    (``FILE:LINE``) where it is."""
+
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
 
 
-def read_request(document: Any, where: str) -> Iterator[Span | Unreadable]:
+def read_request(document: Any, locate: Callable[[Any], str]) -> Iterator[Span | Unreadable]:
     """Each span of one ``ExportTraceServiceRequest`` (``resourceSpans``), or what is wrong with it: a resource or
-    scope of the wrong shape is one ``Unreadable`` and its spans are skipped, never an exception."""
+    scope of the wrong shape is one ``Unreadable`` and its spans are skipped, never an exception. ``locate``: where
+    a JSON object of the document is (``FILE:LINE``, evalcli.otel.positions)."""
     for n, resource_spans in enumerate(_list(document.get("resourceSpans"))):
         if not isinstance(resource_spans, dict):
-            yield Unreadable(f"resourceSpans[{n}] is not a JSON object")
+            yield Unreadable(f"resourceSpans[{n}] is not a JSON object", locate(document))
             continue
         try:
             resource = decode_attributes(_object(resource_spans.get("resource")).get("attributes"))
         except (TypeError, ValueError) as exc:
-            yield Unreadable(f"resourceSpans[{n}].resource: {exc}")
+            yield Unreadable(f"resourceSpans[{n}].resource: {exc}", locate(resource_spans))
             continue
         for m, scope_spans in enumerate(_list(resource_spans.get("scopeSpans")
                                               or resource_spans.get("instrumentationLibrarySpans"))):
             if not isinstance(scope_spans, dict):
-                yield Unreadable(f"resourceSpans[{n}].scopeSpans[{m}] is not a JSON object")
+                yield Unreadable(f"resourceSpans[{n}].scopeSpans[{m}] is not a JSON object", locate(resource_spans))
                 continue
             scope = str(_object(scope_spans.get("scope") or scope_spans.get("instrumentationLibrary")).get("name", ""))
             for raw in _list(scope_spans.get("spans")):
                 try:
-                    span = _span(raw, where)
+                    span = _span(raw, locate(raw))
                 except (Unreadable, TypeError, ValueError, AttributeError) as exc:
                     span_id = raw.get("spanId") if isinstance(raw, dict) else None
-                    yield Unreadable(f"span {span_id or '(no spanId)'}: {exc}")
+                    where = locate(raw if isinstance(raw, dict) else scope_spans)
+                    yield Unreadable(f"span {span_id or '(no spanId)'}: {exc}", where)
                     continue
                 span.resource, span.scope = resource, scope
                 yield span

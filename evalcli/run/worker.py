@@ -83,12 +83,18 @@ def main() -> int:
     try:
         import json
 
-        asyncio.run(play(json.loads(sys.stdin.read()), channel))
+        job = json.loads(sys.stdin.read())
+        sys.path[:] = list(dict.fromkeys([*job["sys_path"], *sys.path]))  # the run's process's imports first
+        asyncio.run(play(job, channel))
     except EvalcliError as exc:
         channel.send("error", (exc.message, exc.hint, int(exc.exit_code)))
         return int(exc.exit_code)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
+    except SystemExit as exc:  # evalcli never exits a worker this way: the agent (or a scorer) called sys.exit()
+        channel.send("error", (f"ended by SystemExit({exc.code!r}) (the target or a scorer called sys.exit())", "",
+                               int(ExitCode.INTERNAL)))
+        return int(ExitCode.INTERNAL)
     except BaseException as exc:  # noqa: BLE001 - told to the run's process, which says which worker
         channel.send("error", (f"internal error in a worker: {describe(exc)}", "this is a bug in evalcli",
                                int(ExitCode.INTERNAL)))

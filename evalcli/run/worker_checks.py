@@ -4,7 +4,9 @@ budget, a tape being recorded). Apart from run/workers.py so the plan checks it 
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +18,40 @@ MAX_WORKERS = 64
 
 
 def parse_workers(text: str) -> int:
-    """``--workers N`` or ``auto`` (the machine's cores, ``os.cpu_count()``), checked (``check_workers``)."""
+    """``--workers N`` or ``auto`` (the cores this process may use, ``usable_cores``), checked (``check_workers``)."""
     written = text.strip().lower()
     if written == "auto":
-        return os.cpu_count() or 1
-    if not written.lstrip("-").isdigit():
+        return min(usable_cores(), MAX_WORKERS)
+    if re.fullmatch(r"-?[0-9]+", written) is None:  # ASCII digits only: int() refuses '²', which isdigit() accepts
         raise UsageError(f"--workers {text}: not a number of processes",
-                         f"write --workers 4, or --workers auto (this machine's {os.cpu_count() or 1} cores)")
+                         f"write --workers 4, or --workers auto (the {usable_cores()} cores this process may use)")
     workers = int(written)
     check_workers(workers)
     return workers
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (docs/performance.md#workers): those of its CPU affinity (``taskset``, a
+    container's cpuset), at most its cgroup's CPU quota (``docker run --cpus 1``), not every core of the machine
+    (``os.cpu_count()``), so ``auto`` never starts two workers on one core."""
+    try:
+        cores = max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity where the platform has none (macOS, Windows)
+        cores = os.cpu_count() or 1
+    return min(cores, _cgroup_quota(CGROUP_CPU_MAX) or cores)
+
+
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+"""cgroup v2's CPU quota of this process's group: ``max 100000`` (none) or ``QUOTA PERIOD`` in microseconds."""
+
+
+def _cgroup_quota(path: Path) -> int | None:
+    """The cores a cgroup v2 quota allows (rounded up), or ``None`` without one."""
+    try:
+        quota, period = path.read_text().split()[:2]
+        return max(1, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError, ZeroDivisionError):  # 'max', no such file, anything unexpected: no quota
+        return None
 
 
 def check_workers(workers: int) -> None:

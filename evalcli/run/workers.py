@@ -45,6 +45,13 @@ def shares(items: list[Item], workers: int) -> list[list[int]]:
     return [[item.index for item in items[n::workers]] for n in range(workers)]
 
 
+def import_path() -> list[str]:
+    """This process's ``sys.path``, each entry absolute: a worker imports from where this process does (a script's own
+    folder, a folder the script or a plugin put on ``sys.path``), not only from its ``PYTHONPATH`` and working
+    directory."""
+    return [os.path.abspath(entry) if entry else os.getcwd() for entry in sys.path]
+
+
 def worker_options(options: RunOptions, workers: int, concurrency: int) -> dict[str, Any]:
     """What a worker runs with: the run's options, its concurrency split between the workers."""
     return {"concurrency": max(1, math.ceil(concurrency / workers)),
@@ -87,7 +94,7 @@ class WorkerPool:
         concurrency = max(1, runner.options.concurrency or runner.dataset.concurrency)
         job = {"path": runner.dataset.path, "scorers": runner.dataset.registry.path or None,
                "target": runner.plan.target, "hash": runner.dataset.hash, "target_spec": runner.dataset.target_spec,
-               "db": runner.store.path if runner.store is not None else None,
+               "db": runner.store.path if runner.store is not None else None, "sys_path": import_path(),
                "options": worker_options(runner.options, count, concurrency)}
         restore = runner._install_signals() if runner.options.handle_signals else None
         try:
@@ -184,11 +191,14 @@ class WorkerPool:
     def _check(self) -> None:
         """A ``WorkerFailed`` naming each worker that did not finish, and how it ended."""
         failed = [w for w in self.workers if not w.done or w.error is not None]
+        if self.runner.interrupted:  # each worker stopped as it was told: the run is interrupted, not failed
+            failed = [w for w in failed if not _stopped(w)]
         if not failed:
             return
         errors = [w.error for w in failed if w.error is not None]
-        if errors and len(errors) == len(failed) and all(e == errors[0] for e in errors):
-            message, hint, code = errors[0]  # the same mistake in every worker: said once, as itself
+        if len(errors) == len(self.workers) and all(e == errors[0] for e in errors) and \
+                errors[0][2] != int(ExitCode.INTERNAL):
+            message, hint, code = errors[0]  # the same mistake (of the user's) in every worker: said once, as itself
             error = WorkerFailed(message, hint)
             error.exit_code = ExitCode(code)
             raise error
@@ -197,6 +207,14 @@ class WorkerPool:
         raise WorkerFailed(f"{len(failed)} of {len(self.workers)} workers did not finish: {said}; the conversations "
                            "they finished are stored", f"play the rest with: evalcli run {self.runner.dataset.path} "
                            f"--resume {run}")
+
+
+def _stopped(worker: _Worker) -> bool:
+    """Whether a worker ended because an interrupt was passed on to it (exit 130, or the signal itself), having said
+    no error of its own: what it finished is stored, the rest is resumable."""
+    code = worker.process.returncode
+    interrupted = code in (int(ExitCode.INTERRUPTED), -signal.SIGINT, -signal.SIGTERM)
+    return interrupted and (worker.error is None or worker.error[2] == int(ExitCode.INTERRUPTED))
 
 
 def _ending(worker: _Worker) -> str:

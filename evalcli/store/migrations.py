@@ -344,6 +344,19 @@ def m009_labels(conn: sqlite3.Connection) -> None:
     )
 
 
+DUPLICATE_INDEXES = ("items_run_id", "items_run_item", "turns_run_item", "llm_calls_run")
+"""Indexes another one already holds: ``items(run_id)`` and ``items(run_id, item_index)`` are the UNIQUE (run_id,
+item_index) constraint's own index, ``turns(run_id, item_index)`` a prefix of UNIQUE (run_id, item_index, turn_index),
+``llm_calls(run_id)`` a prefix of ``llm_calls_run_item``. SQLite answers every query by those as fast, and each one
+kept cost every written row another b-tree insert (docs/storage.md "Indexes")."""
+
+
+def m010_no_duplicate_indexes(conn: sqlite3.Connection) -> None:
+    """Drop ``DUPLICATE_INDEXES`` (a database made by any earlier version has them; a new one makes and drops them)."""
+    for name in DUPLICATE_INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
+
+
 def _numbers(outcomes: dict[str, Any]) -> dict[str, Any]:
     return {key: value.get("score") for key, value in outcomes.items()}
 
@@ -372,6 +385,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("007_conversation_identity", m007_conversation_identity),
     ("008_plays", m008_plays),
     ("009_labels", m009_labels),
+    ("010_no_duplicate_indexes", m010_no_duplicate_indexes),
 ]
 
 

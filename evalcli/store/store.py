@@ -171,15 +171,24 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
         return ResponseCache(conn, writer)
 
-    def _clean(self, statements: list[Statement], *keep: str | None) -> list[Statement]:
+    def _clean(self, statements: list[Statement], *keep: str | None, texts: _Texts | None = None) -> list[Statement]:
         """Every text parameter of ``statements`` redacted (docs/secrets.md: no secret in any table, whichever column a
         value reaches: ids, tags, paths, the target, options, models), values already redacted unchanged. The ids
-        evalcli made (``keep``: the run id, a thread id) are keys, never secrets, and stay as they are."""
+        evalcli made (``keep``: the run id, a thread id) are keys, never secrets, and stay as they are; so do the JSON
+        texts ``texts`` made (each was redacted as it was serialised: one redaction pass per value)."""
         redact = self.redact
-        kept = {k for k in keep if k}
+        done = {k: k for k in keep if k}
+        """Each text redacted so far, by its value: a conversation's ids, status and scorer ids recur in many rows."""
+        made = texts.made if texts is not None else {}
+
+        def cell(value: str) -> str:
+            clean = done.get(value)
+            if clean is None:
+                clean = done[value] = redact(value)
+            return clean
 
         def row(params: Any) -> Any:
-            return tuple(redact(p) if isinstance(p, str) and p not in kept else p for p in params)
+            return tuple(cell(p) if isinstance(p, str) and id(p) not in made else p for p in params)
 
         return [(sql, [row(p) for p in params] if isinstance(params, list) and (not params or
                  isinstance(params[0], (tuple, list))) else row(params)) for sql, params in statements]
@@ -230,7 +239,8 @@ class Store:
             ("DELETE FROM plays WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM items WHERE run_id = ? AND item_index = ?", key),
         ]
-        redact = self.redact
+        text = _Texts(self.redact)
+        redact = text.plain
         statements.append((
             "INSERT INTO items (run_id, item_index, item_id, tags, form, status, passed, error, traceback, thread_id, "
             "resource_id, input, gate_scores, scores, outcomes, stop_reason, duration_ms, finished_at, metadata, "
@@ -239,26 +249,26 @@ class Store:
             (run_id, result.index, result.id, _dumps(result.tags), result.form, result.status, int(result.passed),
              redact(result.error) if result.error else None, redact(result.traceback) if result.traceback else None,
              result.thread_id, result.resource_id, redact(result.turns[0].input) if result.turns else None,
-             self._text(_scores(result.gate_scores)), self._text(_scores(result.scores)), self._text(_outcomes(result)),
-             result.stop_reason, result.duration_ms, stamp, self._text(result.metadata) if result.metadata else None,
+             text(_scores(result.gate_scores)), text(_scores(result.scores)), text(_outcomes(result)),
+             result.stop_reason, result.duration_ms, stamp, text(result.metadata) if result.metadata else None,
              result.repeats, _dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
              if result.repeated else None, identity_of(result), result.content)))
         statements.append((
             "INSERT INTO turns (run_id, item_index, item_id, turn_index, input, output, simulated, thread_id, "
             "resource_id, duration_ms, passed, gate_scores, scores, outcomes, structured, interrupt, resume, "
             "output_retries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, result.index, result.id, t.index, redact(t.input), self._text(t.output), int(t.simulated),
-              result.thread_id, result.resource_id, t.duration_ms, int(t.passed), self._text(_scores(t.gate_scores)),
-              self._text(_scores(t.scores)), self._text(_turn_outcomes(t)),
-              None if t.structured is None else self._text(t.structured),
-              None if t.interrupt is None else self._text(t.interrupt.value),
-              None if t.resume is None else self._text(t.resume), t.output_retries)
+            [(run_id, result.index, result.id, t.index, redact(t.input), text(t.output), int(t.simulated),
+              result.thread_id, result.resource_id, t.duration_ms, int(t.passed), text(_scores(t.gate_scores)),
+              text(_scores(t.scores)), text(_turn_outcomes(t)),
+              None if t.structured is None else text(t.structured),
+              None if t.interrupt is None else text(t.interrupt.value),
+              None if t.resume is None else text(t.resume), t.output_retries)
              for t in result.turns]))
         statements.append((
             "INSERT INTO plays (run_id, item_index, play, status, passed, error, outcomes, turns, duration_ms) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run_id, result.index, p.play, p.status, int(p.passed), redact(p.error) if p.error else None,
-              self._text(p.outcomes()), self._text([t.to_json() for t in p.turns]), p.duration_ms)
+              text(p.outcomes()), text([t.to_json() for t in p.turns]), p.duration_ms)
              for p in result.plays]))
         rows: list[tuple[Any, ...]] = []
         if result.status == "ok":
@@ -268,7 +278,7 @@ class Store:
                 for role, outcomes in (("gate", gates), ("scorer", scores)):
                     for scorer_id, outcome in outcomes.items():
                         if scorer_id in registered and not outcome.not_scorable and outcome.score is not None:
-                            samples = (self._text([s.to_json() for s in outcome.samples]) if outcome.samples
+                            samples = (text([s.to_json() for s in outcome.samples]) if outcome.samples
                                        else None)
                             rows.append((run_id, result.index, result.id, turn_index, result.thread_id, scorer_id,
                                          role, outcome.score, redact(outcome.reason) if outcome.reason else None,
@@ -282,7 +292,7 @@ class Store:
             [(run_id, result.index, r.turn_index, r.purpose, r.model, r.prompt_tokens, r.completion_tokens, r.cost,
               int(r.cache_hit), r.duration_ms, stamp) for r in result.usage]))
         return self._clean([s for s in statements if not (isinstance(s[1], list) and not s[1])], run_id,
-                           result.thread_id)
+                           result.thread_id, texts=text)
 
     def finish_statements(self, run_id: str, summary: Summary, status: str, exit_code: int,
                           completed: int, repeats: dict[str, Any] | None = None,
@@ -446,6 +456,32 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
                          plays_passed=int(stored["plays"][0]) if stored.get("plays") else None,
                          settled=str(stored["plays"][2]) if len(stored.get("plays") or ()) > 2 else None,
                          identity=row.get("identity") or "", content=row.get("content") or "")
+
+
+class _Texts:
+    """The JSON texts of one conversation's rows, each serialised once with its secrets redacted (``Redactor.dumps``):
+    ``Store._clean`` knows them by identity and does not redact them a second time (the texts stay alive in the
+    statements until then, so an identity is never another string's)."""
+
+    def __init__(self, redact: Redactor) -> None:
+        self.redact = redact
+        self.made: dict[int, str] = {id(_EMPTY): _EMPTY}
+
+    def __call__(self, value: Any) -> str:
+        if type(value) is dict and not value:
+            return _EMPTY  # nothing to redact, nothing to serialise (most turns' gate scores)
+        text = self.redact.dumps(value, ensure_ascii=False, default=str)
+        self.made[id(text)] = text
+        return text
+
+    def plain(self, value: str) -> str:
+        """A text column's value, redacted here (``_clean`` leaves it as it is)."""
+        text = self.redact(value)
+        self.made[id(text)] = text
+        return text
+
+
+_EMPTY = "{}"
 
 
 def _outcomes(result: ItemResult) -> dict[str, Any]:

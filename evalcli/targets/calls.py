@@ -31,17 +31,20 @@ class TargetThreads:
     """Worker threads for sync user code, one per call in flight: a new one starts whenever all are busy.
 
     In-flight calls are bounded by the run's concurrency, so the pool is too, plus one thread for each
-    call that hung. Threads are daemons: a call Python cannot stop never holds up the process's exit.
+    call that hung. A job returns what hands its answer over (``deliver``), called only once its worker counts as idle
+    again: the conversation's next call, sent as soon as that answer arrives, finds the worker free instead of starting
+    a thread beside it (which grew the pool to 6-8 threads at concurrency 4). Threads are daemons: a call Python cannot
+    stop never holds up the process's exit.
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Callable[[], Callable[[], None]] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
         self._threads: list[threading.Thread] = []
         self._closed = False
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], Callable[[], None]]) -> None:
         """Run ``job`` on an idle worker, or on a new one when none is idle."""
         with self._lock:
             if self._closed:
@@ -62,9 +65,10 @@ class TargetThreads:
             job = self._jobs.get()
             if job is None:
                 return
-            job()
+            deliver = job()
             with self._lock:
                 self._idle += 1
+            deliver()
 
     def close(self) -> None:
         """Idle workers end now; a worker still in a call ends when the call returns."""
@@ -103,16 +107,20 @@ class TargetCalls:
         started: list[float] = []
         context = contextvars.copy_context()
 
-        def job() -> None:
+        def job() -> Callable[[], None]:
             started.append(time.monotonic())
             try:
                 value, error = context.run(fn, *args, **kwargs), None
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting conversation
                 value, error = None, exc
-            try:
-                loop.call_soon_threadsafe(_settle, future, value, error)
-            except RuntimeError:
-                pass  # the run ended (its loop is closed) while this call hung: nobody waits for its answer
+
+            def deliver() -> None:
+                try:
+                    loop.call_soon_threadsafe(_settle, future, value, error)
+                except RuntimeError:
+                    pass  # the run ended (its loop is closed) while this call hung: nobody waits for its answer
+
+            return deliver
 
         self.threads.submit(job)
         if self.timeout is None:

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 from crewai import Crew
 from crewai.llms.base_llm import BaseLLM
+from crewai.tools.agent_tools.ask_question_tool import AskQuestionTool
+from crewai.tools.agent_tools.delegate_work_tool import DelegateWorkTool
 from crewai.types.usage_metrics import UsageMetrics
 from crewai.utilities.string_utils import sanitize_tool_name
 
@@ -25,6 +27,13 @@ class TurnOf(Protocol):
     """What a copy's tools and LLMs need of their conversation (a ``CrewAISession``): the turn being played."""
 
     turn: int
+
+
+DELEGATION = frozenset(sanitize_tool_name(str(tool.model_fields["name"].default))
+                       for tool in (DelegateWorkTool, AskQuestionTool))
+"""The tools CrewAI gives a manager (and an agent with ``allow_delegation``) inside ``kickoff``, by the names the
+model sees (``delegate_work_to_coworker``, ``ask_question_to_coworker``): a handoff between the crew's own agents,
+not a tool of the world (docs/targets/crewai.md, "Delegation")."""
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\- ]*)\}")
 """An input in a task's or an agent's text (``{topic}``), as CrewAI interpolates it."""
@@ -163,7 +172,7 @@ def canonical_arguments(arguments: Any) -> str:
 
 def to_openai(messages: list[Any], failed: list[tuple[str, str]]) -> list[Message]:
     """An executor's new messages in OpenAI format: a result is ``is_error`` when CrewAI recorded its call as failed
-    (matched by tool and arguments, else by tool)."""
+    (matched by tool and arguments, else by tool); a delegation's result is ``handoff: true`` (``DELEGATION``)."""
     asked: dict[Any, str] = {}
     out: list[Message] = []
     left = list(failed)
@@ -184,6 +193,9 @@ def to_openai(messages: list[Any], failed: list[tuple[str, str]]) -> list[Messag
                 next((f for f in left if f[0] == name), None)
             if match is not None:
                 left.remove(match)
-            out.append(tool_result(str(message.get("tool_call_id")), message.get("content"), name=name,
-                                   is_error=match is not None))
+            result = tool_result(str(message.get("tool_call_id")), message.get("content"), name=name,
+                                 is_error=match is not None)
+            if name in DELEGATION:  # a handoff, not a tool: never the plan's, never "live" (docs/hermetic.md)
+                result["handoff"] = True
+            out.append(result)
     return out

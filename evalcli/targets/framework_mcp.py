@@ -2,10 +2,10 @@
 
 Each server object a framework holds (the Agents SDK's ``MCPServerStdio``/``MCPServerStreamableHttp``, PydanticAI's
 ``MCPToolset``, ADK's ``McpToolset``) is described as an ``evalcli.mcp.McpServer`` (its command or URL) and listed
-once, when the target is checked, by the same client that lists ``evalcli.Agent``'s servers: so a server that does
-not start is a validation error naming its command or URL, and ``tools:`` is checked against the tools the servers
-really list ("did you mean"). A server evalcli cannot describe (an in-process server, a custom transport) is named
-but not listed: its tools are then unknown, and not checked.
+once, when the target is checked (all at once, under one timeout), by the same client that lists ``evalcli.Agent``'s
+servers: so the servers that do not start are one validation error naming each command or URL, and ``tools:`` is
+checked against the tools the servers really list ("did you mean"). A server evalcli cannot describe (an in-process
+server, a custom transport) is named but not listed: its tools are then unknown, and not checked.
 
 At call time the adapters pass ``server=`` (``server_of``) to the one tool-plan call, ``evalcli.tools.acall``, so
 mocks, tapes, faults, ``--hermetic`` and ``{mcp: NAME, from_tape: PATH}`` apply to every framework alike.
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..mcp import McpError, McpServer, McpTool, list_tools_now, mcp_server
+from ..mcp import McpError, McpServer, McpTool, list_servers_now, mcp_server
 
 
 def described(server: Any, name: str | None = None) -> McpServer | None:
@@ -77,6 +77,15 @@ def _one_server_each(first: tuple[str, McpServer], other: tuple[str, McpServer],
                             "ADK: McpToolset(..., tool_name_prefix='x'))")
 
 
+def _listed(servers: Iterable[McpServer | None]) -> list[list[McpTool] | None]:
+    """Each server's tools (``None``: a server evalcli cannot describe), every server listed at once under one
+    timeout: an ``McpError`` names all that did not answer (docs/hermetic.md, "MCP tools")."""
+    given = list(servers)
+    distinct = [s for i, s in enumerate(given) if s is not None and s not in given[:i]]
+    listed = list_servers_now(distinct)
+    return [None if s is None else listed[distinct.index(s)] for s in given]
+
+
 class ServerTools:
     """The agent's MCP servers by name and the tools each lists (``None``: not listed), listed at construction
     (an ``McpError`` naming a server that does not start). Each tool is kept under the name the model sees."""
@@ -85,17 +94,16 @@ class ServerTools:
         self.tools: dict[str, list[McpTool] | None] = {}
         self.prefixes: dict[str, str] = {}
         seen: list[tuple[str, McpServer | None, str]] = []
+        for name, server, *rest in servers:
+            entry = (name, server, rest[0] if rest else "")
+            if entry not in seen:  # the same server, met again (on a handoff agent, a sub-agent), is listed once
+                seen.append(entry)
         owner: dict[str, tuple[str, McpServer]] = {}
-        for name, server, *prefix in servers:
-            entry = (name, server, prefix[0] if prefix else "")
-            if entry in seen:  # the same server, met again (on a handoff agent, a sub-agent)
-                continue
-            seen.append(entry)
-            listed = None if server is None else [replace(t, name=model_name(entry[2], t.name))
-                                                  for t in list_tools_now(server)]
+        for (name, _, prefix), tools in zip(seen, _listed(server for _, server, _ in seen), strict=True):
+            listed = None if tools is None else [replace(t, name=model_name(prefix, t.name)) for t in tools]
             for tool in listed or ():
                 _one_server_each(owner.setdefault(tool.name, (name, tool.server)), (name, tool.server), tool.name)
-            self.prefixes[name] = entry[2]
+            self.prefixes[name] = prefix
             known = self.tools.get(name)
             self.tools[name] = listed if known is None else [*known, *(listed or ())]
 

@@ -52,7 +52,9 @@ def recorded_turn(messages: list[Message], plan: ToolPlan, turn: int, *, service
         for entry in message.get("tool_calls") or ():
             function = entry.get("function") if isinstance(entry, dict) else None
             if isinstance(function, dict):
-                asked[entry.get("id")] = (str(function.get("name")), _arguments(function.get("arguments")))
+                # arguments only matter to match a pending record: none pending (no mock ran), none parsed
+                asked[entry.get("id")] = (str(function.get("name")),
+                                          _arguments(function.get("arguments")) if pending else None)
     out: list[Message] = []
     outside: list[Outside] = []
     for message in messages:

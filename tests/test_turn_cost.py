@@ -1,0 +1,119 @@
+"""What the per-turn cost work keeps true (docs/performance.md "Runs of many conversations"): a sync target's threads
+never outnumber the run's concurrency, a database of the previous schema loses only its duplicate indexes, and the one
+redaction pass still hides a secret in every column a conversation writes."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalcli.llm.usage import CallRecord
+from evalcli.results import ItemResult, Outcome, TurnRecord
+from evalcli.secrets import Redactor
+from evalcli.store import Store, migrations
+from tests.conftest import CliResult
+
+THREADS_AGENT = '''
+import threading
+
+seen = set()
+lock = threading.Lock()
+
+def reply(input, **options):
+    with lock:
+        seen.add(threading.get_ident())
+        count = len(seen)
+    return f"{input} (threads so far: {count}, alive: {threading.active_count()})"
+'''
+
+
+def test_a_sync_targets_threads_never_outnumber_the_concurrency(write: Callable[..., Path],
+                                                                 cli: Callable[..., CliResult]) -> None:
+    write("threads_agent.py", THREADS_AGENT)
+    items = "".join(f"  - inputs: [a{i}, b{i}, c{i}]\n" for i in range(60))
+    write("d.yaml", "target: threads_agent:reply\nconcurrency: 4\ngates: [{includes: threads}]\ndata:\n" + items)
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 0, result.stderr
+    counts = [int(m["content"].split("threads so far: ")[1].split(",")[0])
+              for item in result.json["items"] for turn in item["turns"] for m in turn["output"]]
+    assert len(counts) == 180 and max(counts) <= 4, max(counts)  # before: 5-8 threads at concurrency 4
+
+
+def _previous_schema(db: Path) -> None:
+    """A database as the version before this one left it: every migration but the last."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, migration in migrations.MIGRATIONS[:-1]:
+        migration(conn)
+        conn.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
+    conn.close()
+
+
+def _indexes(db: Path) -> set[str]:
+    with sqlite3.connect(db) as conn:
+        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+
+
+def test_a_previous_database_loses_its_duplicate_indexes_and_keeps_its_runs(write: Callable[..., Path],
+                                                                            cli: Callable[..., CliResult],
+                                                                            workdir: Path) -> None:
+    assert migrations.MIGRATIONS[-1][0] == "010_no_duplicate_indexes"
+    db = workdir / "old.db"
+    _previous_schema(db)
+    assert set(migrations.DUPLICATE_INDEXES) <= _indexes(db)
+    write("d.yaml", "target: agents:scripted\ngates: [{includes: city}]\ndata:\n"
+                    "  - input: 'Paris=>city of Paris'\n  - inputs: ['Rome=>city of Rome', 'x=>not it']\n"
+                    "  - input: 'y=>nope'\n")
+    first = cli("run", "d.yaml", "--db", "old.db", "--json", "-")
+    assert first.code == 1, first.stderr
+    assert not set(migrations.DUPLICATE_INDEXES) & _indexes(db)
+    assert {"items_run_view", "turns_run_item_id", "llm_calls_run_item"} <= _indexes(db)
+    again = cli("run", "d.yaml", "--db", "old.db", "--resume", first.json["run_id"], "--json", "-")
+    assert again.code == 1, again.stderr
+    shown = cli("show", first.json["run_id"], "--db", "old.db", "--json", "-")
+    assert shown.code in (0, 1) and [i["passed"] for i in shown.json["items"]] == [True, True, False]
+    assert [t["output"][-1]["content"] for t in shown.json["items"][1]["turns"]] == ["city of Rome", "not it"]
+
+
+SECRETS = ["sk-live-0123456789abcdef", 'quote"back\\slash-secret', "pässwörd-ünïcode-secret"]
+text = st.builds(lambda a, s, b: a + s + b, st.text(max_size=5), st.sampled_from(["", *SECRETS]), st.text(max_size=5))
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> ItemResult:
+    """A conversation with a secret possibly in every text it stores: ids, tags, inputs, messages, reasons, errors."""
+    def outcomes() -> dict[str, Outcome]:
+        return draw(st.dictionaries(text, st.builds(Outcome, st.sampled_from([None, 0.0, 1.0]), text | st.none(),
+                                                    error=text | st.none()), max_size=2))
+
+    turns = [TurnRecord(i, draw(text), [{"role": "assistant", "content": draw(text)}], 1.0, outcomes(), outcomes(),
+                        structured=draw(st.none() | st.dictionaries(text, text, max_size=2)))
+             for i in range(draw(st.integers(1, 3)))]
+    return ItemResult(0, draw(text), draw(st.lists(text, max_size=2)), "turns", draw(st.sampled_from(["ok", "error"])),
+                      draw(text), draw(text | st.none()), turns, outcomes(), outcomes(), draw(text | st.none()),
+                      draw(text | st.none()), metadata=draw(st.dictionaries(text, text, max_size=2)),
+                      usage=[CallRecord("judge", draw(text), 1, 1, 0.0, False, 1.0)], identity=draw(text),
+                      content=draw(text))
+
+
+@given(conversations())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_each_column_is_redacted_once_and_none_keeps_a_secret(tmp_path: Path, result: ItemResult) -> None:
+    """The one pass (a JSON text redacted as it is serialised, every other text by ``Store._clean``) leaves no secret
+    in any parameter a conversation's rows bind, and a text redacted twice reads as one redacted once."""
+    redactor = Redactor(SECRETS, env={})
+    store = Store(tmp_path / "one.db", redactor)
+    try:
+        statements = store.item_statements("run-1", result, {o for o in result.scores})
+    finally:
+        store.close()
+    for _, params in statements:
+        for row in params if isinstance(params, list) else [params]:
+            for value in row:
+                if isinstance(value, str) and value != "run-1" and value != result.thread_id:
+                    assert not redactor.holds_secret(value), value
+                    assert redactor(value) == value  # nothing left a second pass would change
