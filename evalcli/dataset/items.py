@@ -19,6 +19,10 @@ from ..tools import ToolsConfig
 from ..version import __version__
 from .imports import ImportScope
 
+NO_ENTRIES: dict[str, Any] = {}
+"""The ``metadata`` and ``labels`` of every item that has none: one mapping, never written to (an item is frozen, and
+nothing changes its mappings), so 100,000 conversations do not hold 200,000 empty ones (docs/performance.md#memory)."""
+
 Form = str
 """An item's form: a name in ``evalcli.results.FORMS`` (``input``, ``inputs``, ``turns``, ``simulate``,
 ``transcript``)."""
@@ -102,12 +106,12 @@ class Item:
     target_options: dict[str, Any] | None = None
     """The conversation's whole ``target_options`` when the item has its own (merged over the dataset's); ``None``:
     the dataset's."""
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=lambda: NO_ENTRIES)
     """The item's ``metadata`` mapping (``{}`` when not given; passed to ``setup``, read by an http target's
     templates, shown by ``show``)."""
     transcript: tuple[RecordedTurn, ...] | None = None
     """The turns of a recorded conversation (a ``transcript`` item), played back as they are."""
-    labels: dict[str, float] = field(default_factory=dict)
+    labels: dict[str, float] = field(default_factory=lambda: NO_ENTRIES)
     """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (docs/recorded.md)."""
     line: int | None = None
     """The line of the dataset file where the item starts (for reports that point into the file)."""

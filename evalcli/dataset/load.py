@@ -28,7 +28,7 @@ from ..secret_references import references
 from ..secrets import Redactor, remember, remember_named
 from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
-from .items import Dataset, Item, Limits, Turn, with_identities
+from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, with_identities
 from .located import RECORDED_KEYS, Located, file_digest
 from .options import item_options, option_warnings, setups
 from .reading import JsonlItems, read_top
@@ -87,6 +87,11 @@ def _with_tools(item: Item, raw: dict[str, Any], model: ItemFile, label: str, pa
     if model.limits is not None or model.on_limit is not None:
         item = replace(item, limits=limits_of(model.limits, model.on_limit))
     return item
+
+
+def _metadata(model: ItemFile) -> dict[str, Any]:
+    """An item's ``metadata`` (one shared empty mapping when it has none: ``NO_ENTRIES``)."""
+    return dict(model.metadata) if model.metadata else NO_ENTRIES
 
 
 def limits_of(limits: LimitsFile | None, on_limit: str | None) -> Limits:
@@ -154,8 +159,8 @@ def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, 
         return None
     form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
     item_id = str(model.id) if model.id is not None else str(index)
-    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome,
-                target_options=model.target_options, metadata=dict(model.metadata or {}), line=line,
+    return Item(index, item_id, model.tags, form, list(inputs), turns, model.ground_truth, model.expected_outcome,
+                target_options=model.target_options, metadata=_metadata(model), line=line,
                 id_given=model.id is not None)
 
 
@@ -223,8 +228,8 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
         return None
     item_id = str(model.id) if model.id is not None else str(index)
     opening = [simulation.opening] if simulation.opening else []
-    return Item(index, item_id, list(model.tags), "simulate", opening, None, model.ground_truth, model.expected_outcome,
-                simulation, target_options=model.target_options, metadata=dict(model.metadata or {}), line=line,
+    return Item(index, item_id, model.tags, "simulate", opening, None, model.ground_truth, model.expected_outcome,
+                simulation, target_options=model.target_options, metadata=_metadata(model), line=line,
                 id_given=model.id is not None)
 
 
@@ -243,9 +248,9 @@ def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str,
     if turns is None:
         return None
     item_id = str(model.id) if model.id is not None else str(index)
-    return Item(index, item_id, list(model.tags), "transcript", [t.input for t in turns], None, model.ground_truth,
+    return Item(index, item_id, model.tags, "transcript", [t.input for t in turns], None, model.ground_truth,
                 model.expected_outcome, transcript=turns,
-                metadata=dict(model.metadata or {}), line=line, id_given=model.id is not None)
+                metadata=_metadata(model), line=line, id_given=model.id is not None)
 
 
 def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: str | dict[str, Any] | None = None,
