@@ -36,6 +36,7 @@ from .plan import RunPlan, plan_run
 from .play import PlayContext
 from .recorder import Recorder
 from .repeat import PassRates, reduce_repeats
+from .resume import kept_values
 from .tooling import ToolSettings
 
 
@@ -88,7 +89,7 @@ class Runner:
             self.events.warning(text)
         results: dict[int, ItemResult] = {}
         rates = PassRates()
-        for result in plan.kept.values():
+        for result in kept_values(plan.kept, self.store):
             if aggregator.expects(result.index):
                 aggregator.add(result)
                 rates.add(result)
