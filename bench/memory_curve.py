@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="--workers of each run")
     args = parser.parse_args()
     print(f"{'conversations':>13}  {'turns':>5}  {'peak RSS MB':>11}  {'KB/conv (slope)':>15}  {'wall s':>7}  "
-          f"{'target MB':>9}  load")
+          f"{'CPU s':>6}  {'target MB':>9}  load")
     previous: tuple[int, float] | None = None
     for n in (int(x) for x in args.sizes.split(",")):
         result = run_evalcli(write_dataset(Workload(n, args.turns, 0.0, 64, tools=False)),
@@ -39,7 +39,7 @@ def main() -> None:
             f"{1024 * (result.peak_rss_mb - previous[1]) / (n - previous[0]):.2f}"
         target = TARGETS.get(n)
         print(f"{n:>13}  {args.turns:>5}  {result.peak_rss_mb:>11.0f}  {slope:>15}  {result.wall:>7.1f}  "
-              f"{target or '':>9}  {load_average()}", flush=True)
+              f"{result.cpu_seconds:>6.1f}  {target or '':>9}  {load_average()}", flush=True)
         previous = (n, result.peak_rss_mb)
 
 

@@ -23,7 +23,7 @@ import hmac
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,20 @@ ITEMS = "data"
 KEY_VARIABLE = "EVALCLI_DIGEST_KEY"
 """The environment variable whose value keys the digests of secret-bearing leaves (the same on every machine that
 resumes a run: a CI secret)."""
+
+
+class ItemTrees:
+    """The configuration's conversations made one at a time as they are iterated (``fingerprint`` digests each and
+    lets it go: a run of 100,000 conversations never holds their trees at once, docs/performance.md#memory)."""
+
+    def __init__(self, make: Callable[[], Iterator[Any]], count: int) -> None:
+        self.make, self.count = make, count
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.make()
+
+    def __len__(self) -> int:
+        return self.count
 
 
 def leaves(tree: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -60,7 +74,7 @@ def fingerprint(tree: Any, salt: str | None = None) -> dict[str, str]:
     salt = salt if salt is not None else os.urandom(8).hex()
     digests = {SALT: salt}
     items = tree.get(ITEMS) if isinstance(tree, dict) else None
-    if not isinstance(items, list) or not items:
+    if not isinstance(items, list | ItemTrees) or not items:
         for path, value in leaves(tree):
             digests[path] = leaf_digest(salt, path, value)
         return digests

@@ -89,6 +89,23 @@ def test_an_agent_calling_sys_exit_in_a_worker_is_named_with_the_resume(tmp_path
     assert f"--resume {run_id}" in done.stderr
 
 
+def test_an_agent_calling_sys_exit_in_one_process_fails_the_run_and_names_the_resume(tmp_path: Path) -> None:
+    """The same agent in one process: the run was stored `interrupted` and the process exited 5 (asyncio took the
+    SystemExit for the loop's own); now, as with workers, it is `failed`, exit 70, named, and resumable."""
+    project(tmp_path, 10, extra="exit please")
+    done = run_cli(["run", "d.jsonl", "--db", "r.db", "-q", "--concurrency", "1"], tmp_path)
+    assert done.returncode == 70, done.stderr
+    (run_id, status), = query(tmp_path / "r.db", "SELECT id, status FROM runs")
+    assert status == "failed"
+    assert "bug in evalcli" not in done.stderr and "Traceback" not in done.stderr
+    assert "conversation x: ended by SystemExit(5)" in done.stderr and "sys.exit()" in done.stderr
+    assert f"--resume {run_id}" in done.stderr
+    (folder_agent := tmp_path / "agent.py").write_text(folder_agent.read_text().replace("sys.exit(5)", "pass"))
+    resumed = run_cli(["run", "d.jsonl", "--db", "r.db", "-q", "--resume", run_id], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert query(tmp_path / "r.db", "SELECT status, completed_items FROM runs") == [("completed", 11)]
+
+
 @pytest.mark.parametrize("written", ["²", "٣", "1²"])
 def test_workers_of_digits_int_cannot_read_are_refused(tmp_path: Path, written: str) -> None:
     """`--workers ²`: str.isdigit() accepts it, int() does not; it was an internal error (exit 70)."""

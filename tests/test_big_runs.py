@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,3 +63,60 @@ def test_diff_and_compare_read_no_transcripts_and_answer_the_same(workdir: Path,
     assert light.gate_scores["includes(Sunny)"].score == full.gate_scores["includes(Sunny)"].score
     assert light.gate_scores["includes(Sunny)"].reason in (None, "")
     assert cli("compare", a, b).code == 0
+
+
+def _grow(db: Path, run_id: str, seed: int, size: int) -> None:
+    """Copy a run's ``seed`` conversations (items, turns, scores) in SQL until it has ``size`` (as bench/bigruns.py
+    does): copy k of item c3 is item c3-k at index 3 + k * seed."""
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TEMP TABLE k AS WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k "
+                 f"WHERE n < {size // seed - 1}) SELECT n FROM k")
+    changed = {"item_index": f"item_index + k.n * {seed}", "item_id": "item_id || '-' || k.n",
+               "identity": "'id:' || item_id || '-' || k.n"}
+    for table in ("items", "turns", "scores"):
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})") if row[1] != "id"]
+        picked = ", ".join(changed.get(column, column) for column in columns)
+        conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {picked} FROM {table}, k WHERE run_id = ?",
+                     (run_id,))
+    conn.execute("UPDATE runs SET total_items = ?, completed_items = ? WHERE id = ?", (size, size, run_id))
+    conn.commit()
+    conn.close()
+
+
+def test_the_html_page_of_a_big_run_lists_every_failure_first_and_says_what_it_left_out(
+        workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n"
+          + "".join(f"  - {{id: c{n}, inputs: ['q {n}', 'again {n}']}}\n" for n in range(20)))
+    run_id = _run(write, cli, "'Rain.' if input.endswith((' 3', ' 7', ' 12')) else 'Sunny. ' + 'x' * 400")
+    _grow(workdir / "evalcli.db", run_id, 20, 6000)  # 900 failing, 5,100 passing
+    done = cli("report", run_id, "--html", "page.html")
+    assert done.code == 0, done.stderr
+    page = (workdir / "page.html").read_text()
+    assert len(page) < 6_000_000, len(page)  # old main: every conversation
+    transcripts = json.loads(re.search(r'id="evalcli-transcripts">(.*?)</script>', page, re.S).group(1))
+    failing = {f"c{n}-{k}" if k else f"c{n}" for n in (3, 7, 12) for k in range(300)}
+    listed = re.findall(r'data-status="(\w+)".*?aria-expanded="false">([\w-]+)</button>', page, re.S)
+    sampled = [n for n in range(0, 6000, 3) if n % 20 not in (3, 7, 12)]  # every 3rd place: 6,000 / 2,000
+    assert len(transcripts) == len(listed) == 900 + len(sampled)
+    assert [item for _, item in listed[900:]] == [f"c{n % 20}-{n // 20}" if n >= 20 else f"c{n}" for n in sampled]
+    assert {item for status, item in listed if status == "failed"} == failing
+    assert [status for status, _ in listed[:900]] == ["failed"] * 900  # the failures first
+    assert ("This page lists 2,600 of 6,000 conversations: all 900 failing or errored conversations first, then of the other "
+            f"5,100 those at every 3rd place in dataset order (1,700); 3,400 are left out. Any conversation: evalcli "
+            f"show {run_id} ITEM" in page)
+
+
+def test_diff_of_many_regressions_stops_its_table_and_lines_and_says_what_it_left_out(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n"
+          + "".join(f"  - {{id: c{n}, input: 'q {n}'}}\n" for n in range(FAILING)))
+    a, b = _run(write, cli, "'Sunny.'"), _run(write, cli, "'Rain.'")
+    shown = cli("diff", a, b)
+    assert shown.code == 1, shown.stderr
+    rows = [n for n in range(FAILING) if re.search(rf"│ c{n}\s", shown.stdout)]
+    assert rows == list(range(200)), rows[-3:]  # old main: all 260 rows
+    lines = re.findall(r"regression item (c\d+): passed in A, fails in B", shown.stdout)
+    assert lines == [f"c{n}" for n in range(10)]  # old main: 260 lines
+    assert "60 more conversations not listed: the table stops at 200 rows (--json - lists every one)" in shown.stdout
+    assert "... 250 more conversations passed in A and fail in B or are missing from B, not listed" in shown.stdout
+    assert len(json.loads(cli("diff", a, b, "--json", "-").stdout)["regressions"]) == FAILING + 2

@@ -251,11 +251,11 @@ def test_database_is_a_plain_sqlite_utils_database(workdir: Path, write: Callabl
     for table in ("items", "turns", "scores"):
         assert {"run_id", "item_index"} <= _indexed_columns(db, table), table
     assert "turn_index" in _indexed_columns(db, "turns")
-    item = next(db.table("items").rows)
+    item = next(db.table("items").rows_where("item_index = 0"))  # rows are stored in the order conversations finish
     assert json.loads(item["scores"])["similarity(sunny and warm)"] == 1.0
     outcome = json.loads(item["outcomes"])["scorers"]["similarity(sunny and warm)"]
     assert outcome["score"] == 1.0 and "similarity 1.000 between" in outcome["reason"]
-    turn = next(db.table("turns").rows)
+    turn = next(db.table("turns").rows_where("item_index = 0"))
     assert turn["item_id"] == item["item_id"] and json.loads(turn["outcomes"]) == {"gates": {}, "scorers": {}}
     assert json.loads(turn["output"]) == [{"role": "assistant", "content": "sunny and warm"}]
 

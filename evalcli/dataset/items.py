@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, astuple, dataclass, field, replace
 from typing import Any
 
+from ..fingerprint import ItemTrees
 from ..identity import content_digest, identities
 from ..llm import default_judge_model
 from ..messages import Message
@@ -17,6 +18,10 @@ from ..targets import Adapter
 from ..tools import ToolsConfig
 from ..version import __version__
 from .imports import ImportScope
+
+NO_ENTRIES: dict[str, Any] = {}
+"""The ``metadata`` and ``labels`` of every item that has none: one mapping, never written to (an item is frozen, and
+nothing changes its mappings), so 100,000 conversations do not hold 200,000 empty ones (docs/performance.md#memory)."""
 
 Form = str
 """An item's form: a name in ``evalcli.results.FORMS`` (``input``, ``inputs``, ``turns``, ``simulate``,
@@ -101,12 +106,12 @@ class Item:
     target_options: dict[str, Any] | None = None
     """The conversation's whole ``target_options`` when the item has its own (merged over the dataset's); ``None``:
     the dataset's."""
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=lambda: NO_ENTRIES)
     """The item's ``metadata`` mapping (``{}`` when not given; passed to ``setup``, read by an http target's
     templates, shown by ``show``)."""
     transcript: tuple[RecordedTurn, ...] | None = None
     """The turns of a recorded conversation (a ``transcript`` item), played back as they are."""
-    labels: dict[str, float] = field(default_factory=dict)
+    labels: dict[str, float] = field(default_factory=lambda: NO_ENTRIES)
     """What a person decided each scorer (by id) should give this conversation, from 0 to 1 (docs/recorded.md)."""
     line: int | None = None
     """The line of the dataset file where the item starts (for reports that point into the file)."""
@@ -201,27 +206,28 @@ class Dataset:
     target_settings: dict[str, Any] = field(default_factory=dict)
     """A mapping target's settings as the run uses them, by form (``{"http": {...}}``); ``{}`` for an import path."""
 
-    def resolved_configuration(self) -> dict[str, Any]:
+    def resolved_configuration(self, *, streamed: bool = False) -> dict[str, Any]:
         """Everything the run uses, as one tree (docs/identity.md): evalcli's version, the target (its settings after
         interpolation and with the files they name read), its options, every gate and scorer as resolved (from
         ``scorers.yaml`` too: kind, arguments with judges' models, samples and temperature, threshold), the default
         judge model, and per conversation its content as resolved (own ``target_options``, simulated user, turns'
-        gates and scorers, ``tools:`` mocks and ``limits``). ``--resume`` compares its leaves (``configuration_fingerprint``)."""
-        def specs(found: list[ScorerSpec]) -> dict[str, Any]:
-            return {spec.id: {**spec.spec(), "threshold": None if spec.threshold is None else spec.threshold.raw,
-                              "registered": spec.registered} for spec in found}
-
+        gates and scorers, ``tools:`` mocks and ``limits``). ``--resume`` compares its leaves (``configuration_fingerprint``).
+        ``streamed``: the conversations' trees are made one at a time as ``fingerprint`` reads them (``ItemTrees``)."""
         return {
             "evalcli": __version__, "judge_model": default_judge_model(),
             "target": {"spec": self.target_spec, **self.target_settings}, "target_options": self.target_options,
-            "gates": specs(self.gates), "scorers": specs(self.scorers),
+            "gates": _specs(self.gates), "scorers": _specs(self.scorers),
             "tools": _tools(self.tools), "unmocked": self.unmocked,
-            "data": [{**item_content(item), "turns": None if item.turns is None else [
-                {"input": t.input, "gates": specs(t.gates), "scorers": specs(t.scorers), "tools": _tools(t.tools)}
-                for t in item.turns], "tools": _tools(item.tools), "unmocked": item.unmocked,
-                "limits": repr(self.limits_of(item))}
-                for item in self.items],
+            "data": ItemTrees(lambda: map(self._item_tree, self.items), len(self.items)) if streamed
+            else [self._item_tree(item) for item in self.items],
         }
+
+    def _item_tree(self, item: Item) -> dict[str, Any]:
+        """One conversation in the resolved configuration."""
+        return {**item_content(item), "turns": None if item.turns is None else [
+            {"input": t.input, "gates": _specs(t.gates), "scorers": _specs(t.scorers), "tools": _tools(t.tools)}
+            for t in item.turns], "tools": _tools(item.tools), "unmocked": item.unmocked,
+            "limits": repr(self.limits_of(item))}
 
     warnings: list[str] = field(default_factory=list)
     """What validation warns about (``validate`` prints them, and every run says them once)."""
@@ -305,12 +311,20 @@ def item_content(item: Item) -> dict[str, Any]:
 
 
 def with_identities(items: list[Item]) -> list[Item]:
-    """The items with their identities and content digests (the nth identical item without an id numbered)."""
+    """The items with their identities and content digests (the nth identical item without an id numbered), each
+    replaced in ``items`` itself (a dataset's items are never held twice: docs/performance.md#memory)."""
     contents = [content_digest(item_content(item)) for item in items]
     found = identities((item.id if item.id_given else None, content) for item, content in zip(items, contents,
                                                                                              strict=True))
-    return [replace(item, identity=identity, content=content)
-            for item, identity, content in zip(items, found, contents, strict=True)]
+    for n, (identity, content) in enumerate(zip(found, contents, strict=True)):
+        items[n] = replace(items[n], identity=identity, content=content)
+    return items
+
+
+def _specs(found: list[ScorerSpec]) -> dict[str, Any]:
+    """Gates or scorers in the resolved configuration, by id."""
+    return {spec.id: {**spec.spec(), "threshold": None if spec.threshold is None else spec.threshold.raw,
+                      "registered": spec.registered} for spec in found}
 
 
 def _digest(value: Any) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -29,9 +28,10 @@ from ..secret_references import references
 from ..secrets import Redactor, remember, remember_named
 from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
-from .items import Dataset, Item, Limits, Turn, with_identities
+from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, with_identities
+from .located import RECORDED_KEYS, Located, file_digest
 from .options import item_options, option_warnings, setups
-from .reading import jsonl_items, read_top
+from .reading import JsonlItems, read_top
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
@@ -41,8 +41,6 @@ from .target import resolve_target
 from .tools import checked_tools, parse_tools, parse_unmocked, tool_warnings
 from .yamlsrc import Interpolated, Path, Positions, did_you_mean, problems_from_errors, settle, validated_worded
 
-RECORDED_KEYS = ("transcript", "messages")
-"""The keys of a recorded conversation (``messages`` is what JSONL exports call it)."""
 NO_TARGET = "(recorded)"
 """``target_spec`` of a dataset of recorded conversations without a target."""
 
@@ -89,6 +87,11 @@ def _with_tools(item: Item, raw: dict[str, Any], model: ItemFile, label: str, pa
     if model.limits is not None or model.on_limit is not None:
         item = replace(item, limits=limits_of(model.limits, model.on_limit))
     return item
+
+
+def _metadata(model: ItemFile) -> dict[str, Any]:
+    """An item's ``metadata`` (one shared empty mapping when it has none: ``NO_ENTRIES``)."""
+    return dict(model.metadata) if model.metadata else NO_ENTRIES
 
 
 def limits_of(limits: LimitsFile | None, on_limit: str | None) -> Limits:
@@ -156,8 +159,8 @@ def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, 
         return None
     form = "turns" if turns is not None else "inputs" if "inputs" in raw else "input"
     item_id = str(model.id) if model.id is not None else str(index)
-    return Item(index, item_id, list(model.tags), form, list(inputs), turns, model.ground_truth, model.expected_outcome,
-                target_options=model.target_options, metadata=dict(model.metadata or {}), line=line,
+    return Item(index, item_id, model.tags, form, list(inputs), turns, model.ground_truth, model.expected_outcome,
+                target_options=model.target_options, metadata=_metadata(model), line=line,
                 id_given=model.id is not None)
 
 
@@ -225,8 +228,8 @@ def _simulated_item(raw: dict[str, Any], model: ItemFile, index: int, label: str
         return None
     item_id = str(model.id) if model.id is not None else str(index)
     opening = [simulation.opening] if simulation.opening else []
-    return Item(index, item_id, list(model.tags), "simulate", opening, None, model.ground_truth, model.expected_outcome,
-                simulation, target_options=model.target_options, metadata=dict(model.metadata or {}), line=line,
+    return Item(index, item_id, model.tags, "simulate", opening, None, model.ground_truth, model.expected_outcome,
+                simulation, target_options=model.target_options, metadata=_metadata(model), line=line,
                 id_given=model.id is not None)
 
 
@@ -245,9 +248,9 @@ def _recorded_item(raw: dict[str, Any], model: ItemFile, index: int, label: str,
     if turns is None:
         return None
     item_id = str(model.id) if model.id is not None else str(index)
-    return Item(index, item_id, list(model.tags), "transcript", [t.input for t in turns], None, model.ground_truth,
+    return Item(index, item_id, model.tags, "transcript", [t.input for t in turns], None, model.ground_truth,
                 model.expected_outcome, transcript=turns,
-                metadata=dict(model.metadata or {}), line=line, id_given=model.id is not None)
+                metadata=_metadata(model), line=line, id_given=model.id is not None)
 
 
 def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: str | dict[str, Any] | None = None,
@@ -344,8 +347,8 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     unmocked = "live" if top.unmocked is None else parse_unmocked(top.unmocked, ("unmocked",), pos, "dataset", problems)
     gates = parse_list(top.gates, ("gates",), pos, registry, problems, gate=True)
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
-    hasher = hashlib.sha256(file.read_bytes())
-    raw_items: list[tuple[Any, Positions, Path]] = []
+    hasher = file_digest(file)
+    raw_items: Iterable[tuple[Any, Positions, Path]] = []
     trace_warnings: list[str] = []
     if listed is not None:
         raw_items = listed
@@ -361,23 +364,26 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         if not data_path.is_file():
             raise DatasetError([*problems, pos.problem(("data_file",), f"data file '{top.data_file}' not found",
                                                       "give a path relative to the dataset file")])
-        hasher.update(data_path.read_bytes())
+        file_digest(data_path, hasher)
         if is_trace_file(data_path):  # OpenTelemetry traces, read as recorded conversations (docs/otel.md)
             ingested = ingest_traces(data_path)
             trace_warnings = ingested.warnings
-            raw_items = [(value, Positions(str(data_path), values={(): (line, 1)}), ())
-                         for line, value in ingested.conversations]
+            raw_items = ((value, Positions(str(data_path), values={(): (line, 1)}), ())
+                         for line, value in ingested.conversations)
         else:
-            raw_items = [(value, p, ()) for _, value, p in jsonl_items(data_path, header=False)]
+            raw_items = JsonlItems(data_path)
     else:
         raw_items = [(raw, pos, ("data", i)) for i, raw in enumerate(top.data or [])]
-    if not raw_items and "data" not in bad_keys:
+    known = [*(g.id for g in gates), *(s.id for s in scorers)]
+    try:
+        items, located = _items(raw_items, registry, known, problems, lines=top.data_file is None)
+    except DatasetError as exc:  # a line that is not JSON: said with every problem found before it
+        raise DatasetError(redacted([*problems, *exc.problems], secret_values)) from None
+    if not located and "data" not in bad_keys:
         problems.append(pos.problem(("data",), "'data' is empty: there is nothing to run",
                                     "add at least one item, e.g. '- input: What is the weather?'"))
-    items = _items(raw_items, registry, [*(g.id for g in gates), *(s.id for s in scorers)], problems,
-                   lines=top.data_file is None)
     has_turn_assertions = any(t.gates or t.scorers for i in items for t in i.turns or ())
-    if raw_items and not gates and not scorers and not has_turn_assertions and not problems:
+    if located and not gates and not scorers and not has_turn_assertions and not problems:
         empty = next((key for key in ("scorers", "gates") if key in data), None)  # written, but with no entry
         if empty is None:
             problems.append(pos.problem((), "At least one scorer or gate must be provided",
@@ -397,11 +403,11 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
             resolved = resolve_target(top.target, top.target_options, pos, problems, file.parent)
         imported = resolve_imports([*gates, *scorers, *(s for i in items for t in i.turns or ()
                                                         for s in (*t.gates, *t.scorers))], problems)
-        items = item_options(items, raw_items, top.target_options, resolved.adapter if resolved else None, problems)
-        imported.update(setups(items, raw_items, top.target_options, problems, pos))
-    tools, items = checked_tools(tools, items, raw_items, resolved.adapter if resolved else None, file.parent, pos,
+        items = item_options(items, located, top.target_options, resolved.adapter if resolved else None, problems)
+        imported.update(setups(items, located, top.target_options, problems, pos))
+    tools, items = checked_tools(tools, items, located, resolved.adapter if resolved else None, file.parent, pos,
                                   problems)
-    recorded = bool(raw_items) and all(isinstance(r, dict) and any(k in r for k in RECORDED_KEYS) for r, _, _ in raw_items)
+    recorded = bool(located) and located.recorded
     if not top.target and target is None and not recorded and "target" not in bad_keys:
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
                                     "write 'target: module:attribute' (or a mapping with 'a2a', 'http', 'mastra' or 'model'; "
@@ -455,12 +461,16 @@ def _top_worded(error: ErrorDetails) -> bool:
     return error["loc"][:1] in (("tools",), ("unmocked",))
 
 
-def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, known: list[str],
-           problems: list[Problem], *, lines: bool) -> list[Item]:
-    """The valid items; with ``lines``, each knows its line in the dataset file (not so for a ``data_file``'s)."""
+def _items(raw_items: Iterable[tuple[Any, Positions, Path]], registry: Registry, known: list[str],
+           problems: list[Problem], *, lines: bool) -> tuple[list[Item], Located]:
+    """The valid items, and where each raw item is (``Located``: its raw value is not kept); with ``lines``, each
+    item knows its line in the dataset file (not so for a ``data_file``'s). ``raw_items`` is read once, one item at a
+    time (a JSONL file's lines are never held whole: docs/performance.md#memory)."""
     items: list[Item] = []
     ids: dict[str, int] = {}
+    located = Located()
     for index, (raw, item_pos, at) in enumerate(raw_items):
+        located.add(raw, item_pos, at)
         item = _item(raw, index, at, item_pos, registry, known, problems, item_pos.line(at) if lines else None)
         raw_id = raw.get("id") if isinstance(raw, dict) else None
         item_id = item.id if item is not None else (str(raw_id) if isinstance(raw_id, (str, int)) else None)
@@ -472,7 +482,7 @@ def _items(raw_items: list[tuple[Any, Positions, Path]], registry: Registry, kno
         ids.setdefault(item_id, index)
         if item is not None:
             items.append(item)
-    return with_identities(items)
+    return with_identities(items), located
 
 
 def dataset_name(file: FsPath) -> str:

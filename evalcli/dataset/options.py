@@ -17,13 +17,11 @@ from ..errors import EvalcliError, Problem
 from ..targets import DATASET_ONLY_OPTIONS, Adapter, merge_options, options_hint
 from .imports import resolve_import
 from .items import Item
+from .located import Located
 from .yamlsrc import Path, Positions
 
-Located = tuple[Any, Positions, Path]
-"""A raw item, where its file's positions are, and its path in that file."""
 
-
-def item_options(items: list[Item], located: list[Located], dataset_options: dict[str, Any], adapter: Adapter | None,
+def item_options(items: list[Item], located: Located, dataset_options: dict[str, Any], adapter: Adapter | None,
                  problems: list[Problem]) -> list[Item]:
     """The items with their own ``target_options`` merged over the dataset's and checked (``adapter`` is ``None``
     when the target did not resolve: then only what needs no agent is checked)."""
@@ -57,7 +55,7 @@ def item_options(items: list[Item], located: list[Located], dataset_options: dic
     return out
 
 
-def setups(items: list[Item], located: list[Located], dataset_options: dict[str, Any], problems: list[Problem],
+def setups(items: list[Item], located: Located, dataset_options: dict[str, Any], problems: list[Problem],
            top: Positions) -> dict[str, Any]:
     """Every ``setup`` import path named (dataset-wide, per item), imported; a problem at each that does not."""
     named: list[tuple[Any, Positions, Path]] = []

@@ -4,7 +4,7 @@ header line and its items, one a line (docs/datasets.md)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -17,10 +17,25 @@ HEADER_KEYS = {"target", "scorers", "gates"}
 """Keys that make the first line of a ``.jsonl`` dataset its header (no item has them)."""
 
 
-def jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Positions]]:
-    """(line number, parsed value, positions) for each non-blank line, read one line at a time."""
+class JsonlItems:
+    """The items of a JSONL file after line ``after`` (its header's; 0: every line), as ``(value, positions, ())``,
+    parsed one line at a time each time they are iterated."""
+
+    def __init__(self, file: FsPath, after: int = 0) -> None:
+        self.file, self.after = file, after
+
+    def __iter__(self) -> Iterator[tuple[Any, Positions, Path]]:
+        for _, value, pos in jsonl_items(self.file, header=False, after=self.after):
+            yield value, pos, ()
+
+
+def jsonl_items(file: FsPath, header: bool, after: int = 0) -> Iterator[tuple[int, Any, Positions]]:
+    """(line number, parsed value, positions) for each non-blank line after line ``after``, read one line at a
+    time."""
     with file.open(encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
+            if number <= after:
+                continue
             pos = Positions(str(file), values={(): (number, 1)})
             if len(line) > MAX_JSONL_LINE:
                 raise DatasetError([Problem(f"{file}:{number}:1", f"line is longer than {MAX_JSONL_LINE // 2**20} MB",
@@ -36,23 +51,18 @@ def jsonl_items(file: FsPath, header: bool) -> Iterator[tuple[int, Any, Position
             yield number, value, pos
 
 
-def read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, list[tuple[Any, Positions, Path]] | None]:
-    """The top-level mapping of a dataset file; for ``.jsonl`` files also its items (header line first)."""
+def read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, Iterable[tuple[Any, Positions, Path]] | None]:
+    """The top-level mapping of a dataset file; for ``.jsonl`` files also its items (header line first), read one
+    line at a time as they are iterated (``JsonlItems``: never held whole, docs/performance.md#memory)."""
     if file.suffix == ".jsonl":
-        header: Any = None
-        header_pos = Positions(str(file))
-        items: list[tuple[Any, Positions, Path]] = []
-        for _, value, pos in jsonl_items(file, header=True):
-            if header is None and not items and isinstance(value, dict) and HEADER_KEYS & set(value):
-                header, header_pos = value, pos
-            else:
-                items.append((value, pos, ()))
-        if header is None:
+        first = next(jsonl_items(file, header=True), None)
+        if first is None or not (isinstance(first[1], dict) and HEADER_KEYS & set(first[1])):
             raise DatasetError([Problem(f"{file}:1:1", "a JSONL dataset needs a first line with 'target' (and scorers)",
                                         'start the file with {"target": "module:attr", "scorers": [...]} ("target" may '
                                         "be left out when every item is a recorded transcript)")])
+        number, header, header_pos = first
         header.setdefault("data", [])
-        return header, header_pos, Interpolated(), items
+        return header, header_pos, Interpolated(), JsonlItems(file, after=number)
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:

@@ -21,6 +21,7 @@ from ..tools import MATCHES, RESERVED, UNMOCKED, Answer, Mock, TapeError, ToolsC
 from ..tools.faults import ALL, Faults
 from ..tools.spec import ServerMock
 from .items import Item
+from .located import Located
 from .yamlsrc import Path, Positions, did_you_mean
 from .yamlvalues import typed
 
@@ -316,7 +317,7 @@ def target_problems(config: ToolsConfig, at: Path, pos: Positions, label: str, a
     return problems
 
 
-def checked_tools(tools: ToolsConfig | None, items: list[Item], located: list[tuple[Any, Positions, Path]],
+def checked_tools(tools: ToolsConfig | None, items: list[Item], located: Located,
                    adapter: Any, folder: FsPath, pos: Positions,
                    problems: list[Problem]) -> tuple[ToolsConfig | None, list[Item]]:
     """Every ``tools:`` block with its tape found, checked against the target (docs/hermetic.md)."""

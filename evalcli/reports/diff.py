@@ -11,7 +11,7 @@ from rich.text import Text
 from ..results import finite_or_none
 from ..store import Change, RunDiff
 from .paired import stats_markdown, stats_renderable
-from .text import DATASETS_DIFFER, fmt, plural, titled, verdict_style, verdict_words
+from .text import DATASETS_DIFFER, MAX_FAILING, MAX_TABLE, fmt, plural, titled, verdict_style, verdict_words
 
 
 def _cell(change: Change) -> Text:
@@ -55,12 +55,24 @@ def render_diff(console: Console, diff: RunDiff, *, verbose: bool = False) -> No
     if diff.stats is not None:
         console.print(stats_renderable(diff.stats), soft_wrap=True)
     judged = diff.judged_by_significance
-    for line in diff.regressions:
+    shown, cut = capped_regressions(diff.regressions)
+    for line in shown:
         label = "  change " if judged else "  regression "
         console.print(Text.assemble((label, "yellow" if judged else "bold red"), line), soft_wrap=True)
+    if cut:
+        console.print(f"  ... {plural(cut, 'more conversation')} passed in A and fail in B or are missing from B, not "
+                      "listed (--json - lists every one)", soft_wrap=True)
     for line in diff.significant:
         console.print(Text.assemble(("  significant regression ", "bold red"), line), soft_wrap=True)
     console.print(verdict_line(diff), soft_wrap=True)
+
+
+def capped_regressions(lines: list[str]) -> tuple[list[str], int]:
+    """The regression lines the terminal prints: every figure's and the verdict's, and the first ``MAX_FAILING``
+    conversations' (two runs of 100,000 may have tens of thousands: docs/history.md#big-runs); and how many it cut."""
+    items = [line for line in lines if line.startswith("item ")]
+    kept = set(items[:MAX_FAILING])
+    return [line for line in lines if not line.startswith("item ") or line in kept], max(0, len(items) - MAX_FAILING)
 
 
 def verdict_line(diff: RunDiff) -> str:
@@ -113,12 +125,16 @@ def _items_table(diff: RunDiff, verbose: bool) -> RenderableType:
     table.add_column("item", no_wrap=True, min_width=widest)
     for column in ("A", "B", *scorer_ids):
         table.add_column(column, overflow="fold")
-    hidden = 0
+    hidden = cut = 0
+    cap = MAX_TABLE * 5 if verbose else MAX_TABLE
     for item in diff.items:
         changed = (item.changed or item.passed_a != item.passed_b or item.status_a != item.status_b
                    or any(c.moved for c in item.scores))
         if not (verbose or changed):
             hidden += 1
+            continue
+        if table.row_count >= cap:
+            cut += 1
             continue
         by_id = {c.id: c for c in item.scores}
         label = f"{item.name} (changed)" if item.changed else item.name
@@ -127,6 +143,9 @@ def _items_table(diff: RunDiff, verbose: bool) -> RenderableType:
                       _pass_text(item.passed_b, item.status_b),
                       *(_cell(by_id[s]) if s in by_id else Text("-", style="dim") for s in scorer_ids))
     notes = [f"{plural(hidden, 'unchanged conversation')} not shown (--verbose shows all)"] if hidden else []
+    if cut:
+        notes.append(f"{plural(cut, 'more conversation')} not listed: the table stops at {cap} rows (--json - lists "
+                     "every one)")
     edited = sum(1 for item in diff.items if item.changed)
     if edited:
         notes.append(f"{plural(edited, 'conversation')} changed: the same id, other content (neither regressed nor "

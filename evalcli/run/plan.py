@@ -97,7 +97,7 @@ class RunPlan:
         walk of every item); ``None`` for a resumed run, whose row keeps its own."""
         if self.options.resume:
             return None
-        return self.options.stored(self.scoring, fingerprint(self.dataset.resolved_configuration()))
+        return self.options.stored(self.scoring, fingerprint(self.dataset.resolved_configuration(streamed=True)))
 
 
 def llm_settings() -> LLMSettings:
@@ -150,7 +150,7 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
         options, note = _rerun(dataset, options, _needs(store, "--rerun-failed"))
         notes += [note] if note else []
     run_id: str | None = None
-    kept: dict[int, ItemResult] = {}
+    kept: Mapping[int, ItemResult] = {}
     kept_usage: tuple[tuple[Any, ...], ...] = ()
     if options.resume:
         options, row, unchecked = _resume(dataset, options, _needs(store, "--resume"), given)
@@ -163,7 +163,7 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
     items = _selected(dataset, options)
     if options.resume:
         assert store is not None and run_id is not None
-        kept = kept_results(list(store.load_items(run_id)), items, row["dataset_hash"] == dataset.hash)
+        kept = kept_results(store, run_id, items, row["dataset_hash"] == dataset.hash)
         kept_usage = tuple(stored_usage(store, run_id))
     return RunPlan(dataset, options, run_id, tuple(items), settings, kept, kept_usage, target, tuple(notes),
                    None if items else _why_none(dataset, options))

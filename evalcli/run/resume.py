@@ -10,16 +10,17 @@ same dataset: the failures of another dataset's run are refused too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ..dataset import Dataset, Item, Selection
 from ..errors import UsageError
 from ..fingerprint import KEY_VARIABLE, SALT, differences, leaves, paths, unverifiable
-from ..identity import LEGACY, pair_by_identity
+from ..identity import LEGACY, identity_of, pair_by_identity
 from ..results import ItemResult
 from ..store import Store, StoredOptions
+from ..store.store import stored_items
 from .options import RunOptions, plan_of
 
 FLAGS = {"filter": "--filter", "shard": "--shard", "limit": "--limit", "repeat": "--repeat", "strict": "--strict",
@@ -245,14 +246,57 @@ def rerun_selection(store: Store, run_id: str, dataset: Dataset) -> tuple[set[in
         sum(1 for _, item in pairs if item is None)
 
 
-def kept_results(stored: list[ItemResult], items: list[Item], dataset_hash_matches: bool) -> dict[int, ItemResult]:
+def kept_results(store: Store, run_id: str, items: Sequence[Item], dataset_hash_matches: bool) -> KeptResults:
     """The finished conversations a resumed run keeps, by the index of the item each one is (matched by identity).
     Rows stored before evalcli kept identities are matched by position, which only a dataset of unchanged content
-    (``dataset_hash_matches``: the resume checks it) makes the same conversation."""
-    done = [r for r in stored if r.status == "ok"]
-    kept = {item.index: replace(result, index=item.index)
-            for result, item in pair_by_identity(done, items) if result is not None and item is not None}
-    if dataset_hash_matches:
-        legacy = {r.index: r for r in done if r.identity.startswith(LEGACY)}
-        kept.update({item.index: legacy[item.index] for item in items if item.index in legacy})
-    return kept
+    (``dataset_hash_matches``: the resume checks it) makes the same conversation. Only which stored conversation is
+    which item is held (one light pass over the stored run); the results themselves are read back one at a time when
+    the run folds them (``KeptResults.results``: a resume of 100,000 conversations never holds them all,
+    docs/performance.md#memory)."""
+    by_identity = {item.identity: item.index for item in items}
+    positions = {item.index for item in items} if dataset_hash_matches else set()
+    found: dict[int, int] = {}
+    for result in stored_items(store.conn, run_id, light=True):
+        if result.status != "ok":
+            continue
+        index = by_identity.get(identity_of(result))
+        if index is None and result.identity.startswith(LEGACY) and result.index in positions:
+            index = result.index
+        if index is not None:
+            found[index] = result.index
+    return KeptResults(store, run_id, found)
+
+
+class KeptResults(Mapping[int, ItemResult]):
+    """A resumed run's kept conversations by the index of the item each one is now, read from the store when
+    asked (``results`` streams them all, in stored order)."""
+
+    def __init__(self, store: Store, run_id: str, stored_index: dict[int, int]) -> None:
+        self.store, self.run_id, self.stored_index = store, run_id, stored_index
+
+    def __getitem__(self, index: int) -> ItemResult:
+        for result in stored_items(self.store.conn, self.run_id, index=self.stored_index[index]):
+            return replace(result, index=index)
+        raise KeyError(index)
+
+    def __contains__(self, index: object) -> bool:
+        return index in self.stored_index
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.stored_index)
+
+    def __len__(self) -> int:
+        return len(self.stored_index)
+
+    def results(self, store: Store | None = None) -> Iterator[ItemResult]:
+        """Every kept conversation, one at a time, with the index of its item now, read from ``store`` (the run's
+        own: the one it was planned with may be closed by then; default: that one)."""
+        now = {stored: index for index, stored in self.stored_index.items()}
+        for result in (store or self.store).load_items(self.run_id):
+            if result.index in now:
+                yield replace(result, index=now[result.index])
+
+
+def kept_values(kept: Mapping[int, ItemResult], store: Store | None) -> Iterator[ItemResult]:
+    """A plan's kept conversations, streamed from ``store`` when they are a resume's (``KeptResults``)."""
+    return kept.results(store) if isinstance(kept, KeptResults) else iter(kept.values())

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, load_dataset
-from ..errors import ExitCode, describe
+from ..errors import EvalcliError, ExitCode, describe
 from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summary
 from ..otel.capture import refused as capture_refused
 from ..otel.record import arm_capture
@@ -36,7 +36,15 @@ from .plan import RunPlan, plan_run
 from .play import PlayContext
 from .recorder import Recorder
 from .repeat import PassRates, reduce_repeats
+from .resume import kept_values
 from .tooling import ToolSettings
+
+
+class TargetExited(EvalcliError):
+    """The target or a scorer called ``sys.exit()`` while a conversation played: the run stops, marked ``failed``
+    (exit 70), what finished stored and the rest resumable (docs/reliability.md)."""
+
+    exit_code = ExitCode.INTERNAL
 
 
 class Runner:
@@ -88,7 +96,7 @@ class Runner:
             self.events.warning(text)
         results: dict[int, ItemResult] = {}
         rates = PassRates()
-        for result in plan.kept.values():
+        for result in kept_values(plan.kept, self.store):
             if aggregator.expects(result.index):
                 aggregator.add(result)
                 rates.add(result)
@@ -228,17 +236,26 @@ class Runner:
                                     tools)
         queue = iter(items)
 
+        async def play(item: Item) -> None:
+            if self.options.sequential:
+                finished(await self._sequential(conversation, item))
+            elif self.options.repeat > 1:
+                finished(reduce_repeats([await conversation.play(item) for _ in range(self.options.repeat)],
+                                        self.options.pass_rate))
+            else:
+                finished(await conversation.play(item))
+
         async def worker() -> None:
             for item in queue:
                 if self.stopping or self.budget.spent is not None:
                     return
-                if self.options.sequential:
-                    finished(await self._sequential(conversation, item))
-                elif self.options.repeat > 1:
-                    finished(reduce_repeats([await conversation.play(item) for _ in range(self.options.repeat)],
-                                            self.options.pass_rate))
-                else:
-                    finished(await conversation.play(item))
+                try:
+                    await play(item)
+                except SystemExit as exc:  # evalcli never exits this way: the target (or a scorer) called sys.exit()
+                    raise TargetExited(f"conversation {item.id}: ended by SystemExit({exc.code!r}) (the target or a "
+                                       "scorer called sys.exit()); the conversations finished are stored",
+                                       f"remove the sys.exit() call, then play the rest with: evalcli run "
+                                       f"{self.dataset.path} --resume {self.run_id or 'RUN_ID'}") from None
                 await context.keep_up()
                 if self.stopping:
                     return

@@ -9,15 +9,17 @@ gate's pass rate over the conversations where it was scorable).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from ..errors import ExitCode, UsageError
-from ..identity import changed, identity_of
+from ..identity import changed
 from ..results import ItemResult, RunResult, Threshold
 from .history import StoredRun, load_run
-from .paired import PairedStats, check_alpha, check_detect, conversation_names, paired_stats
+from .light import conversation_keys, read_rows
+from .paired import PairedStats, PairedTally, check_alpha, check_detect, conversation_name, distinct_names
 from .store import Store
 
 
@@ -179,44 +181,85 @@ def compare_runs(store: Store, run_ids: list[str], *, allow_different: bool = Fa
         listed = ", ".join(f"{r.result.run_id} ({r.result.dataset_path})" for r in runs)
         raise UsageError(f"these runs are not of one dataset: {listed}",
                          "compare runs of the same dataset, or pass --allow-different")
-    item_lists = [list(r.items(light=not transcripts)) for r in runs]
-    comparison = _comparison(store, runs, item_lists)
-    if statistics or alpha is not None or detect is not None:
-        comparison.paired = [paired_stats(item_lists[0], items, detect) for items in item_lists[1:]]
+    return _comparison(store, runs, statistics or alpha is not None or detect is not None, detect, alpha,
+                       transcripts)
+
+
+def comparison_rows(store: Store, run_ids: list[str]) -> tuple[list[str], list[list[int | None]]]:
+    """The runs' conversations matched by identity, read in SQL (docs/history.md#big-runs): each identity (in
+    dataset order: by the index of the first run that has it) and each run's item index of it, or ``None``."""
+    keys = [conversation_keys(store.conn, run_id) for run_id in run_ids]
+    order: dict[str, tuple[int, int]] = {}
+    for n, found in enumerate(keys):
+        for key, index in found:
+            order.setdefault(key, (index, n))
+    identities = sorted(order, key=lambda key: (order[key], key))
+    indexes = [dict(found) for found in keys]
+    return identities, [[found.get(key) for found in indexes] for key in identities]
+
+
+def _comparison(store: Store, runs: list[StoredRun], statistics: bool, detect: float | None, alpha: float | None,
+                transcripts: bool) -> Comparison:
+    """The comparison, the runs read a few hundred conversations at a time (``light.read_rows``): only the
+    differences, the gate counts and the paired statistics' arrays are kept (with ``transcripts``, every
+    conversation, for the HTML page)."""
+    run_ids = [r.result.run_id for r in runs]
+    identities, index_rows = comparison_rows(store, run_ids)
+    hashes = {r.row.get("dataset_hash") for r in runs}
+    comparison = Comparison(runs[0].result.dataset_path, [_column(store, r) for r in runs], [],
+                            identities=identities, datasets_differ=None not in hashes and len(hashes) > 1)
+    labels = _gate_labels(runs)
+    counts = [{label: [0, 0] for _, _, label in labels} for _ in runs]
+    tallies = [PairedTally() for _ in runs[1:]]
+    first_names: dict[str, str] = {}
+    differences: list[Difference] = []
+    changed_keys: list[str] = []
+    reader = read_rows(store.conn, run_ids, index_rows) if not transcripts else iter(
+        _full_rows(store, run_ids, index_rows))
+    for key, results in zip(identities, reader, strict=True):
+        present = [r for r in results if r is not None]
+        first_names[key] = conversation_name(present[0])
+        _count_gates(results, labels, counts)
+        for tally, other in zip(tallies, results[1:], strict=True):
+            if results[0] is not None or other is not None:
+                tally.add(results[0], other)
+        if transcripts:
+            comparison.items.append(results)
+        if any(changed(present[0], other) for other in present[1:]):
+            changed_keys.append(key)
+            continue
+        differences.extend(_differences(key, results))
+    names = comparison.names = distinct_names(first_names)
+    comparison.changed = [names[key] for key in changed_keys]
+    comparison.differences = [replace(d, name=names[d.identity]) for d in differences]
+    comparison.rows = _scorer_rows(runs) + _gate_rows(runs, labels, counts)
+    if statistics:
+        comparison.paired = [tally.stats(detect) for tally in tallies]
         comparison.alpha = alpha
     return comparison
 
 
-def _comparison(store: Store, runs: list[StoredRun], item_lists: list[list[ItemResult]]) -> Comparison:
-    by_identity = [{identity_of(item): item for item in items} for items in item_lists]
-    order: dict[str, tuple[int, int]] = {}
-    for n, items in enumerate(item_lists):
-        for item in items:
-            order.setdefault(identity_of(item), (item.index, n))
-    keys = sorted(order, key=lambda key: (order[key], key))
-    rows = _scorer_rows(runs) + _gate_rows(runs, item_lists)
-    hashes = {r.row.get("dataset_hash") for r in runs}
-    comparison = Comparison(runs[0].result.dataset_path, [_column(store, r) for r in runs], rows,
-                            items=[[found.get(key) for found in by_identity] for key in keys], identities=keys,
-                            names=conversation_names(item for items in item_lists for item in items),
-                            datasets_differ=None not in hashes and len(hashes) > 1)
-    for key, results in zip(keys, comparison.items, strict=True):
-        present = [r for r in results if r is not None]
-        name = comparison.names[key]
-        if any(changed(present[0], other) for other in present[1:]):
-            comparison.changed.append(name)
-            continue
-        statuses = ["-" if r is None else ("ok" if r.status == "ok" else "error") for r in results]
-        if len(set(statuses)) > 1:
-            comparison.differences.append(Difference(name, "status", statuses, key))
-        per_run = [_gate_states(r) for r in results]
-        gates = list(dict.fromkeys(g for states in per_run for g in states))
-        for gate in gates:
-            states = [states.get(gate, "-" if r is None else "error" if r.status != "ok" else "-")
-                      for states, r in zip(per_run, results, strict=True)]
-            if len(set(states)) > 1:
-                comparison.differences.append(Difference(name, gate, states, key))
-    return comparison
+def _full_rows(store: Store, run_ids: list[str], rows: list[list[int | None]]) -> Iterator[list[ItemResult | None]]:
+    """Every conversation of the runs with what the agent said (the HTML page shows transcripts)."""
+    full = [{item.index: item for item in store.load_items(run_id)} for run_id in run_ids]
+    for row in rows:
+        yield [None if index is None else full[n].get(index) for n, index in enumerate(row)]
+
+
+def _differences(key: str, results: list[ItemResult | None]) -> list[Difference]:
+    """Where one conversation reads differently across the runs: its status, and each gate's state."""
+    found = []
+    statuses = ["-" if r is None else ("ok" if r.status == "ok" else "error") for r in results]
+    if len(set(statuses)) > 1:
+        found.append(Difference("", "status", statuses, key))
+    per_run = [_gate_states(r) for r in results]
+    gates = list(dict.fromkeys(g for states in per_run for g in states))
+    for gate in gates:
+        states = [states.get(gate, "-" if r is None else "error" if r.status != "ok" else "-")
+                  for states, r in zip(per_run, results, strict=True)]
+        if len(set(states)) > 1:
+            found.append(Difference("", gate, states, key))
+    return found
 
 
 def _scorer_rows(runs: list[StoredRun]) -> list[Row]:
@@ -244,20 +287,37 @@ def _scorer_rows(runs: list[StoredRun]) -> list[Row]:
     return rows
 
 
-def _gate_rows(runs: list[StoredRun], item_lists: list[list[ItemResult]]) -> list[Row]:
+def _gate_labels(runs: list[StoredRun]) -> list[tuple[int | None, str, str]]:
+    """Each gate of the runs (per turn ones as ``turn N: id``): (turn index or ``None``, gate id, label)."""
     gates = list(dict.fromkeys([*((None, g) for r in runs for g in r.plan.gate_ids),
                                 *((t.index, g.id) for r in runs for t in r.result.summary.turn_results
                                   for g in t.gate_results)]))
+    return [(turn, gate_id, gate_id if turn is None else f"turn {turn}: {gate_id}") for turn, gate_id in gates]
+
+
+def _count_gates(results: list[ItemResult | None], labels: list[tuple[int | None, str, str]],
+                 counts: list[dict[str, list[int]]]) -> None:
+    """Per run and gate, [conversations where it passed, scorable ones] (an errored conversation is neither)."""
+    for item, count in zip(results, counts, strict=True):
+        if item is None or item.status != "ok":
+            continue
+        states = _gate_states(item)
+        for _, _, label in labels:
+            state = states.get(label)
+            if state in ("pass", "FAIL"):
+                count[label][0] += state == "pass"
+                count[label][1] += 1
+
+
+def _gate_rows(runs: list[StoredRun], labels: list[tuple[int | None, str, str]],
+               counts: list[dict[str, list[int]]]) -> list[Row]:
     rows = []
-    for turn_index, gate_id in gates:
-        label = gate_id if turn_index is None else f"turn {turn_index}: {gate_id}"
+    for turn_index, gate_id, label in labels:
         cells = []
-        for run, items in zip(runs, item_lists, strict=True):
-            states = [_gate_states(item).get(label) for item in items if item.status == "ok"]
-            scorable = [s for s in states if s in ("pass", "FAIL")]
-            passes = sum(1 for s in scorable if s == "pass")
-            cells.append(Cell(passes / len(scorable) if scorable else None, _gate_result(run, turn_index, gate_id),
-                              passes, len(scorable)))
+        for run, count in zip(runs, counts, strict=True):
+            passes, scorable = count[label]
+            cells.append(Cell(passes / scorable if scorable else None, _gate_result(run, turn_index, gate_id),
+                              passes, scorable))
         rows.append(Row("gate", label, cells))
     return rows
 

@@ -6,11 +6,12 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..errors import ExitCode, UsageError
-from ..identity import changed, identity_of, pair_by_identity
+from ..identity import changed, identity_of
 from ..results import ItemResult, RunResult, Summary, fmt
 from ..thresholds import same, within
 from .history import load_run
-from .paired import PairedStats, check_alpha, check_detect, conversation_names, paired_stats
+from .light import conversation_keys, read_rows
+from .paired import PairedStats, PairedTally, check_alpha, check_detect, conversation_name, distinct_names
 from .store import Store
 
 VERDICT_RANK = {None: 0, "passed": 0, "scored": 1, "failed": 2}
@@ -118,21 +119,47 @@ def _gate_scores(summary: Summary) -> dict[str, float]:
     return scores
 
 
-def _item_changes(a: list[ItemResult], b: list[ItemResult], tolerance: float) -> list[ItemChange]:
-    changes = []
-    names = conversation_names([*a, *b])
-    for item_a, item_b in pair_by_identity(a, b):
-        edited = item_a is not None and item_b is not None and changed(item_a, item_b)
-        scores_a = {k: o.score for k, o in (item_a.scores if item_a else {}).items() if o.score is not None}
-        scores_b = {k: o.score for k, o in (item_b.scores if item_b else {}).items() if o.score is not None}
+def item_change(item_a: ItemResult | None, item_b: ItemResult | None, tolerance: float, name: str) -> ItemChange:
+    """One conversation of ``pair_by_identity`` in run A and run B."""
+    edited = item_a is not None and item_b is not None and changed(item_a, item_b)
+    scores_a = {k: o.score for k, o in (item_a.scores if item_a else {}).items() if o.score is not None}
+    scores_b = {k: o.score for k, o in (item_b.scores if item_b else {}).items() if o.score is not None}
+    shown = item_b if item_b is not None else item_a
+    assert shown is not None
+    scores = _changes(scores_a, scores_b, tolerance)
+    if edited:  # another conversation under one id: its scores are not a regression
+        scores = [replace(score, regressed=False) for score in scores]
+    return ItemChange(shown.id, item_a.passed if item_a else None, item_b.passed if item_b else None, scores, edited,
+                      name, item_a.status if item_a else None, item_b.status if item_b else None)
+
+
+def pairing_rows(store: Store, run_a: str, run_b: str) -> list[list[int | None]]:
+    """The item indexes of ``pair_by_identity``'s pairs of two stored runs, read in SQL (docs/history.md#big-runs):
+    every conversation of A in A's order with B's of one identity, then those only B has, in B's order."""
+    keys_a, keys_b = conversation_keys(store.conn, run_a), conversation_keys(store.conn, run_b)
+    in_b = dict(keys_b)
+    rows: list[list[int | None]] = [[index, in_b.get(key)] for key, index in keys_a]
+    matched = {key for key, _ in keys_a}
+    rows.extend([None, index] for key, index in keys_b if key not in matched)
+    return rows
+
+
+def _stream_items(store: Store, a: str, b: str, tolerance: float, tally: PairedTally) -> list[ItemChange]:
+    """Each conversation's change, the two runs read a few hundred conversations at a time and folded into
+    ``tally`` (the paired statistics) as they pass."""
+    changes, keys, first_names = [], [], {}
+    for item_a, item_b in read_rows(store.conn, [a, b], pairing_rows(store, a, b)):
+        for item in (item_a, item_b):
+            if item is not None and identity_of(item) not in first_names:
+                first_names[identity_of(item)] = conversation_name(item)
         shown = item_b if item_b is not None else item_a
         assert shown is not None
-        scores = _changes(scores_a, scores_b, tolerance)
-        if edited:  # another conversation under one id: its scores are not a regression
-            scores = [replace(score, regressed=False) for score in scores]
-        changes.append(ItemChange(shown.id, item_a.passed if item_a else None, item_b.passed if item_b else None,
-                                  scores, edited, names[identity_of(shown)], item_a.status if item_a else None,
-                                  item_b.status if item_b else None))
+        keys.append(identity_of(shown))
+        changes.append(item_change(item_a, item_b, tolerance, ""))
+        tally.add(item_a, item_b)
+    names = distinct_names(first_names)
+    for key, change in zip(keys, changes, strict=True):
+        change.name = names[key]
     return changes
 
 
@@ -156,15 +183,15 @@ def diff_runs(store: Store, run_a: str, run_b: str, tolerance: float = 0.0, *,
         raise UsageError(f"run {a.result.run_id} is of {a.result.dataset_path} but run {b.result.run_id} is of "
                          f"{b.result.dataset_path}: they are not runs of one dataset",
                          "compare runs of the same dataset, or pass --allow-different")
-    items_a, items_b = list(a.items(light=True)), list(b.items(light=True))
+    tally = PairedTally()
     diff = RunDiff(a.result, b.result, tolerance,
                    _changes(a.result.summary.scores, b.result.summary.scores, tolerance),
                    _changes(_gate_scores(a.result.summary), _gate_scores(b.result.summary), tolerance),
-                   _item_changes(items_a, items_b, tolerance), alpha=alpha,
+                   _stream_items(store, a.result.run_id, b.result.run_id, tolerance, tally), alpha=alpha,
                    datasets_differ=bool(a.row.get("dataset_hash") and b.row.get("dataset_hash")
                                         and a.row["dataset_hash"] != b.row["dataset_hash"]))
     if statistics or alpha is not None or detect is not None:
-        diff.stats = paired_stats(items_a, items_b, detect)
+        diff.stats = tally.stats(detect)
     for change in diff.scorers:
         if change.regressed:
             diff.regressions.append(f"scorer {change.id}: average {fmt(change.a)} -> {fmt(change.b)}")

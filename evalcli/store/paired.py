@@ -54,6 +54,12 @@ def conversation_names(items: Iterable[ItemResult]) -> dict[str, str]:
     names: dict[str, str] = {}
     for item in items:
         names.setdefault(identity_of(item), conversation_name(item))
+    return distinct_names(names)
+
+
+def distinct_names(names: dict[str, str]) -> dict[str, str]:
+    """Identity -> ``conversation_name`` (each conversation's first name), with names that read alike told apart by
+    their content digest (``conversation_names``; ``diff`` and ``compare`` gather the names as they stream)."""
     counts = Counter(names.values())
     return {key: name if counts[name] == 1 or key.startswith(EXPLICIT) else
             f"{name} ({key.removeprefix(LEGACY)[:8]})" for key, name in names.items()}
@@ -209,24 +215,85 @@ def pvalue_text(p: float) -> str:
 def paired_stats(items_a: list[ItemResult], items_b: list[ItemResult], detect: float | None = None
                  ) -> PairedStats | None:
     """The statistics of B against A; ``None`` when the runs share no conversation."""
-    pairs = pair_conversations(items_a, items_b)
-    both = [(a, b) for a, b in pairs if a is not None and b is not None]
-    if not both:
-        return None
-    b_count = sum(1 for a, b in both if a.passed and not b.passed)
-    c_count = sum(1 for a, b in both if b.passed and not a.passed)
-    pass_fail = PassFail(len(both), sum(a.passed for a, _ in both), sum(b.passed for _, b in both),
-                         b_count, c_count, mcnemar_p(b_count, c_count))
-    stats = PairedStats(len(both), sum(1 for _, b in pairs if b is None), sum(1 for a, _ in pairs if a is None),
-                        pass_fail, _figures(both), _rates(both),
-                        status_changed=sum(1 for a, b in both if a.status != b.status))
-    stats.detectable.append(_detectable("pass/fail", len(both), (b_count + c_count) / len(both), 1.0, detect))
-    if stats.rates is not None:
-        repeated = [(a, b) for a, b in both if a.repeats > 1 and b.repeats > 1]
-        diffs = differences([a.pass_rate for a, _ in repeated], [b.pass_rate for _, b in repeated])
-        step = 1 / math.lcm(*{item.repeats for pair in repeated for item in pair})
-        stats.detectable.append(_detectable("pass rate", len(repeated), spread(diffs), step, detect))
-    return stats
+    tally = PairedTally()
+    for item_a, item_b in pair_by_identity(items_a, items_b):
+        tally.add(item_a, item_b)
+    return tally.stats(detect)
+
+
+class PairedTally:
+    """``paired_stats`` folded one pair at a time (``diff`` and ``compare`` stream two runs of 100,000
+    conversations, docs/history.md#big-runs): counts, and per gate and scorer the paired arrays of floats the
+    bootstrap needs; pairs must come in A's order, as ``pair_by_identity`` gives them."""
+
+    def __init__(self) -> None:
+        self.only_a = self.only_b = self.both = self.passed_a = self.passed_b = 0
+        self.b = self.c = self.status_changed = 0
+        self.values: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+        self.rates: tuple[list[float], list[float]] = ([], [])
+        self.repeats: set[int] = set()
+
+    def add(self, item_a: ItemResult | None, item_b: ItemResult | None) -> None:
+        """One pair of ``pair_by_identity``; a conversation whose content changed counts as one only A and one
+        only B have (``pair_conversations``)."""
+        if item_a is not None and item_b is not None and changed(item_a, item_b):
+            self.only_a, self.only_b = self.only_a + 1, self.only_b + 1
+        elif item_b is None:
+            self.only_a += item_a is not None
+        elif item_a is None:
+            self.only_b += 1
+        else:
+            self._both(item_a, item_b)
+
+    def _both(self, a: ItemResult, b: ItemResult) -> None:
+        self.both += 1
+        self.passed_a, self.passed_b = self.passed_a + a.passed, self.passed_b + b.passed
+        self.b += a.passed and not b.passed
+        self.c += b.passed and not a.passed
+        self.status_changed += a.status != b.status
+        va, vb = _values(a), _values(b)
+        for key in (*va, *(k for k in vb if k not in va)):
+            found = self.values.setdefault(key, ([], []))
+            if key in va and key in vb:
+                found[0].append(va[key])
+                found[1].append(vb[key])
+        if a.repeats > 1 and b.repeats > 1:
+            self.rates[0].append(a.pass_rate)
+            self.rates[1].append(b.pass_rate)
+            self.repeats.update((a.repeats, b.repeats))
+
+    def stats(self, detect: float | None = None) -> PairedStats | None:
+        if not self.both:
+            return None
+        pass_fail = PassFail(self.both, self.passed_a, self.passed_b, self.b, self.c, mcnemar_p(self.b, self.c))
+        stats = PairedStats(self.both, self.only_a, self.only_b, pass_fail, self._figures(), self._rates(),
+                            status_changed=self.status_changed)
+        stats.detectable.append(_detectable("pass/fail", self.both, (self.b + self.c) / self.both, 1.0, detect))
+        if stats.rates is not None:
+            diffs = differences(*self.rates)
+            stats.detectable.append(_detectable("pass rate", len(self.rates[0]), spread(diffs),
+                                                1 / math.lcm(*self.repeats), detect))
+        return stats
+
+    def _figures(self) -> list[Figure]:
+        keys = sorted(self.values, key=lambda k: k[0] != "gate")  # gates first, each group in the order first seen
+        figures = []
+        for key in keys:
+            a_scores, b_scores = self.values[key]
+            difference = paired_difference(a_scores, b_scores)
+            if difference is not None:
+                figures.append(Figure(key[0], key[1], math.fsum(a_scores) / len(a_scores),
+                                      math.fsum(b_scores) / len(b_scores), difference))
+        return figures
+
+    def _rates(self) -> Figure | None:
+        """Each conversation's pass rate over its plays, when both runs played it more than once."""
+        a_rates, b_rates = self.rates
+        difference = paired_difference(a_rates, b_rates)
+        if difference is None:
+            return None
+        return Figure("pass rate", "every gate, per play", math.fsum(a_rates) / len(a_rates),
+                      math.fsum(b_rates) / len(b_rates), difference)
 
 
 def _detectable(measure: str, n: int, share: float, step: float, detect: float | None) -> Detectable:
@@ -254,29 +321,3 @@ def _values(item: ItemResult) -> dict[tuple[str, str], float]:
     for turn in item.turns:
         add("scorer", f"turn {turn.index}: ", turn.scores)
     return found
-
-
-def _figures(both: list[tuple[ItemResult, ItemResult]]) -> list[Figure]:
-    per_pair = [(_values(a), _values(b)) for a, b in both]
-    keys = list(dict.fromkeys(k for va, vb in per_pair for k in (*va, *vb)))
-    keys.sort(key=lambda k: k[0] != "gate")  # gates first, each group in the order first seen
-    figures = []
-    for key in keys:
-        a_scores = [va[key] for va, vb in per_pair if key in va and key in vb]
-        b_scores = [vb[key] for va, vb in per_pair if key in va and key in vb]
-        difference = paired_difference(a_scores, b_scores)
-        if difference is not None:
-            figures.append(Figure(key[0], key[1], math.fsum(a_scores) / len(a_scores),
-                                  math.fsum(b_scores) / len(b_scores), difference))
-    return figures
-
-
-def _rates(both: list[tuple[ItemResult, ItemResult]]) -> Figure | None:
-    """Each conversation's pass rate over its plays, when both runs played it more than once."""
-    repeated = [(a, b) for a, b in both if a.repeats > 1 and b.repeats > 1]
-    a_rates, b_rates = [a.pass_rate for a, _ in repeated], [b.pass_rate for _, b in repeated]
-    difference = paired_difference(a_rates, b_rates)
-    if difference is None:
-        return None
-    return Figure("pass rate", "every gate, per play", math.fsum(a_rates) / len(a_rates),
-                  math.fsum(b_rates) / len(b_rates), difference)

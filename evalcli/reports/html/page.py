@@ -27,6 +27,11 @@ from .conversation import Row, row, transcript
 from .sources import ReportSources, report_sources
 
 PER_TURN = " (per turn)"
+PAGE_ROWS = 2_000
+"""A run of more conversations lists on its page its failing ones first, then a sample of the rest
+(docs/html-report.md#big-runs): 100,000 transcripts made a 197 MB page no browser opens."""
+MAX_FAILING_ROWS = 10_000
+"""Failing or errored conversations such a page lists at most (the first, in dataset order)."""
 _JSON_IN_HTML = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 
 
@@ -57,8 +62,13 @@ class HtmlReport:
         self.sources = sources
         self.redact = redact or Redactor()
         self.scorer_ids = list(sources.plan.scorer_ids)
-        self.rows: list[Row] = []
-        self.transcripts: list[str] = []
+        self.total = max(result.completed, result.summary.total_items)
+        self.every = max(1, -(-self.total // PAGE_ROWS))
+        """Over ``PAGE_ROWS`` conversations the page lists every ``every``-th conversation that did not fail."""
+        self.seen = 0
+        self.listed: tuple[list[Row], list[Row]] = ([], [])
+        """The rows the page lists: (failing or errored, the rest), each in dataset order; likewise ``transcripts``."""
+        self.transcript_texts: tuple[list[str], list[str]] = ([], [])
         self.statuses: Counter[str] = Counter()
         self.tags: Counter[str] = Counter()
         self.failing: Counter[str] = Counter()
@@ -68,9 +78,12 @@ class HtmlReport:
 
     def item(self, item: ItemResult) -> None:
         """Take one conversation (in dataset order)."""
-        line = row(len(self.rows), item, self.scorer_ids)
-        self.rows.append(self._redacted(line))
-        self.transcripts.append(embedded_json(self.redact.value(transcript(item))))
+        line = row(0, item, self.scorer_ids)
+        self.seen += 1
+        failing = self.total > PAGE_ROWS and line.status != "passed"
+        if (len(self.listed[0]) < MAX_FAILING_ROWS) if failing else (self.seen - 1) % self.every == 0:
+            self.listed[0 if failing else 1].append(self._redacted(line))
+            self.transcript_texts[0 if failing else 1].append(embedded_json(self.redact.value(transcript(item))))
         self.statuses[line.status] += 1
         self.tags.update(self.redact(tag) for tag in item.tags)
         self.failing.update(line.failing)
@@ -95,6 +108,27 @@ class HtmlReport:
                 self.not_scorable[key] += 1
             elif outcome.score is not None:
                 self.values.setdefault(key, []).append(outcome.score)
+
+    @property
+    def rows(self) -> list[Row]:
+        """The rows of the page's list, numbered: every conversation in dataset order, or over ``PAGE_ROWS`` the
+        failing and errored ones (at most ``MAX_FAILING_ROWS``) first, then every ``every``-th of the rest."""
+        failing, rest = self.listed
+        return [replace(line, position=n) for n, line in enumerate([*failing, *rest])]
+
+    def left_out(self) -> str:
+        """What a page that does not list every conversation says about the ones it leaves out ("" when none)."""
+        shown = len(self.listed[0]) + len(self.listed[1])
+        if shown >= self.seen:
+            return ""
+        failing = self.statuses["failed"] + self.statuses["error"]
+        rest = self.seen - failing
+        first = f"all {failing:,}" if len(self.listed[0]) == failing else f"the first {len(self.listed[0]):,} of {failing:,}"
+        return (f"This page lists {shown:,} of {self.seen:,} conversations: {first} failing or errored "
+                f"conversation{'s' if failing != 1 else ''} first, then of the other {rest:,} those at every {_nth(self.every)} "
+                f"place in dataset order ({len(self.listed[1]):,}); {self.seen - shown:,} are left out. Any "
+                f"conversation: evalcli show {self.result.run_id} ITEM; all of them: evalcli show "
+                f"{self.result.run_id} --json -")
 
     # -- rendering ---------------------------------------------------------------------------------
 
@@ -154,7 +188,8 @@ class HtmlReport:
         gates = [*self.sources.plan.gate_ids,
                  *(f"turn {t.index}: {g.id}" for t in summary.turn_results for g in t.gate_results)]
         gates += [label for label in self.failing if label not in gates]
-        return {"total": len(self.rows), "passed": self.statuses["passed"], "failed": self.statuses["failed"],
+        shown = len(self.listed[0]) + len(self.listed[1])
+        return {"total": shown, "passed": self.statuses["passed"], "failed": self.statuses["failed"],
                 "error": self.statuses["error"],
                 "gates": [{"label": label, "count": self.failing[label]} for label in dict.fromkeys(gates)],
                 "tags": [{"label": tag, "count": count} for tag, count in self.tags.items()]}
@@ -166,22 +201,24 @@ class HtmlReport:
         gate_refs = {g["label"]: str(n) for n, g in enumerate(filters["gates"])}
         tag_refs = {t["label"]: str(n) for n, t in enumerate(filters["tags"])}
         changes = sources.baseline.changes if sources.baseline else {}
+        listed = self.rows
         rows = [{"row": r, "tags": " ".join(tag_refs[t] for t in dict.fromkeys(r.tags)),
                  "gates": " ".join(gate_refs[g] for g in dict.fromkeys(r.failing)), "change": changes.get(r.id)}
-                for r in self.rows]
+                for r in listed]
         history_chart, history_notes = self.history_chart()
         redact = self.redact.value
         return {
             "run": redact(views.header(self.result, sources.row)), "usage": views.usage(sources.row, self.result.usage),
-            "counts": {"total": len(self.rows), "passed": self.statuses["passed"], "failed": self.statuses["failed"],
+            "counts": {"total": self.seen, "passed": self.statuses["passed"], "failed": self.statuses["failed"],
                        "error": self.statuses["error"], "not_scorable": sum(summary.not_scorable.values())},
             "summary": redact(views.summary_view(summary, self.turn_misses)),
-            "baseline": redact(views.baseline_view(sources.baseline, {r.id: r.position for r in self.rows}))
+            "baseline": redact(views.baseline_view(sources.baseline, {r.id: r.position for r in listed}))
             if sources.baseline else None,
             "histograms": self.histograms(), "turn_chart": self.turn_chart(),
             "history_chart": history_chart, "history_notes": history_notes,
             "filters": redact(filters), "rows": rows, "scorer_ids": redact(self.scorer_ids),
-            "transcripts": Markup("[" + ",".join(self.transcripts) + "]"),
+            "transcripts": Markup("[" + ",".join([*self.transcript_texts[0], *self.transcript_texts[1]]) + "]"),
+            "left_out": self.left_out(),
             "css": asset("report.css"), "js": asset("report.js"), "nonce": token_urlsafe(18), "version": _version(),
         }
 
@@ -204,3 +241,11 @@ def _version() -> str:
 def report_for_run(store: Store, result: RunResult, redact: Redactor) -> HtmlReport:
     """The HTML report of a run that just finished (``evalcli run --html``), ready to be fed its conversations."""
     return HtmlReport(result, report_sources(store, result.run_id), redact)
+
+
+def _nth(n: int) -> str:
+    """``50th``, ``2nd``, ``21st``; 1 is "one"."""
+    if n == 1:
+        return "one"
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
