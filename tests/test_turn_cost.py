@@ -1,6 +1,7 @@
 """What the per-turn cost work keeps true (docs/performance.md "Runs of many conversations"): a sync target's threads
-never outnumber the run's concurrency, a database of the previous schema loses only its duplicate indexes, and the one
-redaction pass still hides a secret in every column a conversation writes."""
+never outnumber the run's concurrency, the collector walks young objects every 10,000 allocations during a run, a
+database of the previous schema loses only its duplicate indexes, and the one redaction pass still hides a secret in
+every column a conversation writes."""
 
 from __future__ import annotations
 
@@ -42,6 +43,23 @@ def test_a_sync_targets_threads_never_outnumber_the_concurrency(write: Callable[
               for item in result.json["items"] for turn in item["turns"] for m in turn["output"]]
     assert len(counts) == 180 and max(counts) <= 4, max(counts)  # before: 5-8 threads at concurrency 4
 
+
+GC_AGENT = """
+import gc
+
+def reply(input, **options):
+    return f"{input}: young objects {gc.get_threshold()[0]}, frozen {gc.get_freeze_count() > 0}"
+"""
+
+
+def test_a_run_collects_young_objects_every_ten_thousand_allocations(write: Callable[..., Path],
+                                                                     cli: Callable[..., CliResult]) -> None:
+    write("gc_agent.py", GC_AGENT)
+    write("d.yaml", "target: gc_agent:reply\ngates: [{includes: young}]\ndata:\n  - inputs: [a, b]\n")
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 0, result.stderr
+    said = [m["content"] for item in result.json["items"] for turn in item["turns"] for m in turn["output"]]
+    assert said == ["a: young objects 10000, frozen True", "b: young objects 10000, frozen True"]  # before: 700
 
 def _previous_schema(db: Path) -> None:
     """A database as the version before this one left it: every migration but the last."""

@@ -182,13 +182,12 @@ class Store:
         made = texts.made if texts is not None else {}
 
         def cell(value: str) -> str:
-            clean = done.get(value)
-            if clean is None:
-                clean = done[value] = redact(value)
+            clean = done[value] = redact(value)
             return clean
 
         def row(params: Any) -> Any:
-            return tuple(cell(p) if isinstance(p, str) and id(p) not in made else p for p in params)
+            # a list, not a generator, inside tuple(): this runs for every column of every row written
+            return tuple([p if not isinstance(p, str) or id(p) in made else done.get(p) or cell(p) for p in params])
 
         return [(sql, [row(p) for p in params] if isinstance(params, list) and (not params or
                  isinstance(params[0], (tuple, list))) else row(params)) for sql, params in statements]

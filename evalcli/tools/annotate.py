@@ -108,6 +108,8 @@ def with_unreported(messages: list[Message], calls: Iterable[ToolCall]) -> list[
 
 
 def _take(pending: list[ToolCall], call_id: Any, name: Any, arguments: str | None) -> ToolCall | None:
+    if not pending:
+        return None  # no plan record waits (no mock ran this turn): nothing to match, the common case
     def same_call(c: ToolCall) -> bool:
         return call_id is not None and bool(c.call_id == call_id)
 
