@@ -104,7 +104,8 @@ def leaf_digest(salt: str, path: str, value: Any, short: bool = False) -> str:
     id>.<keyed digest>``, so the stored digest never confirms a guessed secret. ``short``: 4 hex digits when it holds
     none (a conversation's leaves, whose whole digest is kept beside them)."""
     text = _text(value)
-    shown = _text(digestible(value))
+    covered = digestible(value, text)
+    shown = text if covered is value else _text(covered)
     if shown == text:
         return _salted(salt, path, text)[:4 if short else 16]
     keyed = hmac.new(digest_key(), f"{salt}\0{path}\0{text}".encode(), hashlib.sha256).hexdigest()[:16]

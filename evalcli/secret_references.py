@@ -110,11 +110,21 @@ def walk(value: Any, change: Callable[[str], str]) -> Any:
 
 def json_text(value: Any, *, sort_keys: bool = False) -> str:
     """``value`` as JSON text, whatever YAML read into it: a mapping key that is not text (a date, a number, bytes:
-    docs/yaml.md) is written as its ``repr``, any other value JSON cannot hold as its ``repr``."""
+    docs/yaml.md) is written as its ``repr``, any other value JSON cannot hold as its ``repr``. The same text as
+    ``json.dumps(value, sort_keys=sort_keys, default=repr, ensure_ascii=False)``, made by one encoder per
+    ``sort_keys`` (``json.dumps`` with options makes a new one for every value; a run's fingerprint asks for tens of
+    texts a conversation)."""
+    if isinstance(value, str):
+        return _json_string(value)
+    encode = _ENCODERS[sort_keys]
     try:
-        return json.dumps(value, sort_keys=sort_keys, default=repr, ensure_ascii=False)
+        return encode(value)
     except TypeError:  # keys JSON cannot hold, or that do not sort together
-        return json.dumps(_text_keys(value), sort_keys=sort_keys, default=repr, ensure_ascii=False)
+        return encode(_text_keys(value))
+
+
+_json_string = json.encoder.encode_basestring  # what json.dumps(text, ensure_ascii=False) returns for a str
+_ENCODERS = {order: json.JSONEncoder(sort_keys=order, default=repr, ensure_ascii=False).encode for order in (False, True)}
 
 
 def _text_keys(value: Any) -> Any:
@@ -125,11 +135,11 @@ def _text_keys(value: Any) -> Any:
     return value
 
 
-def digestible(value: Any) -> Any:
+def digestible(value: Any, text: str | None = None) -> Any:
     """``value`` as a stored digest may cover it: each secret known by name as ``${NAME}``, then every other secret
     redacted (``secrets.redactor``). A value holding no secret is returned as it is (its digest unchanged), found so
-    from its JSON at once, without walking it."""
-    text = value if isinstance(value, str) else json_text(value)
+    from its JSON at once (``text``, when the caller has made it: any key order), without walking it."""
+    text = value if isinstance(value, str) else text if text is not None else json_text(value)
     if not bears_secret(text):
         return value
     refs, redact = references(), redactor()
