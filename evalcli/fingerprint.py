@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .secret_references import digestible, json_text
+from .secret_references import digestible, json_text, secret_check
 
 SALT = "#salt"
 """The key of the salt among a fingerprint's paths."""
@@ -73,38 +73,41 @@ def fingerprint(tree: Any, salt: str | None = None) -> dict[str, str]:
     and a short digest of each of its leaves, the leaves' paths kept once per shape (``SHAPES``)."""
     salt = salt if salt is not None else os.urandom(8).hex()
     digests = {SALT: salt}
+    bears = secret_check()
     items = tree.get(ITEMS) if isinstance(tree, dict) else None
     if not isinstance(items, list | ItemTrees) or not items:
         for path, value in leaves(tree):
-            digests[path] = leaf_digest(salt, path, value)
+            digests[path] = leaf_digest(salt, path, value, bears=bears)
         return digests
     for path, value in leaves({key: value for key, value in tree.items() if key != ITEMS}):
         if path:
-            digests[path] = leaf_digest(salt, path, value)
+            digests[path] = leaf_digest(salt, path, value, bears=bears)
     shapes: dict[tuple[str, ...], int] = {}
     for n, item in enumerate(items):
-        digests[f"{ITEMS}[{n}]"] = item_entry(salt, n, item, shapes)
+        digests[f"{ITEMS}[{n}]"] = item_entry(salt, n, item, shapes, bears)
     digests[SHAPES] = json.dumps([list(shape) for shape in shapes])
     return digests
 
 
-def item_entry(salt: str, n: int, item: Any, shapes: dict[tuple[str, ...], int]) -> str:
+def item_entry(salt: str, n: int, item: Any, shapes: dict[tuple[str, ...], int],
+               bears: Callable[[str], bool] | None = None) -> str:
     """``<shape>|<digest of the item>|<short digest of each leaf>``: the item's digest says whether it changed; the
     short ones (4 hex digits, or the keyed form of a secret-bearing leaf) only which of its leaves did."""
     prefix = f"{ITEMS}[{n}]"
     found = list(leaves(item, prefix))
     shape = tuple(path[len(prefix):] for path, _ in found)
     index = shapes.setdefault(shape, len(shapes))
-    shorts = ",".join(leaf_digest(salt, path, value, short=True) for path, value in found)
-    return f"{index}|{leaf_digest(salt, prefix, item)}|{shorts}"
+    shorts = ",".join(leaf_digest(salt, path, value, short=True, bears=bears) for path, value in found)
+    return f"{index}|{leaf_digest(salt, prefix, item, bears=bears)}|{shorts}"
 
 
-def leaf_digest(salt: str, path: str, value: Any, short: bool = False) -> str:
+def leaf_digest(salt: str, path: str, value: Any, short: bool = False, bears: Callable[[str], bool] | None = None) -> str:
     """A leaf's (or a subtree's) digest: salted, and for one that holds a secret ``<salted digest with references>.<key
     id>.<keyed digest>``, so the stored digest never confirms a guessed secret. ``short``: 4 hex digits when it holds
-    none (a conversation's leaves, whose whole digest is kept beside them)."""
+    none (a conversation's leaves, whose whole digest is kept beside them). ``bears``: ``secret_check()``, made once
+    by a caller digesting many leaves."""
     text = _text(value)
-    covered = digestible(value, text)
+    covered = digestible(value, text, bears)
     shown = text if covered is value else _text(covered)
     if shown == text:
         return _salted(salt, path, text)[:4 if short else 16]

@@ -135,12 +135,13 @@ def _text_keys(value: Any) -> Any:
     return value
 
 
-def digestible(value: Any, text: str | None = None) -> Any:
+def digestible(value: Any, text: str | None = None, bears: Callable[[str], bool] | None = None) -> Any:
     """``value`` as a stored digest may cover it: each secret known by name as ``${NAME}``, then every other secret
     redacted (``secrets.redactor``). A value holding no secret is returned as it is (its digest unchanged), found so
-    from its JSON at once (``text``, when the caller has made it: any key order), without walking it."""
+    from its JSON at once (``text``, when the caller has made it: any key order), without walking it. ``bears``:
+    ``secret_check()``, made once by a caller that asks for many values."""
     text = value if isinstance(value, str) else text if text is not None else json_text(value)
-    if not bears_secret(text):
+    if not (bears or bears_secret)(text):
         return value
     refs, redact = references(), redactor()
     return walk(value, lambda text: redact(refs.write(text, escape=False)))
@@ -149,6 +150,13 @@ def digestible(value: Any, text: str | None = None) -> Any:
 def bears_secret(text: str) -> bool:
     """Whether a text (a value's JSON) holds a secret ``digestible`` would change."""
     return references().holds(text) or redactor().holds_secret(text)
+
+
+def secret_check() -> Callable[[str], bool]:
+    """``bears_secret`` for the secrets known now, without looking them up again for each text (a fingerprint asks
+    for tens of texts a conversation)."""
+    holds, holds_secret = references().holds, redactor().holds_secret
+    return lambda text: holds(text) or holds_secret(text)
 
 
 def stored(value: Any) -> Any:
