@@ -13,13 +13,13 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
 BASE = {"dbname", "errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "passrate", "results",
-        "aggregate", "identity", "fingerprint", "version", "plugins", "lazy", "words", "interpolation"}
+        "aggregate", "identity", "fingerprint", "version", "plugins", "lazy", "words", "interpolation", "streams"}
 ALLOWED: dict[str, set[str]] = {
     "dbname": set(), "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(),
     "patterns": set(), "thresholds": set(), "passrate": {"thresholds"},
     "results": {"messages", "thresholds", "passrate"}, "aggregate": {"results", "errors"},
     "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors"},
-    "lazy": set(), "words": set(), "interpolation": set(),
+    "lazy": set(), "words": set(), "interpolation": set(), "streams": {"secrets"},
     "tools": BASE,
     "mcp": {"errors", "secrets"},
     "llm": BASE,

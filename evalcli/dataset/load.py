@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path as FsPath
@@ -24,8 +23,7 @@ from ..errors import DatasetError, Problem
 from ..otel.ingest import ingest as ingest_traces
 from ..otel.ingest import is_trace_file
 from ..scorers import Registry, flow_yaml
-from ..secret_references import references
-from ..secrets import Redactor, remember, remember_named
+from ..secrets import remember, remember_named
 from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
 from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, with_identities
@@ -35,11 +33,12 @@ from .reading import JsonlItems, read_top
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
+from .secret_values import declared_secrets, redacted, secret_variables
 from .shapes import ITEM_ASSERTIONS, misplaced_assertions
 from .simulate import parse_simulation
 from .target import resolve_target
 from .tools import checked_tools, parse_tools, parse_unmocked, tool_warnings
-from .yamlsrc import Interpolated, Path, Positions, did_you_mean, problems_from_errors, settle, validated_worded
+from .yamlsrc import Path, Positions, did_you_mean, problems_from_errors, settle, validated_worded
 
 NO_TARGET = "(recorded)"
 """``target_spec`` of a dataset of recorded conversations without a target."""
@@ -270,38 +269,6 @@ def load_dataset(path: str | FsPath, scorers_path: str | None = None, target: st
             return _load_dataset(path, scorers_path, target, target_label)
         except DatasetError as exc:  # a problem may quote a value: never a secret of the environment
             raise DatasetError(redacted(exc.problems)) from None
-
-
-def declared_secrets(names: list[str], used: Interpolated) -> set[str]:
-    """The values of the variables a dataset's ``secrets:`` names: as the environment holds them, and as they were
-    interpolated (a default included)."""
-    found: set[str] = set()
-    for name in names:
-        found |= used.values.get(name, set())
-        value = os.environ.get(name)
-        if value:
-            found.add(value)
-    return {v for v in found if v}
-
-
-def secret_variables(declared: list[str], used: Interpolated, secret_values: set[str]) -> list[tuple[str, str]]:
-    """(name, value) of every secret a variable held: as interpolated, and as the environment holds a declared one (the
-    response cache and stored digests write it as ``${NAME}``: evalcli.secret_references)."""
-    found = [(name, value) for name, values in used.values.items() for value in values if value in secret_values]
-    return found + [(name, os.environ[name]) for name in declared if os.environ.get(name)]
-
-
-def redacted(problems: list[Problem], secrets: Iterable[str] = ()) -> list[Problem]:
-    """The problems with every secret value (of the environment, and ``secrets``) replaced: a message quotes what the
-    dataset says, e.g. an id made of an interpolated argument. A secret known by its variable reads ``${NAME}``, as
-    the dataset writes it, so a hint that rewrites an entry can be copied back (docs/secrets.md); any other is
-    ``[redacted]``."""
-    redact, refs = Redactor(extra=secrets), references()
-
-    def hidden(text: str) -> str:
-        return redact(refs.write(text, escape=False))
-
-    return [replace(p, message=hidden(p.message), hint=hidden(p.hint)) for p in problems]
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .budget import PURPOSES, Budget, check_cost_budget, parse_budget, purpose_group
 from .cache import ResponseCache
+from .capabilities import supports_json_mode, supports_json_schema
 from .catalog import price_of
 from .client import (
     BudgetSpent,
@@ -24,8 +25,6 @@ from .client import (
     import_litellm,
     provider_messages,
     reply_text,
-    supports_json_mode,
-    supports_json_schema,
 )
 from .local_model import pending as local_model_pending
 from .local_model import preload as load_local_model

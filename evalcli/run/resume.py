@@ -20,7 +20,7 @@ from ..fingerprint import KEY_VARIABLE, SALT, differences, leaves, paths, unveri
 from ..identity import LEGACY, identity_of, pair_by_identity
 from ..results import ItemResult
 from ..store import Store, StoredOptions
-from ..store.store import stored_items
+from ..store.light import stored_items
 from .options import RunOptions, plan_of
 
 FLAGS = {"filter": "--filter", "shard": "--shard", "limit": "--limit", "repeat": "--repeat", "strict": "--strict",

@@ -23,7 +23,8 @@ from .history import (
     summary_from_json,
 )
 from .ids import new_run_id
-from .store import Store, StoredOptions, stored_items
+from .light import stored_items
+from .store import Store, StoredOptions
 from .writer import StoreWriter
 
 if TYPE_CHECKING:

@@ -12,7 +12,8 @@ from typing import Any
 
 from ..errors import UsageError
 from ..results import ItemResult
-from .store import Store, stored_items
+from .light import stored_items
+from .store import Store
 
 PAGE_SIZE = 50
 """Rows per page unless asked otherwise; at most ``MAX_PAGE_SIZE``."""

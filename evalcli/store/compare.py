@@ -18,8 +18,8 @@ from ..errors import ExitCode, UsageError
 from ..identity import changed
 from ..results import ItemResult, RunResult, Threshold
 from .history import StoredRun, load_run
-from .light import conversation_keys, read_rows
 from .paired import PairedStats, PairedTally, check_alpha, check_detect, conversation_name, distinct_names
+from .side_by_side import conversation_keys, read_rows
 from .store import Store
 
 
@@ -200,7 +200,7 @@ def comparison_rows(store: Store, run_ids: list[str]) -> tuple[list[str], list[l
 
 def _comparison(store: Store, runs: list[StoredRun], statistics: bool, detect: float | None, alpha: float | None,
                 transcripts: bool) -> Comparison:
-    """The comparison, the runs read a few hundred conversations at a time (``light.read_rows``): only the
+    """The comparison, the runs read a few hundred conversations at a time (``side_by_side.read_rows``): only the
     differences, the gate counts and the paired statistics' arrays are kept (with ``transcripts``, every
     conversation, for the HTML page)."""
     run_ids = [r.result.run_id for r in runs]

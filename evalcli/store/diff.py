@@ -10,8 +10,8 @@ from ..identity import changed, identity_of
 from ..results import ItemResult, RunResult, Summary, fmt
 from ..thresholds import same, within
 from .history import load_run
-from .light import conversation_keys, read_rows
 from .paired import PairedStats, PairedTally, check_alpha, check_detect, conversation_name, distinct_names
+from .side_by_side import conversation_keys, read_rows
 from .store import Store
 
 VERDICT_RANK = {None: 0, "passed": 0, "scored": 1, "failed": 2}

@@ -27,7 +27,8 @@ from ..results import (
     stability_counts,
     stability_of,
 )
-from .store import Store, stored_items
+from .light import stored_items
+from .store import Store
 
 HISTORY_RUNS = 30
 """How many runs of a dataset ``score_history`` reads at most (the reported one and those before it)."""
