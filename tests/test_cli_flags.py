@@ -149,3 +149,34 @@ def test_an_identical_judge_request_is_made_once_per_run(concurrency: int, llm_s
     assert done.code == 0, done.stderr
     assert len(llm_server.requests) == 1
     assert done.json["usage"]["cache_hits"] == 5, done.json["usage"]
+
+
+def test_identical_requests_after_a_failed_one_are_made_side_by_side(llm_server: LLMServer, write: Callable[..., Path],
+                                                                     cli: Callable[..., CliResult]) -> None:
+    """The first of six identical judge requests fails (a 400, not retried): the five that waited for it are then made
+    at once, not one after another (each waiting for the previous one to fail)."""
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def responder(request: object) -> Reply:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.5)
+        with lock:
+            state["now"] -= 1
+        return Reply(status=400, body={"error": {"message": "bad request"}})
+
+    llm_server.responder = responder
+    write("d.yaml", f"""
+        target: agents:echo
+        concurrency: 6
+        scorers:
+          - judge: {{criterion: It answered., model: openai/j, api_base: "{llm_server.url}"}}
+        data: [{", ".join(f"{{id: c{i}, input: same question}}" for i in range(6))}]
+    """)
+    env = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1"}
+    done = cli("run", "d.yaml", "--json", "-", env=env)
+    assert done.code != 70, done.stderr
+    assert len(llm_server.requests) == 6
+    assert state["peak"] == 5, state

@@ -243,21 +243,27 @@ class LLMClient:
         started = time.monotonic()
         cache = self.cache if cache_key else None
         flight: tuple[int, str] | None = None
+        mine: asyncio.Future[None] | None = None
         if cache is not None and cache_key is not None:
             flight = (id(asyncio.get_running_loop()), cache_key)
-            while (making := self._in_flight.get(flight)) is not None:
-                await asyncio.wait([making])  # the same request is being made: its reply is this one's, once cached
+            if (making := self._in_flight.get(flight)) is not None:
+                # the same request is being made: its reply is this one's once cached; if it brings none (it failed,
+                # or was not accepted) this one is made at once, beside any other that waited (never one at a time)
+                await asyncio.wait([making])
             cached = cache.get(cache_key)
             if cached is not None and (accept is None or accept(cached)):
                 self._record(CallRecord(purpose, model, 0, 0, 0.0, True, _ms(started), turn_index), usage_sink)
                 return cached
-            self._in_flight[flight] = asyncio.get_running_loop().create_future()
+            if making is None:
+                mine = self._in_flight[flight] = asyncio.get_running_loop().create_future()
         try:
             return await self._complete(model, messages, purpose, temperature, max_tokens, seed, tools,
                                         response_format, api_base, cache_key, accept, usage_sink, turn_index, started)
         finally:
-            if flight is not None and (made := self._in_flight.pop(flight, None)) is not None:
-                made.set_result(None)
+            if mine is not None and flight is not None:
+                if self._in_flight.get(flight) is mine:
+                    del self._in_flight[flight]
+                mine.set_result(None)
 
     async def _complete(self, model: str, messages: list[Message], purpose: str, temperature: float | None,
                         max_tokens: int | None, seed: int | None, tools: list[dict[str, Any]] | None,
