@@ -163,3 +163,20 @@ def test_an_interval_below_zero_is_a_significant_drop_only_with_wilcoxons_p(diff
     assert found.significant_drop(alpha) is (found.high < 0 and found.p < alpha)
     if len(diffs) <= 5:  # two-sided exact p is at least 2 * (1/2)**5 = 0.0625 on five pairs
         assert not found.significant_drop(0.05)
+
+
+def test_many_pairs_of_few_differences_resample_as_counts_with_scipys_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From 10,000 pairs with few distinct differences, a resample is the counts of each value: the same distribution
+    as scipy.stats.bootstrap's draw of the pairs, so the same interval but for the resampling's own noise."""
+    import random
+
+    from evalcli.store import stats
+
+    draw = random.Random(7)
+    diffs = [draw.choice([-1.0, 0.0, 0.0, 0.0, 0.5, 1.0]) for _ in range(12_000)]
+    counted = bootstrap_interval(diffs)
+    monkeypatch.setattr(stats, "COUNTED_FROM", 10**9)
+    drawn = bootstrap_interval(diffs)
+    assert counted != drawn  # the other way was taken
+    assert counted == pytest.approx(drawn, abs=0.002)
+    assert counted[0] < sum(diffs) / len(diffs) < counted[1]

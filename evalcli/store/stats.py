@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 from ..thresholds import same
 
@@ -94,12 +95,25 @@ BATCH_CELLS = 2_000_000
 """Values a batch of bootstrap resamples holds at most (16 MB of floats, as many indexes)."""
 
 
+COUNTED_FROM = 10_000
+"""Pairs from which, when their differences take at most ``COUNTED_VALUES`` values, a resample is drawn as how many
+pairs of each value it holds (docs/history.md#comparisons-that-know-the-noise)."""
+COUNTED_VALUES = 200
+
+
 def bootstrap_interval(diffs: Sequence[float]) -> tuple[float, float]:
     """The 95% percentile bootstrap interval of the mean difference: 10,000 resamples of the pairs, seed 0.
-    Equal differences (one pair included) resample to themselves only: the interval is that one point."""
-    if len(set(diffs)) == 1:
+    Equal differences (one pair included) resample to themselves only: the interval is that one point. From
+    ``COUNTED_FROM`` pairs whose differences take few values (a gate's are -1, 0 and 1), each resample is drawn as the
+    count of each value among n pairs drawn with replacement (a multinomial draw): the same distribution as drawing
+    the n pairs, in time that does not grow with n (10,000 resamples of 100,000 pairs took 12 s of CPU)."""
+    distinct = set(diffs)
+    if len(distinct) == 1:
         return diffs[0], diffs[0]
     import numpy as np
+
+    if len(diffs) >= COUNTED_FROM and len(distinct) <= COUNTED_VALUES:
+        return _counted_interval(np.asarray(diffs, dtype=float))
     from scipy.stats import bootstrap
 
     # resamples drawn a batch at a time, a batch of at most BATCH_CELLS values (the interval is the same for any batch:
@@ -109,6 +123,20 @@ def bootstrap_interval(diffs: Sequence[float]) -> tuple[float, float]:
                        confidence_level=CONFIDENCE, method="percentile", rng=SEED, batch=batch)
     interval = result.confidence_interval
     return float(interval.low), float(interval.high)
+
+
+def _counted_interval(diffs: Any) -> tuple[float, float]:
+    """``bootstrap_interval`` of many pairs with few distinct differences: per resample, the counts of each value
+    (``Generator.multinomial``), its mean their weighted sum over n; the percentiles as scipy.stats.bootstrap's
+    ``percentile`` method takes them."""
+    import numpy as np
+
+    values, counts = np.unique(diffs, return_counts=True)
+    n = len(diffs)
+    means = np.random.default_rng(SEED).multinomial(n, counts / n, size=RESAMPLES) @ values / n
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def wilcoxon_p(diffs: Sequence[float]) -> float:
