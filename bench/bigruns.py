@@ -13,7 +13,6 @@ and 500 MB.
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.workload import ROOT, Measure, measure
+from tests.grown_runs import grow
 
 SEED = 20
 AGENT = """
@@ -46,25 +46,6 @@ def _evalcli(args: list[str], folder: Path, env: dict[str, str] | None = None) -
                    env={"PYTHONPATH": f"{ROOT}:{folder}", **(env or {})})
 
 
-def grow(db: Path, run_id: str, size: int) -> None:
-    """Copy the run's ``SEED`` conversations (items, turns, scores) until it has ``size``: copy k of item q3 is
-    item q3-k at index 3 + k * SEED."""
-    conn = sqlite3.connect(db)
-    copies = size // SEED
-    conn.execute("CREATE TEMP TABLE k AS WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k "
-                 f"WHERE n < {copies - 1}) SELECT n FROM k")
-    changed = {"item_index": f"item_index + k.n * {SEED}", "item_id": "item_id || '-' || k.n",
-               "identity": "'id:' || item_id || '-' || k.n"}
-    for table in ("items", "turns", "scores"):
-        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})") if row[1] != "id"]
-        picked = ", ".join(changed.get(column, column) for column in columns)
-        conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {picked} FROM {table}, k "
-                     "WHERE run_id = ?", (run_id,))
-    conn.execute("UPDATE runs SET total_items = ?, completed_items = ? WHERE id = ?", (size, size, run_id))
-    conn.commit()
-    conn.close()
-
-
 def make_runs(folder: Path, size: int) -> tuple[Path, str, str]:
     seed_dataset(folder)
     db = folder / "big.db"
@@ -75,7 +56,7 @@ def make_runs(folder: Path, size: int) -> tuple[Path, str, str]:
             raise SystemExit(made.stderr[-2000:])
         ids.append(__import__("json").loads(made.stdout)["run_id"])
     for run_id in ids:
-        grow(db, run_id, size)
+        grow(db, run_id, SEED, size)
     return db, ids[0], ids[1]
 
 

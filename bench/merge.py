@@ -26,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bigruns import SEED, _evalcli, grow, seed_dataset
+from bench.bigruns import SEED, _evalcli, seed_dataset
+from tests.grown_runs import grow
 
 TABLES = ("items", "turns", "scores")
 
@@ -38,7 +39,7 @@ def make_shards(folder: Path, shards: int, size: int) -> list[Path]:
     if made.exit_code not in (0, 1):
         raise SystemExit(made.stderr[-2000:])
     run_id = json.loads(made.stdout)["run_id"]
-    grow(first, run_id, size)
+    grow(first, run_id, SEED, size)
     paths = [first]
     for n in range(2, shards + 1):
         path = folder / f"shard-{n}.db"

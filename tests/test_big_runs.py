@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from evalcli.store import open_existing
 from tests.conftest import CliResult
+from tests.grown_runs import grow
 
 FAILING = 260
 
@@ -65,30 +65,12 @@ def test_diff_and_compare_read_no_transcripts_and_answer_the_same(workdir: Path,
     assert cli("compare", a, b).code == 0
 
 
-def _grow(db: Path, run_id: str, seed: int, size: int) -> None:
-    """Copy a run's ``seed`` conversations (items, turns, scores) in SQL until it has ``size`` (as bench/bigruns.py
-    does): copy k of item c3 is item c3-k at index 3 + k * seed."""
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TEMP TABLE k AS WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k "
-                 f"WHERE n < {size // seed - 1}) SELECT n FROM k")
-    changed = {"item_index": f"item_index + k.n * {seed}", "item_id": "item_id || '-' || k.n",
-               "identity": "'id:' || item_id || '-' || k.n"}
-    for table in ("items", "turns", "scores"):
-        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})") if row[1] != "id"]
-        picked = ", ".join(changed.get(column, column) for column in columns)
-        conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {picked} FROM {table}, k WHERE run_id = ?",
-                     (run_id,))
-    conn.execute("UPDATE runs SET total_items = ?, completed_items = ? WHERE id = ?", (size, size, run_id))
-    conn.commit()
-    conn.close()
-
-
 def test_the_html_page_of_a_big_run_lists_every_failure_first_and_says_what_it_left_out(
         workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
     write("d.yaml", "target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n"
           + "".join(f"  - {{id: c{n}, inputs: ['q {n}', 'again {n}']}}\n" for n in range(20)))
     run_id = _run(write, cli, "'Rain.' if input.endswith((' 3', ' 7', ' 12')) else 'Sunny. ' + 'x' * 400")
-    _grow(workdir / "evalcli.db", run_id, 20, 6000)  # 900 failing, 5,100 passing
+    grow(workdir / "evalcli.db", run_id, 20, 6000)  # 900 failing, 5,100 passing
     done = cli("report", run_id, "--html", "page.html")
     assert done.code == 0, done.stderr
     page = (workdir / "page.html").read_text()

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CliResult
-from tests.llm_server import LLMServer, Reply, verdict
+from tests.llm_server import InFlight, LLMServer, Reply, verdict
 
 MANY = "target: agents:scripted\ngates: [{excludes: bad}]\ndata:\n" + "\n".join(
     f"  - {{id: item-{i}, input: 'q=>{'bad' if i in (3, 7) else 'good'} {i}'}}" for i in range(60)) + "\n"
@@ -89,19 +87,8 @@ def test_max_errors_on_the_command_line(write: Callable[..., Path], cli: Callabl
 
 def test_judge_concurrency_bounds_judge_calls_in_flight(llm_server: LLMServer, write: Callable[..., Path],
                                                         cli: Callable[..., CliResult]) -> None:
-    lock = threading.Lock()
-    state = {"now": 0, "peak": 0}
-
-    def responder(request: object) -> Reply:
-        with lock:
-            state["now"] += 1
-            state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.3)
-        with lock:
-            state["now"] -= 1
-        return verdict(True)
-
-    llm_server.responder = responder
+    flight = InFlight(lambda request: verdict(True), delay=0.3)
+    llm_server.responder = flight
     write("d.yaml", f"""
         target: agents:echo
         concurrency: 8
@@ -111,10 +98,10 @@ def test_judge_concurrency_bounds_judge_calls_in_flight(llm_server: LLMServer, w
     """)
     env = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1"}
     assert cli("run", "d.yaml", "--judge-concurrency", "2", "--no-cache", env=env).code == 0
-    assert state["peak"] == 2
-    state["peak"] = 0
+    assert flight.peak == 2
+    flight.peak = 0
     assert cli("run", "d.yaml", "--judge-concurrency", "8", "--no-cache", env=env).code == 0
-    assert state["peak"] > 2
+    assert flight.peak > 2
 
 
 def test_resume_refuses_a_dataset_that_changed(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
@@ -132,11 +119,7 @@ def test_an_identical_judge_request_is_made_once_per_run(concurrency: int, llm_s
                                                          write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
     """Six conversations ask the judge the same question: one call, five cache hits, whether they play one after
     another (the reply is read before the writer thread commits it) or at once (the others wait for the first)."""
-    def responder(request: object) -> Reply:
-        time.sleep(0.2)
-        return verdict(True)
-
-    llm_server.responder = responder
+    llm_server.responder = InFlight(lambda request: verdict(True), delay=0.2)
     write("d.yaml", f"""
         target: agents:echo
         concurrency: {concurrency}
@@ -155,19 +138,8 @@ def test_identical_requests_after_a_failed_one_are_made_side_by_side(llm_server:
                                                                      cli: Callable[..., CliResult]) -> None:
     """The first of six identical judge requests fails (a 400, not retried): the five that waited for it are then made
     at once, not one after another (each waiting for the previous one to fail)."""
-    lock = threading.Lock()
-    state = {"now": 0, "peak": 0}
-
-    def responder(request: object) -> Reply:
-        with lock:
-            state["now"] += 1
-            state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.5)
-        with lock:
-            state["now"] -= 1
-        return Reply(status=400, body={"error": {"message": "bad request"}})
-
-    llm_server.responder = responder
+    flight = InFlight(lambda request: Reply(status=400, body={"error": {"message": "bad request"}}), delay=0.5)
+    llm_server.responder = flight
     write("d.yaml", f"""
         target: agents:echo
         concurrency: 6
@@ -179,4 +151,4 @@ def test_identical_requests_after_a_failed_one_are_made_side_by_side(llm_server:
     done = cli("run", "d.yaml", "--json", "-", env=env)
     assert done.code != 70, done.stderr
     assert len(llm_server.requests) == 6
-    assert state["peak"] == 5, state
+    assert flight.peak == 5, flight.peak
