@@ -180,11 +180,12 @@ class Runner:
             await WorkerPool(self, finished, context.keep_up).play(to_run)
         else:
             await self._play_here(to_run, finished, context)
+            self.say_target_warnings()
         warnings.extend(self.run_warnings)
 
     async def _play_here(self, to_run: list[Item], finished: Callable[[ItemResult], None],
                          context: RunContext) -> None:
-        """Play ``to_run`` in this process, then say what the target noticed."""
+        """Play ``to_run`` in this process (the run's, or a worker's share)."""
         target = self.dataset.target
         if to_run:
             # a worker's share imports here (the run's own process did before its clock started; again costs nothing)
@@ -196,13 +197,18 @@ class Runner:
             if target is not None and target.target_model is not None:
                 await context.llm_ready()  # a model target calls it in every turn, timed: imported first
         await self._play_all(to_run, finished, context)
-        for text in target.run_warnings() if target is not None else ():
+
+    def say_target_warnings(self) -> None:
+        """What the target noticed over the whole run, said once each after its conversations (with workers, from
+        what each worker counted: ``add_run_counts``)."""
+        for text in self.dataset.target.run_warnings() if self.dataset.target is not None else ():
             self.run_warnings.append(text)
             self.events.warning(text)
 
     async def play_share(self, finished: Callable[[ItemResult], None]) -> None:
         """A worker's share of a run (``evalcli.run.worker``): the plan's conversations played and each handed to
-        ``finished``; nothing of the run is recorded here (the run's own process does it)."""
+        ``finished``; nothing of the run is recorded or said here (the run's own process does it, the target's
+        warnings too, from every worker's counts)."""
         context = self._context()
         try:
             with self.dataset.scope or contextlib.nullcontext():

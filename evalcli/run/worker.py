@@ -80,11 +80,9 @@ async def play(job: dict[str, Any], channel: Channel) -> None:
         def finished(result: ItemResult) -> None:
             channel.send("item", result)
 
-        if dataset.target is not None:
-            # what the target counts for its warnings goes to the run's process, which says each once for the whole
-            # run ("in 14 replies", not one line per worker of its own share)
-            dataset.target.run_warnings = list  # type: ignore[method-assign]
         await Runner(plan, store, WorkerEvents(channel)).play_share(finished)
+        # what the target counted for its warnings goes to the run's process, which says each once for the whole run
+        # ("in 14 replies", not one line per worker of its own share)
         if dataset.target is not None and (counts := dataset.target.run_counts()):
             channel.send("counts", counts)
     finally:

@@ -114,16 +114,8 @@ class WorkerPool:
                 restore()
             for worker in self.workers:
                 await self._reap(worker)
-        self._say_run_warnings()
+        self.runner.say_target_warnings()  # what every worker counted (``add_run_counts``), said once for the run
         self._check()
-
-    def _say_run_warnings(self) -> None:
-        """What the target counted in every worker (``add_run_counts``), said once for the whole run, as one process
-        says it after its conversations."""
-        target = self.runner.dataset.target
-        for text in target.run_warnings() if target is not None else ():
-            self.runner.run_warnings.append(text)
-            self.runner.events.warning(text)
 
     def _start(self, number: int, share: list[int], job: dict[str, Any]) -> Any:
         read_end, write_end = os.pipe()
