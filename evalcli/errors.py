@@ -78,6 +78,11 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def exit_called(exc: SystemExit) -> str:
+    """What ended a run that evalcli never ends with ``sys.exit()`` (docs/reliability.md): the user's code did."""
+    return f"ended by SystemExit({exc.code!r}) (the target or a scorer called sys.exit())"
+
+
 def requested_url(exc: BaseException) -> str | None:
     """The URL a failed request was for, found on the exception or on one it was raised from (``request.url`` of
     httpx and the SDKs built on it, or ``url``), without credentials or query; ``None`` when none says."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, load_dataset
-from ..errors import EvalcliError, ExitCode, describe
+from ..errors import EvalcliError, ExitCode, describe, exit_called
 from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summary
 from ..otel.capture import refused as capture_refused
 from ..otel.record import arm_capture
@@ -258,8 +258,8 @@ class Runner:
                 try:
                     await play(item)
                 except SystemExit as exc:  # evalcli never exits this way: the target (or a scorer) called sys.exit()
-                    raise TargetExited(f"conversation {item.id}: ended by SystemExit({exc.code!r}) (the target or a "
-                                       "scorer called sys.exit()); the conversations finished are stored",
+                    raise TargetExited(f"conversation {item.id}: {exit_called(exc)}; the conversations finished are "
+                                       "stored",
                                        f"remove the sys.exit() call, then play the rest with: evalcli run "
                                        f"{self.dataset.path} --resume {self.run_id or 'RUN_ID'}") from None
                 await context.keep_up()

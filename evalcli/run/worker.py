@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any
 
-from ..errors import EvalcliError, ExitCode, UsageError, describe
+from ..errors import EvalcliError, ExitCode, UsageError, describe, exit_called
 from ..results import ItemResult
 from ..streams import redact_terminal
 from .events import Events
@@ -119,8 +119,7 @@ def main() -> int:
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
     except SystemExit as exc:  # evalcli never exits a worker this way: the agent (or a scorer) called sys.exit()
-        channel.send("error", (f"ended by SystemExit({exc.code!r}) (the target or a scorer called sys.exit())", "",
-                               int(ExitCode.INTERNAL)))
+        channel.send("error", (exit_called(exc), "", int(ExitCode.INTERNAL)))
         return int(ExitCode.INTERNAL)
     except BaseException as exc:  # noqa: BLE001 - told to the run's process, which says which worker
         channel.send("error", (f"internal error in a worker: {describe(exc)}", "this is a bug in evalcli",
