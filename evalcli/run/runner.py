@@ -258,10 +258,10 @@ class Runner:
                 try:
                     await play(item)
                 except SystemExit as exc:  # evalcli never exits this way: the target (or a scorer) called sys.exit()
-                    raise TargetExited(f"conversation {item.id}: {exit_called(exc)}; the conversations finished are "
-                                       "stored",
-                                       f"remove the sys.exit() call, then play the rest with: evalcli run "
-                                       f"{self.dataset.path} --resume {self.run_id or 'RUN_ID'}") from None
+                    raise TargetExited(f"conversation {item.id}: {exit_called(exc)}",
+                                       "the conversations finished are stored; remove the sys.exit() call, then play "
+                                       f"the rest with: evalcli run {self.dataset.path} --resume "
+                                       f"{self.run_id or 'RUN_ID'}") from None
                 await context.keep_up()
                 if self.stopping:
                     return
