@@ -195,6 +195,8 @@ class Conversation:
                 messages = with_spans(captured, messages, index)
                 if plan is None:
                     return messages
+                if plan.watching(index):
+                    return list(messages)  # copied, as recorded_turn would
                 sent = adapter is not None and adapter.plan_sent
                 seen = recorded_turn(messages, plan, index, service_sources=sent)
                 ran = [call for call in seen.outside if not call.error or adapter is None or adapter.error_results_ran]
