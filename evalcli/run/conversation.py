@@ -68,6 +68,7 @@ class Conversation:
         self.play_context = play_context
         self.thresholds = thresholds
         """Raw thresholds of the run's top-level scorers, recorded with each conversation's outcomes."""
+        self._scorers: dict[int, tuple[list[ScorerSpec], list[Scorer], bool]] = {}
 
     async def play(self, item: Item) -> ItemResult:
         started = time.perf_counter()
@@ -272,6 +273,18 @@ class Conversation:
                 if result.status == "ok":
                     self._fail(result, f"closing the conversation failed: {describe(exc)}", exc)
 
+    def _built(self, specs: list[ScorerSpec]) -> tuple[list[Scorer], bool]:
+        """The scorers of a list of specs (the dataset's, or a turn's), and whether every one is ``immediate``: built
+        once per list, not for every conversation that scores it (docs/performance.md). The list is kept with them, so
+        its id is never another list's."""
+        known = self._scorers.get(id(specs))
+        if known is not None and known[0] is specs:
+            return known[1], known[2]
+        scorers = [self.builder.build(s) for s in specs]
+        immediate = all(s.immediate for s in scorers)
+        self._scorers[id(specs)] = (specs, scorers, immediate)
+        return scorers, immediate
+
     @staticmethod
     def _fail(result: ItemResult, message: str, cause: BaseException) -> None:
         result.status, result.error = "error", message
@@ -314,8 +327,10 @@ class Conversation:
         def raised(exc: Exception) -> Outcome:
             return Outcome(score=0.0 if gate else None, error=describe(exc))
 
-        scorers = [self.builder.build(s) for s in specs]
-        if all(s.immediate for s in scorers):
+        if not specs:
+            return {}
+        scorers, immediate = self._built(specs)
+        if immediate:
             # checks never wait on anything: scoring them in turn spares tasks and event-loop round trips
             outcomes: dict[str, Outcome] = {}
             for spec, scorer in zip(specs, scorers, strict=True):
