@@ -8,9 +8,10 @@ that one method, so the runner treats them alike.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from ..messages import Message
+from ..messages import Message, tool_names
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,12 @@ class ScorerRun:
     def user_messages(self) -> list[str]:
         """What the user said on each scored turn, in order."""
         return [turn.input for turn in self.turns]
+
+    @cached_property
+    def tool_names(self) -> list[str]:
+        """Names of every tool called in ``output``, in order (``messages.tool_names``): read once per run, however
+        many checks count them (docs/performance.md). Read it, never change it."""
+        return tool_names(self.output)
 
 
 @dataclass(frozen=True)
