@@ -14,7 +14,6 @@ import asyncio
 import time
 import traceback
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from ..dataset import Dataset, Item, Limits
@@ -252,8 +251,12 @@ class Conversation:
         seconds = limits.seconds if limits is not None else None
         try:
             try:
-                async with asyncio.timeout(seconds):
-                    result.stop_reason = await driver.play(send, replace(self.play_context, before_turn=before_turn))
+                context = self.play_context.with_check(before_turn)
+                if seconds is None:
+                    result.stop_reason = await driver.play(send, context)
+                else:
+                    async with asyncio.timeout(seconds):
+                        result.stop_reason = await driver.play(send, context)
             except TimeoutError:
                 raise LimitReached("seconds", f"the conversation's limit of {seconds:g} s was reached") from None
         except LimitReached as exc:
