@@ -8,7 +8,6 @@ that one method, so the runner treats them alike.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from ..messages import Message, tool_names
@@ -62,11 +61,15 @@ class ScorerRun:
         """What the user said on each scored turn, in order."""
         return [turn.input for turn in self.turns]
 
-    @cached_property
+    @property
     def tool_names(self) -> list[str]:
         """Names of every tool called in ``output``, in order (``messages.tool_names``): read once per run, however
         many checks count them (docs/performance.md). Read it, never change it."""
-        return tool_names(self.output)
+        names: list[str] | None = self.__dict__.get("_tool_names")
+        if names is None:
+            names = tool_names(self.output)
+            object.__setattr__(self, "_tool_names", names)  # a cache beside the fields (functools.cached_property locks)
+        return names
 
 
 @dataclass(frozen=True)
