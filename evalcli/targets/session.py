@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
@@ -106,7 +106,7 @@ class Calls(Protocol):
 
     async def call_sync(self, fn: Any, *args: Any, **kwargs: Any) -> Any: ...
 
-    async def call_async(self, awaitable: Any) -> Any: ...
+    def call_async(self, awaitable: Any) -> Awaitable[Any]: ...
 
     def llm(self) -> LLMClient: ...
 
