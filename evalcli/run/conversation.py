@@ -319,17 +319,6 @@ class Conversation:
         """Every spec's outcome on ``run``, in list order. A gate that raises or errors scores 0 (its error kept); a
         scorer that does is recorded as that scorer's error, left out of its mean: the conversation's gates, its
         per-turn results and the verdict stand (docs/scorers.md, "A scorer that fails")."""
-
-        def settle(outcome: Outcome) -> Outcome:
-            if outcome.error is None:
-                return outcome
-            if gate:
-                return Outcome(score=0.0, reason=outcome.reason, error=outcome.error, usage=outcome.usage)
-            return Outcome(reason=outcome.reason, error=outcome.error, usage=outcome.usage)
-
-        def raised(exc: Exception) -> Outcome:
-            return Outcome(score=0.0 if gate else None, error=describe(exc))
-
         if not specs:
             return {}
         scorers, immediate = self._built(specs)
@@ -340,19 +329,31 @@ class Conversation:
                 try:
                     outcome = scorer.score_now(run)
                 except Exception as exc:  # noqa: BLE001 - a scorer's failure is its own outcome
-                    outcome = raised(exc)
-                outcomes[spec.id] = settle(outcome)
+                    outcome = _raised(exc, gate)
+                outcomes[spec.id] = outcome if outcome.error is None else _settled(outcome, gate)
             return outcomes
 
         async def score(scorer: Scorer) -> Outcome:
             try:
-                return settle(await scorer.score(run))
+                outcome = await scorer.score(run)
+                return outcome if outcome.error is None else _settled(outcome, gate)
             except Exception as exc:  # noqa: BLE001 - as above
-                return raised(exc)
+                return _raised(exc, gate)
 
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(score(scorer)) for scorer in scorers]
         return {s.id: t.result() for s, t in zip(specs, tasks, strict=True)}
+
+
+def _settled(outcome: Outcome, gate: bool) -> Outcome:
+    """A scorer's outcome that is an error, as recorded: a gate's scores 0, a scorer's has no score."""
+    if gate:
+        return Outcome(score=0.0, reason=outcome.reason, error=outcome.error, usage=outcome.usage)
+    return Outcome(reason=outcome.reason, error=outcome.error, usage=outcome.usage)
+
+
+def _raised(exc: Exception, gate: bool) -> Outcome:
+    return Outcome(score=0.0 if gate else None, error=describe(exc))
 
 
 def _check_limits(limits: Limits, index: int, began: float, sink: UsageSink | None) -> None:
