@@ -51,3 +51,43 @@ def test_a_conversations_play_context_is_the_runs_with_its_check() -> None:
     assert context.with_check(check) == dataclasses.replace(context, before_turn=check)
     # a field added to PlayContext must be carried by with_check too
     assert [f.name for f in dataclasses.fields(PlayContext)] == ["llm", "use_cache", "ready", "before_turn"]
+
+
+def _generated(cls: type) -> type:
+    """The same class as a plain frozen dataclass, with the ``__init__`` dataclasses generates."""
+    return dataclasses.make_dataclass(cls.__name__, [(f.name, f.type, f) for f in dataclasses.fields(cls)], frozen=True)
+
+
+def test_turn_view_and_scorer_run_take_what_the_generated_init_takes() -> None:
+    import inspect
+
+    from evalcli.scorers import TurnView
+
+    for cls in (TurnView, ScorerRun):
+        own = inspect.signature(cls.__init__).parameters
+        generated = inspect.signature(_generated(cls).__init__).parameters
+        assert [(p.name, p.default, p.kind) for p in own.values()] == \
+               [(p.name, p.default, p.kind) for p in generated.values()]
+
+
+@given(st.integers(), st.text(max_size=3), st.lists(st.dictionaries(st.text(max_size=2), st.integers(), max_size=2)),
+       st.booleans(), ANY, ANY, ANY, st.integers(0, 3), ANY)
+def test_turn_view_and_scorer_run_hold_what_they_were_given(index: int, text: str, output: list[dict[str, Any]],
+                                                            simulated: bool, structured: Any, interrupt: Any,
+                                                            resume: Any, retries: int, guardrail: Any) -> None:
+    import pytest
+
+    from evalcli.scorers import TurnView
+
+    values = (index, text, output, simulated, structured, interrupt, resume, retries, guardrail)
+    view = TurnView(*values)
+    assert dataclasses.astuple(view) == dataclasses.astuple(_generated(TurnView)(*values))
+    assert view == TurnView(**{f.name: v for f, v in zip(dataclasses.fields(TurnView), values, strict=True)})
+    run = ScorerRun(text, output, structured, index, (view,), None, text)
+    assert dataclasses.astuple(run) == dataclasses.astuple(_generated(ScorerRun)(text, output, structured, index,
+                                                                                  (view,), None, text))
+    assert dataclasses.replace(run, goal="g").goal == "g" and dataclasses.replace(run, goal="g").turns == (view,)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.index = 1  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.output = []  # type: ignore[misc]
