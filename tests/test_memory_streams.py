@@ -108,3 +108,27 @@ def test_a_trace_written_over_several_lines_is_one_turn_and_conversations_keep_t
     assert len(c_a["turns"]) == 2
     assert [m["role"] for m in c_a["turns"][0]["output"]] == ["assistant", "tool", "assistant"]
     assert json.loads(c_a["turns"][0]["output"][1]["content"]) == {"temp_c": 18}
+
+
+def test_a_trace_the_first_read_closed_too_early_is_read_again_whole(tmp_path: Path, monkeypatch: Any) -> None:
+    """Should the first read miss a span of a trace (it only looks for trace ids in each line's text), the trace
+    would be closed before its last span: that span is noticed and the file is read again, whole, with the same
+    result as when nothing is missed."""
+    import evalcli.otel.ingest as ingest_module
+
+    first = turn_spans(1, "c-a", 1000)
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join([line(first[:2]), line(turn_spans(2, "c-b", 2000)), line(first[2:])]))
+    expected = list(ingest(path).conversations)
+    real = ingest_module.TRACE_ID
+    seen: list[str] = []
+
+    class MissingTheLastLine:
+        def findall(self, text: str) -> list[tuple[str, str]]:
+            seen.append(text)
+            return real.findall(text) if len(seen) < 3 else []
+
+    monkeypatch.setattr(ingest_module, "TRACE_ID", MissingTheLastLine())
+    assert list(ingest(path).conversations) == expected
+    assert len(seen) == 3
+    assert [len(c["messages"]) for _, c in expected] == [4, 4]

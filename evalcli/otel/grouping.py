@@ -40,21 +40,29 @@ class Turn:
     warning: str | None
 
 
+class Reopened(Exception):
+    """A span of a trace already read into turns: the trace was not whole when it was closed."""
+
+
 class Grouper:
     """Spans added trace by trace (``add``), each trace read into turns when it is whole (``close``)."""
 
     def __init__(self) -> None:
         self.open: dict[str, list[tuple[int, Span]]] = {}
+        self.closed: set[str] = set()
         self.turns: list[Turn] = []
         self.spans = 0
 
     def add(self, span: Span) -> None:
+        if span.trace_id in self.closed:
+            raise Reopened(span.trace_id)
         self.open.setdefault(span.trace_id, []).append((self.spans, span))
         self.spans += 1
 
     def close(self, trace_id: str) -> None:
-        """The trace is whole: its turns are read and its spans let go."""
+        """The trace is whole: its turns are read and its spans let go (a later span of it raises ``Reopened``)."""
         spans = self.open.pop(trace_id, None)
+        self.closed.add(trace_id)
         if spans:
             self.turns.extend(_turns(spans))
 

@@ -13,6 +13,7 @@ a located error.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError, Problem
-from .grouping import Grouper
+from .grouping import Grouper, Reopened
 from .otlp import Unreadable, decode_attributes, hex_id, read_request
 from .positions import Locate, located, one_line
 from .spans import Span, SpanEvent
@@ -70,11 +71,19 @@ def _trace_keys(document: dict[str, Any]) -> bool:
 
 def ingest(path: Path) -> Ingested:
     """The conversations of a trace file, grouped and ordered (docs/otel.md). A file of one JSON document a line is
-    read twice, a line at a time: first for where each trace's last span is, then for its spans, each trace read into
-    turns at its last line (docs/performance.md#memory); a document written over several lines is read whole."""
+    read twice, a line at a time: first for the line where each trace's last span is, then for its spans, each trace
+    read into turns at its last line (docs/performance.md#memory); a document written over several lines is read
+    whole. A span of a trace already read into turns (the first read missed it) makes the file read again, whole."""
+    try:
+        return _ingest(path, streamed=True)
+    except Reopened:
+        return _ingest(path, streamed=False)
+
+
+def _ingest(path: Path, *, streamed: bool) -> Ingested:
     found = Ingested()
     grouper = Grouper()
-    for span in _spans(path, found.warnings, grouper):
+    for span in _spans(path, found.warnings, grouper if streamed else None):
         grouper.add(span)
     if not grouper.spans:  # what made each span unreadable says more than "no span" alone (the first few)
         why = "".join(f"\n  {warning}" for warning in found.warnings[:5])
@@ -86,15 +95,16 @@ def ingest(path: Path) -> Ingested:
     return found
 
 
-def _spans(path: Path, warnings: list[str], grouper: Grouper) -> Iterator[Span]:
+def _spans(path: Path, warnings: list[str], grouper: Grouper | None) -> Iterator[Span]:
     """The file's readable spans in the order it writes them (what cannot be read: a located warning); with a file
-    of one document a line, each trace closed in ``grouper`` after its last line."""
+    of one document a line and a ``grouper``, each trace closed in it after its last line."""
     if _one_a_line(path):
-        last = _last_lines(path)
+        last = _last_lines(path) if grouper is not None else {}
         for number, document in _lines(path):
             yield from _readable(document, one_line(path, number), warnings)
-            for trace_id in last.pop(number, ()):
-                grouper.close(trace_id)
+            if grouper is not None:
+                for trace_id in last.pop(number, ()):
+                    grouper.close(trace_id)
         return
     text = path.read_text(encoding="utf-8-sig")
     stripped = text.lstrip()
@@ -150,22 +160,32 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
                                             "ExportTraceServiceRequest, or a Phoenix span)")]) from None
 
 
+TRACE_ID = re.compile(r'"(traceId|traceID|trace_id)"\s*:\s*"([^"\\]*)"')
+"""A trace id in a line's JSON text: OTLP's ``traceId``, Jaeger's ``traceID``, Phoenix's ``trace_id`` (a quote inside
+a JSON string is escaped, so a key is never matched inside a value; a link's trace id is matched too, harmlessly)."""
+
+
 def _last_lines(path: Path) -> dict[int, list[str]]:
-    """The traces whose last span is on each line (the first read of a file of one document a line): a trace is read
-    into turns once its last line is read. A line that is not JSON ends this read (the second read stops there with
-    the error)."""
+    """The traces whose last span is on each line: the first read of a file of one document a line, which looks
+    only for trace ids in each line's text (``TRACE_ID``), as the readers make them."""
     last: dict[str, int] = {}
-    try:
-        for number, document in _lines(path):
-            for found in _document(document, one_line(path, number)):
-                if not isinstance(found, Unreadable):
-                    last[found.trace_id] = number
-    except DatasetError:
-        pass
+    with path.open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            for key, value in TRACE_ID.findall(line):
+                found = _jaeger_hex(value) if key == "traceID" else hex_id(value, 16)
+                if found is not None:
+                    last[found] = number
     by_line: dict[int, list[str]] = {}
     for trace_id, number in last.items():
         by_line.setdefault(number, []).append(trace_id)
     return by_line
+
+
+def _jaeger_hex(value: str) -> str | None:
+    try:
+        return _jaeger_id(value, 16)
+    except ValueError:
+        return None
 
 
 def _document(document: Any, locate: Locate) -> Iterator[Span | Unreadable]:
