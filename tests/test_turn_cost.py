@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from evalcli.llm.usage import CallRecord
 from evalcli.results import ItemResult, Outcome, TurnRecord
 from evalcli.secrets import Redactor
 from evalcli.store import Store, migrations
+from evalcli.store.store import _Texts
 from tests.conftest import CliResult
 
 THREADS_AGENT = '''
@@ -135,3 +137,27 @@ def test_each_column_is_redacted_once_and_none_keeps_a_secret(tmp_path: Path, re
                 if isinstance(value, str) and value != "run-1" and value != result.thread_id:
                     assert not redactor.holds_secret(value), value
                     assert redactor(value) == value  # nothing left a second pass would change
+
+
+@given(conversations())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_conversation_is_stored_as_redacting_each_of_its_texts_would_store_it(tmp_path: Path,
+                                                                                result: ItemResult) -> None:
+    """Rows built as they are and searched once for a secret (``Store.item_statements``) bind exactly what the
+    rows built with every JSON value and every text redacted bind (``_Texts`` and ``Store._clean``, the one rule)."""
+    redactor = Redactor(SECRETS, env={})
+    store = Store(tmp_path / "one.db", redactor)
+    try:
+        fast = store.item_statements("run-1", result, set(result.scores))
+        stamp = next(p for sql, p in fast if sql.startswith("INSERT INTO items"))[17]
+        texts = _Texts(redactor)
+        built = store._item_rows("run-1", result, set(result.scores), stamp, True, texts)
+    finally:
+        store.close()
+
+    def each(row: Any) -> tuple[Any, ...]:  # every text but the ids evalcli made and the redacted JSON redacted
+        return tuple(redactor(v) if isinstance(v, str) and id(v) not in texts.made and v not in ("run-1",
+                     result.thread_id) else v for v in row)
+
+    assert [(sql, [tuple(r) for r in p] if isinstance(p, list) else tuple(p)) for sql, p in fast] == \
+        [(sql, [each(r) for r in p] if isinstance(p, list) else each(p)) for sql, p in built]
