@@ -5,6 +5,7 @@ every column a conversation writes."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from evalcli.llm.usage import CallRecord
 from evalcli.results import ItemResult, Outcome, TurnRecord
 from evalcli.secrets import Redactor
 from evalcli.store import Store, migrations
-from evalcli.store.store import _Texts
+from evalcli.store.store import _dumps, _Texts
 from tests.conftest import CliResult
 
 THREADS_AGENT = '''
@@ -161,3 +162,14 @@ def test_a_conversation_is_stored_as_redacting_each_of_its_texts_would_store_it(
 
     assert [(sql, [tuple(r) for r in p] if isinstance(p, list) else tuple(p)) for sql, p in fast] == \
         [(sql, [each(r) for r in p] if isinstance(p, list) else each(p)) for sql, p in built]
+
+
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text() | st.dates()
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+                      | st.dictionaries(st.text() | st.integers() | st.none(), inner, max_size=4), max_leaves=20)
+
+
+@given(VALUES)
+def test_a_stored_json_text_is_what_json_dumps_makes(value: Any) -> None:
+    """The one encoder of a conversation's JSON columns writes what ``json.dumps`` with the same options writes."""
+    assert _dumps(value) == json.dumps(value, ensure_ascii=False, default=str)

@@ -79,8 +79,18 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
-"""``json.dumps(value, ensure_ascii=False, default=str)``, by one encoder made once."""
+_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_encode = None if _C_ENCODER is None else _C_ENCODER(None, str, json.encoder.encode_basestring, None, ": ", ", ",
+                                                     False, False, True)
+"""CPython's C encoder, made once: ``JSONEncoder.encode`` makes a new one (and a dict of the values under way, to find
+a value that holds itself) for every value, which was half the time of a turn's output and most of a small one's."""
+_plain_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def _dumps(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, default=str)`` (``tests/test_turn_cost.py``), the JSON text of every
+    column a conversation writes."""
+    return _plain_encode(value) if _encode is None else "".join(_encode(value, 0))
 
 
 def _scores(outcomes: dict[str, Outcome]) -> dict[str, float | None]:
