@@ -286,7 +286,8 @@ class Store:
             "output_retries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run_id, result.index, result.id, t.index, redact(t.input), text(t.output), int(t.simulated),
               result.thread_id, result.resource_id, t.duration_ms, int(t.passed), text(_scores(t.gate_scores)),
-              text(_scores(t.scores)), text(_turn_outcomes(t)),
+              text(_scores(t.scores)),
+              text(_turn_outcomes(t)) if t.gate_scores or t.scores or t.guardrail else _NO_OUTCOMES,
               None if t.structured is None else text(t.structured),
               None if t.interrupt is None else text(t.interrupt.value),
               None if t.resume is None else text(t.resume), t.output_retries)
@@ -454,7 +455,7 @@ class _Texts:
 
     def __init__(self, redact: Redactor) -> None:
         self.redact = redact
-        self.made: dict[int, str] = {id(_EMPTY): _EMPTY}
+        self.made: dict[int, str] = {id(_EMPTY): _EMPTY, id(_NO_OUTCOMES): _NO_OUTCOMES}
 
     def __call__(self, value: Any) -> str:
         if type(value) is dict and not value:
@@ -471,6 +472,8 @@ class _Texts:
 
 
 _EMPTY = "{}"
+_NO_OUTCOMES = '{"gates": {}, "scorers": {}}'
+"""The ``outcomes`` of a turn without gates, scorers or a guardrail (most turns of a conversation scored as a whole)."""
 
 
 class _Raw:
