@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from itertools import repeat
 from dataclasses import asdict, astuple, dataclass, field
+from itertools import repeat
 from typing import Any
 
 from ..fingerprint import ItemTrees

@@ -68,7 +68,7 @@ class ScorerSpec:
         conversations share their turns' specs, and each conversation's content names every one of them
         (docs/performance.md). ``refs``: ``references()``, looked up once by a caller asking for many specs."""
         refs = refs or references()
-        made = self.__dict__.get("_fingerprinted")
+        made: tuple[References, str] | None = self.__dict__.get("_fingerprinted")
         if made is not None and made[0] is refs:
             return made[1]
         digest = self._fingerprint()
