@@ -17,11 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalcli.dataset import load_dataset
-from evalcli.fingerprint import (RELATIVE, SALT, SCHEME, SHAPES, _text, differences, fingerprint, leaf_digest,
-                                 leaf_texts, leaves)
+from evalcli.fingerprint import RELATIVE, SALT, SCHEME, SHAPES, _text, differences, fingerprint, leaf_digest, leaf_texts, leaves
 from evalcli.identity import _canonical, canonical_json
-from evalcli.thresholds import Threshold
 from evalcli.scorers import ScorerSpec
+from evalcli.thresholds import Threshold
 from tests.conftest import CliResult
 
 
