@@ -226,7 +226,7 @@ class Dataset:
 
     def _item_tree(self, item: Item, refs: References | None = None) -> dict[str, Any]:
         """One conversation in the resolved configuration (``refs``: as ``item_content``)."""
-        return {**item_content(item, refs), "turns": None if item.turns is None else [
+        return {**item_content(item, refs, turns=False), "turns": None if item.turns is None else [
             {"input": t.input, "gates": _specs(t.gates), "scorers": _specs(t.scorers), "tools": _tools(t.tools)}
             for t in item.turns], "tools": _tools(item.tools), "unmocked": item.unmocked,
             "limits": repr(self.limits_of(item))}
@@ -293,11 +293,12 @@ class Dataset:
                 yield from turn.gates
 
 
-def item_content(item: Item, refs: References | None = None) -> dict[str, Any]:
+def item_content(item: Item, refs: References | None = None, *, turns: bool = True) -> dict[str, Any]:
     """What a conversation is, as resolved (docs/identity.md): its form and every message, turn (with its gates and scorers),
     ``simulate`` block, recorded transcript, own ``target_options``, ``metadata``, ground truth and expected outcome.
     Not its id or position, nor its ``labels`` (a person's verdict on it) or ``tags`` (how it is selected). ``refs``:
-    ``references()``, looked up once by a caller digesting every conversation."""
+    ``references()``, looked up once by a caller digesting every conversation. ``turns=False``: its ``turns`` left
+    ``None`` (the resolved configuration writes its own, ``Dataset._item_tree``)."""
     refs = refs or references()
 
     def scorers(specs: list[ScorerSpec]) -> list[str]:
@@ -305,7 +306,7 @@ def item_content(item: Item, refs: References | None = None) -> dict[str, Any]:
 
     return {
         "form": item.form, "inputs": item.inputs,
-        "turns": None if item.turns is None else [
+        "turns": None if item.turns is None or not turns else [
             {"input": t.input, "resume": t.resume, "gates": scorers(t.gates), "scorers": scorers(t.scorers)}
             for t in item.turns],
         "simulate": None if item.simulation is None else asdict(item.simulation),
