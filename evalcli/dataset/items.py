@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, astuple, dataclass, field
 from itertools import repeat
 from typing import Any
@@ -30,7 +30,7 @@ Form = str
 ``transcript``)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Turn:
     """A turn of a ``turns`` item, with its own gates and scorers."""
 
@@ -58,12 +58,29 @@ class Simulation:
     """The simulator's model (``simulate.model``, else ``$EVALCLI_SIMULATOR_MODEL``, else the judge default)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RecordedTurn:
-    """One turn of a recorded conversation (docs/recorded.md): the user's message and the messages that answered it."""
+    """One turn of a recorded conversation (docs/recorded.md): the user's message and the messages that answered it
+    (``output``). Made by ``of``, which keeps the messages as their JSON text when that text reads back as them: a
+    file of 100,000 recorded conversations is held as text, not as dicts (docs/performance.md#memory)."""
 
     input: str
-    output: tuple[Message, ...]
+    packed: str | tuple[Message, ...]
+    """The answering messages' JSON text, or the messages themselves when JSON cannot hold them as they are."""
+
+    @classmethod
+    def of(cls, user: str, output: Sequence[Message]) -> RecordedTurn:
+        messages = list(output)
+        try:
+            text = json.dumps(messages, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            return cls(user, tuple(messages))
+        return cls(user, text) if json.loads(text) == messages else cls(user, tuple(messages))
+
+    @property
+    def output(self) -> tuple[Message, ...]:
+        """The messages that answered the user (new dicts each time they are read from text)."""
+        return tuple(json.loads(self.packed)) if isinstance(self.packed, str) else self.packed
 
 
 @dataclass(frozen=True)
@@ -90,7 +107,7 @@ class Limits:
         return self.on_limit == "score"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
     """One conversation of a dataset."""
 
@@ -310,7 +327,8 @@ def item_content(item: Item, refs: References | None = None, *, turns: bool = Tr
             {"input": t.input, "resume": t.resume, "gates": scorers(t.gates), "scorers": scorers(t.scorers)}
             for t in item.turns],
         "simulate": None if item.simulation is None else asdict(item.simulation),
-        "transcript": None if item.transcript is None else [asdict(t) for t in item.transcript],
+        "transcript": None if item.transcript is None else [{"input": t.input, "output": t.output}
+                                                                for t in item.transcript],
         "target_options": item.target_options, "metadata": item.metadata,
         "ground_truth": item.ground_truth, "expected_outcome": item.expected_outcome,
     }

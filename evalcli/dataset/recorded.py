@@ -50,12 +50,12 @@ def parse_transcript(raw: Any, path: Path, pos: Positions, label: str, key: str,
             continue
         if role == "user":
             if user is not None or output:
-                turns.append(RecordedTurn(user or "", tuple(output)))
+                turns.append(RecordedTurn.of(user or "", output))
             user, output = message_text(message), []
         else:
             output.append(message)
     if user is not None or output:
-        turns.append(RecordedTurn(user or "", tuple(output)))
+        turns.append(RecordedTurn.of(user or "", output))
     if not turns:
         problems.append(pos.problem(at, f"{label}: '{key}' has no user, assistant or tool message",
                                     "record at least the user's message and the agent's answer"))

@@ -13,28 +13,26 @@ a located error.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError, Problem
+from .grouping import Grouper, Reopened
 from .otlp import Unreadable, decode_attributes, hex_id, read_request
 from .positions import Locate, located, one_line
-from .spans import Span, SpanEvent, attribute_json, attribute_text
-from .turns import TurnSpans
-
-CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
-"""The attributes that name a span's conversation, first found first."""
-NO_USER = "(no user message in the trace)"
+from .spans import Span, SpanEvent
 
 
 @dataclass
 class Ingested:
-    """What a trace file holds: its conversations as ``(line, {"id", "messages"})`` and the warnings of reading it."""
+    """What a trace file holds: its conversations as ``(line, {"id", "messages"})``, made one at a time as they are
+    read (once), and the warnings of reading it."""
 
-    conversations: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    conversations: Iterable[tuple[int, dict[str, Any]]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -72,23 +70,42 @@ def _trace_keys(document: dict[str, Any]) -> bool:
 
 
 def ingest(path: Path) -> Ingested:
-    """The conversations of a trace file, grouped and ordered (docs/otel.md)."""
+    """The conversations of a trace file, grouped and ordered (docs/otel.md). A file of one JSON document a line is
+    read twice, a line at a time: first for the line where each trace's last span is, then for its spans, each trace
+    read into turns at its last line (docs/performance.md#memory); a document written over several lines is read
+    whole. A span of a trace already read into turns (the first read missed it) makes the file read again, whole."""
+    try:
+        return _ingest(path, streamed=True)
+    except Reopened:
+        return _ingest(path, streamed=False)
+
+
+def _ingest(path: Path, *, streamed: bool) -> Ingested:
     found = Ingested()
-    spans = list(_spans(path, found.warnings))
-    if not spans:  # what made each span unreadable says more than "no span" alone (the first few)
+    grouper = Grouper()
+    for span in _spans(path, found.warnings, grouper if streamed else None):
+        grouper.add(span)
+    if not grouper.spans:  # what made each span unreadable says more than "no span" alone (the first few)
         why = "".join(f"\n  {warning}" for warning in found.warnings[:5])
         more = f"\n  ... and {len(found.warnings) - 5} more" if len(found.warnings) > 5 else ""
         raise DatasetError([Problem(str(path), f"the trace file has no span evalcli can read{why}{more}",
                                     "export OTLP JSON (the collector's file exporter), or a Jaeger or Phoenix export")])
-    for key, turns in _conversations(spans).items():
-        messages = _messages(turns, found.warnings)
-        if messages:
-            line = min((int(r.where.rsplit(":", 1)[-1]) for r, _ in turns if r.where[-1:].isdigit()), default=1)
-            found.conversations.append((line, {"id": key, "messages": messages}))
+    warnings, found.conversations = grouper.conversations()
+    found.warnings.extend(warnings)
     return found
 
 
-def _spans(path: Path, warnings: list[str]) -> Iterator[Span]:
+def _spans(path: Path, warnings: list[str], grouper: Grouper | None) -> Iterator[Span]:
+    """The file's readable spans in the order it writes them (what cannot be read: a located warning); with a file
+    of one document a line and a ``grouper``, each trace closed in it after its last line."""
+    if _one_a_line(path):
+        last = _last_lines(path) if grouper is not None else {}
+        for number, document in _lines(path):
+            yield from _readable(document, one_line(path, number), warnings)
+            if grouper is not None:
+                for trace_id in last.pop(number, ()):
+                    grouper.close(trace_id)
+        return
     text = path.read_text(encoding="utf-8-sig")
     stripped = text.lstrip()
     try:
@@ -97,41 +114,78 @@ def _spans(path: Path, warnings: list[str]) -> Iterator[Span]:
         if not stripped.startswith("{"):
             raise DatasetError([Problem(f"{path}:1:1", "not a trace file: it is not JSON",
                                         "export OTLP JSON, or a Jaeger or Phoenix JSON export")]) from None
-        if not _first_line_is_json(stripped):  # one document spread over lines (a pretty-printed export), broken
-            raise DatasetError([Problem(f"{path}:{getattr(whole, 'lineno', 1)}:{getattr(whole, 'colno', 1)}",
-                                        f"not valid JSON: {getattr(whole, 'msg', whole)}",
-                                        "the file is one JSON document cut short or edited by hand: export it "
-                                        "again")]) from None
-        documents = list(_lines(path, text))
-    else:  # one document: over several lines, each span is located at its own line
-        documents = [located(text, path, document) if "\n" in text.strip() else (document, one_line(path, 1))]
-    for document, locate in documents:
-        for found in _document(document, locate):
-            if isinstance(found, Unreadable):
-                warnings.append(f"{found.where or locate(document)}: {found}: skipped")
-            else:
-                yield found
+        raise DatasetError([Problem(f"{path}:{getattr(whole, 'lineno', 1)}:{getattr(whole, 'colno', 1)}",
+                                    f"not valid JSON: {getattr(whole, 'msg', whole)}",
+                                    "the file is one JSON document cut short or edited by hand: export it "
+                                    "again")]) from None
+    located_document = located(text, path, document) if "\n" in text.strip() else (document, one_line(path, 1))
+    yield from _readable(*located_document, warnings)
 
 
-def _first_line_is_json(text: str) -> bool:
+def _readable(document: Any, locate: Locate, warnings: list[str]) -> Iterator[Span]:
+    for found in _document(document, locate):
+        if isinstance(found, Unreadable):
+            warnings.append(f"{found.where or locate(document)}: {found}: skipped")
+        else:
+            yield found
+
+
+def _one_a_line(path: Path) -> bool:
+    """Whether the file is one JSON document a line: its first line that is not blank is a JSON object of its own
+    (a document written over several lines, or a file that is not JSON, is read whole)."""
+    with path.open(encoding="utf-8-sig") as handle:
+        for line in handle:
+            if line.strip():
+                if not line.lstrip().startswith("{"):
+                    return False
+                try:
+                    json.loads(line)
+                except ValueError:
+                    return False
+                return True
+    return False
+
+
+def _lines(path: Path) -> Iterator[tuple[int, Any]]:
+    with path.open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except ValueError as exc:
+                raise DatasetError([Problem(f"{path}:{number}:{getattr(exc, 'colno', 1)}",
+                                            f"not valid JSON: {getattr(exc, 'msg', exc)}",
+                                            "each line of a trace file is one JSON document (an OTLP "
+                                            "ExportTraceServiceRequest, or a Phoenix span)")]) from None
+
+
+TRACE_ID = re.compile(r'"(traceId|traceID|trace_id)"\s*:\s*"([^"\\]*)"')
+"""A trace id in a line's JSON text: OTLP's ``traceId``, Jaeger's ``traceID``, Phoenix's ``trace_id`` (a quote inside
+a JSON string is escaped, so a key is never matched inside a value; a link's trace id is matched too, harmlessly)."""
+
+
+def _last_lines(path: Path) -> dict[int, list[str]]:
+    """The traces whose last span is on each line: the first read of a file of one document a line, which looks
+    only for trace ids in each line's text (``TRACE_ID``), as the readers make them."""
+    last: dict[str, int] = {}
+    with path.open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            for key, value in TRACE_ID.findall(line):
+                found = _jaeger_hex(value) if key == "traceID" else hex_id(value, 16)
+                if found is not None:
+                    last[found] = number
+    by_line: dict[int, list[str]] = {}
+    for trace_id, number in last.items():
+        by_line.setdefault(number, []).append(trace_id)
+    return by_line
+
+
+def _jaeger_hex(value: str) -> str | None:
     try:
-        json.loads(text.split("\n", 1)[0])
+        return _jaeger_id(value, 16)
     except ValueError:
-        return False
-    return True
-
-
-def _lines(path: Path, text: str) -> Iterator[tuple[Any, Locate]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line), one_line(path, number)
-        except ValueError as exc:
-            raise DatasetError([Problem(f"{path}:{number}:{getattr(exc, 'colno', 1)}",
-                                        f"not valid JSON: {getattr(exc, 'msg', exc)}",
-                                        "each line of a trace file is one JSON document (an OTLP "
-                                        "ExportTraceServiceRequest, or a Phoenix span)")]) from None
+        return None
 
 
 def _document(document: Any, locate: Locate) -> Iterator[Span | Unreadable]:
@@ -242,106 +296,6 @@ def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
                 out.update(_flatten(entry, f"{name}.{n}."))
         else:
             out[name] = item
-    return out
-
-
-def _conversations(spans: list[Span]) -> dict[str, list[tuple[Span, list[Span]]]]:
-    """Each turn (its root span and the spans under it) grouped by conversation: the first conversation id its root,
-    else any span under it, names; else its trace."""
-    ids = {s.span_id for s in spans}
-    roots = [s for s in spans if "evalcli.turn.index" in s.attributes]
-    if not roots:
-        roots = [s for s in spans if s.parent_id is None or s.parent_id not in ids]
-    children: dict[str, list[Span]] = {}
-    for span in spans:
-        if span.parent_id is not None:
-            children.setdefault(span.parent_id, []).append(span)
-    out: dict[str, list[tuple[Span, list[Span]]]] = {}
-    for root in sorted(roots, key=lambda s: s.start_ns):
-        tree = _subtree(root, children)
-        key = next((text for k in CONVERSATION_KEYS for s in tree if (text := attribute_text(s.attributes, k))),
-                   root.trace_id)
-        out.setdefault(key, []).append((root, tree))
-    return out
-
-
-def _messages(turns: list[tuple[Span, list[Span]]], warnings: list[str]) -> list[dict[str, Any]]:
-    """A conversation's transcript: each turn's user message and response messages, in time order."""
-    out: list[dict[str, Any]] = []
-    for root, tree in turns:
-        turn = TurnSpans.of(tree)
-        if "evalcli.turn.index" in root.attributes:
-            user = attribute_text(root.attributes, "evalcli.turn.input")
-            messages = _recorded_output(root) or turn.messages()
-        else:
-            user = _root_input(root) or turn.user_text()
-            messages = turn.messages(_root_output(root))
-        if not messages and user is None:
-            continue
-        if user is None:
-            warnings.append(f"{root.where}: span {root.span_id}: no user message found for this turn; recorded as "
-                            f"'{NO_USER}'")
-        out.append({"role": "user", "content": user if user is not None else NO_USER})
-        out.extend(_valid(messages))
-    return out
-
-
-def _subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:
-    """The root and every span under it, each once: a file whose span ids repeat (a span its own parent, two spans
-    each other's) is read to its end, never walked round a cycle."""
-    out, todo, seen = [], [root], {id(root)}
-    while todo:
-        span = todo.pop()
-        out.append(span)
-        for child in children.get(span.span_id, ()):
-            if id(child) not in seen:
-                seen.add(id(child))
-                todo.append(child)
-    return out
-
-
-def _root_input(root: Span) -> str | None:
-    a = root.attributes
-    value = attribute_json(a, "input.value")
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):  # a chain's input as a mapping: its messages' last user text, or a text field
-        for key in ("input", "query", "question", "message", "messages"):
-            found = value.get(key)
-            if isinstance(found, str):
-                return found
-    messages = attribute_json(a, "gen_ai.input.messages")
-    if isinstance(messages, list):
-        from .readers import genai_messages
-
-        users = [m for m in genai_messages(messages) if m.get("role") == "user" and isinstance(m.get("content"), str)]
-        return str(users[-1]["content"]) if users else None
-    return None
-
-
-def _root_output(root: Span) -> str | None:
-    a = root.attributes
-    for key in ("output.value", "final_result", "gen_ai.completion"):
-        value = attribute_json(a, key)
-        if isinstance(value, str):
-            return value
-    return None
-
-
-def _recorded_output(root: Span) -> list[dict[str, Any]]:
-    value = attribute_json(root.attributes, "evalcli.turn.output")
-    return value if isinstance(value, list) else []
-
-
-def _valid(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages a transcript accepts: every tool message answers a call id, every call has a name."""
-    out = []
-    for n, message in enumerate(messages):
-        if message.get("role") == "tool" and not message.get("tool_call_id"):
-            message = {**message, "tool_call_id": f"unknown_{n}"}
-        if message.get("role") not in ("assistant", "tool"):
-            continue
-        out.append(message)
     return out
 
 

@@ -1,0 +1,185 @@
+"""Spans into conversations (docs/otel.md, "Scoring exported traces"), one trace at a time.
+
+A trace's turns are its root spans (each an agent run), or in a file evalcli exported its own ``evalcli.turn`` spans;
+a span's parent is looked for in its own trace. Each turn is read as soon as its trace is whole (``Grouper.close``)
+and kept as its user message and its response messages' JSON text: the spans themselves are let go, so a file of
+100,000 conversations is never held as spans (docs/performance.md#memory). At the end the turns are put in time
+order (ties in the order the file wrote their roots) and grouped by conversation: ``gen_ai.conversation.id``, else
+``session.id``, else the trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .spans import Span, attribute_json, attribute_text
+from .turns import TurnSpans
+
+CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
+"""The attributes that name a span's conversation, first found first."""
+NO_USER = "(no user message in the trace)"
+EVALCLI_TURN = "evalcli.turn.index"
+"""The attribute of evalcli's own turn spans (a file evalcli exported)."""
+
+
+@dataclass
+class Turn:
+    """One turn read: where its root is in time and in the file, its conversation, and what it says."""
+
+    start_ns: int
+    seq: int
+    """The root's place among the file's spans (ties in time keep the file's order)."""
+    key: str
+    line: int | None
+    user: str | None
+    packed: str
+    """The turn's response messages (assistant and tool), as JSON text."""
+    warning: str | None
+
+
+class Reopened(Exception):
+    """A span of a trace already read into turns: the trace was not whole when it was closed."""
+
+
+class Grouper:
+    """Spans added trace by trace (``add``), each trace read into turns when it is whole (``close``)."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, list[tuple[int, Span]]] = {}
+        self.closed: set[str] = set()
+        self.turns: list[Turn] = []
+        self.spans = 0
+
+    def add(self, span: Span) -> None:
+        if span.trace_id in self.closed:
+            raise Reopened(span.trace_id)
+        self.open.setdefault(span.trace_id, []).append((self.spans, span))
+        self.spans += 1
+
+    def close(self, trace_id: str) -> None:
+        """The trace is whole: its turns are read and its spans let go (a later span of it raises ``Reopened``)."""
+        spans = self.open.pop(trace_id, None)
+        self.closed.add(trace_id)
+        if spans:
+            self.turns.extend(_turns(spans))
+
+    def conversations(self) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
+        """Every trace closed; the turns' warnings in conversation order, and the conversations as ``(line, {"id",
+        "messages"})`` in the order their first turns started (made one at a time as they are read)."""
+        for trace_id in list(self.open):
+            self.close(trace_id)
+        grouped: dict[str, list[Turn]] = {}
+        for turn in sorted(self.turns, key=lambda t: (t.start_ns, t.seq)):
+            grouped.setdefault(turn.key, []).append(turn)
+        self.turns = []
+        warnings = [t.warning for turns in grouped.values() for t in turns if t.warning]
+        return warnings, _made(grouped)
+
+
+def _made(grouped: dict[str, list[Turn]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    while grouped:
+        key = next(iter(grouped))
+        turns = grouped.pop(key)
+        messages: list[dict[str, Any]] = []
+        for turn in turns:
+            if turn.packed or turn.user is not None:
+                messages.append({"role": "user", "content": turn.user if turn.user is not None else NO_USER})
+                messages.extend(json.loads(turn.packed) if turn.packed else ())
+        if messages:
+            yield min((t.line for t in turns if t.line is not None), default=1), {"id": key, "messages": messages}
+
+
+def _turns(spans: list[tuple[int, Span]]) -> Iterator[Turn]:
+    """A whole trace's turns: evalcli's turn spans when it has any, else its root spans."""
+    ids = {s.span_id for _, s in spans}
+    roots = [(n, s) for n, s in spans if EVALCLI_TURN in s.attributes]
+    if not roots:
+        roots = [(n, s) for n, s in spans if s.parent_id is None or s.parent_id not in ids]
+    children: dict[str, list[Span]] = {}
+    for _, span in spans:
+        if span.parent_id is not None:
+            children.setdefault(span.parent_id, []).append(span)
+    for n, root in roots:
+        tree = _subtree(root, children)
+        key = next((text for k in CONVERSATION_KEYS for s in tree if (text := attribute_text(s.attributes, k))),
+                   root.trace_id)
+        yield _turn(n, root, tree, key)
+
+
+def _turn(seq: int, root: Span, tree: list[Span], key: str) -> Turn:
+    """One turn's user message and response messages (docs/otel.md)."""
+    turn = TurnSpans.of(tree)
+    if EVALCLI_TURN in root.attributes:
+        user = attribute_text(root.attributes, "evalcli.turn.input")
+        messages = _recorded_output(root) or turn.messages()
+    else:
+        user = _root_input(root) or turn.user_text()
+        messages = turn.messages(_root_output(root))
+    line = root.where.rsplit(":", 1)[-1]
+    warning = None
+    if user is None and messages:
+        warning = f"{root.where}: span {root.span_id}: no user message found for this turn; recorded as '{NO_USER}'"
+    packed = json.dumps(_valid(messages), ensure_ascii=False) if messages or user is not None else ""
+    return Turn(root.start_ns, seq, key, int(line) if line.isdigit() else None, user, packed, warning)
+
+
+def _subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:
+    """The root and every span under it, each once: a file whose span ids repeat (a span its own parent, two spans
+    each other's) is read to its end, never walked round a cycle."""
+    out, todo, seen = [], [root], {id(root)}
+    while todo:
+        span = todo.pop()
+        out.append(span)
+        for child in children.get(span.span_id, ()):
+            if id(child) not in seen:
+                seen.add(id(child))
+                todo.append(child)
+    return out
+
+
+def _root_input(root: Span) -> str | None:
+    a = root.attributes
+    value = attribute_json(a, "input.value")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):  # a chain's input as a mapping: its messages' last user text, or a text field
+        for key in ("input", "query", "question", "message", "messages"):
+            found = value.get(key)
+            if isinstance(found, str):
+                return found
+    messages = attribute_json(a, "gen_ai.input.messages")
+    if isinstance(messages, list):
+        from .readers import genai_messages
+
+        users = [m for m in genai_messages(messages) if m.get("role") == "user" and isinstance(m.get("content"), str)]
+        return str(users[-1]["content"]) if users else None
+    return None
+
+
+def _root_output(root: Span) -> str | None:
+    a = root.attributes
+    for key in ("output.value", "final_result", "gen_ai.completion"):
+        value = attribute_json(a, key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _recorded_output(root: Span) -> list[dict[str, Any]]:
+    value = attribute_json(root.attributes, "evalcli.turn.output")
+    return value if isinstance(value, list) else []
+
+
+def _valid(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages a transcript accepts: every tool message answers a call id, every call has a name."""
+    out = []
+    for n, message in enumerate(messages):
+        if message.get("role") == "tool" and not message.get("tool_call_id"):
+            message = {**message, "tool_call_id": f"unknown_{n}"}
+        if message.get("role") not in ("assistant", "tool"):
+            continue
+        out.append(message)
+    return out
