@@ -41,3 +41,20 @@ def test_a_pretty_printed_document_after_a_first_line_is_located_at_its_first_li
     code, stderr = _run(tmp_path, line(turn_spans(1, "c1", 100)) + pretty + "\n")
     assert code == 2, stderr
     assert f"{tmp_path / 'traces.jsonl'}:2:2: not valid JSON" in stderr, stderr
+
+
+def test_a_line_break_inside_a_string_is_not_a_line_of_the_file(tmp_path: Path) -> None:
+    """U+2028, U+2029 and U+0085 are line breaks to ``str.splitlines`` but may stand raw in a JSON string (an export
+    written with ``ensure_ascii=False``). Read a line at a time, the file's lines are its newlines only: the answer
+    keeps them and the conversation is scored (the code before the change split the line there: exit 2, "not valid
+    JSON" at line 1)."""
+    texts = [line(turn_spans(n, f"c{n}", n * 100)).replace("sunny", "sun\\u2028ny\\u0085\\u2029") for n in (1, 2)]
+    raw = "".join(json.dumps(json.loads(text), ensure_ascii=False) + "\n" for text in texts)
+    assert "\u2028" in raw
+    (tmp_path / "traces.jsonl").write_text(raw, encoding="utf-8")
+    (tmp_path / "d.yaml").write_text("gates: [{called_tool: get_weather}]\ndata_file: traces.jsonl\n")
+    done = run_cli(["run", str(tmp_path / "d.yaml"), "--db", str(tmp_path / "e.db"), "--json", "-"], REPO, {})
+    assert done.code == 0, done.stderr
+    items = json.loads(done.stdout)["items"]
+    assert [i["id"] for i in items] == ["c1", "c2"]
+    assert items[1]["turns"][0]["output"][-1]["content"] == "Paris: sun\u2028ny\u0085\u2029, 18 degrees."
