@@ -143,13 +143,22 @@ class Aggregator:
                 self._count(not_scorable, key)
 
     def _fold_turn(self, turn: TurnRecord) -> None:
-        bucket = self.turns.setdefault(turn.index, _TurnBucket())
+        # a bucket, mean or fold is made the first time its key is met, not made and dropped on every turn after
+        bucket = self.turns.get(turn.index)
+        if bucket is None:
+            bucket = self.turns[turn.index] = _TurnBucket()
         for gate_id, outcome in turn.gate_scores.items():
             value = _numeric(outcome)
             self.turn_gates[gate_id] = self.turn_gates.get(gate_id, False) or value is not None
             if value is not None:
-                bucket.gates.setdefault(gate_id, Mean()).add(value)
-                bucket.folds.setdefault(gate_id, GateFold()).add(outcome)
+                mean = bucket.gates.get(gate_id)
+                if mean is None:
+                    mean = bucket.gates[gate_id] = Mean()
+                fold = bucket.folds.get(gate_id)
+                if fold is None:
+                    fold = bucket.folds[gate_id] = GateFold()
+                mean.add(value)
+                fold.add(outcome)
             else:
                 self._count(self.not_scorable_early, gate_id)
         for scorer_id, outcome in turn.scores.items():
@@ -160,9 +169,13 @@ class Aggregator:
                 self._count(self.not_scorable_early, scorer_id)
                 continue
             if scorer_id in turn.thresholds:
-                _, mean = bucket.thresholds.setdefault(scorer_id, (turn.thresholds[scorer_id], Mean()))
-                mean.add(value)
-            bucket.scores.setdefault(scorer_id, Mean()).add(value)
+                if scorer_id not in bucket.thresholds:
+                    bucket.thresholds[scorer_id] = (turn.thresholds[scorer_id], Mean())
+                bucket.thresholds[scorer_id][1].add(value)
+            scored = bucket.scores.get(scorer_id)
+            if scored is None:
+                scored = bucket.scores[scorer_id] = Mean()
+            scored.add(value)
 
     def _errored(self, key: str, outcome: Outcome) -> bool:
         """A scorer's outcome that is its error (a gate's error scores 0 and is folded as a score)."""

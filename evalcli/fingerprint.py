@@ -27,12 +27,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .secret_references import digestible, json_text, secret_check
+from .secret_references import digestible, json_string, json_text, secret_check
 
 SALT = "#salt"
 """The key of the salt among a fingerprint's paths."""
 SHAPES = "#shapes"
 """The key of the conversations' leaf paths, once per shape (JSON: a list of lists of paths relative to ``data[N]``)."""
+SCHEME = "#scheme"
+"""The key saying how a conversation's leaves are digested: ``RELATIVE`` (absent in runs stored before: each by its
+whole path, ``data[3].turns[0].input``)."""
+RELATIVE = "relative"
+"""Each leaf of a conversation digested by its path within it (``.turns[0].input``)."""
+KEYS = (SALT, SHAPES, SCHEME)
+"""A fingerprint's keys that are no path of the configuration."""
 ITEMS = "data"
 """The configuration's list of conversations: one entry each in a fingerprint."""
 KEY_VARIABLE = "EVALCLI_DIGEST_KEY"
@@ -83,22 +90,85 @@ def fingerprint(tree: Any, salt: str | None = None) -> dict[str, str]:
         if path:
             digests[path] = leaf_digest(salt, path, value, bears=bears)
     shapes: dict[tuple[str, ...], int] = {}
+    shorts: dict[tuple[str, str], str] = {}
     for n, item in enumerate(items):
-        digests[f"{ITEMS}[{n}]"] = item_entry(salt, n, item, shapes, bears)
+        digests[f"{ITEMS}[{n}]"] = item_entry(salt, n, item, shapes, bears, shorts)
     digests[SHAPES] = json.dumps([list(shape) for shape in shapes])
+    digests[SCHEME] = RELATIVE
     return digests
 
 
 def item_entry(salt: str, n: int, item: Any, shapes: dict[tuple[str, ...], int],
-               bears: Callable[[str], bool] | None = None) -> str:
+               bears: Callable[[str], bool] | None = None, shorts: dict[tuple[str, str], str] | None = None) -> str:
     """``<shape>|<digest of the item>|<short digest of each leaf>``: the item's digest says whether it changed; the
-    short ones (4 hex digits, or the keyed form of a secret-bearing leaf) only which of its leaves did."""
+    short ones (4 hex digits, or the keyed form of a secret-bearing leaf) only which of its leaves did, each digested
+    by its path within the conversation (``.turns[0].input``: ``RELATIVE``).
+
+    One pass over the conversation: its canonical text, digested whole and checked for a secret once; when it holds
+    none, neither does any leaf, and each leaf's short digest is looked up in ``shorts`` (the same leaf at the same
+    relative path, as most of a dataset's conversations share, is digested once a fingerprint). A conversation that
+    holds a secret is digested leaf by leaf (``leaf_digest``), secret-bearing leaves keyed."""
     prefix = f"{ITEMS}[{n}]"
-    found = list(leaves(item, prefix))
-    shape = tuple(path[len(prefix):] for path, _ in found)
-    index = shapes.setdefault(shape, len(shapes))
-    shorts = ",".join(leaf_digest(salt, path, value, short=True, bears=bears) for path, value in found)
-    return f"{index}|{leaf_digest(salt, prefix, item, bears=bears)}|{shorts}"
+    found = leaf_texts(item)
+    index = shapes.setdefault(tuple([rel for rel, _ in found]), len(shapes))
+    check = bears or secret_check()
+    text = _text(item)
+    if check(text):
+        whole = leaf_digest(salt, prefix, item, bears=check)
+        listed = ",".join(leaf_digest(salt, path[len(prefix):], value, short=True, bears=check)
+                          for path, value in leaves(item, prefix))
+        return f"{index}|{whole}|{listed}"
+    known = shorts if shorts is not None else {}
+    if len(known) > MEMO:  # a run's memory does not grow with its conversations' distinct leaves
+        known.clear()
+    digests = [known.get(leaf) or known.setdefault(leaf, _salted(salt, *leaf)[:4]) for leaf in found]
+    return f"{index}|{_salted(salt, prefix, text)}|{','.join(digests)}"
+
+
+MEMO = 2048
+"""How many leaves' short digests a fingerprint keeps to look up (those most conversations share come back at once
+after it is emptied)."""
+_SCALARS: dict[Any, str] = {None: "null", True: "true", False: "false"}
+
+
+def leaf_texts(tree: Any) -> list[tuple[str, str]]:
+    """``leaves`` of a conversation, by their paths within it (``.turns[0].input``; ``""``: the conversation itself,
+    when it is a leaf), each with its JSON text (``_text``): (path, text), in ``leaves``' order."""
+    found: list[tuple[str, str]] = []
+    _collect(tree, "", found)
+    return found
+
+
+def _collect(tree: Any, path: str, found: list[tuple[str, str]]) -> None:
+    """``found`` + the leaves under ``tree`` (at ``path``): the common kinds of leaf made text here, not in a call."""
+    add = found.append
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            kind = type(value)
+            if kind is str:
+                add((f"{path}.{key}", json_string(value)))
+            elif value is None or kind is bool:
+                add((f"{path}.{key}", _SCALARS[value]))
+            elif (kind is dict or kind is list) and not value:
+                add((f"{path}.{key}", "{}" if kind is dict else "[]"))
+            else:
+                _collect(value, f"{path}.{key}", found)
+    elif isinstance(tree, list | tuple) and tree:
+        for n, value in enumerate(tree):
+            if type(value) is str:
+                add((f"{path}[{n}]", json_string(value)))
+            else:
+                _collect(value, f"{path}[{n}]", found)
+    else:
+        add((path, _leaf_text(tree)))
+
+
+def _leaf_text(value: Any) -> str:
+    if type(value) is str:
+        return json_string(value)
+    if value is None or type(value) is bool:
+        return _SCALARS[value]
+    return _text(value)
 
 
 def leaf_digest(salt: str, path: str, value: Any, short: bool = False, bears: Callable[[str], bool] | None = None) -> str:
@@ -128,14 +198,20 @@ def differences(stored: dict[str, str], tree: Any) -> list[str]:
     ``path (changed)``, ``path (removed)``, ``path (added)``. A secret-bearing leaf keyed on another machine is
     compared without its secrets (``unverifiable``). A conversation whose digest is the same is not looked into; one
     that changed is compared leaf by leaf (``data[3] (changed)`` when no leaf's short digest tells which)."""
-    salt = stored[SALT]
+    salt, relative = stored[SALT], stored.get(SCHEME) == RELATIVE
     then, now, items = compared(stored, tree)
     changes = [f"{path} (changed)" for path, digest in then.items()
-               if path in now and not _same(digest, salt, path, now[path])]
+               if path in now and not _same(digest, salt, _digested_as(path, relative), now[path])]
     removed = [f"{path} (removed)" for path in then if path not in now]
     added = [f"{path} (added)" for path in now if path not in then]
     named = {change[:change.index("]") + 1] for change in changes + removed + added if change.startswith(f"{ITEMS}[")}
     return changes + [f"{path} (changed)" for path in items if path not in named] + removed + added
+
+
+def _digested_as(path: str, relative: bool) -> str:
+    """The path a stored leaf digest was made with: a conversation's leaf by its path within it when the fingerprint
+    says so (``RELATIVE``: ``data[3].turns[0].input`` -> ``.turns[0].input``), any other by its whole path."""
+    return path[path.index("]") + 1:] if relative and path.startswith(f"{ITEMS}[") else path
 
 
 def compared(stored: dict[str, str], tree: Any) -> tuple[dict[str, str], dict[str, Any], list[str]]:
@@ -143,7 +219,7 @@ def compared(stored: dict[str, str], tree: Any) -> tuple[dict[str, str], dict[st
     conversations whose digest is the same, and the conversations that changed (their leaves are in both)."""
     salt = stored[SALT]
     now = dict(leaves(tree))
-    then = {path: digest for path, digest in stored.items() if path not in (SALT, SHAPES)}
+    then = {path: digest for path, digest in stored.items() if path not in KEYS}
     if SHAPES not in stored:  # one digest per leaf (runs stored before conversations had one digest each)
         return then, now, []
     items = tree.get(ITEMS) if isinstance(tree, dict) else None
@@ -188,7 +264,7 @@ def unverifiable(stored: dict[str, str]) -> list[str]:
             if _keyed_elsewhere(whole, here):
                 found += [path + rel for rel, short in zip(shapes[int(shape)], shorts.split(","), strict=True)
                           if _keyed_elsewhere(short, here)]
-        elif path != SALT and _keyed_elsewhere(digest, here):
+        elif path not in KEYS and _keyed_elsewhere(digest, here):
             found.append(path)
     return found
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from .secret_references import bears_secret, digestible
@@ -41,13 +41,13 @@ A = TypeVar("A", bound="Identified")
 B = TypeVar("B", bound="Identified")
 
 
-def content_digest(content: Any) -> str:
+def content_digest(content: Any, bears: Callable[[str], bool] | None = None) -> str:
     """The digest of an item's content (any value YAML can give; key order never matters), each secret in it as a
     reference to its variable (``${PIN}``) or redacted (``secret_references.digestible``): the same conversation on
     every machine and shard whatever the secret's value, and no guess of a secret can be confirmed against it
-    (docs/reliability.md, "Secrets")."""
+    (docs/reliability.md, "Secrets"). ``bears``: ``secret_check()``, made once by a caller digesting many."""
     text = canonical_json(content)
-    if bears_secret(text):
+    if (bears or bears_secret)(text):
         text = canonical_json(digestible(content))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
@@ -55,8 +55,33 @@ def content_digest(content: Any) -> str:
 def canonical_json(value: Any) -> str:
     """One text per value, whatever the order of its mappings' keys, for everything safe_load can give: mappings
     whose keys are dates, numbers, bytes or tuples as well as strings, sets, bytes, dates and timestamps (each
-    tagged, so the date 2024-01-01 and the string "2024-01-01" differ)."""
-    return json.dumps(_canonical(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+    tagged, so the date 2024-01-01 and the string "2024-01-01" differ). A value of JSON's own kinds only (text keys)
+    is encoded as it is, without the tagged copy (the same text: every conversation's content is digested at load)."""
+    return _ENCODE(value if _plain(value) else _canonical(value))
+
+
+_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr).encode
+"""What ``json.dumps(..., sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)`` does, with one
+encoder made once."""
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` holds only what JSON writes as it is (``_canonical`` would give an equal copy): text, numbers,
+    booleans, null, lists and tuples of them, mappings with text keys. A scalar member is looked at in the loop, a
+    container by a call."""
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or (type(item) not in _SCALARS and not _plain(item)):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        for item in value:
+            if type(item) not in _SCALARS and not _plain(item):
+                return False
+        return True
+    return kind in _SCALARS
 
 
 def _canonical(value: Any) -> Any:

@@ -45,8 +45,16 @@ def tool_calls(messages: Iterable[Message]) -> Iterator[tuple[str | None, str]]:
 
 
 def tool_names(messages: Iterable[Message]) -> list[str]:
-    """Names of every tool called, in order."""
-    return [name for _, name in tool_calls(messages)]
+    """Names of every tool called, in order: the names ``tool_calls`` yields, gathered without its generator (checks
+    read them for every conversation and turn; docs/performance.md)."""
+    names: list[str] = []
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if isinstance(name, str) and name:
+                names.append(name)
+    return names
 
 
 def is_error_result(message: Message) -> bool:

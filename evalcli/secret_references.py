@@ -123,7 +123,8 @@ def json_text(value: Any, *, sort_keys: bool = False) -> str:
         return encode(_text_keys(value))
 
 
-_json_string = json.encoder.encode_basestring  # what json.dumps(text, ensure_ascii=False) returns for a str
+_json_string = json_string = json.encoder.encode_basestring
+"""What ``json.dumps(text, ensure_ascii=False)`` returns for a ``str``."""
 _ENCODERS = {order: json.JSONEncoder(sort_keys=order, default=repr, ensure_ascii=False).encode for order in (False, True)}
 
 

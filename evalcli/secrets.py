@@ -274,6 +274,9 @@ class Redactor:
         self.values = frozenset(values)
         """Every secret value this redactor replaces."""
         forms = sorted({f.lower() for v in values for f in encodings(v) if usable(f)}, key=len, reverse=True)
+        self._forms = tuple(forms)
+        """Each form of each secret, lower-cased: looked for one by one (``in``), which took half the time of one
+        search of their alternatives, from 6 forms (one secret) to 68 (twelve)."""
         alternatives = "|".join(re.escape(f) for f in forms)
         # searched in the lower-cased text: an IGNORECASE search of the same alternatives took ten times as long
         self._pattern = re.compile(alternatives) if forms else None
@@ -287,15 +290,22 @@ class Redactor:
 
     def holds_secret(self, text: str) -> bool:
         """Whether ``text`` holds something this redactor replaces."""
-        return bool(text) and ((self._anycase is not None and self._found(text) is not None)
-                               or _structural(text) != text)
+        return bool(text) and ((self._anycase is not None and self._holds_form(text)) or _structural(text) != text)
 
-    def _found(self, text: str) -> re.Match[str] | None:
-        assert self._pattern is not None and self._anycase is not None
+    def holds_any(self, texts: Iterable[str]) -> bool:
+        """Whether any of ``texts`` holds something this redactor replaces: one scan of them joined by newlines
+        instead of one a text (a conversation's row parameters, ``Store._clean``). No URL userinfo or query value
+        spans a newline, and every secret form in one text is in the joined text, so a text that holds a secret
+        always makes the whole hold one; only a secret that itself holds a newline may match across two texts (a
+        clean set then looks unclean, and each text is redacted on its own: slower, never less safe)."""
+        return self.holds_secret("\n".join(dict.fromkeys(texts)))  # each text once: ids recur in every row
+
+    def _holds_form(self, text: str) -> bool:
+        assert self._anycase is not None
         lowered = text.lower()
         if len(lowered) != len(text):
-            return self._anycase.search(text)
-        return self._pattern.search(lowered)
+            return self._anycase.search(text) is not None
+        return any(form in lowered for form in self._forms)
 
     def _replaced(self, text: str) -> str:
         """Every secret form in ``text`` (in any case) replaced."""
@@ -304,6 +314,8 @@ class Redactor:
         lowered = text.lower()
         if len(lowered) != len(text):
             return self._anycase.sub(REDACTED, text)
+        if not any(form in lowered for form in self._forms):
+            return text
         pieces, at = [], 0
         for match in self._pattern.finditer(lowered):
             pieces += [text[at:match.start()], REDACTED]

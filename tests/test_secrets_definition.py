@@ -109,6 +109,20 @@ def test_a_text_without_a_secret_is_never_changed(secrets: list[str], text: str)
     assert redact(text) == text
 
 
+@given(secrets_strategy, st.lists(st.tuples(filler, st.integers(0, 100), st.integers(0, 9)), max_size=6))
+@settings(max_examples=400, deadline=None)
+def test_texts_searched_at_once_hold_a_secret_whenever_one_of_them_does(secrets: list[str],
+                                                                         pieces: list[tuple[str, int, int]]) -> None:
+    """``Redactor.holds_any`` (one scan of a conversation's row parameters) never misses what a scan of each finds
+    (a URL's userinfo, a secret query value, any form of a secret; ``how`` 9: no secret, only the filler)."""
+    redact = Redactor(secrets, env={})
+    texts = [before + (_written(secrets[which % len(secrets)], how) if how < 9 else "") for before, which, how in pieces]
+    if any(redact.holds_secret(t) for t in texts):
+        assert redact.holds_any(texts), texts
+    if not redact.holds_any(texts):
+        assert all(redact(t) == t for t in texts)
+
+
 @given(st.dictionaries(st.sampled_from(["Host", "Accept", "Content-Type", "X-Api-Version", "User-Agent", "X-Trace"]),
                        st.text(st.sampled_from("abc019./:;= -"), min_size=1, max_size=12), min_size=1),
        st.dictionaries(st.sampled_from(["Authorization", "X-Api-Key", "Cookie", "X-Session", "X-Auth-Token"]),

@@ -410,3 +410,19 @@ def test_every_call_of_a_turn_is_recorded_once_whoever_saw_it(turn: tuple[list[d
             assert seen.messages[i + 1]["tool_call_id"] == message["tool_calls"][0]["id"]
     if messages[-1]["content"] and added:
         assert seen.messages[-1] == messages[-1]
+
+
+@given(turns(), st.integers(0, 1), st.booleans())
+def test_a_turn_the_plan_only_watched_is_recorded_as_reported(turn: tuple[list[dict[str, Any]], Any], index: int,
+                                                              sent: bool) -> None:
+    """The conversation skips ``recorded_turn`` for a turn ``watching`` says the plan only watched: that is only
+    right when the record would be the reported messages, and no call of them could be outside the plan."""
+    from evalcli.tools import recorded_turn
+
+    messages, plan = turn
+    seen = recorded_turn(messages, plan, index, service_sources=sent)
+    if plan.watching(index):
+        assert seen.messages == messages
+        assert all(plan.outside(call.tool, sent=sent) is None for call in seen.outside)
+    elif not plan.controls:
+        assert any(call.turn == index for call in plan.calls)  # it saw a call of the turn: it may add one

@@ -5,9 +5,11 @@ every column a conversation writes."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from evalcli.llm.usage import CallRecord
 from evalcli.results import ItemResult, Outcome, TurnRecord
 from evalcli.secrets import Redactor
 from evalcli.store import Store, migrations
+from evalcli.store.store import _dumps, _Texts
 from tests.conftest import CliResult
 
 THREADS_AGENT = '''
@@ -135,3 +138,38 @@ def test_each_column_is_redacted_once_and_none_keeps_a_secret(tmp_path: Path, re
                 if isinstance(value, str) and value != "run-1" and value != result.thread_id:
                     assert not redactor.holds_secret(value), value
                     assert redactor(value) == value  # nothing left a second pass would change
+
+
+@given(conversations())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_conversation_is_stored_as_redacting_each_of_its_texts_would_store_it(tmp_path: Path,
+                                                                                result: ItemResult) -> None:
+    """Rows built as they are and searched once for a secret (``Store.item_statements``) bind exactly what the
+    rows built with every JSON value and every text redacted bind (``_Texts`` and ``Store._clean``, the one rule)."""
+    redactor = Redactor(SECRETS, env={})
+    store = Store(tmp_path / "one.db", redactor)
+    try:
+        fast = store.item_statements("run-1", result, set(result.scores))
+        stamp = next(p for sql, p in fast if sql.startswith("INSERT INTO items"))[17]
+        texts = _Texts(redactor)
+        built = store._item_rows("run-1", result, set(result.scores), stamp, True, texts)
+    finally:
+        store.close()
+
+    def each(row: Any) -> tuple[Any, ...]:  # every text but the ids evalcli made and the redacted JSON redacted
+        return tuple(redactor(v) if isinstance(v, str) and id(v) not in texts.made and v not in ("run-1",
+                     result.thread_id) else v for v in row)
+
+    assert [(sql, [tuple(r) for r in p] if isinstance(p, list) else tuple(p)) for sql, p in fast] == \
+        [(sql, [each(r) for r in p] if isinstance(p, list) else each(p)) for sql, p in built]
+
+
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text() | st.dates()
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+                      | st.dictionaries(st.text() | st.integers() | st.none(), inner, max_size=4), max_leaves=20)
+
+
+@given(VALUES)
+def test_a_stored_json_text_is_what_json_dumps_makes(value: Any) -> None:
+    """The one encoder of a conversation's JSON columns writes what ``json.dumps`` with the same options writes."""
+    assert _dumps(value) == json.dumps(value, ensure_ascii=False, default=str)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, astuple, dataclass, field, replace
+from dataclasses import asdict, astuple, dataclass, field
+from itertools import repeat
 from typing import Any
 
 from ..fingerprint import ItemTrees
@@ -14,6 +15,7 @@ from ..llm import default_judge_model
 from ..messages import Message
 from ..results import FORMS
 from ..scorers import Registry, ScorerSpec
+from ..secret_references import References, references, secret_check
 from ..targets import Adapter
 from ..tools import ToolsConfig
 from ..version import __version__
@@ -235,13 +237,13 @@ class Dataset:
             "target": {"spec": self.target_spec, **self.target_settings}, "target_options": self.target_options,
             "gates": _specs(self.gates), "scorers": _specs(self.scorers),
             "tools": _tools(self.tools), "unmocked": self.unmocked,
-            "data": ItemTrees(lambda: map(self._item_tree, self.items), len(self.items)) if streamed
-            else [self._item_tree(item) for item in self.items],
+            "data": ItemTrees(lambda: map(self._item_tree, self.items, repeat(references())), len(self.items))
+            if streamed else [self._item_tree(item) for item in self.items],
         }
 
-    def _item_tree(self, item: Item) -> dict[str, Any]:
-        """One conversation in the resolved configuration."""
-        return {**item_content(item), "turns": None if item.turns is None else [
+    def _item_tree(self, item: Item, refs: References | None = None) -> dict[str, Any]:
+        """One conversation in the resolved configuration (``refs``: as ``item_content``)."""
+        return {**item_content(item, refs, turns=False), "turns": None if item.turns is None else [
             {"input": t.input, "gates": _specs(t.gates), "scorers": _specs(t.scorers), "tools": _tools(t.tools)}
             for t in item.turns], "tools": _tools(item.tools), "unmocked": item.unmocked,
             "limits": repr(self.limits_of(item))}
@@ -308,16 +310,20 @@ class Dataset:
                 yield from turn.gates
 
 
-def item_content(item: Item) -> dict[str, Any]:
+def item_content(item: Item, refs: References | None = None, *, turns: bool = True) -> dict[str, Any]:
     """What a conversation is, as resolved (docs/identity.md): its form and every message, turn (with its gates and scorers),
     ``simulate`` block, recorded transcript, own ``target_options``, ``metadata``, ground truth and expected outcome.
-    Not its id or position, nor its ``labels`` (a person's verdict on it) or ``tags`` (how it is selected)."""
+    Not its id or position, nor its ``labels`` (a person's verdict on it) or ``tags`` (how it is selected). ``refs``:
+    ``references()``, looked up once by a caller digesting every conversation. ``turns=False``: its ``turns`` left
+    ``None`` (the resolved configuration writes its own, ``Dataset._item_tree``)."""
+    refs = refs or references()
+
     def scorers(specs: list[ScorerSpec]) -> list[str]:
-        return [spec.fingerprint() for spec in specs]
+        return [spec.fingerprint(refs) for spec in specs]
 
     return {
         "form": item.form, "inputs": item.inputs,
-        "turns": None if item.turns is None else [
+        "turns": None if item.turns is None or not turns else [
             {"input": t.input, "resume": t.resume, "gates": scorers(t.gates), "scorers": scorers(t.scorers)}
             for t in item.turns],
         "simulate": None if item.simulation is None else asdict(item.simulation),
@@ -330,12 +336,16 @@ def item_content(item: Item) -> dict[str, Any]:
 
 def with_identities(items: list[Item]) -> list[Item]:
     """The items with their identities and content digests (the nth identical item without an id numbered), each
-    replaced in ``items`` itself (a dataset's items are never held twice: docs/performance.md#memory)."""
-    contents = [content_digest(item_content(item)) for item in items]
+    set in ``items`` itself (a dataset's items are never held twice: docs/performance.md#memory)."""
+    refs, bears = references(), secret_check()
+    contents = [content_digest(item_content(item, refs), bears) for item in items]
     found = identities((item.id if item.id_given else None, content) for item, content in zip(items, contents,
                                                                                              strict=True))
-    for n, (identity, content) in enumerate(zip(found, contents, strict=True)):
-        items[n] = replace(items[n], identity=identity, content=content)
+    for item, identity, content in zip(items, found, contents, strict=True):
+        # the items were made by this load and nothing holds them yet: set in place, not copied (``replace`` ran
+        # each item's ``__init__`` again, a tenth of loading)
+        object.__setattr__(item, "identity", identity)
+        object.__setattr__(item, "content", content)
     return items
 
 

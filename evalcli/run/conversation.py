@@ -14,7 +14,6 @@ import asyncio
 import time
 import traceback
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from ..dataset import Dataset, Item, Limits
@@ -68,6 +67,7 @@ class Conversation:
         self.play_context = play_context
         self.thresholds = thresholds
         """Raw thresholds of the run's top-level scorers, recorded with each conversation's outcomes."""
+        self._scorers: dict[int, tuple[list[ScorerSpec], list[Scorer], bool]] = {}
 
     async def play(self, item: Item) -> ItemResult:
         started = time.perf_counter()
@@ -195,6 +195,8 @@ class Conversation:
                 messages = with_spans(captured, messages, index)
                 if plan is None:
                     return messages
+                if plan.watching(index):
+                    return list(messages)  # copied, as recorded_turn would
                 sent = adapter is not None and adapter.plan_sent
                 seen = recorded_turn(messages, plan, index, service_sources=sent)
                 ran = [call for call in seen.outside if not call.error or adapter is None or adapter.error_results_ran]
@@ -249,8 +251,12 @@ class Conversation:
         seconds = limits.seconds if limits is not None else None
         try:
             try:
-                async with asyncio.timeout(seconds):
-                    result.stop_reason = await driver.play(send, replace(self.play_context, before_turn=before_turn))
+                context = self.play_context.with_check(before_turn)
+                if seconds is None:
+                    result.stop_reason = await driver.play(send, context)
+                else:
+                    async with asyncio.timeout(seconds):
+                        result.stop_reason = await driver.play(send, context)
             except TimeoutError:
                 raise LimitReached("seconds", f"the conversation's limit of {seconds:g} s was reached") from None
         except LimitReached as exc:
@@ -269,6 +275,18 @@ class Conversation:
             except Exception as exc:  # noqa: BLE001 - a session that cannot close is this conversation's error
                 if result.status == "ok":
                     self._fail(result, f"closing the conversation failed: {describe(exc)}", exc)
+
+    def _built(self, specs: list[ScorerSpec]) -> tuple[list[Scorer], bool]:
+        """The scorers of a list of specs (the dataset's, or a turn's), and whether every one is ``immediate``: built
+        once per list, not for every conversation that scores it (docs/performance.md). The list is kept with them, so
+        its id is never another list's."""
+        known = self._scorers.get(id(specs))
+        if known is not None and known[0] is specs:
+            return known[1], known[2]
+        scorers = [self.builder.build(s) for s in specs]
+        immediate = all(s.immediate for s in scorers)
+        self._scorers[id(specs)] = (specs, scorers, immediate)
+        return scorers, immediate
 
     @staticmethod
     def _fail(result: ItemResult, message: str, cause: BaseException) -> None:
@@ -301,38 +319,41 @@ class Conversation:
         """Every spec's outcome on ``run``, in list order. A gate that raises or errors scores 0 (its error kept); a
         scorer that does is recorded as that scorer's error, left out of its mean: the conversation's gates, its
         per-turn results and the verdict stand (docs/scorers.md, "A scorer that fails")."""
-
-        def settle(outcome: Outcome) -> Outcome:
-            if outcome.error is None:
-                return outcome
-            if gate:
-                return Outcome(score=0.0, reason=outcome.reason, error=outcome.error, usage=outcome.usage)
-            return Outcome(reason=outcome.reason, error=outcome.error, usage=outcome.usage)
-
-        def raised(exc: Exception) -> Outcome:
-            return Outcome(score=0.0 if gate else None, error=describe(exc))
-
-        scorers = [self.builder.build(s) for s in specs]
-        if all(s.immediate for s in scorers):
+        if not specs:
+            return {}
+        scorers, immediate = self._built(specs)
+        if immediate:
             # checks never wait on anything: scoring them in turn spares tasks and event-loop round trips
             outcomes: dict[str, Outcome] = {}
             for spec, scorer in zip(specs, scorers, strict=True):
                 try:
                     outcome = scorer.score_now(run)
                 except Exception as exc:  # noqa: BLE001 - a scorer's failure is its own outcome
-                    outcome = raised(exc)
-                outcomes[spec.id] = settle(outcome)
+                    outcome = _raised(exc, gate)
+                outcomes[spec.id] = outcome if outcome.error is None else _settled(outcome, gate)
             return outcomes
 
         async def score(scorer: Scorer) -> Outcome:
             try:
-                return settle(await scorer.score(run))
+                outcome = await scorer.score(run)
+                return outcome if outcome.error is None else _settled(outcome, gate)
             except Exception as exc:  # noqa: BLE001 - as above
-                return raised(exc)
+                return _raised(exc, gate)
 
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(score(scorer)) for scorer in scorers]
         return {s.id: t.result() for s, t in zip(specs, tasks, strict=True)}
+
+
+def _settled(outcome: Outcome, gate: bool) -> Outcome:
+    """A scorer's outcome that is an error, as recorded: a gate's scores 0, a scorer's has no score."""
+    if gate:
+        return Outcome(score=0.0, reason=outcome.reason, error=outcome.error, usage=outcome.usage)
+    return Outcome(reason=outcome.reason, error=outcome.error, usage=outcome.usage)
+
+
+def _raised(exc: Exception, gate: bool) -> Outcome:
+    return Outcome(score=0.0 if gate else None, error=describe(exc))
 
 
 def _check_limits(limits: Limits, index: int, began: float, sink: UsageSink | None) -> None:

@@ -65,6 +65,11 @@ class PlayContext:
     budget) when that turn will not be played. ``send`` checks it too; a driver that asks a model for the user's next
     message calls it first, so that model is never asked for a turn a limit ended (docs/simulated-users.md)."""
 
+    def with_check(self, before_turn: Callable[[], None]) -> PlayContext:
+        """This context for one conversation, with its check before each turn (``dataclasses.replace`` without its
+        look at every field, once a conversation; docs/performance.md)."""
+        return PlayContext(self.llm, self.use_cache, self.ready, before_turn)
+
 
 class Driver(Protocol):
     """Plays the user's side of one conversation."""

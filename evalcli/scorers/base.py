@@ -10,10 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..messages import Message
+from ..messages import Message, tool_names
+
+# A TurnView is built for every turn and a ScorerRun for every scored run of every conversation: their __init__ is the
+# one a frozen dataclass generates (same parameters, defaults and values; still frozen: assigning a field raises), but
+# it writes the instance's fields directly instead of calling object.__setattr__ once per field, several times slower
+# (docs/performance.md). tests/test_play_cuts.py holds them to the generated ones.
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TurnView:
     """One turn as scorers see it: the user's message and this turn's response messages."""
 
@@ -36,8 +41,17 @@ class TurnView:
     guardrail: dict[str, str] | None = None
     """The guardrail that tripped on this turn (``{name, kind}``, kind ``input`` or ``output``), if one did."""
 
+    def __init__(self, index: int, input: str, output: list[Message], simulated: bool = False,
+                 structured: Any = None, interrupt: Any = None, resume: Any = None, output_retries: int = 0,
+                 guardrail: dict[str, str] | None = None) -> None:
+        # the generated __init__ of a frozen dataclass, writing the fields directly (the note above)
+        fields = self.__dict__
+        fields["index"], fields["input"], fields["output"], fields["simulated"] = index, input, output, simulated
+        fields["structured"], fields["interrupt"], fields["resume"] = structured, interrupt, resume
+        fields["output_retries"], fields["guardrail"] = output_retries, guardrail
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class ScorerRun:
     """What a scorer sees: the input, the response messages, every turn, and the item's expectations."""
 
@@ -56,10 +70,29 @@ class ScorerRun:
     goal: str | None = None
     """The simulated user's goal for ``simulate`` items (docs/simulated-users.md), else ``None``."""
 
+    def __init__(self, input: str, output: list[Message], ground_truth: Any = None,
+                 turn_index: int | None = None, turns: tuple[TurnView, ...] = (), expected_outcome: str | None = None,
+                 goal: str | None = None) -> None:
+        # as TurnView's (the note above it)
+        fields = self.__dict__
+        fields["input"], fields["output"], fields["ground_truth"] = input, output, ground_truth
+        fields["turn_index"], fields["turns"] = turn_index, turns
+        fields["expected_outcome"], fields["goal"] = expected_outcome, goal
+
     @property
     def user_messages(self) -> list[str]:
         """What the user said on each scored turn, in order."""
         return [turn.input for turn in self.turns]
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of every tool called in ``output``, in order (``messages.tool_names``): read once per run, however
+        many checks count them (docs/performance.md). Read it, never change it."""
+        names: list[str] | None = self.__dict__.get("_tool_names")
+        if names is None:
+            names = tool_names(self.output)
+            object.__setattr__(self, "_tool_names", names)  # a cache beside the fields (functools.cached_property locks)
+        return names
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import Problem
 from ..llm import LLMClient
 from ..results import Outcome, Threshold
-from ..secret_references import digestible
+from ..secret_references import References, digestible, references
 from .base import ScorerRun
 from .kinds import BuildContext, Scorer
 from .kinds import find as find_kind
@@ -60,9 +60,26 @@ class ScorerSpec:
         """What is stored beside every score: enough to rebuild this exact scorer."""
         return {"kind": self.kind, "args": self.args}
 
-    def fingerprint(self) -> str:
+    def fingerprint(self, refs: References | None = None) -> str:
         """A digest of everything that decides this scorer's scores and how they count: kind, arguments, id,
-        threshold and whether its scores are stored (a run keeps it, so a resume can tell a changed scorer)."""
+        threshold and whether its scores are stored (a run keeps it, so a resume can tell a changed scorer).
+
+        Made once per spec while the secrets known stay the same (``references()`` is the same object): a dataset's
+        conversations share their turns' specs, and each conversation's content names every one of them
+        (docs/performance.md). ``refs``: ``references()``, looked up once by a caller asking for many specs."""
+        refs = refs or references()
+        made: tuple[References, str] | None = self.__dict__.get("_fingerprinted")
+        if made is not None and made[0] is refs:
+            return made[1]
+        digest = self._fingerprint()
+        object.__setattr__(self, "_fingerprinted", (refs, digest))
+        return digest
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling keeps (a worker's copy): the fields, not the digest made in this process."""
+        return {key: value for key, value in self.__dict__.items() if key != "_fingerprinted"}
+
+    def _fingerprint(self) -> str:
         threshold = None if self.threshold is None else self.threshold.raw
         # a secret in the arguments is a reference to its variable here: the digest confirms no guess of it
         canonical = json.dumps(digestible({"id": self.id, "kind": self.kind, "args": self.args, "threshold": threshold,

@@ -79,8 +79,18 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_encode = None if _C_ENCODER is None else _C_ENCODER(None, str, json.encoder.encode_basestring, None, ": ", ", ",
+                                                     False, False, True)
+"""CPython's C encoder, made once: ``JSONEncoder.encode`` makes a new one (and a dict of the values under way, to find
+a value that holds itself) for every value, which was half the time of a turn's output and most of a small one's."""
+_plain_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    """``json.dumps(value, ensure_ascii=False, default=str)`` (``tests/test_turn_cost.py``), the JSON text of every
+    column a conversation writes."""
+    return _plain_encode(value) if _encode is None else "".join(_encode(value, 0))
 
 
 def _scores(outcomes: dict[str, Outcome]) -> dict[str, float | None]:
@@ -178,6 +188,8 @@ class Store:
         evalcli made (``keep``: the run id, a thread id) are keys, never secrets, and stay as they are; so do the JSON
         texts ``texts`` made (each was redacted as it was serialised: one redaction pass per value)."""
         redact = self.redact
+        if not redact.holds_any(_strings(statements)):
+            return statements  # nothing to redact: each text would be left as it is
         done = {k: k for k in keep if k}
         """Each text redacted so far, by its value: a conversation's ids, status and scorer ids recur in many rows."""
         made = texts.made if texts is not None else {}
@@ -224,22 +236,37 @@ class Store:
         The hot write path is plain ``executemany`` rather than sqlite-utils' ``insert_all``: writing a
         conversation's three turn rows measured 10 us against 118 us (3,000 conversations in one transaction,
         WAL, Python 3.11), which is most of the 0.15 ms per-turn overhead budget. Reads and migrations use
-        sqlite-utils."""
-        stamp = now()
-        key = (run_id, result.index)
+        sqlite-utils.
+
+        The rows are built once as they are, and every text they bind is searched for a secret in one scan
+        (``Redactor.holds_any``): a conversation that holds none (the common case) is written as built, exactly what
+        redacting each text would have left. One that holds a secret is built again with each JSON value redacted
+        before it is serialised and each other text redacted (``_clean``): docs/secrets.md."""
         written = self._fresh.get(run_id)
-        first_write = written is not None and result.index not in written
+        replaces = written is None or result.index in written
         if written is not None:
             written.add(result.index)
-        statements: list[Statement] = [] if first_write else [
+        stamp = now()
+        statements = self._item_rows(run_id, result, registered, stamp, replaces, _RAW)
+        if not self.redact.holds_any(_strings(statements)):
+            return statements
+        text = _Texts(self.redact)
+        return self._clean(self._item_rows(run_id, result, registered, stamp, replaces, text), run_id,
+                           result.thread_id, texts=text)
+
+    def _item_rows(self, run_id: str, result: ItemResult, registered: set[str], stamp: str, replaces: bool,
+                   text: _Texts | _Raw) -> list[Statement]:
+        """``item_statements``' rows, each JSON value serialised by ``text`` and each other user text passed through
+        ``text.plain`` (as they are, or redacted)."""
+        key = (run_id, result.index)
+        statements: list[Statement] = [
             # a resumed or re-run conversation replaces its earlier rows (a new run has none to replace); its earlier
             # attempt's LLM calls stay: they were made, and count in the run's totals and budget (docs/reliability.md)
             ("DELETE FROM scores WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM turns WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM plays WHERE run_id = ? AND item_index = ?", key),
             ("DELETE FROM items WHERE run_id = ? AND item_index = ?", key),
-        ]
-        text = _Texts(self.redact)
+        ] if replaces else []
         redact = text.plain
         statements.append((
             "INSERT INTO items (run_id, item_index, item_id, tags, form, status, passed, error, traceback, thread_id, "
@@ -259,7 +286,8 @@ class Store:
             "output_retries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run_id, result.index, result.id, t.index, redact(t.input), text(t.output), int(t.simulated),
               result.thread_id, result.resource_id, t.duration_ms, int(t.passed), text(_scores(t.gate_scores)),
-              text(_scores(t.scores)), text(_turn_outcomes(t)),
+              text(_scores(t.scores)),
+              text(_turn_outcomes(t)) if t.gate_scores or t.scores or t.guardrail else _NO_OUTCOMES,
               None if t.structured is None else text(t.structured),
               None if t.interrupt is None else text(t.interrupt.value),
               None if t.resume is None else text(t.resume), t.output_retries)
@@ -291,8 +319,7 @@ class Store:
             "cost, cache_hit, duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run_id, result.index, r.turn_index, r.purpose, r.model, r.prompt_tokens, r.completion_tokens, r.cost,
               int(r.cache_hit), r.duration_ms, stamp) for r in result.usage]))
-        return self._clean([s for s in statements if not (isinstance(s[1], list) and not s[1])], run_id,
-                           result.thread_id, texts=text)
+        return [s for s in statements if not (isinstance(s[1], list) and not s[1])]
 
     def finish_statements(self, run_id: str, summary: Summary, status: str, exit_code: int,
                           completed: int, repeats: dict[str, Any] | None = None,
@@ -428,7 +455,7 @@ class _Texts:
 
     def __init__(self, redact: Redactor) -> None:
         self.redact = redact
-        self.made: dict[int, str] = {id(_EMPTY): _EMPTY}
+        self.made: dict[int, str] = {id(_EMPTY): _EMPTY, id(_NO_OUTCOMES): _NO_OUTCOMES}
 
     def __call__(self, value: Any) -> str:
         if type(value) is dict and not value:
@@ -445,6 +472,30 @@ class _Texts:
 
 
 _EMPTY = "{}"
+_NO_OUTCOMES = '{"gates": {}, "scorers": {}}'
+"""The ``outcomes`` of a turn without gates, scorers or a guardrail (most turns of a conversation scored as a whole)."""
+
+
+class _Raw:
+    """``_Texts`` without redaction: a conversation's rows built as they are, to be searched for secrets at once
+    (``Store.item_statements``)."""
+
+    @staticmethod
+    def __call__(value: Any) -> str:
+        return _EMPTY if type(value) is dict and not value else _dumps(value)
+
+    @staticmethod
+    def plain(value: str) -> str:
+        return value
+
+
+_RAW = _Raw()
+
+
+def _strings(statements: list[Statement]) -> list[str]:
+    """Every text parameter of ``statements`` (a list of parameter rows, or one row)."""
+    return [p for _, params in statements for row in (params if isinstance(params, list) and params and
+            isinstance(params[0], (tuple, list)) else (params,)) for p in row if isinstance(p, str)]
 
 
 def _outcomes(result: ItemResult) -> dict[str, Any]:

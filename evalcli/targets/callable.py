@@ -228,7 +228,7 @@ def normalise(reply: Any) -> list[Message]:
                        "return a string, a list of messages, or {'messages': [...]}")
     result = []
     for i, message in enumerate(messages):
-        if hasattr(message, "model_dump"):
+        if type(message) is not dict and hasattr(message, "model_dump"):  # a plain dict has none: no lookup that fails
             message = message.model_dump(exclude_none=True)
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise BadReply(f"response message {i} is {type(message).__name__}, not a message dict with a 'role'")

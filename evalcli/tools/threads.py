@@ -36,6 +36,8 @@ _installed = False
 def install() -> None:
     """Carry the current plan into started threads and submitted tasks, from now on (idempotent)."""
     global _installed
+    if _installed:
+        return  # every conversation asks: once installed, no lock to take (it is never uninstalled)
     with _lock:
         if _installed:
             return

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ...messages import assistant_texts, excerpt, tool_errors, tool_names
+from ...messages import assistant_texts, excerpt, tool_errors
 from ...results import Outcome
 from ..base import ScorerRun
 from ..kinds import BuildContext, Kind, Scorer
@@ -149,7 +149,7 @@ def similarity(run: ScorerRun, a: SimilarityArgs) -> Outcome:
 
 
 def called_tool(run: ScorerRun, a: CalledToolArgs) -> Outcome:
-    names = tool_names(run.output)
+    names = run.tool_names
     count = names.count(a.name)
     return Outcome(score=float(count >= a.times),
                    reason=f"{a.name} called {count} time{'s' if count != 1 else ''} (needs {a.times}); "
@@ -157,14 +157,14 @@ def called_tool(run: ScorerRun, a: CalledToolArgs) -> Outcome:
 
 
 def did_not_call(run: ScorerRun, a: ToolNameArgs) -> Outcome:
-    names = tool_names(run.output)
+    names = run.tool_names
     count = names.count(a.name)
     return Outcome(score=float(count == 0), reason=f"{a.name} called {count} time{'s' if count != 1 else ''}; "
                                                   f"calls: {_calls(names)}")
 
 
 def tool_order(run: ScorerRun, a: ToolOrderArgs) -> Outcome:
-    names = tool_names(run.output)
+    names = run.tool_names
     position = 0
     for name in names:
         if position < len(a.names) and name == a.names[position]:
@@ -177,13 +177,13 @@ def tool_order(run: ScorerRun, a: ToolOrderArgs) -> Outcome:
 
 
 def max_tool_calls(run: ScorerRun, a: MaxToolCallsArgs) -> Outcome:
-    names = tool_names(run.output)
+    names = run.tool_names
     return Outcome(score=float(len(names) <= a.max), reason=f"{len(names)} tool call{'s' if len(names) != 1 else ''} "
                                                             f"(max {a.max}); calls: {_calls(names)}")
 
 
 def used_no_tools(run: ScorerRun, a: NoArgs) -> Outcome:
-    names = tool_names(run.output)
+    names = run.tool_names
     return Outcome(score=float(not names), reason=f"calls: {_calls(names)}")
 
 
@@ -191,7 +191,7 @@ def no_tool_errors(run: ScorerRun, a: NoArgs) -> Outcome:
     errors = tool_errors(run.output)
     if errors:
         return Outcome(score=0.0, reason="; ".join(errors))
-    count = len(tool_names(run.output))
+    count = len(run.tool_names)
     if not count:
         return Outcome(score=1.0, reason=f"no errors: calls: {NO_CALLS}")
     return Outcome(score=1.0, reason=f"{count} tool call{'s' if count != 1 else ''}, no errors")
@@ -206,7 +206,7 @@ def tool_retries(run: ScorerRun, a: ToolRetriesArgs) -> Outcome:
               if m.get("role") == "tool" and isinstance(m.get("retries"), int)]
     worst = max((n for _, n in counts), default=0)
     retried = ", ".join(f"{name} {n}" for name, n in counts if n) or "none"
-    called = "" if tool_names(run.output) else f"; calls: {NO_CALLS}"
+    called = "" if run.tool_names else f"; calls: {NO_CALLS}"
     return Outcome(score=float(worst <= a.max), reason=f"most retries of one tool call: {worst} (max {a.max}); "
                                                        f"retried: {retried}{called}")
 

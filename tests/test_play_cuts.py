@@ -1,0 +1,93 @@
+"""Invariants of the per-turn shortcuts of playing and scoring a conversation (docs/performance.md "The per-turn
+floor"): each shortcut gives exactly what the longer way gave."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalcli.messages import tool_calls, tool_names
+from evalcli.run.play import PlayContext
+from evalcli.scorers import ScorerRun
+from evalcli.targets.session import uuid4_text
+
+ANY = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                   lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                   max_leaves=8)
+FUNCTIONS = st.fixed_dictionaries({}, optional={"name": st.one_of(st.sampled_from(["get_weather", ""]), ANY)}) | ANY
+CALLS = st.fixed_dictionaries({}, optional={"id": ANY, "function": FUNCTIONS}) | ANY
+MESSAGES = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["assistant", "tool"])},
+                                          optional={"tool_calls": st.lists(CALLS, max_size=3) | ANY}), max_size=4)
+
+
+@given(MESSAGES)
+def test_tool_names_are_the_names_tool_calls_yields(messages: list[dict[str, Any]]) -> None:
+    try:
+        expected = [name for _, name in tool_calls(messages)]
+    except (TypeError, AttributeError) as exc:  # a value that cannot be read fails the same way both ways
+        try:
+            tool_names(messages)
+        except type(exc):
+            return
+        raise AssertionError("tool_names read what tool_calls could not") from None
+    assert tool_names(messages) == expected
+    assert ScorerRun("", messages).tool_names == expected
+
+
+@given(st.integers(0, (1 << 128) - 1))
+def test_a_thread_id_is_the_uuid4_text_of_its_bits(bits: int) -> None:
+    assert uuid4_text(bits) == str(uuid.UUID(int=bits, version=4))
+
+
+def test_a_conversations_play_context_is_the_runs_with_its_check() -> None:
+    def check() -> None:
+        pass
+
+    context = PlayContext(llm=lambda: None, use_cache=False, ready=None)  # type: ignore[arg-type,return-value]
+    assert context.with_check(check) == dataclasses.replace(context, before_turn=check)
+    # a field added to PlayContext must be carried by with_check too
+    assert [f.name for f in dataclasses.fields(PlayContext)] == ["llm", "use_cache", "ready", "before_turn"]
+
+
+def _generated(cls: type) -> type:
+    """The same class as a plain frozen dataclass, with the ``__init__`` dataclasses generates."""
+    return dataclasses.make_dataclass(cls.__name__, [(f.name, f.type, f) for f in dataclasses.fields(cls)], frozen=True)
+
+
+def test_turn_view_and_scorer_run_take_what_the_generated_init_takes() -> None:
+    import inspect
+
+    from evalcli.scorers import TurnView
+
+    for cls in (TurnView, ScorerRun):
+        own = inspect.signature(cls.__init__).parameters
+        generated = inspect.signature(_generated(cls).__init__).parameters
+        assert [(p.name, p.default, p.kind) for p in own.values()] == \
+               [(p.name, p.default, p.kind) for p in generated.values()]
+
+
+@given(st.integers(), st.text(max_size=3), st.lists(st.dictionaries(st.text(max_size=2), st.integers(), max_size=2)),
+       st.booleans(), ANY, ANY, ANY, st.integers(0, 3), ANY)
+def test_turn_view_and_scorer_run_hold_what_they_were_given(index: int, text: str, output: list[dict[str, Any]],
+                                                            simulated: bool, structured: Any, interrupt: Any,
+                                                            resume: Any, retries: int, guardrail: Any) -> None:
+    import pytest
+
+    from evalcli.scorers import TurnView
+
+    values = (index, text, output, simulated, structured, interrupt, resume, retries, guardrail)
+    view = TurnView(*values)
+    assert dataclasses.astuple(view) == dataclasses.astuple(_generated(TurnView)(*values))
+    assert view == TurnView(**{f.name: v for f, v in zip(dataclasses.fields(TurnView), values, strict=True)})
+    run = ScorerRun(text, output, structured, index, (view,), None, text)
+    assert dataclasses.astuple(run) == dataclasses.astuple(_generated(ScorerRun)(text, output, structured, index,
+                                                                                  (view,), None, text))
+    assert dataclasses.replace(run, goal="g").goal == "g" and dataclasses.replace(run, goal="g").turns == (view,)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.index = 1  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.output = []  # type: ignore[misc]
