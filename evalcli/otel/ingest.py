@@ -151,8 +151,8 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                yield number, json.loads(line)
+            try:  # without its newline: a line cut short is located where its JSON breaks, not past its end
+                yield number, json.loads(line.rstrip("\n"))
             except ValueError as exc:
                 raise DatasetError([Problem(f"{path}:{number}:{getattr(exc, 'colno', 1)}",
                                             f"not valid JSON: {getattr(exc, 'msg', exc)}",
