@@ -91,3 +91,25 @@ def test_turn_view_and_scorer_run_hold_what_they_were_given(index: int, text: st
         view.index = 1  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         run.output = []  # type: ignore[misc]
+
+
+def test_the_built_lists_of_specs_stay_few_however_many_turns_bring_their_own(tmp_path: Any) -> None:
+    """Each turn's own list of gates is a list of its own (its specs are shared): a run of 1,000 conversations with
+    gates on their turns kept every list built for the whole run, and memory grew with the conversations; at most
+    ``BUILT_LISTS`` are kept, and a list built again gives the same scorers."""
+    from evalcli.dataset import load_dataset
+    from evalcli.run.conversation import BUILT_LISTS, Conversation
+    from evalcli.scorers.registry import Builder
+
+    (tmp_path / "d.yaml").write_text("target: bench.targets:sleep_agent\ndata:\n" + "".join(
+        f"  - turns: [{{input: 'hi {n}', gates: [{{includes: Brooklyn}}]}}]\n" for n in range(1000)))
+    dataset = load_dataset(tmp_path / "d.yaml")
+    conversation = Conversation.__new__(Conversation)
+    conversation.builder = Builder({}, lambda: None)  # type: ignore[arg-type, return-value] - checks call no model
+    conversation._scorers = {}
+    lists = [turn.gates for item in dataset.items for turn in item.turns or ()]
+    assert len({id(x) for x in lists}) == 1000 and len({id(x[0]) for x in lists}) == 1
+    built = [conversation._built(specs) for specs in lists]
+    assert len(conversation._scorers) <= BUILT_LISTS
+    assert all(scorers[0] is built[0][0][0] and immediate for scorers, immediate in built)
+    assert conversation._built(lists[0])[0][0] is built[0][0][0]
