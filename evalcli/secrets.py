@@ -282,10 +282,9 @@ class Redactor:
         self._pattern = re.compile(alternatives) if forms else None
         # a form whose lower case is longer (``PASSİWORD``: ``passi̇word``) is also looked for as written: an
         # IGNORECASE search matches ``İ`` to itself (and to ``i``), never to the two characters of its lower case
-        unfolded = sorted({f for v in values for f in encodings(v) if usable(f) and len(f.lower()) != len(f)},
-                          key=len, reverse=True)
-        self._anycase = re.compile("|".join([*(re.escape(f) for f in unfolded), alternatives]), re.IGNORECASE) \
-            if forms else None
+        unfolded = {f for v in values for f in encodings(v) if usable(f) and len(f.lower()) != len(f)}
+        anycase = sorted({*forms, *unfolded}, key=len, reverse=True)  # the longest first, as ``forms``
+        self._anycase = re.compile("|".join(re.escape(f) for f in anycase), re.IGNORECASE) if forms else None
         """For the rare text whose lower case is not as long as itself (``İ``), where positions would not match."""
 
     def including(self, extra: Iterable[str]) -> Redactor:
