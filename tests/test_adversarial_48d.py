@@ -46,3 +46,29 @@ def test_a_secret_whose_lower_case_is_longer_is_redacted_everywhere(
         assert secret.lower() not in text.lower(), where
         assert "WORD77x".lower() not in text.lower(), where
     assert "[redacted]" in texts["database"]
+
+
+CAPITALS_AGENT = '''
+import os
+
+
+def answer(input, **kw):
+    return "SHOUTED: " + os.environ["SHOP_TOKEN"].upper()
+'''
+
+
+def test_a_secret_whose_capitals_are_longer_is_redacted_in_capitals(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """``straße``'s capitals are ``STRASSE`` (longer): the secret was looked for in any case letter by letter, never as
+    ``SS``, so an agent that shouted the secret stored and printed it. Now its capitals are a form of it."""
+    secret = "straße-key-4411"
+    write("capsagent.py", CAPITALS_AGENT)
+    write("d.yaml", "target: capsagent:answer\ngates: [{includes: SHOUTED}]\ndata:\n  - {id: loud, input: hi}\n")
+    done = cli("run", "d.yaml", "--json", "out.json", env={"SHOP_TOKEN": secret})
+    assert done.code == 0, done.stderr
+    shown = cli("show", "last", "loud", env={"SHOP_TOKEN": secret})
+    texts = {"stdout": done.stdout, "show": shown.stdout + shown.stderr, "database": dumped(done.cwd / "evalcli.db"),
+             "out.json": (done.cwd / "out.json").read_text()}
+    for where, text in texts.items():
+        assert "strasse-key-4411" not in text.lower(), where
+    assert "SHOUTED: [redacted]" in texts["database"]
