@@ -132,3 +132,43 @@ def test_a_trace_the_first_read_closed_too_early_is_read_again_whole(tmp_path: P
     assert list(ingest(path).conversations) == expected
     assert len(seen) == 3
     assert [len(c["messages"]) for _, c in expected] == [4, 4]
+
+
+def test_a_trace_id_written_with_escapes_is_known_to_the_first_read(tmp_path: Path, monkeypatch: Any) -> None:
+    """A base64 trace id whose ``/`` a writer escaped (``\\/``) on one line and not on another is the same trace to the
+    first read as to JSON: the file is read once, a line at a time (the old pattern missed the escaped form, closed
+    the trace early and read the whole file again)."""
+    import base64
+
+    import evalcli.otel.ingest as ingest_module
+
+    trace = "ff" * 16
+    b64 = base64.b64encode(bytes.fromhex(trace)).decode()
+    assert "/" in b64
+    spans = turn_spans(1, "c-a", 1000)
+    for span in spans:
+        span.trace_id = trace
+    rows = []
+    for part, escaped in ((spans[:2], False), (turn_spans(2, "c-b", 2000), False), (spans[2:], True)):
+        request = encode_request(part, {"service.name": "app"})
+        for resource in request["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for raw in scope["spans"]:
+                    if raw["traceId"] == trace:
+                        raw["traceId"] = b64
+        text = json.dumps(request)
+        rows.append((text.replace(b64, b64.replace("/", "\\/")) if escaped else text) + "\n")
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join(rows))
+    reads: list[bool] = []
+    real = ingest_module._ingest
+
+    def counted(path: Path, *, streamed: bool) -> Any:
+        reads.append(streamed)
+        return real(path, streamed=streamed)
+
+    monkeypatch.setattr(ingest_module, "_ingest", counted)
+    conversations = list(ingest(path).conversations)
+    assert reads == [True]
+    assert [c["id"] for _, c in conversations] == ["c-a", "c-b"]
+    assert [m["role"] for m in conversations[0][1]["messages"]] == ["user", "assistant", "tool", "assistant"]

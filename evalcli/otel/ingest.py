@@ -151,8 +151,8 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                yield number, json.loads(line)
+            try:  # without its newline: a line cut short is located where its JSON breaks, not past its end
+                yield number, json.loads(line.rstrip("\n"))
             except ValueError as exc:
                 raise DatasetError([Problem(f"{path}:{number}:{getattr(exc, 'colno', 1)}",
                                             f"not valid JSON: {getattr(exc, 'msg', exc)}",
@@ -160,9 +160,10 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
                                             "ExportTraceServiceRequest, or a Phoenix span)")]) from None
 
 
-TRACE_ID = re.compile(r'"(traceId|traceID|trace_id)"\s*:\s*"([^"\\]*)"')
+TRACE_ID = re.compile(r'"(traceId|traceID|trace_id)"\s*:\s*"((?:[^"\\]|\\.)*)"')
 """A trace id in a line's JSON text: OTLP's ``traceId``, Jaeger's ``traceID``, Phoenix's ``trace_id`` (a quote inside
-a JSON string is escaped, so a key is never matched inside a value; a link's trace id is matched too, harmlessly)."""
+a JSON string is escaped, so a key is never matched inside a value; a link's trace id is matched too, harmlessly; an
+id written with escapes, as a base64 id's ``\\/``, is read as JSON reads it)."""
 
 
 def _last_lines(path: Path) -> dict[int, list[str]]:
@@ -172,6 +173,8 @@ def _last_lines(path: Path) -> dict[int, list[str]]:
     with path.open(encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             for key, value in TRACE_ID.findall(line):
+                if "\\" in value:
+                    value = _unescaped(value)
                 found = _jaeger_hex(value) if key == "traceID" else hex_id(value, 16)
                 if found is not None:
                     last[found] = number
@@ -179,6 +182,13 @@ def _last_lines(path: Path) -> dict[int, list[str]]:
     for trace_id, number in last.items():
         by_line.setdefault(number, []).append(trace_id)
     return by_line
+
+
+def _unescaped(value: str) -> str:
+    try:
+        return str(json.loads(f'"{value}"'))
+    except ValueError:
+        return value
 
 
 def _jaeger_hex(value: str) -> str | None:

@@ -285,6 +285,8 @@ class Conversation:
             return known[1], known[2]
         scorers = [self.builder.build(s) for s in specs]
         immediate = all(s.immediate for s in scorers)
+        if len(self._scorers) >= BUILT_LISTS:  # a turn's own list comes once: memory stays flat (docs/performance.md)
+            self._scorers.clear()
         self._scorers[id(specs)] = (specs, scorers, immediate)
         return scorers, immediate
 
@@ -343,6 +345,11 @@ class Conversation:
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(score(scorer)) for scorer in scorers]
         return {s.id: t.result() for s, t in zip(specs, tasks, strict=True)}
+
+
+BUILT_LISTS = 256
+"""How many lists of specs ``_built`` keeps built: the dataset's come back at once after it is emptied, each turn's
+own list is met once (keeping every one grew a run's memory with its conversations)."""
 
 
 def _settled(outcome: Outcome, gate: bool) -> Outcome:
