@@ -273,14 +273,19 @@ class Redactor:
         values = {v for v in (*environment_secrets(env), *known(), *extra) if usable(v)}
         self.values = frozenset(values)
         """Every secret value this redactor replaces."""
-        forms = sorted({f.lower() for v in values for f in encodings(v) if usable(f)}, key=len, reverse=True)
+        written = {f for v in values | recased(values) for f in encodings(v) if usable(f)}
+        forms = sorted({f.lower() for f in written}, key=len, reverse=True)
         self._forms = tuple(forms)
         """Each form of each secret, lower-cased: looked for one by one (``in``), which took half the time of one
         search of their alternatives, from 6 forms (one secret) to 68 (twelve)."""
         alternatives = "|".join(re.escape(f) for f in forms)
         # searched in the lower-cased text: an IGNORECASE search of the same alternatives took ten times as long
         self._pattern = re.compile(alternatives) if forms else None
-        self._anycase = re.compile(alternatives, re.IGNORECASE) if forms else None
+        # a form whose lower case is longer (``PASSİWORD``: ``passi̇word``) is also looked for as written: an
+        # IGNORECASE search matches ``İ`` to itself (and to ``i``), never to the two characters of its lower case
+        unfolded = {f for f in written if len(f.lower()) != len(f)}
+        anycase = sorted({*forms, *unfolded}, key=len, reverse=True)  # the longest first, as ``forms``
+        self._anycase = re.compile("|".join(re.escape(f) for f in anycase), re.IGNORECASE) if forms else None
         """For the rare text whose lower case is not as long as itself (``İ``), where positions would not match."""
 
     def including(self, extra: Iterable[str]) -> Redactor:
@@ -357,6 +362,13 @@ class Redactor:
         if value is None or isinstance(value, (bool, int, float)):
             return value
         return self(str(value))
+
+
+def recased(values: Iterable[str]) -> set[str]:
+    """The secrets written in capitals where lower-casing those does not give the secret's lower case back
+    (``straße``: ``STRASSE``, found in any case, so ``strasse`` too), each looked for as a secret of its own; none
+    for most secrets (every ASCII one)."""
+    return {upper for v in values if (upper := v.upper()).lower() != v.lower()}
 
 
 _encoders: dict[tuple[tuple[str, Any], ...], Callable[[Any], str]] = {}

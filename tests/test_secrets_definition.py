@@ -15,6 +15,7 @@ from evalcli.secrets import (
     Redactor,
     encodings,
     header_secrets,
+    recased,
     redact_url,
     secret_name,
     secret_query_name,
@@ -86,13 +87,16 @@ def _written(secret: str, how: int) -> str:
 
 def _holds(text: str, secrets: list[str]) -> list[str]:
     lowered = text.lower()
-    return [form for s in secrets for form in encodings(s) if usable(form) and form.lower() in lowered]
+    return [form for s in {*secrets, *recased(secrets)} for form in encodings(s)
+            if usable(form) and form.lower() in lowered]
 
 
 @given(secrets_strategy, st.lists(st.tuples(filler, st.integers(0, 100), st.integers(0, 8)), max_size=5), filler)
 @settings(max_examples=400, deadline=None)
 @example(["abcd", "d]zz"], [("", 0, 0)], "zz")  # "[redacted]" + "zz" is a new secret: redacted again
 @example(["aaaa"], [("a", 0, 0)], "aaa")
+@example(["PASSİWORD"], [("x ", 0, 0), (" ", 0, 1)], "")  # İ: its lower case is two characters
+@example(["straße-pw"], [("x ", 0, 1), (" ", 0, 0)], "")  # ß: its capitals are two (STRASSE-PW)
 def test_a_redaction_leaves_no_secret(secrets: list[str], pieces: list[tuple[str, int, int]], tail: str) -> None:
     text = "".join(before + _written(secrets[which % len(secrets)], how) for before, which, how in pieces) + tail
     redact = Redactor(secrets, env={})
