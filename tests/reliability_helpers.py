@@ -11,9 +11,12 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tests.conftest import CliResult
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -118,3 +121,17 @@ def serving(module: str, *args: str, env: dict[str, str]) -> Iterator[int]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+RESUMABLE = ("target: agents:boom\ngates: [{includes: fine}]\ndata:\n  - {id: a, input: hi}\n  - id: b\n"
+             "    turns:\n      - {input: one}\n      - {input: boom, gates: [{includes: fine}]}\n")
+"""A dataset whose second conversation errors (``agents:boom``): a run of it has something to resume."""
+
+
+def stored_run(write: Callable[..., Path], cli: Callable[..., CliResult]) -> str:
+    """The id of a run of ``RESUMABLE`` written as ``d.yaml`` (its conversation ``b`` errored)."""
+    write("d.yaml", RESUMABLE)
+    first = cli("run", "d.yaml", "--json", "-")
+    assert first.code == 4, first.stderr  # b errored: there is something to resume
+    return str(first.json["run_id"])
+

@@ -22,6 +22,7 @@ from evalcli.identity import _canonical, canonical_json
 from evalcli.scorers import ScorerSpec
 from evalcli.thresholds import Threshold
 from tests.conftest import CliResult
+from tests.reliability_helpers import RESUMABLE, stored_run
 
 
 def old_form(tree: dict[str, Any], salt: str) -> dict[str, str]:
@@ -117,12 +118,8 @@ def test_a_specs_fingerprint_is_made_again_when_the_secrets_known_change(monkeyp
 def test_a_run_stored_in_the_old_form_resumes_and_names_a_changed_leaf(write: Callable[..., Path],
                                                                         cli: Callable[..., CliResult],
                                                                         workdir: Path) -> None:
-    dataset = ("target: agents:boom\ngates: [{includes: fine}]\ndata:\n  - {id: a, input: hi}\n  - id: b\n"
-               "    turns:\n      - {input: one}\n      - {input: boom, gates: [{includes: fine}]}\n")
-    write("d.yaml", dataset)
-    first = cli("run", "d.yaml", "--json", "-")
-    assert first.code == 4, first.stderr  # b errored: there is something to resume
-    run_id = first.json["run_id"]
+    dataset = RESUMABLE
+    run_id = stored_run(write, cli)
     conn = sqlite3.connect(workdir / "evalcli.db")
     options = json.loads(conn.execute("SELECT options FROM runs WHERE id = ?", [run_id]).fetchone()[0])
     tree = load_dataset(workdir / "d.yaml").resolved_configuration()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from evalcli.fingerprint import SALT, differences, fingerprint, leaves
 from tests.conftest import CliResult
+from tests.reliability_helpers import RESUMABLE, stored_run
 
 
 def test_a_per_item_option_from_the_environment_is_refused_by_its_path(write: Callable[..., Path],
@@ -68,12 +69,8 @@ def test_a_model_targets_system_file_and_an_http_header_are_part_of_it(write: Ca
 
 def test_a_resume_refused_for_an_edit_names_the_paths_that_changed(write: Callable[..., Path],
                                                                    cli: Callable[..., CliResult]) -> None:
-    dataset = ("target: agents:boom\ngates: [{includes: fine}]\ndata:\n  - {id: a, input: hi}\n  - id: b\n"
-               "    turns:\n      - {input: one}\n      - {input: boom, gates: [{includes: fine}]}\n")
-    write("d.yaml", dataset)
-    first = cli("run", "d.yaml", "--json", "-")
-    assert first.code == 4, first.stderr  # b errored: there is something to resume
-    run_id = first.json["run_id"]
+    dataset = RESUMABLE
+    run_id = stored_run(write, cli)
     write("d.yaml", dataset.replace("gates: [{includes: fine}]}", "gates: [{includes: fin}]}"))
     gate = cli("run", "d.yaml", "--resume", run_id)
     # old main: "d.yaml changed since run ... started" and nothing about where
