@@ -118,6 +118,20 @@ class Problem:
         return f"{text}\n  hint: {self.hint}" if self.hint else text
 
 
+def not_utf8(path: Any) -> Problem:
+    """Where a file that is not UTF-8 text first breaks (``FILE:LINE:COL``, the byte), read again a line at a time as
+    bytes: the one wording of that mistake for every file a dataset names (docs/datasets.md)."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                column = len(raw[:exc.start].decode("utf-8", "replace")) + 1
+                return Problem(f"{path}:{number}:{column}", f"the file is not UTF-8 text (byte {raw[exc.start]:#04x})",
+                               "save it as UTF-8")
+    return Problem(str(path), "the file is not UTF-8 text", "save it as UTF-8")
+
+
 class EvalcliError(Exception):
     """A mistake the user can fix; never shown with a traceback unless ``--debug``."""
 

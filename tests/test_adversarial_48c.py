@@ -58,3 +58,24 @@ def test_a_line_break_inside_a_string_is_not_a_line_of_the_file(tmp_path: Path) 
     items = json.loads(done.stdout)["items"]
     assert [i["id"] for i in items] == ["c1", "c2"]
     assert items[1]["turns"][0]["output"][-1]["content"] == "Paris: sun\u2028ny\u0085\u2029, 18 degrees."
+
+
+def test_a_data_file_that_is_not_utf8_is_a_located_error(tmp_path: Path) -> None:
+    """A transcript file saved as Latin-1, and a trace file with a Latin-1 byte on its fourth line: each is the file,
+    line and column of the first byte that is not UTF-8, exit 2, nothing stored (both were 'internal error:
+    UnicodeDecodeError', exit 70)."""
+    transcript = '{"id": "a", "messages": [{"role": "user", "content": "caf\xe9?"}, {"role": "assistant", "content": "ok"}]}\n'
+    (tmp_path / "t.jsonl").write_bytes(transcript.encode("latin-1"))
+    (tmp_path / "d.yaml").write_text("gates: [{includes: ok}]\ndata_file: t.jsonl\n")
+    done = run_cli(["run", str(tmp_path / "d.yaml"), "--db", str(tmp_path / "e.db")], REPO, {})
+    assert done.code == 2, done.stderr
+    column = transcript.index("\xe9") + 1
+    assert f"t.jsonl:1:{column}: the file is not UTF-8 text (byte 0xe9)" in done.stderr, done.stderr
+    assert "save it as UTF-8" in done.stderr and "internal error" not in done.stderr
+    assert not (tmp_path / "e.db").exists()  # refused before anything is written
+    traces = "".join(line(turn_spans(n, f"c{n}", n * 100)) for n in range(3)) + line(turn_spans(3, "caf\xe9", 300))
+    (tmp_path / "traces.jsonl").write_bytes(traces.replace("\\u00e9", "\xe9").encode("latin-1"))
+    (tmp_path / "d.yaml").write_text("gates: [{called_tool: get_weather}]\ndata_file: traces.jsonl\n")
+    done = run_cli(["run", str(tmp_path / "d.yaml"), "--db", str(tmp_path / "f.db")], REPO, {})
+    assert done.code == 2, done.stderr
+    assert "traces.jsonl:4:" in done.stderr and "the file is not UTF-8 text (byte 0xe9)" in done.stderr

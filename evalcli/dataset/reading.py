@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path as FsPath
 from typing import Any
 
-from ..errors import DatasetError, Problem
+from ..errors import DatasetError, Problem, not_utf8
 from .shapes import plain_entry_with_keys
 from .yamlsrc import Interpolated, Path, Positions, load_yaml
 
@@ -32,6 +32,13 @@ class JsonlItems:
 def jsonl_items(file: FsPath, header: bool, after: int = 0) -> Iterator[tuple[int, Any, Positions]]:
     """(line number, parsed value, positions) for each non-blank line after line ``after``, read one line at a
     time."""
+    try:
+        yield from _jsonl_lines(file, after)
+    except UnicodeDecodeError:
+        raise DatasetError([not_utf8(file)]) from None
+
+
+def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions]]:
     with file.open(encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             if number <= after:
@@ -67,13 +74,8 @@ def read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, Iterable[tuple
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise DatasetError([Problem(str(file), f"cannot read dataset: {exc.strerror}", "check the path")]) from None
-    except UnicodeDecodeError as exc:
-        before = file.read_bytes()[:exc.start]
-        line, line_start = before.count(b"\n") + 1, before.rfind(b"\n") + 1
-        column = len(before[line_start:].decode("utf-8", "replace")) + 1
-        raise DatasetError([Problem(f"{file}:{line}:{column}",
-                                    f"the file is not UTF-8 text (byte {exc.object[exc.start]:#04x})",
-                                    "save it as UTF-8")]) from None
+    except UnicodeDecodeError:
+        raise DatasetError([not_utf8(file)]) from None
     try:
         data, pos, used = load_yaml(text, str(file))
     except DatasetError as exc:

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError, Problem
+from ..errors import DatasetError, Problem, not_utf8
 from .grouping import Grouper, Reopened
 from .otlp import Unreadable, decode_attributes, hex_id, read_request
 from .positions import Locate, located, one_line
@@ -75,9 +75,12 @@ def ingest(path: Path) -> Ingested:
     read into turns at its last line (docs/performance.md#memory); a document written over several lines is read
     whole. A span of a trace already read into turns (the first read missed it) makes the file read again, whole."""
     try:
-        return _ingest(path, streamed=True)
-    except Reopened:
-        return _ingest(path, streamed=False)
+        try:
+            return _ingest(path, streamed=True)
+        except Reopened:
+            return _ingest(path, streamed=False)
+    except UnicodeDecodeError:
+        raise DatasetError([not_utf8(path)]) from None
 
 
 def _ingest(path: Path, *, streamed: bool) -> Ingested:
