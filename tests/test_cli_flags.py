@@ -85,18 +85,29 @@ def test_max_errors_on_the_command_line(write: Callable[..., Path], cli: Callabl
     assert cli("run", "d.yaml", "--max-errors", "2").code == 0
 
 
+JUDGE_ENV = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1"}
+SAME_QUESTION = [f"{{id: c{i}, input: same question}}" for i in range(6)]
+"""Six conversations that ask the judge the same question."""
+
+
+def write_judged(write: Callable[..., Path], llm_server: LLMServer, concurrency: int, items: list[str]) -> None:
+    """``d.yaml``: ``items`` (YAML flow mappings) echoed by ``agents:echo`` at ``concurrency``, each scored by one
+    judge served by ``llm_server``."""
+    write("d.yaml", f"""
+        target: agents:echo
+        concurrency: {concurrency}
+        scorers:
+          - judge: {{criterion: It answered., model: openai/j, api_base: "{llm_server.url}"}}
+        data: [{", ".join(items)}]
+    """)
+
+
 def test_judge_concurrency_bounds_judge_calls_in_flight(llm_server: LLMServer, write: Callable[..., Path],
                                                         cli: Callable[..., CliResult]) -> None:
     flight = InFlight(lambda request: verdict(True), delay=0.3)
     llm_server.responder = flight
-    write("d.yaml", f"""
-        target: agents:echo
-        concurrency: 8
-        scorers:
-          - judge: {{criterion: It answered., model: openai/j, api_base: "{llm_server.url}"}}
-        data: [{", ".join(f"{{input: q{i}}}" for i in range(8))}]
-    """)
-    env = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1"}
+    write_judged(write, llm_server, 8, [f"{{input: q{i}}}" for i in range(8)])
+    env = JUDGE_ENV
     assert cli("run", "d.yaml", "--judge-concurrency", "2", "--no-cache", env=env).code == 0
     assert flight.peak == 2
     flight.peak = 0
@@ -120,14 +131,8 @@ def test_an_identical_judge_request_is_made_once_per_run(concurrency: int, llm_s
     """Six conversations ask the judge the same question: one call, five cache hits, whether they play one after
     another (the reply is read before the writer thread commits it) or at once (the others wait for the first)."""
     llm_server.responder = InFlight(lambda request: verdict(True), delay=0.2)
-    write("d.yaml", f"""
-        target: agents:echo
-        concurrency: {concurrency}
-        scorers:
-          - judge: {{criterion: It answered., model: openai/j, api_base: "{llm_server.url}"}}
-        data: [{", ".join(f"{{id: c{i}, input: same question}}" for i in range(6))}]
-    """)
-    env = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1"}
+    write_judged(write, llm_server, concurrency, SAME_QUESTION)
+    env = JUDGE_ENV
     done = cli("run", "d.yaml", "--json", "-", env=env)
     assert done.code == 0, done.stderr
     assert len(llm_server.requests) == 1
@@ -140,14 +145,8 @@ def test_identical_requests_after_a_failed_one_are_made_side_by_side(llm_server:
     at once, not one after another (each waiting for the previous one to fail)."""
     flight = InFlight(lambda request: Reply(status=400, body={"error": {"message": "bad request"}}), delay=0.5)
     llm_server.responder = flight
-    write("d.yaml", f"""
-        target: agents:echo
-        concurrency: 6
-        scorers:
-          - judge: {{criterion: It answered., model: openai/j, api_base: "{llm_server.url}"}}
-        data: [{", ".join(f"{{id: c{i}, input: same question}}" for i in range(6))}]
-    """)
-    env = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1"}
+    write_judged(write, llm_server, 6, SAME_QUESTION)
+    env = JUDGE_ENV
     done = cli("run", "d.yaml", "--json", "-", env=env)
     assert done.code != 70, done.stderr
     assert len(llm_server.requests) == 6
