@@ -36,25 +36,23 @@ def tool_calls(messages: Iterable[Message]) -> Iterator[tuple[str | None, str]]:
     """(tool_call_id, tool name) for every tool call of every message, in order."""
     for message in messages:
         for call in message.get("tool_calls") or ():
-            if not isinstance(call, dict):
-                continue
-            function = call.get("function")
-            name = function.get("name") if isinstance(function, dict) else None
-            if isinstance(name, str) and name:
+            if (name := call_name(call)) is not None:
                 yield call.get("id"), name
 
 
 def tool_names(messages: Iterable[Message]) -> list[str]:
     """Names of every tool called, in order: the names ``tool_calls`` yields, gathered without its generator (checks
     read them for every conversation and turn; docs/performance.md)."""
-    names: list[str] = []
-    for message in messages:
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, dict) else None
-            name = function.get("name") if isinstance(function, dict) else None
-            if isinstance(name, str) and name:
-                names.append(name)
-    return names
+    return [name for message in messages for call in message.get("tool_calls") or ()
+            if (name := call_name(call)) is not None]
+
+
+def call_name(call: Any) -> str | None:
+    """The name of the tool a tool call calls (``function.name``), or ``None`` when it names none: such a call is no
+    tool call to ``tool_calls`` and ``tool_names``."""
+    function = call.get("function") if isinstance(call, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def is_error_result(message: Message) -> bool:
