@@ -48,6 +48,8 @@ def test_concurrent_runs_on_one_database_lose_no_rows(tmp_path: Path) -> None:
                  for n in range(PROCESSES)]
     deadline = time.monotonic() + SUBPROCESS_TIMEOUT
     while len(list(tmp_path.glob("started.*"))) < PROCESSES:
+        exited = [p for p in processes if p.poll() is not None]
+        assert not exited, f"a run ended before its first turn ({exited[0].returncode}): {exited[0].communicate()[1]}"
         assert time.monotonic() < deadline, "the processes did not all start"
         time.sleep(0.02)
     (tmp_path / "go").touch()
