@@ -142,7 +142,10 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str] | None = None)
     """Run a command to completion: wall time and the child's own peak RSS (``os.wait4``, not all children)."""
     started = time.perf_counter()
     spawned_at = time.time()
-    process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **(env or {})},
+    # as installed: bytecode written and read (PYTHONDONTWRITEBYTECODE in the caller's shell would make every
+    # changed module compile again in every measured run)
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    process = subprocess.Popen(command, cwd=cwd, env={**environ, **(env or {})},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     chunks: dict[str, bytes] = {}
 
