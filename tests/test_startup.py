@@ -1,8 +1,8 @@
 """Start-up stays light: ``evalcli --help`` and a check-only run never import litellm, aiohttp or openai (model
 calls need them), nor jsonschema, nor jinja2 (which only ``json_output`` with a schema and the HTML report
 need), and a check-only run
-on an existing database does not import sqlite-utils (it creates and migrates databases; when it does, it is
-imported without numpy). A run whose turns make HTTP requests imports aiohttp before its clock starts, not at its
+does not import sqlite-utils (it migrates old databases; a new one gets its schema at once, the one its migrations
+make; when it is imported, it is without numpy). A run whose turns make HTTP requests imports aiohttp before its clock starts, not at its
 first request. Which modules got imported is checked in a subprocess; no timing is asserted here (``make
 bench`` measures time)."""
 
@@ -85,9 +85,7 @@ def test_check_only_run_imports_neither_litellm_nor_sqlite_utils(tmp_path: Path)
     )
     code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
     assert code == 0
-    assert modules["sqlite_utils"], modules  # a new database: migrations
-    assert not modules["numpy"], modules  # sqlite-utils imported without it
-    assert not any(modules[m] for m in ("litellm", "jsonschema", "jinja2", "aiohttp", "openai")), modules
+    assert not any(modules.values()), modules  # a new database gets its schema without sqlite-utils
     code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
     assert code == 0
     assert not any(modules.values()), modules
@@ -136,3 +134,33 @@ def test_a_callable_target_run_does_not_import_aiohttp(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text("def answer(input, *, memory=None):\n    return 'Sunny.'\n")
     seen = _seen(tmp_path, "target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n  - input: Hi\n")
     assert seen["at_start"] is False
+
+
+def test_a_new_database_gets_the_schema_its_migrations_make(tmp_path: Path) -> None:
+    import sqlite3
+
+    from evalcli.store import migrations, migrations_schema
+
+    assert migrations_schema.render() == Path(migrations_schema.__file__).read_text(encoding="utf-8"), \
+        "run python -m evalcli.store.migrations_schema after adding a migration"
+    one_by_one, at_once = sqlite3.connect(":memory:", isolation_level=None), sqlite3.connect(tmp_path / "x.db")
+    at_once.isolation_level = None
+    assert migrations.apply(one_by_one, fresh=False) == migrations.apply(at_once) == [n for n, _ in migrations.MIGRATIONS]
+    master = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid"
+    assert list(one_by_one.execute(master)) == list(at_once.execute(master))
+    assert migrations.pending(at_once) == [] and migrations.apply(at_once) == []
+
+
+def test_a_database_with_a_table_is_migrated_one_by_one(tmp_path: Path) -> None:
+    import sqlite3
+
+    from evalcli.store import migrations
+
+    conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    assert migrations.create_current(conn) == []  # not empty: never rebuilt at once
+    assert migrations.apply(conn) == [n for n, _ in migrations.MIGRATIONS]
+    fresh = sqlite3.connect(":memory:", isolation_level=None)
+    migrations.apply(fresh)
+    master = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
+    assert list(conn.execute(master)) == list(fresh.execute(master))
