@@ -21,12 +21,16 @@ from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 PROBE = """
 import atexit, json, sys
 HEAVY = ["litellm", "sqlite_utils", "numpy", "jsonschema", "jinja2", "aiohttp", "openai"]
+# what only an export, CI files or another command needs: a plain run and validate never import them
+EXTRA = ["xml.etree.ElementTree", "http.client", "urllib.request", "evalcli.reports.otel", "evalcli.otel.endpoint",
+         "evalcli.reports.ci", "click", "pluggy", "dateutil", "getpass"]
 # what validate and run do not use (evalcli/lazy.py): the runner, store and reports, comparison and calibration
 PARTS = ["scipy", "opentelemetry", "evalcli.run", "evalcli.store", "evalcli.evaluate", "evalcli.reports",
          "evalcli.reports.html", "evalcli.run.calibrate", "evalcli.store.compare", "evalcli.store.diff",
          "evalcli.store.merge", "evalcli.store.paired", "evalcli.reports.compare", "evalcli.reports.diff"]
 atexit.register(lambda: print("MODULES " + json.dumps({m: m in sys.modules for m in HEAVY}), file=sys.stderr))
 atexit.register(lambda: print("PARTS " + json.dumps({m: m in sys.modules for m in PARTS}), file=sys.stderr))
+atexit.register(lambda: print("EXTRA " + json.dumps({m: m in sys.modules for m in EXTRA}), file=sys.stderr))
 sys.argv = ["evalcli", *sys.argv[1:]]
 from evalcli.cli import main
 main()
@@ -53,6 +57,8 @@ def test_validate_imports_neither_the_runner_nor_the_store_nor_the_reports(tmp_p
     assert not any(modules.values()), modules
     code, parts = imported(["validate", "d.yaml"], tmp_path, "PARTS")
     assert not any(parts.values()), parts
+    code, extra = imported(["validate", "d.yaml"], tmp_path, "EXTRA")
+    assert not any(extra.values()), extra
 
 
 def test_a_run_imports_no_comparison_diff_merge_or_calibration(tmp_path: Path) -> None:
@@ -63,6 +69,9 @@ def test_a_run_imports_no_comparison_diff_merge_or_calibration(tmp_path: Path) -
     unused = {m: v for m, v in parts.items() if m not in ("evalcli.run", "evalcli.store", "evalcli.evaluate",
                                                           "evalcli.reports")}
     assert not any(unused.values()), unused
+    code, extra = imported(["run", "d.yaml", "--db", str(tmp_path / "y.db"), "--quiet"], tmp_path, "EXTRA")
+    assert code == 0
+    assert not any(extra.values()), extra  # a new database, no export, no CI file
 
 
 def test_help_imports_no_heavy_module(tmp_path: Path) -> None:
