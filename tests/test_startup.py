@@ -21,9 +21,10 @@ from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 PROBE = """
 import atexit, json, sys
 HEAVY = ["litellm", "sqlite_utils", "numpy", "jsonschema", "jinja2", "aiohttp", "openai"]
-# what only an export, CI files or another command needs: a plain run and validate never import them
+# what only an export, CI files, a table or another command needs: a --quiet run that passes and validate never
+# import them
 EXTRA = ["xml.etree.ElementTree", "http.client", "urllib.request", "evalcli.reports.otel", "evalcli.otel.endpoint",
-         "evalcli.reports.ci", "click", "pluggy", "dateutil", "getpass"]
+         "evalcli.reports.ci", "click", "pluggy", "dateutil", "getpass", "rich.table", "rich.panel"]
 # what validate and run do not use (evalcli/lazy.py): the runner, store and reports, comparison and calibration
 PARTS = ["scipy", "opentelemetry", "evalcli.run", "evalcli.store", "evalcli.evaluate", "evalcli.reports",
          "evalcli.reports.html", "evalcli.run.calibrate", "evalcli.store.compare", "evalcli.store.diff",
