@@ -1,10 +1,11 @@
 """Start-up stays light: ``evalcli --help`` and a check-only run never import litellm, aiohttp or openai (model
-calls need them), nor jsonschema, nor jinja2 (which only ``json_output`` with a schema and the HTML report
-need), and a check-only run
-does not import sqlite-utils (it migrates old databases; a new one gets its schema at once, the one its migrations
-make; when it is imported, it is without numpy). A run whose turns make HTTP requests imports aiohttp before its clock starts, not at its
-first request. Which modules got imported is checked in a subprocess; no timing is asserted here (``make
-bench`` measures time)."""
+calls need them), nor jsonschema, nor jinja2 (which only ``json_output`` with a schema and the HTML report need),
+and a check-only run does not import sqlite-utils (it migrates old databases; a new one gets at once the schema its
+migrations make; when it is imported, it is without numpy). A plain run and ``validate`` import no OpenTelemetry
+export, CI-file, ``evalcli view`` or table-drawing module, and typer builds only the command named
+(docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
+starts, not at its first request. Which modules got imported is checked in a subprocess; no timing is asserted here
+(``make bench`` measures time)."""
 
 from __future__ import annotations
 
@@ -174,3 +175,22 @@ def test_a_database_with_a_table_is_migrated_one_by_one(tmp_path: Path) -> None:
     migrations.apply(fresh)
     master = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
     assert list(conn.execute(master)) == list(fresh.execute(master))
+
+
+def test_typer_builds_only_the_command_named_and_the_same_one() -> None:
+    import typer.main
+
+    from evalcli.cli.app import app, invoked
+
+    whole = typer.main.get_command(app)
+    names = list(whole.commands)  # type: ignore[attr-defined]
+    assert {"run", "validate", "cache", "labels"} <= set(names)
+    for name in names:
+        only = typer.main.get_command(invoked([name, "--help"]))
+        assert list(only.commands) == [name]  # type: ignore[attr-defined]
+        ctx = whole.make_context("evalcli", [name, "--help"], resilient_parsing=True)
+        sub, full = only.commands[name], whole.commands[name]  # type: ignore[attr-defined]
+        assert sub.get_help(ctx) == full.get_help(ctx)
+        assert [p.opts for p in sub.params] == [p.opts for p in full.params]
+    for argv in ([], ["--version"], ["rnu"], ["--help"]):
+        assert invoked(argv) is app
