@@ -1,0 +1,109 @@
+"""Values no text can hold, sets, self-holding outputs and interrupts (issue 48's adversarial tries, continued): each
+through the real CLI, against what the code before the fix did (docs/datasets.md, docs/yaml.md, docs/otel.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalcli.errors import lone_surrogate
+from tests.conftest import REPO, CliResult, run_cli
+from tests.test_memory_streams import line, turn_spans
+
+HALF = "\\ud800"
+SURROGATE = "names half of a UTF-16 surrogate pair alone, not a character"
+
+
+def _refused(done: CliResult, where: str, escape: str = "\\ud800") -> None:
+    assert done.code == 2, done.stderr
+    assert f"{where}: the escape {escape} {SURROGATE}" in done.stderr, done.stderr
+    assert "hint: write the character itself" in done.stderr and "internal error" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_a_lone_surrogate_in_a_transcript_data_file_is_a_located_error(tmp_path: Path, command: str) -> None:
+    """A recorded conversation escaping half a surrogate pair (a JS exporter cutting an emoji in two) is its file,
+    line and column, exit 2, nothing stored; both halves of a pair are the character (was: internal error,
+    UnicodeEncodeError, exit 70)."""
+    good = '{"id": "a", "messages": [{"role": "user", "content": "hi \\ud83d\\ude00"}, {"role": "assistant", "content": "ok"}]}'
+    bad = '{"id": "b", "messages": [{"role": "user", "content": "caf\\\\\\ud800?"}, {"role": "assistant", "content": "ok"}]}'
+    (tmp_path / "t.jsonl").write_text(f"{good}\n\n{bad}\n")
+    (tmp_path / "d.yaml").write_text("gates: [{includes: ok}]\ndata_file: t.jsonl\n")
+    args = [command, str(tmp_path / "d.yaml")] + (["--db", str(tmp_path / "e.db")] if command == "run" else [])
+    _refused(run_cli(args, REPO, {}), f"t.jsonl:3:{bad.index(HALF) + 1}")
+    assert not (tmp_path / "e.db").exists()  # refused before anything is written
+    (tmp_path / "t.jsonl").write_text(good + "\n" + bad.replace(HALF, "\\udbff\\udfff") + "\n")  # U+10FFFF: a pair
+    done = run_cli([*args, *(["--json", "-"] if command == "run" else [])], REPO, {})
+    assert done.code == 0, done.stderr
+    if command == "run":
+        said = [item["turns"][0]["input"] for item in json.loads(done.stdout)["items"]]
+        assert said == ["hi \U0001F600", "caf\\\U0010FFFF?"], said
+
+
+def test_a_lone_surrogate_in_scripted_inputs_and_a_jsonl_dataset_is_a_located_error(workdir: Path,
+                                                                                    cli: Callable[..., CliResult]) -> None:
+    """Scripted inputs in a data_file, and a JSONL dataset's own items (its header line first): the same error."""
+    (workdir / "in.jsonl").write_text('{"input": "fine"}\n{"input": "x\\udc00y"}\n')
+    (workdir / "d.yaml").write_text("target: agents:echo\nscorers: [{includes: said}]\ndata_file: in.jsonl\n")
+    _refused(cli("run", "d.yaml", "--db", "e.db"), "in.jsonl:2:13", "\\udc00")
+    assert not (workdir / "e.db").exists()
+    (workdir / "d.jsonl").write_text('{"target": "agents:echo", "scorers": [{"includes": "said"}]}\n'
+                                     '{"input": "\\ud83dx"}\n')
+    _refused(cli("validate", "d.jsonl"), "d.jsonl:2:12", "\\ud83d")
+
+
+def test_a_lone_surrogate_in_a_yaml_dataset_is_a_located_error(workdir: Path, cli: Callable[..., CliResult]) -> None:
+    """YAML reads ``"\\ud800"`` in double quotes into a string no text can hold (pyyaml never joins two ``\\u``
+    halves): the scalar's place, exit 2 (was: internal error, exit 70). Single quotes, an escaped backslash and a
+    ``\\U`` escape past U+FFFF are text."""
+    (workdir / "d.yaml").write_text('target: agents:echo\nscorers: [{includes: said}]\ndata:\n  - input: ok\n'
+                                    '  - input: "caf\\ud83d\\ude00"\n')
+    _refused(cli("run", "d.yaml", "--db", "e.db"), "d.yaml:5:12", "\\ud83d")
+    assert not (workdir / "e.db").exists()
+    (workdir / "d.yaml").write_text("target: agents:echo\nscorers: [{includes: said}]\ndata:\n"
+                                    "  - input: 'a\\ud800'\n  - input: \"b\\\\ud800 \\U0001F600\"\n")
+    done = cli("run", "d.yaml", "--db", "e.db", "--json", "-")
+    assert done.code == 0, done.stderr
+    assert [i["turns"][0]["output"][-1]["content"] for i in done.json["items"]] == \
+        ["You said: a\\ud800", "You said: b\\ud800 \U0001F600"]
+
+
+def test_a_lone_surrogate_in_a_trace_file_is_a_located_error(tmp_path: Path) -> None:
+    """An OTLP trace file, one document a line or pretty-printed: the line and column of the escape, exit 2 (was:
+    internal error, exit 70)."""
+    rows = [line(turn_spans(n, f"c{n}", n * 100)) for n in range(1, 4)]
+    rows[1] = rows[1].replace("sunny", "sun\\ud800ny")
+    (tmp_path / "traces.jsonl").write_text("".join(rows))
+    (tmp_path / "d.yaml").write_text("gates: [{called_tool: get_weather}]\ndata_file: traces.jsonl\n")
+    done = run_cli(["run", str(tmp_path / "d.yaml"), "--db", str(tmp_path / "e.db")], REPO, {})
+    _refused(done, f"traces.jsonl:2:{rows[1].index(HALF) + 1}")
+    assert not (tmp_path / "e.db").exists()
+    pretty = json.dumps(json.loads(rows[1]), indent=2)
+    (tmp_path / "traces.jsonl").write_text(pretty.replace("\\\\ud800", "\\ud800"))
+    at = pretty.split("\n")
+    number = next(n for n, text in enumerate(at, start=1) if "\\ud800" in text)
+    done = run_cli(["validate", str(tmp_path / "d.yaml")], REPO, {})
+    _refused(done, f"traces.jsonl:{number}:{at[number - 1].index(HALF) + 1}")
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from(["a", "\\", "\ud800", "\udc00", "\udbff", "\udfff", "\U0001F600",
+                                                 "u", "d"]), max_size=8), max_size=3))
+def test_lone_surrogate_is_found_exactly_when_json_reads_a_string_no_text_can_hold(texts: list[str]) -> None:
+    """The invariant of ``errors.lone_surrogate``: it names a place exactly when ``json.loads`` of the text gives a
+    string that cannot be encoded as UTF-8 (pairs, escaped backslashes before a ``u`` and a ``\\\\u`` that is text
+    are not)."""
+    text = json.dumps({"m": texts})
+
+    def encodable(value: str) -> bool:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+
+    assert (lone_surrogate("f", text) is None) == all(encodable(value) for value in json.loads(text)["m"])
