@@ -4,6 +4,7 @@ through the real CLI, against what the code before the fix did (docs/datasets.md
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -107,3 +108,37 @@ def test_lone_surrogate_is_found_exactly_when_json_reads_a_string_no_text_can_ho
         return True
 
     assert (lone_surrogate("f", text) is None) == all(encodable(value) for value in json.loads(text)["m"])
+
+
+SET_DATASET = """\
+gates: [{includes: ok}]
+data:
+  - metadata: {labels: !!set {alpha, beta, gamma, delta, epsilon, zeta}}
+    messages:
+      - {role: user, content: hi}
+      - role: assistant
+        content: ''
+        tool_calls:
+          - {id: c1, type: function, function: {name: f, arguments: {tags: !!set {x1, x2, x3, x4, x5, x6}}}}
+      - {role: tool, tool_call_id: c1, content: done}
+      - {role: assistant, content: ok}
+"""
+
+
+def test_a_yaml_set_is_stored_in_one_order_whatever_the_hash_seed(tmp_path: Path) -> None:
+    """A ``!!set`` in a recorded conversation's metadata and in a tool call's arguments: read as a sorted list, so
+    the stored texts and the conversation's identity are the same under any ``PYTHONHASHSEED`` (the metadata was
+    stored as the set's repr in the seed's order, and a set in arguments was an internal error, exit 70)."""
+    (tmp_path / "d.yaml").write_text(SET_DATASET)
+    stored = []
+    for seed in ("1", "2", "3"):
+        done = run_cli(["run", str(tmp_path / "d.yaml"), "--db", str(tmp_path / f"{seed}.db")], REPO,
+                       {"PYTHONHASHSEED": seed}, fresh=True)
+        assert done.code == 0, done.stderr
+        with sqlite3.connect(tmp_path / f"{seed}.db") as db:
+            stored.append(db.execute("SELECT identity, content, metadata FROM items").fetchall()
+                          + db.execute("SELECT input, output, outcomes FROM turns").fetchall())
+    assert stored[0] == stored[1] == stored[2]
+    assert json.loads(stored[0][0][2]) == {"labels": ["alpha", "beta", "delta", "epsilon", "gamma", "zeta"]}
+    (call,) = json.loads(stored[0][1][1])[0]["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"tags": ["x1", "x2", "x3", "x4", "x5", "x6"]}
