@@ -142,3 +142,45 @@ def test_a_yaml_set_is_stored_in_one_order_whatever_the_hash_seed(tmp_path: Path
     assert json.loads(stored[0][0][2]) == {"labels": ["alpha", "beta", "delta", "epsilon", "gamma", "zeta"]}
     (call,) = json.loads(stored[0][1][1])[0]["tool_calls"]
     assert json.loads(call["function"]["arguments"]) == {"tags": ["x1", "x2", "x3", "x4", "x5", "x6"]}
+
+
+SELFISH = '''
+def selfish(input, **kw):
+    if input == "a dict":
+        message = {"role": "assistant", "content": "x"}
+        message["self"] = message
+        return {"messages": [message]}
+    if input == "a list":
+        parts = ["a"]
+        parts.append(parts)
+        return [{"role": "assistant", "content": "fine", "parts": parts}]
+    if input == "deep":
+        deep = []
+        for _ in range(5000):
+            deep = [deep]
+        return [{"role": "assistant", "content": deep}]
+    shared = {"k": 1}
+    return [{"role": "assistant", "content": "fine " + input, "a": shared, "b": [shared, shared]}]
+'''
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_output_that_holds_itself_is_that_conversations_error(workdir: Path, cli: Callable[..., CliResult],
+                                                                 workers: str) -> None:
+    """A message holding itself (a dict, a list) or nested 5,000 deep: that conversation's error, saying where, the
+    others stored and the run going on (was: the writer's RecursionError, 'could not store all of run', the
+    conversations lost and exit 0). A value shared by two keys is no loop."""
+    (workdir / "selfish.py").write_text(SELFISH)
+    (workdir / "d.yaml").write_text("target: selfish:selfish\nscorers: [{includes: fine}]\ndata:\n  - input: one\n"
+                                    "  - input: a dict\n  - input: a list\n  - input: deep\n  - input: two\n")
+    done = cli("run", "d.yaml", "--db", "e.db", "--workers", workers)
+    assert done.code == 4, done.stderr
+    assert "could not store" not in done.stderr and "internal error" not in done.stderr, done.stderr
+    with sqlite3.connect(workdir / "e.db") as db:
+        rows = dict(db.execute("SELECT item_id, coalesce(error, status) FROM items").fetchall())
+    assert len(rows) == 5 and list(rows.values()).count("ok") == 2, rows
+    errors = sorted(error for error in rows.values() if error != "ok")
+    assert errors == [f"turn 0: response message 0 {what}: it cannot be stored as JSON; return plain data (the "
+                      "value's text, or a copy a JSON encoder can write)"
+                      for what in ("holds itself at ['parts'][1]", "holds itself at ['self']",
+                                   "nests lists and mappings deeper than 100 levels")], errors
