@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from evalcli.errors import lone_surrogate
 from tests.conftest import REPO, CliResult, run_cli
+from tests.reliability_helpers import run_cli as reliability_cli
 from tests.test_memory_streams import line, turn_spans
 
 HALF = "\\ud800"
@@ -184,3 +185,40 @@ def test_an_output_that_holds_itself_is_that_conversations_error(workdir: Path, 
                       "value's text, or a copy a JSON encoder can write)"
                       for what in ("holds itself at ['parts'][1]", "holds itself at ['self']",
                                    "nests lists and mappings deeper than 100 levels")], errors
+
+
+INTERRUPTING = '''
+import pathlib
+
+def generate(input, **kw):
+    flag = pathlib.Path(__file__).with_name("stop.flag")
+    if input == "stop" and flag.exists():
+        flag.unlink()
+        raise KeyboardInterrupt
+    return "fine " + input
+'''
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_target_raising_keyboard_interrupt_interrupts_the_run_with_or_without_workers(tmp_path: Path,
+                                                                                      workers: str) -> None:
+    """A target raising ``KeyboardInterrupt`` itself: exit 130, the run ``interrupted``, what finished stored and the
+    rest played by ``--resume``, in one process as with two workers (with two it was exit 70: 'a worker did not
+    finish', the run ``failed``)."""
+    (tmp_path / "agent.py").write_text(INTERRUPTING)
+    (tmp_path / "stop.flag").write_text("")
+    (tmp_path / "d.yaml").write_text("target: agent:generate\nconcurrency: 1\nscorers: [{includes: fine}]\ndata:\n" +
+                                     "".join(f"  - {{id: i{n}, input: {'stop' if n == 5 else f'q{n}'}}}\n"
+                                             for n in range(12)))
+    done = reliability_cli(["run", "d.yaml", "--db", "e.db", "--workers", workers], tmp_path)
+    assert done.returncode == 130, done.stderr
+    assert "internal error" not in done.stderr and "did not finish" not in done.stderr, done.stderr
+    with sqlite3.connect(tmp_path / "e.db") as db:
+        (run_id, status, code), = db.execute("SELECT id, status, exit_code FROM runs").fetchall()
+        stored = db.execute("SELECT count(*) FROM items WHERE status = 'ok'").fetchone()[0]
+    assert (status, code) == ("interrupted", 130) and 0 < stored < 12
+    assert f"--resume {run_id}" in done.stderr + done.stdout
+    resumed = reliability_cli(["run", "d.yaml", "--db", "e.db", "--workers", workers, "--resume", run_id], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    with sqlite3.connect(tmp_path / "e.db") as db:
+        assert db.execute("SELECT count(*), min(status) FROM items").fetchall() == [(12, "ok")]

@@ -133,7 +133,18 @@ class WorkerPool:
         with contextlib.suppress(BrokenPipeError):
             process.stdin.write(json.dumps({**job, "indexes": share}).encode())
             process.stdin.close()
-        return self._read(worker, read_end)
+        return self._follow(worker, read_end)
+
+    async def _follow(self, worker: _Worker, fd: int) -> None:
+        """Read one worker until it ends. One that ended interrupted when no interrupt was passed on to it (its target
+        raised ``KeyboardInterrupt``, or it was sent SIGINT itself) interrupts the run, as that interrupt does in one
+        process: the other workers are told to stop (their conversations in flight get the grace period), the run is
+        marked interrupted, exits 130 and resumes (docs/performance.md#workers)."""
+        await self._read(worker, fd)
+        await asyncio.to_thread(worker.process.wait)
+        if not self.runner.stopping and _stopped(worker):
+            self.runner.stopping = self.runner.interrupted = True
+            self.runner.events.stopping()
 
     async def _read(self, worker: _Worker, fd: int) -> None:
         """Every message of one worker, until it closes its end (on finishing, or dying)."""
