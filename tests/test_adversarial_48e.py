@@ -222,3 +222,13 @@ def test_a_target_raising_keyboard_interrupt_interrupts_the_run_with_or_without_
     assert resumed.returncode == 0, resumed.stderr
     with sqlite3.connect(tmp_path / "e.db") as db:
         assert db.execute("SELECT count(*), min(status) FROM items").fetchall() == [(12, "ok")]
+
+
+@pytest.mark.slow
+def test_the_local_model_loading_is_said_once_with_workers(tmp_path: Path) -> None:
+    """Every worker loads the embedded judge model and says so: the run says it once, as one process does (it said it
+    once a worker: twice with ``--workers 2``)."""
+    done = run_cli(["run", str(REPO / "datasets/weather.yaml"), "--db", str(tmp_path / "w.db"), "--workers", "2"],
+                   REPO, timeout=900)
+    assert done.code == 0, done.stderr
+    assert done.stderr.count("loading the local model local/gemma-3-270m") == 1, done.stderr

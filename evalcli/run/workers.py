@@ -72,6 +72,8 @@ class _Worker:
     done: bool = False
     error: tuple[str, str, int] | None = None
     said: list[str] = field(default_factory=list)
+    waiting: str | None = None
+    """The long step it said it waits on (``notice``), until it says it is over."""
 
 
 class WorkerPool:
@@ -86,6 +88,7 @@ class WorkerPool:
         self.told = 0
         """Stops passed on to the workers (a second one: stop now)."""
         self.warned: set[str] = set()
+        self.noticed: set[str] = set()
 
     async def play(self, items: list[Item]) -> None:
         """Play ``items`` in the workers; a ``WorkerFailed`` when one did not finish its share."""
@@ -175,13 +178,24 @@ class WorkerPool:
         elif kind == "counts" and self.runner.dataset.target is not None:
             self.runner.dataset.target.add_run_counts(payload)
         elif kind == "notice":
-            self.runner.events.notice(payload)
+            self._notice(worker, payload)
         elif kind == "throttled":  # a worker's model met 429s: its calls in flight are held (docs/models.md)
             self.runner.events.throttled(*payload)
         elif kind == "error":
             worker.error = payload
         elif kind == "done":
             worker.done = True
+
+    def _notice(self, worker: _Worker, text: str | None) -> None:
+        """A long step a worker waits on (``loading the local model ...``: every worker loads it), said once for the
+        run, as one process says it; over when no worker is still on one."""
+        worker.waiting = text
+        if text is None:
+            if not any(other.waiting for other in self.workers):
+                self.runner.events.notice(None)
+        elif text not in self.noticed:
+            self.noticed.add(text)
+            self.runner.events.notice(text)
 
     async def _pass_on_stops(self) -> None:
         """An interrupt of this process is passed on to every worker (each gives its conversations in flight the
