@@ -184,7 +184,7 @@ def test_an_output_that_holds_itself_is_that_conversations_error(workdir: Path, 
     assert errors == [f"turn 0: response message 0 {what}: it cannot be stored as JSON; return plain data (the "
                       "value's text, or a copy a JSON encoder can write)"
                       for what in ("holds itself at ['parts'][1]", "holds itself at ['self']",
-                                   "nests lists and mappings deeper than 100 levels")], errors
+                                   "nests lists and mappings too deeply to be written as JSON")], errors
 
 
 INTERRUPTING = '''

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pickle
 import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from ..errors import EvalcliError, ExitCode, UsageError, describe, exit_called
 from ..results import ItemResult
 from ..streams import redact_terminal
 from .events import Events
-from .workers import FRAME
+from .workers import FRAME, pickled
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
@@ -35,8 +34,8 @@ class Channel:
         self.lock = threading.Lock()
 
     def send(self, kind: str, payload: Any) -> None:
-        body = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
-        with self.lock:
+        with self.lock:  # pickled under the lock too: it raises the interpreter's recursion limit meanwhile
+            body = pickled((kind, payload))
             self.out.write(FRAME.pack(len(body)) + body)
             self.out.flush()
 

@@ -20,7 +20,7 @@ import signal
 import struct
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,32 @@ from .options import RunOptions
 
 FRAME = struct.Struct("!I")
 """A message from a worker: its length, then a pickle of ``(kind, payload)``."""
+PICKLE_DEPTH = 5000
+"""The recursion pickling a worker's message may use: a stored message nests up to what JSON can be written at
+(about 1,000 levels, docs/targets/python.md), and pickling takes a few levels of recursion for each of its levels;
+at the interpreter's 1,000 a message of 500 levels, stored by one process, ended the worker (exit 70)."""
+
+
+def pickled(value: Any) -> bytes:
+    """``pickle.dumps`` of a worker's message, however deep a stored message nests (``PICKLE_DEPTH``)."""
+    with _deep():
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpickled(body: bytes) -> Any:
+    """``pickle.loads`` of a worker's message (``pickled``)."""
+    with _deep():
+        return pickle.loads(body)
+
+
+@contextlib.contextmanager
+def _deep() -> Iterator[None]:
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, PICKLE_DEPTH))  # the interpreter's; other threads only gain by it meanwhile
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
 
 
 class WorkerFailed(EvalcliError):
@@ -159,7 +185,7 @@ class WorkerPool:
             while True:
                 try:
                     size = FRAME.unpack(await reader.readexactly(FRAME.size))[0]
-                    kind, payload = pickle.loads(await reader.readexactly(size))
+                    kind, payload = unpickled(await reader.readexactly(size))
                 except asyncio.IncompleteReadError:
                     return
                 await self._message(worker, kind, payload)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -233,8 +234,7 @@ def normalise(reply: Any) -> list[Message]:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise BadReply(f"response message {i} is {type(message).__name__}, not a message dict with a 'role'")
         if message["role"] in RESPONSE_ROLES:
-            if not _storable(message, {id(message)}, 1):
-                unstorable = _unstorable(message, [], set())
+            if not _storable(message, {id(message)}, 1) and (unstorable := _unstorable(message)) is not None:
                 raise BadReply(f"response message {i} {unstorable}: it cannot be stored as JSON; return plain data "
                                "(the value's text, or a copy a JSON encoder can write)")
             result.append(message)
@@ -242,12 +242,14 @@ def normalise(reply: Any) -> list[Message]:
 
 
 MAX_NESTING = 100
-"""Levels of lists and mappings a response message may nest: the writer's JSON encoder recurses (docs/targets/python.md)."""
+"""Levels of lists and mappings past which a response message is looked at closer (``_unstorable``): nesting is
+refused only where the store's JSON encoder could not write it (docs/targets/python.md)."""
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 def _storable(value: Any, open_: set[int], depth: int) -> bool:
-    """Whether a message can be stored as JSON (``_unstorable`` says why not): the check of every turn, kept cheap."""
+    """Whether a message can surely be stored as JSON: no container inside itself, none nested deeper than
+    ``MAX_NESTING`` (else ``_unstorable`` decides): the check of every turn, kept cheap."""
     for item in value.values() if isinstance(value, dict) else value:
         kind = type(item)
         if kind is str or item is None or kind in _LEAVES:
@@ -262,28 +264,46 @@ def _storable(value: Any, open_: set[int], depth: int) -> bool:
     return True
 
 
-def _unstorable(value: Any, path: list[Any], open_: set[int]) -> str | None:
+def _unstorable(message: dict[str, Any]) -> str | None:
     """What keeps a message from being stored as JSON: a list or mapping inside itself (``holds itself at
-    ['self']``), or nesting deeper than ``MAX_NESTING``; ``None`` when it can be (``open_``: the ids of the containers
-    ``value`` is inside; a value reached twice on two paths is no loop). Anything else not JSON is stored as its
-    text."""
-    if isinstance(value, dict):
-        items: Any = value.items()
-    elif isinstance(value, list | tuple):
-        items = enumerate(value)
-    else:
+    ['self']``), or nesting deeper than the store's JSON encoder can write (its recursion, about 1,000 levels:
+    a message it could write is stored, however deep); ``None`` when it can be. Anything else not JSON is stored as
+    its text."""
+    loop = _loop(message, [], set())
+    if loop is not None:
+        return loop
+    try:
+        json.dumps(message, ensure_ascii=False, default=str)
+    except RecursionError:
+        return "nests lists and mappings too deeply to be written as JSON"
+    except (TypeError, ValueError):  # not this check's to refuse: the writer meets it as it always did
         return None
-    if id(value) in open_:
-        return f"holds itself at {''.join(f'[{key!r}]' for key in path)}"
-    if len(path) >= MAX_NESTING:
-        return f"nests lists and mappings deeper than {MAX_NESTING} levels"
-    open_.add(id(value))
-    for key, item in items:
-        if type(item) not in _LEAVES:
-            path.append(key)
-            found = _unstorable(item, path, open_)
-            if found is not None:
-                return found
-            path.pop()
-    open_.discard(id(value))
     return None
+
+
+def _loop(value: Any, path: list[Any], open_: set[int]) -> str | None:
+    """Where a list or mapping holds itself (``open_``: the ids of the containers ``value`` is inside; a value reached
+    twice on two paths is no loop); walked without recursion, as a message may nest thousands of levels."""
+    stack: list[tuple[Any, Any]] = [(value, iter(_children(value)))]
+    open_.add(id(value))
+    while stack:
+        container, children = stack[-1]
+        for key, item in children:
+            if type(item) in _LEAVES or not isinstance(item, dict | list | tuple):
+                continue
+            if id(item) in open_:
+                return f"holds itself at {''.join(f'[{k!r}]' for k in [*path, key])}"
+            open_.add(id(item))
+            path.append(key)
+            stack.append((item, iter(_children(item))))
+            break
+        else:
+            stack.pop()
+            open_.discard(id(container))
+            if path and stack:
+                path.pop()
+    return None
+
+
+def _children(value: Any) -> Any:
+    return value.items() if isinstance(value, dict) else enumerate(value)
