@@ -142,3 +142,17 @@ def test_run_evals_never_formats_its_result(tmp_path: Any, monkeypatch: Any) -> 
         signal.signal(signal.SIGINT, previous)
     assert result.items is not None and [item.status for item in result.items] == ["ok", "ok"]
     assert not formatted
+
+
+CONTENTS = st.none() | st.text(max_size=3) | st.lists(st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "image"])}, optional={"text": ANY}), max_size=2) | ANY
+
+
+@given(st.lists(st.fixed_dictionaries({"role": st.sampled_from(["assistant", "tool", "user"])},
+                                      optional={"content": CONTENTS}), max_size=4), st.booleans())
+def test_assistant_texts_are_each_assistant_messages_text(messages: list[dict[str, Any]], strip: bool) -> None:
+    """``assistant_texts`` takes a plain text content as it is: the texts ``message_text`` gives, as before."""
+    from evalcli.messages import assistant_texts, message_text
+
+    texts = [message_text(m) for m in messages if m.get("role") == "assistant"]
+    assert assistant_texts(messages, strip=strip) == [t for t in (t.strip() if strip else t for t in texts) if t]
