@@ -90,7 +90,7 @@ def fingerprint(tree: Any, salt: str | None = None) -> dict[str, str]:
         if path:
             digests[path] = leaf_digest(salt, path, value, bears=bears)
     shapes: dict[tuple[str, ...], int] = {}
-    shorts: dict[Any, str] = {}
+    shorts: dict[Any, Any] = {}
     for n, item in enumerate(items):
         digests[f"{ITEMS}[{n}]"] = item_entry(salt, n, item, shapes, bears, shorts)
     digests[SHAPES] = json.dumps([list(shape) for shape in shapes])
@@ -99,7 +99,7 @@ def fingerprint(tree: Any, salt: str | None = None) -> dict[str, str]:
 
 
 def item_entry(salt: str, n: int, item: Any, shapes: dict[tuple[str, ...], int],
-               bears: Callable[[str], bool] | None = None, shorts: dict[Any, str] | None = None) -> str:
+               bears: Callable[[str], bool] | None = None, shorts: dict[Any, Any] | None = None) -> str:
     """``<shape>|<digest of the item>|<short digest of each leaf>``: the item's digest says whether it changed; the
     short ones (4 hex digits, or the keyed form of a secret-bearing leaf) only which of its leaves did, each digested
     by its path within the conversation (``.turns[0].input``: ``RELATIVE``).
@@ -127,7 +127,7 @@ def item_entry(salt: str, n: int, item: Any, shapes: dict[tuple[str, ...], int],
     return f"{index}|{_salted(salt, prefix, text)}|{','.join(digests)}"
 
 
-def _digest_leaves(tree: Any, path: str, salt: str, known: dict[Any, str], rels: list[str], digests: list[str]) -> None:
+def _digest_leaves(tree: Any, path: str, salt: str, known: dict[Any, Any], rels: list[str], digests: list[str]) -> None:
     """``rels`` + the paths of ``leaf_texts(tree)`` and ``digests`` + each leaf's short digest (``_salted`` of its path
     and JSON text, 4 hex digits), in one walk: a text, ``null`` or boolean leaf is looked up in ``known`` by its path and
     the value itself (a text's hash is kept by the text, and its JSON is made only the first time), any other by its
@@ -145,6 +145,8 @@ def _digest_leaves(tree: Any, path: str, salt: str, known: dict[Any, str], rels:
                 digests.append(short)
             elif (kind is dict or kind is list) and not value:
                 _digest_leaf(at, "{}" if kind is dict else "[]", salt, known, rels, digests)
+            elif kind is dict:
+                _digest_mapping(value, at, salt, known, rels, digests)
             else:
                 _digest_leaves(value, at, salt, known, rels, digests)
     elif isinstance(tree, list | tuple) and tree:
@@ -162,7 +164,23 @@ def _digest_leaves(tree: Any, path: str, salt: str, known: dict[Any, str], rels:
         _digest_leaf(path, _leaf_text(tree), salt, known, rels, digests)
 
 
-def _digest_leaf(path: str, text: str, salt: str, known: dict[Any, str], rels: list[str], digests: list[str]) -> None:
+def _digest_mapping(value: dict[Any, Any], path: str, salt: str, known: dict[Any, Any], rels: list[str],
+                    digests: list[str]) -> None:
+    """A mapping's leaves as ``_digest_leaves`` finds them, walked once per mapping object and path: conversations
+    share one mapping where their content is the same (a turn's gates and scorers: ``Dataset._item_tree``), and
+    ``known`` keeps it (so its id stays its own) with its leaves' paths and digests."""
+    key = (path, id(value), dict)  # the third member keeps it from every key of a leaf
+    seen = known.get(key)
+    if seen is not None and seen[0] is value:
+        rels.extend(seen[1])
+        digests.extend(seen[2])
+        return
+    start = len(rels)
+    _digest_leaves(value, path, salt, known, rels, digests)
+    known[key] = (value, rels[start:], digests[start:])
+
+
+def _digest_leaf(path: str, text: str, salt: str, known: dict[Any, Any], rels: list[str], digests: list[str]) -> None:
     """One leaf known by its JSON text (``_digest_leaves``; the third member keeps its key from any keyed by value)."""
     rels.append(path)
     short = known.get((path, text, None))

@@ -113,6 +113,22 @@ def test_a_conversations_entry_is_its_leaf_texts_digested(items: list[Any]) -> N
         assert stored[f"data[{n}]"] == f"{index}|{leaf_digest(stored[SALT], f'data[{n}]', item)}|{shorts}"
 
 
+@given(st.dictionaries(st.text("ab.", min_size=1, max_size=2), tree, min_size=1, max_size=3),
+       st.lists(tree, min_size=1, max_size=4))
+@settings(max_examples=150, deadline=None)
+def test_a_mapping_conversations_share_is_digested_as_its_own_would_be(common: dict[str, Any], inputs: list[Any]) -> None:
+    """A mapping object several conversations (and paths) share, as a turn's gates are, is walked once per path
+    (``_digest_mapping``): the same entries as each conversation's leaf texts digested."""
+    items = [{"turns": [{"input": text, "gates": common}, {"gates": common}], "metadata": common} for text in inputs]
+    stored = fingerprint({"data": items})
+    shapes: dict[tuple[str, ...], int] = {}
+    for n, item in enumerate(items):
+        found = leaf_texts(item)
+        index = shapes.setdefault(tuple(rel for rel, _ in found), len(shapes))
+        shorts = ",".join(_salted(stored[SALT], rel, text)[:4] for rel, text in found)
+        assert stored[f"data[{n}]"] == f"{index}|{leaf_digest(stored[SALT], f'data[{n}]', item)}|{shorts}"
+
+
 odd = st.recursive(
     st.one_of(scalar, st.binary(max_size=3), st.dates(), st.floats(allow_nan=True), st.just(math.inf),
               st.datetimes(max_value=datetime.datetime(2100, 1, 1))),
