@@ -6,6 +6,7 @@ escapes is a bug and keeps its traceback (behind ``--debug``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
@@ -130,6 +131,43 @@ def not_utf8(path: Any) -> Problem:
                 return Problem(f"{path}:{number}:{column}", f"the file is not UTF-8 text (byte {raw[exc.start]:#04x})",
                                "save it as UTF-8")
     return Problem(str(path), "the file is not UTF-8 text", "save it as UTF-8")
+
+
+LONE_SURROGATE = ("the escape {escape} names half of a UTF-16 surrogate pair alone, not a character: no text can "
+                  "hold it")
+"""The one wording of a lone surrogate escape in any file a dataset names (docs/datasets.md)."""
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+"""One escape of a JSON string; read left to right, ``\\\\`` is an escape of its own (no backslash stands outside a
+string in valid JSON)."""
+
+
+def lone_surrogate(path: Any, text: str, first_line: int = 1) -> Problem | None:
+    """Where valid JSON ``text`` (starting on line ``first_line`` of ``path``) escapes half a surrogate pair alone
+    (``"\\ud800"``): ``json`` reads it into a string that cannot be written as UTF-8, so nothing could store it.
+    ``None`` when every ``\\uD800``-``\\uDFFF`` escape is one half of a pair (a character past U+FFFF)."""
+    if "\\u" not in text or _SURROGATE.search(text) is None:  # the common case, at C speed
+        return None
+    pending: re.Match[str] | None = None  # a high half waiting for its low half right after it
+    for match in _ESCAPE.finditer(text):
+        code = int(match[1], 16) if match[1] else -1
+        if pending is not None:
+            if match.start() == pending.end() and 0xDC00 <= code <= 0xDFFF:
+                pending = None
+                continue
+            break
+        if 0xD800 <= code <= 0xDBFF:
+            pending = match
+        elif 0xDC00 <= code <= 0xDFFF:
+            pending = match
+            break
+    if pending is None:
+        return None
+    start = pending.start()
+    line, column = first_line + text.count("\n", 0, start), start - text.rfind("\n", 0, start)
+    where = f"{path}:{line}:{column}"
+    return Problem(where, LONE_SURROGATE.format(escape=pending[0]),
+                   "write the character itself, or both halves of its pair (\\ud83d\\ude00), or remove the escape")
 
 
 class EvalcliError(Exception):

@@ -1,10 +1,11 @@
 """Start-up stays light: ``evalcli --help`` and a check-only run never import litellm, aiohttp or openai (model
-calls need them), nor jsonschema, nor jinja2 (which only ``json_output`` with a schema and the HTML report
-need), and a check-only run
-on an existing database does not import sqlite-utils (it creates and migrates databases; when it does, it is
-imported without numpy). A run whose turns make HTTP requests imports aiohttp before its clock starts, not at its
-first request. Which modules got imported is checked in a subprocess; no timing is asserted here (``make
-bench`` measures time)."""
+calls need them), nor jsonschema, nor jinja2 (which only ``json_output`` with a schema and the HTML report need),
+and a check-only run does not import sqlite-utils (it migrates old databases; a new one gets at once the schema its
+migrations make; when it is imported, it is without numpy). A plain run and ``validate`` import no OpenTelemetry
+export, CI-file, ``evalcli view`` or table-drawing module, and typer builds only the command named
+(docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
+starts, not at its first request. Which modules got imported is checked in a subprocess; no timing is asserted here
+(``make bench`` measures time)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,17 @@ from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 PROBE = """
 import atexit, json, sys
 HEAVY = ["litellm", "sqlite_utils", "numpy", "jsonschema", "jinja2", "aiohttp", "openai"]
+# what only an export, CI files, a table or another command needs: a --quiet run that passes and validate never
+# import them
+EXTRA = ["xml.etree.ElementTree", "http.client", "urllib.request", "evalcli.reports.otel", "evalcli.otel.endpoint",
+         "evalcli.reports.ci", "click", "pluggy", "dateutil", "getpass", "rich.table", "rich.panel"]
 # what validate and run do not use (evalcli/lazy.py): the runner, store and reports, comparison and calibration
 PARTS = ["scipy", "opentelemetry", "evalcli.run", "evalcli.store", "evalcli.evaluate", "evalcli.reports",
          "evalcli.reports.html", "evalcli.run.calibrate", "evalcli.store.compare", "evalcli.store.diff",
          "evalcli.store.merge", "evalcli.store.paired", "evalcli.reports.compare", "evalcli.reports.diff"]
 atexit.register(lambda: print("MODULES " + json.dumps({m: m in sys.modules for m in HEAVY}), file=sys.stderr))
 atexit.register(lambda: print("PARTS " + json.dumps({m: m in sys.modules for m in PARTS}), file=sys.stderr))
+atexit.register(lambda: print("EXTRA " + json.dumps({m: m in sys.modules for m in EXTRA}), file=sys.stderr))
 sys.argv = ["evalcli", *sys.argv[1:]]
 from evalcli.cli import main
 main()
@@ -53,6 +59,8 @@ def test_validate_imports_neither_the_runner_nor_the_store_nor_the_reports(tmp_p
     assert not any(modules.values()), modules
     code, parts = imported(["validate", "d.yaml"], tmp_path, "PARTS")
     assert not any(parts.values()), parts
+    code, extra = imported(["validate", "d.yaml"], tmp_path, "EXTRA")
+    assert not any(extra.values()), extra
 
 
 def test_a_run_imports_no_comparison_diff_merge_or_calibration(tmp_path: Path) -> None:
@@ -63,6 +71,9 @@ def test_a_run_imports_no_comparison_diff_merge_or_calibration(tmp_path: Path) -
     unused = {m: v for m, v in parts.items() if m not in ("evalcli.run", "evalcli.store", "evalcli.evaluate",
                                                           "evalcli.reports")}
     assert not any(unused.values()), unused
+    code, extra = imported(["run", "d.yaml", "--db", str(tmp_path / "y.db"), "--quiet"], tmp_path, "EXTRA")
+    assert code == 0
+    assert not any(extra.values()), extra  # a new database, no export, no CI file
 
 
 def test_help_imports_no_heavy_module(tmp_path: Path) -> None:
@@ -85,9 +96,7 @@ def test_check_only_run_imports_neither_litellm_nor_sqlite_utils(tmp_path: Path)
     )
     code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
     assert code == 0
-    assert modules["sqlite_utils"], modules  # a new database: migrations
-    assert not modules["numpy"], modules  # sqlite-utils imported without it
-    assert not any(modules[m] for m in ("litellm", "jsonschema", "jinja2", "aiohttp", "openai")), modules
+    assert not any(modules.values()), modules  # a new database gets its schema without sqlite-utils
     code, modules = imported(["run", "d.jsonl", "--db", str(tmp_path / "x.db")], tmp_path)
     assert code == 0
     assert not any(modules.values()), modules
@@ -136,3 +145,52 @@ def test_a_callable_target_run_does_not_import_aiohttp(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text("def answer(input, *, memory=None):\n    return 'Sunny.'\n")
     seen = _seen(tmp_path, "target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n  - input: Hi\n")
     assert seen["at_start"] is False
+
+
+def test_a_new_database_gets_the_schema_its_migrations_make(tmp_path: Path) -> None:
+    import sqlite3
+
+    from evalcli.store import migrations, migrations_schema
+
+    assert migrations_schema.render() == Path(migrations_schema.__file__).read_text(encoding="utf-8"), \
+        "run python -m evalcli.store.migrations_schema after adding a migration"
+    one_by_one, at_once = sqlite3.connect(":memory:", isolation_level=None), sqlite3.connect(tmp_path / "x.db")
+    at_once.isolation_level = None
+    assert migrations.apply(one_by_one, fresh=False) == migrations.apply(at_once) == [n for n, _ in migrations.MIGRATIONS]
+    master = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid"
+    assert list(one_by_one.execute(master)) == list(at_once.execute(master))
+    assert migrations.pending(at_once) == [] and migrations.apply(at_once) == []
+
+
+def test_a_database_with_a_table_is_migrated_one_by_one(tmp_path: Path) -> None:
+    import sqlite3
+
+    from evalcli.store import migrations
+
+    conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    assert migrations.create_current(conn) == []  # not empty: never rebuilt at once
+    assert migrations.apply(conn) == [n for n, _ in migrations.MIGRATIONS]
+    fresh = sqlite3.connect(":memory:", isolation_level=None)
+    migrations.apply(fresh)
+    master = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
+    assert list(conn.execute(master)) == list(fresh.execute(master))
+
+
+def test_typer_builds_only_the_command_named_and_the_same_one() -> None:
+    import typer.main
+
+    from evalcli.cli.app import app, invoked
+
+    whole = typer.main.get_command(app)
+    names = list(whole.commands)  # type: ignore[attr-defined]
+    assert {"run", "validate", "cache", "labels"} <= set(names)
+    for name in names:
+        only = typer.main.get_command(invoked([name, "--help"]))
+        assert list(only.commands) == [name]  # type: ignore[attr-defined]
+        ctx = whole.make_context("evalcli", [name, "--help"], resilient_parsing=True)
+        sub, full = only.commands[name], whole.commands[name]  # type: ignore[attr-defined]
+        assert sub.get_help(ctx) == full.get_help(ctx)
+        assert [p.opts for p in sub.params] == [p.opts for p in full.params]
+    for argv in ([], ["--version"], ["rnu"], ["--help"]):
+        assert invoked(argv) is app

@@ -27,7 +27,7 @@ from tests.conftest import CliResult
 from tests.yaml_reference import compare, evalcli_load, safe_load
 
 LOADS = {
-    "!!set is a set": "tags: !!set {x, y}\n",
+    "!!set is a sorted list": "tags: !!set {x, y}\n",
     "!!omap and !!pairs are lists of pairs": "o: !!omap [{a: 1}, {b: 2}]\np: !!pairs [{a: 1}, {a: 2}]\n",
     "dates and datetimes as keys": "2024-01-01: new year\n2024-01-02 10:30:00: later\nwhen: 2024-05-01\n",
     "a !!binary key is bytes": "? !!binary aGVsbG8=\n: hello\n",
@@ -41,7 +41,6 @@ LOADS = {
     "a tab starting a block scalar in a list": "- |\n \tfoo\n",
     "an unknown directive": "%FOO bar baz\n---\na: 1\n",
     "%YAML 1.3": "%YAML 1.3\n---\na: 1\n",
-    "surrogate escapes": 'a: "\\ud83d\\ude00"\n',
     "an omitted value in a flow mapping": "{omitted value:,}\n",
     "a byte order mark starting a key": "a: 1\n\ufeffb: 2\n",
     "a byte order mark after the first one": "\ufeff\ufeffa\n",
@@ -88,11 +87,11 @@ def test_the_loader_reads_each_document_as_safe_load_does(parser: str, name: str
 
 
 def test_collection_tags_and_keys_keep_their_types(parser: str) -> None:
-    value = evalcli_load(LOADS["!!set is a set"] + LOADS["!!omap and !!pairs are lists of pairs"] +
+    value = evalcli_load(LOADS["!!set is a sorted list"] + LOADS["!!omap and !!pairs are lists of pairs"] +
                          LOADS["dates and datetimes as keys"] + LOADS["a !!binary key is bytes"])
     assert value.ok
     data = value.value
-    assert data["tags"] == {"x", "y"} and data["o"] == [("a", 1), ("b", 2)] and data["p"] == [("a", 1), ("a", 2)]
+    assert data["tags"] == ["x", "y"] and data["o"] == [("a", 1), ("b", 2)] and data["p"] == [("a", 1), ("a", 2)]
     assert [type(k).__name__ for k in data] == ["str", "str", "str", "date", "datetime", "str", "bytes"]
 
 
@@ -107,6 +106,8 @@ DIFFERENCES: dict[str, tuple[str, str, str]] = {
                                "a dataset is never that deep: the limit keeps a small file from costing much"),
     "a recursive alias": ("&a [*a]\n", "nesting deeper than 64 levels",
                           "a value that contains itself cannot be a dataset (safe_load makes a recursive list)"),
+    "surrogate escapes": ('a: ok\nb: "\\ud83d\\ude00"\n', "f.yaml:2:4: the escape \\ud83d names half of a UTF-16 surrogate",
+                          "pyyaml reads each \\u escape alone: a string no text (nor the database) can hold"),
     "an alias bomb": ("l0: &l0 [lol, lol]\n" + "".join(f"l{n + 1}: &l{n + 1} [{', '.join([f'*l{n}'] * 10)}]\n"
                                                      for n in range(5)), "too many values",
                       "100,000 values reached again through aliases is the budget (safe_load shares them)"),
@@ -223,7 +224,7 @@ def test_the_cli_hands_scorers_the_values_safe_load_gives(write: Callable[..., P
     outcome = json.loads((path.parent / "out.json").read_text())["items"][0]["outcomes"]["scorers"]
     (only,) = outcome.values()
     assert only["score"] == 1.0, only["reason"]
-    assert "{'x', 'y'}" in only["reason"] or "{'y', 'x'}" in only["reason"]
+    assert "'tags': ['x', 'y']" in only["reason"]
     assert "datetime.date(2024, 1, 1): 'new year'" in only["reason"] and "b'hello': 'bytes key'" in only["reason"]
 
 

@@ -15,6 +15,7 @@ import yaml
 
 from evalcli.dataset import load_dataset, yamlnodes, yamlsrc, yamlvalues
 from evalcli.errors import DatasetError
+from evalcli.identity import canonical_json
 from tests.conftest import REPO
 
 DOCUMENTS = {
@@ -58,7 +59,10 @@ def test_values_are_those_of_safe_load(parser: str, name: str, text: str) -> Non
 
 
 def interpolated(value: Any) -> Any:
-    """``${NAME:-default}`` replaced as with no variable set (by its default, else nothing)."""
+    """``${NAME:-default}`` replaced as with no variable set (by its default, else nothing); a set is the sorted list
+    evalcli reads it as (docs/yaml.md)."""
+    if isinstance(value, set):
+        return sorted(value, key=canonical_json)
     if isinstance(value, str):
         return yamlvalues.INTERPOLATION.sub(lambda m: m.group(2) or "", value)
     if isinstance(value, dict):

@@ -12,6 +12,7 @@ import yaml
 
 from evalcli.dataset import yamlsrc
 from evalcli.errors import DatasetError
+from evalcli.identity import canonical_json
 
 
 @dataclass
@@ -82,7 +83,9 @@ def _line(where: str) -> int | None:
 
 def same(a: Any, b: Any) -> bool:
     """Equal with the same types all the way down (``True`` is not ``1``, a date not its string, a dict's keys in
-    the same order, a set not a dict, a list of pairs not a list of mappings)."""
+    the same order, a set not a dict, a list of pairs not a list of mappings; safe_load's set is evalcli's sorted list)."""
+    if isinstance(a, set) != isinstance(b, set):  # evalcli's one difference of type: a set is read as a list,
+        return same(*(sorted(x, key=canonical_json) if isinstance(x, set) else x for x in (a, b)))  # sorted (yaml.md)
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):

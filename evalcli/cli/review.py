@@ -3,8 +3,6 @@ Declared here and added to the app by ``app.py``."""
 
 from __future__ import annotations
 
-import asyncio
-import getpass
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -46,6 +44,8 @@ def view(
             print(f"evalcli view: {db} at {url}{hint}; Ctrl-C stops", flush=True)
 
         try:
+            import asyncio  # here: `evalcli validate` and --help never import it (tests/test_startup.py)
+
             asyncio.run(serve(settings, started))
         except KeyboardInterrupt:
             pass
@@ -54,6 +54,8 @@ def view(
 
 def _login() -> str:
     try:
+        import getpass
+
         return getpass.getuser()
     except (KeyError, OSError):
         return "reviewer"

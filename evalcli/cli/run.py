@@ -20,10 +20,7 @@ from ..dbname import db_option
 from ..errors import ExitCode, UsageError
 from ..evaluate import Reporter, RunsInterrupted, plan_runs, run_planned
 from ..llm import parse_budget
-from ..otel.endpoint import check as check_endpoint
-from ..otel.endpoint import traces_url
 from ..reports import TerminalReport, interrupted_line
-from ..reports.otel import Exporter, ExportEvents, ExportFailed
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
 from ..run.options import parse_repeat
@@ -33,6 +30,7 @@ from .console import make_console
 from .outputs import stdout_for_json
 
 if TYPE_CHECKING:
+    from ..reports.otel import Exporter
     from ..store import Comparison
 
 
@@ -147,6 +145,8 @@ class TerminalReporter(Reporter):
 
     def reported(self, plan: RunPlan, result: RunResult) -> None:
         if self.exporter is not None:
+            from ..reports.otel import ExportFailed
+
             try:
                 self.exporter.finish(result, plan.dataset.path)
             except ExportFailed as failed:  # the run is stored and its exit code stands (docs/otel.md)
@@ -180,6 +180,10 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
                       markdown=request.markdown, html=request.html,
                       step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
     exporter = _exporter(request, plans.redactor)
+    if exporter is not None:
+        from ..reports.otel import ExportEvents
+
+        events = ExportEvents(events, exporter)
     gc.freeze()  # what loading made lives as long as the command: the collector need not walk it again in the run
     # a conversation in flight holds a few hundred young objects, 64 at a time: at the default threshold (700) the
     # collector walked them again every few turns (6% of a zero-latency run's CPU); reference counting frees
@@ -188,7 +192,7 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     with _sigterm_interrupts():
         try:
             with stdout_for_json(request.json_out == "-") as stdout:
-                runs = run_planned(plans, events=events if exporter is None else ExportEvents(events, exporter),
+                runs = run_planned(plans, events=events,
                                    reporter=TerminalReporter(request, out, exporter), json_stream=stdout,
                                    compare=not request.quiet)
         except RunsInterrupted as stop:
@@ -201,9 +205,14 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
 
 
 def _exporter(request: RunRequest, redact: Redactor) -> Exporter | None:
-    """The runs' OpenTelemetry export, when asked for (docs/otel.md), checked before anything runs."""
+    """The runs' OpenTelemetry export, when asked for (docs/otel.md), checked before anything runs (its modules are
+    imported only then)."""
     if request.otel_endpoint is None and request.otel_file is None:
         return None
+    from ..otel.endpoint import check as check_endpoint
+    from ..otel.endpoint import traces_url
+    from ..reports.otel import Exporter
+
     url = None
     if request.otel_endpoint is not None:
         url = traces_url(None if request.otel_endpoint == "-" else request.otel_endpoint)

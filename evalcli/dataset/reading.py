@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path as FsPath
 from typing import Any
 
-from ..errors import DatasetError, Problem, not_utf8
+from ..errors import DatasetError, Problem, lone_surrogate, not_utf8
 from .shapes import plain_entry_with_keys
 from .yamlsrc import Interpolated, Path, Positions, load_yaml
 
@@ -55,6 +55,9 @@ def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions
                 raise DatasetError([Problem(f"{file}:{number}:{getattr(exc, 'colno', 1)}",
                                             f"not valid JSON: {getattr(exc, 'msg', exc)}",
                                             "each line must be one JSON object")]) from None
+            surrogate = lone_surrogate(file, line, number)
+            if surrogate is not None:
+                raise DatasetError([surrogate])
             yield number, value, pos
 
 

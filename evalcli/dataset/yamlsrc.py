@@ -12,6 +12,7 @@ times faster than pyyaml's pure-Python loader, and by pyyaml's own parser wherev
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 from yaml.constructor import SafeConstructor
 
-from ..errors import DatasetError, Problem
+from ..errors import LONE_SURROGATE, DatasetError, Problem
 from . import yamlmerge, yamlnodes, yamlvalues
 from .yamlnodes import MAPPING, MAX_DEPTH, SCALAR, SEQUENCE, STR_TAG, Node
 from .yamlvalues import MAX_ALIAS_VISITS, MAX_FILE_BYTES, Walker
@@ -122,7 +123,36 @@ def load_yaml(text: str, file: str, env: dict[str, str] | None = None) -> tuple[
         data = walker.walk(composed.root, ())
     except (yaml.YAMLError, yamlnodes.TooManyMerged) as exc:  # which error safe_load meets first, pyyaml says
         raise DatasetError([_problem(yamlvalues.first_error(text, pure) or exc, file)]) from None
+    if "\\u" in text or "\\U" in text:  # only a double-quoted escape makes a surrogate
+        surrogate = _lone_surrogate(composed.root, file)
+        if surrogate is not None:
+            raise DatasetError([surrogate])
     return data, positions, used
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(root: Node, file: str) -> Problem | None:
+    """The first scalar (key or value, in the file's order) whose text holds a surrogate: written as an escape
+    (``"\\ud800"``, ``"\\U0000d800"``), which pyyaml reads alone (it never joins two halves into one character), so
+    no later reader could encode it as UTF-8 (docs/yaml.md)."""
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if node[0] == SCALAR:
+            found = _SURROGATE.search(node[2]) if isinstance(node[2], str) else None
+            if found is not None:
+                line, column = yamlnodes.place(node)
+                return Problem(f"{file}:{line + 1}:{column + 1}",
+                               LONE_SURROGATE.format(escape=f"\\u{ord(found[0]):04x}"),
+                               "write the character itself, or a character past U+FFFF as one escape of its code "
+                               "point (\\U0001F600), or remove the escape")
+        elif id(node) not in seen:  # an aliased collection is looked at once
+            seen.add(id(node))
+            children = node[1] if node[0] == SEQUENCE else [part for pair in node[1] for part in pair]
+            stack.extend(reversed(children))
+    return None
 
 
 def _compose(text: str, file: str) -> tuple[yamlnodes.Composed, bool]:

@@ -2,11 +2,12 @@
 
 ``Walker`` builds the values depth first, each path's own copy (an alias is a copy, not the same object), reading
 the common nodes (strings, untagged lists and mappings) inline and every other tag with pyyaml's own
-``SafeConstructor``: ``!!set`` a set, ``!!omap`` and ``!!pairs`` lists of pairs, ``!!binary`` bytes, timestamps
-dates and datetimes, as keys too. Whatever safe_load refuses raises a ``ConstructorError``; which error safe_load
-meets first (it constructs breadth first) is ``first_error``'s answer: pyyaml's composer and constructor on the same
-text. evalcli's own additions: ``${VAR}`` interpolated in string values, a key written twice reported, and the
-bounds that keep a small file from expanding into a huge one (aliases revisited, merged pairs, text, depth).
+``SafeConstructor``: ``!!omap`` and ``!!pairs`` lists of pairs, ``!!binary`` bytes, timestamps dates and datetimes,
+as keys too. Whatever safe_load refuses raises a ``ConstructorError``; which error safe_load meets first (it
+constructs breadth first) is ``first_error``'s answer: pyyaml's composer and constructor on the same text. evalcli's
+own additions: ``${VAR}`` interpolated in string values, ``!!set`` read as a sorted list, a key written twice
+reported, and the bounds that keep a small file from expanding into a huge one (aliases revisited, merged pairs,
+text, depth).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
 from ..errors import DatasetError, Problem
+from ..identity import canonical_json
 from ..interpolation import ESCAPED, INTERPOLATION
 from ..secrets import looks_secret
 from . import yamlnodes as nodes
@@ -166,11 +168,12 @@ class Walker:
         return result
 
     def _tagged(self, node: Node, path: Path) -> Any:
-        """A collection with another tag than its own: ``!!set`` on a mapping, ``!!omap``/``!!pairs`` on a sequence;
+        """A collection with another tag than its own: ``!!set`` on a mapping (its members as a list, sorted by their
+        JSON text as the identity sorts them: a set's order is the hash seed's), ``!!omap``/``!!pairs`` on a sequence;
         anything else is read by pyyaml alone (a scalar tag finds a ``=`` key's value; else it raises)."""
         kind, tag = node[0], node[4]
-        if kind == MAPPING and tag == nodes.SET_TAG:
-            return set(self._mapping(node, path))
+        if kind == MAPPING and tag == nodes.SET_TAG:  # a list, in one order on every run (docs/yaml.md)
+            return sorted(self._mapping(node, path), key=canonical_json)
         if kind == SEQUENCE and (tag == nodes.OMAP_TAG or tag == nodes.PAIRS_TAG):
             pairs = []
             for index, sub in enumerate(node[1]):

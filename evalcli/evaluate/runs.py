@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Coroutine, Generator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,11 +16,8 @@ from ..reports import (
     JsonReport,
     JsonSpool,
     JsonStream,
-    JUnitSuite,
-    MarkdownSummary,
     TerminalReport,
     deliver,
-    junit_document,
     plural,
 )
 from ..results import ItemResult, RunResult
@@ -31,6 +27,8 @@ from .outputs import open_for_writing
 from .plans import Plans
 
 if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
+
     from ..reports.html import HtmlReport
     from ..store import Comparison
 
@@ -165,8 +163,12 @@ class _Session:
         nothing failed to be stored); keep its JUnit suite and Markdown section for the CI files."""
         outputs, redact = self.plans.outputs, self.redact
         terminal = self.reporter.terminal(plan, result)
-        junit = JUnitSuite(result) if outputs.junit[n] else None
-        markdown = MarkdownSummary(result) if outputs.markdown[n] or outputs.step_summary else None
+        junit = markdown = None
+        if outputs.ci(n):  # the CI files' reports (and xml.etree) are imported only by a run that writes them
+            from ..reports.ci import JUnitSuite, MarkdownSummary
+
+            junit = JUnitSuite(result) if outputs.junit[n] else None
+            markdown = MarkdownSummary(result) if outputs.markdown[n] or outputs.step_summary else None
         json_reports = [self.stream.report(result, redact)] if self.stream is not None else []
         json_path, html_path = outputs.json[n], outputs.html[n]
         html = _html_report(self.store, result, redact) if html_path is not None and self.store is not None else None
@@ -221,6 +223,8 @@ class _Session:
         """JUnit and Markdown files (one per run), and the step summary (appended) when there is one."""
         for path, suite in self.suites:
             if path is not None:
+                from ..reports.ci import junit_document
+
                 with open_for_writing(path) as handle:
                     handle.write(self.redact(junit_document([suite])))
         for path, text in self.sections:

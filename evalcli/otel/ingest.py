@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError, Problem, not_utf8
+from ..errors import DatasetError, Problem, lone_surrogate, not_utf8
 from .grouping import Grouper, Reopened
 from .otlp import Unreadable, decode_attributes, hex_id, read_request
 from .positions import Locate, located, one_line
@@ -121,6 +121,7 @@ def _spans(path: Path, warnings: list[str], grouper: Grouper | None) -> Iterator
                                     f"not valid JSON: {getattr(whole, 'msg', whole)}",
                                     "the file is one JSON document cut short or edited by hand: export it "
                                     "again")]) from None
+    _refuse_lone_surrogate(path, text, 1)
     located_document = located(text, path, document) if "\n" in text.strip() else (document, one_line(path, 1))
     yield from _readable(*located_document, warnings)
 
@@ -155,12 +156,21 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
             if not line.strip():
                 continue
             try:  # without its newline: a line cut short is located where its JSON breaks, not past its end
-                yield number, json.loads(line.rstrip("\n"))
+                document = json.loads(line.rstrip("\n"))
             except ValueError as exc:
                 raise DatasetError([Problem(f"{path}:{number}:{getattr(exc, 'colno', 1)}",
                                             f"not valid JSON: {getattr(exc, 'msg', exc)}",
                                             "each line of a trace file is one JSON document (an OTLP "
                                             "ExportTraceServiceRequest, or a Phoenix span)")]) from None
+            _refuse_lone_surrogate(path, line, number)
+            yield number, document
+
+
+def _refuse_lone_surrogate(path: Path, text: str, first_line: int) -> None:
+    """A trace file's text that escapes half a surrogate pair alone is refused where it does (docs/otel.md)."""
+    problem = lone_surrogate(path, text, first_line)
+    if problem is not None:
+        raise DatasetError([problem])
 
 
 TRACE_ID = re.compile(r'"(traceId|traceID|trace_id)"\s*:\s*"((?:[^"\\]|\\.)*)"')

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
-from .ci import JUnitSuite, MarkdownSummary, junit_document
 from .files import per_dataset
 from .json import JsonReport, JsonSpool, JsonStream, Report, deliver
 from .plain import conversation_text, plain_text, verdict_text
@@ -31,12 +30,15 @@ from .text import (
 from .transcript import item_document, render_item
 
 if TYPE_CHECKING:
+    from .ci import JUnitSuite, MarkdownSummary, junit_document
     from .compare import compare_json, compare_markdown, comparison_table, render_comparison
     from .diff import diff_json, diff_markdown, render_diff
     from .history import merge_lines, runs_table
 
-# what a run does not use, imported when first asked for (evalcli/lazy.py)
+# what a run does not use, imported when first asked for (evalcli/lazy.py); the CI files' (JUnit XML and its
+# xml.etree, Markdown) only by a run that writes them
 __getattr__ = lazy_exports(__name__, {
+    ".ci": ("JUnitSuite", "MarkdownSummary", "junit_document"),
     ".compare": ("compare_json", "compare_markdown", "comparison_table", "render_comparison"),
     ".diff": ("diff_json", "diff_markdown", "render_diff"),
     ".history": ("merge_lines", "runs_table"),

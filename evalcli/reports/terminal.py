@@ -7,10 +7,9 @@ see ``json.deliver``), and prints when closed. Nothing is computed here that the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from ..dbname import db_option
@@ -33,6 +32,9 @@ from .text import (
     verdict_words,
     why_failed,
 )
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 @dataclass
@@ -150,6 +152,8 @@ class TerminalReport:
         return titled("Conversations", table, "; ".join(legend))
 
     def _conversations(self, headers: list[str]) -> Table:
+        from rich.table import Table
+
         table = Table(show_lines=False)
         widest = max((len(str(row[0])) for row in self.rows), default=4)
         # an id is never cut: whole when it fits, folded onto a second line when even that cannot be
@@ -220,6 +224,8 @@ def _quoted(item_id: str) -> str:
 
 def aggregate_tables(summary: Summary,
                      turn_misses: dict[tuple[int, str], list[str]] | None = None) -> list[RenderableType]:
+    from rich.table import Table  # here: a --quiet run that passed prints no table (docs/performance.md)
+
     tables: list[RenderableType] = []
     if summary.gate_results:
         gates = Table()
@@ -246,6 +252,8 @@ def aggregate_tables(summary: Summary,
 
 
 def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]) -> RenderableType:
+    from rich.table import Table
+
     turns = Table()
     for column in ("turn", "gates", "thresholds", "scores"):
         turns.add_column(column)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
-from rich.measure import Measurement
-from rich.table import Table
 from rich.text import Text
 
 from ..results import ItemResult, RunResult, Summary, fmt, reaches_gate
 from ..words import plural
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = [
     "DATASETS_DIFFER",
@@ -147,6 +148,8 @@ def titled(title: str, table: Table, note: str = "") -> RenderableType:
 
 def fits(console: Console, table: Table) -> bool:
     """Whether the table is drawn at its natural width on this console (nothing wrapped or cut)."""
+    from rich.measure import Measurement
+
     natural = Measurement.get(console, console.options.update(max_width=100_000), table).maximum
     return natural <= console.width
 

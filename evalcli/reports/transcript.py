@@ -16,8 +16,6 @@ import json
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.panel import Panel
-from rich.rule import Rule
 from rich.text import Text
 
 from ..messages import Message, is_error_result, is_interrupt, message_text, retry_note
@@ -132,6 +130,8 @@ def plays_failing_first(plays: list[ItemResult]) -> list[ItemResult]:
 def render_item(run: RunResult, item: ItemResult) -> RenderableType:
     """The whole conversation as a rich renderable: with ``--repeat``, every play (failing ones first), then the
     means over the plays; one play of it when ``item`` is a play (``item.play``)."""
+    from rich.rule import Rule  # rich's rules and panels: imported by the reports that show a transcript
+
     status = Text("ok", style="green") if item.status == "ok" else Text("error", style="bold red")
     played = f"  play {item.play}" if item.play is not None else ""
     head = Text.assemble(("Conversation ", "bold"), (item.id, "bold cyan"),
@@ -166,6 +166,9 @@ def render_item(run: RunResult, item: ItemResult) -> RenderableType:
 
 def _conversation_parts(item: ItemResult) -> list[RenderableType]:
     """One play's turns, its whole-conversation outcomes and its error."""
+    from rich.panel import Panel  # rich's panels and rules: imported by the reports that show a transcript
+    from rich.rule import Rule
+
     parts: list[RenderableType] = []
     names: dict[Any, str] = {}
     for turn in item.turns:

@@ -72,6 +72,8 @@ class _Worker:
     done: bool = False
     error: tuple[str, str, int] | None = None
     said: list[str] = field(default_factory=list)
+    waiting: str | None = None
+    """The long step it said it waits on (``notice``), until it says it is over."""
 
 
 class WorkerPool:
@@ -86,6 +88,7 @@ class WorkerPool:
         self.told = 0
         """Stops passed on to the workers (a second one: stop now)."""
         self.warned: set[str] = set()
+        self.noticed: set[str] = set()
 
     async def play(self, items: list[Item]) -> None:
         """Play ``items`` in the workers; a ``WorkerFailed`` when one did not finish its share."""
@@ -133,7 +136,18 @@ class WorkerPool:
         with contextlib.suppress(BrokenPipeError):
             process.stdin.write(json.dumps({**job, "indexes": share}).encode())
             process.stdin.close()
-        return self._read(worker, read_end)
+        return self._follow(worker, read_end)
+
+    async def _follow(self, worker: _Worker, fd: int) -> None:
+        """Read one worker until it ends. One that ended interrupted when no interrupt was passed on to it (its target
+        raised ``KeyboardInterrupt``, or it was sent SIGINT itself) interrupts the run, as that interrupt does in one
+        process: the other workers are told to stop (their conversations in flight get the grace period), the run is
+        marked interrupted, exits 130 and resumes (docs/performance.md#workers)."""
+        await self._read(worker, fd)
+        await asyncio.to_thread(worker.process.wait)
+        if not self.runner.stopping and _stopped(worker):
+            self.runner.stopping = self.runner.interrupted = True
+            self.runner.events.stopping()
 
     async def _read(self, worker: _Worker, fd: int) -> None:
         """Every message of one worker, until it closes its end (on finishing, or dying)."""
@@ -164,13 +178,24 @@ class WorkerPool:
         elif kind == "counts" and self.runner.dataset.target is not None:
             self.runner.dataset.target.add_run_counts(payload)
         elif kind == "notice":
-            self.runner.events.notice(payload)
+            self._notice(worker, payload)
         elif kind == "throttled":  # a worker's model met 429s: its calls in flight are held (docs/models.md)
             self.runner.events.throttled(*payload)
         elif kind == "error":
             worker.error = payload
         elif kind == "done":
             worker.done = True
+
+    def _notice(self, worker: _Worker, text: str | None) -> None:
+        """A long step a worker waits on (``loading the local model ...``: every worker loads it), said once for the
+        run, as one process says it; over when no worker is still on one."""
+        worker.waiting = text
+        if text is None:
+            if not any(other.waiting for other in self.workers):
+                self.runner.events.notice(None)
+        elif text not in self.noticed:
+            self.noticed.add(text)
+            self.runner.events.notice(text)
 
     async def _pass_on_stops(self) -> None:
         """An interrupt of this process is passed on to every worker (each gives its conversations in flight the

@@ -396,11 +396,17 @@ def pending(conn: sqlite3.Connection) -> list[str]:
     return [name for name, _ in MIGRATIONS if name not in done]
 
 
-def apply(conn: sqlite3.Connection) -> list[str]:
-    """Apply every migration not yet recorded, each in its own transaction; returns their names."""
+def apply(conn: sqlite3.Connection, *, fresh: bool = True) -> list[str]:
+    """Apply every migration not yet recorded, each in its own transaction; returns their names. A database without
+    tables gets the schema at once (``create_current``; not when ``fresh`` is false), then any later migration."""
     todo = set(pending(conn))
     if not todo:
         return []
+    created = create_current(conn) if fresh and len(todo) == len(MIGRATIONS) else []
+    if created:
+        todo -= set(created)
+        if not todo:
+            return created
     conn.execute(
         "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
@@ -424,4 +430,30 @@ def apply(conn: sqlite3.Connection) -> list[str]:
             conn.execute("ROLLBACK")
             raise
         applied.append(name)
-    return applied
+    return created + applied
+
+
+def create_current(conn: sqlite3.Connection) -> list[str]:
+    """Give a database without tables the schema of the migrations up to ``migrations_schema.SCHEMA_AT`` in one
+    transaction, as if each had run (recorded in ``migrations``), without sqlite-utils; returns their names. Nothing
+    is done (``[]``) when the database has a table: another process may have made it while we waited for the lock."""
+    from .migrations_schema import SCHEMA_AT, STATEMENTS
+
+    names = [name for name, _ in MIGRATIONS]
+    if SCHEMA_AT not in names:
+        return []
+    covered = names[: names.index(SCHEMA_AT) + 1]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'").fetchone():
+            conn.execute("COMMIT")
+            return []
+        for statement in STATEMENTS:
+            conn.execute(statement)
+        now = datetime.now(UTC).isoformat()
+        conn.executemany("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", [(name, now) for name in covered])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return covered

@@ -234,5 +234,57 @@ def normalise(reply: Any) -> list[Message]:
         if type(role) is not str and not isinstance(role, str):  # a plain str: one test (docs/performance.md)
             raise BadReply(f"response message {i} is {type(message).__name__}, not a message dict with a 'role'")
         if role in RESPONSE_ROLES:
+            if not _storable(message, {id(message)}, 1):
+                unstorable = _unstorable(message, [], set())
+                raise BadReply(f"response message {i} {unstorable}: it cannot be stored as JSON; return plain data "
+                               "(the value's text, or a copy a JSON encoder can write)")
             result.append(message)
     return result
+
+
+MAX_NESTING = 100
+"""Levels of lists and mappings a response message may nest: the writer's JSON encoder recurses (docs/targets/python.md)."""
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def _storable(value: Any, open_: set[int], depth: int) -> bool:
+    """Whether a message can be stored as JSON (``_unstorable`` says why not): the check of every turn, kept cheap."""
+    for item in value.values() if isinstance(value, dict) else value:
+        kind = type(item)
+        if kind is str or item is None or kind in _LEAVES:
+            continue
+        if kind is dict or kind is list or isinstance(item, dict | list | tuple):
+            if id(item) in open_ or depth >= MAX_NESTING:
+                return False
+            open_.add(id(item))
+            if not _storable(item, open_, depth + 1):
+                return False
+            open_.discard(id(item))
+    return True
+
+
+def _unstorable(value: Any, path: list[Any], open_: set[int]) -> str | None:
+    """What keeps a message from being stored as JSON: a list or mapping inside itself (``holds itself at
+    ['self']``), or nesting deeper than ``MAX_NESTING``; ``None`` when it can be (``open_``: the ids of the containers
+    ``value`` is inside; a value reached twice on two paths is no loop). Anything else not JSON is stored as its
+    text."""
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    if id(value) in open_:
+        return f"holds itself at {''.join(f'[{key!r}]' for key in path)}"
+    if len(path) >= MAX_NESTING:
+        return f"nests lists and mappings deeper than {MAX_NESTING} levels"
+    open_.add(id(value))
+    for key, item in items:
+        if type(item) not in _LEAVES:
+            path.append(key)
+            found = _unstorable(item, path, open_)
+            if found is not None:
+                return found
+            path.pop()
+    open_.discard(id(value))
+    return None
