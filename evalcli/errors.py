@@ -146,6 +146,19 @@ def lone_surrogate(path: Any, text: str, first_line: int = 1) -> Problem | None:
     """Where valid JSON ``text`` (starting on line ``first_line`` of ``path``) escapes half a surrogate pair alone
     (``"\\ud800"``): ``json`` reads it into a string that cannot be written as UTF-8, so nothing could store it.
     ``None`` when every ``\\uD800``-``\\uDFFF`` escape is one half of a pair (a character past U+FFFF)."""
+    found = lone_surrogate_at(text)
+    if found is None:
+        return None
+    line, column, escape = found
+    where = f"{path}:{first_line + line - 1}:{column}"
+    return Problem(where, LONE_SURROGATE.format(escape=escape),
+                   "write the character itself, or both halves of its pair (\\ud83d\\ude00), or remove the escape")
+
+
+def lone_surrogate_at(text: str) -> tuple[int, int, str] | None:
+    """The line and column (1-based) in valid JSON ``text`` of the first escape of half a surrogate pair alone, and
+    that escape; ``None`` when there is none (``lone_surrogate``: the one test of every JSON file a dataset names,
+    docs/datasets.md)."""
     if "\\u" not in text or _SURROGATE.search(text) is None:  # the common case, at C speed
         return None
     pending: re.Match[str] | None = None  # a high half waiting for its low half right after it
@@ -164,10 +177,7 @@ def lone_surrogate(path: Any, text: str, first_line: int = 1) -> Problem | None:
     if pending is None:
         return None
     start = pending.start()
-    line, column = first_line + text.count("\n", 0, start), start - text.rfind("\n", 0, start)
-    where = f"{path}:{line}:{column}"
-    return Problem(where, LONE_SURROGATE.format(escape=pending[0]),
-                   "write the character itself, or both halves of its pair (\\ud83d\\ude00), or remove the escape")
+    return 1 + text.count("\n", 0, start), start - text.rfind("\n", 0, start), pending[0]
 
 
 class EvalcliError(Exception):

@@ -42,3 +42,45 @@ def test_a_message_nesting_a_few_hundred_levels_is_stored_as_before(workdir: Pat
     assert stored["d900"] > 900 * 2 and len(rows) == len(depths)
     shown = cli("show", run_id, "d500", "--db", "e.db")
     assert shown.code == 0 and "fine" in shown.stdout, shown.stderr
+
+
+TRANSLATE = '''
+import evalcli
+
+@evalcli.tool
+def translate_to_italian(text: str) -> str:
+    return {"hello": "ciao"}.get(text, text)
+
+def wrapper(input: str, **options) -> str:
+    return translate_to_italian(text=input)
+'''
+
+
+@pytest.mark.parametrize("command", ["run", "validate", "mocks"])
+def test_a_lone_surrogate_in_a_tool_tape_is_a_located_error(workdir: Path, cli: Callable[..., CliResult],
+                                                            command: str) -> None:
+    """A replayed tape whose result escapes half a surrogate pair alone: its file, line and column, exit 2, nothing
+    run (was: the run passed, then 'could not store all of run: UnicodeEncodeError', the conversation lost, exit 0);
+    both halves of a pair replay as the character."""
+    (workdir / "translate.py").write_text(TRANSLATE)
+    (workdir / "d.yaml").write_text("target: translate:wrapper\ngates:\n  - called_tool: translate_to_italian\n"
+                                    "data:\n  - input: hello\n")
+    assert cli("run", "d.yaml", "--db", "e.db", "--record-tools", "tapes").code == 0
+    recorded = (workdir / "tapes" / "d.tape.jsonl").read_text()
+    (workdir / "good.tape.jsonl").write_text(recorded.replace('"ciao"', '"ci\\ud83d\\ude00ao"'))
+    (workdir / "bad.tape.jsonl").write_text("\n" + recorded.replace('"ciao"', '"ci\\ud800ao"'))
+    for name in ("good", "bad"):
+        (workdir / f"{name}.yaml").write_text(f"target: translate:wrapper\ntools: {{replay: {name}.tape.jsonl}}\n"
+                                              "gates:\n  - called_tool: translate_to_italian\ndata:\n  - input: hello\n")
+    args = {"run": ["run", "bad.yaml", "--db", "f.db"], "validate": ["validate", "bad.yaml"],
+            "mocks": ["mocks", "from-tape", "bad.tape.jsonl"]}[command]
+    done = cli(*args)
+    column = recorded.replace('"ciao"', '"ci\\ud800ao"').index("\\ud800") + 1
+    assert done.code == 2, done.stderr
+    assert (f"bad.tape.jsonl:2:{column}: " in done.stderr and "the escape \\ud800 names half of a UTF-16 surrogate "
+            "pair alone, not a character: no text can hold it" in done.stderr), done.stderr
+    assert "could not store" not in done.stderr and not (workdir / "f.db").exists()
+    good = cli("run", "good.yaml", "--db", "g.db")
+    assert good.code == 0 and "could not store" not in good.stderr, good.stderr
+    with sqlite3.connect(workdir / "g.db") as db:
+        assert "ci\U0001f600ao" in db.execute("SELECT output FROM turns").fetchone()[0]

@@ -266,7 +266,7 @@ def mocks_command(tape: Path | None, traces: Path | None) -> str:
         try:
             calls.update(read_tape(tape).calls)
         except TapeError as exc:
-            raise DatasetError([Problem(f"{tape}:{exc.line}" if exc.line else str(tape), f"tape: {exc.message}",
+            raise DatasetError([Problem(exc.where(tape), f"tape: {exc.message}",
                                         "give a tape written by --record-tools DIR")]) from None
         sources.append(str(tape))
     if traces is not None:

@@ -252,7 +252,7 @@ def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: st
     try:
         tape = read_tape(path)
     except TapeError as exc:
-        problems.append(Problem(f"{path}:{exc.line}" if exc.line else str(path), f"{label}: tape '{config.replay}': "
+        problems.append(Problem(exc.where(path), f"{label}: tape '{config.replay}': "
                                                                                   f"{exc.message}",
                                 "record it again with --record-tools DIR"))
         return config
@@ -265,7 +265,7 @@ def _server_tape(mock: ServerMock, at: Path, pos: Positions, label: str, folder:
     try:
         tape = read_tape(path)
     except TapeError as exc:
-        where = f"{path}:{exc.line}" if exc.line else pos.where(at)
+        where = exc.where(path) if exc.line else pos.where(at)
         problems.append(Problem(where, f"{label}: the MCP server {mock.server}'s tape '{mock.from_tape}': "
                                        f"{exc.message}", "record it with 'evalcli run DATASET --record-tools DIR'"))
         return mock

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import LONE_SURROGATE, lone_surrogate_at
 from ..secrets import redactor
 from .plan import Recorded, ToolCall
 from .spec import tape_arguments
@@ -26,10 +27,16 @@ SUFFIX = ".tape.jsonl"
 class TapeError(ValueError):
     """A tape that cannot be read: ``line`` says where (1-based; 0: the file itself)."""
 
-    def __init__(self, line: int, message: str) -> None:
+    def __init__(self, line: int, message: str, column: int = 0) -> None:
         super().__init__(message)
         self.line = line
         self.message = message
+        self.column = column
+        """Where on ``line`` (1-based; 0: the line)."""
+
+    def where(self, path: object) -> str:
+        """``path:line:column``, as much of it as is known."""
+        return ":".join(str(part) for part in (path, self.line, self.column) if part)
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,9 @@ def _parsed(number: int, raw: str) -> dict[str, Any]:
         line = json.loads(raw)
     except ValueError as exc:
         raise TapeError(number, f"not valid JSON: {exc}") from None
+    surrogate = lone_surrogate_at(raw)  # a result no text can hold: the writer could not store it (docs/hermetic.md)
+    if surrogate is not None:
+        raise TapeError(number, LONE_SURROGATE.format(escape=surrogate[2]), surrogate[1])
     if not isinstance(line, dict) or not isinstance(line.get("tool"), str) or \
             not isinstance(line.get("identity"), str) or not isinstance(line.get("arguments", {}), dict):
         raise TapeError(number, "a tape line is an object with identity, turn, call, tool, arguments and result or "
