@@ -2,9 +2,10 @@
 calls need them), nor jsonschema, nor jinja2 (which only ``json_output`` with a schema and the HTML report need),
 and a check-only run does not import sqlite-utils (it migrates old databases; a new one gets at once the schema its
 migrations make; when it is imported, it is without numpy). A plain run and ``validate`` import no OpenTelemetry
-export, CI-file, ``evalcli view`` or table-drawing module, and typer builds only the command named
-(docs/performance.md "Start-up and finish"), nor a scorer kind's module no reference names (the built-in kinds are
-known by name, ``evalcli.scorers.builtin.TABLE``). A run whose turns make HTTP requests imports aiohttp before its clock
+export, CI-file, ``evalcli view`` or table-drawing module, no scorer kind's module that no reference names (the
+built-in kinds are known by name, ``evalcli.scorers.builtin.TABLE``), nothing that reads traces (a data file of
+traces), captures spans (an agent that emits them) or simulates users (a ``simulate`` item), and typer builds only
+the command named (docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
 starts, not at its first request. Which modules got imported is checked in a subprocess; no timing is asserted here
 (``make bench`` measures time)."""
 
@@ -28,7 +29,8 @@ HEAVY = ["litellm", "sqlite_utils", "numpy", "jsonschema", "jinja2", "aiohttp", 
 EXTRA = ["xml.etree.ElementTree", "http.client", "urllib.request", "evalcli.reports.otel", "evalcli.otel.endpoint",
          "evalcli.reports.ci", "click", "pluggy", "dateutil", "getpass", "rich.table", "rich.panel",
          "evalcli.scorers.judges", "evalcli.scorers.checks.tools", "evalcli.scorers.checks.agents",
-         "evalcli.scorers.custom"]
+         "evalcli.scorers.custom", "evalcli.otel.ingest", "evalcli.otel.turn_capture", "evalcli.otel.readers",
+         "evalcli.otel.spans", "evalcli.run.simulated"]
 # what validate and run do not use (evalcli/lazy.py): the runner, store and reports, comparison and calibration
 PARTS = ["scipy", "opentelemetry", "evalcli.run", "evalcli.store", "evalcli.evaluate", "evalcli.reports",
          "evalcli.reports.html", "evalcli.run.calibrate", "evalcli.store.compare", "evalcli.store.diff",
