@@ -9,7 +9,8 @@ system from ``os.wait4``), and the per-turn CPU is marginal, (CPU of the big run
 between them, so start-up (the interpreter, imports, the database) drops out.
 
 Run alone: ``python bench/floor.py [--small 300] [--big 3000] [--turns 3] [--repeat 3]``, or ``bench/run.py --only
-floor``. Figures and ratios are printed (docs/performance.md "Runs of many conversations"), never asserted.
+floor``; ``--instructions`` counts instructions instead of CPU seconds (valgrind, a figure load does not
+move). Figures and ratios are printed (docs/performance.md "Runs of many conversations"), never asserted.
 """
 
 from __future__ import annotations
@@ -179,6 +180,55 @@ def startup(repeat: int = 7) -> None:
                   "(-X importtime, top-level cumulative)")
 
 
+def _instructions(command: list[str], env: dict[str, str]) -> int:
+    """Instructions a command executes (``valgrind --tool=cachegrind``'s "I refs"): a count the machine's load does not
+    move, for a noisy or shared machine. The interpreter binary itself, not a wrapper script (pyenv's ``python`` is
+    one), so that the count is the run's."""
+    import os
+    import re
+    import subprocess
+
+    binary = os.path.realpath(sys.executable)
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                           binary, *command], cwd=ROOT, env={**environ, **env}, capture_output=True, text=True,
+                          check=False)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if done.returncode != 0 or not found:
+        raise SystemExit(f"valgrind {' '.join(command)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instructions(small: int = 300, big: int = 1000, turns: int = 3, concurrency: int = 64) -> None:
+    """The per-turn ratio counted in instructions: the floor and ``evalcli run`` each run under cachegrind on
+    ``small`` and ``big`` conversations at zero latency, marginal instructions a turn ((big - small) / the turns
+    between). Needs valgrind; each run is about 50x slower than without it."""
+    import shutil
+    import tempfile
+
+    if shutil.which("valgrind") is None:
+        print("\nInstructions per turn: valgrind is not installed (apt install valgrind)")
+        return
+    env = {"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key"}
+    counts: dict[str, dict[int, int]] = {"floor": {}, "evalcli": {}}
+    with tempfile.TemporaryDirectory(prefix="evalcli-instructions-") as folder:
+        for n in (small, big):
+            dataset = write_dataset(Workload(n, turns, 0.0, concurrency))
+            counts["floor"][n] = _instructions([str(Path(__file__).resolve()), "--play", str(dataset),
+                                                f"{folder}/floor-{n}.db"], env)
+            counts["evalcli"][n] = _instructions(["-m", "evalcli", "run", str(dataset), "--db", f"{folder}/e-{n}.db",
+                                                  "--scorers", str(ROOT / "bench" / "scorers.yaml"), "--quiet"], env)
+    between = (big - small) * turns
+    per_turn = {k: (v[big] - v[small]) / between for k, v in counts.items()}
+    print(f"\nInstructions per turn at zero latency (valgrind cachegrind, marginal {small}x{turns} -> {big}x{turns}, "
+          f"concurrency {concurrency})")
+    for who in ("floor", "evalcli"):
+        print(f"  {who:8} {counts[who][small] / 1e9:.2f} G, {counts[who][big] / 1e9:.2f} G -> "
+              f"{per_turn[who]:,.0f} instructions a turn")
+    print(f"  ratio evalcli / floor: {per_turn['evalcli'] / per_turn['floor']:.2f}x (target <= 2x; CPU seconds also "
+          "count cache misses and the two threads' contention, which instructions do not)")
+
+
 def _import_us(stderr: str) -> int:
     """The sum of the top-level modules' cumulative import times in ``python -X importtime`` output."""
     total = 0
@@ -200,9 +250,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--startup", action="store_true", help="only the start-up of validate and run")
+    parser.add_argument("--instructions", action="store_true",
+                        help="only the per-turn ratio in instructions (valgrind; --small 300 --big 1000 by default)")
     args = parser.parse_args()
     if args.startup:
         startup()
+        return
+    if args.instructions:
+        instructions(args.small, 1000 if args.big == 3000 else args.big, args.turns, args.concurrency)
         return
     if args.play:
         asyncio.run(_play(Path(args.play[0]), Path(args.play[1])))

@@ -90,7 +90,7 @@ def fingerprint(tree: Any, salt: str | None = None) -> dict[str, str]:
         if path:
             digests[path] = leaf_digest(salt, path, value, bears=bears)
     shapes: dict[tuple[str, ...], int] = {}
-    shorts: dict[tuple[str, str], str] = {}
+    shorts: dict[Any, Any] = {}
     for n, item in enumerate(items):
         digests[f"{ITEMS}[{n}]"] = item_entry(salt, n, item, shapes, bears, shorts)
     digests[SHAPES] = json.dumps([list(shape) for shape in shapes])
@@ -99,7 +99,7 @@ def fingerprint(tree: Any, salt: str | None = None) -> dict[str, str]:
 
 
 def item_entry(salt: str, n: int, item: Any, shapes: dict[tuple[str, ...], int],
-               bears: Callable[[str], bool] | None = None, shorts: dict[tuple[str, str], str] | None = None) -> str:
+               bears: Callable[[str], bool] | None = None, shorts: dict[Any, Any] | None = None) -> str:
     """``<shape>|<digest of the item>|<short digest of each leaf>``: the item's digest says whether it changed; the
     short ones (4 hex digits, or the keyed form of a secret-bearing leaf) only which of its leaves did, each digested
     by its path within the conversation (``.turns[0].input``: ``RELATIVE``).
@@ -109,11 +109,10 @@ def item_entry(salt: str, n: int, item: Any, shapes: dict[tuple[str, ...], int],
     relative path, as most of a dataset's conversations share, is digested once a fingerprint). A conversation that
     holds a secret is digested leaf by leaf (``leaf_digest``), secret-bearing leaves keyed."""
     prefix = f"{ITEMS}[{n}]"
-    found = leaf_texts(item)
-    index = shapes.setdefault(tuple([rel for rel, _ in found]), len(shapes))
     check = bears or secret_check()
     text = _text(item)
     if check(text):
+        index = shapes.setdefault(tuple([rel for rel, _ in leaf_texts(item)]), len(shapes))
         whole = leaf_digest(salt, prefix, item, bears=check)
         listed = ",".join(leaf_digest(salt, path[len(prefix):], value, short=True, bears=check)
                           for path, value in leaves(item, prefix))
@@ -121,8 +120,73 @@ def item_entry(salt: str, n: int, item: Any, shapes: dict[tuple[str, ...], int],
     known = shorts if shorts is not None else {}
     if len(known) > MEMO:  # a run's memory does not grow with its conversations' distinct leaves
         known.clear()
-    digests = [known.get(leaf) or known.setdefault(leaf, _salted(salt, *leaf)[:4]) for leaf in found]
+    rels: list[str] = []
+    digests: list[str] = []
+    _digest_leaves(item, "", salt, known, rels, digests)
+    index = shapes.setdefault(tuple(rels), len(shapes))
     return f"{index}|{_salted(salt, prefix, text)}|{','.join(digests)}"
+
+
+def _digest_leaves(tree: Any, path: str, salt: str, known: dict[Any, Any], rels: list[str], digests: list[str]) -> None:
+    """``rels`` + the paths of ``leaf_texts(tree)`` and ``digests`` + each leaf's short digest (``_salted`` of its path
+    and JSON text, 4 hex digits), in one walk: a text, ``null`` or boolean leaf is looked up in ``known`` by its path and
+    the value itself (a text's hash is kept by the text, and its JSON is made only the first time), any other by its
+    path and JSON text (docs/performance.md)."""
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            kind = type(value)
+            at = f"{path}.{key}"
+            if kind is str or value is None or kind is bool:
+                rels.append(at)
+                short = known.get((at, value))
+                if short is None:
+                    leaf = json_string(value) if kind is str else _SCALARS[value]
+                    short = known[(at, value)] = _salted(salt, at, leaf)[:4]
+                digests.append(short)
+            elif (kind is dict or kind is list) and not value:
+                _digest_leaf(at, "{}" if kind is dict else "[]", salt, known, rels, digests)
+            elif kind is dict:
+                _digest_mapping(value, at, salt, known, rels, digests)
+            else:
+                _digest_leaves(value, at, salt, known, rels, digests)
+    elif isinstance(tree, list | tuple) and tree:
+        for n, value in enumerate(tree):
+            at = f"{path}[{n}]"
+            if type(value) is str:
+                rels.append(at)
+                short = known.get((at, value))
+                if short is None:
+                    short = known[(at, value)] = _salted(salt, at, json_string(value))[:4]
+                digests.append(short)
+            else:
+                _digest_leaves(value, at, salt, known, rels, digests)
+    else:
+        _digest_leaf(path, _leaf_text(tree), salt, known, rels, digests)
+
+
+def _digest_mapping(value: dict[Any, Any], path: str, salt: str, known: dict[Any, Any], rels: list[str],
+                    digests: list[str]) -> None:
+    """A mapping's leaves as ``_digest_leaves`` finds them, walked once per mapping object and path: conversations
+    share one mapping where their content is the same (a turn's gates and scorers: ``Dataset._item_tree``), and
+    ``known`` keeps it (so its id stays its own) with its leaves' paths and digests."""
+    key = (path, id(value), dict)  # the third member keeps it from every key of a leaf
+    seen = known.get(key)
+    if seen is not None and seen[0] is value:
+        rels.extend(seen[1])
+        digests.extend(seen[2])
+        return
+    start = len(rels)
+    _digest_leaves(value, path, salt, known, rels, digests)
+    known[key] = (value, rels[start:], digests[start:])
+
+
+def _digest_leaf(path: str, text: str, salt: str, known: dict[Any, Any], rels: list[str], digests: list[str]) -> None:
+    """One leaf known by its JSON text (``_digest_leaves``; the third member keeps its key from any keyed by value)."""
+    rels.append(path)
+    short = known.get((path, text, None))
+    if short is None:
+        short = known[(path, text, None)] = _salted(salt, path, text)[:4]
+    digests.append(short)
 
 
 MEMO = 2048

@@ -26,9 +26,11 @@ def assistant_texts(messages: Iterable[Message], *, strip: bool = False) -> list
 
     With ``strip`` each text is trimmed and whitespace-only ones are dropped (what judges read).
     """
-    texts = (message_text(m) for m in messages if m.get("role") == "assistant")
+    # a plain text content is taken as it is, without a call (checks read it for every conversation and turn)
+    texts = [content if type(content := m.get("content")) is str else message_text(m)
+             for m in messages if m.get("role") == "assistant"]
     if strip:
-        texts = (t.strip() for t in texts)
+        return [t for t in (text.strip() for text in texts) if t]
     return [t for t in texts if t]
 
 

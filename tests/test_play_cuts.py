@@ -114,3 +114,45 @@ def test_the_built_lists_of_specs_stay_few_however_many_turns_bring_their_own(tm
     assert len(conversation._scorers) <= BUILT_LISTS
     assert all(scorers[0] is built[0][0][0] and immediate for scorers, immediate in built)
     assert conversation._built(lists[0])[0][0] is built[0][0][0]
+
+
+def test_run_evals_never_formats_its_result(tmp_path: Any, monkeypatch: Any) -> None:
+    """``asyncio.run`` closing asks ``signal.getsignal`` for the SIGINT handler, which formats asyncio's own (a partial
+    naming the main task) with the task's repr, its result included: every conversation of a run held by
+    ``run_evals`` was formatted once more at its end (0.7 s of CPU after 3,000). The result is handed out beside the
+    task instead (docs/performance.md)."""
+    import signal
+
+    from evalcli import run_evals
+    from evalcli.results import RunResult
+
+    formatted: list[object] = []
+
+    def counted(self: object) -> str:  # reprlib, which formats a task's result, swallows what a repr raises
+        formatted.append(self)
+        return "RunResult(...)"
+
+    (tmp_path / "d.yaml").write_text("target: bench.targets:sleep_agent\ngates: [{includes: Brooklyn}]\ndata:\n"
+                                     "  - input: hi\n  - input: there\n")
+    monkeypatch.setattr(RunResult, "__repr__", counted)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a Python program starts: asyncio's own
+    try:
+        result = run_evals(tmp_path / "d.yaml")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert result.items is not None and [item.status for item in result.items] == ["ok", "ok"]
+    assert not formatted
+
+
+CONTENTS = st.none() | st.text(max_size=3) | st.lists(st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "image"])}, optional={"text": ANY}), max_size=2) | ANY
+
+
+@given(st.lists(st.fixed_dictionaries({"role": st.sampled_from(["assistant", "tool", "user"])},
+                                      optional={"content": CONTENTS}), max_size=4), st.booleans())
+def test_assistant_texts_are_each_assistant_messages_text(messages: list[dict[str, Any]], strip: bool) -> None:
+    """``assistant_texts`` takes a plain text content as it is: the texts ``message_text`` gives, as before."""
+    from evalcli.messages import assistant_texts, message_text
+
+    texts = [message_text(m) for m in messages if m.get("role") == "assistant"]
+    assert assistant_texts(messages, strip=strip) == [t for t in (t.strip() if strip else t for t in texts) if t]

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from urllib.parse import quote, quote_plus
 
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from evalcli.secrets import (
+    LOWER_TO_ASCII,
     REDACTED,
     Redactor,
     encodings,
@@ -125,6 +127,36 @@ def test_texts_searched_at_once_hold_a_secret_whenever_one_of_them_does(secrets:
         assert redact.holds_any(texts), texts
     if not redact.holds_any(texts):
         assert all(redact(t) == t for t in texts)
+
+
+def test_only_the_listed_characters_beyond_ascii_lower_case_to_ascii_or_to_several() -> None:
+    """``LOWER_TO_ASCII`` is every character that makes the byte search of ``Redactor._holds_form`` differ from a
+    search of the lower-cased text: derived here from this Python's Unicode database."""
+    found = [chr(c) for c in range(0x80, sys.maxunicode + 1)
+             if len(low := chr(c).lower()) != 1 or any(ord(ch) < 0x80 for ch in low)]
+    assert tuple(found) == LOWER_TO_ASCII
+
+
+beyond_ascii = st.text(st.sampled_from("aKkİıI°…éÉßẞ\u212a\u0130\ud800🙂-_ ") | st.characters(), max_size=12)
+
+
+@given(st.lists(st.text(st.sampled_from("abcKEY-_09"), min_size=4, max_size=8), min_size=1, max_size=2)
+       | st.sampled_from([["pässwörd"], ["PASSİWORD"], ["sk-key-Kelvin"]]),
+       st.lists(st.tuples(beyond_ascii, st.integers(0, 100), st.integers(0, 9)), max_size=5), beyond_ascii)
+@settings(max_examples=400, deadline=None)
+@example(["kelvin-key"], [("°", 0, 9)], "\u212aelvin-key")  # the Kelvin sign's lower case is "k"
+@example(["abcd"], [("…", 0, 9)], "AB\u0130CD")
+def test_a_text_beyond_ascii_holds_a_form_exactly_when_its_lower_case_does(
+        secrets: list[str], pieces: list[tuple[str, int, int]], tail: str) -> None:
+    """The byte search of ASCII forms (``Redactor._holds_form``) finds what looking for each form in the lower-cased
+    text finds, whatever characters beyond ASCII surround or stand in for a secret's letters."""
+    redact = Redactor(secrets, env={})
+    text = "".join(before + (_written(secrets[which % len(secrets)], how) if how < 9 else "")
+                   for before, which, how in pieces) + tail
+    lowered = text.lower()
+    slow = redact._anycase.search(text) is not None if len(lowered) != len(text) else \
+        any(form in lowered for form in redact._forms)
+    assert redact.holds_secret(text) == (slow or Redactor([], env={}).holds_secret(text)), text
 
 
 @given(st.dictionaries(st.sampled_from(["Host", "Accept", "Content-Type", "X-Api-Version", "User-Agent", "X-Trace"]),

@@ -244,7 +244,7 @@ class Dataset:
     def _item_tree(self, item: Item, refs: References | None = None) -> dict[str, Any]:
         """One conversation in the resolved configuration (``refs``: as ``item_content``)."""
         return {**item_content(item, refs, turns=False), "turns": None if item.turns is None else [
-            {"input": t.input, "gates": _specs(t.gates), "scorers": _specs(t.scorers), "tools": _tools(t.tools)}
+            {"input": t.input, "gates": _turn_specs(t.gates), "scorers": _turn_specs(t.scorers), "tools": _tools(t.tools)}
             for t in item.turns], "tools": _tools(item.tools), "unmocked": item.unmocked,
             "limits": repr(self.limits_of(item))}
 
@@ -353,6 +353,24 @@ def _specs(found: list[ScorerSpec]) -> dict[str, Any]:
     """Gates or scorers in the resolved configuration, by id."""
     return {spec.id: {**spec.spec(), "threshold": None if spec.threshold is None else spec.threshold.raw,
                       "registered": spec.registered} for spec in found}
+
+
+_TURN_SPECS: dict[tuple[int, ...], tuple[tuple[ScorerSpec, ...], dict[str, Any]]] = {}
+"""A turn's gates or scorers in the resolved configuration, one mapping per sequence of specs (identical references
+share one spec: ``parse_list``), kept with the specs so their ids stay theirs; at most ``TURN_SPECS`` of them."""
+TURN_SPECS = 256
+
+
+def _turn_specs(found: list[ScorerSpec]) -> dict[str, Any]:
+    """``_specs`` of a turn's list, one mapping for every turn with the same specs: the fingerprint walks it once per
+    path (``fingerprint._digest_mapping``), not once per conversation (docs/performance.md). Read it, never change it."""
+    key = tuple(map(id, found))
+    known = _TURN_SPECS.get(key)
+    if known is None:
+        if len(_TURN_SPECS) >= TURN_SPECS:
+            _TURN_SPECS.clear()
+        known = _TURN_SPECS[key] = (tuple(found), _specs(found))
+    return known[1]
 
 
 def _digest(value: Any) -> str:

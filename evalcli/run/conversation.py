@@ -67,7 +67,7 @@ class Conversation:
         self.play_context = play_context
         self.thresholds = thresholds
         """Raw thresholds of the run's top-level scorers, recorded with each conversation's outcomes."""
-        self._scorers: dict[int, tuple[list[ScorerSpec], list[Scorer], bool]] = {}
+        self._scorers: dict[tuple[int, ...], tuple[tuple[ScorerSpec, ...], list[Scorer], bool]] = {}
 
     async def play(self, item: Item) -> ItemResult:
         started = time.perf_counter()
@@ -278,16 +278,19 @@ class Conversation:
 
     def _built(self, specs: list[ScorerSpec]) -> tuple[list[Scorer], bool]:
         """The scorers of a list of specs (the dataset's, or a turn's), and whether every one is ``immediate``: built
-        once per list, not for every conversation that scores it (docs/performance.md). The list is kept with them, so
-        its id is never another list's."""
-        known = self._scorers.get(id(specs))
-        if known is not None and known[0] is specs:
+        once per run for each distinct sequence of specs, not for every conversation or turn that scores it
+        (docs/performance.md). Identical references share one spec (``parse_list``), so every turn's own list of the
+        same gates finds the scorers built for the first; the specs are kept with them, so their ids are never
+        another spec's."""
+        key = tuple(map(id, specs))
+        known = self._scorers.get(key)
+        if known is not None:
             return known[1], known[2]
         scorers = [self.builder.build(s) for s in specs]
         immediate = all(s.immediate for s in scorers)
-        if len(self._scorers) >= BUILT_LISTS:  # a turn's own list comes once: memory stays flat (docs/performance.md)
+        if len(self._scorers) >= BUILT_LISTS:  # specs a turn has alone come once: memory stays flat (docs/performance.md)
             self._scorers.clear()
-        self._scorers[id(specs)] = (specs, scorers, immediate)
+        self._scorers[key] = (tuple(specs), scorers, immediate)
         return scorers, immediate
 
     @staticmethod
@@ -348,8 +351,9 @@ class Conversation:
 
 
 BUILT_LISTS = 256
-"""How many lists of specs ``_built`` keeps built: the dataset's come back at once after it is emptied, each turn's
-own list is met once (keeping every one grew a run's memory with its conversations)."""
+"""How many sequences of specs ``_built`` keeps built: the dataset's come back at once after it is emptied, a turn's
+own specs (a python scorer keeps its own spec) are met once (keeping every one grew a run's memory with its
+conversations)."""
 
 
 def _settled(outcome: Outcome, gate: bool) -> Outcome:

@@ -68,10 +68,18 @@ class Raw:
 RAW = Raw()
 
 
+_is_text = str.__instancecheck__
+"""``isinstance(value, str)`` as a C function: ``filter`` picks a row's texts without a Python step a parameter."""
+
+
 def strings(statements: list[Statement]) -> list[str]:
     """Every text parameter of ``statements`` (a list of parameter rows, or one row)."""
-    return [p for _, params in statements for row in (params if isinstance(params, list) and params and
-            isinstance(params[0], (tuple, list)) else (params,)) for p in row if isinstance(p, str)]
+    texts: list[str] = []
+    for _, params in statements:
+        for row in (params if isinstance(params, list) and params and isinstance(params[0], (tuple, list))
+                    else (params,)):
+            texts.extend(filter(_is_text, row))
+    return texts
 
 
 def item_outcomes(result: ItemResult) -> dict[str, Any]:

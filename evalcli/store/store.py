@@ -33,7 +33,7 @@ from . import migrations
 from .connection import BUSY_TIMEOUT_MS, READ_BUSY_TIMEOUT_MS, Statement, connect, open_readonly, run
 from .light import rows as _rows
 from .light import stored_items, turn_from_json
-from .row_texts import NO_OUTCOMES, RAW, Raw, Texts, dumps, item_outcomes, strings, turn_outcomes
+from .row_texts import EMPTY, NO_OUTCOMES, RAW, Raw, Texts, dumps, item_outcomes, strings, turn_outcomes
 from .writer import StoreWriter
 
 if TYPE_CHECKING:
@@ -255,6 +255,7 @@ class Store:
             ("DELETE FROM items WHERE run_id = ? AND item_index = ?", key),
         ] if replaces else []
         redact = text.plain
+        index, item_id, thread_id, resource_id = result.index, result.id, result.thread_id, result.resource_id
         statements.append((
             "INSERT INTO items (run_id, item_index, item_id, tags, form, status, passed, error, traceback, thread_id, "
             "resource_id, input, gate_scores, scores, outcomes, stop_reason, duration_ms, finished_at, metadata, "
@@ -271,9 +272,9 @@ class Store:
             "INSERT INTO turns (run_id, item_index, item_id, turn_index, input, output, simulated, thread_id, "
             "resource_id, duration_ms, passed, gate_scores, scores, outcomes, structured, interrupt, resume, "
             "output_retries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, result.index, result.id, t.index, redact(t.input), text(t.output), int(t.simulated),
-              result.thread_id, result.resource_id, t.duration_ms, int(t.passed), text(_scores(t.gate_scores)),
-              text(_scores(t.scores)),
+            [(run_id, index, item_id, t.index, redact(t.input), text(t.output), int(t.simulated), thread_id,
+              resource_id, t.duration_ms, int(not t.gate_scores or t.passed),
+              text(_scores(t.gate_scores)) if t.gate_scores else EMPTY, text(_scores(t.scores)) if t.scores else EMPTY,
               text(turn_outcomes(t)) if t.gate_scores or t.scores or t.guardrail else NO_OUTCOMES,
               None if t.structured is None else text(t.structured),
               None if t.interrupt is None else text(t.interrupt.value),

@@ -230,9 +230,10 @@ def normalise(reply: Any) -> list[Message]:
     for i, message in enumerate(messages):
         if type(message) is not dict and hasattr(message, "model_dump"):  # a plain dict has none: no lookup that fails
             message = message.model_dump(exclude_none=True)
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+        role = message.get("role") if isinstance(message, dict) else None
+        if type(role) is not str and not isinstance(role, str):  # a plain str: one test (docs/performance.md)
             raise BadReply(f"response message {i} is {type(message).__name__}, not a message dict with a 'role'")
-        if message["role"] in RESPONSE_ROLES:
+        if role in RESPONSE_ROLES:
             if not _storable(message, {id(message)}, 1):
                 unstorable = _unstorable(message, [], set())
                 raise BadReply(f"response message {i} {unstorable}: it cannot be stored as JSON; return plain data "

@@ -131,7 +131,7 @@ class ToolPlan:
         """Whether the plan only watched ``turn``: it controls no tool and saw none called. Such a turn's messages are
         recorded as the target reported them, and none of its calls can be outside the plan (``outside`` is ``None``
         for every tool of a plan that controls nothing): nothing to label, add or explain (docs/performance.md)."""
-        return not self.controls and not any(call.turn == turn for call in self.calls)
+        return not self.controls and (not self.calls or not any(call.turn == turn for call in self.calls))
 
     def as_json(self) -> dict[str, Any]:
         """The plan of this turn as JSON, for a service that honours it (``{{ tools }}`` in an http body)."""
