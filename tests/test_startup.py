@@ -157,8 +157,8 @@ def test_a_new_database_gets_the_schema_its_migrations_make(tmp_path: Path) -> N
 
     from evalcli.store import migrations, migrations_schema
 
-    assert migrations_schema.render() == Path(migrations_schema.__file__).read_text(encoding="utf-8"), \
-        "run python -m evalcli.store.migrations_schema after adding a migration"
+    assert migrations.schema_module_text() == Path(migrations_schema.__file__).read_text(encoding="utf-8"), \
+        "run python -m evalcli.store.migrations after adding a migration"
     one_by_one, at_once = sqlite3.connect(":memory:", isolation_level=None), sqlite3.connect(tmp_path / "x.db")
     at_once.isolation_level = None
     assert migrations.apply(one_by_one, fresh=False) == migrations.apply(at_once) == [n for n, _ in migrations.MIGRATIONS]
