@@ -34,7 +34,8 @@ EXTRA = ["xml.etree.ElementTree", "http.client", "urllib.request", "evalcli.repo
 # what validate and run do not use (evalcli/lazy.py): the runner, store and reports, comparison and calibration
 PARTS = ["scipy", "opentelemetry", "evalcli.run", "evalcli.store", "evalcli.evaluate", "evalcli.reports",
          "evalcli.reports.html", "evalcli.run.calibrate", "evalcli.store.compare", "evalcli.store.diff",
-         "evalcli.store.merge", "evalcli.store.paired", "evalcli.reports.compare", "evalcli.reports.diff"]
+         "evalcli.store.merge", "evalcli.store.paired", "evalcli.reports.compare", "evalcli.reports.diff",
+         "evalcli.llm.client", "evalcli.llm.cache", "sqlite3"]
 atexit.register(lambda: print("MODULES " + json.dumps({m: m in sys.modules for m in HEAVY}), file=sys.stderr))
 atexit.register(lambda: print("PARTS " + json.dumps({m: m in sys.modules for m in PARTS}), file=sys.stderr))
 atexit.register(lambda: print("EXTRA " + json.dumps({m: m in sys.modules for m in EXTRA}), file=sys.stderr))
@@ -74,7 +75,8 @@ def test_a_run_imports_no_comparison_diff_merge_or_calibration(tmp_path: Path) -
     assert code == 0
     assert parts["evalcli.run"] and parts["evalcli.store"] and parts["evalcli.reports"], parts  # what it uses
     unused = {m: v for m, v in parts.items() if m not in ("evalcli.run", "evalcli.store", "evalcli.evaluate",
-                                                          "evalcli.reports")}
+                                                          "evalcli.reports", "evalcli.llm.client", "evalcli.llm.cache",
+                                                          "sqlite3")}
     assert not any(unused.values()), unused
     code, extra = imported(["run", "d.yaml", "--db", str(tmp_path / "y.db"), "--quiet"], tmp_path, "EXTRA")
     assert code == 0

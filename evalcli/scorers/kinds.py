@@ -15,16 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
-from ..llm import LLMClient
 from ..plugins import SCORERS, Entry, Names, entries, load_path
 from ..results import Outcome
 from . import builtin
 from .base import ScorerRun
 from .naming import id_arg, id_value
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient
 
 Group = Literal["check", "judge", "custom"]
 GROUP_ORDER: tuple[Group, ...] = ("check", "judge", "custom")
