@@ -2,8 +2,10 @@
 calls need them), nor jsonschema, nor jinja2 (which only ``json_output`` with a schema and the HTML report need),
 and a check-only run does not import sqlite-utils (it migrates old databases; a new one gets at once the schema its
 migrations make; when it is imported, it is without numpy). A plain run and ``validate`` import no OpenTelemetry
-export, CI-file, ``evalcli view`` or table-drawing module, and typer builds only the command named
-(docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
+export, CI-file, ``evalcli view`` or table-drawing module, no scorer kind's module that no reference names (the
+built-in kinds are known by name, ``evalcli.scorers.builtin.TABLE``), nothing that reads traces (a data file of
+traces), captures spans (an agent that emits them) or simulates users (a ``simulate`` item), and typer builds only
+the command named (docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
 starts, not at its first request. Which modules got imported is checked in a subprocess; no timing is asserted here
 (``make bench`` measures time)."""
 
@@ -25,11 +27,15 @@ HEAVY = ["litellm", "sqlite_utils", "numpy", "jsonschema", "jinja2", "aiohttp", 
 # what only an export, CI files, a table or another command needs: a --quiet run that passes and validate never
 # import them
 EXTRA = ["xml.etree.ElementTree", "http.client", "urllib.request", "evalcli.reports.otel", "evalcli.otel.endpoint",
-         "evalcli.reports.ci", "click", "pluggy", "dateutil", "getpass", "rich.table", "rich.panel"]
+         "evalcli.reports.ci", "click", "pluggy", "dateutil", "getpass", "rich.table", "rich.panel",
+         "evalcli.scorers.judges", "evalcli.scorers.checks.tools", "evalcli.scorers.checks.agents",
+         "evalcli.scorers.custom", "evalcli.otel.ingest", "evalcli.otel.turn_capture", "evalcli.otel.readers",
+         "evalcli.otel.spans", "evalcli.run.simulated"]
 # what validate and run do not use (evalcli/lazy.py): the runner, store and reports, comparison and calibration
 PARTS = ["scipy", "opentelemetry", "evalcli.run", "evalcli.store", "evalcli.evaluate", "evalcli.reports",
          "evalcli.reports.html", "evalcli.run.calibrate", "evalcli.store.compare", "evalcli.store.diff",
-         "evalcli.store.merge", "evalcli.store.paired", "evalcli.reports.compare", "evalcli.reports.diff"]
+         "evalcli.store.merge", "evalcli.store.paired", "evalcli.reports.compare", "evalcli.reports.diff",
+         "evalcli.llm.client", "evalcli.llm.cache", "sqlite3"]
 atexit.register(lambda: print("MODULES " + json.dumps({m: m in sys.modules for m in HEAVY}), file=sys.stderr))
 atexit.register(lambda: print("PARTS " + json.dumps({m: m in sys.modules for m in PARTS}), file=sys.stderr))
 atexit.register(lambda: print("EXTRA " + json.dumps({m: m in sys.modules for m in EXTRA}), file=sys.stderr))
@@ -69,7 +75,8 @@ def test_a_run_imports_no_comparison_diff_merge_or_calibration(tmp_path: Path) -
     assert code == 0
     assert parts["evalcli.run"] and parts["evalcli.store"] and parts["evalcli.reports"], parts  # what it uses
     unused = {m: v for m, v in parts.items() if m not in ("evalcli.run", "evalcli.store", "evalcli.evaluate",
-                                                          "evalcli.reports")}
+                                                          "evalcli.reports", "evalcli.llm.client", "evalcli.llm.cache",
+                                                          "sqlite3")}
     assert not any(unused.values()), unused
     code, extra = imported(["run", "d.yaml", "--db", str(tmp_path / "y.db"), "--quiet"], tmp_path, "EXTRA")
     assert code == 0
@@ -152,8 +159,8 @@ def test_a_new_database_gets_the_schema_its_migrations_make(tmp_path: Path) -> N
 
     from evalcli.store import migrations, migrations_schema
 
-    assert migrations_schema.render() == Path(migrations_schema.__file__).read_text(encoding="utf-8"), \
-        "run python -m evalcli.store.migrations_schema after adding a migration"
+    assert migrations.schema_module_text() == Path(migrations_schema.__file__).read_text(encoding="utf-8"), \
+        "run python -m evalcli.store.migrations after adding a migration"
     one_by_one, at_once = sqlite3.connect(":memory:", isolation_level=None), sqlite3.connect(tmp_path / "x.db")
     at_once.isolation_level = None
     assert migrations.apply(one_by_one, fresh=False) == migrations.apply(at_once) == [n for n, _ in migrations.MIGRATIONS]
@@ -194,3 +201,45 @@ def test_typer_builds_only_the_command_named_and_the_same_one() -> None:
         assert [p.opts for p in sub.params] == [p.opts for p in full.params]
     for argv in ([], ["--version"], ["rnu"], ["--help"]):
         assert invoked(argv) is app
+
+
+# Resolves a judge and a check first (their modules imported then), then lists every kind as `evalcli scorers` does.
+LISTING = """
+import json
+from evalcli.scorers import builtin, kinds
+first = [kinds.find(name).name for name in ("rubric", "judge", "includes")]
+listed = [(k.name, list(k.aliases), k.group) for k in kinds.all_kinds()]
+print("LISTED " + json.dumps({"first": first, "listed": listed, "names": kinds.names(),
+                              "bare": kinds.no_argument_kinds()}))
+"""
+
+
+def test_the_built_in_kinds_known_by_name_are_those_their_modules_declare() -> None:
+    from evalcli.plugins import SCORERS, entries, load_path
+    from evalcli.scorers import builtin, kinds
+
+    for attribute, rows in builtin.TABLE.items():
+        declared = getattr(builtin, attribute)  # every module of the list imported, in the table's order
+        assert [(k.name, k.aliases) for k in declared] == [(name, aliases) for name, aliases, _ in rows]
+        entry = next(e for e in entries(SCORERS) if e.value.endswith(f":{attribute}"))
+        for name, _, path in rows:
+            value = load_path(path, entry)
+            assert name in [k.name for k in (value if isinstance(value, list | tuple) else [value])]
+    eager = sorted((*builtin.CHECKS, *builtin.JUDGES, *builtin.PYTHON), key=lambda k: kinds.GROUP_ORDER.index(k.group))
+    assert kinds.all_kinds(builtin_only=True) == eager
+
+
+def test_every_kind_is_listed_in_the_same_order_whichever_was_resolved_first(tmp_path: Path) -> None:
+    from evalcli.scorers import builtin, kinds
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", LISTING], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=SUBPROCESS_TIMEOUT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("LISTED ")).removeprefix("LISTED "))
+    eager = sorted((*builtin.CHECKS, *builtin.JUDGES, *builtin.PYTHON), key=lambda k: kinds.GROUP_ORDER.index(k.group))
+    assert seen["first"] == ["rubric", "multi_turn_judge", "includes"]
+    assert seen["listed"] == [[k.name, list(k.aliases), k.group] for k in eager]
+    assert seen["names"] == [name for k in eager for name in (k.name, *k.aliases)]
+    assert seen["bare"] == [k.name for k in eager if k.main is None and not any(
+        f.is_required() for f in k.args.model_fields.values())]

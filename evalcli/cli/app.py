@@ -13,7 +13,7 @@ import typer
 
 from ..streams import redact_terminal
 from .cache import cache_app
-from .console import make_console, quiet_target_output, user_errors
+from .console import make_console, plain_argument_help, quiet_target_output, user_errors
 from .mocks import mocks_app
 from .run_flags import (
     DEFAULT_DB,
@@ -48,25 +48,7 @@ from .run_flags import (
     WorkersOption,
 )
 
-
-def _plain_argument_help() -> None:
-    """Arguments read ``DATASET...`` and ``RUN_ID`` in help, as options do: typer would add Python types
-    (``<list[Path]>``) and braces (``{DATASET}...``)."""
-    import typer.core
-
-    argument = typer.core.TyperArgument
-    if hasattr(argument, "display_type_rich"):
-        argument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
-    if hasattr(argument, "_usage_display_name"):
-        def usage_name(self: typer.core.TyperArgument) -> str:
-            name = str(self.metavar or self.name).upper()
-            name = name if self.required else f"[{name}]"
-            return name + ("..." if self.nargs != 1 else "")
-
-        argument._usage_display_name = usage_name  # type: ignore[method-assign]
-
-
-_plain_argument_help()
+plain_argument_help()
 
 app = typer.Typer(
     name="evalcli",

@@ -106,3 +106,20 @@ def user_errors(debug: bool = False) -> Iterator[None]:
                                     "  this is a bug in evalcli; run again with --debug for the traceback",
                                     style="red", markup=False, soft_wrap=True)
         raise typer.Exit(ExitCode.INTERNAL) from None
+
+
+def plain_argument_help() -> None:
+    """Arguments read ``DATASET...`` and ``RUN_ID`` in help, as options do: typer would add Python types
+    (``<list[Path]>``) and braces (``{DATASET}...``)."""
+    import typer.core
+
+    argument = typer.core.TyperArgument
+    if hasattr(argument, "display_type_rich"):
+        argument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+    if hasattr(argument, "_usage_display_name"):
+        def usage_name(self: typer.core.TyperArgument) -> str:
+            name = str(self.metavar or self.name).upper()
+            name = name if self.required else f"[{name}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        argument._usage_display_name = usage_name  # type: ignore[method-assign]

@@ -20,8 +20,6 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from ..errors import DatasetError, Problem
-from ..otel.ingest import ingest as ingest_traces
-from ..otel.ingest import is_trace_file
 from ..scorers import Registry, flow_yaml
 from ..secrets import remember, remember_named
 from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
@@ -332,6 +330,9 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
             raise DatasetError([*problems, pos.problem(("data_file",), f"data file '{top.data_file}' not found",
                                                       "give a path relative to the dataset file")])
         file_digest(data_path, hasher)
+        from ..otel.ingest import ingest as ingest_traces  # only a dataset with a data file reads traces
+        from ..otel.ingest import is_trace_file
+
         if is_trace_file(data_path):  # OpenTelemetry traces, read as recorded conversations (docs/otel.md)
             ingested = ingest_traces(data_path)
             trace_warnings = ingested.warnings

@@ -11,25 +11,54 @@ for it or reaches for the network.
 
 from __future__ import annotations
 
-from .budget import PURPOSES, Budget, check_cost_budget, parse_budget, purpose_group
-from .cache import ResponseCache
-from .capabilities import supports_json_mode, supports_json_schema
-from .catalog import price_of
-from .client import (
-    BudgetSpent,
-    LLMClient,
-    LLMError,
-    LLMSettings,
-    backend_from_env,
-    import_http_client,
-    import_litellm,
-    provider_messages,
-    reply_text,
-)
-from .local_model import pending as local_model_pending
-from .local_model import preload as load_local_model
-from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
-from .usage import CallRecord, UsageSink, current_usage, usage_rows, usage_summary
+from typing import TYPE_CHECKING, Any
+
+from ..lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .budget import PURPOSES, Budget, check_cost_budget, parse_budget, purpose_group
+    from .cache import ResponseCache
+    from .capabilities import supports_json_mode, supports_json_schema
+    from .catalog import price_of
+    from .client import (
+        BudgetSpent,
+        LLMClient,
+        LLMError,
+        LLMSettings,
+        backend_from_env,
+        import_http_client,
+        import_litellm,
+        provider_messages,
+        reply_text,
+    )
+    from .local_model import pending as local_model_pending
+    from .local_model import preload as load_local_model
+    from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
+    from .usage import CallRecord, UsageSink, current_usage, usage_rows, usage_summary
+
+# Each name is imported from its module when first used: `evalcli validate` asks for the preflight's checks only, and
+# so never imports the client, its asyncio and ssl, or the response cache's sqlite3 (docs/performance.md "Start-up and
+# finish").
+_exports = lazy_exports(__name__, {
+    ".budget": ("PURPOSES", "Budget", "check_cost_budget", "parse_budget", "purpose_group"),
+    ".cache": ("ResponseCache",),
+    ".capabilities": ("supports_json_mode", "supports_json_schema"),
+    ".catalog": ("price_of",),
+    ".client": ("BudgetSpent", "LLMClient", "LLMError", "LLMSettings", "backend_from_env", "import_http_client",
+                "import_litellm", "provider_messages", "reply_text"),
+    ".preflight": ("LOCAL_JUDGE_MODEL", "check_settings", "default_judge_model", "model_problem", "settings_problems"),
+    ".usage": ("CallRecord", "UsageSink", "current_usage", "usage_rows", "usage_summary"),
+})
+_RENAMED = {"local_model_pending": "pending", "load_local_model": "preload"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        from . import local_model
+
+        return getattr(local_model, _RENAMED[name])
+    return _exports(name)
+
 
 __all__ = [
     "LOCAL_JUDGE_MODEL", "PURPOSES", "Budget", "BudgetSpent", "CallRecord", "LLMClient", "LLMError",

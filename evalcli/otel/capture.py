@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..llm.usage import current_usage
-from .turn_capture import CURRENT, TurnCapture
+
+if TYPE_CHECKING:
+    from .turn_capture import TurnCapture
 
 
 class _State:
@@ -73,6 +75,8 @@ def begin(index: int, thread: str | None, item: str) -> TurnCapture | None:
     """Open turn ``index``'s capture in the current context (``None`` when capture is not armed); ``end`` closes it."""
     if not _State.armed:
         return None
+    from .turn_capture import CURRENT, TurnCapture  # spans, their readers: only once capture is armed
+
     turn = TurnCapture(index, thread, item)
     sink = current_usage.get()
     turn.usage_mark = len(sink.records) if sink is not None else 0
@@ -83,5 +87,7 @@ def begin(index: int, thread: str | None, item: str) -> TurnCapture | None:
 
 def end(turn: TurnCapture) -> None:
     """Close the turn's capture: spans that end after this are no longer its own."""
+    from .turn_capture import CURRENT
+
     _State.processor.end(turn)
     CURRENT.reset(turn.token)

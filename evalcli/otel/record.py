@@ -5,14 +5,16 @@ calls, spans add nothing twice; a turn with no span costs one check.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..llm import current_usage
 from ..messages import Message
 from ..targets import record_target_call
 from ..tools import ToolCall
 from ..tools.annotate import with_unreported
-from .turn_capture import TurnCapture
+
+if TYPE_CHECKING:
+    from .turn_capture import TurnCapture
 
 ON_VALUES = ("on", True)
 OFF_VALUES = ("off", False)

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from ..dataset import Item, RecordedTurn, Turn
 from .play import Driver, PlayContext, Send, TurnAssertions
-from .simulated import SimulatedUser
 
 
 @dataclass(frozen=True)
@@ -57,5 +56,7 @@ def driver_for(item: Item) -> Driver:
     if item.transcript is not None:
         return Recorded(item.transcript)
     if item.simulation is not None:
+        from .simulated import SimulatedUser  # a simulated user's LLM loop: only a run with such an item imports it
+
         return SimulatedUser(item.simulation)
     return Scripted(tuple(item.inputs), tuple(item.turns or ()))

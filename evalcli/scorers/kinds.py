@@ -6,22 +6,27 @@ how to build a scorer from validated arguments. Parsing YAML references, buildin
 ``evalcli scorers``, ``evalcli schema`` and the docs' scorer table all read these declarations.
 Every kind comes from an entry point naming a ``Kind`` or a list of them: evalcli's own (``builtin``)
 as those of installed packages (docs/extending.md); adding a built-in kind is one ``Kind(...)`` in its
-module's list. A name (or alias) is never declared twice: a package cannot replace a built-in kind.
+module's list and its name in ``builtin.TABLE``, which makes evalcli's own kinds known by name: a built-in kind's
+module is imported when a kind it declares is first resolved (docs/performance.md "Start-up and finish"). A name
+(or alias) is never declared twice: a package cannot replace a built-in kind.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
-from ..llm import LLMClient
-from ..plugins import SCORERS, Entry, Names, entries
+from ..plugins import SCORERS, Entry, Names, entries, load_path
 from ..results import Outcome
+from . import builtin
 from .base import ScorerRun
 from .naming import id_arg, id_value
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient
 
 Group = Literal["check", "judge", "custom"]
 GROUP_ORDER: tuple[Group, ...] = ("check", "judge", "custom")
@@ -156,21 +161,34 @@ RESERVED = ("scorer", *WRAPPER_KEYS)
 _KINDS: dict[str, Kind] = {}
 _ALIASES: dict[str, str] = {}
 _ORIGINS: dict[str, Entry] = {}
+_ORDER: list[str] = []
+"""Every kind's name, in declaration order (evalcli's own first)."""
+_PENDING: dict[str, str] = {}
+"""A built-in kind known by name only: the ``module:attribute`` declaring it, imported when it is first resolved."""
 _loaded = False
 
 
 def _add(kind: Kind, entry: Entry, names: Names) -> None:
     """Take one declared kind; a name or alias declared before is refused, never replaced."""
-    names.claim([kind.name, *kind.aliases], entry)
-    for name in (kind.name, *kind.aliases):
-        _ALIASES[name] = kind.name
+    _claim(kind.name, kind.aliases, entry, names)
     _KINDS[kind.name] = kind
-    _ORIGINS[kind.name] = entry
+
+
+def _claim(name: str, aliases: tuple[str, ...], entry: Entry, names: Names) -> None:
+    names.claim([name, *aliases], entry)
+    for each in (name, *aliases):
+        _ALIASES[each] = name
+    _ORIGINS[name] = entry
+    _ORDER.append(name)
 
 
 def _declared(entry: Entry) -> Sequence[Kind]:
     """The kinds an entry point names: a ``Kind`` or a list (or tuple) of them, each one usable."""
-    value = entry.load()
+    return _checked(entry, entry.load())
+
+
+def _checked(entry: Entry, value: Any) -> Sequence[Kind]:
+    """``value``, what ``entry`` declares, as a list of kinds, each one usable."""
     kinds = [value] if isinstance(value, Kind) else value if isinstance(value, list | tuple) else None
     if kinds is None or not all(isinstance(kind, Kind) for kind in kinds):
         wrong = type(value).__name__ if kinds is None else next(type(k).__name__ for k in kinds if not isinstance(k, Kind))
@@ -191,6 +209,15 @@ def _declared(entry: Entry) -> Sequence[Kind]:
     return kinds
 
 
+def _builtin_table(entry: Entry) -> tuple[tuple[str, tuple[str, ...], str], ...] | None:
+    """The names of the kinds one of evalcli's own entry points declares (``builtin.TABLE``), known without importing
+    them; ``None`` for a package's entry point."""
+    module, _, attribute = entry.value.partition(":")
+    if not entry.builtin or module.strip() != builtin.__name__:
+        return None
+    return builtin.TABLE.get(attribute.strip())
+
+
 def _load() -> None:
     global _loaded
     if _loaded:
@@ -199,14 +226,36 @@ def _load() -> None:
     names = Names("scorer kind")
     try:
         for entry in entries(SCORERS):
-            for kind in _declared(entry):
-                _add(kind, entry, names)
+            table = _builtin_table(entry)
+            if table is None:
+                for kind in _declared(entry):
+                    _add(kind, entry, names)
+                continue
+            for name, aliases, path in table:
+                _claim(name, aliases, entry, names)
+                _PENDING[name] = path
     except BaseException:
         _loaded = False  # asked again, every kind is read again (and the mistake found again)
-        _KINDS.clear()
-        _ALIASES.clear()
-        _ORIGINS.clear()
+        for known in (_KINDS, _ALIASES, _ORIGINS, _PENDING):
+            known.clear()
+        _ORDER.clear()
         raise
+
+
+def _kind(name: str) -> Kind:
+    """The kind called ``name`` (canonical), its module imported if it is a built-in one not resolved before."""
+    kind = _KINDS.get(name)
+    if kind is not None:
+        return kind
+    path = _PENDING[name]
+    entry = _ORIGINS[name]
+    for each in _checked(entry, load_path(path, entry)):
+        if _PENDING.get(each.name) == path:
+            _KINDS[each.name] = each
+            del _PENDING[each.name]
+    if name not in _KINDS:
+        raise entry.error(f"does not declare the scorer kind '{name}' in {path}")
+    return _KINDS[name]
 
 
 def origin(kind: Kind) -> Entry:
@@ -219,14 +268,14 @@ def find(name: str) -> Kind | None:
     """The kind called ``name`` (or one of its aliases), if any."""
     _load()
     canonical = _ALIASES.get(name)
-    return _KINDS[canonical] if canonical is not None else None
+    return _kind(canonical) if canonical is not None else None
 
 
 def all_kinds(builtin_only: bool = False) -> list[Kind]:
     """Every kind: checks, then judges, then custom, each in declaration order (evalcli's own first); with
     ``builtin_only``, evalcli's own only (the reference page lists those)."""
     _load()
-    kinds = [kind for kind in _KINDS.values() if not builtin_only or _ORIGINS[kind.name].builtin]
+    kinds = [_kind(name) for name in _ORDER if not builtin_only or _ORIGINS[name].builtin]
     return sorted(kinds, key=lambda k: GROUP_ORDER.index(k.group))
 
 

@@ -11,15 +11,17 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
-from ..llm import LLMClient
 from ..results import Outcome, Threshold
 from ..secret_references import References, digestible, references
 from .base import ScorerRun
 from .kinds import BuildContext, Scorer
 from .kinds import find as find_kind
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient
 
 
 @dataclass(frozen=True)

@@ -457,3 +457,32 @@ def create_current(conn: sqlite3.Connection) -> list[str]:
         conn.execute("ROLLBACK")
         raise
     return covered
+
+
+def schema_module_text() -> str:
+    """The text of ``migrations_schema.py`` with the schema these migrations make now (run in a database in memory):
+    ``python -m evalcli.store.migrations`` rewrites that module after a migration is added."""
+    import sqlite3
+    from pathlib import Path
+
+    from . import migrations_schema
+
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    apply(conn, fresh=False)
+    statements = [row[0] for row in conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")]
+    text = Path(migrations_schema.__file__).read_text(encoding="utf-8")
+    head, _, rest = text.partition("SCHEMA_AT = ")
+    _, _, rest = rest.partition("\n")
+    body, _, tail = rest.partition("# fmt: on\n")
+    doc = body.partition("STATEMENTS")[0]
+    listed = "".join(f'    """{statement}""",\n' for statement in statements)
+    return (f'{head}SCHEMA_AT = "{MIGRATIONS[-1][0]}"\n{doc}STATEMENTS: tuple[str, ...] = (\n{listed})\n'
+            f"# fmt: on\n{tail}")
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from . import migrations_schema
+
+    Path(migrations_schema.__file__).write_text(schema_module_text(), encoding="utf-8")

@@ -3,7 +3,7 @@
 sqlite-utils. Running them one by one imported sqlite-utils (and with it click, pluggy and dateutil) and rewrote
 tables: about 0.1 s of every first run on a new file (docs/performance.md "Start-up and finish").
 
-Generated, never edited by hand: after adding a migration, run ``python -m evalcli.store.migrations_schema`` (it
+Generated, never edited by hand: after adding a migration, run ``python -m evalcli.store.migrations`` (it
 rewrites this file); tests/test_startup.py checks that it equals what the migrations make."""
 
 from __future__ import annotations
@@ -189,28 +189,3 @@ STATEMENTS: tuple[str, ...] = (
 )
 # fmt: on
 
-
-def render() -> str:
-    """This module's text with the schema the migrations make now (they run in a database in memory)."""
-    import sqlite3
-    from pathlib import Path
-
-    from . import migrations
-
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    migrations.apply(conn, fresh=False)
-    statements = [row[0] for row in conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")]
-    text = Path(__file__).read_text(encoding="utf-8")
-    head, _, rest = text.partition("SCHEMA_AT = ")
-    _, _, rest = rest.partition("\n")
-    body, _, tail = rest.partition("# fmt: on\n")
-    doc = body.partition("STATEMENTS")[0]
-    listed = "".join(f'    """{statement}""",\n' for statement in statements)
-    return (f'{head}SCHEMA_AT = "{migrations.MIGRATIONS[-1][0]}"\n{doc}STATEMENTS: tuple[str, ...] = (\n{listed})\n'
-            f"# fmt: on\n{tail}")
-
-
-if __name__ == "__main__":
-    from pathlib import Path
-
-    Path(__file__).write_text(render(), encoding="utf-8")
