@@ -84,3 +84,20 @@ def test_a_lone_surrogate_in_a_tool_tape_is_a_located_error(workdir: Path, cli: 
     assert good.code == 0 and "could not store" not in good.stderr, good.stderr
     with sqlite3.connect(workdir / "g.db") as db:
         assert "ci\U0001f600ao" in db.execute("SELECT output FROM turns").fetchone()[0]
+
+
+def test_mocks_from_traces_refuses_a_lone_surrogate(workdir: Path, cli: Callable[..., CliResult]) -> None:
+    """'evalcli mocks from-tape --from-traces' of a trace whose tool result escapes half a surrogate pair alone: the
+    file, line and column, exit 2 (was: mocks printed with '\\uD800', which a dataset then cannot be read with)."""
+    from tests.test_memory_streams import line, turn_spans
+
+    text = line(turn_spans(1, "c1", 0))
+    assert '{\\"temp_c\\": 18}' in text
+    (workdir / "good.jsonl").write_text(text)
+    bad = text.replace('{\\"temp_c\\": 18}', "res\\ud800ult")
+    (workdir / "bad.jsonl").write_text(bad)
+    assert cli("mocks", "from-tape", "--from-traces", "good.jsonl").code == 0
+    done = cli("mocks", "from-tape", "--from-traces", "bad.jsonl")
+    assert done.code == 2 and "\\uD800" not in done.stdout, done.stdout
+    assert (f"line 1, column {bad.index(chr(92) + 'ud800') + 1}: the escape \\ud800 names half of a UTF-16 "
+            "surrogate pair alone") in done.stderr, done.stderr

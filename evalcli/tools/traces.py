@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import LONE_SURROGATE, lone_surrogate_at
 from ..secrets import redactor
 from .plan import Recorded
 from .spec import tape_arguments
@@ -52,6 +53,9 @@ def _exports(path: Path) -> list[Any]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TracesError(f"cannot read it: {exc}") from None
+    surrogate = lone_surrogate_at(text)  # the mocks made from it could not be read back (docs/datasets.md)
+    if surrogate is not None:
+        raise TracesError(f"line {surrogate[0]}, column {surrogate[1]}: {LONE_SURROGATE.format(escape=surrogate[2])}")
     try:
         return [json.loads(text)]
     except ValueError:
