@@ -99,11 +99,9 @@ def test_leaf_texts_are_the_leaves_with_their_json(value: Any) -> None:
     assert leaf_texts(value) == [(path[1:], _text(leaf)) for path, leaf in leaves(value, "x")]
 
 
-@given(st.lists(tree, min_size=1, max_size=4))
-@settings(max_examples=200, deadline=None)
-def test_a_conversations_entry_is_its_leaf_texts_digested(items: list[Any]) -> None:
-    """``item_entry`` digests a conversation's leaves in one walk, a text, ``null`` or boolean leaf looked up by its
-    value: the same entries as each leaf's path and JSON text digested (``leaf_texts``), whatever leaves repeat."""
+def _assert_entries_are_leaf_texts_digested(items: list[Any]) -> None:
+    """Each conversation's fingerprint entry is its shape's index, its whole digest and each leaf's path and JSON
+    text digested (``leaf_texts``): the old two-pass way, against which the one-walk ``item_entry`` is held."""
     stored = fingerprint({"data": items})
     shapes: dict[tuple[str, ...], int] = {}
     for n, item in enumerate(items):
@@ -111,6 +109,14 @@ def test_a_conversations_entry_is_its_leaf_texts_digested(items: list[Any]) -> N
         index = shapes.setdefault(tuple(rel for rel, _ in found), len(shapes))
         shorts = ",".join(_salted(stored[SALT], rel, text)[:4] for rel, text in found)
         assert stored[f"data[{n}]"] == f"{index}|{leaf_digest(stored[SALT], f'data[{n}]', item)}|{shorts}"
+
+
+@given(st.lists(tree, min_size=1, max_size=4))
+@settings(max_examples=200, deadline=None)
+def test_a_conversations_entry_is_its_leaf_texts_digested(items: list[Any]) -> None:
+    """``item_entry`` digests a conversation's leaves in one walk, a text, ``null`` or boolean leaf looked up by its
+    value: the same entries as each leaf's path and JSON text digested (``leaf_texts``), whatever leaves repeat."""
+    _assert_entries_are_leaf_texts_digested(items)
 
 
 @given(st.dictionaries(st.text("ab.", min_size=1, max_size=2), tree, min_size=1, max_size=3),
@@ -120,13 +126,7 @@ def test_a_mapping_conversations_share_is_digested_as_its_own_would_be(common: d
     """A mapping object several conversations (and paths) share, as a turn's gates are, is walked once per path
     (``_digest_mapping``): the same entries as each conversation's leaf texts digested."""
     items = [{"turns": [{"input": text, "gates": common}, {"gates": common}], "metadata": common} for text in inputs]
-    stored = fingerprint({"data": items})
-    shapes: dict[tuple[str, ...], int] = {}
-    for n, item in enumerate(items):
-        found = leaf_texts(item)
-        index = shapes.setdefault(tuple(rel for rel, _ in found), len(shapes))
-        shorts = ",".join(_salted(stored[SALT], rel, text)[:4] for rel, text in found)
-        assert stored[f"data[{n}]"] == f"{index}|{leaf_digest(stored[SALT], f'data[{n}]', item)}|{shorts}"
+    _assert_entries_are_leaf_texts_digested(items)
 
 
 odd = st.recursive(
