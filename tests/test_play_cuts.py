@@ -100,14 +100,14 @@ def test_the_built_lists_of_specs_stay_few_however_many_turns_bring_their_own(tm
     ``BUILT_LISTS`` are kept, and a list built again gives the same scorers."""
     from evalcli.dataset import load_dataset
     from evalcli.run.conversation import BUILT_LISTS, Conversation
-    from evalcli.scorers.registry import Builder
+    from evalcli.scorers.registry import Builder, BySpecs
 
     (tmp_path / "d.yaml").write_text("target: bench.targets:sleep_agent\ndata:\n" + "".join(
         f"  - turns: [{{input: 'hi {n}', gates: [{{includes: Brooklyn}}]}}]\n" for n in range(1000)))
     dataset = load_dataset(tmp_path / "d.yaml")
     conversation = Conversation.__new__(Conversation)
     conversation.builder = Builder({}, lambda: cast(Any, None))  # checks call no model
-    conversation._scorers = {}
+    conversation._scorers = BySpecs(BUILT_LISTS)
     lists = [turn.gates for item in dataset.items for turn in item.turns or ()]
     assert len({id(x) for x in lists}) == 1000 and len({id(x[0]) for x in lists}) == 1
     built = [conversation._built(specs) for specs in lists]

@@ -15,6 +15,7 @@ from ..llm import default_judge_model
 from ..messages import Message
 from ..results import FORMS
 from ..scorers import Registry, ScorerSpec
+from ..scorers.registry import BySpecs
 from ..secret_references import References, references, secret_check
 from ..targets import Adapter
 from ..tools import ToolsConfig
@@ -349,28 +350,20 @@ def with_identities(items: list[Item]) -> list[Item]:
     return items
 
 
-def _specs(found: list[ScorerSpec]) -> dict[str, Any]:
+def _specs(found: Sequence[ScorerSpec]) -> dict[str, Any]:
     """Gates or scorers in the resolved configuration, by id."""
     return {spec.id: {**spec.spec(), "threshold": None if spec.threshold is None else spec.threshold.raw,
                       "registered": spec.registered} for spec in found}
 
 
-_TURN_SPECS: dict[tuple[int, ...], tuple[tuple[ScorerSpec, ...], dict[str, Any]]] = {}
-"""A turn's gates or scorers in the resolved configuration, one mapping per sequence of specs (identical references
-share one spec: ``parse_list``), kept with the specs so their ids stay theirs; at most ``TURN_SPECS`` of them."""
-TURN_SPECS = 256
+_TURN_SPECS: BySpecs[dict[str, Any]] = BySpecs()
+"""A turn's gates or scorers in the resolved configuration, one mapping per sequence of specs."""
 
 
 def _turn_specs(found: list[ScorerSpec]) -> dict[str, Any]:
     """``_specs`` of a turn's list, one mapping for every turn with the same specs: the fingerprint walks it once per
     path (``fingerprint._digest_mapping``), not once per conversation (docs/performance.md). Read it, never change it."""
-    key = tuple(map(id, found))
-    known = _TURN_SPECS.get(key)
-    if known is None:
-        if len(_TURN_SPECS) >= TURN_SPECS:
-            _TURN_SPECS.clear()
-        known = _TURN_SPECS[key] = (tuple(found), _specs(found))
-    return known[1]
+    return _TURN_SPECS.get(found, _specs)
 
 
 def _digest(value: Any) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..dataset import Dataset, Item, Limits
@@ -26,6 +26,7 @@ from ..otel.record import recorded as with_spans
 from ..otel.record import spans_on
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
+from ..scorers.registry import BySpecs
 from ..targets import (
     Adapter,
     BadReply,
@@ -67,7 +68,7 @@ class Conversation:
         self.play_context = play_context
         self.thresholds = thresholds
         """Raw thresholds of the run's top-level scorers, recorded with each conversation's outcomes."""
-        self._scorers: dict[tuple[int, ...], tuple[tuple[ScorerSpec, ...], list[Scorer], bool]] = {}
+        self._scorers: BySpecs[tuple[list[Scorer], bool]] = BySpecs(BUILT_LISTS)
 
     async def play(self, item: Item) -> ItemResult:
         started = time.perf_counter()
@@ -278,20 +279,13 @@ class Conversation:
 
     def _built(self, specs: list[ScorerSpec]) -> tuple[list[Scorer], bool]:
         """The scorers of a list of specs (the dataset's, or a turn's), and whether every one is ``immediate``: built
-        once per run for each distinct sequence of specs, not for every conversation or turn that scores it
-        (docs/performance.md). Identical references share one spec (``parse_list``), so every turn's own list of the
-        same gates finds the scorers built for the first; the specs are kept with them, so their ids are never
-        another spec's."""
-        key = tuple(map(id, specs))
-        known = self._scorers.get(key)
-        if known is not None:
-            return known[1], known[2]
+        once per run for each distinct sequence of specs (``BySpecs``), not for every conversation or turn that scores
+        it (docs/performance.md)."""
+        return self._scorers.get(specs, self._build)
+
+    def _build(self, specs: Sequence[ScorerSpec]) -> tuple[list[Scorer], bool]:
         scorers = [self.builder.build(s) for s in specs]
-        immediate = all(s.immediate for s in scorers)
-        if len(self._scorers) >= BUILT_LISTS:  # specs a turn has alone come once: memory stays flat (docs/performance.md)
-            self._scorers.clear()
-        self._scorers[key] = (tuple(specs), scorers, immediate)
-        return scorers, immediate
+        return scorers, all(s.immediate for s in scorers)
 
     @staticmethod
     def _fail(result: ItemResult, message: str, cause: BaseException) -> None:
@@ -351,8 +345,7 @@ class Conversation:
 
 
 BUILT_LISTS = 256
-"""How many sequences of specs ``_built`` keeps built: the dataset's come back at once after it is emptied, a turn's
-own specs (a python scorer keeps its own spec) are met once (keeping every one grew a run's memory with its
+"""How many sequences of specs ``_built`` keeps built (``BySpecs``: keeping every one grew a run's memory with its
 conversations)."""
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import Problem
 from ..results import Outcome, Threshold
@@ -22,6 +22,34 @@ from .kinds import find as find_kind
 
 if TYPE_CHECKING:
     from ..llm import LLMClient
+
+
+Made = TypeVar("Made")
+
+
+class BySpecs(Generic[Made]):
+    """What is made from a sequence of specs, made once per distinct sequence: keyed by the specs' identities
+    (identical references share one spec, ``parse_list``, so every turn's own list of the same gates finds what the
+    first made), the specs kept beside it so their ids are never another spec's. At most ``bound`` sequences are
+    kept, all let go when one more comes: the dataset's come back at once, a turn's own (a python scorer keeps its own
+    spec) come once, and memory stays flat however many conversations a run has (docs/performance.md)."""
+
+    def __init__(self, bound: int = 256) -> None:
+        self.bound = bound
+        self._made: dict[tuple[int, ...], tuple[tuple[ScorerSpec, ...], Made]] = {}
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    def get(self, specs: Sequence[ScorerSpec], make: Callable[[Sequence[ScorerSpec]], Made]) -> Made:
+        """What ``make(specs)`` made for these specs, made now the first time."""
+        key = tuple(map(id, specs))
+        known = self._made.get(key)
+        if known is None:
+            if len(self._made) >= self.bound:
+                self._made.clear()
+            known = self._made[key] = (tuple(specs), make(specs))
+        return known[1]
 
 
 @dataclass(frozen=True)
