@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sqlite3
 import statistics
 import sys
@@ -28,7 +29,18 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.targets import reply
-from bench.workload import ROOT, Measure, Workload, load_average, measure, run_evalcli, write_dataset
+from bench.workload import (
+    FIRST_TURN,
+    ROOT,
+    Measure,
+    Workload,
+    first_turn_at,
+    load_average,
+    measure,
+    run_evalcli,
+    with_first_turn,
+    write_dataset,
+)
 
 SCHEMA = """
 CREATE TABLE items (run_id TEXT, item_index INTEGER, item_id TEXT, tags TEXT, form TEXT, status TEXT, passed INTEGER,
@@ -72,12 +84,16 @@ async def _play(dataset: Path, db: Path) -> None:
         for r in rows:
             r.clear()
 
+    first = os.environ.get(FIRST_TURN)
+
     async def conversation(index: int, item: dict[str, Any]) -> None:
         nonlocal pending
         inputs = item.get("inputs") or [t["input"] for t in item["turns"]]
         thread = f"thread-{index}"
         passed = True
         for t, text in enumerate(inputs):
+            if first:
+                first_turn_at(first)
             started = loop.time()
             await asyncio.sleep(latency)
             output = reply(text)
@@ -106,10 +122,10 @@ async def _play(dataset: Path, db: Path) -> None:
     conn.close()
 
 
-def floor_process(dataset: Path, tmp: Path) -> Measure:
+def floor_process(dataset: Path, tmp: Path, env: dict[str, str] | None = None) -> Measure:
     db = tmp / "floor.db"
     db.unlink(missing_ok=True)
-    return measure([sys.executable, str(Path(__file__).resolve()), "--play", str(dataset), str(db)], cwd=ROOT)
+    return measure([sys.executable, str(Path(__file__).resolve()), "--play", str(dataset), str(db)], cwd=ROOT, env=env)
 
 
 def _median(runs: list[Measure], key: str) -> float:
@@ -122,8 +138,8 @@ def _both(work: Workload, repeat: int, tmp: Path) -> tuple[list[Measure], list[M
     dataset = write_dataset(work)
     floors, evalclis = [], []
     for _ in range(repeat):
-        floors.append(floor_process(dataset, tmp))
-        result = run_evalcli(dataset)
+        floors.append(with_first_turn(lambda env: floor_process(dataset, tmp, env)))
+        result = with_first_turn(lambda env: run_evalcli(dataset, env=env))
         if result.exit_code != 0:
             raise SystemExit(f"evalcli run failed ({result.exit_code}): {result.stderr[-2000:]}")
         evalclis.append(result)
@@ -155,7 +171,8 @@ def report(small: int = 300, big: int = 3000, turns: int = 3, repeat: int = 3, l
     eff = {"floor": work.ideal / _median(floors, "wall"), "evalcli": work.ideal / _median(evalclis, "wall")}
     for who, runs in (("floor", floors), ("evalcli", evalclis)):
         print(f"  {who:8} {work.name} at {latency * 1000:g} ms: wall {_median(runs, 'wall'):.2f} s (ideal "
-              f"{work.ideal:.2f} s), CPU {_median(runs, 'cpu_seconds'):.2f} s, whole-run efficiency {eff[who]:.3f}")
+              f"{work.ideal:.2f} s), CPU {_median(runs, 'cpu_seconds'):.2f} s, whole-run efficiency {eff[who]:.3f}; "
+              f"start to first turn {_median(runs, 'first_turn'):.2f} s")
     print(f"  evalcli's efficiency / the floor's: {eff['evalcli'] / eff['floor']:.3f} (target >= 0.97)")
 
 

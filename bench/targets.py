@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 from typing import Any
 
 _ids = itertools.count()
@@ -29,6 +30,18 @@ def reply(text: str, tools: bool = True) -> list[dict[str, Any]]:
     ]
 
 
+_FIRST = os.environ.get("EVALCLI_BENCH_FIRST_TURN")
+"""bench.workload.FIRST_TURN: where the first turn's time goes (the floor's timeline, bench/floor.py)."""
+_marked: list[bool] = []
+
+
+def _mark_first_turn() -> None:
+    from bench.workload import first_turn_at
+
+    _marked.append(True)
+    first_turn_at(_FIRST)
+
+
 class SleepAgent:
     """An async target that waits ``latency`` seconds per turn (no network at all)."""
 
@@ -36,6 +49,8 @@ class SleepAgent:
 
     async def generate(self, input: str, *, memory: dict[str, Any] | None = None, latency: float = 0.0,
                        tools: bool = True) -> Any:
+        if _FIRST is not None and not _marked:
+            _mark_first_turn()
         if latency > 0:
             await asyncio.sleep(latency)
         else:

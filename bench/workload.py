@@ -131,6 +131,8 @@ class Measure:
     """evalcli: process start to the run's start (imports, validation, opening the database)."""
     cpu_seconds: float = 0.0
     """The process's own CPU time, user + system (``os.wait4``)."""
+    first_turn: float | None = None
+    """Process start to its first turn (``FIRST_TURN``), when the benchmark asked for it."""
 
     @property
     def after_startup(self) -> float | None:
@@ -180,6 +182,30 @@ def run_evalcli(dataset: Path, *, extra_args: list[str] | None = None, profile: 
         result = measure(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-not-a-key",
                                                  "EVALCLI_LLM_BACKEND": backend, **(env or {})})
         record_run_times(result, db)
+    return result
+
+
+FIRST_TURN = "EVALCLI_BENCH_FIRST_TURN"
+"""A file the benchmark's targets (and the floor) write ``time.time()`` of their process's first turn to."""
+
+
+def first_turn_at(path: str | None) -> None:
+    """Write the time of this process's first turn to ``path`` (the first call only; nothing without a path)."""
+    if path and not _first_written:
+        _first_written.append(True)
+        Path(path).write_text(repr(time.time()), encoding="utf-8")
+
+
+_first_written: list[bool] = []
+
+
+def with_first_turn(run: Any) -> Measure:
+    """``run(env)`` (a measured process) with ``FIRST_TURN`` set, and its ``first_turn`` read back."""
+    with tempfile.TemporaryDirectory(prefix="evalcli-first-") as folder:
+        path = Path(folder) / "first"
+        result: Measure = run({FIRST_TURN: str(path)})
+        if path.exists():
+            result.first_turn = float(path.read_text(encoding="utf-8")) - result.spawned_at
     return result
 
 
