@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Collection
+from concurrent.futures import Future
 from typing import Any
 
 from ..dataset import Dataset
@@ -33,6 +34,23 @@ class Recorder:
         if store is not None:
             await self.context.write(lambda: store.begin_statements(run_id, dataset, options) if options is not None
                                      else store.resume_statements(run_id))
+
+    def begin_new(self, dataset: Dataset, options: Callable[[], StoredOptions]) -> Future[Any] | None:
+        """A new run's row, built and written by the writer thread, ``options`` (the configuration's fingerprint, a
+        walk of every conversation) made there too, while the first conversations play
+        (docs/performance.md#the-first-turn). Queued before any conversation's rows, which follow it; nobody waits:
+        the future says how it went (``None``: no database). Made once, though a batch that fails is written again."""
+        store, run_id = self.store, self.run_id
+        if store is None:
+            return None
+        made: list[StoredOptions] = []
+
+        def build() -> list[Any]:
+            if not made:
+                made.append(options())
+            return store.begin_statements(run_id, dataset, made[0])
+
+        return self.context.write_first(build)
 
     def item(self, result: ItemResult) -> None:
         """A finished conversation's rows, handed to the writer (nobody waits); ``on_stored`` is called with it read
