@@ -5,6 +5,7 @@ recorded and the run is the same."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Collection
 from concurrent.futures import Future
 from typing import Any
@@ -18,14 +19,21 @@ from .context import RunContext
 class Recorder:
     """The one owner of a run's rows: ``begin``, ``item`` per finished conversation, ``finish``."""
 
-    def __init__(self, context: RunContext, run_id: str, registered: Collection[str],
+    def __init__(self, context: RunContext, run_id: str, registered: Collection[str] | Callable[[], Collection[str]],
                  on_stored: Callable[[ItemResult], None] | None = None) -> None:
         self.context = context
         self.store = context.store
         self.run_id = run_id
-        self.registered = set(registered)
-        """The ids of the scorers whose scores are stored beside each conversation (``scorers.yaml``'s)."""
+        self._registered = registered
         self.on_stored = on_stored
+
+    @functools.cached_property
+    def registered(self) -> set[str]:
+        """The ids of the scorers whose scores are stored beside each conversation (``scorers.yaml``'s): given, or
+        found (a scan of every turn) by the writer thread when it builds the first conversation's rows, not before
+        the first turn (docs/performance.md#the-first-turn)."""
+        given = self._registered
+        return set(given() if callable(given) else given)
 
     async def begin(self, dataset: Dataset, options: StoredOptions | None) -> None:
         """The run's row: a new one with ``options`` (what the run keeps of its options and configuration), or with

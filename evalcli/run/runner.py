@@ -109,7 +109,7 @@ class Runner:
                 if self.options.keep_items:
                     results[result.index] = result
         run_id = self.run_id = plan.run_id or new_run_id()
-        recorder = Recorder(context, run_id, plan.registered, self.options.on_stored)
+        recorder = Recorder(context, run_id, lambda: plan.registered, self.options.on_stored)
         usage = UsageSink()
 
         def finished(result: ItemResult) -> None:
