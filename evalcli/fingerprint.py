@@ -74,13 +74,15 @@ def leaves(tree: Any, path: str = "") -> Iterator[tuple[str, Any]]:
         yield path, tree
 
 
-def fingerprint(tree: Any, salt: str | None = None) -> dict[str, str]:
+def fingerprint(tree: Any, salt: str | None = None, bears: Callable[[str], bool] | None = None) -> dict[str, str]:
     """The configuration's fingerprint: its salt (new unless given), a digest per leaf path (``leaf_digest``) outside
     the conversations, and one entry per conversation (``data[3]``, ``item_entry``): a digest of its whole subtree
-    and a short digest of each of its leaves, the leaves' paths kept once per shape (``SHAPES``)."""
+    and a short digest of each of its leaves, the leaves' paths kept once per shape (``SHAPES``). ``bears``:
+    ``secret_check()`` as it was when the run started (a new run's fingerprint is made beside its first turns,
+    docs/performance.md#the-first-turn); made now when not given."""
     salt = salt if salt is not None else os.urandom(8).hex()
     digests = {SALT: salt}
-    bears = secret_check()
+    bears = bears or secret_check()
     items = tree.get(ITEMS) if isinstance(tree, dict) else None
     if not isinstance(items, list | ItemTrees) or not items:
         for path, value in leaves(tree):

@@ -111,6 +111,11 @@ class RunContext:
         if self.writer is not None:
             await asyncio.wrap_future(self.writer.statements(build))
 
+    def write_first(self, build: Callable[[], list[Any]]) -> Future[Any] | None:
+        """Statements handed to the writer thread ahead of everything queued after them (a new run's row: its
+        conversations' rows follow it); the future says how they went (``None``: no database)."""
+        return self.writer.statements(build) if self.writer is not None else None
+
     def write_later(self, build: Callable[[], list[Any]], then: Callable[[Any], Any] | None = None) -> None:
         """Statements handed to the writer thread (``then`` run after them, on its connection); nobody waits (errors
         surface when the run closes)."""

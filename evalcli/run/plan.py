@@ -6,7 +6,7 @@ the dataset and the options is computed here, once per run, never per conversati
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -16,6 +16,7 @@ from ..errors import UsageError
 from ..fingerprint import fingerprint
 from ..llm import PURPOSES, LLMSettings, backend_from_env, check_settings, model_problem
 from ..results import ItemResult, Plan
+from ..secret_references import secret_check
 from ..store import Store, StoredOptions, stored_usage
 from .notices import memory_warning
 from .options import RunOptions, check_budgets, check_pass_rate, plan_of
@@ -95,9 +96,19 @@ class RunPlan:
     def stored(self) -> StoredOptions | None:
         """What a new run's row keeps of its options and the dataset's resolved configuration (its fingerprint, one
         walk of every item); ``None`` for a resumed run, whose row keeps its own."""
+        make = self.stored_later()
+        return None if make is None else make()
+
+    def stored_later(self) -> Callable[[], StoredOptions] | None:
+        """``stored`` in two steps: what the run starts with is taken here (the configuration's tree, its
+        conversations made only as they are walked, the plan and the secrets known now); the function returned makes
+        the fingerprint, the walk of every conversation, wherever it is called: a new run's in the writer thread,
+        beside its first turns (docs/performance.md#the-first-turn). ``None`` for a resumed run."""
         if self.options.resume:
             return None
-        return self.options.stored(self.scoring, fingerprint(self.dataset.resolved_configuration(streamed=True)))
+        options, scoring, bears = self.options, self.scoring, secret_check()
+        tree = self.dataset.resolved_configuration(streamed=True)
+        return lambda: options.stored(scoring, fingerprint(tree, bears=bears))
 
 
 def llm_settings() -> LLMSettings:

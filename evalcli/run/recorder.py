@@ -5,7 +5,9 @@ recorded and the run is the same."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Collection
+from concurrent.futures import Future
 from typing import Any
 
 from ..dataset import Dataset
@@ -17,14 +19,21 @@ from .context import RunContext
 class Recorder:
     """The one owner of a run's rows: ``begin``, ``item`` per finished conversation, ``finish``."""
 
-    def __init__(self, context: RunContext, run_id: str, registered: Collection[str],
+    def __init__(self, context: RunContext, run_id: str, registered: Collection[str] | Callable[[], Collection[str]],
                  on_stored: Callable[[ItemResult], None] | None = None) -> None:
         self.context = context
         self.store = context.store
         self.run_id = run_id
-        self.registered = set(registered)
-        """The ids of the scorers whose scores are stored beside each conversation (``scorers.yaml``'s)."""
+        self._registered = registered
         self.on_stored = on_stored
+
+    @functools.cached_property
+    def registered(self) -> set[str]:
+        """The ids of the scorers whose scores are stored beside each conversation (``scorers.yaml``'s): given, or
+        found (a scan of every turn) by the writer thread when it builds the first conversation's rows, not before
+        the first turn (docs/performance.md#the-first-turn)."""
+        given = self._registered
+        return set(given() if callable(given) else given)
 
     async def begin(self, dataset: Dataset, options: StoredOptions | None) -> None:
         """The run's row: a new one with ``options`` (what the run keeps of its options and configuration), or with
@@ -33,6 +42,23 @@ class Recorder:
         if store is not None:
             await self.context.write(lambda: store.begin_statements(run_id, dataset, options) if options is not None
                                      else store.resume_statements(run_id))
+
+    def begin_new(self, dataset: Dataset, options: Callable[[], StoredOptions]) -> Future[Any] | None:
+        """A new run's row, built and written by the writer thread, ``options`` (the configuration's fingerprint, a
+        walk of every conversation) made there too, while the first conversations play
+        (docs/performance.md#the-first-turn). Queued before any conversation's rows, which follow it; nobody waits:
+        the future says how it went (``None``: no database). Made once, though a batch that fails is written again."""
+        store, run_id = self.store, self.run_id
+        if store is None:
+            return None
+        made: list[StoredOptions] = []
+
+        def build() -> list[Any]:
+            if not made:
+                made.append(options())
+            return store.begin_statements(run_id, dataset, made[0])
+
+        return self.context.write_first(build)
 
     def item(self, result: ItemResult) -> None:
         """A finished conversation's rows, handed to the writer (nobody waits); ``on_stored`` is called with it read

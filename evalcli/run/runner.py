@@ -14,6 +14,7 @@ import contextlib
 import signal
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,8 @@ class Runner:
         self.run_id: str | None = plan.run_id
         self.run_warnings: list[str] = []
         """What the target (or a worker's) noticed while the conversations were played, said once each."""
+        self.row: Future[Any] | None = None
+        """A new run's row, as the writer thread writes it (``_begin``)."""
 
     def _context(self) -> RunContext:
         """What the conversations share while they play (the store told the dataset's secrets first)."""
@@ -81,7 +84,10 @@ class Runner:
             with self.dataset.scope or contextlib.nullcontext():
                 result = await self._run(context)
         finally:
-            failed = await context.aclose()
+            try:
+                failed = await context.aclose()
+            finally:
+                self._row_written()
         if failed is not None:
             # the run happened and its verdict stands; what the database could not keep is said beside it
             result.store_error = describe(failed)
@@ -103,7 +109,7 @@ class Runner:
                 if self.options.keep_items:
                     results[result.index] = result
         run_id = self.run_id = plan.run_id or new_run_id()
-        recorder = Recorder(context, run_id, plan.registered, self.options.on_stored)
+        recorder = Recorder(context, run_id, lambda: plan.registered, self.options.on_stored)
         usage = UsageSink()
 
         def finished(result: ItemResult) -> None:
@@ -171,17 +177,51 @@ class Runner:
         to_run = plan.to_run
         if to_run and self.options.workers <= 1:  # imported before the run's clock starts (its first turn is not slowed)
             import_http_client(list(plan.model_names), always=target is not None and target.speaks_http)
-        # a new run's row keeps the configuration's fingerprint (a walk of every item): only made to be stored
-        await recorder.begin(self.dataset, plan.stored() if self.store is not None else None)
+        row = await self._begin(recorder)
         self.events.started(recorder.run_id, len(plan.items), len(plan.items) - len(to_run))
-        if self.options.workers > 1 and to_run:
-            from .workers import WorkerPool
+        try:
+            if self.options.workers > 1 and to_run:
+                from .workers import WorkerPool
 
-            await WorkerPool(self, finished, context.keep_up).play(to_run)
-        else:
-            await self._play_here(to_run, finished, context)
-            self.say_target_warnings()
+                await WorkerPool(self, finished, context.keep_up).play(to_run)
+            else:
+                await self._play_here(to_run, finished, context)
+                self.say_target_warnings()
+        except BaseException:
+            failed = _failure(row)
+            if failed is not None:
+                raise failed from None  # what stopped the run is its row (as when nothing had played)
+            raise
+        if row is not None:
+            await row  # written by now, or its error raised: the run stopped at once (``_row_done``)
         warnings.extend(self.run_warnings)
+
+    async def _begin(self, recorder: Recorder) -> asyncio.Future[Any] | None:
+        """The run's row. A new run's is queued ahead of its conversations' rows and written by the writer thread,
+        which makes its fingerprint (a walk of every conversation, only made to be stored) while the first
+        conversations play (docs/performance.md#the-first-turn); one that cannot be made or written stops the run
+        at once (``_row_done``) and its error is the run's. A resumed run's row is marked running, awaited."""
+        make = self.plan.stored_later() if self.store is not None else None
+        written = recorder.begin_new(self.dataset, make) if make is not None else None
+        if written is None:
+            await recorder.begin(self.dataset, None)
+            return None
+        self.row = written
+        row = asyncio.wrap_future(written)
+        row.add_done_callback(self._row_done)
+        return row
+
+    def _row_done(self, row: asyncio.Future[Any]) -> None:
+        """The run's row could not be made or written: the run stops now (no grace), its error raised by ``_play``."""
+        if _failure(row) is not None:
+            self.stopping, self.grace_seconds = True, 0
+
+    def _row_written(self) -> None:
+        """Wait (blocking) until the writer thread has written the run's row, when closing the run was itself cut
+        short (a second interrupt): the run keeps its row, resumable, whatever else it could not store."""
+        if self.row is not None and not self.row.done():
+            with contextlib.suppress(Exception):
+                self.row.result()
 
     async def _play_here(self, to_run: list[Item], finished: Callable[[ItemResult], None],
                          context: RunContext) -> None:
@@ -331,6 +371,11 @@ class Runner:
                     signal.signal(sig, previous)
 
         return restore
+
+
+def _failure(row: asyncio.Future[Any] | None) -> BaseException | None:
+    """Why the run's row was not written, once the writer thread has tried (``None``: written, or not yet)."""
+    return row.exception() if row is not None and row.done() and not row.cancelled() else None
 
 
 async def arun_evals(dataset: Dataset | str | Path, *, store: Store | None = None, options: RunOptions | None = None,
