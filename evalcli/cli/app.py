@@ -136,7 +136,7 @@ def run(
         with quiet_target_output(quiet):  # the agent's own log lines do not pass through --quiet
             events = CliEvents(quiet)
             try:
-                code = run_command(request, events, out=make_console(stderr=json_out == "-"))
+                code = run_command(request, events, out=lambda: make_console(stderr=json_out == "-"))
             finally:
                 events.close()
     raise typer.Exit(code)
