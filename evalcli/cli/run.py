@@ -197,6 +197,7 @@ def run_command(request: RunRequest, events: Events, out: Callable[[], Console])
     # collector walked them again every few turns (6% of a zero-latency run's CPU); reference counting frees
     # them, and only cycles wait for the next collection (docs/performance.md)
     gc.set_threshold(YOUNG_OBJECTS, *gc.get_threshold()[1:])
+    gc.enable()  # `evalcli run` collects nothing before (evalcli.cli.main): the little garbage made so far is frozen
     reporter = TerminalReporter(request, out, exporter)
     with _sigterm_interrupts():
         try:
