@@ -8,7 +8,7 @@ traces), captures spans (an agent that emits them) or simulates users (a ``simul
 the command named (docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
 starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's reports)
 before its first turn, and collects no garbage between parsing its command line and its first turn (it freezes what
-it loaded first). Which modules got imported is checked in a subprocess; no timing is asserted here
+it loaded first); an import scope resolves each module's file once however often it is entered. Which modules got imported is checked in a subprocess; no timing is asserted here
 (``make bench`` measures time)."""
 
 from __future__ import annotations
@@ -280,3 +280,23 @@ def test_a_quiet_run_imports_no_rich_and_collects_nothing_before_its_first_turn(
     assert "verdict: passed" in done.stdout  # the report imports rich after the run
     seen = json.loads((tmp_path / "seen.json").read_text())
     assert not any(seen.values()), seen
+
+
+def test_a_module_file_is_resolved_once_however_often_a_scope_is_entered(tmp_path: Path, monkeypatch) -> None:
+    from evalcli.dataset import ImportScope
+
+    resolved: list[str] = []
+    real = Path.resolve
+
+    def counted(self: Path, strict: bool = False) -> Path:
+        resolved.append(str(self))
+        return real(self, strict)
+
+    (tmp_path / "scoped_agent_module.py").write_text("X = 1\n")
+    monkeypatch.setattr(Path, "resolve", counted)
+    scope = ImportScope([tmp_path])
+    for _ in range(3):
+        with scope:
+            import scoped_agent_module  # noqa: F401 - imported in the scope, kept as its own
+    files = [f for f in resolved if f.endswith(".py")]
+    assert files and len(files) == len(set(files)), sorted(f for f in set(files) if files.count(f) > 1)[:5]
