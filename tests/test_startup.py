@@ -8,8 +8,8 @@ traces), captures spans (an agent that emits them) or simulates users (a ``simul
 the command named (docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
 starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's reports)
 before its first turn, and collects no garbage between parsing its command line and its first turn (it freezes what
-it loaded first); an import scope resolves each module's file once however often it is entered. Which modules got imported is checked in a subprocess; no timing is asserted here
-(``make bench`` measures time)."""
+it loaded first); an import scope resolves each module's file once however often it is entered. Which modules got
+imported is checked in a subprocess; no timing is asserted here (``make bench`` measures time)."""
 
 from __future__ import annotations
 
