@@ -10,6 +10,7 @@ Every problem with an entry point (it cannot be loaded, it is not what its group
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -156,7 +157,7 @@ def _installed(skip_own: bool) -> list[tuple[str, str, list[tuple[str, str, str]
         text = dist.read_text("entry_points.txt")
         if not text or "[evalcli." not in text:  # most packages declare none: skip parsing theirs
             folder = getattr(dist, "_path", None)  # NAME-VERSION.dist-info: evalcli's own, first on sys.path, without
-            if folder is not None and Path(str(folder)).name.split("-")[0].lower() == OWN:  # its entry points, wins
+            if folder is not None and os.path.basename(folder).split("-")[0].lower() == OWN:  # its entry points, wins
                 seen.add(OWN)
             continue
         name = dist.metadata["Name"] or "unknown"

@@ -6,8 +6,10 @@ export, CI-file, ``evalcli view`` or table-drawing module, no scorer kind's modu
 built-in kinds are known by name, ``evalcli.scorers.builtin.TABLE``), nothing that reads traces (a data file of
 traces), captures spans (an agent that emits them) or simulates users (a ``simulate`` item), and typer builds only
 the command named (docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
-starts, not at its first request. Which modules got imported is checked in a subprocess; no timing is asserted here
-(``make bench`` measures time)."""
+starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's reports)
+before its first turn, and collects no garbage between parsing its command line and its first turn (it freezes what
+it loaded first); an import scope resolves each module's file once however often it is entered. Which modules got
+imported is checked in a subprocess; no timing is asserted here (``make bench`` measures time)."""
 
 from __future__ import annotations
 
@@ -243,3 +245,58 @@ def test_every_kind_is_listed_in_the_same_order_whichever_was_resolved_first(tmp
     assert seen["names"] == [name for k in eager for name in (k.name, *k.aliases)]
     assert seen["bare"] == [k.name for k in eager if k.main is None and not any(
         f.is_required() for f in k.args.model_fields.values())]
+
+
+# The console script's `evalcli run`, whose target records at its first turn which modules were imported, and how many
+# collections the garbage collector made since the command started.
+FIRST_TURN = """
+import gc, json, sys
+sys.argv = ["evalcli", *sys.argv[1:]]
+from evalcli.cli import main
+BEFORE = sum(s["collections"] for s in gc.get_stats())
+main()
+"""
+FIRST_TURN_AGENT = """
+import gc, json, sys
+seen = {}
+def answer(input, *, memory=None):
+    if not seen:
+        seen.update({m: m in sys.modules for m in ("rich", "rich.console", "evalcli.reports.plain",
+                                                    "evalcli.reports.transcript")})
+        seen["collections"] = sum(s["collections"] for s in gc.get_stats()) - sys.modules["__main__"].BEFORE
+        with open("seen.json", "w") as f:
+            json.dump(seen, f)
+    return "Sunny in Brooklyn."
+"""
+
+
+def test_a_quiet_run_imports_no_rich_and_collects_nothing_before_its_first_turn(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(FIRST_TURN_AGENT)
+    (tmp_path / "d.yaml").write_text("target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n  - input: Hi\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-c", FIRST_TURN, "run", "d.yaml", "--db", "x.db", "--quiet"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "verdict: passed" in done.stdout  # the report imports rich after the run
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert not any(seen.values()), seen
+
+
+def test_a_module_file_is_resolved_once_however_often_a_scope_is_entered(tmp_path: Path, monkeypatch) -> None:
+    from evalcli.dataset import ImportScope
+
+    resolved: list[str] = []
+    real = Path.resolve
+
+    def counted(self: Path, strict: bool = False) -> Path:
+        resolved.append(str(self))
+        return real(self, strict)
+
+    (tmp_path / "scoped_agent_module.py").write_text("X = 1\n")
+    monkeypatch.setattr(Path, "resolve", counted)
+    scope = ImportScope([tmp_path])
+    for _ in range(3):
+        with scope:
+            import scoped_agent_module  # noqa: F401 - imported in the scope, kept as its own
+    files = [f for f in resolved if f.endswith(".py")]
+    assert files and len(files) == len(set(files)), sorted(f for f in set(files) if files.count(f) > 1)[:5]

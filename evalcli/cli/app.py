@@ -5,6 +5,7 @@ Heavy imports (pydantic, yaml, sqlite, litellm) happen inside commands, so ``eva
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -136,7 +137,7 @@ def run(
         with quiet_target_output(quiet):  # the agent's own log lines do not pass through --quiet
             events = CliEvents(quiet)
             try:
-                code = run_command(request, events, out=make_console(stderr=json_out == "-"))
+                code = run_command(request, events, out=lambda: make_console(stderr=json_out == "-"))
             finally:
                 events.close()
     raise typer.Exit(code)
@@ -489,6 +490,8 @@ def invoked(argv: list[str]) -> typer.Typer:
 def main() -> None:
     """Console-script entry point: every byte it prints is redacted (docs/secrets.md)."""
     redact_terminal()
+    if sys.argv[1:2] == ["run"]:  # nothing collected until run_command freezes what it loaded (docs/performance.md)
+        gc.disable()
     invoked(sys.argv[1:])()
 
 

@@ -3,18 +3,22 @@ warnings, on stderr; the run's ``Events``. Imported when a command runs datasets
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-from ..results import ItemResult
 from ..run import Events
 from .console import make_console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..results import ItemResult
 
 
 class CliEvents(Events):
     """Progress bar (only on a terminal) and warnings, on stderr."""
 
     def __init__(self, quiet: bool) -> None:
-        self.err = make_console(stderr=True)
         self.quiet = quiet
         self.progress: Any = None
         self.task: Any = None
@@ -22,6 +26,12 @@ class CliEvents(Events):
         self.waiting_on: str | None = None
         self.limits: dict[str, tuple[int, int]] = {}
         """Models throttled after 429s (docs/budgets.md): their calls in flight and the configured concurrency."""
+
+    @cached_property
+    def err(self) -> Console:
+        """Stderr's console, made when first needed: a ``--quiet`` run draws no bar and prints no warning, so rich is
+        imported only for its report, after the run (docs/performance.md "Start-up and finish")."""
+        return make_console(stderr=True)
 
     def started(self, run_id: str, total: int, done: int) -> None:
         if self.quiet or not self.err.is_terminal:

@@ -8,12 +8,11 @@ import contextlib
 import gc
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from rich.console import Console
 
 from ..dataset import Selection, parse_shard
 from ..dbname import db_option
@@ -30,6 +29,8 @@ from .console import make_console
 from .outputs import stdout_for_json
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ..reports.otel import Exporter
     from ..store import Comparison
 
@@ -131,12 +132,18 @@ class TerminalReporter(Reporter):
     """What ``evalcli run`` prints of each run (the table, the verdict; every conversation with ``--verbose``, only
     the errored ones with ``--quiet``), a store that could not keep a run, and the comparison of several targets."""
 
-    def __init__(self, request: RunRequest, out: Console, exporter: Exporter | None = None) -> None:
+    def __init__(self, request: RunRequest, out: Callable[[], Console], exporter: Exporter | None = None) -> None:
         self.request = request
-        self.out = out
+        self._out = out
         self.every_item = not request.quiet
         self.exporter = exporter
         """``--otel-file`` / ``--otel-endpoint``: each run written as spans once reported (docs/otel.md)."""
+
+    @cached_property
+    def out(self) -> Console:
+        """The console the runs are reported on, made when first printed to: rich is not imported before the first
+        turn (docs/performance.md "Start-up and finish")."""
+        return self._out()
 
     def terminal(self, plan: RunPlan, result: RunResult) -> TerminalReport:
         dataset, request = plan.dataset, self.request
@@ -170,9 +177,10 @@ class TerminalReporter(Reporter):
                        f"{db_option(self.request.db)}", style="dim", markup=False, soft_wrap=True)
 
 
-def run_command(request: RunRequest, events: Events, out: Console) -> int:
+def run_command(request: RunRequest, events: Events, out: Callable[[], Console]) -> int:
     """``evalcli run``: plan every dataset (once per ``--target``) with its outputs, make the runs with the
-    terminal's report, and exit with the worst of their codes (130 when interrupted)."""
+    terminal's report (on the console ``out`` makes when first printed to), and exit with the worst of their codes
+    (130 when interrupted)."""
     check_request(request)
     options, given = run_options(request)
     plans = plan_runs(request.datasets, options, targets=request.targets, scorers=request.scorers, db=request.db,
@@ -189,17 +197,18 @@ def run_command(request: RunRequest, events: Events, out: Console) -> int:
     # collector walked them again every few turns (6% of a zero-latency run's CPU); reference counting frees
     # them, and only cycles wait for the next collection (docs/performance.md)
     gc.set_threshold(YOUNG_OBJECTS, *gc.get_threshold()[1:])
+    gc.enable()  # `evalcli run` collects nothing before (evalcli.cli.main): the little garbage made so far is frozen
+    reporter = TerminalReporter(request, out, exporter)
     with _sigterm_interrupts():
         try:
             with stdout_for_json(request.json_out == "-") as stdout:
-                runs = run_planned(plans, events=events,
-                                   reporter=TerminalReporter(request, out, exporter), json_stream=stdout,
+                runs = run_planned(plans, events=events, reporter=reporter, json_stream=stdout,
                                    compare=not request.quiet)
         except RunsInterrupted as stop:
             # Ctrl-C or SIGTERM outside the conversations (finishing a run, writing reports): the run in progress is
             # marked interrupted and the command exits 130, as an interrupt during the conversations does
             _hold_signals()
-            out.print(interrupted_line(stop.run_id, stop.dataset, str(request.db)), soft_wrap=True)
+            reporter.out.print(interrupted_line(stop.run_id, stop.dataset, str(request.db)), soft_wrap=True)
             return ExitCode.INTERRUPTED
     return runs.exit_code
 

@@ -10,6 +10,7 @@ and the set-aside modules are restored.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.machinery
 import sys
@@ -30,8 +31,14 @@ _LIBRARY_ROOTS = tuple({str(Path(p).resolve()) for key in ("stdlib", "platstdlib
 
 def _origin(module: ModuleType) -> str | None:
     file = getattr(module, "__file__", None)
-    if not file:
-        return None
+    return _resolved(file) if file and isinstance(file, str) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolved(file: str) -> str | None:
+    """A module file's real path, each file resolved once a process: a scope looks at every module imported so far
+    each time it is entered, ~150 files before a run's first turn (each ``resolve`` an ``lstat`` per folder of the
+    path; docs/performance.md "Start-up and finish")."""
     try:
         return str(Path(file).resolve())
     except OSError:

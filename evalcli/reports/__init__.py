@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 from .files import per_dataset
 from .json import JsonReport, JsonSpool, JsonStream, Report, deliver
-from .plain import conversation_text, plain_text, verdict_text
 from .terminal import TerminalReport, aggregate_tables, interrupted_line, summary_line, verdict_line
 from .text import (
                    NOT_SCORABLE,
@@ -27,17 +26,20 @@ from .text import (
                    verdict_words,
                    why_failed,
 )
-from .transcript import item_document, render_item
 
 if TYPE_CHECKING:
     from .ci import JUnitSuite, MarkdownSummary, junit_document
     from .compare import compare_json, compare_markdown, comparison_table, render_comparison
     from .diff import diff_json, diff_markdown, render_diff
     from .history import merge_lines, runs_table
+    from .plain import conversation_text, plain_text, verdict_text
+    from .transcript import item_document, render_item
 
 # what a run does not use, imported when first asked for (evalcli/lazy.py); the CI files' (JUnit XML and its
-# xml.etree, Markdown) only by a run that writes them
+# xml.etree, Markdown) only by a run that writes them; transcripts and plain text (and rich) only where shown
 __getattr__ = lazy_exports(__name__, {
+    ".plain": ("conversation_text", "plain_text", "verdict_text"),
+    ".transcript": ("item_document", "render_item"),
     ".ci": ("JUnitSuite", "MarkdownSummary", "junit_document"),
     ".compare": ("compare_json", "compare_markdown", "comparison_table", "render_comparison"),
     ".diff": ("diff_json", "diff_markdown", "render_diff"),

@@ -9,9 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, RenderableType
-from rich.text import Text
-
 from ..dbname import db_option
 from ..results import ItemResult, RunResult, Summary, fmt
 from .text import (
@@ -33,8 +30,10 @@ from .text import (
     why_failed,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rich is imported where a report is drawn, after the run (docs/performance.md)
+    from rich.console import Console, RenderableType
     from rich.table import Table
+    from rich.text import Text
 
 
 @dataclass
@@ -91,6 +90,8 @@ class TerminalReport:
         self.rows.append(self._row(item))
 
     def _row(self, item: ItemResult) -> list[Any]:
+        from rich.text import Text
+
         cells: list[Any] = [item.id, item.form, str(len(item.turns))]
         for scorer_id in self.scorer_ids:
             outcome = item.scores.get(scorer_id)
@@ -109,6 +110,8 @@ class TerminalReport:
         return cells
 
     def close(self) -> None:
+        from rich.text import Text
+
         console = self.console
         if self.quiet:
             # only the verdict line, and the conversations that errored (what --quiet promises to keep)
@@ -170,6 +173,8 @@ class TerminalReport:
         return table
 
     def _print_failing(self, errors_only: bool = False) -> None:
+        from rich.text import Text
+
         if not self.failing_count or not (self.result.verdict == "failed" or self.result.summary.errors):
             return
         if errors_only:
@@ -196,6 +201,8 @@ STABILITY_STYLE = {"stable-pass": "green", "flaky": "bold yellow", "stable-fail"
 
 def status_text(item: ItemResult) -> Text:
     """``ok`` or ``error``; under ``--repeat`` the conversation's stability and its passing plays (``flaky 2/3``)."""
+    from rich.text import Text
+
     if item.status != "ok":
         return Text("error", style="bold red")
     if item.stability is None:
@@ -253,6 +260,7 @@ def aggregate_tables(summary: Summary,
 
 def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]) -> RenderableType:
     from rich.table import Table
+    from rich.text import Text
 
     turns = Table()
     for column in ("turn", "gates", "thresholds", "scores"):
@@ -279,6 +287,8 @@ def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]
 def verdict_line(result: RunResult) -> Text:
     """``verdict: passed`` when every conversation was scored; with errors, what the verdict covers and the exit
     code: ``verdict: passed on 1 of 4 conversations; 3 errored (exit 4)``."""
+    from rich.text import Text
+
     summary = result.summary
     text = Text("verdict: ")
     text.append(verdict_words(result), style=verdict_style(result))
@@ -297,6 +307,8 @@ def resume_command(result: RunResult, db_path: str | None) -> str:
 
 def interrupted_line(run_id: str | None, dataset_path: str, db_path: str | None) -> Text:
     """What an interrupt after the conversations (while a run was being finished or reported) prints."""
+    from rich.text import Text
+
     text = Text("INTERRUPTED ", style="bold red")
     if run_id is None:
         return text.append("before any run started: nothing was stored")
@@ -307,6 +319,8 @@ def interrupted_line(run_id: str | None, dataset_path: str, db_path: str | None)
 def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True) -> Text:
     """The run's last lines: the interrupt (with the command that resumes it), the verdict, pass@k, LLM use and,
     when ``stored``, where the run is stored. ``db_path`` is the run's database."""
+    from rich.text import Text
+
     summary = result.summary
     text = Text()
     if result.status == "interrupted":

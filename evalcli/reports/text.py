@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, Group, RenderableType
-from rich.text import Text
-
 from ..results import ItemResult, RunResult, Summary, fmt, reaches_gate
 from ..words import plural
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rich is imported where a report is drawn, after the run (docs/performance.md)
+    from rich.console import Console, RenderableType
     from rich.table import Table
+    from rich.text import Text
 
 __all__ = [
     "DATASETS_DIFFER",
@@ -60,6 +59,8 @@ def threshold_text(raw: Any) -> str:
 
 
 def mark(passed: bool) -> Text:
+    from rich.text import Text
+
     return Text("pass", style="green") if passed else Text("FAIL", style="bold red")
 
 
@@ -140,6 +141,9 @@ def verdict_style(result: RunResult | Summary) -> str:
 def titled(title: str, table: Table, note: str = "") -> RenderableType:
     """A table with its title above it and its note below it, each a line of text of its own: a narrow table never
     wraps its title mid-phrase (a table's own title is wrapped to the table's width)."""
+    from rich.console import Group
+    from rich.text import Text
+
     parts: list[RenderableType] = [Text(title, style="italic"), table]
     if note:
         parts.append(Text(note, style="dim"))
