@@ -10,7 +10,7 @@ from itertools import repeat
 from typing import Any
 
 from ..fingerprint import ItemTrees
-from ..identity import content_digest, identities
+from ..identity import content_digest, identities, plain_json
 from ..llm import default_judge_model
 from ..messages import Message
 from ..results import FORMS
@@ -339,7 +339,7 @@ def with_identities(items: list[Item]) -> list[Item]:
     """The items with their identities and content digests (the nth identical item without an id numbered), each
     set in ``items`` itself (a dataset's items are never held twice: docs/performance.md#memory)."""
     refs, bears = references(), secret_check()
-    contents = [content_digest(item_content(item, refs), bears) for item in items]
+    contents = [content_digest(item_content(item, refs), bears, plain=_plain_content(item)) for item in items]
     found = identities((item.id if item.id_given else None, content) for item, content in zip(items, contents,
                                                                                              strict=True))
     for item, identity, content in zip(items, found, contents, strict=True):
@@ -348,6 +348,16 @@ def with_identities(items: list[Item]) -> list[Item]:
         object.__setattr__(item, "identity", identity)
         object.__setattr__(item, "content", content)
     return items
+
+
+def _plain_content(item: Item) -> bool | None:
+    """Whether ``item_content(item)`` holds only JSON's own kinds, looking only at its parts of no fixed type (its
+    messages, turns' gates and scorers and form are text by the item's type); ``None`` (look at it all) for a
+    recorded or simulated conversation."""
+    if item.transcript is not None or item.simulation is not None:
+        return None
+    return (plain_json(item.metadata) and plain_json(item.ground_truth) and plain_json(item.target_options)
+            and (item.turns is None or all(plain_json(turn.resume) for turn in item.turns)))
 
 
 def _specs(found: Sequence[ScorerSpec]) -> dict[str, Any]:
