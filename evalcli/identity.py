@@ -85,11 +85,6 @@ _ENCODE = _encoder()
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def plain_json(value: Any) -> bool:
-    """Whether ``value`` holds only what JSON writes as it is (``canonical_json``'s ``plain``)."""
-    return _plain(value)
-
-
 def _plain(value: Any) -> bool:
     """Whether ``value`` holds only what JSON writes as it is (``_canonical`` would give an equal copy): text, numbers,
     booleans, null, lists and tuples of them, mappings with text keys. A scalar member is looked at in the loop, a
@@ -106,6 +101,10 @@ def _plain(value: Any) -> bool:
                 return False
         return True
     return kind in _SCALARS
+
+
+plain_json: Callable[[Any], bool] = _plain
+"""Whether a value holds only what JSON writes as it is (``canonical_json``'s ``plain``)."""
 
 
 def _canonical(value: Any) -> Any:

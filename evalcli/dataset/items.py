@@ -356,8 +356,10 @@ def _plain_content(item: Item) -> bool | None:
     recorded or simulated conversation."""
     if item.transcript is not None or item.simulation is not None:
         return None
-    return (plain_json(item.metadata) and plain_json(item.ground_truth) and plain_json(item.target_options)
-            and (item.turns is None or all(plain_json(turn.resume) for turn in item.turns)))
+    return ((item.metadata is NO_ENTRIES or plain_json(item.metadata))
+            and (item.ground_truth is None or plain_json(item.ground_truth))
+            and (item.target_options is None or plain_json(item.target_options))
+            and (item.turns is None or all(turn.resume is None or plain_json(turn.resume) for turn in item.turns)))
 
 
 def _specs(found: Sequence[ScorerSpec]) -> dict[str, Any]:
