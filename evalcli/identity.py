@@ -47,9 +47,14 @@ def content_digest(content: Any, bears: Callable[[str], bool] | None = None, *, 
     every machine and shard whatever the secret's value, and no guess of a secret can be confirmed against it
     (docs/reliability.md, "Secrets"). ``bears``: ``secret_check()``, made once by a caller digesting many. ``plain``:
     whether ``content`` is known to hold only JSON's own kinds (``plain_json``; ``None``: looked at here)."""
-    text = canonical_json(content, plain=plain)
+    return text_digest(canonical_json(content, plain=plain), lambda: content, bears)
+
+
+def text_digest(text: str, content: Callable[[], Any], bears: Callable[[str], bool] | None = None) -> str:
+    """``content_digest(content())`` given its ``canonical_json`` text, made by the caller (``content`` is made only
+    when the text holds a secret)."""
     if (bears or bears_secret)(text):
-        text = canonical_json(digestible(content))
+        text = canonical_json(digestible(content()))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
 

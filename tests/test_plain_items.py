@@ -20,7 +20,8 @@ from evalcli.dataset.plain import NOT_PLAIN
 from evalcli.dataset.reading import read_top
 from evalcli.dataset.registry import find_registry, load_registry
 from evalcli.errors import DatasetError, Problem
-from evalcli.identity import canonical_json
+from evalcli.identity import canonical_json, content_digest
+from evalcli.secret_references import references, secret_check
 
 SECRET = "sk-plainpath0123456789"
 """A provider-key-shaped value of the environment: a secret wherever it is written."""
@@ -139,3 +140,28 @@ def test_the_common_shapes_take_the_plain_path(workdir: Path, monkeypatch: pytes
 def test_the_made_once_encoder_writes_what_json_dumps_writes(value: Any) -> None:
     assert canonical_json(value) == json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
                                                default=repr)
+
+
+json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), texts),
+                           lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(texts, inner, max_size=3)),
+                           max_leaves=8)
+any_values = st.one_of(json_values, st.dictionaries(st.integers(), texts, max_size=2), st.sets(st.integers(), max_size=2),
+                       st.dates(), st.binary(max_size=3), st.tuples(texts, st.integers()))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(texts, min_size=1, max_size=3), st.lists(st.tuples(texts, any_values), max_size=3), any_values,
+       st.one_of(st.none(), st.dictionaries(texts, any_values, max_size=2)), any_values, st.one_of(st.none(), texts))
+def test_a_conversations_text_written_directly_is_its_contents(monkeypatch: pytest.MonkeyPatch, inputs: list[str],
+                                                              turns: list[tuple[str, Any]], metadata: Any,
+                                                              options: Any, truth: Any, outcome: str | None) -> None:
+    """The content digest of ``with_identities`` (the text written part by part for a plain conversation) is
+    ``content_digest(item_content(...))``, secrets and values JSON does not hold as they are included."""
+    monkeypatch.setenv("PLAIN_PATH_API_KEY", SECRET)
+    spec = items_module.ScorerSpec("has-answer", "includes", {"text": SECRET})
+    made = [items_module.Turn(text, [spec], [], resume=resume) for text, resume in turns]
+    item = items_module.Item(0, "0", [], "turns" if made else "inputs", [t.input for t in made] or inputs,
+                             made or None, truth, outcome, target_options=options,
+                             metadata=metadata if isinstance(metadata, dict) and metadata else items_module.NO_ENTRIES)
+    refs, bears = references(), secret_check()
+    assert items_module._content_digest(item, refs, bears) == content_digest(items_module.item_content(item, refs), bears)
