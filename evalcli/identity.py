@@ -41,28 +41,52 @@ A = TypeVar("A", bound="Identified")
 B = TypeVar("B", bound="Identified")
 
 
-def content_digest(content: Any, bears: Callable[[str], bool] | None = None) -> str:
+def content_digest(content: Any, bears: Callable[[str], bool] | None = None, *, plain: bool | None = None) -> str:
     """The digest of an item's content (any value YAML can give; key order never matters), each secret in it as a
     reference to its variable (``${PIN}``) or redacted (``secret_references.digestible``): the same conversation on
     every machine and shard whatever the secret's value, and no guess of a secret can be confirmed against it
-    (docs/reliability.md, "Secrets"). ``bears``: ``secret_check()``, made once by a caller digesting many."""
-    text = canonical_json(content)
+    (docs/reliability.md, "Secrets"). ``bears``: ``secret_check()``, made once by a caller digesting many. ``plain``:
+    whether ``content`` is known to hold only JSON's own kinds (``plain_json``; ``None``: looked at here)."""
+    return text_digest(canonical_json(content, plain=plain), lambda: content, bears)
+
+
+def text_digest(text: str, content: Callable[[], Any], bears: Callable[[str], bool] | None = None) -> str:
+    """``content_digest(content())`` given its ``canonical_json`` text, made by the caller (``content`` is made only
+    when the text holds a secret)."""
     if (bears or bears_secret)(text):
-        text = canonical_json(digestible(content))
+        text = canonical_json(digestible(content()))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: Any, *, plain: bool | None = None) -> str:
     """One text per value, whatever the order of its mappings' keys, for everything safe_load can give: mappings
     whose keys are dates, numbers, bytes or tuples as well as strings, sets, bytes, dates and timestamps (each
     tagged, so the date 2024-01-01 and the string "2024-01-01" differ). A value of JSON's own kinds only (text keys)
-    is encoded as it is, without the tagged copy (the same text: every conversation's content is digested at load)."""
-    return _ENCODE(value if _plain(value) else _canonical(value))
+    is encoded as it is, without the tagged copy (the same text: every conversation's content is digested at load).
+    ``plain``: whether the caller knows that it is (``plain_json``; ``None``: looked at here)."""
+    return _ENCODE(value if (_plain(value) if plain is None else plain) else _canonical(value))
 
 
-_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr).encode
-"""What ``json.dumps(..., sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)`` does, with one
-encoder made once."""
+def _encoder() -> Callable[[Any], str]:
+    """What ``json.dumps(..., sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)`` does: the C
+    encoder ``JSONEncoder.encode`` makes on each call, made once (half the time of a conversation's content). It is
+    made without a registry of the containers being encoded, which only ever finds a cycle: every value given is
+    walked first (``_plain``, ``_canonical``), and a cycle fails there, so the encoder has no state to share."""
+    kwargs: dict[str, Any] = {"sort_keys": True, "ensure_ascii": False, "separators": (",", ":"), "default": repr}
+    encode = json.JSONEncoder(**kwargs).encode
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython has it
+        return encode
+    try:
+        made = make(None, repr, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+        if "".join(made({"b": [1.5, None], "a": "\u00e9"}, 0)) != encode({"b": [1.5, None], "a": "\u00e9"}):
+            return encode  # pragma: no cover - another Python's encoder
+    except TypeError:  # pragma: no cover - another Python's signature
+        return encode
+    return lambda value: "".join(made(value, 0))
+
+
+_ENCODE = _encoder()
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -82,6 +106,10 @@ def _plain(value: Any) -> bool:
                 return False
         return True
     return kind in _SCALARS
+
+
+plain_json: Callable[[Any], bool] = _plain
+"""Whether a value holds only what JSON writes as it is (``canonical_json``'s ``plain``)."""
 
 
 def _canonical(value: Any) -> Any:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, astuple, dataclass, field
 from itertools import repeat
 from typing import Any
 
 from ..fingerprint import ItemTrees
-from ..identity import content_digest, identities
+from ..identity import canonical_json, content_digest, identities, plain_json, text_digest
 from ..llm import default_judge_model
 from ..messages import Message
 from ..results import FORMS
@@ -339,7 +339,7 @@ def with_identities(items: list[Item]) -> list[Item]:
     """The items with their identities and content digests (the nth identical item without an id numbered), each
     set in ``items`` itself (a dataset's items are never held twice: docs/performance.md#memory)."""
     refs, bears = references(), secret_check()
-    contents = [content_digest(item_content(item, refs), bears) for item in items]
+    contents = [_content_digest(item, refs, bears) for item in items]
     found = identities((item.id if item.id_given else None, content) for item, content in zip(items, contents,
                                                                                              strict=True))
     for item, identity, content in zip(items, found, contents, strict=True):
@@ -348,6 +348,52 @@ def with_identities(items: list[Item]) -> list[Item]:
         object.__setattr__(item, "identity", identity)
         object.__setattr__(item, "content", content)
     return items
+
+
+def _content_digest(item: Item, refs: References, bears: Callable[[str], bool]) -> str:
+    """``content_digest(item_content(item, refs), bears)``: of a plain conversation (``_plain_content``) from its text
+    written directly (``_content_text``), without the mapping."""
+    plain = _plain_content(item)
+    if plain:
+        try:
+            return text_digest(_content_text(item, refs), lambda: item_content(item, refs), bears)
+        except TypeError:  # pragma: no cover - an item made by hand with a message that is not text
+            pass
+    return content_digest(item_content(item, refs), bears, plain=plain)
+
+
+def _content_text(item: Item, refs: References) -> str:
+    """``canonical_json(item_content(item, refs))`` of a plain conversation with no simulated user or transcript,
+    written part by part in the order of its sorted keys (half the time of encoding the mapping)."""
+    turns = "null" if item.turns is None else "[" + ",".join([
+        '{"gates":[' + ",".join([_TEXT(spec.fingerprint(refs)) for spec in t.gates]) + '],"input":' + _TEXT(t.input)
+        + ',"resume":' + _json(t.resume) + ',"scorers":[' + ",".join([_TEXT(spec.fingerprint(refs)) for spec in t.scorers])
+        + "]}" for t in item.turns]) + "]"
+    return ('{"expected_outcome":' + _json(item.expected_outcome) + ',"form":' + _TEXT(item.form) + ',"ground_truth":'
+            + _json(item.ground_truth) + ',"inputs":[' + ",".join(map(_TEXT, item.inputs)) + '],"metadata":'
+            + _json(item.metadata) + ',"simulate":null,"target_options":' + _json(item.target_options)
+            + ',"transcript":null,"turns":' + turns + "}")
+
+
+_TEXT: Callable[[str], str] = json.encoder.encode_basestring
+"""A text as ``canonical_json`` writes it (``ensure_ascii=False``)."""
+
+
+def _json(value: Any) -> str:
+    """``canonical_json`` of a plain value (``null`` at once)."""
+    return "null" if value is None else canonical_json(value, plain=True)
+
+
+def _plain_content(item: Item) -> bool | None:
+    """Whether ``item_content(item)`` holds only JSON's own kinds, looking only at its parts of no fixed type (its
+    messages, turns' gates and scorers and form are text by the item's type); ``None`` (look at it all) for a
+    recorded or simulated conversation."""
+    if item.transcript is not None or item.simulation is not None:
+        return None
+    return ((item.metadata is NO_ENTRIES or plain_json(item.metadata))
+            and (item.ground_truth is None or plain_json(item.ground_truth))
+            and (item.target_options is None or plain_json(item.target_options))
+            and (item.turns is None or all(turn.resume is None or plain_json(turn.resume) for turn in item.turns)))
 
 
 def _specs(found: Sequence[ScorerSpec]) -> dict[str, Any]:

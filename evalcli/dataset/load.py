@@ -27,6 +27,7 @@ from .imports import ImportScope, resolve_imports
 from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, with_identities
 from .located import RECORDED_KEYS, Located, file_digest
 from .options import item_options, option_warnings, setups
+from .plain import NOT_PLAIN, plain_item
 from .reading import JsonlItems, read_top
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
@@ -46,6 +47,9 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
           problems: list[Problem], line: int | None) -> Item | None:
     """One item of any form, with its labels (``known``: the scorer ids a label may name) and the ``line`` it starts
     on."""
+    plain = plain_item(raw, index, path, pos, registry, problems, line)
+    if plain is not NOT_PLAIN:  # one of the common shapes, read without the models
+        return plain  # type: ignore[no-any-return]
     label = f"item {index}"
     if isinstance(raw, dict) and any(key in raw for key in ITEM_ASSERTIONS):
         raw = misplaced_assertions(raw, path, pos, registry, label, problems)  # the rest is still checked

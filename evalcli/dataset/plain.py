@@ -1,0 +1,99 @@
+"""The common items, read without pydantic (docs/performance.md, "Start-up and finish").
+
+Most items of a large dataset are written in one of a few plain shapes: ``{"id", "input"}``, ``{"id", "inputs"}`` or
+``{"id", "turns": [{"input", "gates", "scorers"}]}``, every value of the type ``ItemFile`` asks for. For such an item
+``plain_item`` builds the ``Item`` that ``load._item`` builds after ``ItemFile.model_validate`` (the same values, the
+same problems: the only ones such an item can still have are its turns' gates and scorers, parsed here by the same
+``parse_list``). Anything else, a key outside these shapes, a value of another type, a blank id or tag, returns
+``None`` before any problem is added, and is validated by the models as before: every mistake is still worded by
+``load._item`` (tests/test_plain_items.py holds the two paths equal on generated items).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import Problem
+from ..scorers import Registry
+from .items import NO_ENTRIES, Item, Turn
+from .references import parse_list
+from .yamlsrc import Path, Positions
+
+ITEM_KEYS = frozenset({"id", "tags", "input", "inputs", "turns", "ground_truth", "expected_outcome", "metadata"})
+"""The keys a plain item may have (``ItemFile``'s fields that need no parsing of their own)."""
+FORMS = ("input", "inputs", "turns")
+TURN_KEYS = frozenset({"input", "gates", "scorers"})
+"""The keys a plain turn may have (``TurnFile``'s, less ``resume`` and ``tools``)."""
+NOT_PLAIN = object()
+"""What ``plain_item`` returns for an item it leaves to the models."""
+
+
+def plain_item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, problems: list[Problem],
+               line: int | None) -> Any:
+    """The ``Item`` of ``raw`` when it has a plain shape (``None`` when its gates or scorers had problems, added to
+    ``problems`` as ``load._turn`` adds them); ``NOT_PLAIN`` otherwise, with nothing added."""
+    if type(raw) is not dict or not raw.keys() <= ITEM_KEYS or not _plain_fields(raw):
+        return NOT_PLAIN
+    form = next(key for key in FORMS if key in raw)
+    value = raw[form]
+    turns: list[Turn] | None = None
+    if form == "input":
+        inputs = [value]
+    elif form == "inputs":
+        inputs = list(value)
+    else:
+        before = len(problems)
+        turns = []
+        for t, turn in enumerate(value):
+            at = (*path, "turns", t)
+            gates = parse_list(turn.get("gates"), (*at, "gates"), pos, registry, problems, gate=True)
+            scorers = parse_list(turn.get("scorers"), (*at, "scorers"), pos, registry, problems, gate=False)
+            turns.append(Turn(turn["input"], gates, scorers))
+        if len(problems) > before:
+            return None
+        inputs = [t.input for t in turns]
+    given = raw.get("id")
+    tags = raw.get("tags")
+    metadata = raw.get("metadata")
+    return Item(index, str(given) if given is not None else str(index), list(tags) if tags is not None else [], form,
+                inputs, turns, raw.get("ground_truth"), raw.get("expected_outcome"), target_options=None,
+                metadata=dict(metadata) if metadata else NO_ENTRIES, line=line, id_given=given is not None)
+
+
+def _plain_fields(raw: dict[str, Any]) -> bool:
+    """Whether every key of ``raw`` (all in ``ITEM_KEYS``) holds what ``ItemFile`` takes as it is, with exactly one
+    form."""
+    forms = [key for key in FORMS if key in raw]
+    if len(forms) != 1:
+        return False
+    value = raw[forms[0]]
+    if forms[0] == "input":
+        if type(value) is not str:
+            return False
+    elif type(value) is not list or not value:
+        return False
+    elif forms[0] == "inputs":
+        if any(type(text) is not str for text in value):
+            return False
+    elif not all(_plain_turn(turn) for turn in value):
+        return False
+    if "id" in raw:
+        given = raw["id"]
+        if not (type(given) is int or (type(given) is str and given.strip())):
+            return False
+    if "tags" in raw:
+        tags = raw["tags"]
+        if type(tags) is not list or any(type(tag) is not str or not tag.strip() for tag in tags):
+            return False
+    if "expected_outcome" in raw and raw["expected_outcome"] is not None and type(raw["expected_outcome"]) is not str:
+        return False
+    metadata = raw.get("metadata")
+    return metadata is None or (type(metadata) is dict and all(type(key) is str for key in metadata))
+
+
+def _plain_turn(turn: Any) -> bool:
+    """Whether a turn is ``{"input": TEXT}`` with, at most, ``gates`` and ``scorers`` lists (or nulls)."""
+    if type(turn) is not dict or type(turn.get("input")) is not str or not turn.keys() <= TURN_KEYS:
+        return False
+    gates, scorers = turn.get("gates"), turn.get("scorers")
+    return (gates is None or type(gates) is list) and (scorers is None or type(scorers) is list)
