@@ -223,6 +223,27 @@ def test_gates_on_an_input_item_show_the_one_turn_rewrite(write: Callable[..., P
     assert "its 1 multi-turn conversation can recall" in cli("validate", "d.yaml").stderr + cli("run", "d.yaml").stderr
 
 
+def test_gates_on_an_item_whose_text_is_a_whole_interpolation(write: Callable[..., Path],
+                                                              cli: Callable[..., CliResult]) -> None:
+    """A text written wholly as one ``${NAME}`` is a ``str`` subclass: the rewrite hint shows it (it was an internal
+    error, exit 70, from yaml.safe_dump), a secret one by its reference."""
+    write("d.yaml", """
+        target: agents:echo
+        data:
+          - input: "${EVALCLI_TEST_UNSET_VAR}"
+            gates: null
+          - input: "${EVALCLI_TEST_TOKEN}"
+            gates: [{includes: "${EVALCLI_TEST_TOKEN}"}]
+    """)
+    result = cli("validate", "d.yaml", env={"EVALCLI_TEST_TOKEN": "sk-test-9f8e7d6c5b4a39281706"})
+    assert result.code == 2, result.stderr
+    assert "internal error" not in result.stderr
+    assert "EVALCLI_TEST_UNSET_VAR is not set" in result.stderr
+    assert hint_yaml(result.stderr, "d.yaml:4:5") == "turns:\n  - input: ''\n    gates: null"
+    assert "sk-test-9f8e7d6c5b4a39281706" not in result.stderr + result.stdout
+    assert "${EVALCLI_TEST_TOKEN}" in hint_yaml(result.stderr, "d.yaml:6:5")
+
+
 def test_every_missing_output_folder_is_named_at_once_before_anything_runs(
         workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
     write("d.yaml", "target: agents:echo\nscorers: [{includes: said}]\ndata:\n  - input: hi\n")

@@ -150,11 +150,27 @@ def flow_yaml(value: Any) -> str:
     """``value`` as one line of YAML flow style (``{includes: costs}``, ``[a, b]``), as it parses back."""
     import yaml
 
-    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000, sort_keys=False)
+    try:
+        text = yaml.safe_dump(_dumpable(value), default_flow_style=True, allow_unicode=True, width=10_000,
+                              sort_keys=False)
+    except yaml.YAMLError:  # a value YAML cannot write (an object a plugin made): its JSON text, one line
+        return json.dumps(value, ensure_ascii=False, default=str)
     text = text.removesuffix("\n").removesuffix("\n...").strip()  # a plain scalar is dumped as a document: '1.2\n...'
     if "\n" in text:  # a string with line breaks: JSON is YAML too, and keeps it on one line
         return json.dumps(value, ensure_ascii=False, default=str)
     return text
+
+
+def _dumpable(value: Any) -> Any:
+    """``value`` with every text a plain ``str`` (a whole ``${NAME}`` interpolation is a ``str`` subclass, which
+    ``yaml.safe_dump`` refuses) and every tuple a list."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return {_dumpable(k): _dumpable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_dumpable(v) for v in value]
+    return value
 
 
 @dataclass
