@@ -117,6 +117,13 @@ class Agent:
 agent = Agent()
 
 
+def meddler(info):
+    info.metadata["touched_by"] = info.item_id  # a setup that writes into what it is handed
+    if isinstance(info.ground_truth, dict):
+        info.ground_truth["city"] = "Nowhere"
+    return {}
+
+
 def strict(input, *, memory=None, greeting="(none)"):
     return f"{greeting} / {input}"
 '''
@@ -308,3 +315,27 @@ def test_a_callable_with_kwargs_takes_any_option(write: Callable[..., Path], cli
     write("d.yaml", "target: agents:echo\ntarget_options: {anything: 1}\ngates: [used_no_tools]\n"
                     "data: [{input: hi, target_options: {more: 2}}]\n")
     assert cli("validate", "d.yaml").code == 0
+
+
+def test_what_a_setup_writes_into_metadata_or_ground_truth_stays_its_own(setups: Path, write: Callable[..., Path],
+                                                                         cli: Callable[..., CliResult]) -> None:
+    """The setup gets copies: the items without metadata share one empty mapping, so a setup writing into it wrote
+    into every other conversation's stored metadata (and the run's fingerprint, made beside the first turns)."""
+    write("d.yaml", """
+        target: fixtures:agent
+        target_options: {setup: fixtures:meddler}
+        gates: [{includes: " / "}]
+        concurrency: 1
+        data:
+          - {id: one, input: A}
+          - {id: two, input: B, metadata: {name: Ada}, ground_truth: {city: Oslo}}
+          - {id: three, input: C}
+        """)
+    done = cli("run", "d.yaml", "--json", "-")
+    assert done.code == 0, done.stderr
+    stored = {item["id"]: (item["metadata"], item.get("ground_truth")) for item in done.json["items"]}
+    assert stored["one"][0] == {} and stored["three"][0] == {}
+    assert stored["two"][0] == {"name": "Ada"}
+    shown = cli("show", done.json["run_id"], "--json", "-")
+    assert shown.code == 0 and '"two"' in shown.stdout, shown.stderr
+    assert "touched_by" not in shown.stdout and "Nowhere" not in shown.stdout + done.stdout

@@ -11,6 +11,7 @@ and the conversation's gates, per-turn results and verdict stand (docs/scorers.m
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
@@ -131,8 +132,11 @@ class Conversation:
     async def _with_setup(self, setup: Setup, item: Item, options: dict[str, Any], thread: Thread, driver: Driver,
                           result: ItemResult) -> None:
         """Run the setup, the conversation on what it returned, then the setup's cleanup (also after a failure)."""
-        info = ConversationInfo(thread.thread, thread.resource, item.id, list(item.tags), item.ground_truth,
-                                item.metadata)
+        # the setup's own copies of the ground truth and metadata: what it writes there stays its own (items without
+        # metadata share one empty mapping; scoring, the stored item and the run's fingerprint read the dataset's:
+        # docs/targets/frameworks.md)
+        info = ConversationInfo(thread.thread, thread.resource, item.id, list(item.tags), copy.deepcopy(item.ground_truth),
+                                copy.deepcopy(item.metadata) if item.metadata else {})
         try:
             returned = await setup.enter(info)
         except SetupFailed as exc:
