@@ -84,7 +84,8 @@ class Memory:
                 )
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # SQLite may have rolled it back already (a full disk, an interrupt)
+                    self._conn.execute("ROLLBACK")
                 raise
 
     def threads(self, resource: str) -> list[str]:

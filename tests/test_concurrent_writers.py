@@ -73,3 +73,24 @@ def test_concurrent_runs_on_one_database_lose_no_rows(tmp_path: Path) -> None:
                          "WHERE run_id = ? AND scorer_id = 'long-enough'", [run_id]) == [(ITEMS, ITEMS, 1.0)]
     versions = query(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'")
     assert versions == [(1,)]
+
+
+def test_a_write_that_sqlite_rolled_back_itself_raises_its_own_error(tmp_path: Path) -> None:
+    """An error after which SQLite has rolled the transaction back already (here an interrupted statement; a full disk
+    does the same) is raised as it is: a second ROLLBACK used to raise "cannot rollback - no transaction is active"
+    in its place (evalcli/store/migrations.py ``rollback``)."""
+    import sqlite3
+
+    import pytest
+
+    from evalcli.store.connection import connect, run
+
+    conn = connect(str(tmp_path / "w.db"))
+    conn.execute("CREATE TABLE t (x INTEGER)")
+    conn.create_function("interrupted", 1, lambda x: conn.interrupt() or x)  # as a Ctrl-C handler interrupting it
+
+    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+        run(conn, [("INSERT INTO t VALUES (?)", [(0,), (1,)]),
+                   ("INSERT INTO t SELECT interrupted(value) FROM json_each('[1, 2, 3, 4]')", ())])
+    assert not conn.in_transaction
+    assert conn.execute("SELECT count(*) FROM t").fetchone() == (0,)

@@ -72,5 +72,5 @@ def run(conn: Any, statements: list[Statement]) -> None:
                 conn.execute(sql, params)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        migrations.rollback(conn)
         raise

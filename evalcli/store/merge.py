@@ -18,6 +18,7 @@ from ..identity import identity_of
 from ..results import Plan, Summary
 from .history import open_existing
 from .ids import new_run_id
+from .migrations import rollback
 from .store import Store, now
 
 COPIED_TABLES = ("items", "turns", "scores", "llm_calls", "plays")
@@ -163,7 +164,7 @@ def _write_merged(out: Store, run_id: str, picked: list[tuple[Store, dict[str, A
                 _copy_rows(store, out, table, row["id"], run_id)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
     out.finish_run(run_id, summary, "completed", code, completed=summary.total_items, repeats=repeats)
 

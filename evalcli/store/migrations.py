@@ -16,6 +16,14 @@ from typing import Any
 
 from ..identity import EXPLICIT, LEGACY
 
+
+def rollback(conn: Any) -> None:
+    """Undo the transaction a failed write left open: only when one is (an error SQLite met, a full disk or an
+    interrupted statement, may have rolled it back already, and a ROLLBACK then would raise "no transaction is
+    active" in place of what went wrong)."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
 Migration = Callable[[sqlite3.Connection], None]
 
 
@@ -427,7 +435,7 @@ def apply(conn: sqlite3.Connection, *, fresh: bool = True) -> list[str]:
             )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise
         applied.append(name)
     return created + applied
@@ -454,7 +462,7 @@ def create_current(conn: sqlite3.Connection) -> list[str]:
         conn.executemany("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", [(name, now) for name in covered])
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
     return covered
 
