@@ -245,6 +245,15 @@ class StoreError(EvalcliError):
     """The SQLite store cannot be opened or does not hold what was asked for."""
 
 
+def locked_database(exc: BaseException) -> StoreError | None:
+    """SQLite's "database is locked" (another program held the file past the store's busy timeout): the user's
+    situation, said as such (exit 2), not a bug's internal error; ``None`` for anything else (docs/storage.md)."""
+    if type(exc).__module__ == "sqlite3" and "database is locked" in str(exc):
+        return StoreError("the database is locked by another program (evalcli waited 30 s for it to let go)",
+                          "wait for the other evalcli command or program using it to finish, or give another --db")
+    return None
+
+
 class PluginError(EvalcliError):
     """An installed package's entry point in evalcli's groups cannot be used (docs/extending.md): it cannot be
     loaded, it is not what its group takes, or its name is taken. The message names the package and the entry point."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, load_json, query, start_cli, write_project
 
 AGENT = """
@@ -81,8 +83,6 @@ def test_a_write_that_sqlite_rolled_back_itself_raises_its_own_error(tmp_path: P
     in its place (evalcli/store/migrations.py ``rollback``)."""
     import sqlite3
 
-    import pytest
-
     from evalcli.store.connection import connect, run
 
     conn = connect(str(tmp_path / "w.db"))
@@ -94,3 +94,27 @@ def test_a_write_that_sqlite_rolled_back_itself_raises_its_own_error(tmp_path: P
                    ("INSERT INTO t SELECT interrupted(value) FROM json_each('[1, 2, 3, 4]')", ())])
     assert not conn.in_transaction
     assert conn.execute("SELECT count(*) FROM t").fetchone() == (0,)
+
+
+def test_a_database_another_program_keeps_locked_is_a_user_error(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """SQLite's "database is locked", met once the busy timeout has passed (another program holds the file), is said
+    as the user's situation with what to do, exit 2; it was "internal error: OperationalError", exit 70."""
+    import sqlite3
+
+    import typer
+
+    from evalcli.cli.console import user_errors
+
+    path = tmp_path / "held.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x INTEGER)")
+    holder.execute("BEGIN EXCLUSIVE")
+    waiting = sqlite3.connect(path, isolation_level=None, timeout=0.05)
+    with pytest.raises(typer.Exit) as stopped, user_errors():
+        waiting.execute("SELECT count(*) FROM t")
+    holder.execute("ROLLBACK")
+    assert stopped.value.exit_code == 2
+    err = capsys.readouterr().err
+    assert "error: the database is locked by another program" in err and "give another --db" in err
+    assert "internal error" not in err

@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING
 
 import typer
 
-from ..errors import EvalcliError, ExitCode
+from ..errors import EvalcliError, ExitCode, locked_database
 from ..secrets import redact_text
 from ..streams import RedactedStream
 
@@ -96,6 +96,10 @@ def user_errors(debug: bool = False) -> Iterator[None]:
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - a bug: its message shown, its traceback under --debug
+        locked = locked_database(exc)
+        if locked is not None:
+            make_console(stderr=True).print("error: " + str(locked), style="red", markup=False, soft_wrap=True)
+            raise typer.Exit(locked.exit_code) from None
         if debug:
             import traceback
 
