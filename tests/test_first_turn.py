@@ -78,6 +78,34 @@ def test_the_first_turn_does_not_wait_for_the_fingerprint(project: Path, monkeyp
     assert SALT in config and "data[19]" in config  # the whole configuration, stored with the run's row
 
 
+def test_while_the_row_is_made_few_conversations_wait_behind_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Conversations that outrun the writer while it still makes the run's row wait once ``FIRST_BACKLOG`` of them
+    are queued behind it (their rows would add to the walk's own memory), then go on; all are stored."""
+    from evalcli.run.context import FIRST_BACKLOG
+
+    path = write_project(tmp_path, agent=AGENT, dataset=dataset(300).replace("concurrency: 4", "concurrency: 16"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    sys.modules.pop("agent", None)
+    calls = tmp_path / "calls.txt"
+    monkeypatch.setenv("CALLS_FILE", str(calls))
+    made = plan_module.fingerprint
+    played_before: list[int] = []
+
+    def slow(tree: Any, *args: Any, **kwargs: Any) -> dict[str, str]:
+        time.sleep(1.5)  # a long walk: a zero-latency target would play every conversation meanwhile
+        played_before.append(len(calls.read_text().splitlines()) if calls.exists() else 0)
+        return made(tree, *args, **kwargs)
+
+    monkeypatch.setattr(plan_module, "fingerprint", slow)
+    db = tmp_path / "e.db"
+    with Store(db) as store:
+        result = run_evals(path, store=store)
+    assert result.exit_code == 0 and result.completed == 300
+    assert 0 < played_before[0] <= FIRST_BACKLOG + 16, played_before  # those queued, and those in flight
+    assert query(db, "SELECT count(*) FROM items") == [(300,)]
+
+
 def test_a_fingerprint_that_cannot_be_made_is_the_runs_error_and_nothing_is_stored(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(tree: Any, *args: Any, **kwargs: Any) -> dict[str, str]:

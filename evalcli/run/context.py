@@ -25,6 +25,9 @@ timer and every reply wait behind them."""
 
 WRITE_BACKLOG = 512
 """Item writes queued at most: conversations that outrun SQLite wait for the writer (bounded memory)."""
+FIRST_BACKLOG = 64
+"""Item writes queued at most while the writer still makes the run's row (its fingerprint, a walk of every
+conversation): what waits behind it does not add to the walk's own memory (docs/performance.md#the-first-turn)."""
 
 
 _switch_lock = threading.Lock()
@@ -88,6 +91,8 @@ class RunContext:
         self.calls = TargetCalls(self.threads, options.turn_timeout, self.llm)
         self._llm: LLMClient | None = None
         self._queued: deque[Future[Any]] = deque(maxlen=WRITE_BACKLOG)
+        self._first: Future[Any] | None = None
+        """The run's row while the writer makes it (``write_first``)."""
         self._write_error: BaseException | None = None
         self._warming: asyncio.Future[None] | None = None
         _hold_switch_interval()  # last: nothing after it can fail, and aclose gives it back
@@ -113,8 +118,10 @@ class RunContext:
 
     def write_first(self, build: Callable[[], list[Any]]) -> Future[Any] | None:
         """Statements handed to the writer thread ahead of everything queued after them (a new run's row: its
-        conversations' rows follow it); the future says how they went (``None``: no database)."""
-        return self.writer.statements(build) if self.writer is not None else None
+        conversations' rows follow it); the future says how they went (``None``: no database). Until they are
+        written, at most ``FIRST_BACKLOG`` writes wait behind them (``keep_up``)."""
+        self._first = self.writer.statements(build) if self.writer is not None else None
+        return self._first
 
     def write_later(self, build: Callable[[], list[Any]], then: Callable[[Any], Any] | None = None) -> None:
         """Statements handed to the writer thread (``then`` run after them, on its connection); nobody waits (errors
@@ -128,6 +135,10 @@ class RunContext:
         if len(self._queued) == WRITE_BACKLOG and not self._queued[0].done():
             with contextlib.suppress(Exception):  # a failed write is raised by the writer's close (its first error)
                 await asyncio.wrap_future(self._queued[0])
+        first = self._first
+        if first is not None and len(self._queued) >= FIRST_BACKLOG and not first.done():
+            with contextlib.suppress(Exception):  # the row's error stops the run (Runner._row_done)
+                await asyncio.wrap_future(first)
 
     def warm_up(self, models: list[str], notice: Callable[[str | None], None],
                 routes: list[tuple[str, str | None]] | None = None) -> None:
