@@ -18,7 +18,16 @@ import pytest
 from evalcli.fingerprint import SALT
 from evalcli.run import RunOptions, run_evals
 from evalcli.store import Store
-from tests.reliability_helpers import cli_env, load_json, query, run_cli, start_cli, wait_for_lines, write_project
+from tests.reliability_helpers import (
+    SUBPROCESS_TIMEOUT,
+    cli_env,
+    load_json,
+    query,
+    run_cli,
+    start_cli,
+    wait_for_lines,
+    write_project,
+)
 
 plan_module = importlib.import_module("evalcli.run.plan")
 
@@ -149,7 +158,7 @@ def test_an_interrupt_at_the_first_turn_keeps_a_whole_run_row_that_resumes(tmp_p
     process = start_cli(["run", "ds.yaml"], tmp_path, env)
     wait_for_lines(tmp_path / "calls.txt", 1)  # the first turn is in the target: the fingerprint may still be made
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    _, stderr = process.communicate(timeout=SUBPROCESS_TIMEOUT)
     assert process.returncode == 130, stderr
     db = tmp_path / "evalcli.db"
     ((run_id, status, completed),) = query(db, "SELECT id, status, completed_items FROM runs")
