@@ -54,7 +54,9 @@ def test_a_retry_after_longer_than_the_timeout_is_the_conversations_error_at_onc
     provider = RateLimited(echo, allowed=0, delay=0, retry_after=30)
     llm_server.responder = provider
     write("d.yaml", model_dataset(llm_server.url, 1, 1))
-    result = cli("run", "d.yaml", "--json", "-", env={"EVALCLI_LLM_TIMEOUT": "2"})
+    # a Retry-After of 30 s against a 10 s timeout: long enough that a busy machine's slow first call (litellm's own
+    # set-up) is never itself a timeout and retried
+    result = cli("run", "d.yaml", "--json", "-", env={"EVALCLI_LLM_TIMEOUT": "10"})
     assert result.code == 4, result.stderr
     error = result.json["items"][0]["error"]
     assert "failed after 1 attempt: RateLimitError: Rate limit reached" in error, error
