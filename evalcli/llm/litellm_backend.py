@@ -47,7 +47,9 @@ async def acompletion(kwargs: dict[str, Any], timeout: float, unpriced: set[str]
         kwargs = {**kwargs, **_ZERO_PRICE}
     if kwargs.get("api_base") and is_custom_name(model):
         kwargs = {**kwargs, "custom_llm_provider": "openai"}  # any model at an api_base speaks Chat Completions
-    raw = await litellm.acompletion(**kwargs, num_retries=0, timeout=timeout, drop_params=True)
+    # evalcli retries (EVALCLI_LLM_RETRIES, docs/models.md): neither litellm (num_retries) nor the OpenAI client it
+    # makes (max_retries, 2 by default on a dropped connection or a timeout) sends a request again by itself
+    raw = await litellm.acompletion(**kwargs, num_retries=0, max_retries=0, timeout=timeout, drop_params=True)
     return _as_dict(raw), _cost(litellm, raw, model, unpriced)
 
 
