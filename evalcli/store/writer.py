@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import StoreError
 from .connection import Job, Statement, connect, run
+from .migrations import rollback
 
 
 class StoreWriter:
@@ -83,8 +84,7 @@ class StoreWriter:
                 results = [job(_Nested(conn)) for job, _ in batch]
                 conn.execute("COMMIT")
             except BaseException:  # noqa: BLE001 - retried one by one below, where the culprit is told
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                rollback(conn)
             else:
                 for (_, future), value in zip(batch, results, strict=True):
                     future.set_result(value)
