@@ -282,6 +282,33 @@ def test_a_quiet_run_imports_no_rich_and_collects_nothing_before_its_first_turn(
     assert not any(seen.values()), seen
 
 
+# An agent whose last conversation waits, while the run goes on, until rich's console is imported: only the report's
+# own import thread, started when the first conversation is done, can import it meanwhile.
+WAITING_AGENT = """
+import json, sys, time
+def answer(input, *, memory=None):
+    if input == "last":
+        deadline = time.monotonic() + 20
+        while "rich.console" not in sys.modules and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with open("seen.json", "w") as f:
+            json.dump({"rich.console": "rich.console" in sys.modules}, f)
+    return "Sunny in Brooklyn."
+"""
+
+
+def test_a_quiet_run_imports_its_report_while_conversations_still_play(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(WAITING_AGENT)
+    (tmp_path / "d.yaml").write_text("target: agent:answer\nconcurrency: 1\ngates: [{includes: Sunny}]\ndata:\n"
+                                     "  - input: first\n  - input: last\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-m", "evalcli", "run", "d.yaml", "--db", "x.db", "--quiet"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "verdict: passed" in done.stdout
+    assert json.loads((tmp_path / "seen.json").read_text()) == {"rich.console": True}
+
+
 def test_a_module_file_is_resolved_once_however_often_a_scope_is_entered(tmp_path: Path, monkeypatch) -> None:
     from evalcli.dataset import ImportScope
 

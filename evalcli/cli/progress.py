@@ -3,6 +3,7 @@ warnings, on stderr; the run's ``Events``. Imported when a command runs datasets
 
 from __future__ import annotations
 
+import threading
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ class CliEvents(Events):
         self.waiting_on: str | None = None
         self.limits: dict[str, tuple[int, int]] = {}
         """Models throttled after 429s (docs/budgets.md): their calls in flight and the configured concurrency."""
+        self.warming: threading.Thread | None = None
 
     @cached_property
     def err(self) -> Console:
@@ -46,6 +48,12 @@ class CliEvents(Events):
     def item_done(self, result: ItemResult) -> None:
         if self.progress is not None:
             self.progress.advance(self.task)
+        if self.warming is None:
+            # the report's modules (rich, ~0.03 s) imported while the conversations wait on their targets, not after
+            # the last one (docs/performance.md "Start-up and finish"); a --quiet run draws no table
+            self.warming = threading.Thread(target=_import_report_modules, args=(not self.quiet,),
+                                            name="evalcli-report-imports", daemon=True)
+            self.warming.start()
 
     def notice(self, text: str | None) -> None:
         """A long step the run waits on: beside the progress bar on a terminal, else a line of its own (a CI log
@@ -95,3 +103,15 @@ class CliEvents(Events):
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
+
+
+def _import_report_modules(table: bool) -> None:
+    """Import what the run's report prints with (its console; its ``table`` unless ``--quiet``); a failure here is
+    the report's own to meet and say."""
+    try:
+        import rich.console
+
+        if table:
+            import rich.table  # noqa: F401
+    except Exception:  # noqa: BLE001 - imported again, and failing visibly, where the report is made
+        pass
