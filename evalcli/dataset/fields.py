@@ -9,14 +9,14 @@ mistake with its line); its type here only says, in the schema, what it may be.
 
 from __future__ import annotations
 
-from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, JsonValue
 from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 from pydantic_core import CoreSchema, core_schema
 
 from ..tools import MATCHES
+from .written import as_written as as_written
 from .yamlvalues import typed
 
 WHOLE_INTERPOLATION = r"^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}$"
@@ -69,39 +69,6 @@ def interpolable_keys(schema: Any) -> Any:
         if types & TYPED and "string" not in types:
             result["properties"][key] = interpolable(prop)
     return result
-
-
-def as_written(model: type[BaseModel], data: Any) -> Any:
-    """``data`` to validate strictly with ``model`` (a scorer kind's arguments, a target form's settings): a whole
-    interpolation at a key whose type is a number or true/false read as YAML reads it (``yamlvalues.typed``), in
-    the models of its keys too; the same rule as ``Interpolable`` (docs/datasets.md)."""
-    if not isinstance(data, dict):
-        return data
-    out = dict(data)
-    for name, field in model.model_fields.items():
-        key = field.alias or name
-        if key in out:
-            out[key] = _written_value(field.annotation, out[key])
-    return out
-
-
-def _written_value(annotation: Any, value: Any) -> Any:
-    leaves = _leaves(annotation)
-    if isinstance(value, dict):
-        models = [leaf for leaf in leaves if isinstance(leaf, type) and issubclass(leaf, BaseModel)]
-        return as_written(models[0], value) if len(models) == 1 else value
-    if leaves and all(leaf in (int, float, bool, type(None)) for leaf in leaves):
-        return typed(value)
-    return value
-
-
-def _leaves(annotation: Any) -> list[Any]:
-    """The types a field's annotation is made of (``Annotated`` and unions opened)."""
-    if get_origin(annotation) is Annotated:
-        return _leaves(get_args(annotation)[0])
-    if get_origin(annotation) in (Union, UnionType):
-        return [leaf for arg in get_args(annotation) for leaf in _leaves(arg)]
-    return [annotation]
 
 
 SCORER_REF = "ScorerRef"
@@ -212,7 +179,7 @@ def _target(defs: dict[str, Any]) -> dict[str, Any]:
 class MessageFile(BaseModel):
     """An OpenAI-format message of a recorded conversation (its other keys are kept as they are)."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
     role: Literal["user", "assistant", "tool", "system", "developer"] = Field(
         description="user, assistant and tool messages make the turns; system and developer ones are skipped.")
     content: Any = Field(default=None, description="The message's text (or content parts).")
@@ -225,8 +192,8 @@ Seconds = Annotated[float, Field(ge=0), Interpolable]
 class AnswerFile(BaseModel):
     """One answer of a mock's ``sequence``: a value, or an error."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"oneOf": [{"required": ["returns"]},
-                                                                           {"required": ["raises"]}]})
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True,
+                              json_schema_extra={"oneOf": [{"required": ["returns"]}, {"required": ["raises"]}]})
     returns: Any = Field(default=None, description="What the tool returns.")
     raises: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="The error's message.")
     delay: Seconds = Field(default=0, description="Seconds before it answers.")
@@ -235,7 +202,7 @@ class AnswerFile(BaseModel):
 class LatencyFile(BaseModel):
     """An injected latency: a log-normal with this median and 99th percentile."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
     p50: Seconds = Field(description="The median latency, seconds.")
     p99: Seconds | SkipJsonSchema[None] = Field(default=None, description="The 99th percentile, seconds (>= p50).")
 
@@ -246,7 +213,7 @@ Rate = Annotated[float, Field(ge=0, le=1), Interpolable]
 class FaultsFile(BaseModel):
     """Seeded faults on a tool's calls (docs/hermetic.md, "Faults")."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
     error_rate: Rate = Field(default=0, description="The share of calls that fail.")
     malformed_rate: Rate = Field(default=0, description="The share of calls whose result arrives cut off.")
     latency: LatencyFile | SkipJsonSchema[None] = Field(default=None, description="The latency every call gets.")
@@ -262,7 +229,7 @@ class MockFile(AnswerFile):
     """A mock of one tool: an answer (or a ``sequence`` of them, one per call), for the calls ``when`` matches; or
     only the ``faults`` its calls meet."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"oneOf": [
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True, json_schema_extra={"oneOf": [
         *_ANSWERED, {"required": ["faults"], "not": {"anyOf": _ANSWERED}}]})
     faults: FaultsFile | SkipJsonSchema[None] = Field(default=None, description="Seeded faults on the tool's calls.")
     when: dict[str, Any] | None = Field(default=None, description="Argument names to values ('/.../' is a regular "
@@ -275,7 +242,7 @@ class ToolsFile(BaseModel):
     """``tools:``: mocks by tool name (one entry, or a list of ``when`` entries), and a tape to replay
     (docs/hermetic.md)."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
     __pydantic_extra__: dict[str, MockFile | Annotated[list[MockFile], Field(min_length=1)]]
     replay: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(
         default=None, description="A tape recorded with --record-tools, relative to the dataset file.")
