@@ -179,7 +179,7 @@ def _target(defs: dict[str, Any]) -> dict[str, Any]:
 class MessageFile(BaseModel):
     """An OpenAI-format message of a recorded conversation (its other keys are kept as they are)."""
 
-    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="allow", strict=True)
     role: Literal["user", "assistant", "tool", "system", "developer"] = Field(
         description="user, assistant and tool messages make the turns; system and developer ones are skipped.")
     content: Any = Field(default=None, description="The message's text (or content parts).")
@@ -192,8 +192,8 @@ Seconds = Annotated[float, Field(ge=0), Interpolable]
 class AnswerFile(BaseModel):
     """One answer of a mock's ``sequence``: a value, or an error."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True,
-                              json_schema_extra={"oneOf": [{"required": ["returns"]}, {"required": ["raises"]}]})
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"oneOf": [{"required": ["returns"]},
+                                                                           {"required": ["raises"]}]})
     returns: Any = Field(default=None, description="What the tool returns.")
     raises: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="The error's message.")
     delay: Seconds = Field(default=0, description="Seconds before it answers.")
@@ -202,7 +202,7 @@ class AnswerFile(BaseModel):
 class LatencyFile(BaseModel):
     """An injected latency: a log-normal with this median and 99th percentile."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
     p50: Seconds = Field(description="The median latency, seconds.")
     p99: Seconds | SkipJsonSchema[None] = Field(default=None, description="The 99th percentile, seconds (>= p50).")
 
@@ -213,7 +213,7 @@ Rate = Annotated[float, Field(ge=0, le=1), Interpolable]
 class FaultsFile(BaseModel):
     """Seeded faults on a tool's calls (docs/hermetic.md, "Faults")."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
     error_rate: Rate = Field(default=0, description="The share of calls that fail.")
     malformed_rate: Rate = Field(default=0, description="The share of calls whose result arrives cut off.")
     latency: LatencyFile | SkipJsonSchema[None] = Field(default=None, description="The latency every call gets.")
@@ -229,7 +229,7 @@ class MockFile(AnswerFile):
     """A mock of one tool: an answer (or a ``sequence`` of them, one per call), for the calls ``when`` matches; or
     only the ``faults`` its calls meet."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True, json_schema_extra={"oneOf": [
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"oneOf": [
         *_ANSWERED, {"required": ["faults"], "not": {"anyOf": _ANSWERED}}]})
     faults: FaultsFile | SkipJsonSchema[None] = Field(default=None, description="Seeded faults on the tool's calls.")
     when: dict[str, Any] | None = Field(default=None, description="Argument names to values ('/.../' is a regular "
@@ -242,7 +242,7 @@ class ToolsFile(BaseModel):
     """``tools:``: mocks by tool name (one entry, or a list of ``when`` entries), and a tape to replay
     (docs/hermetic.md)."""
 
-    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="allow", strict=True)
     __pydantic_extra__: dict[str, MockFile | Annotated[list[MockFile], Field(min_length=1)]]
     replay: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(
         default=None, description="A tape recorded with --record-tools, relative to the dataset file.")

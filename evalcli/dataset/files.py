@@ -29,7 +29,7 @@ class TurnFile(BaseModel):
     """One turn of a ``turns`` item: what the user says (``input``), or the value that resumes the interrupt the
     previous turn ended in (``resume``)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True, title="Turn",
+    model_config = ConfigDict(extra="forbid", strict=True, title="Turn",
                               json_schema_extra={"oneOf": [{"required": ["input"]}, {"required": ["resume"]}]})
     input: str | None = Field(default=None, description="What the user says on this turn.")
     resume: Any = Field(default=None, description="Instead of input: any value, sent as Command(resume=...) to the "
@@ -44,7 +44,7 @@ class TurnFile(BaseModel):
 class LimitsFile(BaseModel):
     """``limits:`` (docs/reliability.md): a conversation reaching one stops there and is ``limited``."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
     # ``Interpolable`` around ``| None``: a variable whose value YAML reads as null leaves the key out, as ``turns:``
     turns: Annotated[Annotated[int, Field(ge=1)] | None, Interpolable] = Field(default=None, description="User messages answered "
                                                                                               "at most.")
@@ -65,7 +65,7 @@ Label = Annotated[float, Field(ge=0, le=1), Interpolable] | Literal["pass", "fai
 class SimulateFile(BaseModel):
     """A simulated user: the ``simulate:`` block of an item."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
     goal: Annotated[str, AfterValidator(not_blank("goal must not be empty: write what the simulated user wants"))] = Field(
         description="What the simulated user wants from the conversation (required; the agent never sees it).")
     persona: str | None = Field(default=None, description="Who the user is and how they write.")
@@ -85,7 +85,7 @@ class ItemFile(BaseModel):
     """One conversation: exactly one of ``input``, ``inputs``, ``turns``, ``simulate`` or ``transcript``. A form's key,
     once written, holds its form (``input: null`` is a mistake, not an absent key)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True, title="Item",
+    model_config = ConfigDict(extra="forbid", strict=True, title="Item",
                               json_schema_extra={"oneOf": [{"required": [key]} for key in FORM_KEYS]})
     id: Annotated[str | int | None, AfterValidator(not_blank(
         "id must not be empty: name the conversation, or leave 'id' out (its position is then its id)"))] = Field(
@@ -128,7 +128,7 @@ class ItemFile(BaseModel):
 class DatasetFile(BaseModel):
     """The top level of a dataset file."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
     target: Target | None = Field(
         default=None, description="The agent under test: an import path 'module:attribute', or a mapping with 'http', "
                                   "'mastra', 'model' or 'a2a' (docs/targets); not needed when every item is a recorded transcript.")
