@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import html
 import json
 import os
 import re
@@ -179,11 +178,18 @@ def usable(value: str) -> bool:
     return len(value) >= MIN_CHARS and value.lower() not in REDACTED
 
 
+def html_escape(text: str, quote: bool = True) -> str:
+    """``html.escape``, without importing ``html`` (its entity table) before a run's first turn (docs/performance.md
+    "Before the first turn"; tests/test_import_cuts.py holds the two equal)."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace('"', "&quot;").replace("'", "&#x27;") if quote else text
+
+
 def encodings(value: str) -> set[str]:
     """Every way a secret may be written in an output: raw, as JSON and HTML write it, URL-encoded, base64
     (standard and URL-safe, with and without padding), and base64 inside a longer payload at each of the three byte
     alignments (``base64_cores``)."""
-    forms = {value, html.escape(value), html.escape(value, quote=False), quote(value, safe=""), quote(value),
+    forms = {value, html_escape(value), html_escape(value, quote=False), quote(value, safe=""), quote(value),
              quote_plus(value)}
     forms |= {json.dumps(value, ensure_ascii=ascii)[1:-1] for ascii in (True, False)}
     raws = {value.encode("utf-8")}

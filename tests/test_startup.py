@@ -4,7 +4,10 @@ and a check-only run does not import sqlite-utils (it migrates old databases; a 
 migrations make; when it is imported, it is without numpy). A plain run and ``validate`` import no OpenTelemetry
 export, CI-file, ``evalcli view`` or table-drawing module, no scorer kind's module that no reference names (the
 built-in kinds are known by name, ``evalcli.scorers.builtin.TABLE``), nothing that reads traces (a data file of
-traces), captures spans (an agent that emits them) or simulates users (a ``simulate`` item), and typer builds only
+traces), captures spans (an agent that emits them) or simulates users (a ``simulate`` item), nor the dataset file's
+models (``evalcli.dataset.files``, ``fields``: a plain top level and plain items are read without them), nor seeded
+faults (``evalcli.tools.faults`` and ``statistics``: a dataset without ``faults:``) nor ``html``
+(``secrets.html_escape``), and typer builds only
 the command named (docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
 starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's reports)
 before its first turn, and collects no garbage between parsing its command line and its first turn (it freezes what
@@ -32,7 +35,8 @@ EXTRA = ["xml.etree.ElementTree", "http.client", "urllib.request", "evalcli.repo
          "evalcli.reports.ci", "click", "pluggy", "dateutil", "getpass", "rich.table", "rich.panel",
          "evalcli.scorers.judges", "evalcli.scorers.checks.tools", "evalcli.scorers.checks.agents",
          "evalcli.scorers.custom", "evalcli.otel.ingest", "evalcli.otel.turn_capture", "evalcli.otel.readers",
-         "evalcli.otel.spans", "evalcli.run.simulated"]
+         "evalcli.otel.spans", "evalcli.run.simulated", "evalcli.dataset.files", "evalcli.dataset.fields", "html",
+         "evalcli.tools.faults", "statistics"]
 # what validate and run do not use (evalcli/lazy.py): the runner, store and reports, comparison and calibration
 PARTS = ["scipy", "opentelemetry", "evalcli.run", "evalcli.store", "evalcli.evaluate", "evalcli.reports",
          "evalcli.reports.html", "evalcli.run.calibrate", "evalcli.store.compare", "evalcli.store.diff",

@@ -9,14 +9,14 @@ mistake with its line); its type here only says, in the schema, what it may be.
 
 from __future__ import annotations
 
-from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, JsonValue
 from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 from pydantic_core import CoreSchema, core_schema
 
 from ..tools import MATCHES
+from .written import as_written as as_written
 from .yamlvalues import typed
 
 WHOLE_INTERPOLATION = r"^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}$"
@@ -69,39 +69,6 @@ def interpolable_keys(schema: Any) -> Any:
         if types & TYPED and "string" not in types:
             result["properties"][key] = interpolable(prop)
     return result
-
-
-def as_written(model: type[BaseModel], data: Any) -> Any:
-    """``data`` to validate strictly with ``model`` (a scorer kind's arguments, a target form's settings): a whole
-    interpolation at a key whose type is a number or true/false read as YAML reads it (``yamlvalues.typed``), in
-    the models of its keys too; the same rule as ``Interpolable`` (docs/datasets.md)."""
-    if not isinstance(data, dict):
-        return data
-    out = dict(data)
-    for name, field in model.model_fields.items():
-        key = field.alias or name
-        if key in out:
-            out[key] = _written_value(field.annotation, out[key])
-    return out
-
-
-def _written_value(annotation: Any, value: Any) -> Any:
-    leaves = _leaves(annotation)
-    if isinstance(value, dict):
-        models = [leaf for leaf in leaves if isinstance(leaf, type) and issubclass(leaf, BaseModel)]
-        return as_written(models[0], value) if len(models) == 1 else value
-    if leaves and all(leaf in (int, float, bool, type(None)) for leaf in leaves):
-        return typed(value)
-    return value
-
-
-def _leaves(annotation: Any) -> list[Any]:
-    """The types a field's annotation is made of (``Annotated`` and unions opened)."""
-    if get_origin(annotation) is Annotated:
-        return _leaves(get_args(annotation)[0])
-    if get_origin(annotation) in (Union, UnionType):
-        return [leaf for arg in get_args(annotation) for leaf in _leaves(arg)]
-    return [annotation]
 
 
 SCORER_REF = "ScorerRef"

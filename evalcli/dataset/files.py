@@ -17,6 +17,7 @@ from pydantic.json_schema import SkipJsonSchema
 from ..errors import not_blank
 from ..tools import UNMOCKED
 from .fields import Gate, Interpolable, MessageFile, Scorer, Target, ToolsFile
+from .located import FORM_KEYS
 
 NonEmpty = Field(min_length=1)
 Absent = SkipJsonSchema[None]
@@ -78,10 +79,6 @@ class SimulateFile(BaseModel):
     model: str | None = Field(default=None, min_length=1,
                               description="The simulator's litellm model (default: $EVALCLI_SIMULATOR_MODEL, else the "
                                           "judge default).")
-
-
-FORM_KEYS = ("input", "inputs", "turns", "simulate", "transcript", "messages")
-"""The keys of an item's form: exactly one is given."""
 
 
 class ItemFile(BaseModel):

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path as FsPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -22,10 +22,10 @@ from pydantic_core import ErrorDetails
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
 from ..secrets import remember, remember_named
-from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
+from .header import Header, plain_header
 from .imports import ImportScope, resolve_imports
 from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, with_identities
-from .located import RECORDED_KEYS, Located, file_digest
+from .located import FORM_KEYS, RECORDED_KEYS, Located, file_digest
 from .options import item_options, option_warnings, setups
 from .plain import NOT_PLAIN, plain_item
 from .reading import JsonlItems, read_top
@@ -38,6 +38,9 @@ from .simulate import parse_simulation
 from .target import resolve_target
 from .tools import checked_tools, parse_tools, parse_unmocked, tool_warnings
 from .yamlsrc import Path, Positions, did_you_mean, problems_from_errors, settle, validated_worded
+
+if TYPE_CHECKING:  # the dataset file's models are imported where an item or a top level needs them (header.py)
+    from .files import DatasetFile, ItemFile, LimitsFile
 
 NO_TARGET = "(recorded)"
 """``target_spec`` of a dataset of recorded conversations without a target."""
@@ -57,6 +60,8 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
         problems.append(pos.problem(path, f"{label} must be a mapping with 'input', 'inputs' or 'turns'",
                                     "write '- input: your question'"))
         return None
+    from .files import ItemFile
+
     model, deferred = validated_worded(ItemFile, raw, path, pos, label, problems,
                                        lambda error: bool(error["loc"]) and error["loc"][0] in ITEM_WORDED)
     if model is None:
@@ -97,6 +102,8 @@ def _metadata(model: ItemFile) -> dict[str, Any]:
 
 def limits_of(limits: LimitsFile | None, on_limit: str | None) -> Limits:
     """``limits:`` and ``on_limit`` as written, of a dataset or an item."""
+    from .files import LimitsFile
+
     given = limits or LimitsFile()
     return Limits(given.turns, given.tokens, given.cost, given.seconds, on_limit)
 
@@ -168,6 +175,8 @@ def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, 
 def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Registry,
           problems: list[Problem]) -> Turn | None:
     """One turn of a ``turns`` item: ``input`` (with its gates and scorers), or ``resume`` (docs/targets/frameworks.md)."""
+    from .files import TurnFile
+
     if not isinstance(turn, dict) or ("input" not in turn and "resume" not in turn):
         typo = next((key for key in turn if did_you_mean(str(key), ["input"])), None) if isinstance(turn, dict) else None
         if typo is not None:
@@ -405,11 +414,19 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                        if adapter is not None else []))
 
 
-def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
+def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile | Header, set[str]]:
     """The top-level keys, and those that were wrong: a wrong or unknown key is reported and left out, so the rest of
-    the file is still checked. The items of ``data`` are validated one by one (``_item``), with their own lines."""
+    the file is still checked. The items of ``data`` are validated one by one (``_item``), with their own lines. A top
+    level in the common shape is read without the models (``header.plain_header``: the same values)."""
     items = data.get("data")
     given = {**data, "data": None} if isinstance(items, list) else data
+    plain = plain_header(given)
+    if plain is not None:
+        if isinstance(items, list):
+            plain.data = items
+        return plain, set()
+    from .files import DatasetFile
+
     try:
         top, bad = DatasetFile.model_validate(given), set[str]()
     except ValidationError as exc:

@@ -16,6 +16,8 @@ from .yamlsrc import Path, Positions
 
 RECORDED_KEYS = ("transcript", "messages")
 """The keys of a recorded conversation (``messages`` is what JSONL exports call it)."""
+FORM_KEYS = ("input", "inputs", "turns", "simulate", *RECORDED_KEYS)
+"""The keys of an item's form: exactly one is given (``files.ItemFile``)."""
 CHUNK = 1 << 20
 
 

@@ -22,7 +22,7 @@ from ..scorers import CalibrationBar, Registry, ScorerSpec, flow_yaml, inline_ya
 from ..scorers import find as find_kind
 from ..scorers.kinds import WRAPPER_KEYS, Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
-from .fields import as_written
+from .written import as_written
 from .yamlsrc import Path, Positions, did_you_mean, problems_from_pydantic
 from .yamlvalues import typed
 

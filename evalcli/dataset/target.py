@@ -21,8 +21,8 @@ from ..targets import (
     make_form_adapter,
     settings_of,
 )
-from .fields import as_written
 from .imports import resolve_import
+from .written import as_written
 from .yamlsrc import Path, Positions, validated
 
 HINT_FORMS = {"model:": "model", "mastra:": "mastra", "http:": "http", "https:": "http"}

@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path as FsPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
 from ..otel import may_emit_spans
@@ -18,12 +18,14 @@ from ..patterns import pattern_problems
 from ..scorers import ScorerSpec
 from ..targets import Adapter
 from ..tools import MATCHES, RESERVED, UNMOCKED, Answer, Mock, TapeError, ToolsConfig, read_tape
-from ..tools.faults import ALL, Faults
-from ..tools.spec import ServerMock
+from ..tools.spec import ALL, ServerMock
 from .items import Item
 from .located import Located
 from .yamlsrc import Path, Positions, did_you_mean
 from .yamlvalues import typed
+
+if TYPE_CHECKING:  # seeded faults are imported by a dataset that gives some (docs/performance.md)
+    from ..tools.faults import Faults
 
 ENTRY_KEYS = ("when", "returns", "raises", "sequence", "delay", "faults")
 FAULT_KEYS = ("error_rate", "malformed_rate", "latency", "timeout", "seed")
@@ -154,6 +156,8 @@ def _faults(raw: Any, at: Path, pos: Positions, label: str, problems: list[Probl
                                     "write e.g. 'seed: 7'"))
     if len(problems) > before:
         return None
+    from ..tools.faults import Faults
+
     return Faults(error_rate, malformed_rate, p50, p99, None if timeout is None else float(timeout), int(seed))
 
 

@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
+from .spec import ALL as ALL
 from .spec import as_text, canonical
-
-ALL = "*"
-"""The ``tools:`` key whose ``faults`` hold for every tool that has none of its own."""
 
 _P99 = NormalDist().inv_cdf(0.99)
 

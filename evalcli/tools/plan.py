@@ -20,10 +20,12 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .faults import ALL, Draw, Faults, draw, fault_message, malformed
-from .spec import Answer, Mock, ToolsConfig, canonical, jsonable, matches, tape_arguments
+from .spec import ALL, Answer, Mock, ToolsConfig, canonical, jsonable, matches, tape_arguments
+
+if TYPE_CHECKING:  # seeded faults are imported by the first call they may hit (docs/performance.md)
+    from .faults import Draw, Faults
 
 T = TypeVar("T")
 
@@ -193,7 +195,11 @@ class ToolPlan:
             nth = self._tool_calls.get(tool, 0)
             self._tool_calls[tool] = nth + 1
             found = self.faults(tool)
-            return None if found is None else (found, draw(found, self.identity, tool, nth))
+            if found is None:
+                return None
+            from .faults import draw
+
+            return found, draw(found, self.identity, tool, nth)
 
     def decide(self, tool: str, arguments: Mapping[str, Any], server: str | None = None) -> tuple[str, Answer | None]:
         """Where this call's answer comes from: ``("mock" | "replay", answer)``, ``("live", None)``, or
@@ -395,6 +401,8 @@ def _fail_if_faulted(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], in
         return
     faults, found = injected
     if found.error or found.timed_out:
+        from .faults import fault_message
+
         message = fault_message(tool, found, faults.timeout)
         plan.record(tool, arguments, "fault", error=message, call_id=call_id, fault=found.fault)
         raise MockedToolError(message)
@@ -417,6 +425,8 @@ def _live_result(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], value:
                  record_as: Callable[[Any], Any] | None, spoiled: bool) -> T | str:
     recorded = value if record_as is None else record_as(value)
     if spoiled:
+        from .faults import malformed
+
         broken = malformed(recorded)
         plan.record(tool, arguments, "fault", result=broken, call_id=call_id, fault="malformed")
         return broken
@@ -430,6 +440,8 @@ def _answered(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], source: s
         plan.record(tool, arguments, source, error=answer.raises, call_id=call_id)
         raise MockedToolError(answer.raises)
     if spoiled:
+        from .faults import malformed
+
         broken = malformed(answer.returns)
         plan.record(tool, arguments, source, result=broken, call_id=call_id, fault="malformed")
         return broken

@@ -12,6 +12,9 @@ from typing import Any
 from ..patterns import values_match
 from ..secrets import redactor
 
+ALL = "*"
+"""The ``tools:`` key whose ``faults`` hold for every tool that has none of its own (docs/hermetic.md, "Faults")."""
+
 UNMOCKED = ("live", "error")
 """``unmocked:``: a call no mock answers runs the real tool, or is the conversation's error."""
 MATCHES = ("exact", "name")

@@ -20,9 +20,11 @@ from ..kinds import BuildContext, Kind, Scorer
 
 
 class CheckArgs(BaseModel):
-    """Base of every check's arguments: unknown keys are errors."""
+    """Base of every check's arguments: unknown keys are errors. Each model is built when a reference to its kind is
+    first validated, not when its module is imported (``defer_build``: a run of three checks builds three of them;
+    docs/performance.md "Before the first turn")."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class TextArgs(CheckArgs):
