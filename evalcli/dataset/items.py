@@ -204,11 +204,16 @@ class Dataset:
     @property
     def controls_tools(self) -> bool:
         """Whether any ``tools:`` or ``unmocked: error`` is written anywhere: the target's tools are then routed
-        through each conversation's tool plan."""
-        return (self.tools is not None or self.unmocked != "live"
-                or any(i.tools is not None or i.unmocked not in (None, "live") or any(t.tools is not None
-                                                                                        for t in i.turns or ())
-                       for i in self.items))
+        through each conversation's tool plan (a plain loop: no generator made per conversation)."""
+        if self.tools is not None or self.unmocked != "live":
+            return True
+        for item in self.items:
+            if item.tools is not None or item.unmocked not in (None, "live"):
+                return True
+            for turn in item.turns or ():
+                if turn.tools is not None:
+                    return True
+        return False
 
     @property
     def replayed_tapes(self) -> list[str]:
@@ -303,12 +308,57 @@ class Dataset:
             parts["simulated users' model"] = _digest(sorted(models))
         return parts
 
+    def distinct_specs(self) -> list[ScorerSpec]:
+        """``all_specs`` with each spec once (by identity), in the order each first appears: identical references
+        share one spec (``parse_list``), so a large dataset's thousands of turns name a few. What looks at each spec
+        (its kind, its models, whether it is registered) looks at these (docs/performance.md, "Before the first
+        turn")."""
+        return self._distinct()[0]
+
+    def turn_specs(self) -> tuple[list[ScorerSpec], list[ScorerSpec]]:
+        """The turns' gates and the turns' scorers, over every conversation, each spec once (by identity) in the
+        order it first appears among them."""
+        _, gates, scorers = self._distinct()
+        return gates, scorers
+
+    def _distinct(self) -> tuple[list[ScorerSpec], list[ScorerSpec], list[ScorerSpec]]:
+        """(``distinct_specs``, ``turn_specs``), walked once while the dataset's lists stay the same ones."""
+        key = (id(self.gates), len(self.gates), id(self.scorers), len(self.scorers), id(self.items), len(self.items))
+        made = self.__dict__.get("_distinct_made")
+        if made is not None and made[0] == key:
+            return made[1]
+        found = distinct_specs(self.gates, self.scorers, self.items)
+        self.__dict__["_distinct_made"] = (key, found)
+        return found
+
     def gate_specs(self) -> Iterator[ScorerSpec]:
         """Every gate configured anywhere: top level, then per turn."""
         yield from self.gates
         for item in self.items:
             for turn in item.turns or ():
                 yield from turn.gates
+
+
+def distinct_specs(gates: list[ScorerSpec], scorers: list[ScorerSpec],
+                   items: list[Item]) -> tuple[list[ScorerSpec], list[ScorerSpec], list[ScorerSpec]]:
+    """Every spec of ``gates``, ``scorers`` and the items' turns once (by identity), in the order of first appearance
+    (``Dataset.all_specs``' order); and the turns' gates and turns' scorers each once, in their own order."""
+    turn_gates: dict[int, ScorerSpec] = {}
+    turn_scorers: dict[int, ScorerSpec] = {}
+    every = {id(spec): spec for spec in gates}
+    for spec in scorers:
+        every.setdefault(id(spec), spec)
+    for item in items:
+        for turn in item.turns or ():
+            for spec in turn.gates:
+                if id(spec) not in turn_gates:
+                    turn_gates[id(spec)] = spec
+                    every.setdefault(id(spec), spec)
+            for spec in turn.scorers:
+                if id(spec) not in turn_scorers:
+                    turn_scorers[id(spec)] = spec
+                    every.setdefault(id(spec), spec)
+    return list(every.values()), list(turn_gates.values()), list(turn_scorers.values())
 
 
 def item_content(item: Item, refs: References | None = None, *, turns: bool = True) -> dict[str, Any]:

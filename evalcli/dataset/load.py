@@ -24,7 +24,7 @@ from ..scorers import Registry, flow_yaml
 from ..secrets import remember, remember_named
 from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
-from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, with_identities
+from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, distinct_specs, with_identities
 from .located import RECORDED_KEYS, Located, file_digest
 from .options import item_options, option_warnings, setups
 from .plain import NOT_PLAIN, plain_item
@@ -363,8 +363,9 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         else:
             problems.append(pos.problem((empty,), f"At least one scorer or gate must be provided: '{empty}' is empty",
                                         f"add an entry under '{empty}:', e.g. '- includes: Brooklyn'"))
-    problems.extend(registration_conflicts([*gates, *scorers, *(s for i in items for t in i.turns or ()
-                                                                for s in (*t.gates, *t.scorers))]))
+    # every spec once (by identity): identical references share one, and what is looked at is the spec
+    specs = distinct_specs(gates, scorers, items)[0]
+    problems.extend(registration_conflicts(specs))
     scope = ImportScope(search_paths(file, registry))
     with scope:
         resolved = None
@@ -373,8 +374,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                                       problems, file.parent, at=())
         elif top.target:
             resolved = resolve_target(top.target, top.target_options, pos, problems, file.parent)
-        imported = resolve_imports([*gates, *scorers, *(s for i in items for t in i.turns or ()
-                                                        for s in (*t.gates, *t.scorers))], problems)
+        imported = resolve_imports(specs, problems)
         items = item_options(items, located, top.target_options, resolved.adapter if resolved else None, problems)
         imported.update(setups(items, located, top.target_options, problems, pos))
     tools, items = checked_tools(tools, items, located, resolved.adapter if resolved else None, file.parent, pos,
@@ -400,8 +400,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                    limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
                    warnings=trace_warnings + ([f"{path}: {w}" for w in (
                        *option_warnings(adapter, top.target_options, items),
-                       *tool_warnings(adapter, [*gates, *scorers, *(s for i in items for t in i.turns or ()
-                                                                    for s in (*t.gates, *t.scorers))], tools, items))]
+                       *tool_warnings(adapter, specs, tools, items))]
                        if adapter is not None else []))
 
 
