@@ -10,7 +10,7 @@ from itertools import repeat
 from typing import Any
 
 from ..fingerprint import ItemTrees
-from ..identity import canonical_json, content_digest, identities, plain_json, text_digest
+from ..identity import canonical_json, content_digest, identities, plain_json, text_digest, text_digests
 from ..llm import default_judge_model
 from ..messages import Message
 from ..results import FORMS
@@ -389,7 +389,7 @@ def with_identities(items: list[Item]) -> list[Item]:
     """The items with their identities and content digests (the nth identical item without an id numbered), each
     set in ``items`` itself (a dataset's items are never held twice: docs/performance.md#memory)."""
     refs, bears = references(), secret_check()
-    contents = [_content_digest(item, refs, bears) for item in items]
+    contents = _content_digests(items, refs, bears)
     found = identities((item.id if item.id_given else None, content) for item, content in zip(items, contents,
                                                                                              strict=True))
     for item, identity, content in zip(items, found, contents, strict=True):
@@ -398,6 +398,39 @@ def with_identities(items: list[Item]) -> list[Item]:
         object.__setattr__(item, "identity", identity)
         object.__setattr__(item, "content", content)
     return items
+
+
+CHECKED_AT_ONCE = 256
+"""How many plain conversations' texts are searched for a secret at once (``identity.text_digests``)."""
+
+
+def _content_digests(items: list[Item], refs: References, bears: Callable[[str], bool]) -> list[str]:
+    """``_content_digest`` of each item: a plain conversation's text written directly (``_content_text``, each
+    turn's gates and scorers written once per list of specs), the texts of ``CHECKED_AT_ONCE`` of them searched for a
+    secret together (``text_digests``: each alone only when they hold one)."""
+    digests: list[str] = []
+    lists: dict[tuple[int, ...], str] = {}  # the specs are alive meanwhile (the items hold them): ids name them
+    for start in range(0, len(items), CHECKED_AT_ONCE):
+        chunk = items[start:start + CHECKED_AT_ONCE]
+        texts: list[str] = []
+        plain: list[Item] = []
+        made: list[str | None] = []
+        for item in chunk:
+            text = None
+            if _plain_content(item):
+                try:
+                    text = _content_text(item, refs, lists)
+                except TypeError:  # pragma: no cover - an item made by hand with a message that is not text
+                    pass
+            if text is None:
+                made.append(_content_digest(item, refs, bears))
+            else:
+                made.append(None)
+                texts.append(text)
+                plain.append(item)
+        found = iter(text_digests(texts, lambda n: item_content(plain[n], refs), bears))
+        digests.extend(next(found) if digest is None else digest for digest in made)
+    return digests
 
 
 def _content_digest(item: Item, refs: References, bears: Callable[[str], bool]) -> str:
@@ -412,16 +445,30 @@ def _content_digest(item: Item, refs: References, bears: Callable[[str], bool]) 
     return content_digest(item_content(item, refs), bears, plain=plain)
 
 
-def _content_text(item: Item, refs: References) -> str:
+def _content_text(item: Item, refs: References, lists: dict[tuple[int, ...], str] | None = None) -> str:
     """``canonical_json(item_content(item, refs))`` of a plain conversation with no simulated user or transcript,
-    written part by part in the order of its sorted keys (half the time of encoding the mapping)."""
+    written part by part in the order of its sorted keys (half the time of encoding the mapping). ``lists``: each
+    list of specs' text by the specs' identities, kept by a caller writing many conversations whose turns share
+    specs (``parse_list``)."""
+    known = lists if lists is not None else {}
+
+    def specs(found: list[ScorerSpec]) -> str:
+        if not found:
+            return "[]"
+        key = tuple(map(id, found))
+        text = known.get(key)
+        if text is None:
+            text = known[key] = "[" + ",".join([_TEXT(spec.fingerprint(refs)) for spec in found]) + "]"
+        return text
+
     turns = "null" if item.turns is None else "[" + ",".join([
-        '{"gates":[' + ",".join([_TEXT(spec.fingerprint(refs)) for spec in t.gates]) + '],"input":' + _TEXT(t.input)
-        + ',"resume":' + _json(t.resume) + ',"scorers":[' + ",".join([_TEXT(spec.fingerprint(refs)) for spec in t.scorers])
-        + "]}" for t in item.turns]) + "]"
+        '{"gates":' + specs(t.gates) + ',"input":' + _TEXT(t.input) + ',"resume":'
+        + ("null" if t.resume is None else _json(t.resume)) + ',"scorers":' + specs(t.scorers) + "}"
+        for t in item.turns]) + "]"
     return ('{"expected_outcome":' + _json(item.expected_outcome) + ',"form":' + _TEXT(item.form) + ',"ground_truth":'
             + _json(item.ground_truth) + ',"inputs":[' + ",".join(map(_TEXT, item.inputs)) + '],"metadata":'
-            + _json(item.metadata) + ',"simulate":null,"target_options":' + _json(item.target_options)
+            + ("{}" if item.metadata is NO_ENTRIES else _json(item.metadata))
+            + ',"simulate":null,"target_options":' + _json(item.target_options)
             + ',"transcript":null,"turns":' + turns + "}")
 
 
