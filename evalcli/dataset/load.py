@@ -441,12 +441,17 @@ def _items(raw_items: Iterable[tuple[Any, Positions, Path]], registry: Registry,
     ids: dict[str, int] = {}
     located = Located()
     for index, (raw, item_pos, at) in enumerate(raw_items):
-        located.add(raw, item_pos, at)
-        item = _item(raw, index, at, item_pos, registry, known, problems, item_pos.line(at) if lines else None)
-        raw_id = raw.get("id") if isinstance(raw, dict) else None
-        item_id = item.id if item is not None else (str(raw_id) if isinstance(raw_id, (str, int)) else None)
-        if item_id is None:
-            continue
+        # a JSONL line's item is at its line (``Located`` keeps it): its positions are not asked again
+        kept = located.add(raw, item_pos, at)
+        line = (kept or item_pos.line(at)) if lines else None
+        item = _item(raw, index, at, item_pos, registry, known, problems, line)
+        if item is not None:
+            item_id = item.id
+        else:
+            raw_id = raw.get("id") if isinstance(raw, dict) else None
+            item_id = str(raw_id) if isinstance(raw_id, (str, int)) else None
+            if item_id is None:
+                continue
         if item_id in ids:
             problems.append(item_pos.problem((*at, "id"), f"item {index}: id '{item_id}' is already used by item "
                                                           f"{ids[item_id]}", "give every item its own id"))

@@ -25,8 +25,11 @@ class JsonlItems:
         self.file, self.after = file, after
 
     def __iter__(self) -> Iterator[tuple[Any, Positions, Path]]:
-        for _, value, pos in jsonl_items(self.file, header=False, after=self.after):
-            yield value, pos, ()
+        try:  # ``jsonl_items``, one generator fewer a line
+            for _, value, pos in _jsonl_lines(self.file, self.after):
+                yield value, pos, ()
+        except UnicodeDecodeError:
+            raise DatasetError([not_utf8(self.file)]) from None
 
 
 def jsonl_items(file: FsPath, header: bool, after: int = 0) -> Iterator[tuple[int, Any, Positions]]:
@@ -50,7 +53,7 @@ def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
+                value = _loads(line)
             except ValueError as exc:
                 raise DatasetError([Problem(f"{file}:{number}:{getattr(exc, 'colno', 1)}",
                                             f"not valid JSON: {getattr(exc, 'msg', exc)}",
@@ -59,6 +62,26 @@ def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions
             if surrogate is not None:
                 raise DatasetError([surrogate])
             yield number, value, pos
+
+
+_SCAN = json.decoder.JSONDecoder().scan_once
+"""CPython's scanner behind ``json.loads`` (its C one), called directly for a line that is one JSON value."""
+
+
+def _loads(line: str) -> Any:
+    """``json.loads(line)``: a line that is one value from its first character to its line break is scanned at once;
+    any other (leading blanks, a byte-order mark, more after the value, a mistake) is read by ``json.loads`` itself,
+    which words the mistake."""
+    try:
+        value, end = _SCAN(line, 0)
+    except (StopIteration, ValueError):
+        return json.loads(line)
+    if end == len(line) or line[end:] in _LINE_ENDS:
+        return value
+    return json.loads(line)
+
+
+_LINE_ENDS = frozenset({"\n", "\r\n", "\r"})
 
 
 def read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, Iterable[tuple[Any, Positions, Path]] | None]:
