@@ -20,6 +20,7 @@ from ..secret_references import References, references, secret_check
 from ..targets import Adapter
 from ..tools import ToolsConfig
 from ..version import __version__
+from .distinct import distinct_specs
 from .imports import ImportScope
 
 NO_ENTRIES: dict[str, Any] = {}
@@ -309,22 +310,19 @@ class Dataset:
         return parts
 
     def distinct_specs(self) -> list[ScorerSpec]:
-        """``all_specs`` with each spec once (by identity), in the order each first appears: identical references
-        share one spec (``parse_list``), so a large dataset's thousands of turns name a few. What looks at each spec
-        (its kind, its models, whether it is registered) looks at these (docs/performance.md, "Before the first
-        turn")."""
+        """``all_specs`` with each spec once (by identity), in the order each first appears (``distinct``)."""
         return self._distinct()[0]
 
     def turn_specs(self) -> tuple[list[ScorerSpec], list[ScorerSpec]]:
-        """The turns' gates and the turns' scorers, over every conversation, each spec once (by identity) in the
-        order it first appears among them."""
+        """The turns' gates, and the turns' scorers, of every conversation: each spec once (``distinct``)."""
         _, gates, scorers = self._distinct()
         return gates, scorers
 
     def _distinct(self) -> tuple[list[ScorerSpec], list[ScorerSpec], list[ScorerSpec]]:
         """(``distinct_specs``, ``turn_specs``), walked once while the dataset's lists stay the same ones."""
         key = (id(self.gates), len(self.gates), id(self.scorers), len(self.scorers), id(self.items), len(self.items))
-        made = self.__dict__.get("_distinct_made")
+        made: tuple[tuple[int, ...], tuple[list[ScorerSpec], list[ScorerSpec], list[ScorerSpec]]] | None = \
+            self.__dict__.get("_distinct_made")
         if made is not None and made[0] == key:
             return made[1]
         found = distinct_specs(self.gates, self.scorers, self.items)
@@ -337,28 +335,6 @@ class Dataset:
         for item in self.items:
             for turn in item.turns or ():
                 yield from turn.gates
-
-
-def distinct_specs(gates: list[ScorerSpec], scorers: list[ScorerSpec],
-                   items: list[Item]) -> tuple[list[ScorerSpec], list[ScorerSpec], list[ScorerSpec]]:
-    """Every spec of ``gates``, ``scorers`` and the items' turns once (by identity), in the order of first appearance
-    (``Dataset.all_specs``' order); and the turns' gates and turns' scorers each once, in their own order."""
-    turn_gates: dict[int, ScorerSpec] = {}
-    turn_scorers: dict[int, ScorerSpec] = {}
-    every = {id(spec): spec for spec in gates}
-    for spec in scorers:
-        every.setdefault(id(spec), spec)
-    for item in items:
-        for turn in item.turns or ():
-            for spec in turn.gates:
-                if id(spec) not in turn_gates:
-                    turn_gates[id(spec)] = spec
-                    every.setdefault(id(spec), spec)
-            for spec in turn.scorers:
-                if id(spec) not in turn_scorers:
-                    turn_scorers[id(spec)] = spec
-                    every.setdefault(id(spec), spec)
-    return list(every.values()), list(turn_gates.values()), list(turn_scorers.values())
 
 
 def item_content(item: Item, refs: References | None = None, *, turns: bool = True) -> dict[str, Any]:
@@ -428,7 +404,11 @@ def _content_digests(items: list[Item], refs: References, bears: Callable[[str],
                 made.append(None)
                 texts.append(text)
                 plain.append(item)
-        found = iter(text_digests(texts, lambda n: item_content(plain[n], refs), bears))
+
+        def content(n: int, plain: list[Item] = plain) -> dict[str, Any]:  # made only for a text holding a secret
+            return item_content(plain[n], refs)
+
+        found = iter(text_digests(texts, content, bears))
         digests.extend(next(found) if digest is None else digest for digest in made)
     return digests
 

@@ -22,9 +22,10 @@ from pydantic_core import ErrorDetails
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
 from ..secrets import remember, remember_named
+from .distinct import distinct_specs
 from .files import FORM_KEYS, DatasetFile, ItemFile, LimitsFile, TurnFile
 from .imports import ImportScope, resolve_imports
-from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, distinct_specs, with_identities
+from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, with_identities
 from .located import RECORDED_KEYS, Located, file_digest
 from .options import item_options, option_warnings, setups
 from .plain import NOT_PLAIN, plain_item
@@ -449,9 +450,9 @@ def _items(raw_items: Iterable[tuple[Any, Positions, Path]], registry: Registry,
             item_id = item.id
         else:
             raw_id = raw.get("id") if isinstance(raw, dict) else None
-            item_id = str(raw_id) if isinstance(raw_id, (str, int)) else None
-            if item_id is None:
+            if not isinstance(raw_id, (str, int)):
                 continue
+            item_id = str(raw_id)
         if item_id in ids:
             problems.append(item_pos.problem((*at, "id"), f"item {index}: id '{item_id}' is already used by item "
                                                           f"{ids[item_id]}", "give every item its own id"))

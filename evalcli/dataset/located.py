@@ -40,7 +40,7 @@ class Located:
         if spot is not None and spot[1] == 1 and (not self.file or self.file == pos.file):
             self.file = pos.file
             self.lines.append(spot[0])
-            return spot[0]  # type: ignore[no-any-return]
+            return spot[0]
         self.others[len(self.lines)] = (pos, at)
         self.lines.append(0)
         return 0

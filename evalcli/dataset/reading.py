@@ -4,7 +4,7 @@ header line and its items, one a line (docs/datasets.md)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -64,7 +64,7 @@ def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions
             yield number, value, pos
 
 
-_SCAN = json.decoder.JSONDecoder().scan_once
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
 """CPython's scanner behind ``json.loads`` (its C one), called directly for a line that is one JSON value."""
 
 
