@@ -27,8 +27,11 @@ class Turned(Protocol):
     def turns(self) -> Sequence[Scored] | None: ...
 
 
-def distinct_specs(gates: list[ScorerSpec], scorers: list[ScorerSpec],
-                   items: Sequence[Turned]) -> tuple[list[ScorerSpec], list[ScorerSpec], list[ScorerSpec]]:
+Distinct = tuple[list[ScorerSpec], list[ScorerSpec], list[ScorerSpec]]
+"""Every spec, the turns' gates, the turns' scorers: each spec once."""
+
+
+def distinct_specs(gates: list[ScorerSpec], scorers: list[ScorerSpec], items: Sequence[Turned]) -> Distinct:
     """Every spec of ``gates``, ``scorers`` and the items' turns once (by identity), in the order of first appearance
     (``Dataset.all_specs``' order); and the turns' gates and turns' scorers each once, in their own order."""
     turn_gates: dict[int, ScorerSpec] = {}

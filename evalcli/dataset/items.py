@@ -20,7 +20,7 @@ from ..secret_references import References, references, secret_check
 from ..targets import Adapter
 from ..tools import ToolsConfig
 from ..version import __version__
-from .distinct import distinct_specs
+from .distinct import Distinct, distinct_specs
 from .imports import ImportScope
 
 NO_ENTRIES: dict[str, Any] = {}
@@ -311,21 +311,21 @@ class Dataset:
 
     def distinct_specs(self) -> list[ScorerSpec]:
         """``all_specs`` with each spec once (by identity), in the order each first appears (``distinct``)."""
-        return self._distinct()[0]
+        return self.distinct()[0]
 
     def turn_specs(self) -> tuple[list[ScorerSpec], list[ScorerSpec]]:
         """The turns' gates, and the turns' scorers, of every conversation: each spec once (``distinct``)."""
-        _, gates, scorers = self._distinct()
+        _, gates, scorers = self.distinct()
         return gates, scorers
 
-    def _distinct(self) -> tuple[list[ScorerSpec], list[ScorerSpec], list[ScorerSpec]]:
-        """(``distinct_specs``, ``turn_specs``), walked once while the dataset's lists stay the same ones."""
+    def distinct(self, known: Distinct | None = None) -> Distinct:
+        """(``distinct_specs``, ``turn_specs``), walked once while the dataset's lists stay the same ones (``known``:
+        what loading found for these specs)."""
         key = (id(self.gates), len(self.gates), id(self.scorers), len(self.scorers), id(self.items), len(self.items))
-        made: tuple[tuple[int, ...], tuple[list[ScorerSpec], list[ScorerSpec], list[ScorerSpec]]] | None = \
-            self.__dict__.get("_distinct_made")
+        made: tuple[tuple[int, ...], Distinct] | None = self.__dict__.get("_distinct_made")
         if made is not None and made[0] == key:
             return made[1]
-        found = distinct_specs(self.gates, self.scorers, self.items)
+        found = known or distinct_specs(self.gates, self.scorers, self.items)
         self.__dict__["_distinct_made"] = (key, found)
         return found
 
@@ -442,14 +442,13 @@ def _content_text(item: Item, refs: References, lists: dict[tuple[int, ...], str
         return text
 
     turns = "null" if item.turns is None else "[" + ",".join([
-        '{"gates":' + specs(t.gates) + ',"input":' + _TEXT(t.input) + ',"resume":'
-        + ("null" if t.resume is None else _json(t.resume)) + ',"scorers":' + specs(t.scorers) + "}"
-        for t in item.turns]) + "]"
-    return ('{"expected_outcome":' + _json(item.expected_outcome) + ',"form":' + _TEXT(item.form) + ',"ground_truth":'
-            + _json(item.ground_truth) + ',"inputs":[' + ",".join(map(_TEXT, item.inputs)) + '],"metadata":'
-            + ("{}" if item.metadata is NO_ENTRIES else _json(item.metadata))
-            + ',"simulate":null,"target_options":' + _json(item.target_options)
-            + ',"transcript":null,"turns":' + turns + "}")
+        f'{{"gates":{specs(t.gates)},"input":{_TEXT(t.input)},"resume":'
+        f'{"null" if t.resume is None else _json(t.resume)},"scorers":{specs(t.scorers)}}}' for t in item.turns]) + "]"
+    outcome, truth, options = item.expected_outcome, item.ground_truth, item.target_options
+    return (f'{{"expected_outcome":{"null" if outcome is None else _json(outcome)},"form":{_TEXT(item.form)},'
+            f'"ground_truth":{"null" if truth is None else _json(truth)},"inputs":[{",".join(map(_TEXT, item.inputs))}],'
+            f'"metadata":{"{}" if item.metadata is NO_ENTRIES else _json(item.metadata)},"simulate":null,'
+            f'"target_options":{"null" if options is None else _json(options)},"transcript":null,"turns":{turns}}}')
 
 
 _TEXT: Callable[[str], str] = json.encoder.encode_basestring

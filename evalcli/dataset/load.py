@@ -365,7 +365,8 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
             problems.append(pos.problem((empty,), f"At least one scorer or gate must be provided: '{empty}' is empty",
                                         f"add an entry under '{empty}:', e.g. '- includes: Brooklyn'"))
     # every spec once (by identity): identical references share one, and what is looked at is the spec
-    specs = distinct_specs(gates, scorers, items)[0]
+    found = distinct_specs(gates, scorers, items)
+    specs = found[0]
     problems.extend(registration_conflicts(specs))
     scope = ImportScope(search_paths(file, registry))
     with scope:
@@ -392,17 +393,19 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     else:
         assert resolved.adapter is not None
         target_spec, adapter, target_secrets = resolved.spec, resolved.adapter, resolved.secrets
-    return Dataset(path=str(path), target_spec=target_spec, target=adapter, target_options=top.target_options,
-                   concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
-                   hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
-                   secret_values=secret_values | target_secrets, scope=scope,
-                   target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
-                   target_settings=resolved.resolved if resolved is not None else {},
-                   limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
-                   warnings=trace_warnings + ([f"{path}: {w}" for w in (
-                       *option_warnings(adapter, top.target_options, items),
-                       *tool_warnings(adapter, specs, tools, items))]
-                       if adapter is not None else []))
+    dataset = Dataset(path=str(path), target_spec=target_spec, target=adapter, target_options=top.target_options,
+                      concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
+                      hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
+                      secret_values=secret_values | target_secrets, scope=scope,
+                      target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
+                      target_settings=resolved.resolved if resolved is not None else {},
+                      limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
+                      warnings=trace_warnings + ([f"{path}: {w}" for w in (
+                          *option_warnings(adapter, top.target_options, items),
+                          *tool_warnings(adapter, specs, tools, items))]
+                          if adapter is not None else []))
+    dataset.distinct(found)  # the items since have their options and tools, the same turns' specs
+    return dataset
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile, set[str]]:
