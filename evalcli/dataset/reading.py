@@ -42,11 +42,11 @@ def jsonl_items(file: FsPath, header: bool, after: int = 0) -> Iterator[tuple[in
 
 
 def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions]]:
+    name = str(file)
     with file.open(encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             if number <= after:
                 continue
-            pos = Positions(str(file), values={(): (number, 1)})
             if len(line) > MAX_JSONL_LINE:
                 raise DatasetError([Problem(f"{file}:{number}:1", f"line is longer than {MAX_JSONL_LINE // 2**20} MB",
                                             "keep each item under that size")])
@@ -58,10 +58,10 @@ def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions
                 raise DatasetError([Problem(f"{file}:{number}:{getattr(exc, 'colno', 1)}",
                                             f"not valid JSON: {getattr(exc, 'msg', exc)}",
                                             "each line must be one JSON object")]) from None
-            surrogate = lone_surrogate(file, line, number)
+            surrogate = lone_surrogate(file, line, number) if "\\u" in line else None  # its own first test
             if surrogate is not None:
                 raise DatasetError([surrogate])
-            yield number, value, pos
+            yield number, value, Positions(name, values={(): (number, 1)})
 
 
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
