@@ -58,6 +58,20 @@ def text_digest(text: str, content: Callable[[], Any], bears: Callable[[str], bo
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
 
+def text_digests(texts: Sequence[str], content: Callable[[int], Any], bears: Callable[[str], bool] | None = None
+                 ) -> list[str]:
+    """``text_digest`` of each text (``content(n)``: the nth one's content), searched for a secret together: the
+    texts joined by newlines, which no secret's form as JSON writes it, URL userinfo or secret query value spans
+    (``Redactor.holds_any``), so a text holding a secret always makes the whole hold one. When the whole holds none
+    (the common case) each text is digested as it is; else each is looked at alone, as ``text_digest`` does."""
+    check = bears or bears_secret
+    if not texts:
+        return []
+    if not check("\n".join(texts)):
+        return [hashlib.sha256(text.encode("utf-8")).hexdigest()[:20] for text in texts]
+    return [text_digest(text, lambda n=n: content(n), check) for n, text in enumerate(texts)]  # type: ignore[misc]
+
+
 def canonical_json(value: Any, *, plain: bool | None = None) -> str:
     """One text per value, whatever the order of its mappings' keys, for everything safe_load can give: mappings
     whose keys are dates, numbers, bytes or tuples as well as strings, sets, bytes, dates and timestamps (each
@@ -143,11 +157,12 @@ def identities(entries: Iterable[tuple[str | None, str]]) -> list[str]:
     identical items without an id are numbered by their order among themselves."""
     seen: dict[str, int] = {}
     out = []
-    for given_id, content in entries:
-        nth = 1
-        if given_id is None:
-            nth = seen[content] = seen.get(content, 0) + 1
-        out.append(conversation_identity(given_id, content, nth))
+    for given_id, content in entries:  # ``conversation_identity`` of each, written out (one call less a conversation)
+        if given_id is not None:
+            out.append(EXPLICIT + given_id)
+            continue
+        nth = seen[content] = seen.get(content, 0) + 1
+        out.append(content if nth <= 1 else f"{content}#{nth}")
     return out
 
 

@@ -10,7 +10,7 @@ from itertools import repeat
 from typing import Any
 
 from ..fingerprint import ItemTrees
-from ..identity import canonical_json, content_digest, identities, plain_json, text_digest
+from ..identity import canonical_json, content_digest, identities, plain_json, text_digest, text_digests
 from ..llm import default_judge_model
 from ..messages import Message
 from ..results import FORMS
@@ -20,6 +20,7 @@ from ..secret_references import References, references, secret_check
 from ..targets import Adapter
 from ..tools import ToolsConfig
 from ..version import __version__
+from .distinct import Distinct, distinct_specs
 from .imports import ImportScope
 
 NO_ENTRIES: dict[str, Any] = {}
@@ -204,11 +205,16 @@ class Dataset:
     @property
     def controls_tools(self) -> bool:
         """Whether any ``tools:`` or ``unmocked: error`` is written anywhere: the target's tools are then routed
-        through each conversation's tool plan."""
-        return (self.tools is not None or self.unmocked != "live"
-                or any(i.tools is not None or i.unmocked not in (None, "live") or any(t.tools is not None
-                                                                                        for t in i.turns or ())
-                       for i in self.items))
+        through each conversation's tool plan (a plain loop: no generator made per conversation)."""
+        if self.tools is not None or self.unmocked != "live":
+            return True
+        for item in self.items:
+            if item.tools is not None or item.unmocked not in (None, "live"):
+                return True
+            for turn in item.turns or ():
+                if turn.tools is not None:
+                    return True
+        return False
 
     @property
     def replayed_tapes(self) -> list[str]:
@@ -303,6 +309,26 @@ class Dataset:
             parts["simulated users' model"] = _digest(sorted(models))
         return parts
 
+    def distinct_specs(self) -> list[ScorerSpec]:
+        """``all_specs`` with each spec once (by identity), in the order each first appears (``distinct``)."""
+        return self.distinct()[0]
+
+    def turn_specs(self) -> tuple[list[ScorerSpec], list[ScorerSpec]]:
+        """The turns' gates, and the turns' scorers, of every conversation: each spec once (``distinct``)."""
+        _, gates, scorers = self.distinct()
+        return gates, scorers
+
+    def distinct(self, known: Distinct | None = None) -> Distinct:
+        """(``distinct_specs``, ``turn_specs``), walked once while the dataset's lists stay the same ones (``known``:
+        what loading found for these specs)."""
+        key = (id(self.gates), len(self.gates), id(self.scorers), len(self.scorers), id(self.items), len(self.items))
+        made: tuple[tuple[int, ...], Distinct] | None = self.__dict__.get("_distinct_made")
+        if made is not None and made[0] == key:
+            return made[1]
+        found = known or distinct_specs(self.gates, self.scorers, self.items)
+        self.__dict__["_distinct_made"] = (key, found)
+        return found
+
     def gate_specs(self) -> Iterator[ScorerSpec]:
         """Every gate configured anywhere: top level, then per turn."""
         yield from self.gates
@@ -339,7 +365,7 @@ def with_identities(items: list[Item]) -> list[Item]:
     """The items with their identities and content digests (the nth identical item without an id numbered), each
     set in ``items`` itself (a dataset's items are never held twice: docs/performance.md#memory)."""
     refs, bears = references(), secret_check()
-    contents = [_content_digest(item, refs, bears) for item in items]
+    contents = _content_digests(items, refs, bears)
     found = identities((item.id if item.id_given else None, content) for item, content in zip(items, contents,
                                                                                              strict=True))
     for item, identity, content in zip(items, found, contents, strict=True):
@@ -348,6 +374,43 @@ def with_identities(items: list[Item]) -> list[Item]:
         object.__setattr__(item, "identity", identity)
         object.__setattr__(item, "content", content)
     return items
+
+
+CHECKED_AT_ONCE = 256
+"""How many plain conversations' texts are searched for a secret at once (``identity.text_digests``)."""
+
+
+def _content_digests(items: list[Item], refs: References, bears: Callable[[str], bool]) -> list[str]:
+    """``_content_digest`` of each item: a plain conversation's text written directly (``_content_text``, each
+    turn's gates and scorers written once per list of specs), the texts of ``CHECKED_AT_ONCE`` of them searched for a
+    secret together (``text_digests``: each alone only when they hold one)."""
+    digests: list[str] = []
+    lists: dict[tuple[int, ...], str] = {}  # the specs are alive meanwhile (the items hold them): ids name them
+    for start in range(0, len(items), CHECKED_AT_ONCE):
+        chunk = items[start:start + CHECKED_AT_ONCE]
+        texts: list[str] = []
+        plain: list[Item] = []
+        made: list[str | None] = []
+        for item in chunk:
+            text = None
+            if _plain_content(item):
+                try:
+                    text = _content_text(item, refs, lists)
+                except TypeError:  # pragma: no cover - an item made by hand with a message that is not text
+                    pass
+            if text is None:
+                made.append(_content_digest(item, refs, bears))
+            else:
+                made.append(None)
+                texts.append(text)
+                plain.append(item)
+
+        def content(n: int, plain: list[Item] = plain) -> dict[str, Any]:  # made only for a text holding a secret
+            return item_content(plain[n], refs)
+
+        found = iter(text_digests(texts, content, bears))
+        digests.extend(next(found) if digest is None else digest for digest in made)
+    return digests
 
 
 def _content_digest(item: Item, refs: References, bears: Callable[[str], bool]) -> str:
@@ -362,17 +425,30 @@ def _content_digest(item: Item, refs: References, bears: Callable[[str], bool]) 
     return content_digest(item_content(item, refs), bears, plain=plain)
 
 
-def _content_text(item: Item, refs: References) -> str:
+def _content_text(item: Item, refs: References, lists: dict[tuple[int, ...], str] | None = None) -> str:
     """``canonical_json(item_content(item, refs))`` of a plain conversation with no simulated user or transcript,
-    written part by part in the order of its sorted keys (half the time of encoding the mapping)."""
+    written part by part in the order of its sorted keys (half the time of encoding the mapping). ``lists``: each
+    list of specs' text by the specs' identities, kept by a caller writing many conversations whose turns share
+    specs (``parse_list``)."""
+    known = lists if lists is not None else {}
+
+    def specs(found: list[ScorerSpec]) -> str:
+        if not found:
+            return "[]"
+        key = tuple(map(id, found))
+        text = known.get(key)
+        if text is None:
+            text = known[key] = "[" + ",".join([_TEXT(spec.fingerprint(refs)) for spec in found]) + "]"
+        return text
+
     turns = "null" if item.turns is None else "[" + ",".join([
-        '{"gates":[' + ",".join([_TEXT(spec.fingerprint(refs)) for spec in t.gates]) + '],"input":' + _TEXT(t.input)
-        + ',"resume":' + _json(t.resume) + ',"scorers":[' + ",".join([_TEXT(spec.fingerprint(refs)) for spec in t.scorers])
-        + "]}" for t in item.turns]) + "]"
-    return ('{"expected_outcome":' + _json(item.expected_outcome) + ',"form":' + _TEXT(item.form) + ',"ground_truth":'
-            + _json(item.ground_truth) + ',"inputs":[' + ",".join(map(_TEXT, item.inputs)) + '],"metadata":'
-            + _json(item.metadata) + ',"simulate":null,"target_options":' + _json(item.target_options)
-            + ',"transcript":null,"turns":' + turns + "}")
+        f'{{"gates":{specs(t.gates)},"input":{_TEXT(t.input)},"resume":'
+        f'{"null" if t.resume is None else _json(t.resume)},"scorers":{specs(t.scorers)}}}' for t in item.turns]) + "]"
+    outcome, truth, options = item.expected_outcome, item.ground_truth, item.target_options
+    return (f'{{"expected_outcome":{"null" if outcome is None else _json(outcome)},"form":{_TEXT(item.form)},'
+            f'"ground_truth":{"null" if truth is None else _json(truth)},"inputs":[{",".join(map(_TEXT, item.inputs))}],'
+            f'"metadata":{"{}" if item.metadata is NO_ENTRIES else _json(item.metadata)},"simulate":null,'
+            f'"target_options":{"null" if options is None else _json(options)},"transcript":null,"turns":{turns}}}')
 
 
 _TEXT: Callable[[str], str] = json.encoder.encode_basestring

@@ -22,6 +22,7 @@ from pydantic_core import ErrorDetails
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
 from ..secrets import remember, remember_named
+from .distinct import distinct_specs
 from .header import Header, plain_header
 from .imports import ImportScope, resolve_imports
 from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, with_identities
@@ -372,8 +373,10 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         else:
             problems.append(pos.problem((empty,), f"At least one scorer or gate must be provided: '{empty}' is empty",
                                         f"add an entry under '{empty}:', e.g. '- includes: Brooklyn'"))
-    problems.extend(registration_conflicts([*gates, *scorers, *(s for i in items for t in i.turns or ()
-                                                                for s in (*t.gates, *t.scorers))]))
+    # every spec once (by identity): identical references share one, and what is looked at is the spec
+    found = distinct_specs(gates, scorers, items)
+    specs = found[0]
+    problems.extend(registration_conflicts(specs))
     scope = ImportScope(search_paths(file, registry))
     with scope:
         resolved = None
@@ -382,8 +385,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                                       problems, file.parent, at=())
         elif top.target:
             resolved = resolve_target(top.target, top.target_options, pos, problems, file.parent)
-        imported = resolve_imports([*gates, *scorers, *(s for i in items for t in i.turns or ()
-                                                        for s in (*t.gates, *t.scorers))], problems)
+        imported = resolve_imports(specs, problems)
         items = item_options(items, located, top.target_options, resolved.adapter if resolved else None, problems)
         imported.update(setups(items, located, top.target_options, problems, pos))
     tools, items = checked_tools(tools, items, located, resolved.adapter if resolved else None, file.parent, pos,
@@ -400,18 +402,19 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     else:
         assert resolved.adapter is not None
         target_spec, adapter, target_secrets = resolved.spec, resolved.adapter, resolved.secrets
-    return Dataset(path=str(path), target_spec=target_spec, target=adapter, target_options=top.target_options,
-                   concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
-                   hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
-                   secret_values=secret_values | target_secrets, scope=scope,
-                   target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
-                   target_settings=resolved.resolved if resolved is not None else {},
-                   limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
-                   warnings=trace_warnings + ([f"{path}: {w}" for w in (
-                       *option_warnings(adapter, top.target_options, items),
-                       *tool_warnings(adapter, [*gates, *scorers, *(s for i in items for t in i.turns or ()
-                                                                    for s in (*t.gates, *t.scorers))], tools, items))]
-                       if adapter is not None else []))
+    dataset = Dataset(path=str(path), target_spec=target_spec, target=adapter, target_options=top.target_options,
+                      concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
+                      hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
+                      secret_values=secret_values | target_secrets, scope=scope,
+                      target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
+                      target_settings=resolved.resolved if resolved is not None else {},
+                      limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
+                      warnings=trace_warnings + ([f"{path}: {w}" for w in (
+                          *option_warnings(adapter, top.target_options, items),
+                          *tool_warnings(adapter, specs, tools, items))]
+                          if adapter is not None else []))
+    dataset.distinct(found)  # the items since have their options and tools, the same turns' specs
+    return dataset
 
 
 def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) -> tuple[DatasetFile | Header, set[str]]:
@@ -459,12 +462,17 @@ def _items(raw_items: Iterable[tuple[Any, Positions, Path]], registry: Registry,
     ids: dict[str, int] = {}
     located = Located()
     for index, (raw, item_pos, at) in enumerate(raw_items):
-        located.add(raw, item_pos, at)
-        item = _item(raw, index, at, item_pos, registry, known, problems, item_pos.line(at) if lines else None)
-        raw_id = raw.get("id") if isinstance(raw, dict) else None
-        item_id = item.id if item is not None else (str(raw_id) if isinstance(raw_id, (str, int)) else None)
-        if item_id is None:
-            continue
+        # a JSONL line's item is at its line (``Located`` keeps it): its positions are not asked again
+        kept = located.add(raw, item_pos, at)
+        line = (kept or item_pos.line(at)) if lines else None
+        item = _item(raw, index, at, item_pos, registry, known, problems, line)
+        if item is not None:
+            item_id = item.id
+        else:
+            raw_id = raw.get("id") if isinstance(raw, dict) else None
+            if not isinstance(raw_id, (str, int)):
+                continue
+            item_id = str(raw_id)
         if item_id in ids:
             problems.append(item_pos.problem((*at, "id"), f"item {index}: id '{item_id}' is already used by item "
                                                           f"{ids[item_id]}", "give every item its own id"))

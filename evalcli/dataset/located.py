@@ -33,16 +33,19 @@ class Located:
         self.file = ""
         self.recorded = True
 
-    def add(self, raw: Any, pos: Positions, at: Path) -> None:
-        """The next raw item, found at ``pos`` (of its file) under ``at``."""
-        self.recorded = self.recorded and isinstance(raw, dict) and any(key in raw for key in RECORDED_KEYS)
+    def add(self, raw: Any, pos: Positions, at: Path) -> int:
+        """The next raw item, found at ``pos`` (of its file) under ``at``; its line when kept as one (a JSONL line's,
+        ``pos.line(at)``), else 0."""
+        if self.recorded:
+            self.recorded = isinstance(raw, dict) and any(key in raw for key in RECORDED_KEYS)
         spot = pos.values.get(()) if pos.root is None and not at and not pos.keys and len(pos.values) == 1 else None
         if spot is not None and spot[1] == 1 and (not self.file or self.file == pos.file):
             self.file = pos.file
             self.lines.append(spot[0])
-            return
+            return spot[0]
         self.others[len(self.lines)] = (pos, at)
         self.lines.append(0)
+        return 0
 
     def __len__(self) -> int:
         return len(self.lines)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Problem
-from ..scorers import Registry
+from ..scorers import Registry, ScorerSpec
 from .items import NO_ENTRIES, Item, Turn
 from .references import parse_list
 from .yamlsrc import Path, Positions
@@ -32,9 +32,11 @@ def plain_item(raw: Any, index: int, path: Path, pos: Positions, registry: Regis
                line: int | None) -> Any:
     """The ``Item`` of ``raw`` when it has a plain shape (``None`` when its gates or scorers had problems, added to
     ``problems`` as ``load._turn`` adds them); ``NOT_PLAIN`` otherwise, with nothing added."""
-    if type(raw) is not dict or not raw.keys() <= ITEM_KEYS or not _plain_fields(raw):
+    if type(raw) is not dict or not raw.keys() <= ITEM_KEYS:
         return NOT_PLAIN
-    form = next(key for key in FORMS if key in raw)
+    form = _plain_form(raw)
+    if form is None:
+        return NOT_PLAIN
     value = raw[form]
     turns: list[Turn] | None = None
     if form == "input":
@@ -44,10 +46,14 @@ def plain_item(raw: Any, index: int, path: Path, pos: Positions, registry: Regis
     else:
         before = len(problems)
         turns = []
+        named = registry.named
         for t, turn in enumerate(value):
-            at = (*path, "turns", t)
-            gates = parse_list(turn.get("gates"), (*at, "gates"), pos, registry, problems, gate=True)
-            scorers = parse_list(turn.get("scorers"), (*at, "scorers"), pos, registry, problems, gate=False)
+            gates, scorers = turn.get("gates"), turn.get("scorers")
+            # a list of registered names met before is what ``parse_list`` gives for it, with nothing to report
+            gates = [] if gates is None else _named(gates, named) or parse_list(
+                gates, (*path, "turns", t, "gates"), pos, registry, problems, gate=True)
+            scorers = [] if scorers is None else _named(scorers, named) or parse_list(
+                scorers, (*path, "turns", t, "scorers"), pos, registry, problems, gate=False)
             turns.append(Turn(turn["input"], gates, scorers))
         if len(problems) > before:
             return None
@@ -60,40 +66,59 @@ def plain_item(raw: Any, index: int, path: Path, pos: Positions, registry: Regis
                 metadata=dict(metadata) if metadata else NO_ENTRIES, line=line, id_given=given is not None)
 
 
-def _plain_fields(raw: dict[str, Any]) -> bool:
-    """Whether every key of ``raw`` (all in ``ITEM_KEYS``) holds what ``ItemFile`` takes as it is, with exactly one
-    form."""
-    forms = [key for key in FORMS if key in raw]
-    if len(forms) != 1:
-        return False
-    value = raw[forms[0]]
-    if forms[0] == "input":
+def _named(entries: list[Any], named: dict[str, ScorerSpec]) -> list[ScorerSpec] | None:
+    """The specs of ``entries`` when each is the name of a registered scorer met before (``Registry.named``) and
+    their ids differ: what ``parse_list`` gives for them, with no problem (``None`` otherwise, and for no entry)."""
+    if len(entries) == 1:  # the common case: one name
+        entry = entries[0]
+        spec = named.get(entry) if type(entry) is str else None
+        return None if spec is None else [spec]
+    specs = []
+    for entry in entries:
+        spec = named.get(entry) if type(entry) is str else None
+        if spec is None:
+            return None
+        specs.append(spec)
+    return specs if len({spec.id for spec in specs}) == len(specs) else None
+
+
+def _plain_form(raw: dict[str, Any]) -> str | None:
+    """The form of ``raw`` (all its keys in ``ITEM_KEYS``) when every key holds what ``ItemFile`` takes as it is,
+    with exactly one form; ``None`` otherwise."""
+    form = None
+    for key in FORMS:
+        if key in raw:
+            if form is not None:
+                return None
+            form = key
+    if form is None:
+        return None
+    value = raw[form]
+    if form == "input":
         if type(value) is not str:
-            return False
+            return None
     elif type(value) is not list or not value:
-        return False
-    elif forms[0] == "inputs":
-        if any(type(text) is not str for text in value):
-            return False
-    elif not all(_plain_turn(turn) for turn in value):
-        return False
+        return None
+    elif form == "inputs":
+        for text in value:
+            if type(text) is not str:
+                return None
+    else:
+        for turn in value:  # each ``{"input": TEXT}`` with, at most, ``gates`` and ``scorers`` lists (or nulls)
+            if type(turn) is not dict or type(turn.get("input")) is not str or not turn.keys() <= TURN_KEYS:
+                return None
+            gates, scorers = turn.get("gates"), turn.get("scorers")
+            if not ((gates is None or type(gates) is list) and (scorers is None or type(scorers) is list)):
+                return None
     if "id" in raw:
         given = raw["id"]
         if not (type(given) is int or (type(given) is str and given.strip())):
-            return False
+            return None
     if "tags" in raw:
         tags = raw["tags"]
         if type(tags) is not list or any(type(tag) is not str or not tag.strip() for tag in tags):
-            return False
+            return None
     if "expected_outcome" in raw and raw["expected_outcome"] is not None and type(raw["expected_outcome"]) is not str:
-        return False
+        return None
     metadata = raw.get("metadata")
-    return metadata is None or (type(metadata) is dict and all(type(key) is str for key in metadata))
-
-
-def _plain_turn(turn: Any) -> bool:
-    """Whether a turn is ``{"input": TEXT}`` with, at most, ``gates`` and ``scorers`` lists (or nulls)."""
-    if type(turn) is not dict or type(turn.get("input")) is not str or not turn.keys() <= TURN_KEYS:
-        return False
-    gates, scorers = turn.get("gates"), turn.get("scorers")
-    return (gates is None or type(gates) is list) and (scorers is None or type(scorers) is list)
+    return form if metadata is None or (type(metadata) is dict and all(type(key) is str for key in metadata)) else None

@@ -4,7 +4,7 @@ header line and its items, one a line (docs/datasets.md)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -25,8 +25,11 @@ class JsonlItems:
         self.file, self.after = file, after
 
     def __iter__(self) -> Iterator[tuple[Any, Positions, Path]]:
-        for _, value, pos in jsonl_items(self.file, header=False, after=self.after):
-            yield value, pos, ()
+        try:  # ``jsonl_items``, one generator fewer a line
+            for _, value, pos in _jsonl_lines(self.file, self.after):
+                yield value, pos, ()
+        except UnicodeDecodeError:
+            raise DatasetError([not_utf8(self.file)]) from None
 
 
 def jsonl_items(file: FsPath, header: bool, after: int = 0) -> Iterator[tuple[int, Any, Positions]]:
@@ -39,26 +42,46 @@ def jsonl_items(file: FsPath, header: bool, after: int = 0) -> Iterator[tuple[in
 
 
 def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions]]:
+    name = str(file)
     with file.open(encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             if number <= after:
                 continue
-            pos = Positions(str(file), values={(): (number, 1)})
             if len(line) > MAX_JSONL_LINE:
                 raise DatasetError([Problem(f"{file}:{number}:1", f"line is longer than {MAX_JSONL_LINE // 2**20} MB",
                                             "keep each item under that size")])
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
+                value = _loads(line)
             except ValueError as exc:
                 raise DatasetError([Problem(f"{file}:{number}:{getattr(exc, 'colno', 1)}",
                                             f"not valid JSON: {getattr(exc, 'msg', exc)}",
                                             "each line must be one JSON object")]) from None
-            surrogate = lone_surrogate(file, line, number)
+            surrogate = lone_surrogate(file, line, number) if "\\u" in line else None  # its own first test
             if surrogate is not None:
                 raise DatasetError([surrogate])
-            yield number, value, pos
+            yield number, value, Positions(name, values={(): (number, 1)})
+
+
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""CPython's scanner behind ``json.loads`` (its C one), called directly for a line that is one JSON value."""
+
+
+def _loads(line: str) -> Any:
+    """``json.loads(line)``: a line that is one value from its first character to its line break is scanned at once;
+    any other (leading blanks, a byte-order mark, more after the value, a mistake) is read by ``json.loads`` itself,
+    which words the mistake."""
+    try:
+        value, end = _SCAN(line, 0)
+    except (StopIteration, ValueError):
+        return json.loads(line)
+    if end == len(line) or line[end:] in _LINE_ENDS:
+        return value
+    return json.loads(line)
+
+
+_LINE_ENDS = frozenset({"\n", "\r\n", "\r"})
 
 
 def read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, Iterable[tuple[Any, Positions, Path]] | None]:

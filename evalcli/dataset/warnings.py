@@ -28,11 +28,7 @@ def dataset_models(dataset: Dataset) -> Iterator[tuple[str, str]]:
 def model_uses(dataset: Dataset) -> Iterator[tuple[str, str, str]]:
     """(model, purpose, what uses it) for every judge (``judge``) and simulated user (``simulator``) of a dataset,
     and a model target (``target``): the models a run is known to call, by the purpose its usage counts under."""
-    seen: set[int] = set()
-    for spec in dataset.all_specs():
-        if id(spec) in seen:  # identical references share one spec: a large dataset has few distinct ones
-            continue
-        seen.add(id(spec))
+    for spec in dataset.distinct_specs():  # identical references share one spec: a large dataset has few distinct ones
         kind = find(spec.kind)
         if kind is None or not kind.needs_model:
             continue
@@ -51,11 +47,7 @@ def model_uses(dataset: Dataset) -> Iterator[tuple[str, str, str]]:
 def model_routes(dataset: Dataset) -> Iterator[tuple[str, str | None]]:
     """(model, api_base) for every model the run may call: a judge's ``api_base`` decides its route (an
     OpenAI-compatible one is spoken to directly, never through litellm: docs/targets/index.md)."""
-    seen: set[int] = set()
-    for spec in dataset.all_specs():
-        if id(spec) in seen:
-            continue
-        seen.add(id(spec))
+    for spec in dataset.distinct_specs():
         kind = find(spec.kind)
         if kind is None or not kind.needs_model:
             continue
@@ -90,7 +82,7 @@ def unregistered(dataset: Dataset) -> list[ScorerSpec]:
     """The gates and scorers (top level and per turn) that score without storing rows, each id once, in the order
     they are written."""
     specs: dict[str, ScorerSpec] = {}
-    for spec in dataset.all_specs():
+    for spec in dataset.distinct_specs():
         if not spec.registered:
             specs.setdefault(spec.id, spec)
     return list(specs.values())

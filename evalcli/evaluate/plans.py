@@ -82,7 +82,7 @@ def plan_runs(datasets: Sequence[DatasetSource], options: RunOptions | None = No
                      for n, (dataset, _) in enumerate(loaded)],
                     [Path(tape) for dataset, _ in loaded for tape in dataset.replayed_tapes])
     history = store
-    calibrated = any(spec.calibrated is not None for dataset, _ in loaded for spec in dataset.all_specs())
+    calibrated = any(spec.calibrated is not None for dataset, _ in loaded for spec in dataset.distinct_specs())
     if history is None and database is not None and (options.resume or options.rerun_failed or calibrated):
         # a resume or re-run reads the stored run, a calibrated gate its judge's calibrations; nothing is written here
         history = Store(database)

@@ -9,10 +9,12 @@ from ..targets import FormAdapter
 def memory_warning(dataset: Dataset, items: list[Item]) -> str | None:
     """Once per run: multi-turn conversations against a target that shows no memory. evalcli cannot see whether a
     function keeps its own history per thread, so it says what it knows and how to say otherwise."""
-    count = sum(1 for i in items if _recalls(i))
     target = dataset.target
-    if not count or target is None or dataset.remembers:
+    # the first conversation that recalls is enough to ask the target (a mastra target asks its server); every one
+    # is counted only for the warning itself
+    if target is None or not any(map(_recalls, items)) or dataset.remembers:
         return None
+    count = sum(map(_recalls, items))
     conversations = f"{count} multi-turn conversation{'s' if count != 1 else ''}"
     if isinstance(target, FormAdapter) and dataset.target_has_memory is None:
         # an http/mastra/model target's settings say whether it is given the thread: that is known, not guessed

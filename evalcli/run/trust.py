@@ -101,11 +101,12 @@ class JudgeStanding:
 
 
 def _judges(dataset: Dataset) -> Iterator[tuple[ScorerSpec, str]]:
-    """Every LLM judge of the dataset once per (id, role), top level first, then per turn."""
+    """Every LLM judge of the dataset once per (id, role), top level first, then per turn (the turns' specs each
+    once by identity: a spec met again has the id it had)."""
     seen: set[tuple[str, str]] = set()
+    turn_gates, turn_scorers = dataset.turn_specs()
     found = [*((g, "gate") for g in dataset.gates), *((s, "scorer") for s in dataset.scorers),
-             *((g, "turn gate") for i in dataset.items for t in i.turns or () for g in t.gates),
-             *((s, "turn scorer") for i in dataset.items for t in i.turns or () for s in t.scorers)]
+             *((g, "turn gate") for g in turn_gates), *((s, "turn scorer") for s in turn_scorers)]
     for spec, role in found:
         kind = find(spec.kind)
         if kind is None or kind.group != "judge" or (spec.id, role) in seen:
