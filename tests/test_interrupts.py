@@ -3,12 +3,16 @@ runs only what is missing and gives the uninterrupted result; SIGKILL leaves a v
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from tests.reliability_helpers import (
     SUBPROCESS_TIMEOUT,
     cli_env,
@@ -187,3 +191,34 @@ def test_sigkill_loses_at_most_the_conversations_in_flight_and_the_db_stays_vali
     assert result["summary"]["total_items"] == ITEMS and result["verdict"] == "passed"
     assert query(db, "SELECT status FROM runs") == [("completed",)]
     assert query(db, "PRAGMA integrity_check") == [("ok",)]
+
+
+# A signal that arrives while the run puts its signal handlers back (between the event loop's removal of its own and
+# the restore of the command's) waits for the restore: it met SIGTERM's default before, which ended the process at once.
+SIGNAL_IN_THE_WINDOW = """
+import asyncio, os, signal, sys
+from evalcli.run.runner import Runner
+seen = []
+signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+async def main():
+    loop = asyncio.get_running_loop()
+    real = loop.remove_signal_handler
+    def removing(sig):
+        removed = real(sig)
+        if sig == signal.SIGTERM:
+            os.kill(os.getpid(), sig)
+        return removed
+    loop.remove_signal_handler = removing
+    restore = Runner._install_signals(object.__new__(Runner))
+    restore()
+asyncio.run(main())
+print("handled", seen)
+"""
+
+
+def test_a_signal_while_the_run_puts_its_handlers_back_reaches_the_command(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", SIGNAL_IN_THE_WINDOW], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=SUBPROCESS_TIMEOUT)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == f"handled [{int(signal.SIGTERM)}]"

@@ -364,13 +364,33 @@ class Runner:
 
         def restore() -> None:
             # the handlers found are put back (the event loop's own removal would leave the defaults), so a
-            # signal after the conversations still reaches whoever handled it before (the CLI, asyncio.Runner)
-            for sig, previous in installed:
-                loop.remove_signal_handler(sig)
-                with contextlib.suppress(TypeError, ValueError, OSError):
-                    signal.signal(sig, previous)
+            # signal after the conversations still reaches whoever handled it before (the CLI, asyncio.Runner);
+            # held back meanwhile: one arriving between the removal and the restore met the default, and SIGTERM's
+            # default ends the process at once (a second Ctrl-C or SIGTERM as the run ended: killed, not exit 130)
+            held = _blocked({sig for sig, _ in installed})
+            try:
+                for sig, previous in installed:
+                    loop.remove_signal_handler(sig)
+                    with contextlib.suppress(TypeError, ValueError, OSError):
+                        signal.signal(sig, previous)
+            finally:
+                _unblocked(held)
 
         return restore
+
+
+def _blocked(signals: set[int]) -> set[int] | None:
+    """Hold ``signals`` back from this thread (they wait, pending, until ``_unblocked``); ``None`` where signals cannot
+    be held (not POSIX)."""
+    if not signals or not hasattr(signal, "pthread_sigmask"):
+        return None
+    return set(signal.pthread_sigmask(signal.SIG_BLOCK, signals))
+
+
+def _unblocked(previous: set[int] | None) -> None:
+    """Deliver what ``_blocked`` held back, to the handlers now in place."""
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _failure(row: asyncio.Future[Any] | None) -> BaseException | None:
