@@ -157,12 +157,11 @@ def identities(entries: Iterable[tuple[str | None, str]]) -> list[str]:
     identical items without an id are numbered by their order among themselves."""
     seen: dict[str, int] = {}
     out = []
-    for given_id, content in entries:  # ``conversation_identity`` of each, written out (one call less a conversation)
-        if given_id is not None:
-            out.append(EXPLICIT + given_id)
-            continue
-        nth = seen[content] = seen.get(content, 0) + 1
-        out.append(content if nth <= 1 else f"{content}#{nth}")
+    for given_id, content in entries:
+        nth = 1
+        if given_id is None:
+            nth = seen[content] = seen.get(content, 0) + 1
+        out.append(conversation_identity(given_id, content, nth))  # the one rule of an identity
     return out
 
 
