@@ -55,6 +55,11 @@ def text_digest(text: str, content: Callable[[], Any], bears: Callable[[str], bo
     when the text holds a secret)."""
     if (bears or bears_secret)(text):
         text = canonical_json(digestible(content()))
+    return _digest(text)
+
+
+def _digest(text: str) -> str:
+    """A content digest of its canonical text: the first 20 hex digits of its SHA-256."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
 
@@ -68,7 +73,7 @@ def text_digests(texts: Sequence[str], content: Callable[[int], Any], bears: Cal
     if not texts:
         return []
     if not check("\n".join(texts)):
-        return [hashlib.sha256(text.encode("utf-8")).hexdigest()[:20] for text in texts]
+        return [_digest(text) for text in texts]
     return [text_digest(text, lambda n=n: content(n), check) for n, text in enumerate(texts)]  # type: ignore[misc]
 
 
