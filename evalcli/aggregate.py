@@ -7,10 +7,11 @@ of order: they wait in a small buffer until every earlier item has been folded i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from .errors import ExitCode
+from .records import record
 from .results import (
     GateResult,
     ItemResult,
@@ -27,7 +28,7 @@ from .results import (
 )
 
 
-@dataclass
+@record
 class Mean:
     """A running mean that adds in arrival order, exactly like summing a list left to right."""
 
@@ -48,7 +49,7 @@ def _numeric(outcome: Outcome) -> float | None:
     return None if outcome.not_scorable else outcome.score
 
 
-@dataclass
+@record
 class GateFold:
     """Whether a gate passed over a run: its mean reaches 1.0, except under repeats, where it passes only when every
     conversation passed it by the one rule of repeats (``passrate.passes_at_rate``, ``Outcome.reached``): a mean of
@@ -65,7 +66,7 @@ class GateFold:
         return not self.missed if self.repeated else reaches_gate(mean)
 
 
-@dataclass
+@record
 class _TurnBucket:
     gates: dict[str, Mean] = field(default_factory=dict)
     folds: dict[str, GateFold] = field(default_factory=dict)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
+
+from .records import record
 
 
 class ExitCode(IntEnum):
@@ -106,7 +107,7 @@ def requested_url(exc: BaseException) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Problem:
     """One thing wrong in a file: ``where`` is ``FILE:LINE:COL`` (or just ``FILE``)."""
 

@@ -17,12 +17,13 @@ import os
 import shlex
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import EvalcliError, ExitCode
+from .records import record
 from .secrets import environment_secrets, header_secrets, remember, url_secrets
 
 START_TIMEOUT = 60.0
@@ -35,7 +36,7 @@ class McpError(EvalcliError):
     exit_code = ExitCode.BAD_INPUT
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class McpServer:
     """One ``mcp:`` entry: ``command`` (stdio, with ``env`` and ``cwd``) or ``url`` (streamable HTTP, with
     ``headers``), and the ``name`` a dataset mocks it by."""
@@ -95,7 +96,7 @@ def _parsed_server(raw: Any) -> McpServer:
                      cwd=None if raw.get("cwd") is None else str(raw["cwd"]))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class McpTool:
     """A tool an MCP server lists: its name, description and input schema, and its server."""
 

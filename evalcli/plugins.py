@@ -14,12 +14,12 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import PluginError
 from .errors import describe as exception_text
+from .records import record
 
 ADAPTERS = "evalcli.adapters"
 """The entry-point group of adapters: each names an ``evalcli.targets.AdapterDeclaration``."""
@@ -30,7 +30,7 @@ OWN = "evalcli"
 """The distribution whose entry points are the built-in ones."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     """One entry point of evalcli's groups, and the package (distribution) that declares it."""
 

@@ -5,20 +5,21 @@ A base module: it imports nothing of evalcli but ``messages``, ``thresholds`` an
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Literal
 
 from .messages import Message
 from .passrate import STABILITIES as STABILITIES
 from .passrate import stability_counts as stability_counts
 from .passrate import stability_of as stability_of
+from .records import record
 from .thresholds import TOLERANCE as TOLERANCE
 from .thresholds import Threshold as Threshold
 from .thresholds import reaches_gate as reaches_gate
 from .thresholds import within as within
 
 Verdict = Literal["passed", "scored", "failed"]
-@dataclass(frozen=True)
+@record(frozen=True)
 class Form:
     """One way of writing a conversation's user side (docs/datasets.md, docs/simulated-users.md), declared once."""
 
@@ -56,7 +57,7 @@ def fmt(score: float | None) -> str:
     return f"{score:.3f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:.0f}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class JudgeSample:
     """One of the verdicts a judge asked several times (``samples: N``) or a panel (``models: [...]``) gave."""
 
@@ -75,7 +76,7 @@ class JudgeSample:
         return cls(str(data.get("model")), data.get("seed"), data.get("score"), str(data.get("verdict") or ""))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Outcome:
     """The result of one scorer on one run: a score, not scorable, or an error."""
 
@@ -134,7 +135,7 @@ class Outcome:
         )
 
 
-@dataclass
+@record
 class Plan:
     """The top-level assertions of a run: gate ids, scorer ids and their thresholds, in list order."""
 
@@ -185,14 +186,14 @@ def _gate_from_json(data: dict[str, Any]) -> Outcome:
     return replace(outcome, reached=passed) if isinstance(passed, bool) else outcome
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Interrupt:
     """A turn that ended waiting for the user (LangGraph's ``interrupt()``, docs/targets/frameworks.md): the value it asked with."""
 
     value: Any
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Guardrail:
     """A guardrail that tripped on the turn (the Agents SDK's input or output guardrail, docs/targets/index.md): an outcome of the
     turn, not an error."""
@@ -210,7 +211,7 @@ class Guardrail:
         return cls(str(data["name"]), str(data["kind"])) if isinstance(data, dict) else None
 
 
-@dataclass
+@record
 class TurnRecord:
     """One turn of a conversation: what was sent, what came back, and its per-turn assertions."""
 
@@ -256,7 +257,7 @@ class TurnRecord:
                 "guardrail": None if self.guardrail is None else self.guardrail.to_json()}
 
 
-@dataclass
+@record
 class ItemResult:
     """One conversation's outcome; ``status`` is ``ok``, ``error`` or ``limited`` (a limit or budget stopped it: which
     one is its ``stop_reason``; docs/budgets.md)."""
@@ -354,7 +355,7 @@ class ItemResult:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GateResult:
     id: str
     passed: bool
@@ -364,7 +365,7 @@ class GateResult:
         return {"id": self.id, "passed": self.passed, "score": finite_or_none(self.score)}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ThresholdResult:
     id: str
     passed: bool
@@ -376,7 +377,7 @@ class ThresholdResult:
                 "threshold": self.threshold}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TurnResult:
     index: int
     gate_results: list[GateResult]
@@ -389,7 +390,7 @@ class TurnResult:
                 "scores": {k: finite_or_none(v) for k, v in self.scores.items()}}
 
 
-@dataclass
+@record
 class Summary:
     """The aggregate of a run: means, gate and threshold results, turn results and the verdict."""
 
@@ -421,7 +422,7 @@ class Summary:
         }
 
 
-@dataclass
+@record
 class RunResult:
     """A finished (or interrupted) run of one dataset."""
 

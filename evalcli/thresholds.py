@@ -11,8 +11,9 @@ This is a base module: it imports nothing of evalcli.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
+
+from .records import record
 
 TOLERANCE = 1e-9
 """How near a bound a mean may fall and still reach it (docs/scorers.md#thresholds-compare-with-a-tolerance): the
@@ -48,7 +49,7 @@ def reaches_gate(score: float | None) -> bool:
     return within(score, GATE)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Threshold:
     """An inclusive bound on a scorer's average: a number is a minimum, ``{min, max}`` are bounds (either may be
     left out). ``raw`` is the config as written, echoed in results and stored."""

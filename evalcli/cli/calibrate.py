@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from rich.console import Console
 from ..errors import ExitCode
 from ..evaluate import check_outputs, load_datasets, open_for_writing
 from ..llm import backend_from_env
+from ..records import record
 from ..reports.calibration import render_calibration
 from ..run import Events, RunOptions
 from ..run.calibrate import acalibrate
@@ -23,7 +24,7 @@ from .outputs import stdout_for_json
 from .run import DatasetsRequest
 
 
-@dataclass
+@record
 class CalibrateRequest(DatasetsRequest):
     """Everything ``evalcli calibrate`` was asked to do."""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ from rich.table import Table
 
 from ..errors import DatasetError
 from ..evaluate import check_outputs, open_for_writing
+from ..records import record
 from ..reports import (
     JsonReport,
     TerminalReport,
@@ -182,7 +182,7 @@ def write_text(target: str, text: str) -> None:
         handle.write(text)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Written:
     """What ``evalcli report`` wrote."""
 

@@ -9,7 +9,7 @@ import gc
 import os
 import signal
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from ..dbname import db_option
 from ..errors import ExitCode, UsageError
 from ..evaluate import Reporter, RunsInterrupted, plan_runs, run_planned
 from ..llm import parse_budget
+from ..records import record
 from ..reports import TerminalReport, interrupted_line
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
@@ -39,7 +40,7 @@ YOUNG_OBJECTS = 10_000
 """Allocations between two collections of the youngest generation during a run (Python's default: 700)."""
 
 
-@dataclass
+@record
 class DatasetsRequest:
     """What every command that runs datasets is asked: the datasets and the database, the registry, the JSON output,
     and how much runs at once (``evalcli run`` and ``evalcli calibrate``)."""
@@ -53,7 +54,7 @@ class DatasetsRequest:
     use_cache: bool = True
 
 
-@dataclass
+@record
 class RunRequest(DatasetsRequest):
     """Everything ``evalcli run`` was asked to do."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, astuple, dataclass, field
+from dataclasses import asdict, astuple, field
 from itertools import repeat
 from typing import Any
 
@@ -13,6 +13,7 @@ from ..fingerprint import ItemTrees
 from ..identity import canonical_json, content_digest, identities, plain_json, text_digest, text_digests
 from ..llm import default_judge_model
 from ..messages import Message
+from ..records import record
 from ..results import FORMS
 from ..scorers import Registry, ScorerSpec
 from ..scorers.registry import BySpecs
@@ -32,7 +33,7 @@ Form = str
 ``transcript``)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Turn:
     """A turn of a ``turns`` item, with its own gates and scorers."""
 
@@ -46,7 +47,7 @@ class Turn:
     """The turn's own ``tools:`` (per tool, over the item's)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Simulation:
     """A ``simulate:`` block: who the simulated user is and how long it may talk (docs/simulated-users.md)."""
 
@@ -60,7 +61,7 @@ class Simulation:
     """The simulator's model (``simulate.model``, else ``$EVALCLI_SIMULATOR_MODEL``, else the judge default)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class RecordedTurn:
     """One turn of a recorded conversation (docs/recorded.md): the user's message and the messages that answered it
     (``output``). Made by ``of``, which keeps the messages as their JSON text when that text reads back as them: a
@@ -85,7 +86,7 @@ class RecordedTurn:
         return tuple(json.loads(self.packed)) if isinstance(self.packed, str) else self.packed
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Limits:
     """``limits:`` and ``on_limit`` (docs/budgets.md), of the dataset or of one item; ``None``: no such limit."""
 
@@ -109,7 +110,7 @@ class Limits:
         return self.on_limit == "score"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Item:
     """One conversation of a dataset."""
 
@@ -170,7 +171,7 @@ class Item:
         return self.simulation.goal if self.simulation is not None else None
 
 
-@dataclass
+@record
 class Dataset:
     """A validated dataset, ready to run."""
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path as FsPath
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..errors import Problem
+from ..records import record
 from ..results import Threshold
 from ..scorers import CalibrationBar, Registry, ScorerSpec, flow_yaml, inline_yaml
 from ..scorers import find as find_kind
@@ -241,7 +242,7 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
     return _as_registered(ScorerSpec(id=default_id, kind=kind, args=args, where=where), path, pos, registry, problems)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Split:
     """A mapping of several keys read as one reference written loosely: the kind (or registered id), its arguments
     written beside it, and the wrapper's keys."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..records import record
 from .items import Item
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Selection:
     """Which items run. Applied in this order: filter, shard, limit."""
 

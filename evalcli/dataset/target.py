@@ -5,11 +5,12 @@ or a mapping (``http``, ``mastra``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path as FsPath
 from typing import Any
 
 from ..errors import EvalcliError, Problem
+from ..records import record
 from ..secrets import remember
 from ..targets import (
     Adapter,
@@ -28,7 +29,7 @@ from .yamlsrc import Path, Positions, validated
 HINT_FORMS = {"model:": "model", "mastra:": "mastra", "http:": "http", "https:": "http"}
 
 
-@dataclass
+@record
 class ResolvedTarget:
     """What the target resolved to: how it is named (in ``--target`` syntax for mappings), its adapter, and the
     values in its settings that must never be stored or shown."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
 import yaml
@@ -23,6 +23,7 @@ from pydantic_core import ErrorDetails
 from yaml.constructor import SafeConstructor
 
 from ..errors import LONE_SURROGATE, DatasetError, Problem
+from ..records import record
 from . import yamlmerge, yamlnodes, yamlvalues
 from .yamlnodes import MAPPING, MAX_DEPTH, SCALAR, SEQUENCE, STR_TAG, Node
 from .yamlvalues import MAX_ALIAS_VISITS, MAX_FILE_BYTES, Walker
@@ -30,7 +31,7 @@ from .yamlvalues import Interpolated as Interpolated  # re-exported: load.py, re
 from .yamlvalues import Path as Path
 
 
-@dataclass
+@record
 class Positions:
     """Where each path of a loaded document sits in its file: read off the document's nodes when asked (a YAML
     file), or from ``values`` and ``keys`` (a JSONL line), 1-based."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import yaml
@@ -23,6 +23,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from ..errors import DatasetError, Problem
 from ..identity import canonical_json
 from ..interpolation import ESCAPED, INTERPOLATION
+from ..records import record
 from ..secrets import looks_secret
 from . import yamlnodes as nodes
 from .yamlmerge import CountedMerges, to_pyyaml
@@ -38,7 +39,7 @@ MAX_EXPANDED_CHARS = 4 * MAX_FILE_BYTES
 
 
 
-@dataclass
+@record
 class Interpolated:
     """What loading noticed besides the data: environment variables used, secret values that must never
     be shown, and mistakes that do not stop the rest of the file from being checked (an unset

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from ..errors import UsageError
+from ..records import record
 
 
 def per_run(path: Path, runs: list[tuple[Path, str | None]]) -> list[Path]:
@@ -96,7 +96,7 @@ def _slug(text: str) -> str:
     return slug[:60] or "target"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PathProblem:
     """Why an output path cannot be used: the message names the option and the path; ``folder`` is the folder that
     does not exist, if that is why."""
@@ -174,7 +174,7 @@ def open_for_writing(path: Path) -> IO[str]:
     return path.open("w", encoding="utf-8")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Outputs:
     """The report files of a set of runs, one list per kind with a path (or ``None``) per run, in the runs' order;
     every path checked writable before anything runs."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ..dataset import Dataset, DatasetSource, load_datasets
 from ..errors import UsageError
+from ..records import record
 from ..run import RunOptions, RunPlan, check_options, llm_settings, plan_run
 from ..secrets import Redactor
 from ..store import Store
@@ -19,7 +20,7 @@ from ..tools import tape_path
 from .outputs import Outputs, check_tapes
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Plans:
     """Runs planned together (``plan_runs``): one per dataset and target, in that order, with where their reports
     go and the database they are stored in."""

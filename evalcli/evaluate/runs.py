@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine, Generator, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import ExitCode, UsageError
+from ..records import record
 from ..reports import (
     JsonReport,
     JsonSpool,
@@ -53,7 +54,7 @@ class Reporter:
         """The runs of one dataset against several targets, side by side (after the last run)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Runs:
     """What ``run_planned`` did: each run's result, in the plans' order (a plan that selected nothing has none),
     and the comparison of each dataset's runs when there were several targets."""

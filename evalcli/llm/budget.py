@@ -7,10 +7,11 @@ table does not price."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..errors import UsageError
+from ..records import record
 from .catalog import priced
 from .local_model import is_local
 
@@ -24,7 +25,7 @@ def purpose_group(purpose: str) -> str:
     return "target" if purpose == "agent" else purpose
 
 
-@dataclass
+@record
 class Budget:
     """``--max-cost`` and ``--max-tokens`` (docs/reliability.md, Budgets): per purpose, or for every purpose together
     (key ``None``). No call of a purpose whose budget is spent is sent; what was spent is counted as calls are

@@ -17,9 +17,11 @@ import importlib.util
 import json
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
+
+from ..records import record
 
 TABLE_FILE = "model_prices_and_context_window_backup.json"
 OPENAI = "openai"
@@ -33,7 +35,7 @@ _REGIONAL_HOSTS = {"eu.api.openai.com": "eu", "us.api.openai.com": "us", "gov.ap
 _BACKFILL_MODES = ("chat", "responses")
 
 
-@dataclass
+@record
 class Table:
     """The parsed table, with the indexes lookups need."""
 

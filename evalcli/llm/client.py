@@ -16,11 +16,12 @@ import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..errors import EvalcliError, ExitCode, describe
 from ..messages import Message
+from ..records import record
 from .budget import purpose_group
 from .cache import ResponseCache
 from .local_model import is_local
@@ -58,7 +59,7 @@ class BudgetSpent(LLMError):
     exit_code = ExitCode.BUDGET
 
 
-@dataclass
+@record
 class LLMSettings:
     """How model calls behave: retries, timeouts, back-off, judge concurrency, caching."""
 

@@ -18,9 +18,9 @@ import json
 import os
 import weakref
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from ..records import record
 from . import catalog
 
 OPENAI_BASE = "https://api.openai.com/v1"
@@ -46,7 +46,7 @@ class ProviderError(Exception):
         return f"{self.kind}: {self.message}" if self.message else self.kind
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Route:
     """How one model is reached over Chat Completions."""
 

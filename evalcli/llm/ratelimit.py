@@ -19,7 +19,8 @@ import email.utils
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from ..records import record
 
 GROWTH_EVERY = 10
 """Successes that raise the limit by one."""
@@ -27,7 +28,7 @@ REMEMBER_SECONDS = 30.0
 """How long the number of calls in flight that met a 429 caps the limit's growth."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Ticket:
     """One call's slot: the round it started in, and how many were in flight with it (itself included)."""
 

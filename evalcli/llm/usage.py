@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from ..records import record
 from .budget import PURPOSES, Budget, purpose_group
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CallRecord:
     """One model call (or cache hit), as stored in ``llm_calls``."""
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from ..records import record
 from .spans import Span, attribute_json, attribute_text
 from .turns import TurnSpans
 
@@ -25,7 +25,7 @@ EVALCLI_TURN = "evalcli.turn.index"
 """The attribute of evalcli's own turn spans (a file evalcli exported)."""
 
 
-@dataclass
+@record
 class Turn:
     """One turn read: where its root is in time and in the file, its conversation, and what it says."""
 

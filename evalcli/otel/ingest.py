@@ -15,19 +15,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError, Problem, lone_surrogate, not_utf8
+from ..records import record
 from .grouping import Grouper, Reopened
 from .otlp import Unreadable, decode_attributes, hex_id, read_request
 from .positions import Locate, located, one_line
 from .spans import Span, SpanEvent
 
 
-@dataclass
+@record
 class Ingested:
     """What a trace file holds: its conversations as ``(line, {"id", "messages"})``, made one at a time as they are
     read (once), and the warnings of reading it."""

@@ -16,17 +16,18 @@ request). Messages come out in OpenAI format (docs/recorded.md), as every other 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..messages import Message
+from ..records import record
 from .gemini import gemini_messages
 from .spans import Span, attribute_int, attribute_json, attribute_text
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 
 
-@dataclass
+@record
 class ModelCall:
     """One call of a model: what it was sent and answered (OpenAI format), and its tokens."""
 
@@ -39,7 +40,7 @@ class ModelCall:
     output: list[Message] = field(default_factory=list)
 
 
-@dataclass
+@record
 class ToolUse:
     """One tool call: its name, id, arguments, and its result (the span's text, or its value) or error."""
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..records import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class SpanEvent:
     """An event on a span (the deprecated GenAI per-message events, exceptions, evaluation results)."""
 
@@ -22,7 +24,7 @@ class SpanEvent:
     attributes: dict[str, Any]
 
 
-@dataclass
+@record
 class Span:
     """A finished span: ids as lower-case hex (32 digits for the trace, 16 for spans), times in nanoseconds."""
 

@@ -9,15 +9,16 @@ Two tool spans with the same call id are one call.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..messages import Message
+from ..records import record
 from .readers import ModelCall, ToolUse, read
 from .spans import Span
 
 
-@dataclass
+@record
 class TurnSpans:
     """What a turn's spans say, in the order they started."""
 

@@ -15,7 +15,6 @@ import os
 import shlex
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from ..aggregate import unscored_warning
 from ..dataset import Dataset, Item
 from ..dbname import db_option
 from ..evaluate import plan_runs, run_planned
+from ..records import record
 from ..reports import (
     conversation_text,
     fmt,
@@ -43,7 +43,7 @@ from .session import DatasetSession, EvalFailed
 from .settings import RunLine, Settings
 
 
-@dataclass
+@record
 class Played:
     """A dataset's stored run and its conversations, by item index."""
 

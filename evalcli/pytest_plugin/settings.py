@@ -3,11 +3,13 @@ summary for each dataset's run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from ..records import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class Settings:
     """How this session plays datasets."""
 
@@ -19,7 +21,7 @@ class Settings:
     """The database as a user types it after ``--db`` (relative to the current directory when inside it)."""
 
 
-@dataclass
+@record
 class RunLine:
     """One dataset's run, for the session's summary (sent from pytest-xdist workers to the controller as a dict)."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -11,6 +10,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..records import record
 from ..results import run_outcome
 from ..store import MergeResult, Store
 from .text import VERDICT_STYLE, fmt, verdict_style, verdict_words
@@ -21,7 +21,7 @@ def runs_table(store: Store, limit: int = 20) -> RenderableType:
     return RunsListing(f"Runs in {store.path} (newest first)", store.listing(limit))
 
 
-@dataclass
+@record
 class RunsListing:
     """The runs as a table when it fits the width; else as a list, a few lines per run, so that no run id (what
     ``show`` asks for), dataset path or score is ever cut."""

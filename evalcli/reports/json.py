@@ -12,9 +12,10 @@ import contextlib
 import json
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import IO, Any, Protocol
 
+from ..records import record
 from ..results import ItemResult, RunResult
 from ..secrets import Redactor
 
@@ -32,7 +33,7 @@ def deliver(items: Iterable[ItemResult], reports: list[Any]) -> None:
             report.item(item)
 
 
-@dataclass
+@record
 class JsonReport:
     """The JSON result of docs/reference/json.md, written while conversations stream past (secrets redacted first)."""
 
@@ -120,7 +121,7 @@ class JsonSpool:
                 self.file.close()
 
 
-@dataclass
+@record
 class JsonStream:
     """``--json -``: exactly one JSON document on stdout; several datasets make ``{"runs": [...]}``."""
 

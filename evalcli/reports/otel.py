@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..otel.otlp import encode_request
 from ..otel.spans import Span, SpanEvent
+from ..records import record
 from ..results import ItemResult, Outcome, RunResult
 from ..run.events import Events
 from ..secrets import Redactor
@@ -36,7 +37,7 @@ class ExportFailed(Exception):
         self.problems = problems
 
 
-@dataclass
+@record
 class Exporter:
     """Collects a run's conversations as they finish (``add``), then writes the run (``finish``)."""
 

@@ -6,10 +6,11 @@ see ``json.deliver``), and prints when closed. Nothing is computed here that the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ..dbname import db_option
+from ..records import record
 from ..results import ItemResult, RunResult, Summary, fmt
 from .text import (
     ERROR,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # rich is imported where a report is drawn, after the run (do
     from rich.text import Text
 
 
-@dataclass
+@record
 class TerminalReport:
     """Collects what the terminal shows while the conversations stream past; ``close`` prints it."""
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from ..records import record
 
 PASS_MARK = 0.5
 """A score at or above this is on the pass side."""
@@ -39,7 +40,7 @@ def agrees(label: float, score: float, *, binary: bool) -> bool:
     return abs(score - label) <= SCALE_TOLERANCE + _EPSILON
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Confusion:
     """Labels (rows) against scores (columns), each on its pass/fail side."""
 

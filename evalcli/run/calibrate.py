@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from ..dataset import Dataset, Item
 from ..errors import ExitCode, UsageError
+from ..records import record
 from ..results import ItemResult, Outcome, RunResult
 from ..scorers import ScorerSpec, find
 from ..store import Store
@@ -35,7 +36,7 @@ from .options import RunOptions
 from .runner import arun_evals
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Disagreement:
     """A labelled conversation whose score does not agree with its label, with the scorer's reason."""
 
@@ -52,7 +53,7 @@ class Disagreement:
                 "agreement": self.agreement, "reason": self.reason}
 
 
-@dataclass
+@record
 class ScorerCalibration:
     """One scorer measured against its labels."""
 
@@ -108,7 +109,7 @@ class ScorerCalibration:
                 "disagreements": [d.to_json() for d in self.disagreements], "spec": self.spec.spec()}
 
 
-@dataclass
+@record
 class Calibration:
     """What ``evalcli calibrate`` measured on one dataset."""
 

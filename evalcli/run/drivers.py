@@ -10,13 +10,12 @@ gates and scorers (the protocol they all follow is ``play``'s). Nothing else in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..dataset import Item, RecordedTurn, Turn
+from ..records import record
 from .play import Driver, PlayContext, Send, TurnAssertions
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Scripted:
     """The user's messages are written in the dataset: sent in order, one turn each."""
 
@@ -35,7 +34,7 @@ class Scripted:
         return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Recorded:
     """A recorded conversation: each turn is played back as it was; the target is never called."""
 

@@ -4,17 +4,18 @@ run's row keeps of them (``StoredOptions``). ``plan_run`` (``run/plan.py``) chec
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..dataset import Dataset, Selection, model_uses
 from ..errors import UsageError
 from ..llm import check_cost_budget
 from ..passrate import DEFAULT_MAX_PLAYS
+from ..records import record
 from ..results import ItemResult, Plan
 from ..store import StoredOptions
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunOptions:
     """How to run a dataset; every field has the CLI's default. Checked once, where the run is planned
     (``plan_run``)."""

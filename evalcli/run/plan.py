@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cached_property
 from typing import Any
 
@@ -15,6 +15,7 @@ from ..dataset import Dataset, Item, Selection, check_filter, dataset_models, mo
 from ..errors import UsageError
 from ..fingerprint import fingerprint
 from ..llm import PURPOSES, LLMSettings, backend_from_env, check_settings, model_problem
+from ..records import record
 from ..results import ItemResult, Plan
 from ..secret_references import secret_check
 from ..store import Store, StoredOptions, stored_usage
@@ -26,7 +27,7 @@ from .trust import check_calibrated
 from .worker_checks import check_worker_run, check_workers
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunPlan:
     """One run of one dataset, decided: the options it runs with (a resumed run's own restored), the conversations
     it plays and those it keeps, and what the runner would otherwise work out per conversation."""

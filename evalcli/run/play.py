@@ -8,12 +8,12 @@ none of them.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..dataset import Turn
 from ..llm import LLMClient
 from ..messages import Message
+from ..records import record
 
 
 class Send(Protocol):
@@ -51,7 +51,7 @@ class LimitReached(ConversationFailed):
         self.limit = limit
 
 
-@dataclass
+@record
 class PlayContext:
     """What a driver may use besides the session: the run's LLM client and cache setting."""
 

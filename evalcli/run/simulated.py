@@ -13,9 +13,8 @@ The agent only ever receives the user's messages: never the goal, persona, facts
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..dataset import Simulation
+from ..records import record
 from .play import ConversationFailed, LimitReached, PlayContext, Send, TurnAssertions
 from .simulator import STOP_MARKER, Simulator, agent_words, fenced, simulator_messages
 
@@ -24,7 +23,7 @@ def _same(a: str, b: str) -> bool:
     return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SimulatedUser:
     """The driver of a ``simulate`` item: an LLM writes the user's side, turn after turn."""
 

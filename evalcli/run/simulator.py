@@ -12,13 +12,13 @@ prompt version included, so an unchanged agent replays the same conversation at 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from ..dataset import Simulation
 from ..llm import LLMClient, LLMError, ResponseCache, reply_text
 from ..llm.fence import LABEL_ESCAPED, MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START, fence, neutralise_labels
 from ..messages import Message, assistant_texts
+from ..records import record
 from .play import ConversationFailed
 
 SIMULATOR_PROMPT_VERSION = "1"
@@ -135,7 +135,7 @@ def usable(response: dict[str, Any]) -> str | None:
     return text
 
 
-@dataclass
+@record
 class Simulator:
     """Asks the simulator model for the user's next message."""
 

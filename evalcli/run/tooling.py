@@ -4,11 +4,10 @@ each conversation a plan that watches, so the calls evalcli sees are recorded.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..dataset import Dataset, Item
 from ..errors import DatasetError, Problem
 from ..identity import identity_of
+from ..records import record
 from ..tools import TapeRecorder, ToolPlan, carry_plans_into_threads
 
 
@@ -18,7 +17,7 @@ def tape_identity(item: Item) -> str:
     return identity_of(item)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ToolSettings:
     """What a run does with tools besides the dataset's ``tools:``, decided once per run (``of_run``): whether the
     dataset controls tools at all depends only on the dataset, and asking it for every conversation scanned every

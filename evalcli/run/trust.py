@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..dataset import Dataset
 from ..errors import DatasetError, Problem
+from ..records import record
 from ..results import within
 from ..scorers import CalibrationBar, ScorerSpec, find
 from ..store import Store
@@ -73,7 +73,7 @@ def shortfalls(bar: CalibrationBar, row: Mapping[str, Any] | None) -> list[str]:
     return found
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class JudgeStanding:
     """One judge of a dataset: where it is used, its latest calibration, and whether it may gate."""
 

@@ -21,12 +21,13 @@ import struct
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..dataset import Item
 from ..errors import EvalcliError, ExitCode
+from ..records import record
 from ..results import ItemResult
 from .options import RunOptions
 
@@ -87,7 +88,7 @@ def worker_options(options: RunOptions, workers: int, concurrency: int) -> dict[
             "grace_seconds": options.grace_seconds, "handle_signals": True}
 
 
-@dataclass
+@record
 class _Worker:
     """One worker process and what it said."""
 

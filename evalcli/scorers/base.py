@@ -7,10 +7,10 @@ that one method, so the runner treats them alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..messages import Message, tool_names
+from ..records import record
 
 # A TurnView is built for every turn and a ScorerRun for every scored run of every conversation: their __init__ is the
 # one a frozen dataclass generates (same parameters, defaults and values; still frozen: assigning a field raises), but
@@ -18,7 +18,7 @@ from ..messages import Message, tool_names
 # (docs/performance.md). tests/test_play_cuts.py holds them to the generated ones.
 
 
-@dataclass(frozen=True, init=False)
+@record(frozen=True, init=False)
 class TurnView:
     """One turn as scorers see it: the user's message and this turn's response messages."""
 
@@ -51,7 +51,7 @@ class TurnView:
         fields["output_retries"], fields["guardrail"] = output_retries, guardrail
 
 
-@dataclass(frozen=True, init=False)
+@record(frozen=True, init=False)
 class ScorerRun:
     """What a scorer sees: the input, the response messages, every turn, and the item's expectations."""
 
@@ -95,7 +95,7 @@ class ScorerRun:
         return names
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Score:
     """A score with an optional human-readable reason (custom scorers may return this)."""
 
@@ -103,7 +103,7 @@ class Score:
     reason: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NotScorable:
     """Returned when a scorer cannot judge this run; it is left out of every average."""
 

@@ -14,12 +14,13 @@ module is imported when a kind it declares is first resolved (docs/performance.m
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
 from ..plugins import SCORERS, Entry, Names, entries, load_path
+from ..records import record
 from ..results import Outcome
 from . import builtin
 from .base import ScorerRun
@@ -49,7 +50,7 @@ class Scorer:
         raise NotImplementedError(f"{type(self).__name__} is not immediate: await its score()")
 
 
-@dataclass
+@record
 class BuildContext:
     """What building a scorer may need: its id, the run's LLM client (made on first use), custom functions."""
 
@@ -61,7 +62,7 @@ class BuildContext:
     """What the dataset's import paths name (custom scorers' functions), by import path."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Kind:
     """One scorer kind: everything that parsing, building, listing and documenting it needs."""
 

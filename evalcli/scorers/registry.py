@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import Problem
+from ..records import record
 from ..results import Outcome, Threshold
 from ..secret_references import References, digestible, references
 from .base import ScorerRun
@@ -52,7 +53,7 @@ class BySpecs(Generic[Made]):
         return known[1]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CalibrationBar:
     """``calibrated: {min_kappa, min_labels, min_accuracy}`` on a judge used as a gate: what the latest stored
     calibration of its exact configuration must show before a run may gate on it (docs/judges.md#calibrated-gates)."""
@@ -70,7 +71,7 @@ class CalibrationBar:
                                   ("min_accuracy", self.min_accuracy)) if v is not None}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ScorerSpec:
     """One scorer as configured: kind + arguments, its id, optional threshold, and where it was written."""
 
@@ -173,7 +174,7 @@ def _dumpable(value: Any) -> Any:
     return value
 
 
-@dataclass
+@record
 class Registry:
     """Scorers registered in a ``scorers.yaml`` (id -> spec); empty when there is no file."""
 

@@ -7,10 +7,10 @@ page's conversations, through ``stored_items``: a run of 100,000 conversations a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
+from ..records import record
 from ..results import ItemResult
 from .light import stored_items
 from .store import Store
@@ -45,7 +45,7 @@ def page_bounds(page: int, size: int) -> tuple[int, int]:
     return size, (min(max(page, 1), MAX_PAGE) - 1) * size
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunFilter:
     """What the runs list shows: each field narrows it when given; dates compare with ``started_at`` (ISO text, so
     ``2026-05`` means from May 2026 on for ``since``, before it for ``until``)."""
@@ -99,7 +99,7 @@ def run_choices(store: Store) -> dict[str, list[str]]:
             "verdicts": list(RUN_VERDICTS)}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConversationQuery:
     """Which of a run's conversations, in which order: ``sort`` is a key of ``SORTS`` or ``score:ID``."""
 
@@ -134,7 +134,7 @@ class ConversationQuery:
         return "".join(" AND " + c for c in clauses), params
 
 
-@dataclass
+@record
 class ConversationPage:
     """One page of a run's conversations, in the order asked, with each one's LLM cost (US dollars)."""
 

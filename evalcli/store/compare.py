@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import datetime
 from typing import Any
 
 from ..errors import ExitCode, UsageError
 from ..identity import changed
+from ..records import record
 from ..results import ItemResult, RunResult, Threshold
 from .history import StoredRun, load_run
 from .paired import PairedStats, PairedTally, check_alpha, check_detect, conversation_name, distinct_names
@@ -23,7 +24,7 @@ from .side_by_side import conversation_keys, read_rows
 from .store import Store
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Cell:
     """One run's figure on a row: a mean (scorers) or a pass rate (gates), and whether it passed its threshold or gate
     (``None`` when nothing is asked of it)."""
@@ -35,7 +36,7 @@ class Cell:
     scorable: int | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Row:
     """A scorer or gate (``turn N: id`` per turn) with one cell per run."""
 
@@ -47,7 +48,7 @@ class Row:
     """The scorer's threshold as configured (the first run's), if any."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Column:
     """One run: what it ran against and its totals."""
 
@@ -69,7 +70,7 @@ class Column:
         return int(found.get("prompt_tokens", 0)) + int(found.get("completion_tokens", 0)), float(found.get("cost", 0))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Difference:
     """A conversation whose gate (or status) reads differently across the runs: one state per run, each ``pass``,
     ``FAIL``, ``error`` (the conversation errored), ``n/a`` (not scorable) or ``-`` (not in that run)."""
@@ -82,7 +83,7 @@ class Difference:
     """Who the conversation is (``evalcli.identity``): what a view matches it by, never its name or position."""
 
 
-@dataclass
+@record
 class Comparison:
     """The runs in the order asked, their rows, and the conversations that differ."""
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from ..errors import ExitCode, UsageError
 from ..identity import changed, identity_of
+from ..records import record
 from ..results import ItemResult, RunResult, Summary, fmt
 from ..thresholds import same, within
 from .history import load_run
@@ -17,7 +18,7 @@ from .store import Store
 VERDICT_RANK = {None: 0, "passed": 0, "scored": 1, "failed": 2}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Change:
     """One figure in run A and run B; ``regressed`` when B is lower than A by more than the tolerance."""
 
@@ -36,7 +37,7 @@ class Change:
         return not same(self.a, self.b)
 
 
-@dataclass
+@record
 class ItemChange:
     """One conversation matched by identity across the two runs (``evalcli.identity``)."""
 
@@ -59,7 +60,7 @@ class ItemChange:
         return not self.changed and self.passed_a is True and self.passed_b is False
 
 
-@dataclass
+@record
 class RunDiff:
     """Run B against run A: scorer averages, gate scores, verdicts and per-item scores."""
 

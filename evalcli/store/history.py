@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..aggregate import Aggregator
 from ..errors import StoreError, UsageError
 from ..llm import ResponseCache, usage_summary
+from ..records import record
 from ..results import (
     GateResult,
     ItemResult,
@@ -73,7 +73,7 @@ def aggregate(plan: Plan, items: list[ItemResult]) -> Summary:
     return aggregator.summary()
 
 
-@dataclass
+@record
 class StoredRun:
     """A run read back from a database: its ``RunResult`` (without items), plan and ``runs`` row."""
 
@@ -175,7 +175,7 @@ def open_cache(path: str | Path, *, write: bool) -> ResponseCache:
         store.close()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunPoint:
     """One run of a dataset with its registered scorers' means."""
 

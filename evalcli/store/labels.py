@@ -10,7 +10,7 @@ identity and scorer is the label (``''``: the conversation as a whole).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,6 +19,7 @@ import yaml
 from ..dataset import Dataset
 from ..errors import StoreError, UsageError
 from ..identity import changed
+from ..records import record
 from ..secrets import Redactor
 from .connection import connect, run
 from .store import Store, now
@@ -45,7 +46,7 @@ def label_text(score: float) -> str | float:
     return "pass" if score == 1 else "fail" if score == 0 else round(score, 4)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NewLabel:
     """A label to store on conversation ``item_index`` of run ``run_id``."""
 

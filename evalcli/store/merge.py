@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import heapq
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..aggregate import Aggregator, PassRates, exit_code
 from ..errors import StoreError, UsageError
 from ..identity import identity_of
+from ..records import record
 from ..results import Plan, Summary
 from .history import open_existing
 from .ids import new_run_id
@@ -25,7 +26,7 @@ COPIED_TABLES = ("items", "turns", "scores", "llm_calls", "plays")
 """Per-item tables copied into a merged run, parents first (turns, scores and plays reference items)."""
 
 
-@dataclass
+@record
 class MergeResult:
     """A merged run written to ``out``: its id, the runs it came from, its summary and exit code."""
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..errors import UsageError
 from ..identity import EXPLICIT, LEGACY, changed, identity_of, pair_by_identity
+from ..records import record
 from ..results import ItemResult, Outcome
 from .stats import (
     ALPHA,
@@ -89,7 +90,7 @@ def check_detect(detect: float | None) -> None:
                          "write e.g. --detect 0.05 for a change of 5 points")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PassFail:
     """Pass/fail (every gate passed; an errored conversation fails) over the paired conversations."""
 
@@ -116,7 +117,7 @@ class PassFail:
                 "p": self.p, "change": self.change}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Figure:
     """A gate, a scorer or the pass rate over plays: A's and B's means over the pairs and B - A."""
 
@@ -132,7 +133,7 @@ class Figure:
                 **self.difference.to_json()}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Detectable:
     """The smallest change in pass rate ``n`` paired conversations detect (ALPHA, POWER), and with ``--detect D``
     how many conversations D needs, judged by the spread of this comparison's differences."""
@@ -157,7 +158,7 @@ class Detectable:
                 "power": POWER, "detect": self.detect, "conversations_needed": self.needed}
 
 
-@dataclass
+@record
 class PairedStats:
     """Run B against run A over the conversations both have."""
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
+from ..records import record
 from ..thresholds import same
 
 ALPHA = 0.05
@@ -42,7 +42,7 @@ def mcnemar_p(b: int, c: int) -> float:
     return float(binomtest(min(b, c), b + c, 0.5).pvalue)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PairedDifference:
     """B - A over paired conversations: the mean, its bootstrap interval and Wilcoxon's p."""
 

@@ -18,7 +18,7 @@ import os
 import sqlite3
 import subprocess
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from ..dataset import Dataset
 from ..errors import ExitCode, StoreError
 from ..identity import identity_of
 from ..llm import ResponseCache
+from ..records import record
 from ..results import ItemResult, Outcome, Plan, Summary, finite_or_none, outcomes_from_json
 from ..secrets import Redactor
 from . import migrations
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StoredOptions:
     """What a run's row keeps of how it was asked to run (``runs.options``): its plan, selection and exit rules."""
 

@@ -20,12 +20,12 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..messages import Message
+from ..records import record
 from ..secrets import Redactor, redact_url
 from .forms import FormContext
 from .openai_format import assistant
@@ -61,7 +61,7 @@ class A2AConfig(BaseModel):
         return value.rstrip("/")
 
 
-@dataclass
+@record
 class A2ATarget:
     """An A2A agent, its card read."""
 

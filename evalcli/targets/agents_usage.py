@@ -14,18 +14,18 @@ process with :class:`NestedCounting`, which gives every run started inside a con
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 from agents import RunConfig, RunHooks
 
+from ..records import record
 from .usage import count, record_target_call
 
 HOOK_NAMES = ("on_agent_start", "on_agent_end", "on_handoff", "on_tool_start", "on_tool_end", "on_llm_start")
 """The ``RunHooks`` methods that only pass through to the app's own hooks (``on_llm_end`` also counts)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Counting:
     """The turn being played and the run configuration of the conversation's own run."""
 

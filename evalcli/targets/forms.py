@@ -11,18 +11,18 @@ in ``dataset.load``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from ..errors import TargetError, UsageError
+from ..records import record
 from ..secrets import remember, url_secrets
 from .session import Adapter
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FormContext:
     """What building a target from its settings may need from the dataset."""
 

@@ -14,7 +14,6 @@ import inspect
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -22,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import EvalcliError
 from ..messages import Message
+from ..records import record
 from ..secrets import Redactor, redact_url
 from ..tools import CURRENT
 from .callable import BadReply, normalise
@@ -100,7 +100,7 @@ class HttpConfig(BaseModel):
         return value
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reader:
     """The compiled response mapping."""
 
@@ -112,7 +112,7 @@ class Reader:
     """How it reads, for error messages (``text: reply``)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HttpTarget:
     """An ``http`` target, built: compiled templates and response mapping, its secrets."""
 

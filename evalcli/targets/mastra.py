@@ -20,13 +20,13 @@ import json
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote as quote_path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..messages import Message
+from ..records import record
 from ..secrets import Redactor, redact_url
 from .forms import FormContext
 from .openai_format import assistant, tool_call, tool_result
@@ -68,7 +68,7 @@ class MastraConfig(BaseModel):
         return value.rstrip("/").removesuffix("/api")
 
 
-@dataclass
+@record
 class MastraTarget:
     """A ``mastra`` target, looked up on its server."""
 

@@ -10,12 +10,12 @@ taken from the response cache: the model under test is asked every time.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..messages import Message
+from ..records import record
 from .forms import FormAdapter, FormContext
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession, fresh_thread
 
@@ -43,7 +43,7 @@ class ModelConfig(BaseModel):
         return self
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelTarget:
     """A ``model`` target, built: its settings and the system prompt's text."""
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, cast
 
 from ..errors import TargetError
 from ..plugins import ADAPTERS, Entry, Names, entries
+from ..records import record
 from .forms import FormAdapter
 from .session import Adapter, ConfigProblem, mro_names, options_hint
 
@@ -22,7 +22,7 @@ FALLBACK = "callable"
 """The adapter of an object no adapter recognises: a function, or an object with ``generate``."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AdapterDeclaration:
     """One adapter, as an entry point of the group ``evalcli.adapters`` names it (docs/extending.md). Declared in a
     module that imports no framework: evalcli loads every declaration to recognise an agent object."""
@@ -55,7 +55,7 @@ class AdapterDeclaration:
         return self.confirms is None or bool(self.confirms(obj))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Declared:
     """A loaded declaration and the entry point it came from (its package, for listings and errors)."""
 

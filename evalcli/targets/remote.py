@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..records import record
 from ..secrets import Redactor, header_secrets, redact_url, remember, url_secrets
 from .callable import BadReply
 from .forms import FormAdapter
@@ -49,7 +49,7 @@ def quote(text: str, secrets: Redactor) -> str:
     return flat[:QUOTE_CHARS] + ("..." if len(flat) > QUOTE_CHARS else "") if flat else "(an empty body)"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Answer:
     """A 2xx reply: its status and body (JSON is UTF-8; other text is read as UTF-8 too)."""
 

@@ -13,10 +13,11 @@ from 0), its calls kept.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from ..messages import Message
+from ..records import record
 
 History = Literal["detect", "full", "turn"]
 HISTORY_MODES: tuple[str, ...] = ("detect", "full", "turn")
@@ -76,7 +77,7 @@ def _renamed(message: Message, renamed: dict[str, str]) -> Message:
     return changed
 
 
-@dataclass
+@record
 class TurnReplies:
     """One conversation's replies so far: what each turn is given as its own."""
 

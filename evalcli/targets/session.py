@@ -15,11 +15,12 @@ import os
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..messages import Message
+from ..records import record
 from ..results import Guardrail, Interrupt
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class TurnRejected(Exception):
     conversation's error, with this message."""
 
 
-@dataclass
+@record
 class Reply:
     """One turn's answer: this turn's new response messages (assistant and tool, OpenAI format, docs/targets/index.md), and
     what else an agent reports about the turn (adapters that know more add it here)."""
@@ -132,7 +133,7 @@ class TurnSession(Generic[A]):
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ItemInfo:
     """What an adapter may read about the item whose conversation it opens (the ``http`` target's templates do)."""
 
@@ -140,7 +141,7 @@ class ItemInfo:
     metadata: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Thread:
     """The memory scope of one conversation."""
 
@@ -212,7 +213,7 @@ def merge_options(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str,
     return merged
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConversationOptions:
     """What one conversation is opened with: its thread, and its options when they are not the dataset's own
     (an item's ``target_options`` merged over the dataset's, and what its ``setup`` returned)."""

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..errors import describe
+from ..records import record
 from .session import Calls, TurnTimedOut
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConversationInfo:
     """What a setup function is told about the conversation it prepares."""
 

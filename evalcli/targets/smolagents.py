@@ -21,13 +21,13 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from smolagents.memory import ActionStep, AgentMemory, CallbackRegistry, PlanningStep
 from smolagents.monitoring import AgentLogger, LogLevel, Monitor
 
 from ..messages import Message
+from ..records import record
 from ..tools import call
 from .openai_format import as_text, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, TurnSession
@@ -39,7 +39,7 @@ OWNED = ("task", "stream", "reset", "images", "return_full_result")
 """Parameters of ``agent.run`` that evalcli sets itself."""
 
 
-@dataclass
+@record
 class Used:
     """One call of a tool of the conversation's copy: the step it ran in, and its result or error."""
 

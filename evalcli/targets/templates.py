@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..records import record
 from .session import ConfigProblem
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def environment() -> jinja2.Environment:
     return _environment
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Compiled:
     """One template string: ``value`` evaluates a single expression (keeping its type), ``text`` renders a string."""
 
@@ -106,7 +106,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Body:
     """A JSON value with template strings in it, compiled; ``render`` gives this turn's value."""
 

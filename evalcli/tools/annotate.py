@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..messages import Message
+from ..records import record
 from .plan import ToolCall, ToolPlan, same_tool
 from .spec import SOURCES, as_text, canonical
 
 
-@dataclass
+@record
 class Outside:
     """A tool result in the turn's messages that did not pass through evalcli's plan."""
 
@@ -31,7 +32,7 @@ class Outside:
     """Whether the result is an error (a framework that refused a call it could not run reports one too)."""
 
 
-@dataclass
+@record
 class TurnTools:
     """The turn's messages as recorded, and the tool results no plan record explains."""
 

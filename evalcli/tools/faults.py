@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
+from ..records import record
 from .spec import ALL as ALL
 from .spec import as_text, canonical
 
 _P99 = NormalDist().inv_cdf(0.99)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Faults:
     """What ``faults:`` says: the share of calls that fail (``error_rate``) or answer malformed (``malformed_rate``),
     the latency every call gets (a log-normal with median ``p50`` and 99th percentile ``p99``, seconds), the
@@ -34,7 +34,7 @@ class Faults:
     seed: int = 0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Draw:
     """What happens to one call: it fails (``error``), times out (``timed_out``: after ``timeout`` seconds), answers
     malformed, and how long it waits first (``latency``, seconds)."""

@@ -13,18 +13,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import yaml
 
 from ..interpolation import escaped as escaped_text
 from ..patterns import is_pattern
+from ..records import record
 from ..secrets import REDACTED
 from .plan import Recorded
 
 
-@dataclass
+@record
 class _Call:
     """One distinct call of a tool: its arguments and, per conversation, its answers in order."""
 

@@ -19,9 +19,10 @@ import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..records import record
 from .spec import ALL, Answer, Mock, ToolsConfig, canonical, jsonable, matches, tape_arguments
 
 if TYPE_CHECKING:  # seeded faults are imported by the first call they may hit (docs/performance.md)
@@ -49,7 +50,7 @@ class ToolRefused(MockedToolError):
     """A call that may not run (``unmocked: error``, ``--hermetic``): the conversation's error, named by the plan."""
 
 
-@dataclass
+@record
 class ToolCall:
     """One tool call of a conversation, as the record (and a tape) keeps it."""
 
@@ -79,7 +80,7 @@ class ToolCall:
         return line
 
 
-@dataclass
+@record
 class Recorded:
     """A call read from a tape: its tool, canonical arguments, and result or error."""
 
@@ -89,7 +90,7 @@ class Recorded:
     error: str | None = None
 
 
-@dataclass
+@record
 class ToolPlan:
     """What answers one conversation's tool calls: the dataset's and item's ``tools:`` (a turn's own over them,
     per tool), then its tape, then ``unmocked``; and every call made, in order."""

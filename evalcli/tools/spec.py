@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..patterns import values_match
+from ..records import record
 from ..secrets import redactor
 
 ALL = "*"
@@ -25,7 +26,7 @@ RESERVED = ("replay", "match")
 """Keys of a ``tools:`` mapping that are not tool names."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Answer:
     """One answer a mock gives: a value (``returns``) or an error (``raises``), after ``delay`` seconds."""
 
@@ -34,7 +35,7 @@ class Answer:
     delay: float = 0.0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Mock:
     """One entry of a tool's mocks: the calls it answers (``when``: a subset of the arguments; ``None``: any
     call, a fallback), and its answers (one, or a ``sequence``: the nth call it answers gets the nth, the last
@@ -50,7 +51,7 @@ class Mock:
         return self.answers[min(nth, len(self.answers) - 1)]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ServerMock:
     """``{mcp: NAME, from_tape: PATH}``: every call of the MCP server ``NAME``'s tools answered from a tape, never
     live (docs/hermetic.md, "MCP tools")."""
@@ -62,7 +63,7 @@ class ServerMock:
     digest: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ToolsConfig:
     """A ``tools:`` block (dataset, item or turn): mocks by tool name, and a tape to replay."""
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import LONE_SURROGATE, lone_surrogate_at
+from ..records import record
 from ..secrets import redactor
 from .plan import Recorded, ToolCall
 from .spec import tape_arguments
@@ -39,7 +39,7 @@ class TapeError(ValueError):
         return ":".join(str(part) for part in (path, self.line, self.column) if part)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Tape:
     """A tape as read: its calls by conversation identity, in the order they were made, and the digest of the file's
     bytes (what a resume compares: docs/reliability.md)."""

@@ -13,7 +13,6 @@ import asyncio
 import hmac
 import ipaddress
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from ..errors import EvalcliError, StoreError, UsageError
+from ..records import record
 from ..secrets import Redactor
 from ..store import Store
 from ..store.browse import PAGE_SIZE, ConversationQuery, RunFilter, progress
@@ -31,7 +31,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 TOKEN_COOKIE = "evalcli_view_token"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ViewSettings:
     """How ``evalcli view`` serves: the database, where it listens, the token and who labels."""
 

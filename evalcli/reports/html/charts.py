@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import ClassVar
 
+from ...records import record
 from ..text import fmt
 
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777", "#4b5563",
@@ -43,7 +44,7 @@ class Frame:
         return self.height - PAD_BOTTOM
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Bar:
     """One histogram bin: its rectangle and what it counts."""
 
@@ -56,7 +57,7 @@ class Bar:
     """The bin's range, e.g. ``0.4..0.5``."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Histogram(Frame):
     """One scorer's distribution over the conversations where it scored."""
 
@@ -78,7 +79,7 @@ class Histogram(Frame):
         return self.bottom
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Point:
     x: float
     y: float
@@ -86,7 +87,7 @@ class Point:
     """What a tooltip says: where and how much."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Series:
     """One line of a line chart (``None`` values leave gaps)."""
 
@@ -97,13 +98,13 @@ class Series:
     """SVG ``points`` attributes, one per unbroken run of values."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Tick:
     position: float
     text: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LineChart(Frame):
     """Several series over shared x labels (turn indexes, or runs)."""
 

@@ -10,10 +10,10 @@ helpers as the terminal; the page's script only lays the result out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...messages import Message, is_error_result, message_text, retry_note
+from ...records import record
 from ...results import ItemResult, Outcome, outcome_json
 from ..text import ERROR, NOT_SCORABLE, fmt, one_line, threshold_text, why_failed
 from ..transcript import assistant_label, guardrail_text, pretty_arguments, structured_text
@@ -39,14 +39,14 @@ def failing_gates(item: ItemResult) -> list[str]:
     return missed
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ScoreCell:
     text: str
     missed: bool
     """The conversation's score misses the scorer's threshold."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Row:
     """One line of the conversation list."""
 

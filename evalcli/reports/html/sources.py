@@ -8,16 +8,17 @@ into one change per conversation. The renderer gets these as values and never qu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
+from ...records import record
 from ...results import Plan
 from ...store import ItemChange, RunDiff, RunPoint, Store, diff_runs, score_history
 from ...thresholds import within
 from ..text import fmt
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConversationChange:
     """One conversation against the baseline: ``regressed``, ``improved``, ``new``, ``missing`` or ``unchanged``."""
 
@@ -27,7 +28,7 @@ class ConversationChange:
     """How views of both runs name the conversation (its id, else its content; never its position)."""
 
 
-@dataclass
+@record
 class Baseline:
     """``diff_runs(baseline, this run)`` and its verdict per conversation: those of this run by this run's item id
     (its rows), those only the baseline had apart (paired by identity, so neither hides the other)."""
@@ -46,7 +47,7 @@ class Baseline:
         return sum(1 for change in [*self.changes.values(), *self.gone] if change.kind == kind)
 
 
-@dataclass
+@record
 class ReportSources:
     """Everything the report needs that is not a conversation."""
 

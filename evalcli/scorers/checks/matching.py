@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from ...messages import Message, excerpt
 from ...patterns import CompareMode, pattern_problems, values_match
+from ...records import record
 
 __all__ = ["ArgsMode", "Call", "CompareMode", "arguments_match", "calls_of", "maximum_matching", "parse_arguments",
            "valid_patterns", "values_match"]
@@ -33,7 +33,7 @@ def valid_patterns(value: T) -> T:
     return value
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Call:
     """One tool call the agent made: its name, its arguments as sent, and those arguments parsed."""
 

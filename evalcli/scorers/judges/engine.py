@@ -25,13 +25,14 @@ import operator
 import re
 import statistics
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...llm import LLMClient, LLMError, ResponseCache, UsageSink, reply_text, supports_json_mode, supports_json_schema
 from ...messages import Message
+from ...records import record
 from ...results import JudgeSample, Outcome, reaches_gate
 from ...results import fmt as score_text
 from .copies import prompt_copy
@@ -131,7 +132,7 @@ class JudgeFailed(Exception):
     """No usable verdict: the provider failed for good, or every reply was unreadable."""
 
 
-@dataclass
+@record
 class JudgeCall(Generic[T]):
     """One question to a judge model, asked until it gets one readable answer (or gives up)."""
 
@@ -217,7 +218,7 @@ AGREEMENT_TOLERANCE = 0.1
 """A sample of a scale judge agrees with the decision when its score is this close to the median."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SamplePoint:
     """Who is asked for one verdict: a model, and a seed when one model is asked several times."""
 

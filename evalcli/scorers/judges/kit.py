@@ -12,7 +12,7 @@ import functools
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
@@ -41,6 +41,7 @@ from ...llm.fence import (
     neutralise_labels,
 )
 from ...messages import Message, assistant_texts, is_error_result, message_text
+from ...records import record
 from ...results import Outcome
 from ..base import ScorerRun, TurnView
 from ..checks.matching import calls_of
@@ -213,7 +214,7 @@ class PlainJudgeArgs(JudgeArgs):
     samples: Samples = samples_field()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Turn:
     """One conversation turn as the judges read it."""
 
@@ -330,7 +331,7 @@ def numbered(model: type[M], field: str, key: str, wanted: Sequence[int]) -> Cal
     return parse
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Judging:
     """A judge's call for numbered verdicts (criteria, turns, listed items): exactly one for each number asked for,
     each ``{key: <number>, "reasoning": ..., flag: <true or false>}``, in a reply ``{"verdicts": [...]}`` read by
@@ -381,7 +382,7 @@ def cleaned(items: Sequence[str]) -> list[str]:
     return [" ".join(item.split()) for item in items if item.strip()]
 
 
-@dataclass
+@record
 class Asking:
     """What every call of one scoring shares: client, model, scorer id, prompt version, cache, usage sink, and
     which sample of a repeated judge it is."""

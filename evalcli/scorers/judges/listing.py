@@ -12,11 +12,11 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import create_model
 
+from ...records import record
 from ...results import Outcome
 from ..base import ScorerRun
 from .engine import Verdicts, reader
@@ -40,7 +40,7 @@ from .kit import (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Listing:
     """A judge's first call: short sentences listed in a reply ``{field: [...]}`` read by ``model`` (named ``name``:
     the schema's name), the shape shown by ``examples`` of another conversation, never a placeholder."""
