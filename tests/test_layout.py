@@ -13,15 +13,16 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "evalcli"
 BASE = {"dbname", "errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "passrate", "results",
-        "aggregate", "identity", "fingerprint", "version", "plugins", "lazy", "words", "interpolation", "streams"}
+        "aggregate", "identity", "fingerprint", "version", "plugins", "lazy", "words", "interpolation", "streams",
+        "records"}
 ALLOWED: dict[str, set[str]] = {
-    "dbname": set(), "errors": set(), "secrets": set(), "secret_references": {"secrets"}, "messages": set(),
-    "patterns": set(), "thresholds": set(), "passrate": {"thresholds"},
-    "results": {"messages", "thresholds", "passrate"}, "aggregate": {"results", "errors"},
-    "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors"},
-    "lazy": set(), "words": set(), "interpolation": set(), "streams": {"secrets"},
+    "dbname": set(), "errors": {"records"}, "secrets": set(), "secret_references": {"secrets"}, "messages": set(),
+    "patterns": set(), "thresholds": {"records"}, "passrate": {"thresholds"},
+    "results": {"messages", "thresholds", "passrate", "records"}, "aggregate": {"results", "errors", "records"},
+    "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors", "records"},
+    "lazy": set(), "words": set(), "interpolation": set(), "streams": {"secrets"}, "records": set(),
     "tools": BASE,
-    "mcp": {"errors", "secrets"},
+    "mcp": {"errors", "secrets", "records"},
     "llm": BASE,
     "otel": BASE | {"llm", "targets", "tools"},
     "scorers": BASE | {"llm"},
