@@ -1,15 +1,16 @@
 """`record`: `dataclasses.dataclass` without compiling `__repr__`, `__eq__`, `__hash__` and frozen classes'
 `__setattr__`/`__delattr__` with `exec` (docs/performance.md "Start-up and finish"; docs/development.md "Records").
 
-`dataclasses` writes each of those methods as source text and compiles it (~1 ms a class); every evalcli record
-is made at import, most before a run's first turn. `record` lets `dataclasses` make the class and its `__init__`
-(hot at run time, so still generated) and gives it methods built from the field names by closures, with the
-generated ones' behaviour: `__eq__` compares the tuples of the compared fields of two instances of the same class
-(`NotImplemented` otherwise), `__hash__` hashes the tuple of the hashed fields under the same rules (eq, frozen,
-an explicit `__hash__`), `__repr__` names `__qualname__` and the `repr=True` fields and writes `...` for an
-instance already being written in the same thread, and a frozen class's `__setattr__`/`__delattr__` raise
-`dataclasses.FrozenInstanceError` with the same message. `order=True` or `unsafe_hash=True` go to `dataclasses`
-as they are. `tests/test_records.py` holds records to `@dataclass` classes of the same fields.
+`dataclasses` writes each of those methods as source text and compiles it (~1 ms a class); every evalcli record is
+made at import, most before a run's first turn. `record` lets `dataclasses` make the class and its `__init__` (hot
+at run time, so still generated) and gives it methods built from the field names by closures, with the generated
+ones' behaviour: `__eq__` compares the compared fields of two instances of the same class as the running Python's
+`dataclasses` does (their tuples up to 3.12; 3.13 `and`s the fields' `==`), `NotImplemented` otherwise, `__hash__`
+hashes the tuple of the hashed fields under the same rules (eq, frozen, an explicit `__hash__`), `__repr__` names
+`__qualname__` and the `repr=True` fields and writes `...` for an instance already being written in the same thread,
+and a frozen class's `__setattr__`/`__delattr__` raise `dataclasses.FrozenInstanceError` with the same message.
+`order=True` or `unsafe_hash=True` go to `dataclasses` as they are. `tests/test_records.py` holds records to
+`@dataclass` classes of the same fields.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import _thread
 import abc
 import dataclasses
+import sys
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from typing import Any, TypeVar, dataclass_transform, overload
@@ -41,8 +43,25 @@ def _named(cls: type, fn: Callable[..., Any]) -> None:
     fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"
 
 
-def _eq(key: _Key) -> Callable[[Any, Any], Any]:
-    def __eq__(self: Any, other: Any) -> Any:
+def _eq(names: tuple[str, ...]) -> Callable[[Any, Any], Any]:
+    if sys.version_info >= (3, 13):  # dataclasses 3.13: the same instance is equal, else `self.a==other.a and ...`
+
+        def __eq__(self: Any, other: Any) -> Any:
+            if self is other:
+                return True
+            if other.__class__ is self.__class__:
+                result: Any = True
+                for name in names:
+                    result = getattr(self, name) == getattr(other, name)
+                    if not result:
+                        break
+                return result
+            return NotImplemented
+
+        return __eq__
+    key = _key(names)
+
+    def __eq__(self: Any, other: Any) -> Any:  # 3.11, 3.12: `(self.a,self.b,)==(other.a,other.b,)`
         if other.__class__ is self.__class__:
             return key(self) == key(other)
         return NotImplemented
@@ -128,7 +147,7 @@ def _record(
         _named(made, made.__repr__)
     if eq:
         if "__eq__" not in made.__dict__:
-            made.__eq__ = _eq(_key(tuple(f.name for f in fields if f.compare)))  # type: ignore[assignment]
+            made.__eq__ = _eq(tuple(f.name for f in fields if f.compare))  # type: ignore[assignment]
             _named(made, made.__eq__)
         if not explicit_hash:  # dataclasses' `_hash_action` for unsafe_hash=False
             if frozen:
