@@ -117,7 +117,7 @@ def _frozen_get_del_attr(cls: type, fields: Iterable[dataclasses.Field[Any]], gl
 # function has the signature read here (Python 3.11 and 3.12); elsewhere a frozen record's two methods are compiled.
 _STD_FROZEN = getattr(dataclasses, "_frozen_get_del_attr", None)
 _SWAP_FROZEN = getattr(getattr(_STD_FROZEN, "__code__", None), "co_varnames", ())[:3] == ("cls", "fields", "globals")
-_lock = _thread.allocate_lock()
+_lock = _thread.RLock()  # a record made while one is being made finds the standard function or this one: both alike
 
 
 def _make(cls: type, frozen: bool, options: dict[str, Any]) -> type:
@@ -182,8 +182,6 @@ def record(
     `__init__` (the module's docstring)."""
 
     def wrap(cls: type[T]) -> type[T]:
-        return _record(
-            cls, init, repr, eq, order, unsafe_hash, frozen, match_args, kw_only, slots, weakref_slot
-        )
+        return _record(cls, init, repr, eq, order, unsafe_hash, frozen, match_args, kw_only, slots, weakref_slot)
 
     return wrap if cls is None else wrap(cls)
