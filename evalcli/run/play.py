@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..dataset import Turn
-from ..llm import LLMClient
 from ..messages import Message
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient
 
 
 class Send(Protocol):
