@@ -324,10 +324,27 @@ def test_a_module_file_is_resolved_once_however_often_a_scope_is_entered(tmp_pat
         return real(self, strict)
 
     (tmp_path / "scoped_agent_module.py").write_text("X = 1\n")
+    scope = ImportScope([tmp_path])  # its folders resolved as it is made
     monkeypatch.setattr(Path, "resolve", counted)
-    scope = ImportScope([tmp_path])
     for _ in range(3):
         with scope:
             import scoped_agent_module  # noqa: F401 - imported in the scope, kept as its own
-    files = [f for f in resolved if f.endswith(".py")]
-    assert files and len(files) == len(set(files)), sorted(f for f in set(files) if files.count(f) > 1)[:5]
+    assert resolved and len(resolved) == len(set(resolved)), sorted(f for f in set(resolved) if resolved.count(f) > 1)
+    # a module's file by its folder's real path, each folder resolved once: no file that is not a link is resolved
+    assert not [f for f in resolved if f.endswith(".py")], resolved
+
+
+def test_a_module_files_real_path_is_what_path_resolve_gives(tmp_path: Path) -> None:
+    from evalcli.dataset.imports import _resolved
+
+    (tmp_path / "real" / "pkg").mkdir(parents=True)
+    (tmp_path / "real" / "pkg" / "mod.py").write_text("X = 1\n")
+    (tmp_path / "real" / "other.py").write_text("X = 1\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "real")  # a linked folder
+    (tmp_path / "real" / "pkg" / "alias.py").symlink_to(tmp_path / "real" / "other.py")  # a linked file
+    (tmp_path / "real" / "pkg" / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    files = [tmp_path / "linked" / "pkg" / "mod.py", tmp_path / "linked" / "pkg" / "alias.py",
+             tmp_path / "real" / "pkg" / "dangling.py", tmp_path / "linked" / "missing" / "m.py",
+             tmp_path / "real" / "pkg" / ".." / "other.py", Path(os.__file__), Path("relative.py")]
+    for file in files:
+        assert _resolved(str(file)) == str(file.resolve()), file
