@@ -9,9 +9,10 @@ models (``evalcli.dataset.files``, ``fields``: a plain top level and plain items
 faults (``evalcli.tools.faults`` and ``statistics``: a dataset without ``faults:``) nor ``html``
 (``secrets.html_escape``), and typer builds only
 the command named (docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
-starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's reports)
-before its first turn, and collects no garbage between parsing its command line and its first turn (it freezes what
-it loaded first); an import scope resolves each module's file once however often it is entered. Which modules got
+starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's reports, nor
+any report: they are fed after the run) before its first turn, a run that calls no model neither the LLM client,
+its response cache, litellm's table nor the embedded model's modules, and collects no garbage between parsing its command line and its first turn (it freezes what
+it loaded first); an import scope resolves each module's file once however often it is entered (by its folder's real path). Which modules got
 imported is checked in a subprocess; no timing is asserted here (``make bench`` measures time)."""
 
 from __future__ import annotations
@@ -81,8 +82,7 @@ def test_a_run_imports_no_comparison_diff_merge_or_calibration(tmp_path: Path) -
     assert code == 0
     assert parts["evalcli.run"] and parts["evalcli.store"] and parts["evalcli.reports"], parts  # what it uses
     unused = {m: v for m, v in parts.items() if m not in ("evalcli.run", "evalcli.store", "evalcli.evaluate",
-                                                          "evalcli.reports", "evalcli.llm.client", "evalcli.llm.cache",
-                                                          "sqlite3")}
+                                                          "evalcli.reports", "sqlite3")}
     assert not any(unused.values()), unused
     code, extra = imported(["run", "d.yaml", "--db", str(tmp_path / "y.db"), "--quiet"], tmp_path, "EXTRA")
     assert code == 0
@@ -266,7 +266,10 @@ seen = {}
 def answer(input, *, memory=None):
     if not seen:
         seen.update({m: m in sys.modules for m in ("rich", "rich.console", "evalcli.reports.plain",
-                                                    "evalcli.reports.transcript")})
+                                                    "evalcli.reports.transcript", "evalcli.reports",
+                                                    "evalcli.reports.json", "evalcli.reports.terminal",
+                                                    "evalcli.llm.client", "evalcli.llm.cache", "evalcli.llm.catalog",
+                                                    "evalcli.llm.local_model", "evalcli.llm.ratelimit")})
         seen["collections"] = sum(s["collections"] for s in gc.get_stats()) - sys.modules["__main__"].BEFORE
         with open("seen.json", "w") as f:
             json.dump(seen, f)
