@@ -9,10 +9,11 @@ models (``evalcli.dataset.files``, ``fields``: a plain top level and plain items
 faults (``evalcli.tools.faults`` and ``statistics``: a dataset without ``faults:``) nor ``html``
 (``secrets.html_escape``), and typer builds only
 the command named (docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
-starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's reports, nor
-any report: they are fed after the run) before its first turn, a run that calls no model neither the LLM client,
-its response cache, litellm's table nor the embedded model's modules, and collects no garbage between parsing its command line and its first turn (it freezes what
-it loaded first); an import scope resolves each module's file once however often it is entered (by its folder's real path). Which modules got
+starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's
+reports, nor any report: they are fed after the run) before its first turn, a run that calls no model neither
+the LLM client, its response cache, litellm's table nor the embedded model's modules, and collects no garbage
+between parsing its command line and its first turn (it freezes what it loaded first); an import scope
+resolves each module's file once however often it is entered (by its folder's real path). Which modules got
 imported is checked in a subprocess; no timing is asserted here (``make bench`` measures time)."""
 
 from __future__ import annotations
