@@ -11,9 +11,10 @@ faults (``evalcli.tools.faults`` and ``statistics``: a dataset without ``faults:
 the command named (docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
 starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's
 reports, nor any report: they are fed after the run) before its first turn, a run that calls no model neither
-the LLM client, its response cache, litellm's table nor the embedded model's modules, and collects no garbage
-between parsing its command line and its first turn (it freezes what it loaded first); an import scope
-resolves each module's file once however often it is entered (by its folder's real path). Which modules got
+the LLM client, its response cache, litellm's table nor the embedded model's modules, nor does a plain one import
+tapes, a resume's reading or the adapters' message builders; it collects no garbage between parsing its command
+line and its first turn (it freezes what it loaded first); an import scope resolves each module's file once
+however often it is entered (by its folder's real path). Which modules got
 imported is checked in a subprocess; no timing is asserted here (``make bench`` measures time)."""
 
 from __future__ import annotations
@@ -270,7 +271,9 @@ def answer(input, *, memory=None):
                                                     "evalcli.reports.transcript", "evalcli.reports",
                                                     "evalcli.reports.json", "evalcli.reports.terminal",
                                                     "evalcli.llm.client", "evalcli.llm.cache", "evalcli.llm.catalog",
-                                                    "evalcli.llm.local_model", "evalcli.llm.ratelimit")})
+                                                    "evalcli.llm.local_model", "evalcli.llm.ratelimit",
+                                                    "evalcli.tools.tape", "evalcli.run.resume",
+                                                    "evalcli.targets.openai_format")})
         seen["collections"] = sum(s["collections"] for s in gc.get_stats()) - sys.modules["__main__"].BEFORE
         with open("seen.json", "w") as f:
             json.dump(seen, f)
