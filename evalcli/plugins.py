@@ -153,12 +153,14 @@ def _installed(skip_own: bool) -> list[tuple[str, str, list[tuple[str, str, str]
 
     packages = []
     seen: set[str] = set()
+    plain = importlib.metadata.PathDistribution  # importlib.metadata's own path finder's
     for dist in importlib.metadata.distributions():
         folder = getattr(dist, "_path", None)  # NAME-VERSION.dist-info, NAME normalised as the package's name
         own = folder is not None and os.path.basename(folder).split("-")[0].lower() == OWN
         if own and skip_own:  # evalcli's entry points are read from its source tree: its metadata is not read
             continue
-        text = _entry_points_text(dist, folder)
+        text = _entry_points_text(folder) if type(dist) is plain and isinstance(folder, Path) else \
+            dist.read_text("entry_points.txt")
         if not text or "[evalcli." not in text:  # most packages declare none: skip parsing theirs
             if own:  # evalcli's own, first on sys.path, without its entry points, wins
                 seen.add(OWN)
@@ -172,17 +174,15 @@ def _installed(skip_own: bool) -> list[tuple[str, str, list[tuple[str, str, str]
     return packages
 
 
-def _entry_points_text(dist: Any, folder: Any) -> str | None:
-    """The text of a distribution's ``entry_points.txt`` (``None`` without one): what ``dist.read_text`` gives, read
-    without a ``Path`` a file for the folders of ``importlib.metadata``'s own path finder (most of a scan of the
-    ~240 installed packages otherwise: docs/performance.md "Start-up and finish")."""
-    import importlib.metadata
-    import pathlib
-
-    if type(dist) is not importlib.metadata.PathDistribution or not isinstance(folder, pathlib.Path):
-        return dist.read_text("entry_points.txt")  # type: ignore[no-any-return]
+def _entry_points_text(folder: Path) -> str | None:
+    """The text of the ``entry_points.txt`` of a distribution's folder (``None`` without one): what
+    ``PathDistribution.read_text`` gives, read without a ``Path`` a file (most of a scan of the ~240 installed packages
+    otherwise: docs/performance.md "Start-up and finish")."""
+    path = os.path.join(folder, "entry_points.txt")
+    if not os.path.isfile(path):  # most packages have none: a stat, not an open that raises
+        return None
     try:
-        with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as file:
+        with open(path, encoding="utf-8") as file:
             return file.read()
     except (FileNotFoundError, IsADirectoryError, KeyError, NotADirectoryError, PermissionError):  # as read_text
         return None
