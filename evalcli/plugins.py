@@ -204,13 +204,14 @@ def _source_declarations() -> tuple[str, list[tuple[str, str, str]]] | None:
     import hashlib
 
     cache = _cache_path(hashlib.sha256(data).hexdigest()[:32])
-    found = _read_cached(cache)
+    found = _read_cached(cache) if cache is not None else None
     if found is None:
         try:
             declared = _declared(data.decode("utf-8"))
         except ValueError:  # not UTF-8, not TOML: as for a file that is not evalcli's
             declared = None
-        _write_cached(cache, declared)
+        if cache is not None:
+            _write_cached(cache, declared)
     else:
         declared = found[0]
     if declared is None:
@@ -237,10 +238,15 @@ def _declared(text: str) -> Declared:
     return str(project.get("version", "0")), points
 
 
-def _cache_path(digest: str) -> Path:
+def _cache_path(digest: str) -> Path | None:
+    """Where the declarations of the ``pyproject.toml`` of digest ``digest`` are kept; ``None`` when this Python keeps
+    no compiled modules (no cache tag)."""
     import importlib.util
 
-    return Path(importlib.util.cache_from_source(__file__)).parent / f"{CACHED}-{digest}.json"
+    try:
+        return Path(importlib.util.cache_from_source(__file__)).parent / f"{CACHED}-{digest}.json"
+    except NotImplementedError:
+        return None
 
 
 def _read_cached(cache: Path) -> tuple[Declared] | None:
