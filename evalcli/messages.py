@@ -7,6 +7,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 Message = dict[str, Any]
+RESPONSE_ROLES = ("assistant", "tool")
+"""The roles of the messages a turn's response may hold."""
 
 
 def message_text(message: Message) -> str:

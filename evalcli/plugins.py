@@ -153,11 +153,16 @@ def _installed(skip_own: bool) -> list[tuple[str, str, list[tuple[str, str, str]
 
     packages = []
     seen: set[str] = set()
+    plain = importlib.metadata.PathDistribution  # importlib.metadata's own path finder's
     for dist in importlib.metadata.distributions():
-        text = dist.read_text("entry_points.txt")
+        folder = getattr(dist, "_path", None)  # NAME-VERSION.dist-info, NAME normalised as the package's name
+        own = folder is not None and os.path.basename(folder).split("-")[0].lower() == OWN
+        if own and skip_own:  # evalcli's entry points are read from its source tree: its metadata is not read
+            continue
+        text = _entry_points_text(folder) if type(dist) is plain and isinstance(folder, Path) else \
+            dist.read_text("entry_points.txt")
         if not text or "[evalcli." not in text:  # most packages declare none: skip parsing theirs
-            folder = getattr(dist, "_path", None)  # NAME-VERSION.dist-info: evalcli's own, first on sys.path, without
-            if folder is not None and os.path.basename(folder).split("-")[0].lower() == OWN:  # its entry points, wins
+            if own:  # evalcli's own, first on sys.path, without its entry points, wins
                 seen.add(OWN)
             continue
         name = dist.metadata["Name"] or "unknown"
@@ -169,24 +174,114 @@ def _installed(skip_own: bool) -> list[tuple[str, str, list[tuple[str, str, str]
     return packages
 
 
+def _entry_points_text(folder: Path) -> str | None:
+    """The text of the ``entry_points.txt`` of a distribution's folder (``None`` without one): what
+    ``PathDistribution.read_text`` gives, read without a ``Path`` a file (most of a scan of the ~240 installed packages
+    otherwise: docs/performance.md "Start-up and finish")."""
+    path = os.path.join(folder, "entry_points.txt")
+    if not os.path.isfile(path):  # most packages have none: a stat, not an open that raises
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except (FileNotFoundError, IsADirectoryError, KeyError, NotADirectoryError, PermissionError):  # as read_text
+        return None
+
+
 def _source_declarations() -> tuple[str, list[tuple[str, str, str]]] | None:
     """evalcli's version and entry points, from the ``pyproject.toml`` of the source tree it runs from, if it runs from
     one (a checkout on ``PYTHONPATH``, an editable install): installed metadata, when there is any, may be older than
-    that code. ``None`` for an installed evalcli, whose metadata was built from its ``pyproject.toml``."""
+    that code. ``None`` for an installed evalcli, whose metadata was built from its ``pyproject.toml``.
+
+    What a ``pyproject.toml`` declares is kept beside the package's compiled modules (``__pycache__``, when Python
+    writes them), by the digest of the file's bytes: an edit is always read again, and an unchanged file is not parsed
+    with ``tomllib`` at each start (docs/performance.md "Start-up and finish")."""
     path = Path(__file__).resolve().parent.parent / "pyproject.toml"
-    if not path.is_file():
+    try:
+        data = path.read_bytes()
+    except OSError:
         return None
+    import hashlib
+
+    cache = _cache_path(hashlib.sha256(data).hexdigest()[:32])
+    found = _read_cached(cache) if cache is not None else None
+    if found is None:
+        try:
+            declared = _declared(data.decode("utf-8"))
+        except ValueError:  # not UTF-8, not TOML: as for a file that is not evalcli's
+            declared = None
+        if cache is not None:
+            _write_cached(cache, declared)
+    else:
+        declared = found[0]
+    if declared is None:
+        return None
+    version, points = declared
+    return version, [point for point in points if point[0] in GROUPS]
+
+
+Declared = tuple[str, list[tuple[str, str, str]]] | None
+"""A ``pyproject.toml``'s: evalcli's version and every entry point of its project, or ``None`` when it is not
+evalcli's."""
+CACHED = "pyproject-entry-points-1"
+"""The names of the files ``_source_declarations`` keeps (the number changes when ``_declared`` does)."""
+
+
+def _declared(text: str) -> Declared:
     import tomllib
 
-    try:
-        project = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
-    except (OSError, ValueError):
-        return None
+    project = tomllib.loads(text).get("project", {})
     if project.get("name") != OWN:
         return None
-    points = [(group, name, str(value)) for group, table in project.get("entry-points", {}).items() if group in GROUPS
+    points = [(group, name, str(value)) for group, table in project.get("entry-points", {}).items()
               for name, value in table.items()]
     return str(project.get("version", "0")), points
+
+
+def _cache_path(digest: str) -> Path | None:
+    """Where the declarations of the ``pyproject.toml`` of digest ``digest`` are kept; ``None`` when this Python keeps
+    no compiled modules (no cache tag)."""
+    import importlib.util
+
+    try:
+        return Path(importlib.util.cache_from_source(__file__)).parent / f"{CACHED}-{digest}.json"
+    except NotImplementedError:
+        return None
+
+
+def _read_cached(cache: Path) -> tuple[Declared] | None:
+    """What ``cache`` holds (in a 1-tuple), ``None`` when it holds nothing usable."""
+    import json
+
+    try:
+        held = json.loads(cache.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if held is None:
+        return (None,)
+    if (isinstance(held, list) and len(held) == 2 and isinstance(held[0], str) and isinstance(held[1], list)
+            and all(isinstance(p, list) and len(p) == 3 and all(isinstance(t, str) for t in p) for p in held[1])):
+        return ((held[0], [(p[0], p[1], p[2]) for p in held[1]]),)
+    return None
+
+
+def _write_cached(cache: Path, declared: Declared) -> None:
+    """Keep ``declared`` in ``cache`` (written whole or not at all), and drop what older files said; nothing when
+    Python writes no compiled modules (``PYTHONDONTWRITEBYTECODE``), or the folder cannot be written."""
+    import contextlib
+    import json
+    import sys
+
+    if sys.dont_write_bytecode:
+        return
+    with contextlib.suppress(OSError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        for old in cache.parent.glob(f"{CACHED}-*.json"):
+            if old != cache:
+                old.unlink(missing_ok=True)
+        part = cache.with_name(f"{cache.name}.{os.getpid()}.part")
+        part.write_text(json.dumps(declared), encoding="utf-8")
+        os.replace(part, cache)
 
 
 def _normal(name: str) -> str:

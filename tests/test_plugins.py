@@ -364,3 +364,39 @@ def test_an_installed_evalcli_reads_its_own_entry_points_from_its_metadata(tmp_p
     else:
         assert_refused(done, "evalcli's own entry points are missing from its installed metadata",
                        "reinstall evalcli")
+
+
+def test_a_checkouts_pyproject_is_kept_by_its_digest_and_read_again_once_edited(tmp_path: Path) -> None:
+    """Run from a source tree, what its ``pyproject.toml`` declares is kept beside the compiled modules, by the digest
+    of the file's bytes: the next start does not parse it (no ``tomllib``), and an edit is always read again
+    (docs/performance.md "Start-up and finish")."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / "evalcli", checkout / "evalcli", ignore=shutil.ignore_patterns("__pycache__"))
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    version = tomllib.loads(text)["project"]["version"]
+    (checkout / "pyproject.toml").write_text(text, encoding="utf-8")
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": str(checkout)}
+    probe = ("import json, sys; from evalcli import plugins; entries = plugins.entries(plugins.ADAPTERS); "
+             "print(json.dumps([sorted({e.version for e in entries if e.builtin}), 'tomllib' in sys.modules]))")
+
+    def started() -> tuple[list[str], bool]:
+        done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=SUBPROCESS_TIMEOUT)
+        assert done.returncode == 0, done.stderr[-2000:]
+        versions, parsed = json.loads(done.stdout)
+        return versions, parsed
+
+    def kept() -> list[str]:
+        return sorted(p.name for p in (checkout / "evalcli" / "__pycache__").glob("pyproject-entry-points-*.json"))
+
+    assert started() == ([version], True)
+    first = kept()
+    assert len(first) == 1
+    assert started() == ([version], False)  # read from what was kept
+    (checkout / "pyproject.toml").write_text(text.replace(f'version = "{version}"', 'version = "9.9.9"', 1),
+                                             encoding="utf-8")
+    assert started() == (["9.9.9"], True)
+    assert len(kept()) == 1 and kept() != first  # the older file is dropped
+    assert started() == (["9.9.9"], False)
+    (checkout / "pyproject.toml").write_text(text, encoding="utf-8")  # back as it was: read again, not remembered
+    assert started() == ([version], True)

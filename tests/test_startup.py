@@ -9,9 +9,12 @@ models (``evalcli.dataset.files``, ``fields``: a plain top level and plain items
 faults (``evalcli.tools.faults`` and ``statistics``: a dataset without ``faults:``) nor ``html``
 (``secrets.html_escape``), and typer builds only
 the command named (docs/performance.md "Start-up and finish"). A run whose turns make HTTP requests imports aiohttp before its clock
-starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's reports)
-before its first turn, and collects no garbage between parsing its command line and its first turn (it freezes what
-it loaded first); an import scope resolves each module's file once however often it is entered. Which modules got
+starts, not at its first request. A ``--quiet`` run imports no rich (nor the transcripts' and plain text's
+reports, nor any report: they are fed after the run) before its first turn, a run that calls no model neither
+the LLM client, its response cache, litellm's table nor the embedded model's modules, nor does a plain one import
+tapes, a resume's reading or the adapters' message builders; it collects no garbage between parsing its command
+line and its first turn (it freezes what it loaded first); an import scope resolves each module's file once
+however often it is entered (by its folder's real path). Which modules got
 imported is checked in a subprocess; no timing is asserted here (``make bench`` measures time)."""
 
 from __future__ import annotations
@@ -81,8 +84,7 @@ def test_a_run_imports_no_comparison_diff_merge_or_calibration(tmp_path: Path) -
     assert code == 0
     assert parts["evalcli.run"] and parts["evalcli.store"] and parts["evalcli.reports"], parts  # what it uses
     unused = {m: v for m, v in parts.items() if m not in ("evalcli.run", "evalcli.store", "evalcli.evaluate",
-                                                          "evalcli.reports", "evalcli.llm.client", "evalcli.llm.cache",
-                                                          "sqlite3")}
+                                                          "evalcli.reports", "sqlite3")}
     assert not any(unused.values()), unused
     code, extra = imported(["run", "d.yaml", "--db", str(tmp_path / "y.db"), "--quiet"], tmp_path, "EXTRA")
     assert code == 0
@@ -266,7 +268,12 @@ seen = {}
 def answer(input, *, memory=None):
     if not seen:
         seen.update({m: m in sys.modules for m in ("rich", "rich.console", "evalcli.reports.plain",
-                                                    "evalcli.reports.transcript")})
+                                                    "evalcli.reports.transcript", "evalcli.reports",
+                                                    "evalcli.reports.json", "evalcli.reports.terminal",
+                                                    "evalcli.llm.client", "evalcli.llm.cache", "evalcli.llm.catalog",
+                                                    "evalcli.llm.local_model", "evalcli.llm.ratelimit",
+                                                    "evalcli.tools.tape", "evalcli.run.resume",
+                                                    "evalcli.targets.openai_format")})
         seen["collections"] = sum(s["collections"] for s in gc.get_stats()) - sys.modules["__main__"].BEFORE
         with open("seen.json", "w") as f:
             json.dump(seen, f)
@@ -324,10 +331,27 @@ def test_a_module_file_is_resolved_once_however_often_a_scope_is_entered(tmp_pat
         return real(self, strict)
 
     (tmp_path / "scoped_agent_module.py").write_text("X = 1\n")
+    scope = ImportScope([tmp_path])  # its folders resolved as it is made
     monkeypatch.setattr(Path, "resolve", counted)
-    scope = ImportScope([tmp_path])
     for _ in range(3):
         with scope:
             import scoped_agent_module  # noqa: F401 - imported in the scope, kept as its own
-    files = [f for f in resolved if f.endswith(".py")]
-    assert files and len(files) == len(set(files)), sorted(f for f in set(files) if files.count(f) > 1)[:5]
+    assert resolved and len(resolved) == len(set(resolved)), sorted(f for f in set(resolved) if resolved.count(f) > 1)
+    # a module's file by its folder's real path, each folder resolved once: no file that is not a link is resolved
+    assert not [f for f in resolved if f.endswith(".py")], resolved
+
+
+def test_a_module_files_real_path_is_what_path_resolve_gives(tmp_path: Path) -> None:
+    from evalcli.dataset.imports import _resolved
+
+    (tmp_path / "real" / "pkg").mkdir(parents=True)
+    (tmp_path / "real" / "pkg" / "mod.py").write_text("X = 1\n")
+    (tmp_path / "real" / "other.py").write_text("X = 1\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "real")  # a linked folder
+    (tmp_path / "real" / "pkg" / "alias.py").symlink_to(tmp_path / "real" / "other.py")  # a linked file
+    (tmp_path / "real" / "pkg" / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    files = [tmp_path / "linked" / "pkg" / "mod.py", tmp_path / "linked" / "pkg" / "alias.py",
+             tmp_path / "real" / "pkg" / "dangling.py", tmp_path / "linked" / "missing" / "m.py",
+             tmp_path / "real" / "pkg" / ".." / "other.py", Path(os.__file__), Path("relative.py")]
+    for file in files:
+        assert _resolved(str(file)) == str(file.resolve()), file

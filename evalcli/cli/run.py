@@ -20,7 +20,6 @@ from ..errors import ExitCode, UsageError
 from ..evaluate import Reporter, RunsInterrupted, plan_runs, run_planned
 from ..llm import parse_budget
 from ..records import record
-from ..reports import TerminalReport, interrupted_line
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
 from ..run.options import parse_repeat
@@ -32,6 +31,7 @@ from .outputs import stdout_for_json
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..reports import TerminalReport
     from ..reports.otel import Exporter
     from ..store import Comparison
 
@@ -147,6 +147,8 @@ class TerminalReporter(Reporter):
         return self._out()
 
     def terminal(self, plan: RunPlan, result: RunResult) -> TerminalReport:
+        from ..reports import TerminalReport  # after the run: docs/performance.md "Start-up and finish"
+
         dataset, request = plan.dataset, self.request
         return TerminalReport(self.out, result, [s.id for s in dataset.scorers], [g.id for g in dataset.gates],
                               verbose=request.verbose, quiet=request.quiet, db_path=str(request.db))
@@ -209,6 +211,8 @@ def run_command(request: RunRequest, events: Events, out: Callable[[], Console])
             # Ctrl-C or SIGTERM outside the conversations (finishing a run, writing reports): the run in progress is
             # marked interrupted and the command exits 130, as an interrupt during the conversations does
             _hold_signals()
+            from ..reports import interrupted_line
+
             reporter.out.print(interrupted_line(stop.run_id, stop.dataset, str(request.db)), soft_wrap=True)
             return ExitCode.INTERRUPTED
     return runs.exit_code

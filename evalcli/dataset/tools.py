@@ -17,7 +17,7 @@ from ..otel import may_emit_spans
 from ..patterns import pattern_problems
 from ..scorers import ScorerSpec
 from ..targets import Adapter
-from ..tools import MATCHES, RESERVED, UNMOCKED, Answer, Mock, TapeError, ToolsConfig, read_tape
+from ..tools import MATCHES, RESERVED, UNMOCKED, Answer, Mock, ToolsConfig
 from ..tools.spec import ALL, ServerMock
 from .items import Item
 from .located import Located
@@ -253,6 +253,8 @@ def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: st
                                     "record one with 'evalcli run DATASET --record-tools DIR', and give its path "
                                     "relative to the dataset file"))
         return config
+    from ..tools import TapeError, read_tape  # only a dataset that replays a tape reads one
+
     try:
         tape = read_tape(path)
     except TapeError as exc:
@@ -265,6 +267,8 @@ def resolve_tape(config: ToolsConfig | None, at: Path, pos: Positions, label: st
 
 def _server_tape(mock: ServerMock, at: Path, pos: Positions, label: str, folder: FsPath,
                  problems: list[Problem]) -> ServerMock:
+    from ..tools import TapeError, read_tape
+
     path = folder / mock.from_tape
     try:
         tape = read_tape(path)

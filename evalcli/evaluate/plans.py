@@ -16,7 +16,6 @@ from ..records import record
 from ..run import RunOptions, RunPlan, check_options, llm_settings, plan_run
 from ..secrets import Redactor
 from ..store import Store
-from ..tools import tape_path
 from .outputs import Outputs, check_tapes
 
 
@@ -79,6 +78,8 @@ def plan_runs(datasets: Sequence[DatasetSource], options: RunOptions | None = No
                            html=_optional(html), db=database, step_summary=_optional(step_summary))
     loaded = load_datasets(datasets, scorers, targets)
     if options.record_tools is not None:  # each run's tape writable, and none the tape a dataset replays
+        from ..tools import tape_path
+
         check_tapes([tape_path(options.record_tools, dataset.path, outputs.tapes[n])
                      for n, (dataset, _) in enumerate(loaded)],
                     [Path(tape) for dataset, _ in loaded for tape in dataset.replayed_tapes])

@@ -13,14 +13,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import ExitCode, UsageError
 from ..records import record
-from ..reports import (
-    JsonReport,
-    JsonSpool,
-    JsonStream,
-    TerminalReport,
-    deliver,
-    plural,
-)
 from ..results import ItemResult, RunResult
 from ..run import Events, Runner, RunPlan
 from ..store import Store
@@ -30,6 +22,7 @@ from .plans import Plans
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
 
+    from ..reports import JsonSpool, TerminalReport
     from ..reports.html import HtmlReport
     from ..store import Comparison
 
@@ -119,7 +112,11 @@ class _Session:
         self.plans, self.store, self.reporter, self.compare = plans, store, reporter, compare
         self.watched = _Watched(events)
         self.redact = plans.redactor
-        self.stream = JsonStream(json_stream, several=len(plans.runs) > 1) if json_stream is not None else None
+        self.stream = None
+        if json_stream is not None:
+            from ..reports import JsonStream
+
+            self.stream = JsonStream(json_stream, several=len(plans.runs) > 1)
         self.current: RunPlan | None = None
         self.suites: list[tuple[Path | None, ET.Element]] = []
         self.sections: list[tuple[Path | None, str]] = []
@@ -135,7 +132,11 @@ class _Session:
                 self.watched.warning(plan.nothing or _empty_note(plan))
                 continue
             self.current, self.watched.run_id = plan, None
-            spool = JsonSpool(self.redact) if self._spools(n) else None
+            spool = None
+            if self._spools(n):
+                from ..reports import JsonSpool
+
+                spool = JsonSpool(self.redact)
             with contextlib.closing(spool) if spool is not None else contextlib.nullcontext():
                 if spool is not None:
                     plan = replace(plan, options=replace(plan.options, on_stored=spool.add))
@@ -161,7 +162,11 @@ class _Session:
 
     def _report(self, n: int, plan: RunPlan, result: RunResult, spool: JsonSpool | None) -> None:
         """Read the run's conversations once and feed every report (the JSON from ``spool`` when it holds them all:
-        nothing failed to be stored); keep its JUnit suite and Markdown section for the CI files."""
+        nothing failed to be stored); keep its JUnit suite and Markdown section for the CI files. The reports' modules
+        are imported here, after the run (the CLI's progress imports them on a thread once a conversation is done:
+        docs/performance.md "Start-up and finish")."""
+        from ..reports import JsonReport, deliver
+
         outputs, redact = self.plans.outputs, self.redact
         terminal = self.reporter.terminal(plan, result)
         junit = markdown = None
@@ -326,6 +331,8 @@ def _empty_note(plan: RunPlan) -> str:
     """Why a run that selected nothing is not made, when nothing else said so."""
     if plan.options.rerun_failed:
         return f"run {plan.options.rerun_failed} has no failed conversation of {plan.dataset.path}: nothing to re-run"
+    from ..reports import plural
+
     shard = plan.options.selection.shard
     where = f"shard {shard[0]}/{shard[1]}" if shard else "the selection"
     return f"{where} of {plan.dataset.path} holds no conversation ({plural(len(plan.dataset.items), 'item')} in " \

@@ -20,20 +20,11 @@ if TYPE_CHECKING:
     from .cache import ResponseCache
     from .capabilities import supports_json_mode, supports_json_schema
     from .catalog import price_of
-    from .client import (
-        BudgetSpent,
-        LLMClient,
-        LLMError,
-        LLMSettings,
-        backend_from_env,
-        import_http_client,
-        import_litellm,
-        provider_messages,
-        reply_text,
-    )
+    from .client import BudgetSpent, LLMClient, LLMError, import_litellm, provider_messages, reply_text
     from .local_model import pending as local_model_pending
     from .local_model import preload as load_local_model
     from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
+    from .settings import LLMSettings, backend_from_env, import_http_client
     from .usage import CallRecord, UsageSink, current_usage, usage_rows, usage_summary
 
 # Each name is imported from its module when first used: `evalcli validate` asks for the preflight's checks only, and
@@ -44,9 +35,9 @@ _exports = lazy_exports(__name__, {
     ".cache": ("ResponseCache",),
     ".capabilities": ("supports_json_mode", "supports_json_schema"),
     ".catalog": ("price_of",),
-    ".client": ("BudgetSpent", "LLMClient", "LLMError", "LLMSettings", "backend_from_env", "import_http_client",
-                "import_litellm", "provider_messages", "reply_text"),
+    ".client": ("BudgetSpent", "LLMClient", "LLMError", "import_litellm", "provider_messages", "reply_text"),
     ".preflight": ("LOCAL_JUDGE_MODEL", "check_settings", "default_judge_model", "model_problem", "settings_problems"),
+    ".settings": ("LLMSettings", "backend_from_env", "import_http_client"),
     ".usage": ("CallRecord", "UsageSink", "current_usage", "usage_rows", "usage_summary"),
 })
 _RENAMED = {"local_model_pending": "pending", "load_local_model": "preload"}

@@ -12,8 +12,6 @@ from typing import Any
 
 from ..errors import UsageError
 from ..records import record
-from .catalog import priced
-from .local_model import is_local
 
 PURPOSES = ("target", "simulator", "judge")
 """What LLM calls are for, as usage is reported (docs/budgets.md); ``evalcli.Agent``'s calls (purpose ``agent``) and a
@@ -104,6 +102,9 @@ def check_cost_budget(max_cost: dict[str | None, float], uses: Iterable[tuple[st
     run is known to call; ``where``: the dataset, for the message. The embedded local model is free: priced at 0."""
     if not max_cost:
         return
+    from .catalog import priced  # litellm's table, read only for a --max-cost (docs/performance.md)
+    from .local_model import is_local
+
     covered = set(PURPOSES) if None in max_cost else {key for key in max_cost if key is not None}
     unpriced: dict[str, list[str]] = {}
     for model, purpose, user in uses:

@@ -3,8 +3,8 @@ litellm for the OpenAI-compatible models, whose answers are the same (``tests/te
 
 from __future__ import annotations
 
-from .client import backend_from_env
 from .local_model import is_local
+from .settings import backend_from_env
 
 
 def supports_json_schema(model: str) -> bool:

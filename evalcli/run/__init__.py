@@ -18,14 +18,16 @@ from .events import Events
 from .options import RunOptions, check_budgets, plan_of
 from .plan import RunPlan, check_options, llm_settings, plan_run
 from .recorder import Recorder
-from .resume import rerun_indexes, rerun_selection, resume_options
 from .runner import Runner, arun_evals, run_evals
 
 if TYPE_CHECKING:
     from .calibrate import Calibration, ScorerCalibration, acalibrate
+    from .resume import rerun_indexes, rerun_selection, resume_options
 
-# calibration is imported when first asked for: a run does not use it (evalcli/lazy.py)
-__getattr__ = lazy_exports(__name__, {".calibrate": ("Calibration", "ScorerCalibration", "acalibrate")})
+# calibration, and a resume's or re-run's reading of the stored run, are imported when first asked for: a new run
+# does not use them (evalcli/lazy.py)
+__getattr__ = lazy_exports(__name__, {".calibrate": ("Calibration", "ScorerCalibration", "acalibrate"),
+                                      ".resume": ("rerun_indexes", "rerun_selection", "resume_options")})
 
 __all__ = ["Calibration", "Events", "Recorder", "RunContext", "RunOptions", "RunPlan", "Runner", "ScorerCalibration",
            "acalibrate", "arun_evals", "check_budgets", "check_options", "llm_settings", "plan_of", "plan_run",

@@ -11,12 +11,14 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..llm import LLMClient, LLMSettings, import_litellm, load_local_model, local_model_pending
 from ..store import Store, StoreWriter
 from ..targets import TargetCalls, TargetThreads
 from .options import RunOptions
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient, LLMSettings
 
 SWITCH_INTERVAL = 0.0005
 """Seconds a thread may hold the GIL while another waits, during a run (Python's default is 5 ms): the
@@ -59,6 +61,8 @@ def _import_quietly(settings: LLMSettings, models: list[str], notice: Callable[[
     """Import litellm when one of the run's models goes through it (OpenAI-compatible models and the embedded one
     never do, and then it is never imported); finding each model's path reads the model table here too. Load the
     embedded model when the run uses it, saying so: it takes seconds, more the first time its file is assembled."""
+    from ..llm import LLMClient, import_litellm, load_local_model, local_model_pending
+
     with contextlib.suppress(Exception):  # an import that fails is each model call's error, as without warming up
         paths = LLMClient(settings)
         if any(paths.path(model, base) == "litellm" for model, base in (routes or [(m, None) for m in models])):
@@ -100,6 +104,8 @@ class RunContext:
     def llm(self) -> LLMClient:
         """The run's LLM client (made on first use), with the response cache of the run's database."""
         if self._llm is None:
+            from ..llm import LLMClient  # a run that calls no model never imports it (docs/performance.md)
+
             settings = replace(self.settings)
             settings.judge_concurrency = self.options.judge_concurrency
             settings.cache = self.options.use_cache

@@ -21,7 +21,6 @@ from ..secret_references import secret_check
 from ..store import Store, StoredOptions, stored_usage
 from .notices import memory_warning
 from .options import RunOptions, check_budgets, check_pass_rate, plan_of
-from .resume import check_resumable, kept_results, option_conflicts, rerun_selection, restored, unverified_secrets
 from .tooling import check_hermetic
 from .trust import check_calibrated
 from .worker_checks import check_worker_run, check_workers
@@ -175,6 +174,8 @@ def plan_run(dataset: Dataset, options: RunOptions | None = None, store: Store |
     items = _selected(dataset, options)
     if options.resume:
         assert store is not None and run_id is not None
+        from .resume import kept_results  # only a resume reads what it keeps (docs/performance.md)
+
         kept = kept_results(store, run_id, items, row["dataset_hash"] == dataset.hash)
         kept_usage = tuple(stored_usage(store, run_id))
     return RunPlan(dataset, options, run_id, tuple(items), settings, kept, kept_usage, target, tuple(notes),
@@ -190,6 +191,8 @@ def _needs(store: Store | None, flag: str) -> Store:
 def _rerun(dataset: Dataset, options: RunOptions, store: Store) -> tuple[RunOptions, str | None]:
     """The options playing only the failed conversations of ``options.rerun_failed`` that the dataset still has,
     and a note when some of them are gone."""
+    from .resume import rerun_selection
+
     run_id = options.rerun_failed
     assert run_id is not None
     indexes, gone = rerun_selection(store, run_id, dataset)
@@ -206,6 +209,8 @@ def _resume(dataset: Dataset, options: RunOptions, store: Store,
     """The resumed run's options (restored when ``given`` says which the caller set), its row and what the resume
     could not check (``unverified_secrets``); a ``UsageError`` when it cannot be resumed with this dataset and these
     options."""
+    from .resume import check_resumable, option_conflicts, restored, unverified_secrets
+
     assert options.resume is not None
     row, stored = check_resumable(store, options.resume, dataset)
     unchecked = unverified_secrets(stored, row["id"])

@@ -8,12 +8,14 @@ none of them.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..dataset import Turn
-from ..llm import LLMClient
 from ..messages import Message
 from ..records import record
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient
 
 
 class Send(Protocol):

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,6 @@ from .plan import RunPlan, plan_run
 from .play import PlayContext
 from .recorder import Recorder
 from .repeat import PassRates, reduce_repeats
-from .resume import kept_values
 from .tooling import ToolSettings
 
 
@@ -102,7 +101,7 @@ class Runner:
             self.events.warning(text)
         results: dict[int, ItemResult] = {}
         rates = PassRates()
-        for result in kept_values(plan.kept, self.store):
+        for result in _kept_values(plan.kept, self.store):
             if aggregator.expects(result.index):
                 aggregator.add(result)
                 rates.add(result)
@@ -426,3 +425,13 @@ def run_evals(dataset: Dataset | str | Path, *, store: Store | None = None, opti
 
     asyncio.run(main())
     return held[0]
+
+
+def _kept_values(kept: Mapping[int, ItemResult], store: Store | None) -> Iterator[ItemResult]:
+    """A plan's kept conversations (``resume.kept_values``); a run that resumes nothing has none, and does not import
+    the resume's module (docs/performance.md "Start-up and finish")."""
+    if type(kept) is dict:
+        return iter(kept.values())
+    from .resume import kept_values
+
+    return kept_values(kept, store)

@@ -4,11 +4,16 @@ each conversation a plan that watches, so the calls evalcli sees are recorded.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..dataset import Dataset, Item
 from ..errors import DatasetError, Problem
 from ..identity import identity_of
 from ..records import record
-from ..tools import TapeRecorder, ToolPlan, carry_plans_into_threads
+from ..tools import ToolPlan, carry_plans_into_threads
+
+if TYPE_CHECKING:
+    from ..tools import TapeRecorder
 
 
 def tape_identity(item: Item) -> str:
@@ -37,6 +42,8 @@ class ToolSettings:
         asked, once)."""
         recorder = None
         if record_tools:
+            from ..tools import TapeRecorder
+
             order = {tape_identity(item): item.index for item in dataset.items}
             recorder = TapeRecorder(record_tools, dataset.path, order, resume=resume is not None, name=tape_name)
         return cls(hermetic, recorder, dataset.controls_tools if controlled is None else controlled)

@@ -10,11 +10,11 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..aggregate import Aggregator
 from ..errors import StoreError, UsageError
-from ..llm import ResponseCache, usage_summary
+from ..llm import usage_summary
 from ..records import record
 from ..results import (
     GateResult,
@@ -29,6 +29,9 @@ from ..results import (
 )
 from .light import stored_items
 from .store import Store
+
+if TYPE_CHECKING:
+    from ..llm import ResponseCache
 
 HISTORY_RUNS = 30
 """How many runs of a dataset ``score_history`` reads at most (the reported one and those before it)."""
@@ -166,6 +169,8 @@ def find_play(item: ItemResult, number: int) -> ItemResult:
 def open_cache(path: str | Path, *, write: bool) -> ResponseCache:
     """The response cache of an existing database (``cache clear`` writes it; ``cache info`` only reads, and
     reading never changes the file)."""
+    from ..llm import ResponseCache
+
     store = Store.existing(path, write=write)
     if not write:
         return ResponseCache(store.conn)  # its read-only connection (the cache closes it)

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from ..dataset import Dataset
 from ..errors import ExitCode, StoreError
 from ..identity import identity_of
-from ..llm import ResponseCache
 from ..records import record
 from ..results import ItemResult, Outcome, Plan, Summary, finite_or_none, outcomes_from_json
 from ..secrets import Redactor
@@ -39,6 +38,8 @@ from .writer import StoreWriter
 
 if TYPE_CHECKING:
     import sqlite_utils
+
+    from ..llm import ResponseCache
 
 
 @record(frozen=True)
@@ -168,6 +169,8 @@ class Store:
         conn.execute(f"PRAGMA busy_timeout = {wait}")
         if self.path != ":memory:" and not self.readonly:
             conn.execute("PRAGMA journal_mode = WAL")
+        from ..llm import ResponseCache  # a run that calls no model never imports it (docs/performance.md)
+
         return ResponseCache(conn, writer)
 
     def _clean(self, statements: list[Statement], *keep: str | None, texts: Texts | None = None) -> list[Statement]:

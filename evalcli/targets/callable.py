@@ -15,9 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import TargetError
-from ..messages import Message
+from ..messages import RESPONSE_ROLES, Message
 from ..tools import REGISTERED, same_tool
-from .openai_format import RESPONSE_ROLES
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, call_options, caller_thread
 
 

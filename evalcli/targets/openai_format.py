@@ -16,10 +16,8 @@ from typing import Any
 
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 
+from ..messages import RESPONSE_ROLES as RESPONSE_ROLES  # declared there: a plain callable's run needs only it
 from ..messages import Message
-
-RESPONSE_ROLES = ("assistant", "tool")
-"""The roles of the messages a turn's response may hold."""
 
 
 def assistant(content: str | None, calls: list[Message] | None = None) -> Message:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..llm import CallRecord, current_usage, price_of
+from ..llm import CallRecord, current_usage
 
 
 def count(value: Any) -> int:
@@ -29,6 +29,11 @@ def record_target_call(model: str, prompt_tokens: int, completion_tokens: int, *
     usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
     if cached_tokens:
         usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
-    cost = price_of(model, usage) if priced and model else 0.0
+    if priced and model:
+        from ..llm.catalog import price_of  # litellm's table: read when a target first reports a call
+
+        cost = price_of(model, usage)
+    else:
+        cost = 0.0
     sink.record(CallRecord("target", model or "unknown", prompt_tokens, completion_tokens, cost, False, duration_ms,
                            turn_index))

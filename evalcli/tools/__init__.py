@@ -9,6 +9,9 @@ threads a turn starts; ``decorator`` is ``@evalcli.tool``; ``tape`` reads and wr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 from .annotate import Outside, TurnTools, recorded_turn
 from .decorator import REGISTERED, tool
 from .plan import CURRENT, HermeticRun, MockedToolError, Recorded, ToolCall, ToolPlan, ToolRefused, acall, call, same_tool
@@ -26,8 +29,14 @@ from .spec import (
     matches,
     tape_arguments,
 )
-from .tape import SUFFIX, Tape, TapeError, TapeRecorder, read_tape, tape_path
 from .threads import install as carry_plans_into_threads
+
+if TYPE_CHECKING:
+    from .tape import SUFFIX, Tape, TapeError, TapeRecorder, read_tape, tape_path
+
+# tapes are read and written only by a dataset that replays one and a run that records one (docs/performance.md
+# "Start-up and finish"; evalcli/lazy.py)
+__getattr__ = lazy_exports(__name__, {".tape": ("SUFFIX", "Tape", "TapeError", "TapeRecorder", "read_tape", "tape_path")})
 
 __all__ = ["CURRENT", "MATCHES", "REGISTERED", "RESERVED", "SOURCES", "SUFFIX", "UNMOCKED", "Answer", "HermeticRun",
            "Mock", "MockedToolError", "Outside", "Recorded", "Tape", "TapeError", "TapeRecorder", "ToolCall", "ToolPlan",
