@@ -252,7 +252,23 @@ def leaf_digest(salt: str, path: str, value: Any, short: bool = False, bears: Ca
 
 
 def _text(value: Any) -> str:
+    """``json_text(value, sort_keys=True)``: a mapping or list (a conversation's tree, once a conversation) by a C
+    encoder made once, not the one ``JSONEncoder.encode`` makes (and its dict of the containers under way) for every
+    value; whatever it cannot write (a key that is not text, a container inside itself) is left to ``json_text``, which
+    writes it or raises as it always did (docs/performance.md)."""
+    if _SORTED is not None and (type(value) is dict or type(value) is list):
+        try:
+            return "".join(_SORTED(value, 0))
+        except (TypeError, ValueError, RecursionError):
+            pass
     return json_text(value, sort_keys=True)
+
+
+_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_SORTED = None if _C_ENCODER is None else _C_ENCODER(None, repr, json.encoder.encode_basestring, None, ": ", ", ", True,
+                                                     False, True)
+"""``json.JSONEncoder(sort_keys=True, default=repr, ensure_ascii=False)``'s C encoder, without the dict of containers
+under way (a container inside itself recurses until ``RecursionError``, then ``json_text`` says what it says)."""
 
 
 def _salted(salt: str, path: str, text: str) -> str:

@@ -166,6 +166,7 @@ class Conversation:
         began = time.perf_counter()
 
         checked: set[int] = set()
+        checks = limits is not None or (sink is not None and sink.budget is not None and session is not None)
 
         def before_turn() -> None:
             # a limit or a spent budget ends the conversation before its next turn: nothing is sent, nor asked. A
@@ -213,12 +214,8 @@ class Conversation:
                 result.turns.append(TurnRecord(index, text, sourced(messages), _ms(started), simulated=simulated,
                                                output_retries=output_retries))
 
-            def tool_refusal() -> ConversationFailed | None:
-                # a tool call the plan refused (unmocked: error, --hermetic), or one that ran outside it where it
-                # may not, is the conversation's error
-                return _tool_problem(plan, outside, index, adapter)
-
-            before_turn()
+            if checks:  # else before_turn has nothing to check: no limits, no budget (docs/performance.md)
+                before_turn()
             captured = capture_turn(index, result.thread_id, result.id) if spans else None
             try:
                 try:
@@ -234,23 +231,28 @@ class Conversation:
             except TurnFailed as exc:
                 # the agent's run ended with an exception: keep the messages it produced before it
                 failed(exc.messages, exc.output_retries)
-                raise tool_refusal() or ConversationFailed(f"turn {index}: the target raised {_described(exc.cause)}",
-                                                      exc.cause) from None
+                raise _tool_problem(plan, outside, index, adapter) or ConversationFailed(
+                    f"turn {index}: the target raised {_described(exc.cause)}", exc.cause) from None
             except (BadReply, TurnRejected) as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             except Exception as exc:  # noqa: BLE001 - the target's failure is this conversation's error
                 failed([])
-                raise tool_refusal() or ConversationFailed(f"turn {index}: the target raised {_described(exc)}",
-                                                      exc) from None
-            messages = sourced(reply.messages)
+                raise _tool_problem(plan, outside, index, adapter) or ConversationFailed(
+                    f"turn {index}: the target raised {_described(exc)}", exc) from None
+            # a turn the plan only watched, without spans, is recorded as sourced() would: its messages copied
+            messages = list(reply.messages) if captured is None and plan is not None and plan.watching(index) \
+                else sourced(reply.messages)
             result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
                                            structured=reply.structured, interrupt=reply.interrupt,
                                            resume=reply.resume, output_retries=reply.output_retries,
                                            guardrail=reply.guardrail, captured=captured))
-            refusal = tool_refusal()
-            if refusal is not None:
-                raise refusal
+            # a tool call the plan refused (unmocked: error, --hermetic), or one that ran outside it where it may not,
+            # is the conversation's error
+            if outside or (plan is not None and plan.refusals):
+                refusal = _tool_problem(plan, outside, index, adapter)
+                if refusal is not None:
+                    raise refusal
             return messages
 
         seconds = limits.seconds if limits is not None else None
@@ -306,17 +308,33 @@ class Conversation:
         accumulated = [m for turn in result.turns for m in turn.output]
         first = result.turns[0].input if result.turns else item.first_input
         whole = ScorerRun(first, accumulated, item.ground_truth, None, views, item.expected_outcome, item.goal)
-        result.gate_scores = await self._outcomes(self.dataset.gates, whole, gate=True)
-        result.scores = await self._outcomes(self.dataset.scorers, whole, gate=False)
+        # a list of checks (or none) is scored here, without a coroutine a list (docs/performance.md)
+        gates, scorers = self.dataset.gates, self.dataset.scorers
+        found = self._now(gates, whole, True)
+        result.gate_scores = await self._outcomes(gates, whole, gate=True) if found is None else found
+        found = self._now(scorers, whole, False)
+        result.scores = await self._outcomes(scorers, whole, gate=False) if found is None else found
         for record, view in zip(result.turns, views, strict=True):
             assertions = driver.assertions(record.index)
             if assertions is None:
                 continue
             run = ScorerRun(record.input, record.output, item.ground_truth, record.index, (view,),
                             item.expected_outcome, item.goal)
-            record.gate_scores = await self._outcomes(assertions.gates, run, gate=True)
-            record.thresholds = {s.id: s.threshold.raw for s in assertions.scorers if s.threshold is not None}
-            record.scores = await self._outcomes(assertions.scorers, run, gate=False)
+            gates, scorers = assertions.gates, assertions.scorers
+            found = self._now(gates, run, True)
+            record.gate_scores = await self._outcomes(gates, run, gate=True) if found is None else found
+            if scorers:
+                record.thresholds = {s.id: s.threshold.raw for s in scorers if s.threshold is not None}
+            found = self._now(scorers, run, False)
+            record.scores = await self._outcomes(scorers, run, gate=False) if found is None else found
+
+    def _now(self, specs: list[ScorerSpec], run: ScorerRun, gate: bool) -> dict[str, Outcome] | None:
+        """``_outcomes`` of a list that needs no waiting (none, or checks only), scored at once; ``None`` for a list
+        with a scorer that may wait (a judge): ``_outcomes`` scores it."""
+        if not specs:
+            return {}
+        scorers, immediate = self._built(specs)
+        return _scored_now(specs, scorers, run, gate) if immediate else None
 
     async def _outcomes(self, specs: list[ScorerSpec], run: ScorerRun, *, gate: bool) -> dict[str, Outcome]:
         """Every spec's outcome on ``run``, in list order. A gate that raises or errors scores 0 (its error kept); a
@@ -326,15 +344,7 @@ class Conversation:
             return {}
         scorers, immediate = self._built(specs)
         if immediate:
-            # checks never wait on anything: scoring them in turn spares tasks and event-loop round trips
-            outcomes: dict[str, Outcome] = {}
-            for spec, scorer in zip(specs, scorers, strict=True):
-                try:
-                    outcome = scorer.score_now(run)
-                except Exception as exc:  # noqa: BLE001 - a scorer's failure is its own outcome
-                    outcome = _raised(exc, gate)
-                outcomes[spec.id] = outcome if outcome.error is None else _settled(outcome, gate)
-            return outcomes
+            return _scored_now(specs, scorers, run, gate)
 
         async def score(scorer: Scorer) -> Outcome:
             try:
@@ -351,6 +361,18 @@ class Conversation:
 BUILT_LISTS = 256
 """How many sequences of specs ``_built`` keeps built (``BySpecs``: keeping every one grew a run's memory with its
 conversations)."""
+
+
+def _scored_now(specs: list[ScorerSpec], scorers: list[Scorer], run: ScorerRun, gate: bool) -> dict[str, Outcome]:
+    """Checks never wait on anything: scoring them in turn spares tasks and event-loop round trips."""
+    outcomes: dict[str, Outcome] = {}
+    for spec, scorer in zip(specs, scorers, strict=True):
+        try:
+            outcome = scorer.score_now(run)
+        except Exception as exc:  # noqa: BLE001 - a scorer's failure is its own outcome
+            outcome = _raised(exc, gate)
+        outcomes[spec.id] = outcome if outcome.error is None else _settled(outcome, gate)
+    return outcomes
 
 
 def _settled(outcome: Outcome, gate: bool) -> Outcome:

@@ -290,12 +290,17 @@ class Runner:
             else:
                 finished(await conversation.play(item))
 
+        once = not self.options.sequential and self.options.repeat <= 1
+
         async def worker() -> None:
             for item in queue:
                 if self.stopping or self.budget.spent is not None:
                     return
                 try:
-                    await play(item)
+                    if once:  # a conversation played once: each resumption of its turns passes one coroutine fewer
+                        finished(await conversation.play(item))
+                    else:
+                        await play(item)
                 except SystemExit as exc:  # evalcli never exits this way: the target (or a scorer) called sys.exit()
                     raise TargetExited(f"conversation {item.id}: {exit_called(exc)}",
                                        "the conversations finished are stored; remove the sys.exit() call, then play "

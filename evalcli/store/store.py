@@ -17,6 +17,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
@@ -79,7 +80,17 @@ class StoredOptions:
 
 
 def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    """The time as stored (``datetime.now(UTC).isoformat(timespec="milliseconds")``): each second's text made once
+    and the milliseconds written into it (a stamp per stored conversation: docs/performance.md)."""
+    second, within = divmod(time.time_ns() // 1_000_000, 1000)
+    last = _SECOND[0]  # one (second, text) pair, read once: the writer thread and the event loop both stamp rows
+    if last[0] != second:
+        last = _SECOND[0] = (second, datetime.fromtimestamp(second, UTC).isoformat(timespec="seconds")[:-6])
+    return f"{last[1]}.{within:03d}+00:00"
+
+
+_SECOND: list[tuple[int | None, str]] = [(None, "")]
+"""The last second ``now`` wrote, and its text up to the seconds."""
 
 
 def _scores(outcomes: dict[str, Outcome]) -> dict[str, float | None]:
@@ -265,7 +276,8 @@ class Store:
             "resource_id, input, gate_scores, scores, outcomes, stop_reason, duration_ms, finished_at, metadata, "
             "repeats, gate_plays, identity, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             "?, ?)",
-            (run_id, result.index, result.id, dumps(result.tags), result.form, result.status, int(result.passed),
+            (run_id, result.index, result.id, dumps(result.tags) if result.tags else "[]", result.form, result.status,
+             int(result.passed),
              redact(result.error) if result.error else None, redact(result.traceback) if result.traceback else None,
              result.thread_id, result.resource_id, redact(result.turns[0].input) if result.turns else None,
              text(_scores(result.gate_scores)), text(_scores(result.scores)), text(item_outcomes(result)),

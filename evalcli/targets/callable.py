@@ -234,9 +234,14 @@ def normalise(reply: Any) -> list[Message]:
         if type(role) is not str and not isinstance(role, str):  # a plain str: one test (docs/performance.md)
             raise BadReply(f"response message {i} is {type(message).__name__}, not a message dict with a 'role'")
         if role in RESPONSE_ROLES:
-            if not _storable(message, {id(message)}, 1) and (unstorable := _unstorable(message)) is not None:
-                raise BadReply(f"response message {i} {unstorable}: it cannot be stored as JSON; return plain data "
-                               "(the value's text, or a copy a JSON encoder can write)")
+            for value in message.values():  # a message of leaves only (most of a turn's) needs no call to tell it
+                kind = type(value)
+                if kind is str or value is None or kind in _LEAVES:
+                    continue
+                if not _storable(message, {id(message)}, 1) and (unstorable := _unstorable(message)) is not None:
+                    raise BadReply(f"response message {i} {unstorable}: it cannot be stored as JSON; return plain "
+                                   "data (the value's text, or a copy a JSON encoder can write)")
+                break
             result.append(message)
     return result
 
