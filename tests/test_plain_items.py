@@ -14,6 +14,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from evalcli.dataset import contents as contents_module
 from evalcli.dataset import items as items_module
 from evalcli.dataset import load as load_module
 from evalcli.dataset.plain import NOT_PLAIN
@@ -76,6 +77,7 @@ def _load(path: Path, models_only: bool, monkeypatch: pytest.MonkeyPatch) -> Any
         if models_only:
             patch.setattr(load_module, "plain_item", lambda *args: NOT_PLAIN)
             patch.setattr(items_module, "_plain_content", lambda item: None)
+            patch.setattr(contents_module, "_plain_content", lambda item: None)  # every digest made at load, whole
         registry = load_registry(find_registry(path, str(path.parent / "scorers.yaml")))
         data, pos, _, listed = read_top(path)
         raws = listed if listed is not None else [(raw, pos, ("data", i)) for i, raw in enumerate(data["data"])]
