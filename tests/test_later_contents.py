@@ -100,6 +100,7 @@ def test_an_items_digest_is_made_when_asked_as_loading_made_it(tmp_path: Path, m
         thread.join()
     assert made == [[item.content for item in at_load.items]] * 4  # asked by four threads at once: the same values
     assert [content_of(item) for item in later.items] == [item.content for item in at_load.items]
+    assert all(type(item.content) is str for item in later.items)  # kept as loading would have
     assert later.items[3].target_options == {"tone": "kind"} and later.items[4].target_options is None
     # made now from the item as it is (with the options merged since, the late secret known), the digest differs
     assert content_digest(item_content(later.items[1])) != content_of(later.items[1])

@@ -24,9 +24,14 @@ from .items import Item, _content_digests, _content_text, _plain_content, item_c
 
 
 def content_of(item: Item) -> str:
-    """The digest of an item's content (``Item.content``), made now if loading left it to be made (``Later``)."""
+    """The digest of an item's content (``Item.content``), made now if loading left it to be made (``Later``), and
+    then kept in the item as loading would have (the ``Later`` let go: no more memory than a digest made at load)."""
     content: Any = item.content
-    return content if type(content) is str else str(content.value())
+    if type(content) is str:
+        return content
+    made = str(content.value())
+    object.__setattr__(item, "content", made)  # two threads asking at once set the same text
+    return made
 
 
 class Digests:
