@@ -136,15 +136,18 @@ def _text_keys(value: Any) -> Any:
     return value
 
 
-def digestible(value: Any, text: str | None = None, bears: Callable[[str], bool] | None = None) -> Any:
+def digestible(value: Any, text: str | None = None, bears: Callable[[str], bool] | None = None, *,
+               refs: References | None = None, redact: Callable[[str], str] | None = None) -> Any:
     """``value`` as a stored digest may cover it: each secret known by name as ``${NAME}``, then every other secret
     redacted (``secrets.redactor``). A value holding no secret is returned as it is (its digest unchanged), found so
     from its JSON at once (``text``, when the caller has made it: any key order), without walking it. ``bears``:
-    ``secret_check()``, made once by a caller that asks for many values."""
+    ``secret_check()``, made once by a caller that asks for many values; ``refs`` and ``redact``: ``references()``
+    and ``redactor()`` as they were when the caller took ``bears`` (a digest made later, ``dataset.contents``)."""
     text = value if isinstance(value, str) else text if text is not None else json_text(value)
     if not (bears or bears_secret)(text):
         return value
-    refs, redact = references(), redactor()
+    refs = references() if refs is None else refs
+    redact = redactor() if redact is None else redact
     return walk(value, lambda text: redact(refs.write(text, escape=False)))
 
 

@@ -14,6 +14,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from evalcli.dataset import contents as contents_module
 from evalcli.dataset import items as items_module
 from evalcli.dataset import load as load_module
 from evalcli.dataset.plain import NOT_PLAIN
@@ -76,6 +77,7 @@ def _load(path: Path, models_only: bool, monkeypatch: pytest.MonkeyPatch) -> Any
         if models_only:
             patch.setattr(load_module, "plain_item", lambda *args: NOT_PLAIN)
             patch.setattr(items_module, "_plain_content", lambda item: None)
+            patch.setattr(contents_module, "_plain_content", lambda item: None)  # every digest made at load, whole
         registry = load_registry(find_registry(path, str(path.parent / "scorers.yaml")))
         data, pos, _, listed = read_top(path)
         raws = listed if listed is not None else [(raw, pos, ("data", i)) for i, raw in enumerate(data["data"])]
@@ -165,3 +167,34 @@ def test_a_conversations_text_written_directly_is_its_contents(monkeypatch: pyte
                              metadata=metadata if isinstance(metadata, dict) and metadata else items_module.NO_ENTRIES)
     refs, bears = references(), secret_check()
     assert items_module._content_digest(item, refs, bears) == content_digest(items_module.item_content(item, refs), bears)
+
+
+def test_a_plain_item_and_its_turns_have_every_field_their_constructors_set() -> None:
+    """``plain_item`` fills an ``Item`` and its ``Turn``s slot by slot (``plain._Item``, ``_Turn``), not through the
+    frozen ``__init__``: every field, defaults included, is what ``Item(...)``/``Turn(...)`` sets, and a field added to
+    either class is one the filling must set (docs/performance.md, "Less work per loaded item")."""
+    from dataclasses import fields
+
+    from evalcli.dataset import plain
+    from evalcli.dataset.items import NO_ENTRIES, Item, Turn
+    from evalcli.dataset.yamlsrc import Positions
+    from evalcli.scorers import Registry
+
+    assert plain._Item.__slots__ == Item.__slots__ and plain._Turn.__slots__ == Turn.__slots__
+    registry, pos = Registry(), Positions("d.jsonl", values={(): (2, 1)})
+    raw = {"id": 7, "tags": ["t"], "metadata": {"k": [1]}, "ground_truth": {"a": 1}, "expected_outcome": "ok",
+           "turns": [{"input": "q"}, {"input": "r", "gates": None}]}
+    made = plain.plain_item(raw, 3, (), pos, registry, [], 2)
+    turns = [Turn("q", [], []), Turn("r", [], [])]
+    expected = Item(3, "7", ["t"], "turns", ["q", "r"], turns, {"a": 1}, "ok", metadata={"k": [1]}, line=2,
+                    id_given=True)
+    assert type(made) is Item and all(type(turn) is Turn for turn in made.turns)
+    for field in fields(Item):
+        assert getattr(made, field.name) == getattr(expected, field.name), field.name
+    for turn, want in zip(made.turns, turns, strict=True):
+        for field in fields(Turn):
+            assert getattr(turn, field.name) == getattr(want, field.name), field.name
+    plain_input = plain.plain_item({"input": "q"}, 0, (), pos, registry, [], None)
+    assert plain_input == Item(0, "0", [], "input", ["q"], None, None) and plain_input.labels is NO_ENTRIES
+    with pytest.raises(AttributeError):  # still frozen
+        made.id = "8"

@@ -10,14 +10,14 @@ from itertools import repeat
 from typing import Any
 
 from ..fingerprint import ItemTrees
-from ..identity import canonical_json, content_digest, identities, plain_json, text_digest, text_digests
+from ..identity import canonical_json, content_digest, plain_json, text_digest, text_digests
 from ..llm import default_judge_model
 from ..messages import Message
 from ..records import record
 from ..results import FORMS
 from ..scorers import Registry, ScorerSpec
 from ..scorers.registry import BySpecs
-from ..secret_references import References, references, secret_check
+from ..secret_references import References, references
 from ..targets import Adapter
 from ..tools import ToolsConfig
 from ..version import __version__
@@ -338,16 +338,18 @@ class Dataset:
                 yield from turn.gates
 
 
-def item_content(item: Item, refs: References | None = None, *, turns: bool = True) -> dict[str, Any]:
+def item_content(item: Item, refs: References | None = None, *, turns: bool = True,
+                 fingerprint: Callable[[ScorerSpec], str] | None = None) -> dict[str, Any]:
     """What a conversation is, as resolved (docs/identity.md): its form and every message, turn (with its gates and scorers),
     ``simulate`` block, recorded transcript, own ``target_options``, ``metadata``, ground truth and expected outcome.
     Not its id or position, nor its ``labels`` (a person's verdict on it) or ``tags`` (how it is selected). ``refs``:
     ``references()``, looked up once by a caller digesting every conversation. ``turns=False``: its ``turns`` left
-    ``None`` (the resolved configuration writes its own, ``Dataset._item_tree``)."""
+    ``None`` (the resolved configuration writes its own, ``Dataset._item_tree``). ``fingerprint``: each spec's, as
+    taken at load (``contents.Digests``; else ``spec.fingerprint(refs)``)."""
     refs = refs or references()
 
     def scorers(specs: list[ScorerSpec]) -> list[str]:
-        return [spec.fingerprint(refs) for spec in specs]
+        return [spec.fingerprint(refs) for spec in specs] if fingerprint is None else list(map(fingerprint, specs))
 
     return {
         "form": item.form, "inputs": item.inputs,
@@ -360,21 +362,6 @@ def item_content(item: Item, refs: References | None = None, *, turns: bool = Tr
         "target_options": item.target_options, "metadata": item.metadata,
         "ground_truth": item.ground_truth, "expected_outcome": item.expected_outcome,
     }
-
-
-def with_identities(items: list[Item]) -> list[Item]:
-    """The items with their identities and content digests (the nth identical item without an id numbered), each
-    set in ``items`` itself (a dataset's items are never held twice: docs/performance.md#memory)."""
-    refs, bears = references(), secret_check()
-    contents = _content_digests(items, refs, bears)
-    found = identities((item.id if item.id_given else None, content) for item, content in zip(items, contents,
-                                                                                             strict=True))
-    for item, identity, content in zip(items, found, contents, strict=True):
-        # the items were made by this load and nothing holds them yet: set in place, not copied (``replace`` ran
-        # each item's ``__init__`` again, a tenth of loading)
-        object.__setattr__(item, "identity", identity)
-        object.__setattr__(item, "content", content)
-    return items
 
 
 CHECKED_AT_ONCE = 256
@@ -426,12 +413,14 @@ def _content_digest(item: Item, refs: References, bears: Callable[[str], bool]) 
     return content_digest(item_content(item, refs), bears, plain=plain)
 
 
-def _content_text(item: Item, refs: References, lists: dict[tuple[int, ...], str] | None = None) -> str:
+def _content_text(item: Item, refs: References, lists: dict[tuple[int, ...], str] | None = None,
+                  fingerprint: Callable[[ScorerSpec], str] | None = None) -> str:
     """``canonical_json(item_content(item, refs))`` of a plain conversation with no simulated user or transcript,
     written part by part in the order of its sorted keys (half the time of encoding the mapping). ``lists``: each
     list of specs' text by the specs' identities, kept by a caller writing many conversations whose turns share
-    specs (``parse_list``)."""
+    specs (``parse_list``); ``fingerprint``: as ``item_content``'s."""
     known = lists if lists is not None else {}
+    made = (lambda spec: spec.fingerprint(refs)) if fingerprint is None else fingerprint
 
     def specs(found: list[ScorerSpec]) -> str:
         if not found:
@@ -439,7 +428,7 @@ def _content_text(item: Item, refs: References, lists: dict[tuple[int, ...], str
         key = tuple(map(id, found))
         text = known.get(key)
         if text is None:
-            text = known[key] = "[" + ",".join([_TEXT(spec.fingerprint(refs)) for spec in found]) + "]"
+            text = known[key] = "[" + ",".join([_TEXT(made(spec)) for spec in found]) + "]"
         return text
 
     turns = "null" if item.turns is None else "[" + ",".join([

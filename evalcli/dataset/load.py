@@ -22,10 +22,11 @@ from pydantic_core import ErrorDetails
 from ..errors import DatasetError, Problem
 from ..scorers import Registry, flow_yaml
 from ..secrets import remember, remember_named
+from .contents import with_identities
 from .distinct import distinct_specs
 from .header import Header, plain_header
 from .imports import ImportScope, resolve_imports
-from .items import NO_ENTRIES, Dataset, Item, Limits, Turn, with_identities
+from .items import NO_ENTRIES, Dataset, Item, Limits, Turn
 from .located import FORM_KEYS, RECORDED_KEYS, Located, file_digest
 from .options import item_options, option_warnings, setups
 from .plain import NOT_PLAIN, plain_item

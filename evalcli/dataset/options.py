@@ -27,8 +27,8 @@ def item_options(items: list[Item], located: Located, dataset_options: dict[str,
     when the target did not resolve: then only what needs no agent is checked)."""
     out = []
     for item in items:
-        _, pos, at = located[item.index]
-        if item.target_options is not None:
+        if item.target_options is not None:  # where the item is, only for an item that may have a problem
+            _, pos, at = located[item.index]
             own = item.target_options
             where = (*at, "target_options")
             fixed = [name for name in own if name in DATASET_ONLY_OPTIONS]
@@ -46,6 +46,7 @@ def item_options(items: list[Item], located: Located, dataset_options: dict[str,
         if adapter is not None and not adapter.resumes:
             for t, turn in enumerate(item.turns or ()):
                 if turn.resume is not None:
+                    _, pos, at = located[item.index]
                     problems.append(pos.problem((*at, "turns", t, "resume"),
                                                 f"item {item.index} ({item.id}): turn {t} gives 'resume', but a "
                                                 f"{adapter.name} target never waits on an interrupt",

@@ -54,16 +54,47 @@ def plain_item(raw: Any, index: int, path: Path, pos: Positions, registry: Regis
                 gates, (*path, "turns", t, "gates"), pos, registry, problems, gate=True)
             scorers = [] if scorers is None else _named(scorers, named) or parse_list(
                 scorers, (*path, "turns", t, "scorers"), pos, registry, problems, gate=False)
-            turns.append(Turn(turn["input"], gates, scorers))
+            turns.append(_turn(turn["input"], gates, scorers))
         if len(problems) > before:
             return None
         inputs = [t.input for t in turns]
     given = raw.get("id")
     tags = raw.get("tags")
     metadata = raw.get("metadata")
-    return Item(index, str(given) if given is not None else str(index), list(tags) if tags is not None else [], form,
-                inputs, turns, raw.get("ground_truth"), raw.get("expected_outcome"), target_options=None,
-                metadata=dict(metadata) if metadata else NO_ENTRIES, line=line, id_given=given is not None)
+    made: Any = _Item()  # ``Item(...)`` with the defaults of the fields a plain item leaves out (``_Item``)
+    made.index, made.id, made.tags, made.form, made.inputs, made.turns = (
+        index, str(given) if given is not None else str(index), list(tags) if tags is not None else [], form, inputs,
+        turns)
+    made.ground_truth, made.expected_outcome, made.simulation, made.target_options = (
+        raw.get("ground_truth"), raw.get("expected_outcome"), None, None)
+    made.metadata, made.transcript, made.labels, made.line, made.id_given = (
+        dict(metadata) if metadata else NO_ENTRIES, None, NO_ENTRIES, line, given is not None)
+    made.identity, made.content, made.tools, made.unmocked, made.limits = "", "", None, None, None
+    made.__class__ = Item
+    return made
+
+
+class _Item:
+    """An ``Item`` being filled: the same slots, set as a plain object's, then made an ``Item`` by assigning its
+    class (the layouts are the same). A frozen dataclass's ``__init__`` sets each of its 20 fields through
+    ``object.__setattr__`` (~33,000 instructions an item, ~5,000 so); ``plain_item`` sets every field, as
+    ``Item(...)`` would (tests/test_plain_items.py compares them field by field), docs/performance.md."""
+
+    __slots__ = Item.__slots__
+
+
+class _Turn:
+    """A ``Turn`` being filled, as ``_Item``."""
+
+    __slots__ = Turn.__slots__
+
+
+def _turn(text: str, gates: list[ScorerSpec], scorers: list[ScorerSpec]) -> Turn:
+    """``Turn(text, gates, scorers)``, filled as ``_Item``."""
+    made: Any = _Turn()
+    made.input, made.gates, made.scorers, made.resume, made.tools = text, gates, scorers, None, None
+    made.__class__ = Turn
+    return made  # type: ignore[no-any-return]
 
 
 def _named(entries: list[Any], named: dict[str, ScorerSpec]) -> list[ScorerSpec] | None:

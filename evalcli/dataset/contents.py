@@ -1,0 +1,130 @@
+"""Conversations' identities and content digests (docs/identity.md), each digest made at load or when first asked
+(docs/performance.md, "Less work per loaded item").
+
+An item without an ``id`` is its content's digest, made at load. An item that names itself has its identity
+without it, and before its first turn a new run needs nothing else of it: its digest (the sha256 of its content's
+text, two thirds of what loading an item cost beside reading it) is made when first asked, by ``content_of``, which
+every reader of an item's digest calls. It is the value loading would have made, whenever and by whichever thread
+it is asked: made from the item as loaded (``Later`` holds that item, not a copy made since with other options or
+turns) with what a digest depends on taken at load (``Digests``: the secrets' references, the secret check, the
+redactor and each scorer's fingerprint; a target's secrets are remembered after its items are read, and its import
+may change the environment). Two threads asking at once make the same text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..identity import _digest, canonical_json, identities
+from ..scorers import ScorerSpec
+from ..secret_references import References, digestible, references, secret_check
+from ..secrets import redactor
+from .items import Item, _content_digests, _content_text, _plain_content, item_content
+
+
+def content_of(item: Item) -> str:
+    """The digest of an item's content (``Item.content``), made now if loading left it to be made (``Later``), and
+    then kept in the item as loading would have (the ``Later`` let go: no more memory than a digest made at load)."""
+    content: Any = item.content
+    if type(content) is str:
+        return content
+    made = str(content.value())
+    object.__setattr__(item, "content", made)  # two threads asking at once set the same text
+    return made
+
+
+class Digests:
+    """What a conversation's digest depends on, as it was when its dataset was loaded."""
+
+    __slots__ = ("bears", "fingerprints", "lists", "redact", "refs")
+
+    def __init__(self, refs: References, bears: Callable[[str], bool]) -> None:
+        self.refs, self.bears, self.redact = refs, bears, redactor()
+        self.lists: dict[tuple[int, ...], str] = {}
+        """Each list of specs' text by the specs' identities (``items._content_text``); the specs stay alive in
+        ``fingerprints``."""
+        self.fingerprints: dict[int, tuple[ScorerSpec, str]] = {}
+
+    def keep(self, item: Item) -> None:
+        """The fingerprints of ``item``'s turns' gates and scorers, made now."""
+        found, refs = self.fingerprints, self.refs
+        for turn in item.turns or ():
+            for spec in turn.gates:
+                if id(spec) not in found:
+                    found[id(spec)] = (spec, spec.fingerprint(refs))
+            for spec in turn.scorers:
+                if id(spec) not in found:
+                    found[id(spec)] = (spec, spec.fingerprint(refs))
+
+    def fingerprint(self, spec: ScorerSpec) -> str:
+        known = self.fingerprints.get(id(spec))
+        return spec.fingerprint(self.refs) if known is None else known[1]
+
+    def digest(self, item: Item) -> str:
+        """``items._content_digest`` of a plain conversation, as at load."""
+        refs = self.refs
+        text = _content_text(item, refs, self.lists, self.fingerprint)
+        if self.bears(text):  # digested by reference to each secret's name, as ``identity.text_digest`` does
+            text = canonical_json(digestible(item_content(item, refs, fingerprint=self.fingerprint), bears=self.bears,
+                                             refs=refs, redact=self.redact))
+        return _digest(text)
+
+
+class Later:
+    """An item's content digest, made when first asked (``value``) from the item as loaded."""
+
+    __slots__ = ("digests", "item", "made")
+
+    def __init__(self, item: Item, digests: Digests) -> None:
+        self.item: Item | None = item
+        self.digests = digests
+        self.made: str | None = None
+
+    def value(self) -> str:
+        made = self.made
+        if made is None:
+            item = self.item
+            if item is None:  # made meanwhile by another thread (``made`` is set before ``item`` is let go)
+                return self.made  # type: ignore[return-value]
+            made = self.made = self.digests.digest(item)
+            self.item = None
+        return made
+
+    # an item compares, hashes and prints as it did with its digest made at load
+    def __eq__(self, other: object) -> bool:
+        return self.value() == (other.value() if isinstance(other, Later) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.value())
+
+    def __repr__(self) -> str:
+        return repr(self.value())
+
+    def __str__(self) -> str:
+        return self.value()
+
+
+def with_identities(items: list[Item]) -> list[Item]:
+    """The items with their identities and content digests (the nth identical item without an id numbered), each
+    set in ``items`` itself (a dataset's items are never held twice: docs/performance.md#memory); the digest of a
+    plain conversation that names itself is left to be made when first asked (``Later``)."""
+    refs, bears = references(), secret_check()
+    digests: Digests | None = None
+    now: list[Item] = []
+    for item in items:
+        if item.id_given and _plain_content(item):
+            if digests is None:
+                digests = Digests(refs, bears)
+            digests.keep(item)
+            object.__setattr__(item, "content", Later(item, digests))
+        else:
+            now.append(item)
+    for item, content in zip(now, _content_digests(now, refs, bears), strict=True):
+        object.__setattr__(item, "content", content)
+    found = identities((item.id if item.id_given else None, item.content) for item in items)
+    for item, identity in zip(items, found, strict=True):
+        # the items were made by this load and nothing holds them yet: set in place, not copied (``replace`` ran
+        # each item's ``__init__`` again, a tenth of loading)
+        object.__setattr__(item, "identity", identity)
+    return items
