@@ -3,6 +3,7 @@ statements are written (each batch in a ``BEGIN IMMEDIATE`` transaction)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -22,13 +23,24 @@ Job = Callable[[Any], Any]
 def connect(path: str, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
     """A connection for writing: WAL, busy timeout, foreign keys, autocommit (transactions are explicit). Another
     program's SQLite file is refused before anything is changed in it (not even its journal mode)."""
+    new = path != ":memory:" and _empty(path)
     conn = sqlite3.connect(path, isolation_level=None, timeout=timeout_ms / 1000, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
     require_evalcli(conn)
+    if new:  # a new file is made WAL without the four syncs of that first write (docs/storage.md, durability)
+        conn.execute("PRAGMA synchronous = OFF")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _empty(path: str) -> bool:
+    """Whether the file at ``path`` does not exist yet or holds nothing (a new database)."""
+    try:
+        return os.stat(path).st_size == 0
+    except OSError:
+        return True
 
 
 def require_evalcli(conn: sqlite3.Connection) -> None:
