@@ -16,7 +16,7 @@ import pytest
 
 from evalcli.dataset import load_dataset
 from evalcli.dataset.contents import Later, content_of
-from evalcli.dataset.items import item_content
+from evalcli.dataset.items import Item, item_content
 from evalcli.identity import content_digest
 
 from .conftest import run_cli
@@ -90,7 +90,12 @@ def test_an_items_digest_is_made_when_asked_as_loading_made_it(tmp_path: Path, m
     import os
 
     assert os.environ["LATE_API_KEY"] == LATE  # the target's import: a secret now, not when the items were read
-    assert all(type(item.content) is Later and item.content.made is None for item in later.items)
+    raw = Item.__dict__["content"].slot.__get__  # the slot itself: a read of item.content makes the digest
+    # an item copied while loading (its own target_options merged over the dataset's) has it made then, from the
+    # item as loaded; the others wait for their first reader
+    assert [type(raw(item)) for item in later.items] == [str if item.target_options else Later
+                                                         for item in later.items]
+    assert all(raw(item).made is None for item in later.items if not item.target_options)
     assert all(type(item.content) is str for item in at_load.items)
     made: list[list[str]] = []
     threads = [threading.Thread(target=lambda: made.append([content_of(i) for i in later.items])) for _ in range(4)]
@@ -100,7 +105,7 @@ def test_an_items_digest_is_made_when_asked_as_loading_made_it(tmp_path: Path, m
         thread.join()
     assert made == [[item.content for item in at_load.items]] * 4  # asked by four threads at once: the same values
     assert [content_of(item) for item in later.items] == [item.content for item in at_load.items]
-    assert all(type(item.content) is str for item in later.items)  # kept as loading would have
+    assert all(type(raw(item)) is str for item in later.items)  # kept as loading would have
     assert later.items[3].target_options == {"tone": "kind"} and later.items[4].target_options is None
     # made now from the item as it is (with the options merged since, the late secret known), the digest differs
     assert content_digest(item_content(later.items[1])) != content_of(later.items[1])

@@ -3,8 +3,9 @@
 
 An item without an ``id`` is its content's digest, made at load. An item that names itself has its identity
 without it, and before its first turn a new run needs nothing else of it: its digest (the sha256 of its content's
-text, two thirds of what loading an item cost beside reading it) is made when first asked, by ``content_of``, which
-every reader of an item's digest calls. It is the value loading would have made, whenever and by whichever thread
+text, two thirds of what loading an item cost beside reading it) is made when first asked: ``Item.content`` is read
+through ``items._Content``, which makes it at the first read, whoever reads it (evalcli, a library caller, ``pickle``,
+``copy``, ``asdict``). It is the value loading would have made, whenever and by whichever thread
 it is asked: made from the item as loaded (``Later`` holds that item, not a copy made since with other options or
 turns) with what a digest depends on taken at load (``Digests``: the secrets' references, the secret check, the
 redactor and each scorer's fingerprint; a target's secrets are remembered after its items are read, and its import
@@ -14,7 +15,6 @@ may change the environment). Two threads asking at once make the same text.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..identity import _digest, canonical_json, identities
 from ..scorers import ScorerSpec
@@ -24,14 +24,10 @@ from .items import Item, _content_digests, _content_text, _plain_content, item_c
 
 
 def content_of(item: Item) -> str:
-    """The digest of an item's content (``Item.content``), made now if loading left it to be made (``Later``), and
-    then kept in the item as loading would have (the ``Later`` let go: no more memory than a digest made at load)."""
-    content: Any = item.content
-    if type(content) is str:
-        return content
-    made = str(content.value())
-    object.__setattr__(item, "content", made)  # two threads asking at once set the same text
-    return made
+    """The digest of an item's content: ``item.content``, which every reader gets as text (``items._Content`` makes a
+    digest loading left to be made, ``Later``, at its first read and keeps it in the item, as loading would have: no
+    more memory than a digest made at load)."""
+    return item.content
 
 
 class Digests:
@@ -122,7 +118,8 @@ def with_identities(items: list[Item]) -> list[Item]:
             now.append(item)
     for item, content in zip(now, _content_digests(now, refs, bears), strict=True):
         object.__setattr__(item, "content", content)
-    found = identities((item.id if item.id_given else None, item.content) for item in items)
+    # an item that names itself is its id, whatever its content (not read here: that would make its digest now)
+    found = identities((item.id, "") if item.id_given else (None, item.content) for item in items)
     for item, identity in zip(items, found, strict=True):
         # the items were made by this load and nothing holds them yet: set in place, not copied (``replace`` ran
         # each item's ``__init__`` again, a tenth of loading)
