@@ -26,6 +26,7 @@ from evalcli.dataset import load_dataset
 from evalcli.records import record
 
 from .conftest import REPO, run_cli
+from .reliability_helpers import SUBPROCESS_TIMEOUT
 
 AGENT = """\
 import os
@@ -187,7 +188,7 @@ def test_a_record_behaves_as_a_dataclass_on_other_pythons(python: Path) -> None:
     """``records.py`` read by Python 3.12 and 3.13 (3.13 compares fields one by one and builds frozen methods
     otherwise: its ``_frozen_get_del_attr`` is not swapped) makes the classes their ``dataclasses`` make."""
     done = subprocess.run([str(python), "-c", RECORDS_ON, str(REPO / "evalcli" / "records.py")], capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("True"), done.stdout
 
@@ -233,7 +234,7 @@ def _scorer_kinds(checkout: Path) -> tuple[str, list[str]]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(PYTHONPATH=str(checkout), COLUMNS="200")
     done = subprocess.run([sys.executable, "-m", "evalcli", "scorers"], cwd=checkout, env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 0, done.stderr
     kept = sorted(p.name for p in (checkout / "evalcli" / "__pycache__").glob("pyproject-entry-points-*"))
     return done.stdout, kept

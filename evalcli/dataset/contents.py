@@ -4,7 +4,7 @@
 An item without an ``id`` is its content's digest, made at load. An item that names itself has its identity
 without it, and before its first turn a new run needs nothing else of it: its digest (the sha256 of its content's
 text, two thirds of what loading an item cost beside reading it) is made when first asked: ``Item.content`` is read
-through ``items._Content``, which makes it at the first read, whoever reads it (evalcli, a library caller, ``pickle``,
+through ``slots.MadeOnRead``, which makes it at the first read, whoever reads it (evalcli, a library caller, ``pickle``,
 ``copy``, ``asdict``). It is the value loading would have made, whenever and by whichever thread
 it is asked: made from the item as loaded (``Later`` holds that item, not a copy made since with other options or
 turns) with what a digest depends on taken at load (``Digests``: the secrets' references, the secret check, the
@@ -24,7 +24,7 @@ from .items import Item, _content_digests, _content_text, _plain_content, item_c
 
 
 def content_of(item: Item) -> str:
-    """The digest of an item's content: ``item.content``, which every reader gets as text (``items._Content`` makes a
+    """The digest of an item's content: ``item.content``, which every reader gets as text (``slots.MadeOnRead`` makes a
     digest loading left to be made, ``Later``, at its first read and keeps it in the item, as loading would have: no
     more memory than a digest made at load)."""
     return item.content

@@ -23,6 +23,7 @@ from ..tools import ToolsConfig
 from ..version import __version__
 from .distinct import Distinct, distinct_specs
 from .imports import ImportScope
+from .slots import MadeOnRead
 
 NO_ENTRIES: dict[str, Any] = {}
 """The ``metadata`` and ``labels`` of every item that has none: one mapping, never written to (an item is frozen, and
@@ -171,33 +172,7 @@ class Item:
         return self.simulation.goal if self.simulation is not None else None
 
 
-class _Content:
-    """``Item.content`` read through its slot: a digest loading left to be made (``dataset/contents.py``: ``Later``) is
-    made at the first read and kept in the slot, so whoever reads it (evalcli, a library caller, ``pickle``, ``copy``,
-    ``asdict``, ``replace``) gets its text, the value loading would have made."""
-
-    __slots__ = ("slot",)
-
-    def __init__(self, slot: Any) -> None:
-        self.slot = slot
-
-    def __get__(self, item: Item | None, owner: type | None = None) -> Any:
-        if item is None:
-            return self
-        value = self.slot.__get__(item, owner)
-        if type(value) is not str:
-            value = value.value()
-            self.slot.__set__(item, value)  # two threads reading at once set the same text
-        return value
-
-    def __set__(self, item: Item, value: Any) -> None:
-        self.slot.__set__(item, value)
-
-    def __delete__(self, item: Item) -> None:
-        self.slot.__delete__(item)
-
-
-setattr(Item, "content", _Content(Item.__dict__["content"]))  # noqa: B010 - a class attribute mypy must not check
+setattr(Item, "content", MadeOnRead(Item.__dict__["content"]))  # noqa: B010 - dataset/slots.py
 
 
 @record
