@@ -4,6 +4,7 @@ redacted, labels exported, and pages that answer in under a second on a run of 1
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -173,6 +174,26 @@ def test_labels_export_writes_the_labels_a_dataset_item_takes(project: Path) -> 
     assert conversations["b"] == {"id": "b", "identity": "id:b", "review": "pass", "by": conversations["b"]["by"]}
     assert conversations["c"]["labels"] == {"says-hello": 0.25}
     assert run_cli(["labels", "export", "--db", str(db), "--dataset", "other.yaml"], project).stdout.endswith("labels: []\n")
+
+
+def test_a_label_is_in_the_database_file_itself_once_view_stops(project: Path) -> None:
+    """A label saved while another program reads the file stays in SQLite's WAL beside it; stopped by SIGTERM (a
+    CI job, a terminal closed), the view writes it into the file, so a copy of evalcli.db alone holds every label."""
+    db = project / "evalcli.db"
+    run_id = _run_id(db)
+    reader = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    try:
+        reader.execute("BEGIN")  # a read under way: the label cannot be written into the file before it ends
+        reader.execute("SELECT count(*) FROM runs").fetchone()
+        with view_server(db, "--reviewer", "bob") as view:
+            assert view.post(f"/api/runs/{run_id}/conversations/0/labels", {"value": "fail"})[0] == 200
+            reader.close()
+    finally:
+        reader.close()
+    copy = project / "copy.db"
+    shutil.copyfile(db, copy)  # the file only, as a CI artifact or a `cp` takes it
+    with sqlite3.connect(copy) as conn:
+        assert conn.execute("SELECT item_id, score FROM labels").fetchall() == [("a", 0.0)]
 
 
 def _grow(db: Path, conversations: int) -> str:

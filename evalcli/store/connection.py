@@ -73,6 +73,21 @@ def open_readonly(path: str) -> sqlite3.Connection:
     return conn
 
 
+def write_back(path: str) -> None:
+    """Write what the WAL holds into the database file itself (a checkpoint), so that the file alone, copied or
+    uploaded without its ``-wal``, holds every commit (docs/storage.md, "Copying a database"). SQLite does it when the
+    last connection to a file closes; a commit made while another program read the file is left in the WAL until
+    then. A file another program is writing is left to that program (its own close writes back)."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=1)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        pass
+
+
 def run(conn: Any, statements: list[Statement]) -> None:
     """Statements in one ``BEGIN IMMEDIATE`` transaction; a list of parameter rows is an ``executemany``."""
     conn.execute("BEGIN IMMEDIATE")

@@ -75,6 +75,8 @@ def add_label(path: str, label: NewLabel, redact: Redactor) -> dict[str, Any]:
                "reviewer": redact(label.reviewer), "created_at": now()}
         columns = ", ".join(row)
         run(conn, [(f"INSERT INTO labels ({columns}) VALUES ({', '.join('?' for _ in row)})", tuple(row.values()))])
+        # into the file itself unless a reader still needs the older pages (then when the view stops: write_back)
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return row
     finally:
         conn.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from ..records import record
 from ..secrets import Redactor
 from ..store import Store
 from ..store.browse import PAGE_SIZE, ConversationQuery, RunFilter, progress
+from ..store.connection import write_back
 from ..store.labels import NewLabel, add_label, label_value
 from . import data
 
@@ -236,7 +238,8 @@ def make_app(settings: ViewSettings) -> web.Application:
 
 
 async def serve(settings: ViewSettings, started: Callable[[str], None]) -> None:
-    """Serve until cancelled (Ctrl-C); ``started`` gets the address once it listens."""
+    """Serve until cancelled (Ctrl-C) or sent SIGTERM; ``started`` gets the address once it listens. When it stops,
+    the labels saved are written into the database file itself (``write_back``)."""
     runner = web.AppRunner(make_app(settings), access_log=None)
     await runner.setup()
     try:
@@ -249,6 +252,12 @@ async def serve(settings: ViewSettings, started: Callable[[str], None]) -> None:
         host, port = runner.addresses[0][:2]
         shown = f"[{host}]" if ":" in str(host) else host
         started(f"http://{shown}:{port}/")
-        await asyncio.Event().wait()
+        stop = asyncio.Event()
+        try:  # SIGTERM (a CI job's end, a closed terminal) stops it as Ctrl-C does, labels written back
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+            pass
+        await stop.wait()
     finally:
         await runner.cleanup()
+        write_back(str(settings.db))
