@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .secret_references import digestible, json_string, json_text, secret_check
+from .secret_references import c_encoder, digestible, json_string, json_text, secret_check
 
 SALT = "#salt"
 """The key of the salt among a fingerprint's paths."""
@@ -256,19 +256,15 @@ def _text(value: Any) -> str:
     encoder made once, not the one ``JSONEncoder.encode`` makes (and its dict of the containers under way) for every
     value; whatever it cannot write (a key that is not text, a container inside itself) is left to ``json_text``, which
     writes it or raises as it always did (docs/performance.md)."""
-    if _SORTED is not None and (type(value) is dict or type(value) is list):
+    if type(value) is dict or type(value) is list:
         try:
-            return "".join(_SORTED(value, 0))
+            return _SORTED(value)
         except (TypeError, ValueError, RecursionError):
             pass
     return json_text(value, sort_keys=True)
 
 
-_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-_SORTED = None if _C_ENCODER is None else _C_ENCODER(None, repr, json.encoder.encode_basestring, None, ": ", ", ", True,
-                                                     False, True)
-"""``json.JSONEncoder(sort_keys=True, default=repr, ensure_ascii=False)``'s C encoder, without the dict of containers
-under way (a container inside itself recurses until ``RecursionError``, then ``json_text`` says what it says)."""
+_SORTED = c_encoder(sort_keys=True, default=repr, ensure_ascii=False)
 
 
 def _salted(salt: str, path: str, text: str) -> str:

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from .secret_references import bears_secret, digestible
+from .secret_references import References, bears_secret, c_encoder, digestible
 
 EXPLICIT = "id:"
 """The prefix of an identity given by an item's ``id``."""
@@ -50,11 +50,13 @@ def content_digest(content: Any, bears: Callable[[str], bool] | None = None, *, 
     return text_digest(canonical_json(content, plain=plain), lambda: content, bears)
 
 
-def text_digest(text: str, content: Callable[[], Any], bears: Callable[[str], bool] | None = None) -> str:
+def text_digest(text: str, content: Callable[[], Any], bears: Callable[[str], bool] | None = None, *,
+                refs: References | None = None, redact: Callable[[str], str] | None = None) -> str:
     """``content_digest(content())`` given its ``canonical_json`` text, made by the caller (``content`` is made only
-    when the text holds a secret)."""
+    when the text holds a secret). ``refs`` and ``redact``: as ``digestible`` takes them (a digest made later than
+    its item was loaded, ``dataset.contents``)."""
     if (bears or bears_secret)(text):
-        text = canonical_json(digestible(content()))
+        text = canonical_json(digestible(content(), refs=refs, redact=redact))
     return _digest(text)
 
 
@@ -86,26 +88,9 @@ def canonical_json(value: Any, *, plain: bool | None = None) -> str:
     return _ENCODE(value if (_plain(value) if plain is None else plain) else _canonical(value))
 
 
-def _encoder() -> Callable[[Any], str]:
-    """What ``json.dumps(..., sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)`` does: the C
-    encoder ``JSONEncoder.encode`` makes on each call, made once (half the time of a conversation's content). It is
-    made without a registry of the containers being encoded, which only ever finds a cycle: every value given is
-    walked first (``_plain``, ``_canonical``), and a cycle fails there, so the encoder has no state to share."""
-    kwargs: dict[str, Any] = {"sort_keys": True, "ensure_ascii": False, "separators": (",", ":"), "default": repr}
-    encode = json.JSONEncoder(**kwargs).encode
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython has it
-        return encode
-    try:
-        made = make(None, repr, json.encoder.encode_basestring, None, ":", ",", True, False, True)
-        if "".join(made({"b": [1.5, None], "a": "\u00e9"}, 0)) != encode({"b": [1.5, None], "a": "\u00e9"}):
-            return encode  # pragma: no cover - another Python's encoder
-    except TypeError:  # pragma: no cover - another Python's signature
-        return encode
-    return lambda value: "".join(made(value, 0))
-
-
-_ENCODE = _encoder()
+_ENCODE = c_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+"""What ``json.dumps(..., sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)`` does, by an
+encoder made once; every value given is walked first (``_plain``, ``_canonical``), and a cycle fails there."""
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 

@@ -192,3 +192,29 @@ def test_content_with_keys_of_any_type_safe_load_gives_has_one_digest_whatever_t
         key = next(iter(mapping))
         assert content_digest({"metadata": mapping}) != content_digest({"metadata": {**mapping, key: "changed!"}}) \
             or mapping[key] == "changed!"
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                        max_size=4), max_leaves=20)
+ENCODER_OPTIONS = [{"sort_keys": True, "ensure_ascii": False, "separators": (",", ":"), "default": repr},  # identity
+                   {"sort_keys": True, "default": repr, "ensure_ascii": False},  # the fingerprint's text
+                   {"ensure_ascii": False, "default": str},  # a stored row's columns
+                   {"ensure_ascii": True}]
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=JSON_VALUES | st.builds(lambda n: {"when": complex(n, 1)}, st.integers()), options=st.sampled_from(ENCODER_OPTIONS))
+def test_an_encoder_made_once_writes_what_json_dumps_writes(value: Any, options: dict[str, Any]) -> None:
+    """``secret_references.c_encoder``: the one way evalcli makes an encoder once (identities, fingerprints, rows)."""
+    from evalcli.secret_references import c_encoder
+
+    try:
+        expected: Any = json.JSONEncoder(**options).encode(value)
+    except TypeError as exc:
+        expected = type(exc)
+    try:
+        made: Any = c_encoder(**options)(value)
+    except TypeError as exc:
+        made = type(exc)
+    assert made == expected

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from evalcli.dataset import load_dataset
-from evalcli.dataset.contents import Later, content_of
+from evalcli.dataset.contents import Later
 from evalcli.dataset.items import Item, item_content
 from evalcli.identity import content_digest
 
@@ -98,15 +98,15 @@ def test_an_items_digest_is_made_when_asked_as_loading_made_it(tmp_path: Path, m
     assert all(raw(item).made is None for item in later.items if not item.target_options)
     assert all(type(item.content) is str for item in at_load.items)
     made: list[list[str]] = []
-    threads = [threading.Thread(target=lambda: made.append([content_of(i) for i in later.items])) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: made.append([i.content for i in later.items])) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert made == [[item.content for item in at_load.items]] * 4  # asked by four threads at once: the same values
-    assert [content_of(item) for item in later.items] == [item.content for item in at_load.items]
+    assert [item.content for item in later.items] == [item.content for item in at_load.items]
     assert all(type(raw(item)) is str for item in later.items)  # kept as loading would have
     assert later.items[3].target_options == {"tone": "kind"} and later.items[4].target_options is None
     # made now from the item as it is (with the options merged since, the late secret known), the digest differs
-    assert content_digest(item_content(later.items[1])) != content_of(later.items[1])
+    assert content_digest(item_content(later.items[1])) != later.items[1].content
     assert [repr(i.content) for i in later.items] == [repr(i.content) for i in at_load.items]

@@ -16,18 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..identity import _digest, canonical_json, identities
+from ..identity import identities
 from ..scorers import ScorerSpec
-from ..secret_references import References, digestible, references, secret_check
+from ..secret_references import References, references, secret_check
 from ..secrets import redactor
-from .items import Item, _content_digests, _content_text, _plain_content, item_content
-
-
-def content_of(item: Item) -> str:
-    """The digest of an item's content: ``item.content``, which every reader gets as text (``slots.MadeOnRead`` makes a
-    digest loading left to be made, ``Later``, at its first read and keeps it in the item, as loading would have: no
-    more memory than a digest made at load)."""
-    return item.content
+from .items import Item, _content_digest, _content_digests, _plain_content
 
 
 class Digests:
@@ -46,10 +39,7 @@ class Digests:
         """The fingerprints of ``item``'s turns' gates and scorers, made now."""
         found, refs = self.fingerprints, self.refs
         for turn in item.turns or ():
-            for spec in turn.gates:
-                if id(spec) not in found:
-                    found[id(spec)] = (spec, spec.fingerprint(refs))
-            for spec in turn.scorers:
+            for spec in (*turn.gates, *turn.scorers):
                 if id(spec) not in found:
                     found[id(spec)] = (spec, spec.fingerprint(refs))
 
@@ -59,12 +49,7 @@ class Digests:
 
     def digest(self, item: Item) -> str:
         """``items._content_digest`` of a plain conversation, as at load."""
-        refs = self.refs
-        text = _content_text(item, refs, self.lists, self.fingerprint)
-        if self.bears(text):  # digested by reference to each secret's name, as ``identity.text_digest`` does
-            text = canonical_json(digestible(item_content(item, refs, fingerprint=self.fingerprint), bears=self.bears,
-                                             refs=refs, redact=self.redact))
-        return _digest(text)
+        return _content_digest(item, self.refs, self.bears, self.lists, self.fingerprint, self.redact)
 
 
 class Later:
@@ -86,19 +71,6 @@ class Later:
             made = self.made = self.digests.digest(item)
             self.item = None
         return made
-
-    # an item compares, hashes and prints as it did with its digest made at load
-    def __eq__(self, other: object) -> bool:
-        return self.value() == (other.value() if isinstance(other, Later) else other)
-
-    def __hash__(self) -> int:
-        return hash(self.value())
-
-    def __repr__(self) -> str:
-        return repr(self.value())
-
-    def __str__(self) -> str:
-        return self.value()
 
 
 def with_identities(items: list[Item]) -> list[Item]:

@@ -405,16 +405,22 @@ def _content_digests(items: list[Item], refs: References, bears: Callable[[str],
     return digests
 
 
-def _content_digest(item: Item, refs: References, bears: Callable[[str], bool]) -> str:
+def _content_digest(item: Item, refs: References, bears: Callable[[str], bool],
+                    lists: dict[tuple[int, ...], str] | None = None, fingerprint: Callable[[ScorerSpec], str] | None = None,
+                    redact: Callable[[str], str] | None = None) -> str:
     """``content_digest(item_content(item, refs), bears)``: of a plain conversation (``_plain_content``) from its text
-    written directly (``_content_text``), without the mapping."""
+    written directly (``_content_text``), without the mapping. ``lists`` and ``fingerprint``: as ``_content_text``
+    takes them; ``redact``: as ``digestible`` does (a digest made after loading, ``contents.Digests``)."""
     plain = _plain_content(item)
+    content: Callable[[], dict[str, Any]] = lambda: item_content(item, refs, fingerprint=fingerprint)  # noqa: E731
     if plain:
         try:
-            return text_digest(_content_text(item, refs), lambda: item_content(item, refs), bears)
+            text = _content_text(item, refs, lists, fingerprint)
         except TypeError:  # pragma: no cover - an item made by hand with a message that is not text
             pass
-    return content_digest(item_content(item, refs), bears, plain=plain)
+        else:
+            return text_digest(text, content, bears, refs=refs, redact=redact)
+    return content_digest(content(), bears, plain=plain)
 
 
 def _content_text(item: Item, refs: References, lists: dict[tuple[int, ...], str] | None = None,

@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..dataset import Dataset, Item, Limits
-from ..dataset.contents import content_of
 from ..errors import describe, requested_url
 from ..llm import Budget, UsageSink, current_usage
 from ..messages import Message
@@ -85,7 +84,7 @@ class Conversation:
         result = ItemResult(item.index, item.id, list(item.tags), item.form, "ok",
                             thread_id=thread.thread if thread else None,
                             resource_id=thread.resource if thread else None, thresholds=self.thresholds,
-                            metadata=item.metadata, identity=item.identity, content=content_of(item))
+                            metadata=item.metadata, identity=item.identity, content=item.content)
         try:
             spec = options.get("setup")
             if thread is None:

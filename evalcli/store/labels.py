@@ -17,7 +17,6 @@ from typing import Any
 import yaml
 
 from ..dataset import Dataset
-from ..dataset.contents import content_of
 from ..errors import StoreError, UsageError
 from ..identity import changed
 from ..records import record
@@ -162,7 +161,7 @@ def with_stored_labels(dataset: Dataset, store: Store) -> Dataset:
     known = {spec.id for spec in [*dataset.gates, *dataset.scorers]}
 
     def still(item: Any, content: str) -> bool:
-        return not changed(SimpleNamespace(content=content_of(item)), SimpleNamespace(content=content))
+        return not changed(SimpleNamespace(content=item.content), SimpleNamespace(content=content))
 
     items = [replace(item, labels={**item.labels, **{k: score for k, (score, content) in stored.get(item.identity, {}).items()
                                                      if k in known and still(item, content)}})

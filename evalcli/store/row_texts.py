@@ -3,25 +3,18 @@ and redacted once (``Texts``), or built as they are to be searched for secrets a
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..results import ItemResult, TurnRecord
+from ..secret_references import c_encoder
 from ..secrets import Redactor
 from .connection import Statement
 
-C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-_encode = None if C_ENCODER is None else C_ENCODER(None, str, json.encoder.encode_basestring, None, ": ", ", ",
-                                                     False, False, True)
-"""CPython's C encoder, made once: ``JSONEncoder.encode`` makes a new one (and a dict of the values under way, to find
-a value that holds itself) for every value, which was half the time of a turn's output and most of a small one's."""
-_plain_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
-
-
-def dumps(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, default=str)`` (``tests/test_turn_cost.py``), the JSON text of every
-    column a conversation writes."""
-    return _plain_encode(value) if _encode is None else "".join(_encode(value, 0))
+dumps = c_encoder(ensure_ascii=False, default=str)
+"""``json.dumps(value, ensure_ascii=False, default=str)`` (``tests/test_turn_cost.py``), the JSON text of every column a
+conversation writes, by an encoder made once: ``JSONEncoder.encode`` makes a new one (and a dict of the values under
+way, to find a value that holds itself) for every value, which was half the time of a turn's output and most of a small
+one's."""
 
 
 class Texts:
