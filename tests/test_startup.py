@@ -293,17 +293,18 @@ def test_a_quiet_run_imports_no_rich_and_collects_nothing_before_its_first_turn(
     assert not any(seen.values()), seen
 
 
-# An agent whose last conversation waits, while the run goes on, until rich's console is imported: only the report's
-# own import thread, started when the first conversation is done, can import it meanwhile.
+# An agent whose last conversation waits, while the run goes on, until rich's console and evalcli's reports are
+# imported: only the report's own import thread, started when the first conversation is done, can import them meanwhile.
 WAITING_AGENT = """
 import json, sys, time
+WANTED = ("rich.console", "evalcli.reports", "evalcli.reports.terminal")
 def answer(input, *, memory=None):
     if input == "last":
         deadline = time.monotonic() + 20
-        while "rich.console" not in sys.modules and time.monotonic() < deadline:
+        while not all(name in sys.modules for name in WANTED) and time.monotonic() < deadline:
             time.sleep(0.01)
         with open("seen.json", "w") as f:
-            json.dump({"rich.console": "rich.console" in sys.modules}, f)
+            json.dump({name: name in sys.modules for name in WANTED}, f)
     return "Sunny in Brooklyn."
 """
 
@@ -317,7 +318,8 @@ def test_a_quiet_run_imports_its_report_while_conversations_still_play(tmp_path:
                           env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "verdict: passed" in done.stdout
-    assert json.loads((tmp_path / "seen.json").read_text()) == {"rich.console": True}
+    assert json.loads((tmp_path / "seen.json").read_text()) == {"rich.console": True, "evalcli.reports": True,
+                                                                 "evalcli.reports.terminal": True}
 
 
 def test_a_module_file_is_resolved_once_however_often_a_scope_is_entered(tmp_path: Path, monkeypatch) -> None:

@@ -106,10 +106,12 @@ class CliEvents(Events):
 
 
 def _import_report_modules(table: bool) -> None:
-    """Import what the run's report prints with (its console; its ``table`` unless ``--quiet``); a failure here is
-    the report's own to meet and say."""
+    """Import what the run's report is made and printed with (evalcli's reports, their console; the ``table`` unless
+    ``--quiet``); a failure here is the report's own to meet and say."""
     try:
         import rich.console
+
+        from .. import reports  # noqa: F401
 
         if table:
             import rich.table  # noqa: F401
