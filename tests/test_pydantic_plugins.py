@@ -1,0 +1,71 @@
+"""A user's pydantic plugin (an installed distribution's ``pydantic`` entry point) observes the user's models, and
+evalcli's own argument models are built without plugins (docs/performance.md "Before the first turn"): the real
+CLI, a real distribution on the path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+PLUGIN = '''
+import json, os
+
+class Plugin:
+    def new_schema_validator(self, schema, schema_type, schema_type_path, schema_kind, config, plugin_settings):
+        with open(os.environ["SEEN_MODELS"], "a") as f:
+            f.write(json.dumps(getattr(schema_type, "__qualname__", str(schema_type))) + "\\n")
+        return None, None, None
+
+plugin = Plugin()
+'''
+AGENT = '''
+import os
+from pydantic import BaseModel
+
+class Forecast(BaseModel):
+    sky: str
+
+def answer(input, **kw):
+    with open("env.txt", "w") as f:
+        f.write(repr(os.environ.get("PYDANTIC_DISABLE_PLUGINS")))
+    return "Sunny: " + Forecast.model_validate({"sky": "sun"}).sky
+'''
+DATASET = """
+target: agent:answer
+gates: [{includes: Sunny}]
+scorers: [{max_tool_calls: 3}, {called_tool: weather}]
+data:
+  - input: hi
+"""
+
+
+def _project(tmp_path: Path) -> dict[str, str]:
+    site = tmp_path / "site"
+    (site / "seeing_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "seeing_plugin-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: seeing-plugin\n"
+                                                                  "Version: 1.0\n")
+    (site / "seeing_plugin-1.0.dist-info" / "entry_points.txt").write_text("[pydantic]\nseeing = seeing_plugin:plugin\n")
+    (site / "seeing_plugin.py").write_text(PLUGIN)
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "d.yaml").write_text(DATASET)
+    return {"PYTHONPATH": f"{site}:{tmp_path}", "SEEN_MODELS": str(tmp_path / "seen.jsonl")}
+
+
+def test_a_users_pydantic_plugin_sees_the_users_models_not_evalclis(tmp_path: Path) -> None:
+    env = _project(tmp_path)
+    result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path, env, fresh=True)
+    assert result.code in (0, 1), result.stderr
+    seen = [json.loads(line) for line in (tmp_path / "seen.jsonl").read_text().splitlines()]
+    assert "Forecast" in seen  # the plugin was found and is used for the agent's own model
+    assert not {"TextArgs", "MaxToolCallsArgs", "CalledToolArgs"} & set(seen), seen
+    assert (tmp_path / "env.txt").read_text() == "None"  # the setting is as it was when the target runs
+
+
+def test_a_users_own_setting_of_pydantic_plugins_is_kept(tmp_path: Path) -> None:
+    env = {**_project(tmp_path), "PYDANTIC_DISABLE_PLUGINS": "seeing"}
+    result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path, env, fresh=True)
+    assert result.code in (0, 1), result.stderr
+    assert not (tmp_path / "seen.jsonl").exists()  # the user turned that plugin off: nothing seen
+    assert (tmp_path / "env.txt").read_text() == "'seeing'"
