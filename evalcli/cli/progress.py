@@ -111,7 +111,7 @@ def _import_report_modules(table: bool) -> None:
     try:
         import rich.console
 
-        from .. import reports  # noqa: F401
+        from ..reports import deliver  # noqa: F401 - the package, its terminal report and text with it
 
         if table:
             import rich.table  # noqa: F401
