@@ -200,6 +200,19 @@ def test_a_label_on_a_read_only_database_is_a_clear_error_not_a_server_error(pro
 # --- holds ---------------------------------------------------------------------------------------------------------
 
 
+def test_a_view_started_with_nohup_outlives_its_terminal_and_still_stops_on_sigterm(project: Path) -> None:
+    """SIGHUP stops the view only where it is not ignored: ``nohup evalcli view`` keeps serving once its terminal
+    is closed, and SIGTERM still stops it cleanly."""
+    db = project / "evalcli.db"
+    with _view(db, ("nohup",)) as (process, url):
+        process.send_signal(signal.SIGHUP)
+        with urllib.request.urlopen(url + "api/runs", timeout=SUBPROCESS_TIMEOUT) as answer:
+            assert answer.status == 200
+        assert process.poll() is None
+        code, err = _stop(process, signal.SIGTERM)
+    assert code == 0 and "Traceback" not in err
+
+
 def test_labels_saved_while_a_run_writes_the_same_file_all_reach_the_file_and_the_run_loses_nothing(
         tmp_path: Path) -> None:
     """A live run writing the database, a view saving labels on its conversations and stopped by SIGTERM while the

@@ -243,7 +243,9 @@ async def serve(settings: ViewSettings, started: Callable[[str], None]) -> None:
     stop = asyncio.Event()
     for name in ("SIGTERM", "SIGHUP"):  # a CI job's end, a closed terminal: stopped as by Ctrl-C, labels written back;
         try:  # set before the address is printed, which a supervisor may wait for to stop it (docs/view.md)
-            asyncio.get_running_loop().add_signal_handler(getattr(signal, name), stop.set)
+            number = getattr(signal, name)
+            if signal.getsignal(number) is not signal.SIG_IGN:  # ignored (``nohup evalcli view``): left so
+                asyncio.get_running_loop().add_signal_handler(number, stop.set)
         except (AttributeError, NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
             pass
     runner = web.AppRunner(make_app(settings), access_log=None)
