@@ -77,9 +77,10 @@ def write_back(path: str) -> None:
     """Write what the WAL holds into the database file itself (a checkpoint), so that the file alone, copied or
     uploaded without its ``-wal``, holds every commit (docs/storage.md, "Copying a database"). SQLite does it when the
     last connection to a file closes; a commit made while another program read the file is left in the WAL until
-    then. A file another program is writing is left to that program (its own close writes back)."""
+    then. A file another program is writing is left to that program (its own close writes back). A file gone meanwhile
+    (moved, deleted) is not made again (``mode=rw``)."""
     try:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=1)
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=rw", uri=True, isolation_level=None, timeout=1)
         try:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         finally:

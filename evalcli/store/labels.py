@@ -9,7 +9,9 @@ identity and scorer is the label (``''``: the conversation as a whole).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sqlite3
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
@@ -59,7 +61,16 @@ class NewLabel:
 
 
 def add_label(path: str, label: NewLabel, redact: Redactor) -> dict[str, Any]:
-    """Store ``label`` (its note redacted) in its own short transaction; returns the row as stored."""
+    """Store ``label`` (its note redacted) in its own short transaction; returns the row as stored. A database that
+    cannot be written (read-only, locked too long) is a ``StoreError`` saying so (docs/view.md)."""
+    try:
+        return _add_label(path, label, redact)
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"the label was not saved: {path} cannot be written ({exc})",
+                         "view a copy you can write, or make the file and its folder writable") from None
+
+
+def _add_label(path: str, label: NewLabel, redact: Redactor) -> dict[str, Any]:
     conn = connect(path, timeout_ms=WRITE_WAIT_MS)
     try:
         found = conn.execute("SELECT items.item_id, items.identity, runs.dataset FROM items JOIN runs ON runs.id = "
@@ -75,7 +86,8 @@ def add_label(path: str, label: NewLabel, redact: Redactor) -> dict[str, Any]:
         columns = ", ".join(row)
         run(conn, [(f"INSERT INTO labels ({columns}) VALUES ({', '.join('?' for _ in row)})", tuple(row.values()))])
         # into the file itself unless a reader still needs the older pages (then when the view stops: write_back)
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        with contextlib.suppress(sqlite3.Error):  # saved already: a checkpoint that fails leaves it in the WAL
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return row
     finally:
         conn.close()

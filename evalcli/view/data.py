@@ -33,7 +33,7 @@ def check_database(path: Path) -> list[str]:
         raise StoreError(f"no database at {path}: it does not exist",
                          "pass --db PATH of a file written by 'evalcli run' (default: ./evalcli.db)")
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn = _read_only(path)
         try:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             known = {r[0] for r in conn.execute("SELECT name FROM migrations")} if "migrations" in tables else set()
@@ -60,6 +60,19 @@ def check_database(path: Path) -> list[str]:
     store = Store(path)  # opening for writing applies the pending migrations, each in its own transaction
     store.close()
     return [name for name, _ in migrations.MIGRATIONS if name not in known]
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """``path`` opened read-only; a WAL file in a read-only folder without its ``-shm`` read as immutable, as
+    ``store.connection.open_readonly`` reads it (docs/view.md)."""
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        conn.close()
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+    return conn
 
 
 def _finite(value: float | None) -> float | None:

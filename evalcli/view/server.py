@@ -238,8 +238,16 @@ def make_app(settings: ViewSettings) -> web.Application:
 
 
 async def serve(settings: ViewSettings, started: Callable[[str], None]) -> None:
-    """Serve until cancelled (Ctrl-C) or sent SIGTERM; ``started`` gets the address once it listens. When it stops,
+    """Serve until cancelled (Ctrl-C) or sent SIGTERM or SIGHUP; ``started`` gets the address once it listens. When it stops,
     the labels saved are written into the database file itself (``write_back``)."""
+    stop = asyncio.Event()
+    for name in ("SIGTERM", "SIGHUP"):  # a CI job's end, a closed terminal: stopped as by Ctrl-C, labels written back;
+        try:  # set before the address is printed, which a supervisor may wait for to stop it (docs/view.md)
+            number = getattr(signal, name)
+            if signal.getsignal(number) is not signal.SIG_IGN:  # ignored (``nohup evalcli view``): left so
+                asyncio.get_running_loop().add_signal_handler(number, stop.set)
+        except (AttributeError, NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+            pass
     runner = web.AppRunner(make_app(settings), access_log=None)
     await runner.setup()
     try:
@@ -252,11 +260,6 @@ async def serve(settings: ViewSettings, started: Callable[[str], None]) -> None:
         host, port = runner.addresses[0][:2]
         shown = f"[{host}]" if ":" in str(host) else host
         started(f"http://{shown}:{port}/")
-        stop = asyncio.Event()
-        try:  # SIGTERM (a CI job's end, a closed terminal) stops it as Ctrl-C does, labels written back
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
-            pass
         await stop.wait()
     finally:
         await runner.cleanup()
