@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import TargetError
+from ..errors import TargetError, describe
 from ..messages import RESPONSE_ROLES, Message
 from ..tools import REGISTERED, same_tool
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, call_options, caller_thread
@@ -234,9 +234,9 @@ def normalise(reply: Any) -> list[Message]:
         if type(role) is not str and not isinstance(role, str):  # a plain str: one test (docs/performance.md)
             raise BadReply(f"response message {i} is {type(message).__name__}, not a message dict with a 'role'")
         if role in RESPONSE_ROLES:
-            for value in message.values():  # a message of leaves only (most of a turn's) needs no call to tell it
+            for key, value in message.items():  # a message of leaves only (most of a turn's) needs no call to tell it
                 kind = type(value)
-                if kind is str or value is None or kind in _LEAVES:
+                if type(key) is str and (kind is str or value is None or (kind in _LEAVES and kind is not int)):
                     continue
                 if not _storable(message, {id(message)}, 1) and (unstorable := _unstorable(message)) is not None:
                     raise BadReply(f"response message {i} {unstorable}: it cannot be stored as JSON; return plain "
@@ -253,11 +253,21 @@ _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 def _storable(value: Any, open_: set[int], depth: int) -> bool:
-    """Whether a message can surely be stored as JSON: no container inside itself, none nested deeper than
-    ``MAX_NESTING`` (else ``_unstorable`` decides): the check of every turn, kept cheap."""
-    for item in value.values() if isinstance(value, dict) else value:
+    """Whether a message can surely be stored as JSON: only text, numbers JSON writes, booleans and nulls in lists and
+    mappings with text keys, no container inside itself, none nested deeper than ``MAX_NESTING`` (else
+    ``_unstorable`` decides): the check of every turn, kept cheap."""
+    if isinstance(value, dict):
+        for key in value:
+            if type(key) is not str:
+                return False
+        value = value.values()
+    for item in value:
         kind = type(item)
-        if kind is str or item is None or kind in _LEAVES:
+        if kind is str or item is None:
+            continue
+        if kind in _LEAVES:
+            if kind is int and not -_LONG_INT < item < _LONG_INT:
+                return False
             continue
         if kind is dict or kind is list or isinstance(item, dict | list | tuple):
             if id(item) in open_ or depth >= MAX_NESTING:
@@ -266,7 +276,14 @@ def _storable(value: Any, open_: set[int], depth: int) -> bool:
             if not _storable(item, open_, depth + 1):
                 return False
             open_.discard(id(item))
+        else:
+            return False  # another kind, written as its text: looked at closer
     return True
+
+
+_LONG_INT = 10 ** 4000
+"""An integer this long or longer may have more digits than Python writes as text (``sys.get_int_max_str_digits``,
+4,300 by default): ``_unstorable`` tries."""
 
 
 def _unstorable(message: dict[str, Any]) -> str | None:
@@ -278,11 +295,11 @@ def _unstorable(message: dict[str, Any]) -> str | None:
     if loop is not None:
         return loop
     try:
-        json.dumps(message, ensure_ascii=False, default=str)
+        json.dumps(message, ensure_ascii=False, default=str)  # as the store writes it (store/row_texts.py: dumps)
     except RecursionError:
         return "nests lists and mappings too deeply to be written as JSON"
-    except (TypeError, ValueError):  # not this check's to refuse: the writer meets it as it always did
-        return None
+    except Exception as exc:  # noqa: BLE001 - a key JSON cannot hold, an integer too long, a value whose text fails
+        return f"cannot be written as JSON ({describe(exc)})"
     return None
 
 
