@@ -9,13 +9,14 @@ Every problem with an entry point (it cannot be loaded, it is not what its group
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import PluginError
 from .errors import describe as exception_text
@@ -287,3 +288,34 @@ def _write_cached(cache: Path, declared: Declared) -> None:
 def _normal(name: str) -> str:
     """A distribution name as packaging compares them (``Evalcli_Demo.plugin`` is ``evalcli-demo-plugin``)."""
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@contextlib.contextmanager
+def own_models() -> Iterator[None]:
+    """evalcli's own argument models (a kind's ``args``) built without pydantic's plugins, as typer builds its
+    parameters' adapters: the first model pydantic builds with plugins on reads the metadata of every installed
+    distribution to find them (~27 M instructions before a run's first turn, docs/performance.md "Before the first
+    turn"), and what a plugin observes is the user's models, not how evalcli reads a dataset. The setting is
+    ``PYDANTIC_DISABLE_PLUGINS``, as it was afterwards; a user's models still get their plugins."""
+    before = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
+        else:
+            os.environ["PYDANTIC_DISABLE_PLUGINS"] = before
+
+
+_Model = TypeVar("_Model")
+
+
+def built(model: _Model) -> _Model:
+    """``model``, a kind's argument model, built: one of evalcli's own deferred ones (``defer_build``) under
+    ``own_models`` at its first use (a dataset's reference, ``evalcli schema``); a package's as pydantic builds it."""
+    own: Any = model
+    if not own.__pydantic_complete__ and own.__module__.startswith("evalcli."):
+        with own_models():
+            own.model_rebuild()
+    return model

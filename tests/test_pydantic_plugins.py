@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 
 PLUGIN = '''
 import json, os
@@ -50,7 +50,7 @@ def _project(tmp_path: Path) -> dict[str, str]:
     (site / "seeing_plugin.py").write_text(PLUGIN)
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / "d.yaml").write_text(DATASET)
-    return {"PYTHONPATH": f"{site}:{tmp_path}", "SEEN_MODELS": str(tmp_path / "seen.jsonl")}
+    return {"PYTHONPATH": f"{site}:{tmp_path}:{REPO}", "SEEN_MODELS": str(tmp_path / "seen.jsonl")}
 
 
 def test_a_users_pydantic_plugin_sees_the_users_models_not_evalclis(tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, 
         problems.append(pos.problem(path, f"{label} must be a mapping with 'input', 'inputs' or 'turns'",
                                     "write '- input: your question'"))
         return None
-    from .files import ItemFile
+    from .models import ItemFile
 
     model, deferred = validated_worded(ItemFile, raw, path, pos, label, problems,
                                        lambda error: bool(error["loc"]) and error["loc"][0] in ITEM_WORDED)
@@ -104,7 +104,7 @@ def _metadata(model: ItemFile) -> dict[str, Any]:
 
 def limits_of(limits: LimitsFile | None, on_limit: str | None) -> Limits:
     """``limits:`` and ``on_limit`` as written, of a dataset or an item."""
-    from .files import LimitsFile
+    from .models import LimitsFile
 
     given = limits or LimitsFile()
     return Limits(given.turns, given.tokens, given.cost, given.seconds, on_limit)
@@ -177,7 +177,7 @@ def _conversation(raw: dict[str, Any], model: ItemFile, index: int, label: str, 
 def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Registry,
           problems: list[Problem]) -> Turn | None:
     """One turn of a ``turns`` item: ``input`` (with its gates and scorers), or ``resume`` (docs/targets/frameworks.md)."""
-    from .files import TurnFile
+    from .models import TurnFile
 
     if not isinstance(turn, dict) or ("input" not in turn and "resume" not in turn):
         typo = next((key for key in turn if did_you_mean(str(key), ["input"])), None) if isinstance(turn, dict) else None
@@ -429,7 +429,7 @@ def _top_level(data: dict[str, Any], pos: Positions, problems: list[Problem]) ->
         if isinstance(items, list):
             plain.data = items
         return plain, set()
-    from .files import DatasetFile
+    from .models import DatasetFile
 
     try:
         top, bad = DatasetFile.model_validate(given), set[str]()

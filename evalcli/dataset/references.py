@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import Problem
+from ..plugins import built
 from ..records import record
 from ..results import Threshold
 from ..scorers import CalibrationBar, Registry, ScorerSpec, flow_yaml, inline_yaml
 from ..scorers import find as find_kind
-from ..scorers.builtin import own_models
 from ..scorers.kinds import WRAPPER_KEYS, Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
 from .written import as_written
@@ -141,11 +141,8 @@ def _arguments(kind: Kind, raw: Any, path: Path, pos: Positions, problems: list[
         return None
     if kind.prepare is not None:
         raw_args = kind.prepare(raw_args)
-    if not kind.args.__pydantic_complete__ and kind.args.__module__.startswith("evalcli."):
-        with own_models():  # built at its first use (defer_build), without pydantic's plugins
-            kind.args.model_rebuild()
     try:
-        args = kind.args.model_validate(as_written(kind.args, raw_args), strict=True)  # docs/datasets.md
+        args = built(kind.args).model_validate(as_written(kind.args, raw_args), strict=True)  # docs/datasets.md
     except ValidationError as exc:
         if main_form:
             # main-argument form: point at the value itself (or inside it), not at a key that was never written

@@ -9,8 +9,7 @@ from typing import Any
 
 from pydantic.json_schema import GenerateJsonSchema
 
-from .fields import WHOLE_INTERPOLATION, with_definitions
-from .files import DatasetFile
+from .models import WHOLE_INTERPOLATION, DatasetFile, with_definitions  # built without pydantic's plugins
 
 
 class _Names(GenerateJsonSchema):

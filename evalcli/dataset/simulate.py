@@ -29,7 +29,7 @@ def render_fact(value: Any) -> str:
 
 def parse_simulation(raw: Any, path: Path, pos: Positions, label: str, problems: list[Problem]) -> Simulation | None:
     """The simulated user of a ``simulate`` block, or ``None`` after adding every mistake in it to ``problems``."""
-    from .files import SimulateFile  # the dataset file's models, imported when first needed (header.py)
+    from .models import SimulateFile  # the dataset file's models, imported when first needed (header.py)
 
     block = validated(SimulateFile, raw, path, pos, f"{label} simulate", problems, (
         f"{label}: 'simulate' must be a mapping with at least 'goal'", "write 'simulate: {goal: what the user wants}'"))

@@ -9,11 +9,10 @@ table with the modules' declarations; the lists themselves are read from those m
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import os
-from collections.abc import Iterator
 from typing import Any
+
+from ..plugins import own_models
 
 TABLE: dict[str, tuple[tuple[str, tuple[str, ...], str], ...]] = {
     "CHECKS": (
@@ -43,24 +42,6 @@ def declared(path: str) -> Any:
     module, _, attribute = path.partition(":")
     with own_models():
         return getattr(importlib.import_module(module), attribute)
-
-
-@contextlib.contextmanager
-def own_models() -> Iterator[None]:
-    """evalcli's own argument models (a kind's ``args``) built without pydantic's plugins, as typer builds its
-    parameters' adapters: the first model pydantic builds with plugins on reads the metadata of every installed
-    distribution to find them (~27 M instructions before a run's first turn, docs/performance.md "Before the first
-    turn"), and what a plugin observes is the user's models, not how evalcli reads a dataset. The setting is
-    ``PYDANTIC_DISABLE_PLUGINS``, as it was afterwards; a user's models still get their plugins."""
-    before = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
-    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
-        else:
-            os.environ["PYDANTIC_DISABLE_PLUGINS"] = before
 
 
 def __getattr__(name: str) -> Any:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
-from ..plugins import SCORERS, Entry, Names, entries, load_path
+from ..plugins import SCORERS, Entry, Names, built, entries, load_path, own_models
 from ..records import record
 from ..results import Outcome
 from . import builtin
@@ -117,7 +117,7 @@ class Kind:
 
     def schema(self) -> dict[str, Any]:
         """JSON Schema of the inline reference ``{name: ARG}`` (ARG: the main argument or the arguments)."""
-        arguments = inline_refs(self.args.model_json_schema())
+        arguments = inline_refs(built(self.args).model_json_schema())  # evalcli's own built without plugins
         arguments.pop("title", None)
         options: list[dict[str, Any]] = [arguments]
         if self.main is not None:
@@ -250,7 +250,9 @@ def _kind(name: str) -> Kind:
         return kind
     path = _PENDING[name]
     entry = _ORIGINS[name]
-    for each in _checked(entry, load_path(path, entry)):
+    with own_models():  # evalcli's own kinds' modules: their argument models built without plugins
+        value = load_path(path, entry)
+    for each in _checked(entry, value):
         if _PENDING.get(each.name) == path:
             _KINDS[each.name] = each
             del _PENDING[each.name]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ..errors import TargetError
-from ..plugins import ADAPTERS, Entry, Names, entries
+from ..plugins import ADAPTERS, Entry, Names, entries, own_models
 from ..records import record
 from .forms import FormAdapter
 from .session import Adapter, ConfigProblem, mro_names, options_hint
@@ -117,7 +117,11 @@ def _class(found: Declared) -> type[Adapter]:
     declaration, entry = found.declaration, found.entry
     module_name, _, attribute = declaration.adapter.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        if entry.builtin and declaration.mapping:  # evalcli's own forms (http, model, ...): their models without plugins
+            with own_models():
+                module = importlib.import_module(module_name)
+        else:
+            module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and not module_name.startswith(exc.name):  # a package the adapter needs, not the adapter itself
             origin = "" if entry.builtin else f" (from {entry.origin})"

@@ -1,0 +1,130 @@
+"""Adversarial try (adv20) of evalcli's own models built without pydantic's plugins (docs/performance.md "Pydantic's
+plugins") and of response messages the store cannot write (docs/targets/python.md "Return value"): the real CLI, a
+real plugin distribution on the path, real SQLite files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+from tests.llm_server import LLMServer, verdict
+
+PLUGIN = '''
+import json, os
+
+class Plugin:
+    def new_schema_validator(self, schema, schema_type, schema_type_path, schema_kind, config, plugin_settings):
+        with open(os.environ["SEEN_MODELS"], "a") as f:
+            f.write(json.dumps([getattr(schema_type, "__module__", "?"), getattr(schema_type, "__qualname__", "?")]) + "\\n")
+        return None, None, None
+
+plugin = Plugin()
+'''
+AGENT = '''
+from pydantic import BaseModel
+
+class AtImport(BaseModel):
+    x: int
+
+def answer(input, **kw):
+    return "Sunny"
+'''
+SCORER = '''
+def check(output, **kw):
+    return True
+'''
+
+
+def _project(tmp_path: Path) -> dict[str, str]:
+    site = tmp_path / "site"
+    (site / "seeing_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "seeing_plugin-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: seeing-plugin\n"
+                                                                  "Version: 1.0\n")
+    (site / "seeing_plugin-1.0.dist-info" / "entry_points.txt").write_text("[pydantic]\nseeing = seeing_plugin:plugin\n")
+    (site / "seeing_plugin.py").write_text(PLUGIN)
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "my_scorer.py").write_text(SCORER)
+    return {"PYTHONPATH": f"{site}:{tmp_path}:{REPO}", "SEEN_MODELS": str(tmp_path / "seen.jsonl"), "OPENAI_API_KEY": "x"}
+
+
+def _seen(tmp_path: Path) -> list[tuple[str, str]]:
+    path = tmp_path / "seen.jsonl"
+    return [tuple(json.loads(line)) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _evalclis(seen: list[tuple[str, str]]) -> list[str]:
+    return sorted({name for module, name in seen if module.startswith("evalcli")})
+
+
+def test_a_plugin_sees_no_model_of_evalclis_judges_python_scorers_limits_or_turns(tmp_path: Path) -> None:
+    # the judges' and the python kind's modules were imported with plugins on (scorers/kinds.py _kind), and so were
+    # the dataset file's models (limits, turns: dataset/load.py): the plugin saw JudgeArgs, PythonArgs, ItemFile, ...
+    env = _project(tmp_path)
+    (tmp_path / "d.yaml").write_text("""
+target: agent:answer
+limits: {turns: 5}
+scorers:
+  - {python: my_scorer:check}
+  - {judge: {criterion: says sunny, model: openai/judge, api_base: "http://127.0.0.1:9/v1"}}
+  - {rubric: {criteria: [is sunny], model: openai/judge, api_base: "http://127.0.0.1:9/v1"}}
+data:
+  - {input: hi, limits: {seconds: 30}}
+  - turns: [{input: a}, {input: b}]
+""")
+    result = run_cli(["validate", "d.yaml"], tmp_path, env, fresh=True)
+    assert result.code == 0, result.stderr
+    seen = _seen(tmp_path)
+    assert ("agent", "AtImport") in seen  # the plugin is found and sees the user's model
+    assert _evalclis(seen) == []
+
+
+@pytest.mark.parametrize("target", ["{http: {url: 'http://127.0.0.1:9/chat', response: {text: reply}}}",
+                                    "{model: openai/foo}"])
+def test_a_plugin_sees_no_model_of_evalclis_own_targets(tmp_path: Path, target: str) -> None:
+    env = _project(tmp_path)
+    (tmp_path / "d.yaml").write_text(f"target: {target}\ngates: [{{includes: x}}]\ndata:\n  - input: hi\n")
+    (tmp_path / "seen.jsonl").write_text('["agent", "AtImport"]\n')  # no user model here: the plugin is found anyway
+    result = run_cli(["validate", "d.yaml"], tmp_path, env, fresh=True)
+    assert result.code == 0, result.stderr
+    assert _evalclis(_seen(tmp_path)) == []
+
+
+@pytest.mark.parametrize("command", ["scorers", "schema"])
+def test_a_plugin_sees_no_model_of_evalcli_in_scorers_or_schema(tmp_path: Path, command: str) -> None:
+    env = _project(tmp_path)
+    result = run_cli([command], tmp_path, env, fresh=True)
+    assert result.code == 0, result.stderr
+    assert _evalclis(_seen(tmp_path)) == []
+
+
+def test_a_user_plugin_failing_on_evalclis_models_does_not_break_the_python_kind(tmp_path: Path) -> None:
+    # a plugin raising on every model it is shown made evalcli refuse its own 'python' kind ("reinstall evalcli")
+    env = _project(tmp_path)
+    (tmp_path / "site" / "seeing_plugin.py").write_text(PLUGIN.replace("with open", "raise RuntimeError('plugin')\n"
+                                                                       "        with open"))
+    (tmp_path / "d.yaml").write_text("target: agent:answer\nscorers: [{python: my_scorer:check}]\ndata:\n  - input: hi\n")
+    (tmp_path / "agent.py").write_text("def answer(input, **kw):\n    return 'Sunny'\n")
+    result = run_cli(["validate", "d.yaml"], tmp_path, env, fresh=True)
+    assert result.code == 0, result.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="the judges' verdict models (scorers/judges/kit.py Judging.model, listing.py) "
+                   "are made at the first call, while the targets run on other threads: building them under "
+                   "own_models would flip PYDANTIC_DISABLE_PLUGINS for the user's threads too")
+def test_a_plugin_sees_no_verdict_model_a_judge_makes_at_its_first_call(tmp_path: Path, llm_server: LLMServer) -> None:
+    env = _project(tmp_path)
+    llm_server.responder = lambda request: verdict(True)
+    (tmp_path / "d.yaml").write_text(f"""
+target: agent:answer
+scorers:
+  - {{rubric: {{criteria: [is sunny], model: openai/judge, api_base: "{llm_server.url}"}}}}
+data:
+  - input: hi
+""")
+    result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path, env, fresh=True)
+    assert result.code in (0, 1, 4), result.stderr
+    assert llm_server.requests
+    assert _evalclis(_seen(tmp_path)) == []
