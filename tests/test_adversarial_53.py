@@ -195,3 +195,19 @@ def test_a_langgraph_message_the_store_cannot_write_is_its_conversations_error(t
     assert "could not store" not in result.stderr
     rows = _stored(tmp_path / "x.db")
     assert rows.get("ok") == "ok" and "cannot be written as JSON" in rows.get("bad", ""), rows
+
+
+def test_a_long_integer_past_a_lower_digit_limit_the_target_set_is_its_conversations_error(tmp_path: Path) -> None:
+    # integers under 4,000 digits were taken as writable without a look: past a limit the target lowered (1,000) the
+    # store could not write them and both conversations were lost with the run passing (exit 0)
+    (tmp_path / "agent.py").write_text("import sys\n\ndef answer(input, **kw):\n    sys.set_int_max_str_digits(1000)\n"
+                                       "    n = 10 ** 2000 if input == 'long' else 10 ** 500\n"
+                                       "    return [{'role': 'assistant', 'content': 'Sunny', 'n': n}]\n")
+    (tmp_path / "d.yaml").write_text("target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n  - {id: ok, input: ok}\n"
+                                     "  - {id: long, input: long}\n")
+    result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path)
+    assert result.code == 4, result.stderr
+    assert "could not store" not in result.stderr
+    rows = _stored(tmp_path / "x.db")
+    assert rows["ok"] == "ok"
+    assert rows["long"].startswith("turn 0: response message 0 cannot be written as JSON (ValueError: Exceeds the limit")

@@ -11,6 +11,7 @@ import difflib
 import functools
 import inspect
 import json
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -281,9 +282,9 @@ def _storable(value: Any, open_: set[int], depth: int) -> bool:
     return True
 
 
-_LONG_INT = 10 ** 4000
-"""An integer this long or longer may have more digits than Python writes as text (``sys.get_int_max_str_digits``,
-4,300 by default): ``_unstorable`` tries."""
+_LONG_INT = 10 ** (sys.int_info.str_digits_check_threshold - 1)
+"""An integer this long or longer (640 digits) may have more digits than Python writes as text
+(``sys.get_int_max_str_digits``: 4,300 by default, as low as 640 when a target sets it lower): ``_unstorable`` tries."""
 
 
 def _unstorable(message: dict[str, Any]) -> str | None:
