@@ -54,14 +54,9 @@ def require_evalcli(conn: sqlite3.Connection) -> None:
 
 
 def open_readonly(path: str) -> sqlite3.Connection:
-    """A read-only connection; a WAL file in a read-only folder is read as immutable; an old schema is
-    migrated in a copy in memory (the file is never touched)."""
-    uri = Path(path).resolve().as_uri()
-    try:
-        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError:
-        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+    """A read-only connection (``read_file``); an old schema is migrated in a copy in memory (the file is never
+    touched)."""
+    conn = read_file(path)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     require_evalcli(conn)
     if migrations.pending(conn):
@@ -70,6 +65,21 @@ def open_readonly(path: str) -> sqlite3.Connection:
         conn.close()
         migrations.apply(memory)
         conn = memory
+    return conn
+
+
+def read_file(path: str | Path) -> sqlite3.Connection:
+    """``path`` opened read-only, as it is (no schema check); a WAL file in a read-only folder without its ``-shm``
+    is read as immutable (docs/view.md)."""
+    uri = Path(path).resolve().as_uri()
+    conn = None
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        if conn is not None:
+            conn.close()
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
     return conn
 
 

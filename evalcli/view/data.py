@@ -19,6 +19,7 @@ from ..reports.text import fmt, one_line, why_failed
 from ..results import ItemResult, TurnRecord
 from ..store import Store, load_run, migrations, pair_conversations, paired_stats
 from ..store.browse import ConversationQuery, RunFilter, conversations, list_runs, progress, run_choices
+from ..store.connection import read_file
 from ..store.history import item_at
 from ..store.labels import labels_by_identity, latest_labels
 from ..store.paired import conversation_names
@@ -33,7 +34,7 @@ def check_database(path: Path) -> list[str]:
         raise StoreError(f"no database at {path}: it does not exist",
                          "pass --db PATH of a file written by 'evalcli run' (default: ./evalcli.db)")
     try:
-        conn = _read_only(path)
+        conn = read_file(path)
         try:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             known = {r[0] for r in conn.execute("SELECT name FROM migrations")} if "migrations" in tables else set()
@@ -60,19 +61,6 @@ def check_database(path: Path) -> list[str]:
     store = Store(path)  # opening for writing applies the pending migrations, each in its own transaction
     store.close()
     return [name for name, _ in migrations.MIGRATIONS if name not in known]
-
-
-def _read_only(path: Path) -> sqlite3.Connection:
-    """``path`` opened read-only; a WAL file in a read-only folder without its ``-shm`` read as immutable, as
-    ``store.connection.open_readonly`` reads it (docs/view.md)."""
-    uri = path.resolve().as_uri()
-    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError:
-        conn.close()
-        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
-    return conn
 
 
 def _finite(value: float | None) -> float | None:
