@@ -226,9 +226,8 @@ class TurnRecord:
     simulated: bool = False
     """Whether a simulated user wrote this turn's input (docs/simulated-users.md)."""
     structured: Any = None
-    """The turn's structured result as JSON (docs/targets/frameworks.md): PydanticAI's or the Agents SDK's output when it is
-    not text,
-    LangGraph's final state without ``messages``; ``None`` when there is none."""
+    """The turn's structured result as JSON (docs/targets/frameworks.md): PydanticAI's or the Agents SDK's output when it
+    is not text, LangGraph's final state without ``messages``; ``None`` when there is none."""
     interrupt: Interrupt | None = None
     """The interrupt the turn ended in, waiting for the user (the next user message resumes it)."""
     resume: Any = None
@@ -238,8 +237,9 @@ class TurnRecord:
     guardrail: Guardrail | None = None
     """The guardrail that tripped on this turn, if one did (its output is what the agent had produced)."""
     captured: Any = field(default=None, repr=False, compare=False)
-    """The OpenTelemetry spans the agent emitted during this turn (``otel.TurnCapture``), kept for an export; never
-    stored (docs/otel.md)."""
+    """The OpenTelemetry spans the agent emitted this turn (``otel.TurnCapture``), kept for an export, never stored."""
+    output_text: str | None = field(default=None, repr=False, compare=False)
+    """``output``'s JSON as stored, made as the turn was recorded (``stored_json.stored_text``); ``None``: made later."""
 
     @property
     def passed(self) -> bool:

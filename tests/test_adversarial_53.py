@@ -136,9 +136,6 @@ def _stored(db: Path) -> dict[str, str]:
         return dict(conn.execute("SELECT item_id, coalesce(error, status) FROM items").fetchall())
 
 
-@pytest.mark.xfail(strict=True, reason="a worker process checks a message under its own integer digit limit (the "
-                   "target raised it: sys.set_int_max_str_digits(0)) and the parent's store writes it under its own "
-                   "(4,300): the conversation is lost ('could not store all of run'), stored without --workers")
 def test_a_long_integer_a_target_made_writable_is_stored_with_workers_too(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text("import sys\n\ndef answer(input, **kw):\n    sys.set_int_max_str_digits(0)\n"
                                        "    return [{'role': 'assistant', 'content': 'Sunny', 'n': 10 ** 5000}]\n")
@@ -149,17 +146,17 @@ def test_a_long_integer_a_target_made_writable_is_stored_with_workers_too(tmp_pa
     assert _stored(tmp_path / "x.db") == {"a": "ok", "b": "ok"}
 
 
-@pytest.mark.xfail(strict=True, reason="a lone surrogate in a message's text is written as JSON but not as the "
-                   "database's UTF-8: the conversation is lost ('could not store all of run') with the run passing "
-                   "(exit 0); normalise checks JSON, not the text's encoding")
 def test_a_message_with_a_lone_surrogate_is_its_conversations_error_not_lost(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text("def answer(input, **kw):\n    text = 'Sunny' if input == 'ok' else 'Sunny \\ud800'\n"
                                        "    return [{'role': 'assistant', 'content': text}]\n")
     (tmp_path / "d.yaml").write_text("target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n  - {id: ok, input: ok}\n"
                                      "  - {id: bad, input: bad}\n")
     result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path)
+    assert result.code == 4, result.stderr
     assert "could not store" not in result.stderr
-    assert set(_stored(tmp_path / "x.db")) == {"ok", "bad"}
+    assert _stored(tmp_path / "x.db") == {"ok": "ok", "bad": "turn 0: response message 0 holds text that is not Unicode "
+                                          "(\\ud800, a lone surrogate): it cannot be stored as JSON; return plain "
+                                          "data (the value's text, or a copy a JSON encoder can write)"}
 
 
 LANGGRAPH = '''
@@ -183,9 +180,6 @@ graph = builder.compile()
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="only the callable and http adapters check a reply (targets/callable.py "
-                   "normalise): a framework adapter's message the store cannot write (LangGraph, a content block with "
-                   "a tuple key) is lost from the stored run ('could not store all of run'), not the conversation's error")
 def test_a_langgraph_message_the_store_cannot_write_is_its_conversations_error(tmp_path: Path) -> None:
     pytest.importorskip("langgraph")
     (tmp_path / "lg.py").write_text(LANGGRAPH)

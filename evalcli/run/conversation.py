@@ -28,6 +28,7 @@ from ..otel.record import spans_on
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
 from ..scorers.registry import BySpecs
+from ..stored_json import Unstorable, stored_text
 from ..targets import (
     Adapter,
     BadReply,
@@ -184,8 +185,13 @@ class Conversation:
                        recorded: list[Message] | None = None) -> list[Message]:
             index = len(result.turns)
             if recorded is not None or session is None:
-                result.turns.append(TurnRecord(index, text, list(recorded or []), 0.0, simulated=simulated))
-                return result.turns[-1].output
+                output = list(recorded or [])
+                try:
+                    stored = stored_text(output, "recorded message")
+                except Unstorable as exc:
+                    raise ConversationFailed(f"turn {index}: {exc}", exc) from None
+                result.turns.append(TurnRecord(index, text, output, 0.0, simulated=simulated, output_text=stored))
+                return output
             started = time.perf_counter()
             plan, adapter = CURRENT.get(), self.dataset.target
             if plan is not None:
@@ -210,9 +216,15 @@ class Conversation:
                 return seen.messages
 
             def failed(messages: list[Message], output_retries: int = 0) -> None:
-                # the turn that failed is recorded too: what the user said (and what came back before the failure)
-                result.turns.append(TurnRecord(index, text, sourced(messages), _ms(started), simulated=simulated,
-                                               output_retries=output_retries))
+                # the turn that failed is recorded too: what the user said (and what came back before the failure, when
+                # the store can write it: the failure is the conversation's error either way)
+                kept = sourced(messages)
+                try:
+                    stored = stored_text(kept)
+                except Unstorable:
+                    kept, stored = [], "[]"
+                result.turns.append(TurnRecord(index, text, kept, _ms(started), simulated=simulated,
+                                               output_retries=output_retries, output_text=stored))
 
             if checks:  # else before_turn has nothing to check: no limits, no budget (docs/performance.md)
                 before_turn()
@@ -243,10 +255,15 @@ class Conversation:
             # a turn the plan only watched, without spans, is recorded as sourced() would: its messages copied
             messages = list(reply.messages) if captured is None and plan is not None and plan.watching(index) \
                 else sourced(reply.messages)
+            try:  # every adapter's messages, as the store will write them (docs/targets/python.md "Return value")
+                stored = stored_text(messages)
+            except Unstorable as exc:
+                result.turns.append(TurnRecord(index, text, [], _ms(started), simulated=simulated, output_text="[]"))
+                raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
                                            structured=reply.structured, interrupt=reply.interrupt,
                                            resume=reply.resume, output_retries=reply.output_retries,
-                                           guardrail=reply.guardrail, captured=captured))
+                                           guardrail=reply.guardrail, captured=captured, output_text=stored))
             # a tool call the plan refused (unmocked: error, --hermetic), or one that ran outside it where it may not,
             # is the conversation's error
             if outside or (plan is not None and plan.refusals):

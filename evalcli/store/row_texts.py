@@ -6,15 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..results import ItemResult, TurnRecord
-from ..secret_references import c_encoder
 from ..secrets import Redactor
+from ..stored_json import dumps as dumps
 from .connection import Statement
-
-dumps = c_encoder(ensure_ascii=False, default=str)
-"""``json.dumps(value, ensure_ascii=False, default=str)`` (``tests/test_turn_cost.py``), the JSON text of every column a
-conversation writes, by an encoder made once: ``JSONEncoder.encode`` makes a new one (and a dict of the values under
-way, to find a value that holds itself) for every value, which was half the time of a turn's output and most of a small
-one's."""
 
 
 class Texts:

@@ -288,7 +288,8 @@ class Store:
             "INSERT INTO turns (run_id, item_index, item_id, turn_index, input, output, simulated, thread_id, "
             "resource_id, duration_ms, passed, gate_scores, scores, outcomes, structured, interrupt, resume, "
             "output_retries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, index, item_id, t.index, redact(t.input), text(t.output), int(t.simulated), thread_id,
+            [(run_id, index, item_id, t.index, redact(t.input),
+              text(t.output) if t.output_text is None or text is not RAW else t.output_text, int(t.simulated), thread_id,
               resource_id, t.duration_ms, int(not t.gate_scores or t.passed),
               text(_scores(t.gate_scores)) if t.gate_scores else EMPTY, text(_scores(t.scores)) if t.scores else EMPTY,
               text(turn_outcomes(t)) if t.gate_scores or t.scores or t.guardrail else NO_OUTCOMES,

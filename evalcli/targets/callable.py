@@ -10,12 +10,10 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
-import json
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import TargetError, describe
+from ..errors import TargetError
 from ..messages import RESPONSE_ROLES, Message
 from ..tools import REGISTERED, same_tool
 from .session import RESERVED_OPTIONS, Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, call_options, caller_thread
@@ -235,98 +233,6 @@ def normalise(reply: Any) -> list[Message]:
         if type(role) is not str and not isinstance(role, str):  # a plain str: one test (docs/performance.md)
             raise BadReply(f"response message {i} is {type(message).__name__}, not a message dict with a 'role'")
         if role in RESPONSE_ROLES:
-            for key, value in message.items():  # a message of leaves only (most of a turn's) needs no call to tell it
-                kind = type(value)
-                if type(key) is str and (kind is str or value is None or (kind in _LEAVES and kind is not int)):
-                    continue
-                if not _storable(message, {id(message)}, 1) and (unstorable := _unstorable(message)) is not None:
-                    raise BadReply(f"response message {i} {unstorable}: it cannot be stored as JSON; return plain "
-                                   "data (the value's text, or a copy a JSON encoder can write)")
-                break
             result.append(message)
     return result
 
-
-MAX_NESTING = 100
-"""Levels of lists and mappings past which a response message is looked at closer (``_unstorable``): nesting is
-refused only where the store's JSON encoder could not write it (docs/targets/python.md)."""
-_LEAVES = frozenset({str, int, float, bool, type(None)})
-
-
-def _storable(value: Any, open_: set[int], depth: int) -> bool:
-    """Whether a message can surely be stored as JSON: only text, numbers JSON writes, booleans and nulls in lists and
-    mappings with text keys, no container inside itself, none nested deeper than ``MAX_NESTING`` (else
-    ``_unstorable`` decides): the check of every turn, kept cheap."""
-    if isinstance(value, dict):
-        for key in value:
-            if type(key) is not str:
-                return False
-        value = value.values()
-    for item in value:
-        kind = type(item)
-        if kind is str or item is None:
-            continue
-        if kind in _LEAVES:
-            if kind is int and not -_LONG_INT < item < _LONG_INT:
-                return False
-            continue
-        if kind is dict or kind is list or isinstance(item, dict | list | tuple):
-            if id(item) in open_ or depth >= MAX_NESTING:
-                return False
-            open_.add(id(item))
-            if not _storable(item, open_, depth + 1):
-                return False
-            open_.discard(id(item))
-        else:
-            return False  # another kind, written as its text: looked at closer
-    return True
-
-
-_LONG_INT = 10 ** (sys.int_info.str_digits_check_threshold - 1)
-"""An integer this long or longer (640 digits) may have more digits than Python writes as text
-(``sys.get_int_max_str_digits``: 4,300 by default, as low as 640 when a target sets it lower): ``_unstorable`` tries."""
-
-
-def _unstorable(message: dict[str, Any]) -> str | None:
-    """What keeps a message from being stored as JSON: a list or mapping inside itself (``holds itself at
-    ['self']``), or nesting deeper than the store's JSON encoder can write (its recursion, about 1,000 levels:
-    a message it could write is stored, however deep); ``None`` when it can be. Anything else not JSON is stored as
-    its text."""
-    loop = _loop(message, [], set())
-    if loop is not None:
-        return loop
-    try:
-        json.dumps(message, ensure_ascii=False, default=str)  # as the store writes it (store/row_texts.py: dumps)
-    except RecursionError:
-        return "nests lists and mappings too deeply to be written as JSON"
-    except Exception as exc:  # noqa: BLE001 - a key JSON cannot hold, an integer too long, a value whose text fails
-        return f"cannot be written as JSON ({describe(exc)})"
-    return None
-
-
-def _loop(value: Any, path: list[Any], open_: set[int]) -> str | None:
-    """Where a list or mapping holds itself (``open_``: the ids of the containers ``value`` is inside; a value reached
-    twice on two paths is no loop); walked without recursion, as a message may nest thousands of levels."""
-    stack: list[tuple[Any, Any]] = [(value, iter(_children(value)))]
-    open_.add(id(value))
-    while stack:
-        container, children = stack[-1]
-        for key, item in children:
-            if type(item) in _LEAVES or not isinstance(item, dict | list | tuple):
-                continue
-            if id(item) in open_:
-                return f"holds itself at {''.join(f'[{k!r}]' for k in [*path, key])}"
-            open_.add(id(item))
-            path.append(key)
-            stack.append((item, iter(_children(item))))
-            break
-        else:
-            stack.pop()
-            open_.discard(id(container))
-            if path and stack:
-                path.pop()
-    return None
-
-
-def _children(value: Any) -> Any:
-    return value.items() if isinstance(value, dict) else enumerate(value)
