@@ -12,6 +12,7 @@ run it).
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shutil
 import textwrap
@@ -55,3 +56,29 @@ def demo_plugin(folder: Path) -> Path:
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_text(text)
     return folder
+
+
+SEEING_PLUGIN = '''
+import json, os
+
+class Plugin:
+    def new_schema_validator(self, schema, schema_type, schema_type_path, schema_kind, config, plugin_settings):
+        with open(os.environ["SEEN_MODELS"], "a") as f:
+            f.write(json.dumps([getattr(schema_type, "__module__", "?"), getattr(schema_type, "__qualname__", "?")]) + "\\n")
+        return None, None, None
+
+plugin = Plugin()
+'''
+"""A pydantic plugin that writes the module and name of every model pydantic shows it to ``$SEEN_MODELS`` (a line of
+JSON each): what ``seeing_plugin`` installs (docs/performance.md "Pydantic's plugins")."""
+
+
+def seeing_plugin(folder: Path, source: str = SEEING_PLUGIN) -> Path:
+    """``folder`` holding the distribution ``seeing-plugin``, whose ``pydantic`` entry point is ``source``'s ``plugin``."""
+    return installed(folder, "seeing-plugin", {"pydantic": {"seeing": "seeing_plugin:plugin"}},
+                     {"seeing_plugin.py": source})
+
+
+def models_seen(path: Path) -> list[tuple[str, str]]:
+    """(module, name) of each model ``seeing_plugin`` was shown, in order (none when it wrote nothing)."""
+    return [tuple(json.loads(line)) for line in path.read_text().splitlines()] if path.exists() else []

@@ -4,7 +4,6 @@ real plugin distribution on the path, real SQLite files."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
@@ -12,18 +11,8 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.llm_server import LLMServer, verdict
+from tests.plugin_packages import SEEING_PLUGIN, models_seen, seeing_plugin
 
-PLUGIN = '''
-import json, os
-
-class Plugin:
-    def new_schema_validator(self, schema, schema_type, schema_type_path, schema_kind, config, plugin_settings):
-        with open(os.environ["SEEN_MODELS"], "a") as f:
-            f.write(json.dumps([getattr(schema_type, "__module__", "?"), getattr(schema_type, "__qualname__", "?")]) + "\\n")
-        return None, None, None
-
-plugin = Plugin()
-'''
 AGENT = '''
 from pydantic import BaseModel
 
@@ -40,20 +29,14 @@ def check(output, **kw):
 
 
 def _project(tmp_path: Path) -> dict[str, str]:
-    site = tmp_path / "site"
-    (site / "seeing_plugin-1.0.dist-info").mkdir(parents=True)
-    (site / "seeing_plugin-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: seeing-plugin\n"
-                                                                  "Version: 1.0\n")
-    (site / "seeing_plugin-1.0.dist-info" / "entry_points.txt").write_text("[pydantic]\nseeing = seeing_plugin:plugin\n")
-    (site / "seeing_plugin.py").write_text(PLUGIN)
+    site = seeing_plugin(tmp_path / "site")
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / "my_scorer.py").write_text(SCORER)
     return {"PYTHONPATH": f"{site}:{tmp_path}:{REPO}", "SEEN_MODELS": str(tmp_path / "seen.jsonl"), "OPENAI_API_KEY": "x"}
 
 
 def _seen(tmp_path: Path) -> list[tuple[str, str]]:
-    path = tmp_path / "seen.jsonl"
-    return [tuple(json.loads(line)) for line in path.read_text().splitlines()] if path.exists() else []
+    return models_seen(tmp_path / "seen.jsonl")
 
 
 def _evalclis(seen: list[tuple[str, str]]) -> list[str]:
@@ -104,7 +87,7 @@ def test_a_plugin_sees_no_model_of_evalcli_in_scorers_or_schema(tmp_path: Path, 
 def test_a_user_plugin_failing_on_evalclis_models_does_not_break_the_python_kind(tmp_path: Path) -> None:
     # a plugin raising on every model it is shown made evalcli refuse its own 'python' kind ("reinstall evalcli")
     env = _project(tmp_path)
-    (tmp_path / "site" / "seeing_plugin.py").write_text(PLUGIN.replace("with open", "raise RuntimeError('plugin')\n"
+    (tmp_path / "site" / "seeing_plugin.py").write_text(SEEING_PLUGIN.replace("with open", "raise RuntimeError('plugin')\n"
                                                                        "        with open"))
     (tmp_path / "d.yaml").write_text("target: agent:answer\nscorers: [{python: my_scorer:check}]\ndata:\n  - input: hi\n")
     (tmp_path / "agent.py").write_text("def answer(input, **kw):\n    return 'Sunny'\n")

@@ -4,22 +4,11 @@ CLI, a real distribution on the path."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from tests.conftest import REPO, run_cli
+from tests.plugin_packages import models_seen, seeing_plugin
 
-PLUGIN = '''
-import json, os
-
-class Plugin:
-    def new_schema_validator(self, schema, schema_type, schema_type_path, schema_kind, config, plugin_settings):
-        with open(os.environ["SEEN_MODELS"], "a") as f:
-            f.write(json.dumps(getattr(schema_type, "__qualname__", str(schema_type))) + "\\n")
-        return None, None, None
-
-plugin = Plugin()
-'''
 AGENT = '''
 import os
 from pydantic import BaseModel
@@ -42,12 +31,7 @@ data:
 
 
 def _project(tmp_path: Path) -> dict[str, str]:
-    site = tmp_path / "site"
-    (site / "seeing_plugin-1.0.dist-info").mkdir(parents=True)
-    (site / "seeing_plugin-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: seeing-plugin\n"
-                                                                  "Version: 1.0\n")
-    (site / "seeing_plugin-1.0.dist-info" / "entry_points.txt").write_text("[pydantic]\nseeing = seeing_plugin:plugin\n")
-    (site / "seeing_plugin.py").write_text(PLUGIN)
+    site = seeing_plugin(tmp_path / "site")
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / "d.yaml").write_text(DATASET)
     return {"PYTHONPATH": f"{site}:{tmp_path}:{REPO}", "SEEN_MODELS": str(tmp_path / "seen.jsonl")}
@@ -57,7 +41,7 @@ def test_a_users_pydantic_plugin_sees_the_users_models_not_evalclis(tmp_path: Pa
     env = _project(tmp_path)
     result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path, env, fresh=True)
     assert result.code in (0, 1), result.stderr
-    seen = [json.loads(line) for line in (tmp_path / "seen.jsonl").read_text().splitlines()]
+    seen = [name for _, name in models_seen(tmp_path / "seen.jsonl")]
     assert "Forecast" in seen  # the plugin was found and is used for the agent's own model
     assert not {"TextArgs", "MaxToolCallsArgs", "CalledToolArgs"} & set(seen), seen
     assert (tmp_path / "env.txt").read_text() == "None"  # the setting is as it was when the target runs
