@@ -52,8 +52,6 @@ def _items(db: Path) -> dict[str, str]:
         return {row[0]: row[2] or row[1] for row in conn.execute("SELECT item_id, status, error FROM items")}
 
 
-@pytest.mark.xfail(strict=True, reason="with a secret in the conversation the writer serialises the messages again as they "
-                   "are at write time, not the text made when the turn was recorded")
 def test_a_message_changed_after_its_turn_is_stored_as_returned_with_a_secret_or_without(tmp_path: Path) -> None:
     # the writer bound the text made when the turn was recorded ("A ..."), but with a secret anywhere in the
     # conversation it serialised the messages again as they were then ("B"): what was stored hung on a secret
@@ -67,8 +65,6 @@ def test_a_message_changed_after_its_turn_is_stored_as_returned_with_a_secret_or
     assert SECRET not in (tmp_path / "secret.db").read_bytes().decode("utf-8", "replace")
 
 
-@pytest.mark.xfail(strict=True, reason="the writer's secret path serialises the messages again: a message made to hold itself"
-                   " after its turn is lost")
 def test_a_message_made_to_hold_itself_after_its_turn_is_not_lost_when_the_conversation_holds_a_secret(
         tmp_path: Path) -> None:
     # stored as "A [redacted]" when its turn was recorded, it was serialised again by the writer, which looped:
@@ -80,8 +76,6 @@ def test_a_message_made_to_hold_itself_after_its_turn_is_not_lost_when_the_conve
     assert [json.loads(t)[0]["content"] for t in _outputs(tmp_path / "x.db")] == ["A [redacted]", "second"]
 
 
-@pytest.mark.xfail(strict=True, reason="the plays table serialises each play's turns again from the messages: lost with "
-                   "RecursionError")
 def test_a_message_made_to_hold_itself_after_its_turn_is_not_lost_under_repeat(tmp_path: Path) -> None:
     # --repeat stores each play's turns (the plays table) serialised again from the messages as they were then:
     # "could not store all of run: RecursionError" with the run passing, no secret needed
@@ -95,8 +89,6 @@ def test_a_message_made_to_hold_itself_after_its_turn_is_not_lost_under_repeat(t
     assert [[turn["output"][0]["content"] for turn in play] for play in plays] == [["A ", "second"]] * 2
 
 
-@pytest.mark.xfail(strict=True, reason="stored_text runs the C encoder without its loop check before walking: SIGSEGV under a"
-                   " raised recursion limit")
 def test_a_message_holding_itself_from_a_target_that_raised_the_recursion_limit_is_its_error_not_a_crash(
         tmp_path: Path) -> None:
     # the C encoder, made without its check of values holding themselves, recursed until the C stack overflowed:
@@ -112,8 +104,6 @@ def test_a_message_holding_itself_from_a_target_that_raised_the_recursion_limit_
                             "plain data (the value's text, or a copy a JSON encoder can write)"}
 
 
-@pytest.mark.xfail(strict=True, reason="the error quotes the exception's text with its lone surrogate: the writer cannot "
-                   "store the error")
 def test_a_value_whose_text_fails_with_a_lone_surrogate_is_its_conversations_error_not_lost(tmp_path: Path) -> None:
     # the conversation's error quoted the exception's text, lone surrogate and all: the writer could not store the
     # error ("could not store all of run: UnicodeEncodeError")
@@ -130,7 +120,6 @@ def test_a_value_whose_text_fails_with_a_lone_surrogate_is_its_conversations_err
                             "can write)")
 
 
-@pytest.mark.xfail(strict=True, reason="a conversation's error holding a lone surrogate cannot be stored")
 def test_a_target_exception_with_a_lone_surrogate_is_its_conversations_error_not_lost(tmp_path: Path) -> None:
     agent = ("def answer(input, **kw):\n    if input == 'bad':\n        raise RuntimeError('bad \\ud800 thing')\n"
              "    return 'x'\n")
@@ -141,8 +130,6 @@ def test_a_target_exception_with_a_lone_surrogate_is_its_conversations_error_not
     assert _items(tmp_path / "x.db") == {"ok": "ok", "bad": "turn 0: the target raised RuntimeError: bad \\ud800 thing"}
 
 
-@pytest.mark.xfail(strict=True, reason="stored under the worker's raised digit limit, the text cannot be read back by the "
-                   "run's process: internal error, exit 70")
 def test_an_integer_a_worker_made_writable_by_raising_its_digit_limit_does_not_end_the_run(tmp_path: Path) -> None:
     # stored by the worker under its own limit (0: none), the text was read back by the run's process under Python's
     # (4,300 digits) to report it: "internal error: ValueError: Exceeds the limit", exit 70, the conversations after
@@ -176,3 +163,17 @@ def test_non_ascii_messages_are_stored_as_json_dumps_writes_them(tmp_path: Path,
     with sqlite3.connect(tmp_path / "x.db") as conn:
         raw = [row[0] for row in conn.execute("SELECT CAST(output AS BLOB) FROM turns ORDER BY item_index")]
     assert raw == [e.encode("utf-8") for e in expected]
+
+
+@pytest.mark.parametrize("env", [{}, {"OPENAI_API_KEY": SECRET}])
+def test_a_scorer_writing_into_output_does_not_change_the_stored_turn(tmp_path: Path, env: dict[str, str]) -> None:
+    agent = ("import os\n\ndef answer(input, **kw):\n"
+             "    return [{'role': 'assistant', 'content': 'Sunny ' + os.environ.get('OPENAI_API_KEY', '')}]\n")
+    _project(tmp_path, agent, "{id: a, input: a}")
+    (tmp_path / "my_scorer.py").write_text("def ok(run):\n    for m in run.output:\n        m['content'] = 'MUTATED'\n"
+                                           "    run.output.append({'role': 'assistant', 'content': 'added'})\n"
+                                           "    return True\n")
+    result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path, env)
+    assert result.code == 0, result.stderr
+    expected = "Sunny [redacted]" if env else "Sunny "
+    assert [json.loads(t) for t in _outputs(tmp_path / "x.db")] == [[{"role": "assistant", "content": expected}]]

@@ -28,7 +28,7 @@ from ..otel.record import spans_on
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
 from ..scorers.registry import BySpecs
-from ..stored_json import Unstorable, stored_text
+from ..stored_json import Unstorable, printable, stored_text
 from ..targets import (
     Adapter,
     BadReply,
@@ -312,8 +312,9 @@ class Conversation:
 
     @staticmethod
     def _fail(result: ItemResult, message: str, cause: BaseException) -> None:
-        result.status, result.error = "error", message
-        result.traceback = "".join(traceback.format_exception(cause))
+        # a lone surrogate in an exception's text is written as its escape: the database could not store the error
+        result.status, result.error = "error", printable(message)
+        result.traceback = printable("".join(traceback.format_exception(cause)))
 
     async def _score(self, item: Item, driver: Driver, result: ItemResult) -> None:
         if self.ready is not None:
