@@ -34,22 +34,39 @@ def stored_text(messages: list[Any], what: str = "response message") -> str:
     under its current limit or reads under its default one, a value whose text fails), or its text is no Unicode the
     database's UTF-8 can hold (a lone surrogate). Any other value JSON has no type for is written as its text."""
     deep = sys.getrecursionlimit() > SAFE_RECURSION
-    try:  # under a raised recursion limit a value holding itself would overflow the C stack first: walked below
-        text = None if deep else dumps(messages)
-    except Exception:  # noqa: BLE001 - a value's __str__ may raise anything: which message, and why, is found below
-        text = None
-    if text is not None and (text.isascii() or _utf8(text)) and not _may_hold_long_integers(text):
+    text = _written(messages, deep)
+    if text is not None:
         return text
     for n, message in enumerate(messages):
         problem = _unstorable(message)
         if problem is not None:
             raise Unstorable(f"{what} {n} {problem}: it cannot be stored as JSON; return plain data (the value's "
                              "text, or a copy a JSON encoder can write)")
-    if text is not None:
-        return text  # the digits were a text's, not an integer's
-    if deep:
-        return dumps(messages)  # each message walked and written on its own: so can they be together
-    raise Unstorable(f"the {what}s cannot be written as JSON")  # pragma: no cover - each message alone could be
+    try:  # each message was written on its own (the long digits were a text's, not an integer's): so are they together
+        return dumps(messages)
+    except Exception as exc:  # noqa: BLE001 - a value whose text failed this time only
+        raise Unstorable(f"the {what}s cannot be written as JSON ({printable(describe(exc))})") from None
+
+
+def check(value: Any, what: str) -> None:
+    """Raises ``Unstorable`` when the store could not write ``value``, a turn's other JSON (``what``: ``the structured
+    result``, a framework's state), by the rule of ``stored_text``."""
+    if _written(value, sys.getrecursionlimit() > SAFE_RECURSION) is None:
+        problem = _unstorable(value)
+        if problem is not None:
+            raise Unstorable(f"{what} {problem}: it cannot be stored as JSON")
+
+
+def _written(value: Any, deep: bool) -> str | None:
+    """``dumps(value)`` when it is surely what the store writes; ``None``: ``_unstorable`` looks closer (under a
+    raised recursion limit, ``deep``, a value holding itself would overflow the C stack first: it is walked)."""
+    try:
+        text = None if deep else dumps(value)
+    except Exception:  # noqa: BLE001 - a value's __str__ may raise anything: which message, and why, is found later
+        return None
+    if text is not None and (text.isascii() or _utf8(text)) and (len(text) <= DIGITS or not _may_hold_long_integers(text)):
+        return text
+    return None
 
 
 SAFE_RECURSION = 10_000

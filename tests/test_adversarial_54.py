@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 
 SECRET = "sk-proj-Adv21SecretValue0123456789"
 
@@ -177,3 +177,54 @@ def test_a_scorer_writing_into_output_does_not_change_the_stored_turn(tmp_path: 
     assert result.code == 0, result.stderr
     expected = "Sunny [redacted]" if env else "Sunny "
     assert [json.loads(t) for t in _outputs(tmp_path / "x.db")] == [[{"role": "assistant", "content": expected}]]
+
+
+LANGGRAPH = '''
+from typing import Annotated, Any, TypedDict
+from langchain_core.messages import AIMessage
+from langgraph.graph import StateGraph, START, END
+from langgraph.graph.message import add_messages
+
+class State(TypedDict):
+    messages: Annotated[list, add_messages]
+    note: Any
+
+def node(state):
+    note = "bad \\ud800" if state["messages"][-1].content == "bad" else "fine"
+    return {"messages": [AIMessage(content="Sunny")], "note": note}
+
+builder = StateGraph(State)
+builder.add_node("n", node)
+builder.add_edge(START, "n")
+builder.add_edge("n", END)
+graph = builder.compile()
+'''
+
+
+def test_a_langgraph_state_the_store_cannot_write_is_its_conversations_error_not_lost(tmp_path: Path) -> None:
+    # the messages were checked when the turn was recorded, the final state (the turn's structured result) was not:
+    # "could not store all of run: UnicodeEncodeError" with the run passing (exit 0)
+    pytest.importorskip("langgraph")
+    (tmp_path / "lg.py").write_text(LANGGRAPH)
+    (tmp_path / "d.yaml").write_text("target: lg:graph\ngates: [{includes: Sunny}]\ndata:\n  - {id: ok, input: ok}\n"
+                                     "  - {id: bad, input: bad}\n")
+    result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path, {"PYTHONPATH": f"{tmp_path}:{REPO}"}, fresh=True)
+    assert result.code == 4, result.stderr
+    assert "could not store" not in result.stderr
+    assert _items(tmp_path / "x.db") == {"ok": "ok", "bad": "turn 0: the structured result holds text that is not "
+                                         "Unicode (\\ud800, a lone surrogate): it cannot be stored as JSON"}
+    with sqlite3.connect(tmp_path / "x.db") as conn:
+        assert conn.execute("SELECT structured FROM turns WHERE item_id = 'ok'").fetchone()[0] == '{"note": "fine"}'
+
+
+@pytest.mark.xfail(strict=True, reason="scorers see the messages as they are when scoring (a target changed one it "
+                   "keeps after returning it), the store the text made when the turn was recorded: a gate fails on "
+                   "words `evalcli show` does not show; a snapshot for the scorers (json.loads of output_text, or a "
+                   "deep copy) changes the objects a scorer gets and costs a turn more: left for a decision")
+def test_the_scorers_see_the_messages_the_turn_returned_as_the_store_does(tmp_path: Path) -> None:
+    _project(tmp_path, SHARED, "turns: [{input: one}, {input: two}]")
+    (tmp_path / "d.yaml").write_text((tmp_path / "d.yaml").read_text().replace("{python: my_scorer:ok}",
+                                                                                "{includes: A}"))
+    result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path)
+    assert [json.loads(t)[0]["content"] for t in _outputs(tmp_path / "x.db")] == ["A ", "second"]
+    assert result.code == 0, result.stdout  # includes(A) read "B second": turn 0 as the target changed it later

@@ -28,7 +28,7 @@ from ..otel.record import spans_on
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
 from ..scorers.registry import BySpecs
-from ..stored_json import Unstorable, printable, stored_text
+from ..stored_json import Unstorable, check, printable, stored_text
 from ..targets import (
     Adapter,
     BadReply,
@@ -259,6 +259,15 @@ class Conversation:
                 stored = stored_text(messages)
             except Unstorable as exc:
                 result.turns.append(TurnRecord(index, text, [], _ms(started), simulated=simulated, output_text="[]"))
+                raise ConversationFailed(f"turn {index}: {exc}", exc) from None
+            try:  # and its other JSON: a framework's state, an interrupt's value (docs/targets/frameworks.md)
+                if reply.structured is not None:
+                    check(reply.structured, "the structured result")
+                if reply.interrupt is not None:
+                    check(reply.interrupt.value, "the interrupt's value")
+            except Unstorable as exc:
+                result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
+                                               output_text=stored))
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
                                            structured=reply.structured, interrupt=reply.interrupt,
