@@ -228,3 +228,19 @@ def test_the_scorers_see_the_messages_the_turn_returned_as_the_store_does(tmp_pa
     result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path)
     assert [json.loads(t)[0]["content"] for t in _outputs(tmp_path / "x.db")] == ["A ", "second"]
     assert result.code == 0, result.stdout  # includes(A) read "B second": turn 0 as the target changed it later
+
+
+@pytest.mark.parametrize("secret", ['Zq"9\\x/\u00e9-Secret-Value-77', "tab\there-Secret-Value-3"])
+def test_a_secret_json_escapes_in_a_message_is_redacted_from_the_text_made_when_the_turn_was_recorded(
+        tmp_path: Path, secret: str) -> None:
+    # the writer redacts the recorded text (Texts.output): the secret is found as JSON escaped it, key and value
+    agent = ("import os\n\ndef answer(input, **kw):\n    s = os.environ['MY_API_KEY']\n"
+             "    return [{'role': 'assistant', 'content': 'x ' + s, s: 1, 'tab': '\\t' + s + '\\n'}]\n")
+    _project(tmp_path, agent, "{id: a, input: a}")
+    result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path, {"MY_API_KEY": secret})
+    assert result.code == 0, result.stderr
+    assert _outputs(tmp_path / "x.db") == ['[{"role": "assistant", "content": "x [redacted]", "[redacted]": 1, '
+                                           '"tab": "\\t[redacted]\\n"}]']
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("x.db*"))
+    assert not any(form.encode() in stored for form in (secret, json.dumps(secret)[1:-1],
+                                                        json.dumps(secret, ensure_ascii=False)[1:-1]))
