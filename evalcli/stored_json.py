@@ -33,7 +33,7 @@ def stored_text(messages: list[Any], what: str = "response message") -> str:
     the encoder's recursion, a key that is not text, a number or null, an integer with more digits than Python writes
     under its current limit or reads under its default one, a value whose text fails), or its text is no Unicode the
     database's UTF-8 can hold (a lone surrogate). Any other value JSON has no type for is written as its text."""
-    deep = sys.getrecursionlimit() > SAFE_RECURSION
+    deep = sys.getrecursionlimit() > RECURSION
     text = _written(messages, deep)
     if text is not None:
         return text
@@ -51,7 +51,7 @@ def stored_text(messages: list[Any], what: str = "response message") -> str:
 def check(value: Any, what: str) -> None:
     """Raises ``Unstorable`` when the store could not write ``value``, a turn's other JSON (``what``: ``the structured
     result``, a framework's state), by the rule of ``stored_text``."""
-    if _written(value, sys.getrecursionlimit() > SAFE_RECURSION) is None:
+    if _written(value, sys.getrecursionlimit() > RECURSION) is None:
         problem = _unstorable(value)
         if problem is not None:
             raise Unstorable(f"{what} {problem}: it cannot be stored as JSON")
@@ -69,11 +69,15 @@ def _written(value: Any, deep: bool) -> str | None:
     return None
 
 
-SAFE_RECURSION = 10_000
-"""The recursion limit past which a message is walked before the C encoder writes it (``_loop``): a target that
-raised the limit (``sys.setrecursionlimit(10**6)``) would have it recurse on a value holding itself until the C stack
-overflows (the process killed by SIGSEGV) instead of raising ``RecursionError``. Nesting deeper than this is refused
-then (docs/targets/python.md "Return value")."""
+RECURSION = 1000
+"""Python's default recursion limit, under which evalcli reads stored runs back (``show``, ``report``, the run's own
+report, a ``--workers`` run's results). Past it (a target that raised the limit) a message is walked before the C
+encoder writes it (``_loop``): a value holding itself would have it recurse until the C stack overflows (the process
+killed by SIGSEGV) instead of raising ``RecursionError``; and nesting deeper than ``NESTING`` is refused, as what
+could be written then could not be read back (docs/targets/python.md "Return value")."""
+NESTING = 900
+"""The levels of lists and mappings a message may nest under a raised recursion limit: a little under what JSON
+writes and reads under the default one (about 1,000, less the frames of the code around)."""
 DIGITS = sys.int_info.default_max_str_digits
 """The integers evalcli reads back (4,300 digits: Python's default limit, under which ``show``, ``report`` and the
 run's own report parse the stored text): one a target wrote under a limit it raised is refused."""
@@ -103,14 +107,15 @@ _LEAVES = frozenset({str, int, float, bool, type(None)})
 def _unstorable(message: Any) -> str | None:
     """What keeps a message from being stored: a list or mapping inside itself (``holds itself at ['self']``),
     nesting deeper than the store's JSON encoder can write (its recursion, about 1,000 levels: a message it could
-    write is stored, however deep; ``SAFE_RECURSION`` under a raised limit), JSON's own refusal, an integer longer than
+    write is stored, however deep; ``NESTING`` under a raised limit), JSON's own refusal, an integer longer than
     evalcli reads back (``DIGITS``), or a lone surrogate in its text; ``None`` when it can be."""
     depth: list[int] = [0]
     loop = _loop(message, [], set(), depth)
     if loop is not None:
         return loop
-    if depth[0] > SAFE_RECURSION and sys.getrecursionlimit() > SAFE_RECURSION:
-        return f"nests lists and mappings deeper than {SAFE_RECURSION:,} levels, too deep to be written as JSON"
+    if depth[0] > NESTING and sys.getrecursionlimit() > RECURSION:
+        return (f"nests lists and mappings deeper than {NESTING} levels, more than evalcli reads back under Python's "
+                "default recursion limit")
     try:
         text = json.dumps(message, ensure_ascii=False, default=str)  # as the store writes it (``dumps``)
     except RecursionError:

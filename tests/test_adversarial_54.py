@@ -246,8 +246,6 @@ def test_a_secret_json_escapes_in_a_message_is_redacted_from_the_text_made_when_
                                                         json.dumps(secret, ensure_ascii=False)[1:-1]))
 
 
-@pytest.mark.xfail(strict=True, reason="a message nesting 3,000 levels, written under a recursion limit the target "
-                   "raised, is stored; `evalcli show` reads it under Python's default limit: internal error")
 def test_a_message_nesting_deeper_than_evalcli_reads_back_is_its_conversations_error(tmp_path: Path) -> None:
     agent = ("import sys\n\ndef answer(input, **kw):\n    sys.setrecursionlimit(20_000)\n    v = 'leaf'\n"
              "    for _ in range(3000 if input == 'deep' else 5):\n        v = [v]\n"
