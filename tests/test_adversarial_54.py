@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, run_cli
+from tests.llm_server import LLMServer, text
 
 SECRET = "sk-proj-Adv21SecretValue0123456789"
 
@@ -261,3 +263,34 @@ def test_a_message_nesting_deeper_than_evalcli_reads_back_is_its_conversations_e
     for item in ("deep", "ok"):
         shown = run_cli(["show", run_id, item, "--db", "x.db"], tmp_path)
         assert shown.code == 0, shown.stderr
+
+
+def test_a_simulated_users_message_with_a_lone_surrogate_is_its_conversations_error_not_lost(
+        write: Callable[..., Path], workdir: Path, llm_server: LLMServer) -> None:
+    # the simulator's reply (JSON escaping "\\ud800") was sent and recorded as the turn's input: the writer could not
+    # store it ("could not store all of run: UnicodeEncodeError")
+    llm_server.responder = lambda request: text("user \ud800 message")
+    write("d.yaml", """
+        target: agents:scripted
+        gates: [{includes: reply}]
+        data:
+          - id: chat
+            simulate: {goal: chat, max_turns: 2, model: openai/sim}
+          - {id: ok, input: hi}
+    """)
+    done = run_cli(["run", "d.yaml", "--db", "x.db", "--no-cache"], workdir,
+                   env={"OPENAI_API_BASE": llm_server.url, "EVALCLI_LLM_RETRIES": "0"})
+    assert "could not store" not in done.stderr
+    items = _items(workdir / "x.db")
+    assert items["chat"] == ("turn 0: the simulated user (model openai/sim) wrote text that is not Unicode (\\ud800, a "
+                             "lone surrogate): it cannot be sent or stored"), items
+
+
+def test_a_scorers_error_with_a_lone_surrogate_does_not_lose_the_conversation(tmp_path: Path) -> None:
+    _project(tmp_path, "def answer(input, **kw):\n    return 'x'\n", "{id: a, input: a}")
+    (tmp_path / "my_scorer.py").write_text("def ok(run):\n    raise ValueError('scorer \\ud800 failed')\n")
+    result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path)
+    assert "could not store" not in result.stderr
+    with sqlite3.connect(tmp_path / "x.db") as conn:
+        outcomes = json.loads(conn.execute("SELECT outcomes FROM items").fetchone()[0])
+    assert outcomes["gates"]["python(my_scorer:ok)"]["error"] == "ValueError: scorer \\ud800 failed"

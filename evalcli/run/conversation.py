@@ -403,14 +403,16 @@ def _scored_now(specs: list[ScorerSpec], scorers: list[Scorer], run: ScorerRun, 
 
 
 def _settled(outcome: Outcome, gate: bool) -> Outcome:
-    """A scorer's outcome that is an error, as recorded: a gate's scores 0, a scorer's has no score."""
+    """A scorer's outcome that is an error, as recorded: a gate's scores 0, a scorer's has no score (a lone surrogate
+    in the error's text written as its escape, as the database can store it)."""
+    error = None if outcome.error is None else printable(outcome.error)
     if gate:
-        return Outcome(score=0.0, reason=outcome.reason, error=outcome.error, usage=outcome.usage)
-    return Outcome(reason=outcome.reason, error=outcome.error, usage=outcome.usage)
+        return Outcome(score=0.0, reason=outcome.reason, error=error, usage=outcome.usage)
+    return Outcome(reason=outcome.reason, error=error, usage=outcome.usage)
 
 
 def _raised(exc: Exception, gate: bool) -> Outcome:
-    return Outcome(score=0.0 if gate else None, error=describe(exc))
+    return Outcome(score=0.0 if gate else None, error=printable(describe(exc)))
 
 
 def _check_limits(limits: Limits, index: int, began: float, sink: UsageSink | None) -> None:
