@@ -119,14 +119,18 @@ def _stored(db: Path) -> dict[str, str]:
         return dict(conn.execute("SELECT item_id, coalesce(error, status) FROM items").fetchall())
 
 
-def test_a_long_integer_a_target_made_writable_is_stored_with_workers_too(tmp_path: Path) -> None:
+def test_a_long_integer_a_target_made_writable_is_its_conversations_error_with_workers_too(tmp_path: Path) -> None:
+    # stored under the worker's raised limit, the run's own process could not read it back (exit 70):
+    # tests/test_adversarial_54.py
     (tmp_path / "agent.py").write_text("import sys\n\ndef answer(input, **kw):\n    sys.set_int_max_str_digits(0)\n"
                                        "    return [{'role': 'assistant', 'content': 'Sunny', 'n': 10 ** 5000}]\n")
     (tmp_path / "d.yaml").write_text("target: agent:answer\ngates: [{includes: Sunny}]\ndata:\n  - {id: a, input: a}\n"
                                      "  - {id: b, input: b}\n")
     result = run_cli(["run", "d.yaml", "--db", "x.db", "--workers", "2"], tmp_path)
+    assert result.code == 4, result.stderr
     assert "could not store" not in result.stderr
-    assert _stored(tmp_path / "x.db") == {"a": "ok", "b": "ok"}
+    assert {item: error.split(" (")[0] for item, error in _stored(tmp_path / "x.db").items()} == {
+        "a": "turn 0: response message 0 cannot be written as JSON", "b": "turn 0: response message 0 cannot be written as JSON"}
 
 
 def test_a_message_with_a_lone_surrogate_is_its_conversations_error_not_lost(tmp_path: Path) -> None:

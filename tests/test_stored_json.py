@@ -65,13 +65,40 @@ def test_a_message_inside_itself_is_refused_saying_where() -> None:
         stored_text([{"role": "assistant", "content": "fine"}, loop])
 
 
-def test_an_integer_is_written_under_the_interpreters_digit_limit_as_it_is_now() -> None:
+def test_an_integer_is_written_under_the_interpreters_digit_limit_as_it_is_now_and_read_under_the_default() -> None:
     before = sys.get_int_max_str_digits()
     try:
         sys.set_int_max_str_digits(0)
-        assert stored_text([{"role": "assistant", "n": 10 ** 5000}]).endswith("0}]")
+        assert stored_text([{"role": "assistant", "n": 10 ** 4299}]).endswith("0}]")
+        # evalcli reads stored runs under Python's default limit (show, report, the run's own report)
+        with pytest.raises(Unstorable, match=r"^response message 0 cannot be written as JSON \(ValueError: Exceeds the "
+                           r"limit \(4300 digits\) for integer string conversion: value has 5001 digits; "):
+            stored_text([{"role": "assistant", "n": 10 ** 5000}])
+        assert stored_text([{"role": "assistant", "n": "1" * 5000}]) == f'[{{"role": "assistant", "n": "{"1" * 5000}"}}]'
         sys.set_int_max_str_digits(1000)
         with pytest.raises(Unstorable, match="Exceeds the limit"):
             stored_text([{"role": "assistant", "n": 10 ** 2000}])
     finally:
         sys.set_int_max_str_digits(before)
+
+
+def test_under_a_raised_recursion_limit_a_message_is_walked_before_it_is_written() -> None:
+    # the C encoder recursed on a value holding itself until the C stack overflowed (SIGSEGV): tests/test_adversarial_54.py
+    loop: dict[str, Any] = {"role": "assistant", "content": "x"}
+    loop["self"] = loop
+    deep: Any = "leaf"
+    for _ in range(900):
+        deep = [deep]
+    before = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(1_000_000)
+        with pytest.raises(Unstorable, match=r"^response message 1 holds itself at \['self'\]: "):
+            stored_text([{"role": "assistant", "content": "fine"}, loop])
+        # what could be written then could not be read back under the default limit (show, report)
+        with pytest.raises(Unstorable, match=r"^response message 0 nests lists and mappings deeper than 900 levels"):
+            stored_text([{"role": "assistant", "deep": deep}])
+        assert stored_text([{"role": "assistant", "deep": deep[0]}]).endswith('"leaf"' + "]" * 899 + "}]")
+        fine = [{"role": "assistant", "content": "é", "n": [[1.5, None]]}]
+        assert stored_text(fine) == json.dumps(fine, ensure_ascii=False, default=str)
+    finally:
+        sys.setrecursionlimit(before)

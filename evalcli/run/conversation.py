@@ -28,7 +28,7 @@ from ..otel.record import spans_on
 from ..results import ItemResult, Outcome, TurnRecord
 from ..scorers import Builder, Scorer, ScorerRun, ScorerSpec, TurnView
 from ..scorers.registry import BySpecs
-from ..stored_json import Unstorable, stored_text
+from ..stored_json import Unstorable, check, printable, stored_text
 from ..targets import (
     Adapter,
     BadReply,
@@ -260,6 +260,15 @@ class Conversation:
             except Unstorable as exc:
                 result.turns.append(TurnRecord(index, text, [], _ms(started), simulated=simulated, output_text="[]"))
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
+            try:  # and its other JSON: a framework's state, an interrupt's value (docs/targets/frameworks.md)
+                if reply.structured is not None:
+                    check(reply.structured, "the structured result")
+                if reply.interrupt is not None:
+                    check(reply.interrupt.value, "the interrupt's value")
+            except Unstorable as exc:
+                result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
+                                               output_text=stored))
+                raise ConversationFailed(f"turn {index}: {exc}", exc) from None
             result.turns.append(TurnRecord(index, text, messages, _ms(started), simulated=simulated,
                                            structured=reply.structured, interrupt=reply.interrupt,
                                            resume=reply.resume, output_retries=reply.output_retries,
@@ -312,8 +321,9 @@ class Conversation:
 
     @staticmethod
     def _fail(result: ItemResult, message: str, cause: BaseException) -> None:
-        result.status, result.error = "error", message
-        result.traceback = "".join(traceback.format_exception(cause))
+        # a lone surrogate in an exception's text is written as its escape: the database could not store the error
+        result.status, result.error = "error", printable(message)
+        result.traceback = printable("".join(traceback.format_exception(cause)))
 
     async def _score(self, item: Item, driver: Driver, result: ItemResult) -> None:
         if self.ready is not None:
@@ -393,14 +403,16 @@ def _scored_now(specs: list[ScorerSpec], scorers: list[Scorer], run: ScorerRun, 
 
 
 def _settled(outcome: Outcome, gate: bool) -> Outcome:
-    """A scorer's outcome that is an error, as recorded: a gate's scores 0, a scorer's has no score."""
+    """A scorer's outcome that is an error, as recorded: a gate's scores 0, a scorer's has no score (a lone surrogate
+    in the error's text written as its escape, as the database can store it)."""
+    error = None if outcome.error is None else printable(outcome.error)
     if gate:
-        return Outcome(score=0.0, reason=outcome.reason, error=outcome.error, usage=outcome.usage)
-    return Outcome(reason=outcome.reason, error=outcome.error, usage=outcome.usage)
+        return Outcome(score=0.0, reason=outcome.reason, error=error, usage=outcome.usage)
+    return Outcome(reason=outcome.reason, error=error, usage=outcome.usage)
 
 
 def _raised(exc: Exception, gate: bool) -> Outcome:
-    return Outcome(score=0.0 if gate else None, error=describe(exc))
+    return Outcome(score=0.0 if gate else None, error=printable(describe(exc)))
 
 
 def _check_limits(limits: Limits, index: int, began: float, sink: UsageSink | None) -> None:

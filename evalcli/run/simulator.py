@@ -19,6 +19,7 @@ from ..llm import LLMClient, LLMError, ResponseCache, reply_text
 from ..llm.fence import LABEL_ESCAPED, MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START, fence, neutralise_labels
 from ..messages import Message, assistant_texts
 from ..records import record
+from ..stored_json import printable
 from .play import ConversationFailed
 
 SIMULATOR_PROMPT_VERSION = "1"
@@ -153,6 +154,11 @@ class Simulator:
             response = await self._ask(request, key if attempt == 0 else None, turn_index)
             text = usable(response)
             if text is not None:
+                if not text.isascii() and printable(text) != text:  # no request nor database can hold it
+                    escaped = ascii(next(c for c in text if printable(c) != c))[1:-1]
+                    raise ConversationFailed(f"turn {turn_index}: the simulated user (model {self.model}) wrote text "
+                                             f"that is not Unicode ({escaped}, a lone surrogate): it cannot be sent or "
+                                             "stored", stop_reason="error")
                 if attempt and cache is not None and key is not None:
                     cache.put(key, self.model, response)  # a replay then needs no repair either
                 return text

@@ -3,6 +3,7 @@ and redacted once (``Texts``), or built as they are to be searched for secrets a
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..results import ItemResult, TurnRecord
@@ -33,6 +34,27 @@ class Texts:
         self.made[id(text)] = text
         return text
 
+    def output(self, turn: TurnRecord) -> str:
+        """A turn's ``output`` redacted, from the text made when the turn was recorded (``output_text``): the messages
+        as the turn returned them, whatever was done to them since (a target changing a message it keeps, a scorer
+        writing into ``output``: docs/targets/python.md "Return value"), and nothing serialised again."""
+        stored = turn.output_text
+        if stored is None:
+            return self(turn.output)
+        if self.redact.holds_secret(stored):
+            try:
+                stored = self(json.loads(stored))
+            except (ValueError, RecursionError):  # read back under this process's limits: the messages are as good
+                stored = self(turn.output)
+        self.made[id(stored)] = stored
+        return stored
+
+    def turns(self, turns: list[TurnRecord]) -> str:
+        """A play's turns as JSON (``TurnRecord.to_json``), each ``output`` as ``output`` gives it."""
+        text = _turns(turns, self, self.output)
+        self.made[id(text)] = text
+        return text
+
 
 EMPTY = "{}"
 NO_OUTCOMES = '{"gates": {}, "scorers": {}}'
@@ -51,8 +73,29 @@ class Raw:
     def plain(value: str) -> str:
         return value
 
+    @staticmethod
+    def output(turn: TurnRecord) -> str:
+        return dumps(turn.output) if turn.output_text is None else turn.output_text
+
+    def turns(self, turns: list[TurnRecord]) -> str:
+        return _turns(turns, self, self.output)
+
 
 RAW = Raw()
+
+
+def _turns(turns: list[TurnRecord], text: Any, output: Any) -> str:
+    """``text([t.to_json() for t in turns])`` with each turn's ``output`` the text ``output`` gives (the one made
+    when the turn was recorded), set in its place among the other keys."""
+    pieces = []
+    for turn in turns:
+        data = turn.to_json()
+        keys = list(data)
+        at = keys.index("output")
+        head = text({k: data[k] for k in keys[:at]})[:-1]
+        rest = text({k: data[k] for k in keys[at + 1:]})[1:]
+        pieces.append(f"{head}{', ' if at else ''}\"output\": {output(turn)}{', ' if rest != '}' else ''}{rest}")
+    return f"[{', '.join(pieces)}]"
 
 
 _is_text = str.__instancecheck__

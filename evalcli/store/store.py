@@ -289,7 +289,7 @@ class Store:
             "resource_id, duration_ms, passed, gate_scores, scores, outcomes, structured, interrupt, resume, "
             "output_retries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run_id, index, item_id, t.index, redact(t.input),
-              text(t.output) if t.output_text is None or text is not RAW else t.output_text, int(t.simulated), thread_id,
+              text.output(t), int(t.simulated), thread_id,
               resource_id, t.duration_ms, int(not t.gate_scores or t.passed),
               text(_scores(t.gate_scores)) if t.gate_scores else EMPTY, text(_scores(t.scores)) if t.scores else EMPTY,
               text(turn_outcomes(t)) if t.gate_scores or t.scores or t.guardrail else NO_OUTCOMES,
@@ -301,7 +301,7 @@ class Store:
             "INSERT INTO plays (run_id, item_index, play, status, passed, error, outcomes, turns, duration_ms) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run_id, result.index, p.play, p.status, int(p.passed), redact(p.error) if p.error else None,
-              text(p.outcomes()), text([t.to_json() for t in p.turns]), p.duration_ms)
+              text(p.outcomes()), text.turns(p.turns), p.duration_ms)
              for p in result.plays]))
         rows: list[tuple[Any, ...]] = []
         if result.status == "ok":
