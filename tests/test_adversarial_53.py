@@ -95,9 +95,6 @@ def test_a_user_plugin_failing_on_evalclis_models_does_not_break_the_python_kind
     assert result.code == 0, result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="the judges' verdict models (scorers/judges/kit.py Judging.model, listing.py) "
-                   "are made at the first call, while the targets run on other threads: building them under "
-                   "own_models would flip PYDANTIC_DISABLE_PLUGINS for the user's threads too")
 def test_a_plugin_sees_no_verdict_model_a_judge_makes_at_its_first_call(tmp_path: Path, llm_server: LLMServer) -> None:
     env = _project(tmp_path)
     llm_server.responder = lambda request: verdict(True)

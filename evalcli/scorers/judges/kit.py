@@ -41,6 +41,7 @@ from ...llm.fence import (
     neutralise_labels,
 )
 from ...messages import Message, assistant_texts, is_error_result, message_text
+from ...plugins import own_models
 from ...records import record
 from ...results import Outcome
 from ..base import ScorerRun, TurnView
@@ -487,3 +488,13 @@ def declare(name: str, args: type[A], fn: ScoreFn | None, *, version: str, summa
 
     return Kind(name=name, args=args, main=main, summary=summary, build=make, group="judge", needs_model=True,
                 prepare=with_model, default_id=default_id, example=example, prompt_version=f"{name}/{version}")
+
+
+def models_now(*judges: Any) -> None:
+    """Each ``Judging``'s (or ``Listing``'s) reply model built now, as its module is imported while a dataset is loaded,
+    under ``own_models`` (a user's pydantic plugin sees none of them, docs/performance.md "Pydantic's plugins"), not at
+    the judge's first call in the run, when switching the plugins off would switch them off for the targets' threads
+    too."""
+    with own_models():
+        for judge in judges:
+            judge.model  # noqa: B018 - a cached property: built here, once

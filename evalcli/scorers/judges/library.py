@@ -43,6 +43,7 @@ from .kit import (
     declare,
     model_field,
     models_field,
+    models_now,
     numbers,
     replied,
     reply_shape,
@@ -276,3 +277,6 @@ KINDS = (
             example="goal_achieved", build=GoalAchieved),
 )
 """The library's judges, in the order ``evalcli scorers`` lists them."""
+
+
+models_now(JUDGE_RUBRIC, JUDGE_ROLE)

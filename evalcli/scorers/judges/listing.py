@@ -30,6 +30,7 @@ from .kit import (
     conversation_transcript,
     fenced_list,
     fenced_tool_results,
+    models_now,
     numbers,
     replied,
     reply_shape,
@@ -184,3 +185,6 @@ async def grounded(asking: Asking, args: PlainJudgeArgs, run: ScorerRun) -> Outc
               "decide whether the tool results support it: a result states it or directly implies it. A claim that no "
               "result mentions, or that a result contradicts, is not supported. ")
     return await JUDGE_CLAIMS.each(asking, prompt, claims, "claims", "supported by tool results")
+
+
+models_now(LIST_INTENTIONS, JUDGE_INTENTIONS, JUDGE_LAPSES, LIST_CLAIMS, JUDGE_CLAIMS)
