@@ -95,13 +95,20 @@ def test_a_user_plugin_failing_on_evalclis_models_does_not_break_the_python_kind
     assert result.code == 0, result.stderr
 
 
-def test_a_plugin_sees_no_verdict_model_a_judge_makes_at_its_first_call(tmp_path: Path, llm_server: LLMServer) -> None:
+@pytest.mark.parametrize("judge", ["{rubric: {criteria: [is sunny], model: openai/judge, api_base: URL}}",
+                                   "{completeness: {model: openai/judge, api_base: URL}}",
+                                   "{grounded: {model: openai/judge, api_base: URL}}",
+                                   "{knowledge_retention: {model: openai/judge, api_base: URL}}",
+                                   "{role_adherence: {role: a weather bot, model: openai/judge, api_base: URL}}",
+                                   "{judge: {criterion: says sunny, model: openai/judge, api_base: URL}}"])
+def test_a_plugin_sees_no_verdict_model_a_judge_makes_at_its_first_call(tmp_path: Path, llm_server: LLMServer,
+                                                                        judge: str) -> None:
     env = _project(tmp_path)
     llm_server.responder = lambda request: verdict(True)
     (tmp_path / "d.yaml").write_text(f"""
 target: agent:answer
 scorers:
-  - {{rubric: {{criteria: [is sunny], model: openai/judge, api_base: "{llm_server.url}"}}}}
+  - {judge.replace("URL", repr(llm_server.url))}
 data:
   - input: hi
 """)
