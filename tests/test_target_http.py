@@ -275,3 +275,31 @@ def test_http_target_from_the_command_line_and_its_options(write: Callable[..., 
     assert result.code == 2
     assert f"--target {agent.url}/chat: target_options for http:{agent.url}/chat: 'temperature' is not an option " \
            "of the http target" in result.stderr
+
+
+def test_a_json_reply_python_will_not_read_says_why_not_that_it_is_not_json(
+        write: Callable[..., Path], cli: Callable[..., CliResult], agent: ScriptedAgent) -> None:
+    # a 5,000-digit integer was "it is not JSON", and JSON nested 3,000 deep "the target raised RecursionError"
+    def answer(seen: Seen) -> Answer:
+        text = seen.body["input"]
+        if text == "long":
+            return Answer(body='{"text": ' + "7" * 5000 + "}")
+        if text == "deep":
+            return Answer(body='{"text": ' + "[" * 3000 + "]" * 3000 + "}")
+        return Answer(body={"text": "ok"})
+
+    agent.answer = answer
+    write("d.yaml", f"""
+        target: {{http: {{url: "{agent.url}/chat"}}}}
+        scorers: [{{includes: ok}}]
+        data: [{{id: fine, input: fine}}, {{id: long, input: long}}, {{id: deep, input: deep}}]
+        """)
+    result = cli("run", "d.yaml", "--json", "out.json")
+    assert result.code == 4, result.stderr
+    items = {i["id"]: i for i in json.loads((result.cwd / "out.json").read_text())["items"]}
+    where = f"turn 0: the reply of POST {agent.url}/chat cannot be read (text: text): "
+    assert items["fine"]["status"] == "ok"
+    assert items["long"]["error"].startswith(f"{where}its JSON cannot be read (ValueError: Exceeds the limit (4300 "
+                                             "digits) for integer string conversion"), items["long"]["error"]
+    assert items["deep"]["error"].startswith(f"{where}its JSON nests arrays and objects too deeply to be read: "
+                                             '{"text": [[['), items["deep"]["error"]

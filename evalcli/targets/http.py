@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..errors import EvalcliError
+from ..errors import EvalcliError, describe
 from ..messages import Message
 from ..records import record
 from ..secrets import Redactor, redact_url
@@ -315,11 +315,16 @@ async def _read(target: HttpTarget, answer: Answer, where: str,
         return ReplyFailed(f"the reply of {where} cannot be read ({reader.source}): {why}: "
                            f"{quote(answer.text, target.secrets)}")
 
+    why = "it is not JSON"
     try:
         data: Any = answer.json()
         is_json = True
-    except ValueError:
+    except RecursionError:  # JSON, nesting deeper than Python reads (about 1,000 levels)
+        data, is_json, why = answer.text, False, "its JSON nests arrays and objects too deeply to be read"
+    except ValueError as exc:  # not JSON, or JSON Python will not read (an integer past its digit limit)
         data, is_json = answer.text, False
+        if not isinstance(exc, json.JSONDecodeError):
+            why = f"its JSON cannot be read ({describe(exc)})"
     if reader.transform is not None:
         value = reader.transform(data)
         if inspect.isawaitable(value):
@@ -330,7 +335,7 @@ async def _read(target: HttpTarget, answer: Answer, where: str,
         except BadReply as exc:
             raise unreadable(f"the transform returned something else ({exc})") from None
     if not is_json:
-        raise unreadable("it is not JSON")
+        raise unreadable(why)
     usage = None
     if reader.usage is not None:
         try:
