@@ -294,3 +294,26 @@ def test_a_scorers_error_with_a_lone_surrogate_does_not_lose_the_conversation(tm
     with sqlite3.connect(tmp_path / "x.db") as conn:
         outcomes = json.loads(conn.execute("SELECT outcomes FROM items").fetchone()[0])
     assert outcomes["gates"]["python(my_scorer:ok)"]["error"] == "ValueError: scorer \\ud800 failed"
+
+
+def test_a_reason_with_a_lone_surrogate_is_stored_as_its_escape_not_lost(tmp_path: Path, llm_server: LLMServer) -> None:
+    # a judge's reasoning (from its model's JSON reply) or a python scorer's reason holding a lone surrogate: the
+    # writer lost the conversation ("could not store all of run: UnicodeEncodeError") and the run passed (exit 0)
+    llm_server.responder = lambda request: text(json.dumps({"satisfied": True, "reasoning": "Sunny \ud800 indeed"}))
+    (tmp_path / "agent.py").write_text("def answer(input, **kw):\n    return 'Sunny'\n")
+    (tmp_path / "my_scorer.py").write_text("from evalcli import Score\n\ndef check(output, **kw):\n"
+                                           "    return Score(1.0, 'custom \\ud800 reason')\n")
+    (tmp_path / "scorers.yaml").write_text(f"""scorers:
+  sunny-judge: {{judge: {{criterion: says sunny, model: openai/judge, api_base: "{llm_server.url}"}}}}
+  custom: {{python: my_scorer:check}}
+""")
+    (tmp_path / "d.yaml").write_text("target: agent:answer\nscorers: [sunny-judge, custom]\ndata:\n  - {id: a, input: hi}\n")
+    result = run_cli(["run", "d.yaml", "--db", "x.db", "--scorers", "scorers.yaml"], tmp_path,
+                     {"PYTHONPATH": f"{tmp_path}:{REPO}", "OPENAI_API_KEY": "x"})
+    assert result.code == 0, result.stderr
+    assert "could not store" not in result.stderr
+    with sqlite3.connect(tmp_path / "x.db") as conn:
+        reasons = dict(conn.execute("SELECT scorer_id, reason FROM scores").fetchall())
+        outcomes = json.loads(conn.execute("SELECT outcomes FROM items WHERE item_id = 'a'").fetchone()[0])
+    assert reasons["custom"] == "custom \\ud800 reason" and "Sunny \\ud800 indeed" in reasons["sunny-judge"], reasons
+    assert outcomes["scorers"]["custom"]["reason"] == "custom \\ud800 reason"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
@@ -376,7 +377,7 @@ class Conversation:
         async def score(scorer: Scorer) -> Outcome:
             try:
                 outcome = await scorer.score(run)
-                return outcome if outcome.error is None else _settled(outcome, gate)
+                return _printable(outcome) if outcome.error is None else _settled(outcome, gate)
             except Exception as exc:  # noqa: BLE001 - as above
                 return _raised(exc, gate)
 
@@ -398,8 +399,19 @@ def _scored_now(specs: list[ScorerSpec], scorers: list[Scorer], run: ScorerRun, 
             outcome = scorer.score_now(run)
         except Exception as exc:  # noqa: BLE001 - a scorer's failure is its own outcome
             outcome = _raised(exc, gate)
-        outcomes[spec.id] = outcome if outcome.error is None else _settled(outcome, gate)
+        outcomes[spec.id] = _printable(outcome) if outcome.error is None else _settled(outcome, gate)
     return outcomes
+
+
+def _printable(outcome: Outcome) -> Outcome:
+    """``outcome`` as the database can store it: a lone surrogate in its reason or a sample's verdict line (a judge's
+    reasoning, a scorer's own text) written as its escape (``\\ud800``), as an error's is (``_settled``); the
+    writer used to lose the conversation with the run passing (docs/scorers.md)."""
+    reason, samples = outcome.reason, outcome.samples
+    if (reason is None or printable(reason) is reason) and all(printable(s.verdict) is s.verdict for s in samples):
+        return outcome
+    return dataclasses.replace(outcome, reason=None if reason is None else printable(reason),
+                               samples=tuple(dataclasses.replace(s, verdict=printable(s.verdict)) for s in samples))
 
 
 def _settled(outcome: Outcome, gate: bool) -> Outcome:
