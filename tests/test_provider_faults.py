@@ -92,9 +92,10 @@ def test_judge_faults_are_bounded_item_errors_never_passes(llm_server: LLMServer
     llm_server.responder = script
     write_project(tmp_path, agent=ECHO_AGENT, dataset=judge_dataset(),
                   scorers=JUDGE_REGISTRY.format(url=llm_server.url, dead=f"http://127.0.0.1:{closed_port()}/v1"))
-    # 5 s, not less: litellm's first call builds its models and imports (0.3 s of CPU idle) and a CI machine running
-    # 16 test workers on 2 cores stretched it past a 2 s timeout, a spurious retry that broke the counts below
-    env = cli_env(EVALCLI_LLM_RETRIES="1", EVALCLI_LLM_TIMEOUT="5")
+    # 8 s, not less: litellm's first call builds its models and imports (0.3 s of CPU idle) and a CI machine running
+    # 16 test workers on 2 cores stretched it past a 2 s timeout, and once past 5 s, a spurious retry that broke the
+    # counts below (the slow reply, 12 s, still times out)
+    env = cli_env(EVALCLI_LLM_RETRIES="1", EVALCLI_LLM_TIMEOUT="8")
 
     done = run_cli(["run", "ds.yaml", "--json", "-", "--no-cache"], tmp_path, env)
     assert done.returncode == 4, done.stderr
