@@ -317,3 +317,38 @@ def test_a_reason_with_a_lone_surrogate_is_stored_as_its_escape_not_lost(tmp_pat
         outcomes = json.loads(conn.execute("SELECT outcomes FROM items WHERE item_id = 'a'").fetchone()[0])
     assert reasons["custom"] == "custom \\ud800 reason" and "Sunny \\ud800 indeed" in reasons["sunny-judge"], reasons
     assert outcomes["scorers"]["custom"]["reason"] == "custom \\ud800 reason"
+
+
+ERRING_KIND = '''
+from pydantic import BaseModel
+from evalcli.results import Outcome
+from evalcli.scorers import Kind
+
+class Args(BaseModel):
+    value: str = "x"
+
+class Erring:
+    async def score(self, run):
+        return Outcome(error="model \\ud800 refused", reason="half \\ud800 said")
+
+KIND = Kind(name="erring", args=Args, main="value", build=lambda args, context: Erring(), summary="errs",
+            example="erring: x")
+'''
+
+
+@pytest.mark.parametrize("role", ["gates", "scorers"])
+def test_an_errored_outcomes_reason_with_a_lone_surrogate_is_stored_as_its_escape(tmp_path: Path, role: str) -> None:
+    # a plugin scorer's outcome that is an error and keeps a reason holding a lone surrogate: only the error was
+    # escaped, so the writer lost the conversation ("could not store all of run") and the run went on
+    from tests.plugin_packages import installed
+    installed(tmp_path, "erring-kinds", {"evalcli.scorers": {"erring": "erring_kinds:KIND"}},
+              {"erring_kinds.py": ERRING_KIND})
+    (tmp_path / "agent.py").write_text("def answer(input, **kw):\n    return 'Sunny'\n")
+    (tmp_path / "d.yaml").write_text(f"target: agent:answer\n{role}: [{{erring: x}}]\ndata:\n  - {{id: a, input: hi}}\n")
+    result = run_cli(["run", "d.yaml", "--db", "x.db"], tmp_path, {"PYTHONPATH": f"{tmp_path}:{REPO}"})
+    assert "could not store" not in result.stderr, result.stderr
+    with sqlite3.connect(tmp_path / "x.db") as conn:
+        outcomes = json.loads(conn.execute("SELECT outcomes FROM items WHERE item_id = 'a'").fetchone()[0])
+    (outcome,) = outcomes[role].values()
+    assert outcome["reason"] == "half \\ud800 said" and outcome["error"] == "model \\ud800 refused", outcome
+    assert outcome.get("score") == (0.0 if role == "gates" else None), outcome

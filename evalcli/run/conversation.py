@@ -377,7 +377,7 @@ class Conversation:
         async def score(scorer: Scorer) -> Outcome:
             try:
                 outcome = await scorer.score(run)
-                return _printable(outcome) if outcome.error is None else _settled(outcome, gate)
+                return _recorded(outcome, gate)
             except Exception as exc:  # noqa: BLE001 - as above
                 return _raised(exc, gate)
 
@@ -399,28 +399,23 @@ def _scored_now(specs: list[ScorerSpec], scorers: list[Scorer], run: ScorerRun, 
             outcome = scorer.score_now(run)
         except Exception as exc:  # noqa: BLE001 - a scorer's failure is its own outcome
             outcome = _raised(exc, gate)
-        outcomes[spec.id] = _printable(outcome) if outcome.error is None else _settled(outcome, gate)
+        outcomes[spec.id] = _recorded(outcome, gate)
     return outcomes
 
 
-def _printable(outcome: Outcome) -> Outcome:
-    """``outcome`` as the database can store it: a lone surrogate in its reason or a sample's verdict line (a judge's
-    reasoning, a scorer's own text) written as its escape (``\\ud800``), as an error's is (``_settled``); the
-    writer used to lose the conversation with the run passing (docs/scorers.md)."""
-    reason, samples = outcome.reason, outcome.samples
-    if (reason is None or printable(reason) is reason) and all(printable(s.verdict) is s.verdict for s in samples):
+def _recorded(outcome: Outcome, gate: bool) -> Outcome:
+    """``outcome`` as recorded, in the one form the database can store: a lone surrogate in its reason, its error or a
+    sample's verdict line (a judge's reasoning, a scorer's own text) written as its escape (``\\ud800``; the writer
+    used to lose the conversation with the run passing); an error's outcome has no score, a gate's scores 0
+    (docs/scorers.md, "A scorer that fails")."""
+    reason = None if outcome.reason is None else printable(outcome.reason)
+    if outcome.error is not None:
+        return Outcome(score=0.0 if gate else None, reason=reason, error=printable(outcome.error), usage=outcome.usage)
+    if reason is outcome.reason and all(printable(s.verdict) is s.verdict for s in outcome.samples):
         return outcome
-    return dataclasses.replace(outcome, reason=None if reason is None else printable(reason),
-                               samples=tuple(dataclasses.replace(s, verdict=printable(s.verdict)) for s in samples))
-
-
-def _settled(outcome: Outcome, gate: bool) -> Outcome:
-    """A scorer's outcome that is an error, as recorded: a gate's scores 0, a scorer's has no score (a lone surrogate
-    in the error's text written as its escape, as the database can store it)."""
-    error = None if outcome.error is None else printable(outcome.error)
-    if gate:
-        return Outcome(score=0.0, reason=outcome.reason, error=error, usage=outcome.usage)
-    return Outcome(reason=outcome.reason, error=error, usage=outcome.usage)
+    return dataclasses.replace(outcome, reason=reason,
+                               samples=tuple(dataclasses.replace(s, verdict=printable(s.verdict))
+                                             for s in outcome.samples))
 
 
 def _raised(exc: Exception, gate: bool) -> Outcome:
