@@ -228,3 +228,17 @@ def test_every_target_kind_and_feature_page_has_a_tested_example() -> None:
                 "docs/ci.md", "docs/pytest.md", "docs/history.md", "docs/html-report.md", "docs/storage.md",
                 "docs/python-api.md", "docs/reference/exit-codes.md"]
     assert not [page for page in features if page not in tested]
+
+
+def test_job_runner_examples_are_what_their_runners_accept() -> None:
+    """The CI pages' YAML (a GitHub workflow, a Kubernetes Job) is YAML, and a Slurm batch script opens with its
+    ``#!`` line (``sbatch`` refuses a script whose first line is anything else, a comment naming the file included)."""
+    import yaml
+
+    blocks = [block for page in PAGES for block in page.blocks if block.doc.name in ("ci.md", "pytest.md")]
+    for block in blocks:
+        if block.lang == "yaml":
+            assert isinstance(yaml.safe_load(block.text), dict), block.where
+        if "#SBATCH" in block.text:
+            assert block.text.lstrip("\n").startswith("#!"), f"{block.where}: a batch script's first line is its #!"
+    assert any("#SBATCH" in block.text for block in blocks)
