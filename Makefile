@@ -43,6 +43,7 @@ install-dev:
 
 demo: install
 	$(PYTHON) -m evalcli run datasets/weather.yaml
+	@echo "==> next: evalcli show latest london-two-days; evalcli report latest --html report.html; your own agent: README.md"
 
 # every test: several at a time (they mostly wait on subprocesses and servers), then the few that assert a
 # wall-clock bound one at a time, so a busy machine cannot fail them
