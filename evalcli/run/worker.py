@@ -104,7 +104,11 @@ def main() -> int:
     # what the target prints (its own lines, its logging, a traceback) reaches the run's terminal redacted, as it does
     # from the run's own process (docs/secrets.md)
     redact_terminal()
-    out = os.fdopen(int(sys.argv[1]), "wb")
+    fd = int(sys.argv[1])
+    # the pipe is this worker's alone: a process the target starts and leaves running (a server, `cmd &`) must not
+    # hold it open, or the run's process waits for that process to end before it sees this worker end
+    os.set_inheritable(fd, False)
+    out = os.fdopen(fd, "wb")
     channel = Channel(out)
     try:
         import json

@@ -91,6 +91,7 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
             raise UsageError(f"{where} has different gates, scorers or thresholds than run {first['id']}",
                              "merge only shards run with the same dataset and scorers.yaml")
         _check_same_repeats(first_store, first, store, row)
+        _check_same_rules(first_store, first, store, row)
         if row["status"] != "completed":
             raise UsageError(f"{where} is {row['status']}, not completed",
                              f"finish it first: evalcli run {row['dataset']} --resume {row['id']} --db {store.path}")
@@ -198,6 +199,28 @@ def _check_same_repeats(first_store: Store, first: dict[str, Any], store: Store,
         raise UsageError(f"run {row['id']} in {store.path} was run with {theirs}, but run {first['id']} in "
                          f"{first_store.path} with {ours}: their conversations were decided by different rules",
                          "run every shard with the same --repeat and --pass-rate, then merge them")
+
+
+def rules(options_json: str | None) -> str:
+    """What else a shard was run with that the merged run takes from one of them: the conversations it selects
+    (``--filter``, ``--limit``) and the exit code its verdict gives (``--strict``, ``--max-errors``), as the flags that
+    set them (docs/ci.md, merging shards)."""
+    options = json.loads(options_json or "{}")
+    words = [f"--filter {options['filter']}"] if options.get("filter") else []
+    words += [f"--limit {options['limit']}"] if options.get("limit") is not None else []
+    words += ["--strict"] if options.get("strict") else []
+    return " ".join([*words, f"--max-errors {int(options.get('max_errors') or 0)}"])
+
+
+def _check_same_rules(first_store: Store, first: dict[str, Any], store: Store, row: dict[str, Any]) -> None:
+    """Shards that selected their conversations or decide the exit code by other rules are not one run: the merged
+    run would take the first shard's, so its exit code would depend on the order the shards are named."""
+    theirs, ours = rules(row["options"]), rules(first["options"])
+    if theirs != ours:
+        raise UsageError(f"run {row['id']} in {store.path} was run with {theirs}, but run {first['id']} in "
+                         f"{first_store.path} with {ours}: the merged run cannot keep both",
+                         "run every shard with the same --filter, --limit, --strict and --max-errors, then merge "
+                         "them")
 
 
 def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = None) -> MergeResult:

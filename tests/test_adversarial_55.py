@@ -1,0 +1,107 @@
+"""Adversarial try (adv22) of ``--workers``, streamed JSONL items and ``merge`` as a user meets them
+(docs/performance.md#workers, docs/ci.md "Sharding and merging"): the real CLI, real SQLite files, real processes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, query, run_cli, start_cli, write_project
+
+LEAVES_A_HELPER = """
+import os, pathlib
+
+HERE = pathlib.Path(__file__).parent
+
+def generate(input, **options):
+    if input == "q1":  # a helper left running, as an agent's dev server or browser is: its output goes elsewhere
+        os.system(f"(sleep 30; touch {HERE / 'helper.ended'}) >/dev/null 2>&1 </dev/null & echo $! > {HERE / 'helper.pid'}")
+    return "answer " + input
+"""
+
+
+def test_a_process_the_target_leaves_running_does_not_hold_up_a_workers_run(tmp_path: Path) -> None:
+    """The target starts a helper and leaves it running (its stdio elsewhere). One process ends its run at once; a
+    workers run waited for the helper to end (it held the worker's result pipe open: 21.6 s against 0.8 s with a
+    ``sleep 20``, and for ever with a server), so it ended after the helper, not before."""
+    data = "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(4))
+    write_project(tmp_path, agent=LEAVES_A_HELPER,
+                  dataset="target: agent:generate\ngates: [{includes: answer}]\ndata:\n" + data)
+    process = start_cli(["run", "ds.yaml", "--db", "runs.db", "--workers", "2", "-q"], tmp_path, cli_env())
+    pid = tmp_path / "helper.pid"
+    try:
+        _, stderr = process.communicate(timeout=SUBPROCESS_TIMEOUT)
+        still_running = not (tmp_path / "helper.ended").exists()  # the run ended before the helper, as one process's
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pid.read_text()), signal.SIGKILL)
+    assert process.returncode == 0, stderr
+    assert still_running
+    assert query(tmp_path / "runs.db", "SELECT count(*) FROM items") == [(4,)]
+
+
+ERRS = """
+def generate(input, **options):
+    if input == "boom":
+        raise RuntimeError("the agent failed on purpose")
+    return "answer " + input
+"""
+
+
+def test_merge_refuses_shards_run_with_another_exit_rule(tmp_path: Path) -> None:
+    """Shards run with --max-errors 3 and without it are not one run: merge took the first shard's rule, so the same
+    shards merged exit 0 named one way round and 4 the other. It refuses them (exit 2, naming both rules), as it
+    refuses another --repeat; the same rule merges."""
+    data = "".join(f"  - {{id: i{n}, input: {'boom' if n == 5 else f'q{n}'}}}\n" for n in range(12))
+    write_project(tmp_path, agent=ERRS, dataset="target: agent:generate\ngates: [{includes: answer}]\ndata:\n" + data)
+    for db, args in (("a.db", ["--shard", "1/2", "--max-errors", "3"]), ("b.db", ["--shard", "2/2", "--max-errors", "3"]),
+                     ("c.db", ["--shard", "1/2"]), ("d.db", ["--shard", "2/2"])):
+        done = run_cli(["run", "ds.yaml", "-q", "--db", db, *args], tmp_path, cli_env())
+        assert done.returncode in (0, 4), done.stderr
+    codes = {}
+    for name, dbs in (("ad", ["a.db", "d.db"]), ("da", ["d.db", "a.db"]), ("cb", ["c.db", "b.db"])):
+        merged = run_cli(["merge", *dbs, "--out", f"{name}.db"], tmp_path, cli_env())
+        codes[name] = merged.returncode
+        assert merged.returncode == 2, (name, merged.stdout, merged.stderr)
+        assert "--max-errors 3" in merged.stderr and "--max-errors 0" in merged.stderr, merged.stderr
+        assert not (tmp_path / f"{name}.db").exists() or \
+            query(tmp_path / f"{name}.db", "SELECT count(*) FROM runs") == [(0,)]
+    assert run_cli(["merge", "a.db", "b.db", "--out", "ab.db"], tmp_path, cli_env()).returncode == 0  # 1 error of 3
+    assert run_cli(["merge", "c.db", "d.db", "--out", "cd.db"], tmp_path, cli_env()).returncode == 4
+
+
+IN_FLIGHT = """
+import pathlib, time, uuid
+
+HERE = pathlib.Path(__file__).parent
+
+def generate(input, **options):
+    calls = HERE / "in_flight"
+    calls.mkdir(exist_ok=True)
+    me = calls / uuid.uuid4().hex
+    me.touch()
+    time.sleep(0.3)
+    with open(HERE / "seen.txt", "a") as out:
+        out.write(f"{len(list(calls.iterdir()))}\\n")
+    me.unlink()
+    return "answer " + input
+"""
+
+
+@pytest.mark.parametrize(("concurrency", "workers"), [(1, 3), (5, 4)])
+def test_workers_keep_to_the_runs_concurrency(tmp_path: Path, concurrency: int, workers: int) -> None:
+    """``concurrency: 1`` (an agent that must not be called twice at once) played with --workers 3 had 3 calls in
+    flight (each worker played ceil(1 / 3) = 1 at a time); concurrency 5 over 4 workers had 8. The run's concurrency
+    bounds the conversations in flight in all its workers."""
+    data = "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(16))
+    write_project(tmp_path, agent=IN_FLIGHT, dataset=f"target: agent:generate\nconcurrency: {concurrency}\n"
+                                                      "gates: [{includes: answer}]\ndata:\n" + data)
+    done = run_cli(["run", "ds.yaml", "--db", "runs.db", "--workers", str(workers), "-q"], tmp_path, cli_env())
+    assert done.returncode == 0, done.stderr
+    seen = [int(line) for line in (tmp_path / "seen.txt").read_text().split()]
+    assert len(seen) == 16
+    assert max(seen) <= concurrency, seen
