@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,40 @@ def test_workers_keep_to_the_runs_concurrency(tmp_path: Path, concurrency: int, 
     seen = [int(line) for line in (tmp_path / "seen.txt").read_text().split()]
     assert len(seen) == 16
     assert max(seen) <= concurrency, seen
+
+
+TWO_TARGETS = """
+def generate(input, **options):
+    return "answer " + input
+
+def other(input, **options):
+    return "answer from other " + input
+"""
+
+API_SCRIPT = """
+import sys
+import evalcli
+from evalcli.run import RunOptions
+from evalcli.store import Store
+
+dataset = evalcli.load_dataset("ds.yaml", target="agent:other")  # another target than the file's, as --target gives
+result = evalcli.run_evals(dataset, store=Store("runs.db"), options=RunOptions(workers=int(sys.argv[1])))
+print(result.summary.verdict)
+"""
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_dataset_loaded_with_another_target_plays_it_in_workers(tmp_path: Path, workers: str) -> None:
+    """``load_dataset(path, target=...)`` then ``run_evals`` with workers: each worker loaded the file's own target,
+    and the run failed with 'ds.yaml changed while the run started its workers' (nothing had changed). The workers
+    play the target the dataset was loaded with, as one process does."""
+    data = "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(6))
+    write_project(tmp_path, agent=TWO_TARGETS,
+                  dataset="target: agent:generate\ngates: [{includes: answer}]\ndata:\n" + data)
+    (tmp_path / "script.py").write_text(API_SCRIPT, encoding="utf-8")
+    done = subprocess.run([sys.executable, "script.py", workers], cwd=tmp_path, env=cli_env(), capture_output=True,
+                          text=True, timeout=SUBPROCESS_TIMEOUT)
+    assert done.returncode == 0 and "passed" in done.stdout, done.stderr
+    assert query(tmp_path / "runs.db", "SELECT target FROM runs") == [("agent:other",)]
+    outputs = [row[0] for row in query(tmp_path / "runs.db", "SELECT output FROM turns")]
+    assert len(outputs) == 6 and all("answer from other" in output for output in outputs), outputs

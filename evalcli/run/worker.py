@@ -66,7 +66,8 @@ async def play(job: dict[str, Any], channel: Channel) -> None:
     from .runner import Runner
 
     target = job["target"]
-    dataset = load_dataset(job["path"], job["scorers"], target=cli_target(target) if target else None,
+    # a target given in place of the file's: ``--target`` (its label), or load_dataset's ``target`` (the Python API)
+    dataset = load_dataset(job["path"], job["scorers"], target=cli_target(target) if target else job["given"],
                            target_label=target)
     if dataset.hash != job["hash"] or dataset.target_spec != job["target_spec"]:
         raise UsageError(f"{job['path']} changed while the run started its workers",

@@ -130,7 +130,8 @@ class WorkerPool:
         # never more workers than conversations in flight: each plays one at least (docs/performance.md#workers)
         count = min(runner.options.workers, len(items), concurrency)
         job = {"path": runner.dataset.path, "scorers": runner.dataset.registry.path or None,
-               "target": runner.plan.target, "hash": runner.dataset.hash, "target_spec": runner.dataset.target_spec,
+               "target": runner.plan.target, "given": None if runner.plan.target else runner.dataset.target_given,
+               "hash": runner.dataset.hash, "target_spec": runner.dataset.target_spec,
                "db": runner.store.path if runner.store is not None else None, "sys_path": import_path(),
                "options": {}}
         restore = runner._install_signals() if runner.options.handle_signals else None
