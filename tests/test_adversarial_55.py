@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, query, run_cli, start_cli, write_project
+from tests.reliability_helpers import (
+    SUBPROCESS_TIMEOUT,
+    cli_env,
+    query,
+    run_cli,
+    start_cli,
+    wait_for_lines,
+    write_project,
+)
 
 LEAVES_A_HELPER = """
 import os, pathlib
@@ -210,3 +218,37 @@ def test_merge_refuses_shards_judged_by_another_model(tmp_path: Path) -> None:
     merged = run_cli(["merge", "shard-1.db", "shard-2.db", "--out", "all.db"], tmp_path, cli_env())
     assert merged.returncode == 2, (merged.stdout, merged.stderr)
     assert "judge" in merged.stderr
+
+
+SLOW = """
+import pathlib, time
+
+HERE = pathlib.Path(__file__).parent
+
+def generate(input, **options):
+    with open(HERE / "calls.txt", "a") as out:
+        out.write(input + "\\n")
+    time.sleep(0.2)
+    return "answer " + input if input != "q3" else "no"
+"""
+
+
+def test_show_of_a_run_whose_process_was_killed_says_it_did_not_finish(tmp_path: Path) -> None:
+    """The run's process killed with SIGKILL (a CI job's hard timeout, the OOM killer) leaves its run 'running'.
+    `show` of it said 'verdict: failed' and 'exit code 0', as if it had ended so; it says the run did not
+    finish, has no exit code yet, and how to continue it."""
+    data = "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(40))
+    write_project(tmp_path, agent=SLOW, dataset="target: agent:generate\nconcurrency: 2\n"
+                                                "gates: [{includes: answer}]\ndata:\n" + data)
+    process = start_cli(["run", "ds.yaml", "--db", "runs.db", "--workers", "2", "-q"], tmp_path, cli_env())
+    try:
+        wait_for_lines(tmp_path / "calls.txt", 10)
+    finally:
+        process.kill()
+        process.communicate(timeout=SUBPROCESS_TIMEOUT)
+    (run_id, status), = query(tmp_path / "runs.db", "SELECT id, status FROM runs")
+    assert status == "running"
+    shown = run_cli(["show", run_id, "--db", "runs.db"], tmp_path, cli_env())
+    assert shown.returncode == 0, shown.stderr
+    assert "exit code 0" not in shown.stdout and "(exit 0)" not in shown.stdout, shown.stdout
+    assert "NOT FINISHED" in shown.stdout and f"--resume {run_id}" in shown.stdout, shown.stdout
