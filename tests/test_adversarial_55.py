@@ -252,3 +252,25 @@ def test_show_of_a_run_whose_process_was_killed_says_it_did_not_finish(tmp_path:
     assert shown.returncode == 0, shown.stderr
     assert "exit code 0" not in shown.stdout and "(exit 0)" not in shown.stdout, shown.stdout
     assert "NOT FINISHED" in shown.stdout and f"--resume {run_id}" in shown.stdout, shown.stdout
+
+
+@pytest.mark.xfail(strict=True, reason="a run's row does not say which process plays it, so --resume cannot tell a "
+                                       "run still playing from one whose process was killed: it plays the missing "
+                                       "conversations beside the first process (both call the agent and the judges)")
+def test_resume_of_a_run_still_playing_is_refused(tmp_path: Path) -> None:
+    """`--resume RUN` while RUN's own process still plays it (a second CI step, a user who saw it 'running' in
+    `evalcli runs`): both processes played the conversations not yet stored, each agent call twice; and the run's
+    llm_calls held the judge calls of both."""
+    data = "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(40))
+    write_project(tmp_path, agent=SLOW, dataset="target: agent:generate\nconcurrency: 2\n"
+                                                "gates: [{includes: answer}]\ndata:\n" + data)
+    process = start_cli(["run", "ds.yaml", "--db", "runs.db", "-q"], tmp_path, cli_env())
+    try:
+        wait_for_lines(tmp_path / "calls.txt", 4)
+        (run_id,), = query(tmp_path / "runs.db", "SELECT id FROM runs")
+        resumed = run_cli(["run", "ds.yaml", "--db", "runs.db", "-q", "--resume", run_id], tmp_path, cli_env())
+    finally:
+        process.communicate(timeout=SUBPROCESS_TIMEOUT)
+    calls = (tmp_path / "calls.txt").read_text().split()
+    assert len(calls) == len(set(calls)) == 40, sorted(calls)  # each conversation played once
+    assert resumed.returncode == 2 and "running" in resumed.stderr, (resumed.stdout, resumed.stderr)
