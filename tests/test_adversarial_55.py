@@ -274,3 +274,29 @@ def test_resume_of_a_run_still_playing_is_refused(tmp_path: Path) -> None:
     calls = (tmp_path / "calls.txt").read_text().split()
     assert len(calls) == len(set(calls)) == 40, sorted(calls)  # each conversation played once
     assert resumed.returncode == 2 and "running" in resumed.stderr, (resumed.stdout, resumed.stderr)
+
+
+def test_merge_refuses_a_shards_rerun_failed_run(tmp_path: Path) -> None:
+    """A shard whose conversation failed is played again with --rerun-failed into its database (a CI retry of the
+    failed ones). merge took that run, the latest, as the shard: its one conversation for the shard's several, a
+    merged run short of the rest and not a word. It refuses it, naming the --run that merges the shard's whole run."""
+    ids = [f"i{n}" for n in range(12)]
+    failing = _shard_with(ids, 3, 1)
+    data = "".join(f"  - {{id: {i}, input: {'boom' if i == failing else 'q-' + i}}}\n" for i in ids)
+    write_project(tmp_path, agent=ERRS, dataset="target: agent:generate\ngates: [{includes: answer}]\ndata:\n" + data)
+    for shard in (1, 2, 3):
+        done = run_cli(["run", "ds.yaml", "-q", "--shard", f"{shard}/3", "--db", f"shard-{shard}.db"], tmp_path,
+                       cli_env())
+        assert done.returncode == (4 if shard == 1 else 0), done.stderr
+    (first,), = query(tmp_path / "shard-1.db", "SELECT id FROM runs")
+    again = run_cli(["run", "ds.yaml", "-q", "--shard", "1/3", "--db", "shard-1.db", "--rerun-failed", first], tmp_path,
+                    cli_env())
+    assert again.returncode == 4, again.stderr
+    merged = run_cli(["merge", "shard-1.db", "shard-2.db", "shard-3.db", "--out", "all.db"], tmp_path, cli_env())
+    assert merged.returncode == 2, (merged.stdout, merged.stderr)
+    assert "--rerun-failed" in merged.stderr and "--run" in merged.stderr, merged.stderr
+    runs = [first] + [query(tmp_path / f"shard-{n}.db", "SELECT id FROM runs")[0][0] for n in (2, 3)]
+    whole = run_cli(["merge", "shard-1.db", "shard-2.db", "shard-3.db", "--out", "all.db",
+                     *[arg for run in runs for arg in ("--run", run)]], tmp_path, cli_env())
+    assert whole.returncode == 4, whole.stderr
+    assert query(tmp_path / "all.db", "SELECT total_items, errors FROM runs") == [(12, 1)]

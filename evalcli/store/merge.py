@@ -17,6 +17,7 @@ from ..errors import StoreError, UsageError
 from ..identity import identity_of
 from ..records import record
 from ..results import Plan, Summary
+from ..words import plural
 from .history import open_existing
 from .ids import new_run_id
 from .migrations import rollback
@@ -92,6 +93,12 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
                              "merge only shards run with the same dataset and scorers.yaml")
         _check_same_repeats(first_store, first, store, row)
         _check_same_rules(first_store, first, store, row)
+        rerun = json.loads(row["options"] or "{}").get("only_indexes")
+        if rerun is not None:
+            raise UsageError(f"{where} is a --rerun-failed run: it holds only the {plural(len(rerun), 'conversation')} it "
+                             "played again, not its shard's others, so the merged run would leave them out",
+                             f"merge the shard's whole run instead (--run RUN_ID; 'evalcli runs --db {store.path}' "
+                             "lists them)")
         if row["status"] != "completed":
             raise UsageError(f"{where} is {row['status']}, not completed",
                              f"finish it first: evalcli run {row['dataset']} --resume {row['id']} --db {store.path}")
