@@ -300,3 +300,18 @@ def test_merge_refuses_a_shards_rerun_failed_run(tmp_path: Path) -> None:
                      *[arg for run in runs for arg in ("--run", run)]], tmp_path, cli_env())
     assert whole.returncode == 4, whole.stderr
     assert query(tmp_path / "all.db", "SELECT total_items, errors FROM runs") == [(12, 1)]
+
+
+def test_merge_names_the_two_databases_that_hold_one_shard(tmp_path: Path) -> None:
+    """Shard 1 played twice, into two databases (a retried CI job uploaded under another name): merge refuses the
+    overlap, but named the last database given twice ('in both run X in shard-3.db and run X in shard-3.db'). It
+    names the two that hold the conversation."""
+    data = "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(12))
+    write_project(tmp_path, agent=ERRS, dataset="target: agent:generate\ngates: [{includes: answer}]\ndata:\n" + data)
+    for shard, db in ((1, "shard-1.db"), (1, "retry-1.db"), (2, "shard-2.db"), (3, "shard-3.db")):
+        done = run_cli(["run", "ds.yaml", "-q", "--shard", f"{shard}/3", "--db", db], tmp_path, cli_env())
+        assert done.returncode == 0, done.stderr
+    merged = run_cli(["merge", "shard-1.db", "retry-1.db", "shard-2.db", "shard-3.db", "--out", "all.db"], tmp_path,
+                     cli_env())
+    assert merged.returncode == 2, (merged.stdout, merged.stderr)
+    assert "in shard-1.db and run" in merged.stderr and "in retry-1.db" in merged.stderr, merged.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import json
+from collections.abc import Iterator
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from ..aggregate import Aggregator, PassRates, exit_code
 from ..errors import StoreError, UsageError
 from ..identity import identity_of
 from ..records import record
-from ..results import Plan, Summary
+from ..results import ItemResult, Plan, Summary
 from ..words import plural
 from .history import open_existing
 from .ids import new_run_id
@@ -124,8 +125,7 @@ def _fold_items(plan: Plan, picked: list[tuple[Store, dict[str, Any]]]) -> tuple
                      store.conn.execute("SELECT item_index FROM items WHERE run_id = ?", (row["id"],)))
     aggregator, rates = Aggregator(plan, indexes), PassRates()
     owner: dict[str, str] = {}
-    streams = [((f"run {row['id']} in {store.path}", item) for item in store.load_items(row["id"]))
-               for store, row in picked]
+    streams = [_named_items(store, row) for store, row in picked]
     for where, item in heapq.merge(*streams, key=lambda pair: pair[1].index):
         key = identity_of(item)
         if key in owner:
@@ -136,6 +136,13 @@ def _fold_items(plan: Plan, picked: list[tuple[Store, dict[str, Any]]]) -> tuple
         rates.add(item)
     aggregator.flush()
     return aggregator.summary(), rates
+
+
+def _named_items(store: Store, row: dict[str, Any]) -> Iterator[tuple[str, ItemResult]]:
+    """One run's conversations, each with where it is from. (A generator expression written inline in ``_fold_items``
+    read ``store`` and ``row`` when it ran, by then the last run's: a duplicate named the last shard twice.)"""
+    where = f"run {row['id']} in {store.path}"
+    return ((where, item) for item in store.load_items(row["id"]))
 
 
 def _columns(conn: Any, table: str, schema: str = "main") -> list[str]:
