@@ -315,3 +315,43 @@ def test_merge_names_the_two_databases_that_hold_one_shard(tmp_path: Path) -> No
                      cli_env())
     assert merged.returncode == 2, (merged.stdout, merged.stderr)
     assert "in shard-1.db and run" in merged.stderr and "in retry-1.db" in merged.stderr, merged.stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_hangup_interrupts_the_run_as_sigterm_does(tmp_path: Path, workers: str) -> None:
+    """SIGHUP (the terminal closed, the SSH session dropped under a long run) ended the run's process at once: its
+    run was left 'running' for ever, which docs/reliability.md says only SIGKILL does, and no line said how to resume.
+    It interrupts the run as SIGTERM does: 'interrupted', exit 130, resumable."""
+    data = "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(40))
+    write_project(tmp_path, agent=SLOW, dataset="target: agent:generate\nconcurrency: 2\n"
+                                                "gates: [{includes: answer}]\ndata:\n" + data)
+    process = start_cli(["run", "ds.yaml", "--db", "runs.db", "--workers", workers, "-q"], tmp_path, cli_env())
+    try:
+        wait_for_lines(tmp_path / "calls.txt", 6)
+        process.send_signal(signal.SIGHUP)
+    finally:
+        _, stderr = process.communicate(timeout=SUBPROCESS_TIMEOUT)
+    assert process.returncode == 130, stderr
+    (run_id, status, code), = query(tmp_path / "runs.db", "SELECT id, status, exit_code FROM runs")
+    assert (status, code) == ("interrupted", 130)
+    resumed = run_cli(["run", "ds.yaml", "--db", "runs.db", "--workers", workers, "-q", "--resume", run_id], tmp_path,
+                      cli_env())
+    assert resumed.returncode == 1, resumed.stderr  # q3 fails its gate
+    assert query(tmp_path / "runs.db", "SELECT status, completed_items FROM runs") == [("completed", 40)]
+
+
+def test_a_hangup_leaves_a_run_under_nohup_alone(tmp_path: Path) -> None:
+    """Under ``nohup`` (SIGHUP ignored) a hangup is not an interrupt: the run plays every conversation."""
+    data = "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(12))
+    write_project(tmp_path, agent=SLOW, dataset="target: agent:generate\nconcurrency: 2\n"
+                                                "gates: [{includes: answer}]\ndata:\n" + data)
+    process = subprocess.Popen([sys.executable, "-m", "evalcli", "run", "ds.yaml", "--db", "runs.db", "--workers", "2",
+                                "-q"], cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        wait_for_lines(tmp_path / "calls.txt", 2)
+        process.send_signal(signal.SIGHUP)
+    finally:
+        _, stderr = process.communicate(timeout=SUBPROCESS_TIMEOUT)
+    assert process.returncode == 1, stderr  # q3 fails its gate
+    assert query(tmp_path / "runs.db", "SELECT status, completed_items FROM runs") == [("completed", 12)]
