@@ -355,3 +355,18 @@ def test_a_hangup_leaves_a_run_under_nohup_alone(tmp_path: Path) -> None:
         _, stderr = process.communicate(timeout=SUBPROCESS_TIMEOUT)
     assert process.returncode == 1, stderr  # q3 fails its gate
     assert query(tmp_path / "runs.db", "SELECT status, completed_items FROM runs") == [("completed", 12)]
+
+
+@pytest.mark.parametrize("command", [["run", "ds.yaml", "--workers", "2", "--db"], ["run", "ds.yaml", "--db"],
+                                     ["merge", "shard.db", "--out"]])
+def test_an_in_memory_database_is_refused_before_anything_runs(tmp_path: Path, command: list[str]) -> None:
+    """`--db :memory:` (SQLite's name, tried to keep nothing) ended the run as an internal error, exit 70, 'a bug in
+    evalcli' (the run's writer opened a database of its own); `merge --out :memory:` said the merged run was
+    'written to :memory:', exit 0, and it was gone. Both are refused (exit 2) before anything runs."""
+    data = "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(4))
+    write_project(tmp_path, agent=ERRS, dataset="target: agent:generate\ngates: [{includes: answer}]\ndata:\n" + data)
+    assert run_cli(["run", "ds.yaml", "-q", "--shard", "1/1", "--db", "shard.db"], tmp_path, cli_env()).returncode == 0
+    done = run_cli([*command, ":memory:", *(["-q"] if command[0] == "run" else [])], tmp_path, cli_env())
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert ":memory:" in done.stderr and "Traceback" not in done.stderr and "bug in evalcli" not in done.stderr
+    assert not (tmp_path / "calls.txt").exists()
