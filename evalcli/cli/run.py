@@ -22,7 +22,7 @@ from ..llm import parse_budget
 from ..records import record
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
-from ..run.options import parse_repeat
+from ..run.options import interrupting_signals, parse_repeat
 from ..run.worker_checks import parse_workers
 from ..secrets import Redactor
 from .console import make_console
@@ -244,7 +244,7 @@ def _exporter(request: RunRequest, redact: Redactor) -> Exporter | None:
 
 @contextlib.contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM interrupts the command as Ctrl-C does (the runner handles both during the conversations), and the
+    """SIGTERM (and SIGHUP) interrupts the command as Ctrl-C does (the runner handles both during the conversations), and the
     first interrupt holds every later one; the handlers found are put back when the command is done, unless it
     was interrupted (then it exits 130, its last words included)."""
     def interrupt(signum: int, frame: object) -> None:
@@ -252,7 +252,7 @@ def _sigterm_interrupts() -> Iterator[None]:
         raise KeyboardInterrupt
 
     try:
-        previous = signal.signal(signal.SIGINT, interrupt), signal.signal(signal.SIGTERM, interrupt)
+        previous = {sig: signal.signal(sig, interrupt) for sig in interrupting_signals()}
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
@@ -260,10 +260,10 @@ def _sigterm_interrupts() -> Iterator[None]:
         yield
     finally:
         if signal.getsignal(signal.SIGTERM) is not _held:
-            signal.signal(signal.SIGINT, previous[0])
-            signal.signal(signal.SIGTERM, previous[1])
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         else:  # interrupted: the process exits 130 now; ignored, as Python's shutdown would reset a handler of its own
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in interrupting_signals():
                 signal.signal(sig, signal.SIG_IGN)
 
 
@@ -272,8 +272,8 @@ def _hold_signals() -> None:
     (nor while the interpreter shuts down)."""
     with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
         # a handler that does nothing rather than SIG_IGN: a signal already on its way finds a handler to run
-        signal.signal(signal.SIGINT, _held)
-        signal.signal(signal.SIGTERM, _held)
+        for sig in interrupting_signals():
+            signal.signal(sig, _held)
 
 
 def _held(signum: int, frame: object) -> None:

@@ -236,6 +236,8 @@ class Dataset:
 
     target_settings: dict[str, Any] = field(default_factory=dict)
     """A mapping target's settings as the run uses them, by form (``{"http": {...}}``); ``{}`` for an import path."""
+    target_given: str | dict[str, Any] | None = None
+    """The target ``load_dataset`` was given in place of the file's (``--target``): a worker loads it so again."""
 
     def resolved_configuration(self, *, streamed: bool = False) -> dict[str, Any]:
         """Everything the run uses, as one tree (docs/identity.md): evalcli's version, the target (its settings after

@@ -405,7 +405,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         target_spec, adapter, target_secrets = resolved.spec, resolved.adapter, resolved.secrets
     dataset = Dataset(path=str(path), target_spec=target_spec, target=adapter, target_options=top.target_options,
                       concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
-                      hash=hasher.hexdigest(), name=dataset_name(file), imported=imported,
+                      hash=hasher.hexdigest(), name=dataset_name(file), imported=imported, target_given=target,
                       secret_values=secret_values | target_secrets, scope=scope,
                       target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
                       target_settings=resolved.resolved if resolved is not None else {},

@@ -128,6 +128,9 @@ def check_outputs(files: Sequence[tuple[str, Path]], db: tuple[str, Path] | None
 
 def database_problem(what: str, db: Path) -> PathProblem | None:
     """Why the database ``db`` (``--db``, ``--out``) cannot be opened or created there, or ``None``."""
+    if str(db) == ":memory:":  # SQLite's name for a database of one connection: the run's writer has its own
+        return PathProblem(f"{what} :memory: is not kept: runs are stored in a database file",
+                           f"give a file path (e.g. {what} /tmp/scratch.db, removed when you are done)")
     if db.is_dir():
         return PathProblem(f"{what} {db} is a directory", f"give a database file, e.g. {what} {db / 'evalcli.db'}")
     if not db.parent.is_dir():

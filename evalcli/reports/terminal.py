@@ -296,7 +296,7 @@ def verdict_line(result: RunResult) -> Text:
     if not summary.errors and not summary.scorer_errors:
         text.append(f"   conversations: {summary.total_items}   errors: 0")
         return text
-    text.append(f" (exit {result.exit_code})")
+    text.append(f" (exit {result.exit_code})" if result.status != "running" else " (not finished)")
     return text
 
 
@@ -324,6 +324,11 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
 
     summary = result.summary
     text = Text()
+    if result.status == "running":  # read back from the database (show): still playing, or its process is gone
+        text.append("NOT FINISHED ", style="bold red")
+        text.append(f"with {plural(result.completed, 'conversation')} stored: the run is still playing, or its "
+                    "process was killed (kill -9, out of memory); continue a killed one with: "
+                    f"{resume_command(result, db_path)}\n")
     if result.status == "interrupted":
         text.append("INTERRUPTED ", style="bold red")
         text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}; "
@@ -358,5 +363,5 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
             text.append("\n  by purpose: " + "; ".join(parts))
     if db_path and stored:
         text.append(f"\nstored in {db_path} (run {result.run_id})", style="dim")
-    text.append(f"   exit code {result.exit_code}", style="dim")
+    text.append(f"   exit code {result.exit_code}" if result.status != "running" else "   no exit code yet", style="dim")
     return text

@@ -3,6 +3,7 @@ run's row keeps of them (``StoredOptions``). ``plan_run`` (``run/plan.py``) chec
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import field
 
@@ -44,7 +45,7 @@ class RunOptions:
     keep_items: bool = True
     """Keep every ``ItemResult`` in ``RunResult.items`` (the CLI reads them back from the store instead)."""
     handle_signals: bool = False
-    """Install SIGINT/SIGTERM handlers that stop the run cleanly (the CLI does)."""
+    """Install SIGINT/SIGTERM/SIGHUP handlers that stop the run cleanly (the CLI does: ``interrupting_signals``)."""
     grace_seconds: float = 5.0
     """After an interrupt, how long conversations in flight may take to finish before they are cancelled."""
     repeat: int = 1
@@ -114,3 +115,13 @@ def check_pass_rate(pass_rate: float) -> None:
     if isinstance(pass_rate, bool) or not isinstance(pass_rate, int | float) or not 0 < pass_rate <= 1:
         raise UsageError(f"--pass-rate {pass_rate}: not a share of plays above 0 and at most 1",
                          "write --pass-rate 0.8 (at least 80% of the plays), or leave it out (every play)")
+
+
+def interrupting_signals() -> tuple[signal.Signals, ...]:
+    """The signals that interrupt a run (docs/reliability.md): Ctrl-C, SIGTERM, and SIGHUP where there is one (a
+    closed terminal, a dropped SSH session: it ended the process at once, its run left ``running``) unless it is
+    ignored (``nohup evalcli run``: left so, the run goes on)."""
+    hangup: signal.Signals | None = getattr(signal, "SIGHUP", None)
+    if hangup is None or signal.getsignal(hangup) is signal.SIG_IGN:
+        return (signal.SIGINT, signal.SIGTERM)
+    return (signal.SIGINT, signal.SIGTERM, hangup)

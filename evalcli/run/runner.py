@@ -32,7 +32,7 @@ from ..tools import HermeticRun
 from .context import RunContext
 from .conversation import Conversation
 from .events import Events
-from .options import RunOptions
+from .options import RunOptions, interrupting_signals
 from .plan import RunPlan, plan_run
 from .play import PlayContext
 from .recorder import Recorder
@@ -358,7 +358,7 @@ class Runner:
             self.events.stopping()
 
         installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in interrupting_signals():
             previous = signal.getsignal(sig)
             try:
                 loop.add_signal_handler(sig, stop)

@@ -66,7 +66,8 @@ async def play(job: dict[str, Any], channel: Channel) -> None:
     from .runner import Runner
 
     target = job["target"]
-    dataset = load_dataset(job["path"], job["scorers"], target=cli_target(target) if target else None,
+    # a target given in place of the file's: ``--target`` (its label), or load_dataset's ``target`` (the Python API)
+    dataset = load_dataset(job["path"], job["scorers"], target=cli_target(target) if target else job["given"],
                            target_label=target)
     if dataset.hash != job["hash"] or dataset.target_spec != job["target_spec"]:
         raise UsageError(f"{job['path']} changed while the run started its workers",
@@ -104,7 +105,11 @@ def main() -> int:
     # what the target prints (its own lines, its logging, a traceback) reaches the run's terminal redacted, as it does
     # from the run's own process (docs/secrets.md)
     redact_terminal()
-    out = os.fdopen(int(sys.argv[1]), "wb")
+    fd = int(sys.argv[1])
+    # the pipe is this worker's alone: a process the target starts and leaves running (a server, `cmd &`) must not
+    # hold it open, or the run's process waits for that process to end before it sees this worker end
+    os.set_inheritable(fd, False)
+    out = os.fdopen(fd, "wb")
     channel = Channel(out)
     try:
         import json

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import os
 import pickle
 import signal
@@ -79,10 +78,17 @@ def import_path() -> list[str]:
     return [os.path.abspath(entry) if entry else os.getcwd() for entry in sys.path]
 
 
-def worker_options(options: RunOptions, workers: int, concurrency: int) -> dict[str, Any]:
-    """What a worker runs with: the run's options, its concurrency split between the workers."""
-    return {"concurrency": max(1, math.ceil(concurrency / workers)),
-            "judge_concurrency": max(1, math.ceil(options.judge_concurrency / workers)),
+def split(total: int, parts: int) -> list[int]:
+    """``total`` shared between ``parts`` as evenly as whole numbers go, summing to ``total`` (each at least 1: a part
+    of a total smaller than ``parts`` gets 1)."""
+    return [max(1, total // parts + (1 if n < total % parts else 0)) for n in range(parts)]
+
+
+def worker_options(options: RunOptions, workers: int, concurrency: int, number: int = 0) -> dict[str, Any]:
+    """What worker ``number`` (from 0) of ``workers`` runs with: the run's options, its concurrency and judge
+    concurrency split between the workers so that all of them together keep to the run's (docs/performance.md)."""
+    return {"concurrency": split(concurrency, workers)[number],
+            "judge_concurrency": split(options.judge_concurrency, workers)[number],
             "use_cache": options.use_cache, "turn_timeout": options.turn_timeout, "repeat": options.repeat,
             "sequential": options.sequential, "pass_rate": options.pass_rate, "hermetic": options.hermetic,
             "grace_seconds": options.grace_seconds, "handle_signals": True}
@@ -120,15 +126,18 @@ class WorkerPool:
     async def play(self, items: list[Item]) -> None:
         """Play ``items`` in the workers; a ``WorkerFailed`` when one did not finish its share."""
         runner = self.runner
-        count = min(runner.options.workers, len(items))
         concurrency = max(1, runner.options.concurrency or runner.dataset.concurrency)
+        # never more workers than conversations in flight: each plays one at least (docs/performance.md#workers)
+        count = min(runner.options.workers, len(items), concurrency)
         job = {"path": runner.dataset.path, "scorers": runner.dataset.registry.path or None,
-               "target": runner.plan.target, "hash": runner.dataset.hash, "target_spec": runner.dataset.target_spec,
+               "target": runner.plan.target, "given": None if runner.plan.target else runner.dataset.target_given,
+               "hash": runner.dataset.hash, "target_spec": runner.dataset.target_spec,
                "db": runner.store.path if runner.store is not None else None, "sys_path": import_path(),
-               "options": worker_options(runner.options, count, concurrency)}
+               "options": {}}
         restore = runner._install_signals() if runner.options.handle_signals else None
         try:
-            readers = [self._start(n, share, job) for n, share in enumerate(shares(items, count))]
+            readers = [self._start(n, share, {**job, "options": worker_options(runner.options, count, concurrency, n)})
+                       for n, share in enumerate(shares(items, count))]
             watch = asyncio.ensure_future(self._pass_on_stops())
             try:
                 await asyncio.gather(*readers)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import json
+from collections.abc import Iterator
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from ..aggregate import Aggregator, PassRates, exit_code
 from ..errors import StoreError, UsageError
 from ..identity import identity_of
 from ..records import record
-from ..results import Plan, Summary
+from ..results import ItemResult, Plan, Summary
+from ..words import plural
 from .history import open_existing
 from .ids import new_run_id
 from .migrations import rollback
@@ -91,6 +93,13 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
             raise UsageError(f"{where} has different gates, scorers or thresholds than run {first['id']}",
                              "merge only shards run with the same dataset and scorers.yaml")
         _check_same_repeats(first_store, first, store, row)
+        _check_same_rules(first_store, first, store, row)
+        rerun = json.loads(row["options"] or "{}").get("only_indexes")
+        if rerun is not None:
+            raise UsageError(f"{where} is a --rerun-failed run: it holds only the {plural(len(rerun), 'conversation')} it "
+                             "played again, not its shard's others, so the merged run would leave them out",
+                             f"merge the shard's whole run instead (--run RUN_ID; 'evalcli runs --db {store.path}' "
+                             "lists them)")
         if row["status"] != "completed":
             raise UsageError(f"{where} is {row['status']}, not completed",
                              f"finish it first: evalcli run {row['dataset']} --resume {row['id']} --db {store.path}")
@@ -116,8 +125,7 @@ def _fold_items(plan: Plan, picked: list[tuple[Store, dict[str, Any]]]) -> tuple
                      store.conn.execute("SELECT item_index FROM items WHERE run_id = ?", (row["id"],)))
     aggregator, rates = Aggregator(plan, indexes), PassRates()
     owner: dict[str, str] = {}
-    streams = [((f"run {row['id']} in {store.path}", item) for item in store.load_items(row["id"]))
-               for store, row in picked]
+    streams = [_named_items(store, row) for store, row in picked]
     for where, item in heapq.merge(*streams, key=lambda pair: pair[1].index):
         key = identity_of(item)
         if key in owner:
@@ -128,6 +136,13 @@ def _fold_items(plan: Plan, picked: list[tuple[Store, dict[str, Any]]]) -> tuple
         rates.add(item)
     aggregator.flush()
     return aggregator.summary(), rates
+
+
+def _named_items(store: Store, row: dict[str, Any]) -> Iterator[tuple[str, ItemResult]]:
+    """One run's conversations, each with where it is from. (A generator expression written inline in ``_fold_items``
+    read ``store`` and ``row`` when it ran, by then the last run's: a duplicate named the last shard twice.)"""
+    where = f"run {row['id']} in {store.path}"
+    return ((where, item) for item in store.load_items(row["id"]))
 
 
 def _columns(conn: Any, table: str, schema: str = "main") -> list[str]:
@@ -198,6 +213,28 @@ def _check_same_repeats(first_store: Store, first: dict[str, Any], store: Store,
         raise UsageError(f"run {row['id']} in {store.path} was run with {theirs}, but run {first['id']} in "
                          f"{first_store.path} with {ours}: their conversations were decided by different rules",
                          "run every shard with the same --repeat and --pass-rate, then merge them")
+
+
+def rules(options_json: str | None) -> str:
+    """What else a shard was run with that the merged run takes from one of them: the conversations it selects
+    (``--filter``, ``--limit``) and the exit code its verdict gives (``--strict``, ``--max-errors``), as the flags that
+    set them (docs/ci.md, merging shards)."""
+    options = json.loads(options_json or "{}")
+    words = [f"--filter {options['filter']}"] if options.get("filter") else []
+    words += [f"--limit {options['limit']}"] if options.get("limit") is not None else []
+    words += ["--strict"] if options.get("strict") else []
+    return " ".join([*words, f"--max-errors {int(options.get('max_errors') or 0)}"])
+
+
+def _check_same_rules(first_store: Store, first: dict[str, Any], store: Store, row: dict[str, Any]) -> None:
+    """Shards that selected their conversations or decide the exit code by other rules are not one run: the merged
+    run would take the first shard's, so its exit code would depend on the order the shards are named."""
+    theirs, ours = rules(row["options"]), rules(first["options"])
+    if theirs != ours:
+        raise UsageError(f"run {row['id']} in {store.path} was run with {theirs}, but run {first['id']} in "
+                         f"{first_store.path} with {ours}: the merged run cannot keep both",
+                         "run every shard with the same --filter, --limit, --strict and --max-errors, then merge "
+                         "them")
 
 
 def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = None) -> MergeResult:
