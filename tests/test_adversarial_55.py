@@ -161,10 +161,6 @@ def _shard_with(ids: list[str], count: int, wanted: int) -> str:
     return next(item_id for item_id in ids if shard_of(item_id, count) == wanted)
 
 
-@pytest.mark.xfail(strict=True, reason="merge only warns of a missing shard and exits with the verdict of the shards "
-                                       "it has: the conversation that failed was in the missing one, so the merged "
-                                       "run passed (exit 0). Refusing needs each shard to store which shards hold "
-                                       "conversations (an empty shard stores no run, docs/ci.md)")
 def test_merge_of_all_but_the_shard_that_failed_does_not_pass(tmp_path: Path) -> None:
     """docs/ci.md: 'let every shard finish and upload its database, and gate on the merge'. A shard job that died
     before uploading (its database never made) leaves `merge shard-*.db` the other two: the merged run covers two
@@ -180,6 +176,25 @@ def test_merge_of_all_but_the_shard_that_failed_does_not_pass(tmp_path: Path) ->
     merged = run_cli(["merge", "shard-1.db", "shard-3.db", "--out", "all.db"], tmp_path, cli_env())
     assert "2/3" in merged.stdout + merged.stderr  # it names the missing shard (it does)
     assert merged.returncode == 2, (merged.stdout, merged.stderr)
+    assert "shard 2/3 of " in merged.stderr and "is missing: it holds conversations" in merged.stderr, merged.stderr
+    assert "--shard 2/3 --db" in merged.stderr
+    assert not (tmp_path / "all.db").exists()
+
+
+def test_merge_without_the_shards_that_hold_no_conversation_is_the_whole_run(tmp_path: Path) -> None:
+    # more shards than conversations: the empty ones store no run (docs/ci.md), so their databases are no loss
+    ids = ["a", "b"]
+    write_project(tmp_path, agent=ERRS, dataset="target: agent:generate\ngates: [{includes: answer}]\ndata:\n"
+                  + "".join(f"  - {{id: {i}, input: q-{i}}}\n" for i in ids))
+    from evalcli.dataset.select import shard_of
+
+    held = sorted({shard_of(i, 5) for i in ids})
+    for shard in held:
+        done = run_cli(["run", "ds.yaml", "-q", "--shard", f"{shard}/5", "--db", f"shard-{shard}.db"], tmp_path,
+                       cli_env())
+        assert done.returncode == 0, done.stderr
+    merged = run_cli(["merge", *[f"shard-{n}.db" for n in held], "--out", "all.db"], tmp_path, cli_env())
+    assert merged.returncode == 0 and "missing" not in merged.stdout + merged.stderr, (merged.stdout, merged.stderr)
 
 
 JUDGED = """

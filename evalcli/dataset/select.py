@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ..errors import UsageError
 from ..records import record
@@ -23,17 +23,33 @@ class Selection:
     """At most this many items (the first ones left after filter and shard)."""
 
     def apply(self, items: Sequence[Item]) -> list[Item]:
-        chosen = list(items)
-        if self.filter:
-            pattern = re.compile(self.filter)
-            chosen = [i for i in chosen
-                      if pattern.search(i.id) or any(pattern.search(t) for t in i.tags) or pattern.search(i.first_input)]
+        chosen = self._filtered(items)
         if self.shard:
             index, count = self.shard
             chosen = [i for i in chosen if shard_of(i.id, count) == index]
         if self.limit is not None:
             chosen = chosen[: self.limit]
         return chosen
+
+
+    def _filtered(self, items: Iterable[Item]) -> list[Item]:
+        if not self.filter:
+            return list(items)
+        pattern = re.compile(self.filter)
+        return [i for i in items
+                if pattern.search(i.id) or any(pattern.search(t) for t in i.tags) or pattern.search(i.first_input)]
+
+    def shards_held(self, items: Iterable[Item]) -> list[int] | None:
+        """A sharded selection's shards (1..N) that hold at least one of ``items`` passing ``--filter`` (``--limit``
+        only shortens a shard): what ``merge`` expects to find (docs/ci.md). ``None`` unsharded."""
+        if self.shard is None:
+            return None
+        count, held = self.shard[1], set()
+        for item in self._filtered(items):
+            held.add(shard_of(item.id, count))
+            if len(held) == count:
+                break
+        return sorted(held)
 
 
 def shard_of(item_id: str, count: int) -> int:

@@ -75,12 +75,14 @@ class RunOptions:
     ``Store.load_items`` reads it), in the order they finish; it must not raise. The CLI renders each one's JSON
     there, while the run goes on, instead of reading them all back after it."""
 
-    def stored(self, plan: Plan, config: dict[str, str] | None = None) -> StoredOptions:
-        """What the run's row keeps of these options (and of its plan and the dataset's configuration)."""
+    def stored(self, plan: Plan, config: dict[str, str] | None = None,
+               shards_held: list[int] | None = None) -> StoredOptions:
+        """What the run's row keeps of these options (and of its plan, the dataset's configuration and, sharded, the
+        shards that hold a conversation: ``Selection.shards_held``)."""
         selection = self.selection
         return StoredOptions(plan, selection.filter, selection.shard, selection.limit, self.strict, self.max_errors,
                              self.repeat, sorted(self.only_indexes or []) or None, config, self.sequential,
-                             self.pass_rate)
+                             self.pass_rate, shards_held)
 
 
 def plan_of(dataset: Dataset) -> Plan:

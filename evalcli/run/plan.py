@@ -106,9 +106,9 @@ class RunPlan:
         beside its first turns (docs/performance.md#the-first-turn). ``None`` for a resumed run."""
         if self.options.resume:
             return None
-        options, scoring, bears = self.options, self.scoring, secret_check()
+        options, scoring, bears, items = self.options, self.scoring, secret_check(), self.dataset.items
         tree = self.dataset.resolved_configuration(streamed=True)
-        return lambda: options.stored(scoring, fingerprint(tree, bears=bears))
+        return lambda: options.stored(scoring, fingerprint(tree, bears=bears), options.selection.shards_held(items))
 
 
 def llm_settings() -> LLMSettings:

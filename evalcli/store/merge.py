@@ -111,6 +111,21 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
     if counts and all(shards):
         total = counts.pop()
         missing = sorted(set(range(1, total + 1)) - {s[0] for s in shards})
+        held = [json.loads(row["options"] or "{}").get("shards_held") for _, row in picked]
+        twice = len({s[0] for s in shards}) < len(shards)  # one shard given twice: named as such when folded
+        if missing and not twice and all(isinstance(h, list) for h in held):
+            # each shard knows which of the split hold a conversation: one of them missing is refused, an empty one
+            # (no run stored) is no loss (docs/ci.md)
+            lost = [i for i in missing if i in held[0]]
+            if lost:
+                first_store, first = picked[0]
+                raise UsageError(f"shard{'s' if len(lost) > 1 else ''} {', '.join(f'{i}/{total}' for i in lost)} "
+                                 f"of {first['dataset']} {'are' if len(lost) > 1 else 'is'} missing: "
+                                 f"{'they hold' if len(lost) > 1 else 'it holds'} conversations, so the merged run "
+                                 "would pass or fail without them",
+                                 f"run it (evalcli run {first['dataset']} --shard {lost[0]}/{total} --db SHARD.db; "
+                                 "--resume RUN_ID for one that was interrupted), then merge every shard's database")
+            return []
         if missing:
             return [f"shards {', '.join(f'{i}/{total}' for i in missing)} are missing: the merged run covers "
                     "only part of the dataset"]

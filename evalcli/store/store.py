@@ -63,6 +63,9 @@ class StoredOptions:
     """``--repeat auto``: ``repeat`` is the most plays, and the sequential rule decided how many each needed."""
     pass_rate: float = 1.0
     """``--pass-rate``: the share of plays that must pass a gate under repeats."""
+    shards_held: list[int] | None = None
+    """A ``--shard I/N`` run's: the shards (1..N) that hold a conversation of the selection, so ``merge`` tells a
+    missing shard from an empty one (docs/ci.md); ``None`` unsharded, or stored before evalcli kept it."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -76,7 +79,8 @@ class StoredOptions:
                    data.get("limit"), bool(data.get("strict")), int(data.get("max_errors") or 0),
                    int(data.get("repeat") or 1), list(data["only_indexes"]) if data.get("only_indexes") else None,
                    dict(data["config"]) if isinstance(data.get("config"), dict) else None,
-                   bool(data.get("sequential")), float(data.get("pass_rate") or 1.0))
+                   bool(data.get("sequential")), float(data.get("pass_rate") or 1.0),
+                   [int(n) for n in data["shards_held"]] if isinstance(data.get("shards_held"), list) else None)
 
 
 def now() -> str:
