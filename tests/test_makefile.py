@@ -11,6 +11,7 @@ import sysconfig
 from pathlib import Path
 
 from tests.conftest import REPO
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 MANAGED_STUB = """#!/bin/sh
 # a python3 that answers the Makefile's question as Debian's does (its standard library holds EXTERNALLY-MANAGED)
@@ -23,7 +24,7 @@ def planned(target: str, python: str) -> list[str]:
     """The commands ``make -n TARGET PYTHON=python`` would run (nothing is run)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     done = subprocess.run(["make", "-n", target, f"PYTHON={python}"], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=60, check=True)
+                          timeout=SUBPROCESS_TIMEOUT, check=True)
     return done.stdout.splitlines()
 
 
