@@ -387,8 +387,6 @@ def test_an_in_memory_database_is_refused_before_anything_runs(tmp_path: Path, c
     assert not (tmp_path / "calls.txt").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="merge picks one dataset (the latest run of the first database) and leaves "
-                                       "the others' shard runs out without a word; its exit code is that dataset's")
 def test_merge_of_shards_of_several_datasets_covers_every_one(tmp_path: Path) -> None:
     """docs/ci.md's first workflow: `evalcli run datasets/*.yaml --shard I/N --db evals-I.db`, then `evalcli merge
     evals-*.db --out all.db` 'to get the same scores and verdict an unsharded run gives'. The merge wrote the run of
@@ -405,5 +403,6 @@ def test_merge_of_shards_of_several_datasets_covers_every_one(tmp_path: Path) ->
                         f"evals-{shard}.db"], tmp_path, cli_env())
         assert done.returncode in (0, 4), done.stderr
     merged = run_cli(["merge", "evals-1.db", "evals-2.db", "--out", "all.db"], tmp_path, cli_env())
-    assert merged.returncode != 0, (merged.stdout, merged.stderr)  # a3 errored: the unsharded runs exit 4
-    assert len(query(tmp_path / "all.db", "SELECT id FROM runs")) == 2, merged.stdout
+    assert merged.returncode == 4, (merged.stdout, merged.stderr)  # a3 errored: the unsharded runs exit 4
+    runs = query(tmp_path / "all.db", "SELECT dataset, total_items, errors, exit_code FROM runs ORDER BY dataset")
+    assert [(r[0].rsplit("/", 1)[-1], *r[1:]) for r in runs] == [("a.yaml", 6, 1, 4), ("b.yaml", 6, 0, 0)], runs

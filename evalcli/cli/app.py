@@ -433,7 +433,7 @@ def report(
         make_console().print(written.line(), markup=False, soft_wrap=True)
 
 
-@app.command(short_help="Merge the shard runs of one dataset into one run.")
+@app.command(short_help="Merge the shard runs of each dataset into one run.")
 def merge(
     databases: Annotated[list[Path], typer.Argument(metavar="DB", show_default=False,
                                                     help="Databases of the shards ('evalcli run --shard I/N').")],
@@ -441,22 +441,22 @@ def merge(
                                                                     "(created if missing).")],
     run: Annotated[Optional[list[str]], typer.Option("--run", metavar="RUN_ID", help="Merge these run ids "
                                                                                      "(repeatable; default: the "
-                                                                                     "latest run of the dataset in "
+                                                                                     "latest run of each dataset in "
                                                                                      "each database).")] = None,
     debug: DebugOption = False,
 ) -> None:
-    """Merge the shard runs of one dataset into one run, recomputed as if unsharded; exits with its code."""
+    """Merge the shard runs of each dataset into one run, recomputed as if unsharded; exits with their code."""
     with user_errors(debug):
         from ..evaluate import check_outputs
         from ..reports import merge_lines
-        from ..store import merge_databases
+        from ..store.merge import merge_databases, merged_exit_code
 
         check_outputs([], db=("--out", out))
-        result = merge_databases(databases, out, run)
+        results = merge_databases(databases, out, run)
         console = make_console()
-        for line in merge_lines(result):
+        for line in (line for result in results for line in merge_lines(result)):
             console.print(line, soft_wrap=True)
-    raise typer.Exit(result.exit_code)
+    raise typer.Exit(merged_exit_code(results))
 
 
 from .review import labels_app, view  # noqa: E402 - declared there to keep this file readable

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..aggregate import Aggregator, PassRates, exit_code
-from ..errors import StoreError, UsageError
+from ..errors import ExitCode, StoreError, UsageError
 from ..identity import identity_of
 from ..records import record
 from ..results import ItemResult, Plan, Summary
@@ -58,14 +58,10 @@ def _find_run(stores: list[Store], run_id: str) -> tuple[Store, dict[str, Any]]:
     return found[0]
 
 
-def _pick_runs(stores: list[Store], run_ids: list[str]) -> list[tuple[Store, dict[str, Any]]]:
-    """The runs named by ``--run``, or else the latest run of the first database's latest dataset in each."""
+def _pick_runs(stores: list[Store], run_ids: list[str], dataset: str = "") -> list[tuple[Store, dict[str, Any]]]:
+    """The runs named by ``--run``, or else the latest run of ``dataset`` in each database."""
     if run_ids:
         return [_find_run(stores, run_id) for run_id in run_ids]
-    latest = stores[0].runs(1)
-    if not latest:
-        raise UsageError(f"{stores[0].path} holds no runs", "merge the databases written by 'evalcli run --shard I/N'")
-    dataset = latest[0]["dataset"]
     picked = []
     for store in stores:
         rows = list(store.query("SELECT * FROM runs WHERE dataset = ? ORDER BY id DESC LIMIT 1", [dataset]))
@@ -252,30 +248,61 @@ def _check_same_rules(first_store: Store, first: dict[str, Any], store: Store, r
                          "them")
 
 
-def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = None) -> MergeResult:
-    """Combine the shard runs of one dataset into a new completed run in ``out``, its aggregate recomputed."""
+def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = None) -> list[MergeResult]:
+    """Combine the shard runs in ``sources`` into new completed runs in ``out``, one per dataset, each's aggregate
+    recomputed: the runs ``run_ids`` names (one dataset's), else the latest run of each dataset the first database
+    holds (``evalcli run a.yaml b.yaml --shard I/N`` stores a run of each) in every database. Every dataset's runs are
+    checked and folded before any is written (docs/ci.md, "Sharding and merging")."""
     if not sources:
         raise UsageError("name the databases to merge", "evalcli merge A.db B.db ... --out all.db")
     stores = [open_existing(path) for path in sources]
     try:
-        picked = _pick_runs(stores, run_ids or [])
-        warnings = _check_mergeable(picked)
-        plan = picked[0][0].plan(picked[0][1]["id"])
-        summary, rates = _fold_items(plan, picked)
-        options = json.loads(picked[0][1]["options"] or "{}")
-        repeats = rates.to_json(int(options.get("repeat") or 1), bool(options.get("sequential")),
-                                float(options.get("pass_rate") or 1.0))
-        code = exit_code(summary, strict=bool(options.get("strict")), max_errors=int(options.get("max_errors") or 0))
-        options.update(shard=None, merged_from=[{"db": s.path, "run_id": r["id"],
-                                                 "shard": json.loads(r["options"] or "{}").get("shard")}
-                                                for s, r in picked], merged_at=now())
-        run_id = new_run_id()
+        groups = [_pick_runs(stores, run_ids)] if run_ids else [_pick_runs(stores, [], dataset)
+                                                                 for dataset in _datasets(stores[0])]
+        folded = [(picked, _checked_and_folded(picked)) for picked in groups]
         target = Store(out)
         try:
-            _write_merged(target, run_id, picked, options, summary, code, repeats)
+            return [_written(target, picked, *made) for picked, made in folded]
         finally:
             target.close()
     finally:
         for store in stores:
             store.close()
-    return MergeResult(run_id, str(out), [(s.path, r["id"]) for s, r in picked], summary, code, warnings, repeats)
+
+
+def merged_exit_code(results: list[MergeResult]) -> int:
+    """The one exit code of a merge of several datasets' runs, as a run of several datasets gives it."""
+    return ExitCode.worst(result.exit_code for result in results)
+
+
+def _datasets(store: Store) -> list[str]:
+    """The datasets ``store`` holds runs of, in the order they were first run."""
+    rows = store.conn.execute("SELECT dataset, MIN(id) AS first FROM runs GROUP BY dataset ORDER BY first").fetchall()
+    if not rows:
+        raise UsageError(f"{store.path} holds no runs", "merge the databases written by 'evalcli run --shard I/N'")
+    return [row[0] for row in rows]
+
+
+def _checked_and_folded(picked: list[tuple[Store, dict[str, Any]]]) -> tuple[list[str], Summary, int, dict[str, Any],
+                                                                              dict[str, Any]]:
+    """One dataset's shard runs checked (``_check_mergeable``) and folded: the warnings, the merged summary, exit
+    code, options and ``--repeat`` figures."""
+    warnings = _check_mergeable(picked)
+    plan = picked[0][0].plan(picked[0][1]["id"])
+    summary, rates = _fold_items(plan, picked)
+    options = json.loads(picked[0][1]["options"] or "{}")
+    repeats = rates.to_json(int(options.get("repeat") or 1), bool(options.get("sequential")),
+                            float(options.get("pass_rate") or 1.0))
+    code = exit_code(summary, strict=bool(options.get("strict")), max_errors=int(options.get("max_errors") or 0))
+    options.update(shard=None, merged_from=[{"db": s.path, "run_id": r["id"],
+                                             "shard": json.loads(r["options"] or "{}").get("shard")}
+                                            for s, r in picked], merged_at=now())
+    return warnings, summary, code, options, repeats
+
+
+def _written(target: Store, picked: list[tuple[Store, dict[str, Any]]], warnings: list[str], summary: Summary,
+             code: int, options: dict[str, Any], repeats: dict[str, Any]) -> MergeResult:
+    run_id = new_run_id()
+    _write_merged(target, run_id, picked, options, summary, code, repeats)
+    return MergeResult(run_id, str(target.path), [(s.path, r["id"]) for s, r in picked], summary, code, warnings,
+                       repeats)
