@@ -271,6 +271,30 @@ def _salted(salt: str, path: str, text: str) -> str:
     return hashlib.sha256(f"{salt}\0{path}\0{text}".encode()).hexdigest()[:16]
 
 
+def shards_salt(dataset_hash: str, count: int) -> str:
+    """The salt of every shard's fingerprint in a ``--shard I/N`` split of one dataset file: one salt, so ``merge`` can
+    compare the shards' configurations (``stored_differences``); a stored salt beside its digests guards nothing a
+    random one would (a secret-bearing leaf is keyed outside the database either way: docs/identity.md)."""
+    return hashlib.sha256(f"shards\0{dataset_hash}\0{count}".encode()).hexdigest()[:16]
+
+
+def stored_differences(first: dict[str, str], other: dict[str, str]) -> list[str]:
+    """The paths whose digests differ between two fingerprints made with one salt (a split's shards): a conversation
+    by its entry (``data[3]``), a secret-bearing leaf keyed on two machines by the rest of it (``unverifiable``)."""
+    found = []
+    for path in dict.fromkeys([*first, *other]):
+        mine, theirs = first.get(path), other.get(path)
+        if path in KEYS or mine == theirs:
+            continue
+        if mine is not None and theirs is not None:
+            mine, theirs = mine.split("|")[1] if "|" in mine else mine, theirs.split("|")[1] if "|" in theirs else theirs
+            a, b = mine.split("."), theirs.split(".")
+            if len(a) == len(b) == 3 and a[0] == b[0] and a[1] != b[1]:
+                continue  # keyed with two keys: the rest is the same
+        found.append(path)
+    return found
+
+
 def differences(stored: dict[str, str], tree: Any) -> list[str]:
     """The paths where ``tree`` differs from the configuration ``stored`` fingerprinted (computed with its salt):
     ``path (changed)``, ``path (removed)``, ``path (added)``. A secret-bearing leaf keyed on another machine is

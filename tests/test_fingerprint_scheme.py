@@ -177,3 +177,27 @@ def test_a_run_stored_in_the_old_form_resumes_and_names_a_changed_leaf(write: Ca
     write("d.yaml", dataset)
     same = cli("run", "d.yaml", "--resume", run_id, "--json", "-")
     assert same.code == 4 and same.json["run_id"] == run_id, same.stderr
+
+
+@given(st.dictionaries(st.sampled_from(["judge_model", "target_options", "scorers"]), tree, min_size=1),
+       st.lists(conversation, min_size=1, max_size=3), st.data())
+@settings(max_examples=100, deadline=None)
+def test_two_shards_fingerprints_differ_exactly_where_their_configurations_do(
+        settings_: dict[str, Any], items: list[Any], data: st.DataObject) -> None:
+    """A split's shards share a salt (``shards_salt``), so ``merge`` compares what each resolved: the same
+    configuration has no difference; one leaf changed outside the conversations is named by its path, one inside a
+    conversation by the conversation (``stored_differences``, docs/ci.md)."""
+    from evalcli.fingerprint import shards_salt, stored_differences
+
+    salt = shards_salt("a" * 64, 3)
+    config = {**settings_, "data": items}
+    first = fingerprint(config, salt)
+    assert stored_differences(first, fingerprint(config, salt)) == []
+    paths = [path for path, _ in leaves(settings_) if path] + [f"data[{n}]" for n in range(len(items))]
+    chosen = data.draw(st.sampled_from(paths))
+    if chosen.startswith("data["):
+        n = int(chosen[5:-1])
+        edited = {**config, "data": [*items[:n], {**items[n], "form": {"changed": [items[n].get("form")]}}, *items[n + 1:]]}
+    else:
+        edited = _edited(config, "." + chosen)
+    assert chosen in stored_differences(first, fingerprint(edited, salt))

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..dataset import Dataset, Item, Selection, check_filter, dataset_models, model_routes, unregistered_warning
 from ..errors import UsageError
-from ..fingerprint import fingerprint
+from ..fingerprint import fingerprint, shards_salt
 from ..llm import PURPOSES, LLMSettings, backend_from_env, check_settings, model_problem
 from ..records import record
 from ..results import ItemResult, Plan
@@ -108,7 +108,9 @@ class RunPlan:
             return None
         options, scoring, bears, items = self.options, self.scoring, secret_check(), self.dataset.items
         tree = self.dataset.resolved_configuration(streamed=True)
-        return lambda: options.stored(scoring, fingerprint(tree, bears=bears), options.selection.shards_held(items))
+        shard = options.selection.shard  # a split's shards share a salt: merge compares their configurations
+        salt = shards_salt(self.dataset.hash, shard[1]) if shard is not None else None
+        return lambda: options.stored(scoring, fingerprint(tree, salt, bears), options.selection.shards_held(items))
 
 
 def llm_settings() -> LLMSettings:

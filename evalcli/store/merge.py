@@ -15,6 +15,7 @@ from typing import Any
 
 from ..aggregate import Aggregator, PassRates, exit_code
 from ..errors import ExitCode, StoreError, UsageError
+from ..fingerprint import SALT, stored_differences
 from ..identity import identity_of
 from ..records import record
 from ..results import ItemResult, Plan, Summary
@@ -89,6 +90,7 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
             raise UsageError(f"{where} has different gates, scorers or thresholds than run {first['id']}",
                              "merge only shards run with the same dataset and scorers.yaml")
         _check_same_repeats(first_store, first, store, row)
+        _check_same_configuration(first_store, first, store, row)
         _check_same_rules(first_store, first, store, row)
         rerun = json.loads(row["options"] or "{}").get("only_indexes")
         if rerun is not None:
@@ -224,6 +226,23 @@ def _check_same_repeats(first_store: Store, first: dict[str, Any], store: Store,
         raise UsageError(f"run {row['id']} in {store.path} was run with {theirs}, but run {first['id']} in "
                          f"{first_store.path} with {ours}: their conversations were decided by different rules",
                          "run every shard with the same --repeat and --pass-rate, then merge them")
+
+
+def _check_same_configuration(first_store: Store, first: dict[str, Any], store: Store, row: dict[str, Any]) -> None:
+    """Shards of one split resolved the same configuration (their fingerprints share a salt: ``shards_salt``): a
+    judge's model, a target option or a file the dataset reads that one shard's job resolved otherwise (a variable
+    set per job) is refused, naming the paths, as ``--resume`` names them (docs/ci.md)."""
+    mine = json.loads(first["options"] or "{}").get("config") or {}
+    theirs = json.loads(row["options"] or "{}").get("config") or {}
+    if not mine.get(SALT) or mine.get(SALT) != theirs.get(SALT):
+        return  # unsharded runs, or shards stored before they shared a salt: nothing to compare
+    changed = stored_differences(mine, theirs)
+    if changed:
+        shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+        raise UsageError(f"run {row['id']} in {store.path} resolved another configuration than run {first['id']} in "
+                         f"{first_store.path}: {shown} differ, so the merged run would score its conversations two "
+                         "ways", "run every shard with the same environment (the variables the dataset reads: a "
+                         "judge's model, keys, files), then merge them")
 
 
 def rules(options_json: str | None) -> str:
