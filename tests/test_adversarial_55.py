@@ -267,9 +267,6 @@ def test_show_of_a_run_whose_process_was_killed_says_it_did_not_finish(tmp_path:
     assert "NOT FINISHED" in shown.stdout and f"--resume {run_id}" in shown.stdout, shown.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="a run's row does not say which process plays it, so --resume cannot tell a "
-                                       "run still playing from one whose process was killed: it plays the missing "
-                                       "conversations beside the first process (both call the agent and the judges)")
 def test_resume_of_a_run_still_playing_is_refused(tmp_path: Path) -> None:
     """`--resume RUN` while RUN's own process still plays it (a second CI step, a user who saw it 'running' in
     `evalcli runs`): both processes played the conversations not yet stored, each agent call twice; and the run's
@@ -287,6 +284,8 @@ def test_resume_of_a_run_still_playing_is_refused(tmp_path: Path) -> None:
     calls = (tmp_path / "calls.txt").read_text().split()
     assert len(calls) == len(set(calls)) == 40, sorted(calls)  # each conversation played once
     assert resumed.returncode == 2 and "running" in resumed.stderr, (resumed.stdout, resumed.stderr)
+    assert f"process {process.pid}" in resumed.stderr or "is playing it now" in resumed.stderr, resumed.stderr
+    assert not list(tmp_path.glob("runs.db.*.playing"))  # its lock's file goes with the run
 
 
 def test_merge_refuses_a_shards_rerun_failed_run(tmp_path: Path) -> None:

@@ -211,10 +211,12 @@ def _resume(dataset: Dataset, options: RunOptions, store: Store,
     """The resumed run's options (restored when ``given`` says which the caller set), its row and what the resume
     could not check (``unverified_secrets``); a ``UsageError`` when it cannot be resumed with this dataset and these
     options."""
+    from ..store.run_lock import refuse_if_playing
     from .resume import check_resumable, option_conflicts, restored, unverified_secrets
 
     assert options.resume is not None
     row, stored = check_resumable(store, options.resume, dataset)
+    refuse_if_playing(store.path, row["id"])
     unchecked = unverified_secrets(stored, row["id"])
     if given is not None:
         return restored(options, row, stored, given), row, unchecked

@@ -28,6 +28,7 @@ from ..passrate import settle
 from ..results import ItemResult, RunResult
 from ..scorers import Builder
 from ..store import Store, new_run_id
+from ..store.run_lock import RunLock, hold
 from ..tools import HermeticRun
 from .context import RunContext
 from .conversation import Conversation
@@ -68,6 +69,8 @@ class Runner:
         self.run_warnings: list[str] = []
         """What the target (or a worker's) noticed while the conversations were played, said once each."""
         self.row: Future[Any] | None = None
+        self.lock: RunLock | None = None
+        """The run's lock while this process plays it (``store.run_lock``)."""
         """A new run's row, as the writer thread writes it (``_begin``)."""
 
     def _context(self) -> RunContext:
@@ -87,6 +90,8 @@ class Runner:
                 failed = await context.aclose()
             finally:
                 self._row_written()
+                if self.lock is not None:
+                    self.lock.release()
         if failed is not None:
             # the run happened and its verdict stands; what the database could not keep is said beside it
             result.store_error = describe(failed)
@@ -108,6 +113,8 @@ class Runner:
                 if self.options.keep_items:
                     results[result.index] = result
         run_id = self.run_id = plan.run_id or new_run_id()
+        if self.store is not None:  # held while this process plays the run: a --resume beside it is refused
+            self.lock = hold(self.store.path, run_id)
         recorder = Recorder(context, run_id, lambda: plan.registered, self.options.on_stored)
         usage = UsageSink()
 
