@@ -48,7 +48,10 @@ def take(db: str, run_id: str) -> RunLock | int:
         return RunLock(None, None)
     path = lock_path(db, run_id)
     for _ in range(5):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by the processes the run starts
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by the processes the run starts
+        except OSError:  # a folder the database can be used in but no file made (its own permissions): no lock
+            return RunLock(None, None)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
