@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.reliability_helpers import cli_env, query, run_cli, write_project
 
 AGENT = """
@@ -59,7 +57,6 @@ data:
 """ + "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(6))
 
 
-@pytest.mark.xfail(strict=True, reason="a per-job secret refuses the merge only when the jobs share a digest key")
 def test_shards_run_with_another_api_key_merge_whatever_their_digest_key(tmp_path: Path) -> None:
     """Each shard job has its own API key (spread over rate limits): the conversations are scored the same. With
     their own digest keys (EVALCLI_DIGEST_KEY per job, or two machines' key files) the shards merged; with one
