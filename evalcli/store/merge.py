@@ -282,7 +282,9 @@ def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = 
     checked and folded before any is written (docs/ci.md, "Sharding and merging")."""
     if not sources:
         raise UsageError("name the databases to merge", "evalcli merge A.db B.db ... --out all.db")
-    stores = [open_existing(path) for path in sources]
+    opened = [open_existing(path) for path in sources]
+    # a database without any run is an empty shard's (it stores none): no loss, as the others' split tells (docs/ci.md)
+    stores = [store for store in opened if store.conn.execute("SELECT 1 FROM runs LIMIT 1").fetchone()] or opened[:1]
     try:
         groups = [_pick_runs(stores, run_ids)] if run_ids else [_pick_runs(stores, [], dataset)
                                                                  for dataset in _datasets(stores)]
@@ -298,7 +300,7 @@ def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = 
         finally:
             target.close()
     finally:
-        for store in stores:
+        for store in opened:
             store.close()
 
 
