@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.reliability_helpers import cli_env, query, run_cli, write_project
 
 AGENT = """
@@ -96,3 +98,20 @@ def test_every_shard_database_merges_when_some_shards_are_empty(tmp_path: Path) 
     shutil.copy(tmp_path / empty[0], tmp_path / held)  # its job died before storing a run
     refused = run_cli(["merge", *dbs, "--out", "none.db"], tmp_path, cli_env())
     assert refused.returncode == 2 and "missing" in refused.stderr, refused.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="a run's dataset is its absolute path: two checkouts of one file are two datasets")
+def test_shards_run_from_two_checkout_directories_merge(tmp_path: Path) -> None:
+    """Two CI runners check the repository out under different directories (GitLab's /builds/<runner>/...): the shards
+    ran the same dataset file (same content, same relative path, same target), yet merge refused them ('s-2.db holds
+    no run of dataset /.../one/ds.yaml'), since a run's dataset is the file's absolute path."""
+    dataset = "target: agent:generate\ngates: [{includes: answer}]\ndata:\n" + \
+        "".join(f"  - {{id: i{n}, input: q{n}}}\n" for n in range(6))
+    for shard, checkout in ((1, "one"), (2, "two")):
+        write_project(tmp_path / checkout, agent=AGENT, dataset=dataset)
+        done = run_cli(["run", "ds.yaml", "-q", "--shard", f"{shard}/2", "--db", f"../s-{shard}.db"], tmp_path / checkout,
+                       cli_env())
+        assert done.returncode == 0, done.stderr
+    merged = run_cli(["merge", "s-1.db", "s-2.db", "--out", "all.db"], tmp_path, cli_env())
+    assert merged.returncode == 0, merged.stderr
+    assert query(tmp_path / "all.db", "SELECT count(*) FROM items") == [(6,)]
