@@ -63,13 +63,21 @@ def _pick_runs(stores: list[Store], run_ids: list[str], dataset: str = "") -> li
     """The runs named by ``--run``, or else the latest run of ``dataset`` in each database."""
     if run_ids:
         return [_find_run(stores, run_id) for run_id in run_ids]
-    picked = []
+    picked, lacking = [], []
     for store in stores:
         rows = list(store.query("SELECT * FROM runs WHERE dataset = ? ORDER BY id DESC LIMIT 1", [dataset]))
-        if not rows:
-            raise UsageError(f"{store.path} holds no run of dataset {dataset}",
-                             "merge only the shard databases of one dataset, or choose runs with --run ID")
-        picked.append((store, rows[0]))
+        if rows:
+            picked.append((store, rows[0]))
+        else:
+            lacking.append(store)
+    # a database without a run of one of several datasets holds an empty shard of it (no run stored): no loss when the
+    # others are shards, whose split tells whether a missing shard held conversations (docs/ci.md)
+    hashes = list({row["dataset_hash"] for _, row in picked})
+    elsewhere = [store for store in lacking  # the same file run from another path: not an empty shard
+                 if store.conn.execute("SELECT 1 FROM runs WHERE dataset_hash = ? LIMIT 1", hashes[:1]).fetchone()]
+    if lacking and (elsewhere or not all(json.loads(row["options"] or "{}").get("shard") for _, row in picked)):
+        raise UsageError(f"{(elsewhere or lacking)[0].path} holds no run of dataset {dataset}",
+                         "merge only the shard databases of one dataset, or choose runs with --run ID")
     return picked
 
 
@@ -274,10 +282,17 @@ def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = 
     checked and folded before any is written (docs/ci.md, "Sharding and merging")."""
     if not sources:
         raise UsageError("name the databases to merge", "evalcli merge A.db B.db ... --out all.db")
-    stores = [open_existing(path) for path in sources]
+    opened = [open_existing(path) for path in sources]
+    # a database without any run is an empty shard's (it stores none): no loss, as the others' split tells (docs/ci.md)
+    stores = [store for store in opened if store.conn.execute("SELECT 1 FROM runs LIMIT 1").fetchone()] or opened[:1]
     try:
         groups = [_pick_runs(stores, run_ids)] if run_ids else [_pick_runs(stores, [], dataset)
-                                                                 for dataset in _datasets(stores[0])]
+                                                                 for dataset in _datasets(stores)]
+        merged = {store.path for picked in groups for store, _ in picked}
+        for store in stores:
+            if store.path not in merged:
+                raise UsageError(f"{store.path} holds no run of the datasets merged",
+                                 "merge only the databases written by 'evalcli run --shard I/N'")
         folded = [(picked, _checked_and_folded(picked)) for picked in groups]
         target = Store(out)
         try:
@@ -285,7 +300,7 @@ def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = 
         finally:
             target.close()
     finally:
-        for store in stores:
+        for store in opened:
             store.close()
 
 
@@ -294,12 +309,17 @@ def merged_exit_code(results: list[MergeResult]) -> int:
     return ExitCode.worst(result.exit_code for result in results)
 
 
-def _datasets(store: Store) -> list[str]:
-    """The datasets ``store`` holds runs of, in the order they were first run."""
-    rows = store.conn.execute("SELECT dataset, MIN(id) AS first FROM runs GROUP BY dataset ORDER BY first").fetchall()
-    if not rows:
-        raise UsageError(f"{store.path} holds no runs", "merge the databases written by 'evalcli run --shard I/N'")
-    return [row[0] for row in rows]
+def _datasets(stores: list[Store]) -> list[str]:
+    """The datasets any of ``stores`` holds runs of, in the order they were first run (a dataset whose shard is empty
+    in the first database has no run there: it is merged all the same)."""
+    first: dict[str, str] = {}
+    for store in stores:
+        rows = store.conn.execute("SELECT dataset, MIN(id) FROM runs GROUP BY dataset").fetchall()
+        if not rows:
+            raise UsageError(f"{store.path} holds no runs", "merge the databases written by 'evalcli run --shard I/N'")
+        for dataset, started in rows:
+            first[dataset] = min(first.get(dataset, started), started)
+    return sorted(first, key=first.__getitem__)
 
 
 def _checked_and_folded(picked: list[tuple[Store, dict[str, Any]]]) -> tuple[list[str], Summary, int, dict[str, Any],
