@@ -6,8 +6,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
 from tests.reliability_helpers import cli_env, query, run_cli, write_project
 
 AGENT = """
@@ -100,7 +98,6 @@ def test_every_shard_database_merges_when_some_shards_are_empty(tmp_path: Path) 
     assert refused.returncode == 2 and "missing" in refused.stderr, refused.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="a run's dataset is its absolute path: two checkouts of one file are two datasets")
 def test_shards_run_from_two_checkout_directories_merge(tmp_path: Path) -> None:
     """Two CI runners check the repository out under different directories (GitLab's /builds/<runner>/...): the shards
     ran the same dataset file (same content, same relative path, same target), yet merge refused them ('s-2.db holds

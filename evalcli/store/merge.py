@@ -65,7 +65,8 @@ def _pick_runs(stores: list[Store], run_ids: list[str], dataset: str = "") -> li
         return [_find_run(stores, run_id) for run_id in run_ids]
     picked, lacking = [], []
     for store in stores:
-        rows = list(store.query("SELECT * FROM runs WHERE dataset = ? ORDER BY id DESC LIMIT 1", [dataset]))
+        rows = [row for row in store.query("SELECT * FROM runs ORDER BY id DESC") if _dataset_key(row["dataset"],
+                                                                                                  dataset) == dataset]
         if rows:
             picked.append((store, rows[0]))
         else:
@@ -89,8 +90,9 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
         raise UsageError("a run is named twice (or a database given twice)", "name each run and database once")
     for store, row in picked:
         where = f"run {row['id']} in {store.path}"
-        for key in ("dataset", "dataset_hash", "target"):
-            if row[key] != first[key]:
+        for key in ("dataset", "dataset_hash", "target"):  # a dataset by its file's name: two checkouts' paths differ
+            if (_name(row[key]) if key == "dataset" else row[key]) != (_name(first[key]) if key == "dataset" else
+                                                                          first[key]):
                 raise UsageError(f"{where} has {key} {row[key]!r}, but run {first['id']} in {first_store.path} "
                                  f"has {first[key]!r}: they are not shards of one dataset run",
                                  "merge only shards run from the same dataset file (same content and target)")
@@ -311,15 +313,28 @@ def merged_exit_code(results: list[MergeResult]) -> int:
 
 def _datasets(stores: list[Store]) -> list[str]:
     """The datasets any of ``stores`` holds runs of, in the order they were first run (a dataset whose shard is empty
-    in the first database has no run there: it is merged all the same)."""
+    in the first database has no run there: it is merged all the same), each by its file's name: two CI jobs check the
+    repository out under two folders (GitLab's ``/builds/<runner>/...``), so one dataset file is stored under two
+    absolute paths; where one database holds two files of one name, those are told by their whole paths."""
     first: dict[str, str] = {}
     for store in stores:
         rows = store.conn.execute("SELECT dataset, MIN(id) FROM runs GROUP BY dataset").fetchall()
         if not rows:
             raise UsageError(f"{store.path} holds no runs", "merge the databases written by 'evalcli run --shard I/N'")
+        names = [_name(dataset) for dataset, _ in rows]
         for dataset, started in rows:
-            first[dataset] = min(first.get(dataset, started), started)
+            key = dataset if names.count(_name(dataset)) > 1 else _name(dataset)
+            first[key] = min(first.get(key, started), started)
     return sorted(first, key=first.__getitem__)
+
+
+def _name(dataset: str) -> str:
+    return dataset.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _dataset_key(dataset: str, key: str) -> str:
+    """``dataset`` (a run's) as ``_datasets`` keyed it: by its whole path when ``key`` is one, else by its name."""
+    return dataset if key == dataset else _name(dataset)
 
 
 def _checked_and_folded(picked: list[tuple[Store, dict[str, Any]]]) -> tuple[list[str], Summary, int, dict[str, Any],
