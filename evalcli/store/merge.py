@@ -279,9 +279,9 @@ def _check_same_rules(first_store: Store, first: dict[str, Any], store: Store, r
 
 def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = None) -> list[MergeResult]:
     """Combine the shard runs in ``sources`` into new completed runs in ``out``, one per dataset, each's aggregate
-    recomputed: the runs ``run_ids`` names (one dataset's), else the latest run of each dataset the first database
-    holds (``evalcli run a.yaml b.yaml --shard I/N`` stores a run of each) in every database. Every dataset's runs are
-    checked and folded before any is written (docs/ci.md, "Sharding and merging")."""
+    recomputed: the runs ``run_ids`` names (one dataset's), else in every database the latest run of each dataset
+    any of them holds (``evalcli run a.yaml b.yaml --shard I/N`` stores a run of each; ``_datasets``). Every dataset's
+    runs are checked and folded before any is written (docs/ci.md, "Sharding and merging")."""
     if not sources:
         raise UsageError("name the databases to merge", "evalcli merge A.db B.db ... --out all.db")
     opened = [open_existing(path) for path in sources]
