@@ -136,12 +136,13 @@ def resolve_import(spec: str, what: str = "target") -> Any:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import-time failure is the user's to see, shortened
         hint = extra_hint(exc.name) if isinstance(exc, ModuleNotFoundError) else None
+        at = _raised_at(exc)
         if hint is None and isinstance(exc, ModuleNotFoundError) and exc.name \
-                and module_name != exc.name and not module_name.startswith(exc.name + ".") and _raised_at(exc):
+                and module_name != exc.name and not module_name.startswith(exc.name + ".") and at:
             hint = (f"module '{module_name}' imports '{exc.name}', which is not installed in the Python evalcli runs "
                     f"with ({sys.executable}): install it there")
         hint = _module_of_file(module_name, attribute) or hint
-        raise TargetError(f"{what} '{spec}' does not import: {type(exc).__name__}: {exc}{_raised_at(exc)}",
+        raise TargetError(f"{what} '{spec}' does not import: {type(exc).__name__}: {exc}{at}",
                           hint or f"check that module '{module_name}' exists and imports cleanly "
                                   "(searched the dataset's folder and the current directory)") from None
     value: Any = module
