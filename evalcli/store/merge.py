@@ -76,10 +76,22 @@ def _pick_runs(stores: list[Store], run_ids: list[str], dataset: str = "") -> li
     hashes = list({row["dataset_hash"] for _, row in picked})
     elsewhere = [store for store in lacking  # the same file run from another path: not an empty shard
                  if store.conn.execute("SELECT 1 FROM runs WHERE dataset_hash = ? LIMIT 1", hashes[:1]).fetchone()]
-    if lacking and (elsewhere or not all(json.loads(row["options"] or "{}").get("shard") for _, row in picked)):
+    if lacking and (elsewhere or not all(_options(row).get("shard") for _, row in picked)):
         raise UsageError(f"{(elsewhere or lacking)[0].path} holds no run of dataset {dataset}",
                          "merge only the shard databases of one dataset, or choose runs with --run ID")
     return picked
+
+
+def _options(row: dict[str, Any]) -> dict[str, Any]:
+    """A run row's ``options``, read once: the checks of a merge each ask it (a shard's holds its configuration's
+    fingerprint, an entry a conversation), and the row keeps what was read under a key no column has."""
+    read: dict[str, Any] | None = row.get(_READ)
+    if read is None:
+        read = row[_READ] = json.loads(row["options"] or "{}")
+    return read
+
+
+_READ = "#options"
 
 
 def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
@@ -102,7 +114,7 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
         _check_same_repeats(first_store, first, store, row)
         _check_same_configuration(first_store, first, store, row)
         _check_same_rules(first_store, first, store, row)
-        rerun = json.loads(row["options"] or "{}").get("only_indexes")
+        rerun = _options(row).get("only_indexes")
         if rerun is not None:
             raise UsageError(f"{where} is a --rerun-failed run: it holds only the {plural(len(rerun), 'conversation')} it "
                              "played again, not its shard's others, so the merged run would leave them out",
@@ -111,7 +123,7 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
         if row["status"] != "completed":
             raise UsageError(f"{where} is {row['status']}, not completed",
                              f"finish it first: evalcli run {row['dataset']} --resume {row['id']} --db {store.path}")
-    shards = [json.loads(row["options"] or "{}").get("shard") for _, row in picked]
+    shards: list[Any] = [_options(row).get("shard") for _, row in picked]
     counts = {s[1] for s in shards if s}
     if len(counts) > 1:
         raise UsageError(f"the runs are shards of different counts ({', '.join(map(str, sorted(counts)))})",
@@ -119,7 +131,7 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
     if counts and all(shards):
         total = counts.pop()
         missing = sorted(set(range(1, total + 1)) - {s[0] for s in shards})
-        held = [json.loads(row["options"] or "{}").get("shards_held") for _, row in picked]
+        held: list[Any] = [_options(row).get("shards_held") for _, row in picked]
         twice = len({s[0] for s in shards}) < len(shards)  # one shard given twice: named as such when folded
         if missing and not twice and all(isinstance(h, list) for h in held):
             # each shard knows which of the split hold a conversation: one of them missing is refused, an empty one
@@ -219,10 +231,9 @@ def _copy_rows(source: Store, out: Store, table: str, from_run: str, to_run: str
                          [(*r[:position], to_run, *r[position + 1:]) for r in rows])
 
 
-def repeats_rule(options_json: str | None) -> str:
-    """How a run decided its conversations' pass under repeats, as the flags that set it (``--repeat N``,
-    ``--repeat auto:MAX``, ``--pass-rate P``; docs/verdicts.md#repeats-and-the-pass-rate)."""
-    options = json.loads(options_json or "{}")
+def repeats_rule(options: dict[str, Any]) -> str:
+    """How a run decided its conversations' pass under repeats (its ``options``, ``_options``), as the flags that set
+    it (``--repeat N``, ``--repeat auto:MAX``, ``--pass-rate P``; docs/verdicts.md#repeats-and-the-pass-rate)."""
     repeat = int(options.get("repeat") or 1)
     words = [f"--repeat auto:{repeat}" if options.get("sequential") else f"--repeat {repeat}"]
     return " ".join([*words, f"--pass-rate {float(options.get('pass_rate') or 1.0):g}"])
@@ -231,7 +242,7 @@ def repeats_rule(options_json: str | None) -> str:
 def _check_same_repeats(first_store: Store, first: dict[str, Any], store: Store, row: dict[str, Any]) -> None:
     """Shards played or passed by another repeats rule are not one run: a merged verdict would count its
     conversations two ways (docs/ci.md, merging shards)."""
-    theirs, ours = repeats_rule(row["options"]), repeats_rule(first["options"])
+    theirs, ours = repeats_rule(_options(row)), repeats_rule(_options(first))
     if theirs != ours:
         raise UsageError(f"run {row['id']} in {store.path} was run with {theirs}, but run {first['id']} in "
                          f"{first_store.path} with {ours}: their conversations were decided by different rules",
@@ -242,8 +253,8 @@ def _check_same_configuration(first_store: Store, first: dict[str, Any], store: 
     """Shards of one split resolved the same configuration (their fingerprints share a salt: ``shards_salt``): a
     judge's model, a target option or a file the dataset reads that one shard's job resolved otherwise (a variable
     set per job) is refused, naming the paths, as ``--resume`` names them (docs/ci.md)."""
-    mine = json.loads(first["options"] or "{}").get("config") or {}
-    theirs = json.loads(row["options"] or "{}").get("config") or {}
+    mine = _options(first).get("config") or {}
+    theirs = _options(row).get("config") or {}
     if not mine.get(SALT) or mine.get(SALT) != theirs.get(SALT):
         return  # unsharded runs, or shards stored before they shared a salt: nothing to compare
     changed = stored_differences(mine, theirs)
@@ -255,11 +266,10 @@ def _check_same_configuration(first_store: Store, first: dict[str, Any], store: 
                          "judge's model, keys, files), then merge them")
 
 
-def rules(options_json: str | None) -> str:
-    """What else a shard was run with that the merged run takes from one of them: the conversations it selects
-    (``--filter``, ``--limit``) and the exit code its verdict gives (``--strict``, ``--max-errors``), as the flags that
-    set them (docs/ci.md, merging shards)."""
-    options = json.loads(options_json or "{}")
+def rules(options: dict[str, Any]) -> str:
+    """What else a shard was run with (its ``options``, ``_options``) that the merged run takes from one of them: the
+    conversations it selects (``--filter``, ``--limit``) and the exit code its verdict gives (``--strict``,
+    ``--max-errors``), as the flags that set them (docs/ci.md, merging shards)."""
     words = [f"--filter {options['filter']}"] if options.get("filter") else []
     words += [f"--limit {options['limit']}"] if options.get("limit") is not None else []
     words += ["--strict"] if options.get("strict") else []
@@ -269,7 +279,7 @@ def rules(options_json: str | None) -> str:
 def _check_same_rules(first_store: Store, first: dict[str, Any], store: Store, row: dict[str, Any]) -> None:
     """Shards that selected their conversations or decide the exit code by other rules are not one run: the merged
     run would take the first shard's, so its exit code would depend on the order the shards are named."""
-    theirs, ours = rules(row["options"]), rules(first["options"])
+    theirs, ours = rules(_options(row)), rules(_options(first))
     if theirs != ours:
         raise UsageError(f"run {row['id']} in {store.path} was run with {theirs}, but run {first['id']} in "
                          f"{first_store.path} with {ours}: the merged run cannot keep both",
@@ -344,12 +354,12 @@ def _checked_and_folded(picked: list[tuple[Store, dict[str, Any]]]) -> tuple[lis
     warnings = _check_mergeable(picked)
     plan = picked[0][0].plan(picked[0][1]["id"])
     summary, rates = _fold_items(plan, picked)
-    options = json.loads(picked[0][1]["options"] or "{}")
+    options = dict(_options(picked[0][1]))  # a copy: the merged run's own
     repeats = rates.to_json(int(options.get("repeat") or 1), bool(options.get("sequential")),
                             float(options.get("pass_rate") or 1.0))
     code = exit_code(summary, strict=bool(options.get("strict")), max_errors=int(options.get("max_errors") or 0))
     options.update(shard=None, merged_from=[{"db": s.path, "run_id": r["id"],
-                                             "shard": json.loads(r["options"] or "{}").get("shard")}
+                                             "shard": _options(r).get("shard")}
                                             for s, r in picked], merged_at=now())
     return warnings, summary, code, options, repeats
 
