@@ -197,12 +197,15 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
 
 OUTSIDE_CITATION = re.compile(r"\bSPEC\b|" + chr(0xA7))
 """A citation of the product brief, which is not in the repository: rules are cited by their docs/ page instead."""
+CITING = {".py", ".md", ".yaml", ".yml", ".j2", ".html", ".js", ".mjs", ".css", ".json", ".toml", ".sh", ".txt"}
+"""The files a rule may be cited in: code, templates and the view's page and scripts among them."""
 
 
 def test_rules_are_cited_by_their_docs_page_not_by_a_document_outside_the_repository() -> None:
     roots = [PACKAGE, REPO / "tests", REPO / "bench", REPO / "docs", REPO / "examples", REPO / "datasets"]
     files = [p for root in roots if root.exists() for p in root.rglob("*")
-             if p.suffix in {".py", ".md", ".yaml", ".yml"} and p.is_file()]
+             if p.suffix in CITING and p.is_file() and "out" not in p.relative_to(REPO).parts]
+    files += [p for root in (REPO / ".ci", REPO / ".github") if root.exists() for p in root.rglob("*") if p.is_file()]
     files += [REPO / name for name in ("README.md", "CHANGELOG.md", "Makefile", "pyproject.toml") if (REPO / name).exists()]
     found = [f"{path.relative_to(REPO)}:{number}: {line.strip()[:100]}"
              for path in files for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
