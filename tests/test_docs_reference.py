@@ -128,3 +128,27 @@ def test_every_relative_link_of_the_readme_leads_to_a_page_and_its_heading() -> 
         assert target.is_file(), link.group(0)
         if link["anchor"]:
             assert link["anchor"] in anchors(target.read_text(encoding="utf-8")), link.group(0)
+
+
+CITATION = re.compile(r"docs/(?P<page>[A-Za-z0-9_/.-]*\.md)(?:#(?P<anchor>[a-z0-9-]+))?")
+"""A rule cited by its docs page in code, a template, a test or a benchmark (``docs/verdicts.md#sequential-repeats``)."""
+
+
+def test_every_page_and_heading_cited_in_the_code_tests_and_templates_exists() -> None:
+    roots = [REPO / name for name in ("evalcli", "tests", "bench", "datasets", "examples")]
+    files = [p for root in roots if root.exists() for p in root.rglob("*") if p.is_file()
+             and p.suffix in {".py", ".j2", ".yaml", ".yml", ".md", ".js", ".html", ".css"}
+             and "out" not in p.relative_to(REPO).parts]
+    cited = [(path, number, match) for path in files
+             for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             for match in CITATION.finditer(line)]
+    assert len(cited) > 500
+    headings: dict[Path, set[str]] = {}
+    wrong = []
+    for path, number, match in cited:
+        page = REPO / "docs" / match["page"]
+        if not page.is_file():
+            wrong.append(f"{path.relative_to(REPO)}:{number}: {match.group(0)} (no such page)")
+        elif match["anchor"] and match["anchor"] not in headings.setdefault(page, anchors(page.read_text("utf-8"))):
+            wrong.append(f"{path.relative_to(REPO)}:{number}: {match.group(0)} (no such heading)")
+    assert not wrong, "cite a page and heading that exist:\n" + "\n".join(wrong)

@@ -1,7 +1,7 @@
-"""Thresholds compare with a tolerance (docs/scorers.md#thresholds): a mean within 1e-9 of its bound reaches it, in
-one function (``evalcli.results.within``) that the verdict, the tables, the per-turn results, diff, compare and the
-pytest plugin all use. Three scores of 0.7 average 0.6999999999999998 in floating point, and reach 0.7 (Mastra's
-mean misses it: a deliberate deviation)."""
+"""Thresholds compare with a tolerance (docs/scorers.md#thresholds-compare-with-a-tolerance): a mean within 1e-9 of
+its bound reaches it, in one function (``evalcli.results.within``) that the verdict, the tables, the per-turn results,
+diff, compare and the pytest plugin all use. Three scores of 0.7 average 0.6999999999999998 in floating point, and
+reach 0.7 (Mastra's mean misses it: a deliberate deviation)."""
 
 from __future__ import annotations
 

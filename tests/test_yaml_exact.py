@@ -112,7 +112,7 @@ DIFFERENCES: dict[str, tuple[str, str, str]] = {
                                                      for n in range(5)), "too many values",
                       "100,000 values reached again through aliases is the budget (safe_load shares them)"),
 }
-"""What evalcli does on purpose otherwise than safe_load (docs/_incoming/yaml.md says so too)."""
+"""What evalcli does on purpose otherwise than safe_load (docs/yaml.md says so too)."""
 
 
 @pytest.mark.parametrize("name", list(DIFFERENCES))
