@@ -58,8 +58,12 @@ class GateFold:
     repeated: bool = False
     missed: bool = False
 
-    def add(self, outcome: Outcome) -> None:
-        self.repeated = self.repeated or outcome.reached is not None
+    def add(self, outcome: Outcome, repeated: bool) -> None:
+        """Fold one conversation's outcome of the gate; ``repeated``: the conversation was played under repeats. Only
+        then does its ``reached`` decide: read back from a database (``--resume``, ``merge``), a conversation played
+        once carries the ``passed`` it was stored with too, and the gate's mean still decides (plays scoring 2 and 0
+        average 1 and pass, as in the run that played them)."""
+        self.repeated = self.repeated or (repeated and outcome.reached is not None)
         self.missed = self.missed or outcome.missed_gate
 
     def passed(self, mean: float) -> bool:
@@ -87,6 +91,8 @@ class Aggregator:
         self.gates: dict[str, Mean] = {g: Mean() for g in plan.gate_ids}
         self.gate_folds: dict[str, GateFold] = {g: GateFold() for g in plan.gate_ids}
         self.scores: dict[str, Mean] = {s: Mean() for s in plan.scorer_ids}
+        self.scored: dict[str, None] = {}
+        """Scorer ids in the order they first scored (``scores``' keys are in that order, as Mastra's are)."""
         self.not_scorable_early: dict[str, int] = {}
         self.not_scorable_scorers: dict[str, int] = {}
         self.turns: dict[int, _TurnBucket] = {}
@@ -122,17 +128,18 @@ class Aggregator:
             self.errors += 1
             return
         # the order of not-scorable counts follows Mastra: top-level gates, per-turn ones, then scorers
-        self._fold_top(result.gate_scores, self.gates, self.not_scorable_early)
+        self._fold_top(result.gate_scores, self.gates, self.not_scorable_early, {})
         for gate_id, fold in self.gate_folds.items():
             outcome = result.gate_scores.get(gate_id)
             if outcome is not None and _numeric(outcome) is not None:
-                fold.add(outcome)
+                fold.add(outcome, result.repeated)
         if result.per_turn:
             for turn in result.turns:
-                self._fold_turn(turn)
-        self._fold_top(result.scores, self.scores, self.not_scorable_scorers)
+                self._fold_turn(turn, result.repeated)
+        self._fold_top(result.scores, self.scores, self.not_scorable_scorers, self.scored)
 
-    def _fold_top(self, outcomes: dict[str, Outcome], means: dict[str, Mean], not_scorable: dict[str, int]) -> None:
+    def _fold_top(self, outcomes: dict[str, Outcome], means: dict[str, Mean], not_scorable: dict[str, int],
+                  scored: dict[str, None]) -> None:
         for key, mean in means.items():
             outcome = outcomes.get(key)
             if outcome is None or self._errored(key, outcome):
@@ -140,10 +147,11 @@ class Aggregator:
             value = _numeric(outcome)
             if value is not None:
                 mean.add(value)
+                scored[key] = None
             else:
                 self._count(not_scorable, key)
 
-    def _fold_turn(self, turn: TurnRecord) -> None:
+    def _fold_turn(self, turn: TurnRecord, repeated: bool) -> None:
         # a bucket, mean or fold is made the first time its key is met, not made and dropped on every turn after
         bucket = self.turns.get(turn.index)
         if bucket is None:
@@ -159,7 +167,7 @@ class Aggregator:
                 if fold is None:
                     fold = bucket.folds[gate_id] = GateFold()
                 mean.add(value)
-                fold.add(outcome)
+                fold.add(outcome, repeated)
             else:
                 self._count(self.not_scorable_early, gate_id)
         for scorer_id, outcome in turn.scores.items():
@@ -210,7 +218,7 @@ class Aggregator:
         for key, count in self.not_scorable_scorers.items():
             not_scorable[key] = not_scorable.get(key, 0) + count
         return Summary(
-            scores={s: m.value for s, m in self.scores.items() if m.count},
+            scores={s: self.scores[s].value for s in self.scored},
             total_items=self.items, errors=self.errors, not_scorable=not_scorable, scorer_errors=dict(self.scorer_errors),
             gate_results=gate_results, threshold_results=threshold_results, turn_results=turn_results,
             verdict=verdict(gate_results, threshold_results, turn_results),

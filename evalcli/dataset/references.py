@@ -75,14 +75,20 @@ def _calibrated(raw: Any, spec: ScorerSpec, path: Path, pos: Positions, problems
 
 
 def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: list[Problem]) -> Threshold | None:
+    """A threshold as Mastra's ``validateThresholdConfig`` takes it (docs/scorers.md#scorer-references-ids-and-thresholds):
+    a number, or ``{min, max}`` with at least one of them; a bound written is a number in [0, 1], never null (a bound
+    left out is not written). What results echo is the config as written, each bound as read (a ``${VAR}`` bound its
+    number), in the order written."""
     def bound(written: Any, label: str, at: Path) -> float | None:
         value = typed(written)  # a bound may be wholly one ${VAR} (docs/datasets.md)
-        if value is None:
-            return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                 or not 0 <= value <= 1:
+            shown = "null" if value is None else f"the text {value!r}" if isinstance(value, str) else value
             problems.append(pos.problem(at, f'{label} threshold for scorer "{scorer_id}" must be a finite number '
-                                            f"between 0 and 1, got {value}", "use a number from 0 to 1"))
+                                            f"between 0 and 1, got {shown}",
+                                        f"write a number from 0 to 1, or leave '{at[-1]}' out" if value is None else
+                                        "write the number without quotes" if isinstance(value, str) else
+                                        "use a number from 0 to 1"))
             return None
         return float(value)
 
@@ -95,19 +101,19 @@ def _threshold(raw: Any, scorer_id: str, path: Path, pos: Positions, problems: l
         for key in unknown:
             problems.append(pos.problem((*path, key), f"unknown key '{key}' in threshold{did_you_mean(str(key), ['min', 'max'])}",
                                         "a threshold mapping has only 'min' and 'max'", key=True))
-        if raw.get("min") is None and raw.get("max") is None:
+        if "min" not in raw and "max" not in raw:
             problems.append(pos.problem(path, f'Threshold for scorer "{scorer_id}" must specify at least one of min or max',
                                         "write {min: 0.5}, {max: 0.9} or both"))
             return None
-        low = bound(raw.get("min"), "Minimum", (*path, "min"))
-        high = bound(raw.get("max"), "Maximum", (*path, "max"))
+        low = bound(raw["min"], "Minimum", (*path, "min")) if "min" in raw else None
+        high = bound(raw["max"], "Maximum", (*path, "max")) if "max" in raw else None
         if low is not None and high is not None and low > high:
-            problems.append(pos.problem(path, f'Threshold for scorer "{scorer_id}" has min ({raw["min"]}) greater than '
-                                              f'max ({raw["max"]})', "swap min and max"))
+            problems.append(pos.problem(path, f'Threshold for scorer "{scorer_id}" has min ({typed(raw["min"])}) greater '
+                                              f'than max ({typed(raw["max"])})', "swap min and max"))
             return None
-        if unknown or (raw.get("min") is not None and low is None) or (raw.get("max") is not None and high is None):
+        if unknown or ("min" in raw and low is None) or ("max" in raw and high is None):
             return None
-        return Threshold(low, high, {k: raw[k] for k in ("min", "max") if raw.get(k) is not None})
+        return Threshold(low, high, {k: typed(v) for k, v in raw.items() if k in ("min", "max")})
     kind = "null" if raw is None else "an array" if isinstance(raw, list) else f"a {type(raw).__name__}"
     problems.append(pos.problem(path, f'Threshold for scorer "{scorer_id}" must be a number or an object with min/max '
                                       f"bounds, got {kind}", "write a number like 0.8, or {min: 0.3, max: 0.9}"))
