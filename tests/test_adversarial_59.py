@@ -1,0 +1,182 @@
+"""Framework agents tried as a user who already has one would (docs/targets/): each framework's own documented
+agent shape, run through the real CLI against the loopback scripted model. What broke: a litellm-backed agent (ADK's
+``LiteLlm``) whose model could not be reached named ``https://api.openai.com/v1`` as the URL it tried, whatever its
+``api_base``; and targets of the wrong kind (a framework's agent class, a function that builds the agent, an
+uncompiled ``StateGraph``, an ADK ``Runner``) passed validation or were told to point at "PydanticAI, the OpenAI
+Agents SDK or LangGraph" only. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult, run_cli
+from tests.framework_agents import needs
+from tests.llm_server import LLMServer, Reply
+
+ADK_AGENT = '''
+import os
+from google.adk.agents import Agent
+from google.adk.models.lite_llm import LiteLlm
+
+
+def lookup(code: str) -> dict:
+    """Look a code up.
+
+    Args:
+        code: the code.
+    """
+    return {"status": f"code {code} is valid"}
+
+
+# ADK's quick-start agent, its model behind an OpenAI-compatible server through LiteLlm
+root_agent = Agent(name="assistant", model=LiteLlm(model="openai/gpt-4o-mini", api_base=os.environ["MODEL_URL"],
+                                                   api_key="sk-offline", num_retries=0),
+                   instruction="Be concise.", tools=[lookup])
+'''
+
+ONE_ITEM = "gates: [no_tool_errors]\ndata:\n  - id: one\n    input: Please look up K1000.\n"
+
+
+def run(tmp_path: Path, module: str, source: str, target: str, *args: str, command: str = "run",
+        env: dict[str, str] | None = None) -> CliResult:
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+    (tmp_path / "d.yaml").write_text(f"target: {target}\n" + ONE_ITEM)
+    extra = ("--db", str(tmp_path / "e.db"), "--json", "-") if command == "run" else ()
+    done = run_cli([command, "d.yaml", *extra, *args], tmp_path, {"NO_PROXY": "127.0.0.1", **(env or {})})
+    return CliResult(done.code, done.stdout, done.stderr, tmp_path)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@needs("google.adk")
+def test_an_adk_agent_whose_local_model_is_down_names_the_url_it_tried(tmp_path: Path) -> None:
+    port = closed_port()
+    done = run(tmp_path, "adk_app", ADK_AGENT, "adk_app:root_agent", env={"MODEL_URL": f"http://127.0.0.1:{port}/v1"})
+    assert done.code == 4, done.stderr
+    error = done.json["items"][0]["error"]
+    # before: "... (requesting https://api.openai.com/v1)": litellm's placeholder request, as if OPENAI_BASE_URL were unset
+    assert "api.openai.com" not in error, error
+    assert "Connection error." in error, error  # ADK re-raises litellm's error without the request it came from
+
+
+LITELLM_APP = '''
+import os
+import litellm
+
+
+async def ask(input: str) -> str:
+    """An app calling its model through litellm itself: a callable target."""
+    reply = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=os.environ["MODEL_URL"], api_key="sk-offline",
+                                      messages=[{"role": "user", "content": input}], num_retries=0, max_retries=0)
+    return reply.choices[0].message.content
+'''
+
+
+def test_a_litellm_app_whose_local_model_is_down_names_the_url_it_really_tried(tmp_path: Path) -> None:
+    port = closed_port()
+    done = run(tmp_path, "app", LITELLM_APP, "app:ask", env={"MODEL_URL": f"http://127.0.0.1:{port}/v1"})
+    assert done.code == 4, done.stderr
+    error = done.json["items"][0]["error"]
+    assert "api.openai.com" not in error, error  # before: "(requesting https://api.openai.com/v1)"
+    assert f"(requesting http://127.0.0.1:{port}/v1/chat/completions)" in error, error
+
+
+@needs("google.adk")
+def test_an_adk_agent_whose_model_answers_garbage_names_no_url_it_did_not_try(tmp_path: Path,
+                                                                             llm_server: LLMServer) -> None:
+    llm_server.responder = lambda request: Reply(body="<html>502 from the proxy</html>")
+    done = run(tmp_path, "adk_app", ADK_AGENT, "adk_app:root_agent", env={"MODEL_URL": llm_server.url})
+    assert done.code == 4, done.stderr
+    error = done.json["items"][0]["error"]
+    assert error.startswith("turn 0: the target raised InternalServerError"), error
+    assert "api.openai.com" not in error, error  # before: "(requesting https://api.openai.com/v1)"
+    assert len(llm_server.requests) == 1
+
+
+CLASSES = [
+    pytest.param("from pydantic_ai import Agent\n", "Agent", "pydantic_ai.agent.Agent", "pydantic_ai",
+                 marks=needs("pydantic_ai"), id="pydantic-ai"),
+    pytest.param("from agents import Agent\n", "Agent", "agents.agent.Agent", "openai_agents",
+                 marks=needs("agents"), id="openai-agents"),
+    pytest.param("from smolagents import ToolCallingAgent\n", "ToolCallingAgent", "smolagents.agents.ToolCallingAgent",
+                 "smolagents", marks=needs("smolagents"), id="smolagents"),
+]
+
+
+@pytest.mark.parametrize(("source", "name", "qualified", "adapter"), CLASSES)
+def test_a_frameworks_agent_class_named_as_the_target_is_exit_2_naming_the_fix(
+        tmp_path: Path, source: str, name: str, qualified: str, adapter: str) -> None:
+    done = run(tmp_path, "app", source, f"app:{name}", command="validate")
+    # before: "ok" (a class is callable), then every conversation failed at run time (Agent("...") builds an agent)
+    assert done.code == 2, done.stdout + done.stderr
+    assert f"target 'app:{name}' is the class {qualified}, not an agent: the {adapter} adapter runs an agent your " \
+           "code builds from it" in done.stderr, done.stderr
+    assert f"hint: point at the agent object: e.g. 'agent = {name}(...)' in your module" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+FACTORY = '''
+from pydantic_ai import Agent
+
+
+def make_agent() -> Agent:
+    """The app builds its agent in a function (one per request)."""
+    return Agent("test", instructions="Be concise.")
+'''
+
+
+@needs("pydantic_ai")
+def test_a_function_that_builds_the_agent_named_as_the_target_is_exit_2_naming_the_fix(tmp_path: Path) -> None:
+    done = run(tmp_path, "app", FACTORY, "app:make_agent", command="validate")
+    # before: "ok", then "the target raised TypeError: make_agent() takes 0 positional arguments but 1 was given"
+    assert done.code == 2, done.stdout + done.stderr
+    assert "target 'app:make_agent': make_agent() takes no argument for the user's message, so no turn can call it" \
+        in done.stderr, done.stderr
+    assert "point at the agent it returns instead (e.g. 'agent = make_agent()' in your module" in done.stderr
+
+
+def test_a_function_taking_the_message_keyword_only_or_by_star_args_still_validates(tmp_path: Path) -> None:
+    source = "def star(*args, **kw):\n    return 'ok'\n\n\ndef plain(input, *, memory=None):\n    return 'ok'\n"
+    for target in ("app:star", "app:plain"):
+        done = run(tmp_path, "app", source, target, command="validate")
+        assert done.code == 0, done.stderr
+
+
+PARTS = '''
+from google.adk.agents import Agent
+from google.adk.runners import InMemoryRunner
+from langgraph.graph import MessagesState, StateGraph
+
+builder = StateGraph(MessagesState)
+builder.add_node("answer", lambda state: {"messages": []})
+builder.set_entry_point("answer")
+root_agent = Agent(name="assistant", model="gemini-2.0-flash")
+runner = InMemoryRunner(agent=root_agent)
+settings = 42
+'''
+
+
+@needs("google.adk")
+@needs("langgraph")
+@pytest.mark.parametrize(("target", "said", "hint"), [
+    ("app:builder", "is a StateGraph", "point at the compiled graph ('graph = builder.compile()' in your module"),
+    ("app:runner", "is an InMemoryRunner", "point at the agent the runner runs ('target: module:root_agent'"),
+    ("app:settings", "is an int", "an agent of a framework evalcli has an adapter for (crewai, google_adk, langgraph, "
+                                  "llama_index, openai_agents, pydantic_ai, smolagents, strands"),
+])
+def test_an_object_that_is_not_an_agent_is_told_what_to_point_at(tmp_path: Path, target: str, said: str,
+                                                                  hint: str) -> None:
+    done = run(tmp_path, "app", PARTS, target, command="validate")
+    assert done.code == 2, done.stdout + done.stderr
+    # before: "is a int", "is a InMemoryRunner", and every hint "... an agent of PydanticAI, the OpenAI Agents SDK or
+    # LangGraph", whichever framework the object came from
+    assert f"target '{target}' {said}: it has no generate() and is not callable" in done.stderr, done.stderr
+    assert hint in done.stderr, done.stderr
