@@ -7,15 +7,16 @@ Agents SDK or LangGraph" only. Each test failed before its fix."""
 
 from __future__ import annotations
 
+import json
 import socket
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
+from tests.conftest import REPO, CliResult, run_cli
 from tests.framework_agents import needs
-from tests.llm_server import LLMServer, Reply
+from tests.llm_server import LLMServer, Reply, Request, text, tool_call
 
 ADK_AGENT = '''
 import os
@@ -180,3 +181,52 @@ def test_an_object_that_is_not_an_agent_is_told_what_to_point_at(tmp_path: Path,
     # LangGraph", whichever framework the object came from
     assert f"target '{target}' {said}: it has no generate() and is not callable" in done.stderr, done.stderr
     assert hint in done.stderr, done.stderr
+
+
+CREW_APP = '''
+import os
+from crewai import LLM, Agent, Crew, Task
+from crewai.tools import tool
+
+
+@tool("lookup")
+def lookup(code: str) -> str:
+    """Look a code up."""
+    return f"code {code} is valid"
+
+
+llm = LLM(model="openai/gpt-4o-mini", base_url=os.environ["OPENAI_BASE_URL"], api_key="sk-offline")
+agent = Agent(role="Assistant", goal="Answer", backstory="You help.", tools=[lookup], llm=llm)
+crew = Crew(agents=[agent], tasks=[Task(description="Answer: {question}", expected_output="an answer", agent=agent)])
+'''
+
+
+def crew_model(request: Request) -> Reply:
+    """A model that ends its answers with a newline, as many do: a lookup, then what it found."""
+    last = request.messages[-1]
+    if last["role"] == "tool":
+        return text(f"Found: {last['content']}\n")
+    return tool_call("lookup", {"code": "K1000"}, f"call_{len(request.messages)}")
+
+
+@pytest.mark.parametrize(("target", "options"), [("crew_app:agent", ""),
+                                                  ("crew_app:crew", "target_options: {inputs_from: question}\n")],
+                         ids=["agent", "crew"])
+def test_a_crewai_answer_ending_in_a_newline_is_recorded_once(tmp_path: Path, llm_server: LLMServer, target: str,
+                                                              options: str) -> None:
+    from tests.framework_venvs import venv_or_skip
+
+    python = venv_or_skip("crewai")
+    llm_server.responder = crew_model
+    (tmp_path / "crew_app.py").write_text(CREW_APP)
+    (tmp_path / "d.yaml").write_text(f"target: {target}\n{options}" + ONE_ITEM)
+    env = {"OPENAI_BASE_URL": llm_server.url, "OPENAI_API_KEY": "sk-offline", "NO_PROXY": "127.0.0.1",
+           "CREWAI_STORAGE_DIR": str(tmp_path / "crewai"), "PYTHONPATH": f"{REPO}:{tmp_path}"}
+    done = run_cli(["run", "d.yaml", "--db", str(tmp_path / "e.db"), "--json", "-"], tmp_path, env, python=python)
+    assert done.code == 0, done.stderr
+    output = json.loads(done.stdout)["items"][0]["turns"][0]["output"]
+    answers = [m["content"] for m in output if m["role"] == "assistant" and m.get("content")]
+    # before: ['Found: code K1000 is valid', 'Found: code K1000 is valid\n']: the executor's message, then the
+    # kickoff's raw output again, as the crew's answer
+    assert [a.strip() for a in answers] == ["Found: code K1000 is valid"], output
+    assert [m["role"] for m in output] == ["assistant", "tool", "assistant"], output

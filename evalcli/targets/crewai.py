@@ -174,7 +174,10 @@ class CrewAISession(TurnSession[CrewAIAdapter]):
 
     def _reply(self, messages: list[Message], raw: str, pydantic: Any, json_dict: Any) -> Reply:
         last = messages[-1] if messages else None
-        if last is None or last.get("role") != "assistant" or last.get("tool_calls") or last.get("content") != raw:
+        content = last.get("content") if last is not None else None
+        # the kickoff's raw output repeats the executor's last message, which CrewAI stored stripped: one answer
+        if last is None or last.get("role") != "assistant" or last.get("tool_calls") or not isinstance(content, str) \
+                or content.strip() != raw.strip():
             messages.append(assistant(raw))
         structured = pydantic if pydantic is not None else json_dict
         return Reply(messages, structured=jsonable(structured) if structured is not None else None)
