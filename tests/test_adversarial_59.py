@@ -8,8 +8,11 @@ Agents SDK or LangGraph" only. Each test failed before its fix."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import textwrap
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -230,3 +233,81 @@ def test_a_crewai_answer_ending_in_a_newline_is_recorded_once(tmp_path: Path, ll
     # kickoff's raw output again, as the crew's answer
     assert [a.strip() for a in answers] == ["Found: code K1000 is valid"], output
     assert [m["role"] for m in output] == ["assistant", "tool", "assistant"], output
+
+
+SMOL_APP = '''
+import os
+from smolagents import OpenAIServerModel, ToolCallingAgent, tool
+
+
+@tool
+def lookup(code: str) -> str:
+    """Look a code up.
+
+    Args:
+        code: the code.
+    """
+    return f"code {code} is valid"
+
+
+model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"], api_key="sk-offline")
+agent = ToolCallingAgent(tools=[lookup], model=model)
+'''
+
+THREE = ("gates: [no_tool_errors]\ndata:\n" + "".join(f"  - id: c{i}\n    input: Please look up K100{i}.\n"
+                                                     for i in range(3)))
+
+
+def first_request_hangs(answer: Callable[[Request], Reply]) -> Callable[[Request], Reply]:
+    """The server's first request (whichever conversation's turn it is) takes 4 s; every other one is quick."""
+    lock, seen = threading.Lock(), []
+
+    def responder(request: Request) -> Reply:
+        with lock:
+            seen.append(request)
+            first = len(seen) == 1
+        reply = answer(request)
+        reply.delay = 4.0 if first else 0.0
+        return reply
+    return responder
+
+
+def smol_model(request: Request) -> Reply:
+    last = request.messages[-1]
+    said = last["content"] if isinstance(last["content"], str) else " ".join(p.get("text", "") for p in last["content"])
+    if "Observation" in said or last["role"] == "tool":
+        return tool_call("final_answer", {"answer": said[-40:]}, f"f{len(request.messages)}")
+    return tool_call("lookup", {"code": re.findall(r"K\d+", said)[-1]}, f"l{len(request.messages)}")
+
+
+def three_at_once(tmp_path: Path, server: LLMServer, module: str, source: str, target: str,
+                  python: Path | None = None) -> dict[str, str | None]:
+    (tmp_path / f"{module}.py").write_text(source)
+    (tmp_path / "d.yaml").write_text(f"target: {target}\n" + THREE)
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-offline", "NO_PROXY": "127.0.0.1",
+           "CREWAI_STORAGE_DIR": str(tmp_path / "crewai"), "PYTHONPATH": f"{REPO}:{tmp_path}"}
+    done = run_cli(["run", "d.yaml", "--db", str(tmp_path / "e.db"), "--json", "-", "--concurrency", "3",
+                    "--turn-timeout", "1.5"], tmp_path, env, python=python)
+    assert done.code == 4, done.stderr
+    return {item["id"]: item.get("error") for item in json.loads(done.stdout)["items"]}
+
+
+def one_timed_out(errors: dict[str, str | None]) -> None:
+    # before: all three "did not answer within 1.5s": the two quick ones waited for the first turn, which plays
+    # alone, and that wait counted against their own timeout
+    assert sorted(str(e) for e in errors.values()) == ["None", "None", "turn 0: the target did not answer within 1.5s"], \
+        errors
+
+
+@needs("smolagents")
+def test_a_smolagents_first_turn_that_hangs_times_out_alone(tmp_path: Path, llm_server: LLMServer) -> None:
+    llm_server.responder = first_request_hangs(smol_model)
+    one_timed_out(three_at_once(tmp_path, llm_server, "smol_app", SMOL_APP, "smol_app:agent"))
+
+
+def test_a_crewai_first_kickoff_that_hangs_times_out_alone(tmp_path: Path, llm_server: LLMServer) -> None:
+    from tests.framework_venvs import venv_or_skip
+
+    python = venv_or_skip("crewai")
+    llm_server.responder = first_request_hangs(crew_model)
+    one_timed_out(three_at_once(tmp_path, llm_server, "crew_app", CREW_APP, "crew_app:agent", python))
