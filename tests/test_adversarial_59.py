@@ -311,3 +311,129 @@ def test_a_crewai_first_kickoff_that_hangs_times_out_alone(tmp_path: Path, llm_s
     python = venv_or_skip("crewai")
     llm_server.responder = first_request_hangs(crew_model)
     one_timed_out(three_at_once(tmp_path, llm_server, "crew_app", CREW_APP, "crew_app:agent", python))
+
+
+STOPPING_AGENT = '''
+import os
+from agents import Agent, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
+from openai import AsyncOpenAI
+
+set_tracing_disabled(True)
+
+
+@function_tool
+def lookup(code: str) -> str:
+    """Look a code up."""
+    return f"code {code} is valid"
+
+
+# the SDK's "tool use behavior" guide: the first tool's output is the final output, no second model call
+agent = Agent(name="Lookup Agent", instructions="Look codes up.", tools=[lookup], tool_use_behavior="stop_on_first_tool",
+              model=OpenAIChatCompletionsModel(model="gpt-4o-mini",
+                                               openai_client=AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"])))
+'''
+
+
+@needs("agents")
+def test_an_agents_sdk_run_stopped_at_a_tools_output_records_that_output_as_the_answer(
+        tmp_path: Path, llm_server: LLMServer) -> None:
+    llm_server.responder = lambda request: tool_call("lookup", {"code": "K1000"}, "call_1")
+    (tmp_path / "app.py").write_text(STOPPING_AGENT)
+    (tmp_path / "d.yaml").write_text("target: app:agent\ngates: [{called_tool: lookup}, {includes: K1000 is valid}]\n"
+                                     "data:\n  - id: one\n    input: Please look up K1000.\n")
+    done = run_cli(["run", "d.yaml", "--db", str(tmp_path / "e.db"), "--json", "-"], tmp_path,
+                   {"OPENAI_BASE_URL": llm_server.url, "OPENAI_API_KEY": "sk-offline", "NO_PROXY": "127.0.0.1"})
+    # before: exit 1, "'k1000 is valid' not found in (no assistant text)": final_output, which the app shows, was lost
+    assert done.code == 0, done.stdout[-2000:]
+    output = json.loads(done.stdout)["items"][0]["turns"][0]["output"]
+    assert output[-1] == {"role": "assistant", "content": "code K1000 is valid", "name": "Lookup Agent"}, output
+    assert [m["role"] for m in output] == ["assistant", "tool", "assistant"], output
+    assert len(llm_server.requests) == 1
+
+
+DIRECT_LLAMA = '''
+import os
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.tools import FunctionTool
+from llama_index.llms.openai_like import OpenAILike
+
+
+def lookup(code: str) -> str:
+    """Look a code up."""
+    return f"code {code} is valid"
+
+
+llm = OpenAILike(model="gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"], api_key="sk-offline", is_chat_model=True,
+                 is_function_calling_model=True)
+# LlamaIndex's return_direct tool: its output is the agent's answer, with no model call after it
+agent = FunctionAgent(tools=[FunctionTool.from_defaults(lookup, return_direct=True)], llm=llm, system_prompt="Be concise.")
+'''
+
+
+def test_a_llama_index_return_direct_tools_output_is_recorded_as_the_answer(tmp_path: Path,
+                                                                            llm_server: LLMServer) -> None:
+    from tests.framework_venvs import venv_or_skip
+
+    python = venv_or_skip("llama-index")
+    llm_server.responder = lambda request: tool_call("lookup", {"code": "K1000"}, "call_1")
+    (tmp_path / "llama_app.py").write_text(DIRECT_LLAMA)
+    (tmp_path / "d.yaml").write_text("target: llama_app:agent\ngates: [{called_tool: lookup}, {includes: K1000 is valid}]\n"
+                                     "data:\n  - id: one\n    input: Please look up K1000.\n")
+    env = {"OPENAI_BASE_URL": llm_server.url, "OPENAI_API_KEY": "sk-offline", "NO_PROXY": "127.0.0.1",
+           "PYTHONPATH": f"{REPO}:{tmp_path}"}
+    done = run_cli(["run", "d.yaml", "--db", str(tmp_path / "e.db"), "--json", "-"], tmp_path, env, python=python)
+    # before: exit 1, "not found in (no assistant text)": the handler's AgentOutput, the run's answer, was not recorded
+    assert done.code == 0, done.stdout[-2000:] + done.stderr
+    output = json.loads(done.stdout)["items"][0]["turns"][0]["output"]
+    assert [(m["role"], m.get("content")) for m in output] == [
+        ("assistant", None), ("tool", "code K1000 is valid"), ("assistant", "code K1000 is valid")], output
+    assert len(llm_server.requests) == 1
+
+
+STREAMING_APP = '''
+import os
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=os.environ["OPENAI_BASE_URL"], api_key="sk-offline"))
+agent = Agent(model, instructions="Be concise.")
+
+
+async def ask(input: str):
+    """The app's streaming handler (PydanticAI's run_stream, as its chat app streams to the browser)."""
+    async with agent.run_stream(input) as result:
+        async for chunk in result.stream_text(delta=True):
+            yield chunk
+
+
+def words(input: str):
+    """A sync generator, as a WSGI app streams."""
+    yield "Code "
+    yield "K1000 is valid"
+
+
+def mixed(input: str):
+    yield "Code "
+    yield 1000
+'''
+
+
+@needs("pydantic_ai")
+def test_a_streaming_target_is_recorded_as_the_answer_its_chunks_make(tmp_path: Path, llm_server: LLMServer) -> None:
+    llm_server.responder = lambda request: text("Code K1000 is valid")
+    (tmp_path / "stream_app.py").write_text(STREAMING_APP)
+    env = {"OPENAI_BASE_URL": llm_server.url, "OPENAI_API_KEY": "sk-offline", "NO_PROXY": "127.0.0.1"}
+    for target in ("stream_app:ask", "stream_app:words"):
+        (tmp_path / "d.yaml").write_text(f"target: {target}\ngates: [{{includes: K1000 is valid}}]\n"
+                                         "data:\n  - id: one\n    input: Please look up K1000.\n")
+        done = run_cli(["run", "d.yaml", "--db", str(tmp_path / "e.db"), "--json", "-"], tmp_path, env)
+        # before: exit 4, "the target returned async_generator, not a response" (generator for the sync one)
+        assert done.code == 0, done.stdout[-2000:] + done.stderr
+        output = json.loads(done.stdout)["items"][0]["turns"][0]["output"]
+        assert output == [{"role": "assistant", "content": "Code K1000 is valid"}], output
+    (tmp_path / "d.yaml").write_text("target: stream_app:mixed\ngates: [{includes: K1000}]\ndata:\n  - input: hi\n")
+    done = run_cli(["run", "d.yaml", "--db", str(tmp_path / "e.db"), "--json", "-"], tmp_path, env)
+    assert done.code == 4
+    assert json.loads(done.stdout)["items"][0]["error"] == \
+        "turn 0: the target streamed int, str chunks; stream text (str) or message dicts, one kind"

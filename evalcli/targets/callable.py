@@ -164,13 +164,36 @@ class CallableSession:
         if self.adapter.is_async:
             reply = await self.calls.call_async(fn(text, **self.kwargs))
         else:
-            reply = await self.calls.call_sync(fn, text, **self.kwargs)
+            reply = await self.calls.call_sync(_drained, fn, text, **self.kwargs)
             if inspect.isawaitable(reply):
                 reply = await self.calls.call_async(reply)
+            if inspect.isasyncgen(reply):  # a streaming target: an async generator of the answer's chunks
+                reply = await self.calls.call_async(_streamed(reply))
         return Reply(normalise(reply))
 
     async def close(self) -> None:
         pass
+
+
+def _drained(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; a generator it returns (a streaming target) is read to its end here, in the target's
+    thread, into the reply its chunks make (``_joined``)."""
+    reply = fn(*args, **kwargs)
+    return _joined(list(reply)) if inspect.isgenerator(reply) else reply
+
+
+async def _streamed(chunks: Any) -> Any:
+    return _joined([chunk async for chunk in chunks])
+
+
+def _joined(chunks: list[Any]) -> Any:
+    """A streamed reply: text chunks are one answer, joined; message dicts are the messages (docs/targets/python.md)."""
+    if all(isinstance(chunk, str) for chunk in chunks):
+        return "".join(chunks)
+    if all(isinstance(chunk, dict) for chunk in chunks):
+        return chunks
+    kinds = sorted({type(chunk).__name__ for chunk in chunks})
+    raise BadReply(f"the target streamed {', '.join(kinds)} chunks; stream text (str) or message dicts, one kind")
 
 
 def target_function(obj: Any) -> Callable[..., Any] | None:
