@@ -259,7 +259,7 @@ THREE = ("gates: [no_tool_errors]\ndata:\n" + "".join(f"  - id: c{i}\n    input:
 
 
 def first_request_hangs(answer: Callable[[Request], Reply]) -> Callable[[Request], Reply]:
-    """The server's first request (whichever conversation's turn it is) takes 4 s; every other one is quick."""
+    """The server's first request (whichever conversation's turn it is) takes 10 s; every other one is quick."""
     lock, seen = threading.Lock(), []
 
     def responder(request: Request) -> Reply:
@@ -267,7 +267,7 @@ def first_request_hangs(answer: Callable[[Request], Reply]) -> Callable[[Request
             seen.append(request)
             first = len(seen) == 1
         reply = answer(request)
-        reply.delay = 4.0 if first else 0.0
+        reply.delay = 10.0 if first else 0.0
         return reply
     return responder
 
@@ -287,15 +287,15 @@ def three_at_once(tmp_path: Path, server: LLMServer, module: str, source: str, t
     env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-offline", "NO_PROXY": "127.0.0.1",
            "CREWAI_STORAGE_DIR": str(tmp_path / "crewai"), "PYTHONPATH": f"{REPO}:{tmp_path}"}
     done = run_cli(["run", "d.yaml", "--db", str(tmp_path / "e.db"), "--json", "-", "--concurrency", "3",
-                    "--turn-timeout", "1.5"], tmp_path, env, python=python)
+                    "--turn-timeout", "5"], tmp_path, env, python=python)
     assert done.code == 4, done.stderr
     return {item["id"]: item.get("error") for item in json.loads(done.stdout)["items"]}
 
 
 def one_timed_out(errors: dict[str, str | None]) -> None:
-    # before: all three "did not answer within 1.5s": the two quick ones waited for the first turn, which plays
+    # before: all three "did not answer within 5s": the two quick ones waited for the first turn, which plays
     # alone, and that wait counted against their own timeout
-    assert sorted(str(e) for e in errors.values()) == ["None", "None", "turn 0: the target did not answer within 1.5s"], \
+    assert sorted(str(e) for e in errors.values()) == ["None", "None", "turn 0: the target did not answer within 5s"], \
         errors
 
 
