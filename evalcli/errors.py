@@ -85,9 +85,19 @@ def exit_called(exc: SystemExit) -> str:
     return f"ended by SystemExit({exc.code!r}) (the target or a scorer called sys.exit())"
 
 
+LITELLM_PLACEHOLDERS = ("https://api.openai.com/v1", "https://litellm.ai")
+"""The URLs litellm gives the requests of its exceptions whatever was requested (``httpx.Request(method="POST",
+url="https://api.openai.com/v1")``): never the URL a call went to, which an exception it was raised from holds."""
+
+
+def _placeholder(exc: BaseException, url: str) -> bool:
+    return type(exc).__module__.startswith("litellm") and url.rstrip("/") in LITELLM_PLACEHOLDERS
+
+
 def requested_url(exc: BaseException) -> str | None:
     """The URL a failed request was for, found on the exception or on one it was raised from (``request.url`` of
-    httpx and the SDKs built on it, or ``url``), without credentials or query; ``None`` when none says."""
+    httpx and the SDKs built on it, or ``url``), without credentials or query; ``None`` when none says. litellm's
+    placeholder requests (``LITELLM_PLACEHOLDERS``) say nothing: the search goes on down the chain."""
     from urllib.parse import urlsplit
 
     seen: set[int] = set()
@@ -100,7 +110,8 @@ def requested_url(exc: BaseException) -> str | None:
                 url = getattr(source, "url", None)
             except Exception:  # noqa: BLE001 - httpx raises when an exception has no request attached
                 url = None
-            if url is not None and str(url).startswith(("http://", "https://")):
+            if url is not None and str(url).startswith(("http://", "https://")) \
+                    and not _placeholder(current, str(url)):
                 parts = urlsplit(str(url))
                 return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}{parts.path}"
         current = current.__cause__ or current.__context__

@@ -31,9 +31,15 @@ class CallableAdapter(Adapter):
     def prepare(self) -> None:
         fn = target_function(self.obj)
         if fn is None:
-            raise TargetError(f"target '{self.spec}' is a {type(self.obj).__name__}: it has no generate() and is not "
-                              "callable", "point at an object with a generate(input, *, memory=None, **options) "
-                              "method, a function, or an agent of PydanticAI, the OpenAI Agents SDK or LangGraph")
+            kind = type(self.obj).__name__
+            raise TargetError(f"target '{self.spec}' is {_article(kind)} {kind}: it has no generate() and is not "
+                              "callable", _not_an_agent_hint(self.obj))
+        if not _takes_input(fn):
+            name = getattr(fn, "__qualname__", None) or type(fn).__name__
+            raise TargetError(f"target '{self.spec}': {name}() takes no argument for the user's message, so no turn "
+                              "can call it", "give it one (generate(input, *, memory=None, **options)); if it builds an "
+                              "agent, point at the agent it returns instead (e.g. 'agent = "
+                              f"{getattr(fn, '__name__', name)}()' in your module and 'target: module:agent')")
         self.fn: Callable[..., Any] = fn
         self.is_async = is_async_callable(self.fn)
         self.accepts = accepted_keywords(self.fn)
@@ -158,13 +164,36 @@ class CallableSession:
         if self.adapter.is_async:
             reply = await self.calls.call_async(fn(text, **self.kwargs))
         else:
-            reply = await self.calls.call_sync(fn, text, **self.kwargs)
+            reply = await self.calls.call_sync(_drained, fn, text, **self.kwargs)
             if inspect.isawaitable(reply):
                 reply = await self.calls.call_async(reply)
+            if inspect.isasyncgen(reply):  # a streaming target: an async generator of the answer's chunks
+                reply = await self.calls.call_async(_streamed(reply))
         return Reply(normalise(reply))
 
     async def close(self) -> None:
         pass
+
+
+def _drained(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; a generator it returns (a streaming target) is read to its end here, in the target's
+    thread, into the reply its chunks make (``_joined``)."""
+    reply = fn(*args, **kwargs)
+    return _joined(list(reply)) if inspect.isgenerator(reply) else reply
+
+
+async def _streamed(chunks: Any) -> Any:
+    return _joined([chunk async for chunk in chunks])
+
+
+def _joined(chunks: list[Any]) -> Any:
+    """A streamed reply: text chunks are one answer, joined; message dicts are the messages (docs/targets/python.md)."""
+    if all(isinstance(chunk, str) for chunk in chunks):
+        return "".join(chunks)
+    if all(isinstance(chunk, dict) for chunk in chunks):
+        return chunks
+    kinds = sorted({type(chunk).__name__ for chunk in chunks})
+    raise BadReply(f"the target streamed {', '.join(kinds)} chunks; stream text (str) or message dicts, one kind")
 
 
 def target_function(obj: Any) -> Callable[..., Any] | None:
@@ -173,6 +202,43 @@ def target_function(obj: Any) -> Callable[..., Any] | None:
     if callable(method):
         return method  # type: ignore[no-any-return]
     return obj if callable(obj) else None
+
+
+FRAMEWORK_PARTS = {
+    "langgraph.graph.state.StateGraph": "a StateGraph is the builder of a graph: point at the compiled graph "
+                                        "('graph = builder.compile()' in your module, 'target: module:graph')",
+    "google.adk.runners.Runner": "evalcli runs an ADK agent with a Runner of its own: point at the agent the runner "
+                                 "runs ('target: module:root_agent'; your services can come from a setup)",
+}
+"""Framework objects a target may name by mistake (by a class name in their MRO), with the fix."""
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def _not_an_agent_hint(obj: Any) -> str:
+    """What to point at instead of an object that no adapter runs and that is not callable."""
+    names = [f"{cls.__module__}.{cls.__qualname__}" for cls in type(obj).__mro__]
+    part = next((FRAMEWORK_PARTS[n] for n in names if n in FRAMEWORK_PARTS), None)
+    if part is not None:
+        return part
+    from .registry import adapter_names
+
+    frameworks = [name for name in adapter_names() if name != "callable"]
+    return ("point at an object with a generate(input, *, memory=None, **options) method, a function, or an agent "
+            f"of a framework evalcli has an adapter for ({', '.join(frameworks)}: 'evalcli adapters' lists them)")
+
+
+def _takes_input(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` can be called with the user's message as its one positional argument (unknown: yes)."""
+    try:
+        inspect.signature(fn).bind_partial(None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (some builtins)
+        return True
+    return True
 
 
 def is_async_callable(fn: Callable[..., Any]) -> bool:

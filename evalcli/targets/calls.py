@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .session import TurnTimedOut
+from .session import Calls, TurnTimedOut
 
 if TYPE_CHECKING:
     from ..llm import LLMClient
@@ -26,6 +26,44 @@ T = TypeVar("T")
 
 THREAD_PREFIX = "evalcli-target"
 
+
+
+class FirstTurnGate:
+    """A framework that builds shared state on its first use, which two threads at once break, plays the first turn
+    (of the run, or of the process) alone. The other conversations wait for it here, before their turn's call starts,
+    so the wait never counts against their ``--turn-timeout``; they go once the first turn ended in any way: answered,
+    failed, or abandoned past its own timeout (docs/targets/smolagents.md, crewai.md)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._claimed = False
+        self.ended = threading.Event()
+
+    def claim(self) -> bool:
+        """True for the first caller only: it plays its turn, then calls ``end``."""
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
+    def end(self) -> None:
+        self.ended.set()
+
+    async def wait(self) -> None:
+        while not self.ended.is_set():  # a threading event: the run's loop, or another run's, may be waiting on it
+            await asyncio.sleep(0.01)
+
+    async def play(self, calls: Calls, fn: Callable[..., Any], *args: Any) -> Any:
+        """``calls.call_sync(fn, *args)``: the first turn alone, the others once it ended."""
+        if not self.ended.is_set():
+            if self.claim():
+                try:
+                    return await calls.call_sync(fn, *args)
+                finally:
+                    self.end()
+            await self.wait()
+        return await calls.call_sync(fn, *args)
 
 class TargetThreads:
     """Worker threads for sync user code, one per call in flight: a new one starts whenever all are busy.

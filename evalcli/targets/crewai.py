@@ -23,7 +23,6 @@ turn, its loggers kept out of evalcli's output, and its telemetry and trace uplo
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +30,7 @@ from crewai import Crew
 from crewai.events.utils.console_formatter import set_suppress_console_output
 
 from ..messages import Message
+from .calls import FirstTurnGate
 from .crewai_parts import agents_of, failed_calls, new_messages, placeholders, planned_copy, to_openai, tool_schemas
 from .openai_format import assistant, build_openai_models, jsonable, quiet_logs
 from .session import Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, TurnSession
@@ -39,8 +39,7 @@ QUIET = {"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING": "true", 
          "CREWAI_DISABLE_VERSION_CHECK": "true"}
 """CrewAI's telemetry, trace upload and version check: off in evalcli's process unless the user set them."""
 OWN = ("history", "inputs", "inputs_from")
-FIRST_KICKOFF = threading.Lock()
-WARMED = threading.Event()
+FIRST_KICKOFF = FirstTurnGate()
 """Set once the process's first kickoff has ended (docs/targets/crewai.md: concurrent first turns)."""
 
 
@@ -127,20 +126,10 @@ class CrewAISession(TurnSession[CrewAIAdapter]):
         self.kwargs = {k: v for k, v in options.items() if k in adapter.accepted_options(adapter.obj)}
 
     async def send(self, text: str, *, resume: Any = None) -> Reply:
-        reply: Reply = await self.calls.call_sync(self._play, text)
+        # CrewAI builds some class-level state on first use (a Flow class's definition, iterating the class's __dict__
+        # while another thread adds to it): the process's first kickoff plays alone, the others' wait not timed
+        reply: Reply = await FIRST_KICKOFF.play(self.calls, self._play_now, text)
         return reply
-
-    def _play(self, text: str) -> Reply:
-        if not WARMED.is_set():
-            # CrewAI builds some class-level state on first use (a Flow class's definition, iterating the class's
-            # __dict__ while another thread adds to it): the process's first kickoff plays alone
-            with FIRST_KICKOFF:
-                if not WARMED.is_set():
-                    try:
-                        return self._play_now(text)
-                    finally:
-                        WARMED.set()
-        return self._play_now(text)
 
     def _play_now(self, text: str) -> Reply:
         token = set_suppress_console_output(True)
@@ -174,7 +163,10 @@ class CrewAISession(TurnSession[CrewAIAdapter]):
 
     def _reply(self, messages: list[Message], raw: str, pydantic: Any, json_dict: Any) -> Reply:
         last = messages[-1] if messages else None
-        if last is None or last.get("role") != "assistant" or last.get("tool_calls") or last.get("content") != raw:
+        content = last.get("content") if last is not None else None
+        # the kickoff's raw output repeats the executor's last message, which CrewAI stored stripped: one answer
+        if last is None or last.get("role") != "assistant" or last.get("tool_calls") or not isinstance(content, str) \
+                or content.strip() != raw.strip():
             messages.append(assistant(raw))
         structured = pydantic if pydantic is not None else json_dict
         return Reply(messages, structured=jsonable(structured) if structured is not None else None)

@@ -155,7 +155,13 @@ class LlamaIndexSession:
         finally:
             TURN.reset(token)
         structured = getattr(result, "structured_response", None)
-        return Reply(to_openai(events), structured=jsonable(structured) if structured is not None else None)
+        messages = to_openai(events)
+        answer = getattr(getattr(result, "response", None), "content", None)
+        last = messages[-1] if messages else None
+        if isinstance(answer, str) and answer and not (last and last["role"] == "assistant" and last.get("content")):
+            # a return_direct tool ended the run: its output is the run's answer, which no AgentOutput event carried
+            messages.append(assistant(answer))
+        return Reply(messages, structured=jsonable(structured) if structured is not None else None)
 
     async def close(self) -> None:
         self.context = None

@@ -231,7 +231,15 @@ class OpenAIAgentsSession:
         self.agent = result.last_agent
         output = result.final_output
         structured = None if isinstance(output, str) or output is None else jsonable(output)
-        return Reply(self._convert(_with_names(result.new_items)), structured=structured)
+        messages = self._convert(_with_names(result.new_items))
+        last = messages[-1] if messages else None
+        if output is not None and output != "" and not (last and last["role"] == "assistant" and last.get("content")):
+            # the run stopped at a tool's output (tool_use_behavior "stop_on_first_tool", StopAtTools, a function):
+            # its final output is the answer the app shows, which no model message holds
+            said = output if isinstance(output, str) else json.dumps(jsonable(output), ensure_ascii=False)
+            answered = getattr(result.last_agent, "name", None)
+            messages.append(_named(assistant(said), answered if isinstance(answered, str) else None))
+        return Reply(messages, structured=structured)
 
     async def _tripped(self, text: str, exc: InputGuardrailTripwireTriggered | OutputGuardrailTripwireTriggered,
                        agent: Any) -> Reply:

@@ -152,11 +152,33 @@ def recognise(obj: Any) -> str:
     return FALLBACK
 
 
+def recognise_class(cls: type) -> str | None:
+    """The adapter that runs the instances of ``cls``, for a target that names a framework's agent class (``Agent``)
+    where its agent object was meant; ``None`` when no adapter runs them."""
+    names = {f"{c.__module__}.{c.__qualname__}" for c in getattr(cls, "__mro__", ())}
+    for name, found in declared().items():
+        declaration = found.declaration
+        if declaration.mapping or not names.intersection(declaration.recognises):
+            continue
+        try:
+            if declaration.confirms is None or declaration.confirms(cls):
+                return name
+        except Exception:  # noqa: BLE001 - a package's confirms() may expect an instance: then it is not this one
+            continue
+    return None
+
+
 def make_adapter(spec: str, obj: Any, options: dict[str, Any]) -> Adapter:
     """The adapter for a resolved target object: forced by ``target_options.adapter`` or recognised."""
     forced = options.get("adapter")
     if forced is not None and not isinstance(forced, str):
         raise TargetError("target_options.adapter must be a name", f"one of: {', '.join(adapter_names())}")
+    framework = recognise_class(obj) if isinstance(obj, type) else None
+    if framework is not None:  # callable, but calling it builds an agent: each turn would fail (docs/targets/python.md)
+        raise TargetError(f"target '{spec}' is the class {obj.__module__}.{obj.__qualname__}, not an agent: the "
+                          f"{framework} adapter runs an agent your code builds from it",
+                          f"point at the agent object: e.g. 'agent = {obj.__name__}(...)' in your module and "
+                          "'target: module:agent'")
     name = forced or recognise(obj)
     cls = adapter_class(name)
     if forced and not (declared()[name].declaration.recognised(obj) or cls.fits(obj)):

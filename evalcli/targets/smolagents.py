@@ -29,6 +29,7 @@ from smolagents.monitoring import AgentLogger, LogLevel, Monitor
 from ..messages import Message
 from ..records import record
 from ..tools import call
+from .calls import FirstTurnGate
 from .openai_format import as_text, assistant, jsonable, keyword_names, tool_call, tool_result
 from .session import Adapter, Calls, ConversationOptions, ItemInfo, Reply, Thread, TurnFailed, TurnSession
 from .usage import count, record_target_call
@@ -65,8 +66,7 @@ class SmolagentsAdapter(Adapter):
         # The openai SDK builds its response models on first use, and first uses on several threads at once race in
         # pydantic ("ChatCompletionMessage has no attribute __pydantic_core_schema__"): the run's first turn plays
         # alone, the others wait for it (once per run; building every model up front costs seconds).
-        self.first_turn = threading.Lock()
-        self.warmed = False
+        self.first_turn = FirstTurnGate()
 
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
@@ -105,17 +105,9 @@ class SmolagentsSession(TurnSession[SmolagentsAdapter]):
         self.turn = 0
 
     async def send(self, text: str, *, resume: Any = None) -> Reply:
-        reply: Reply = await self.calls.call_sync(self._play, text)
+        # the run's first turn plays alone (``SmolagentsAdapter.prepare``); the others' wait is not their turn's time
+        reply: Reply = await self.adapter.first_turn.play(self.calls, self._play_turn, text)
         return reply
-
-    def _play(self, text: str) -> Reply:
-        with self.adapter.first_turn:  # held by the run's first turn only (``SmolagentsAdapter.prepare``)
-            if not self.adapter.warmed:
-                try:
-                    return self._play_turn(text)
-                finally:
-                    self.adapter.warmed = True
-        return self._play_turn(text)
 
     def _play_turn(self, text: str) -> Reply:
         agent = self.agent
