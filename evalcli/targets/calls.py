@@ -27,7 +27,6 @@ T = TypeVar("T")
 THREAD_PREFIX = "evalcli-target"
 
 
-
 class FirstTurnGate:
     """A framework that builds shared state on its first use, which two threads at once break, plays the first turn
     (of the run, or of the process) alone. The other conversations wait for it here, before their turn's call starts,
@@ -64,6 +63,7 @@ class FirstTurnGate:
                     self.end()
             await self.wait()
         return await calls.call_sync(fn, *args)
+
 
 class TargetThreads:
     """Worker threads for sync user code, one per call in flight: a new one starts whenever all are busy.
