@@ -208,10 +208,20 @@ class ToolPlan:
         with self._lock:
             return self._decide(tool, arguments, server)
 
-    def _decide(self, tool: str, arguments: Mapping[str, Any], server: str | None = None) -> tuple[str, Answer | None]:
+    def refuses(self, tool: str, arguments: Mapping[str, Any], server: str | None = None) -> bool:
+        """Whether ``decide`` would refuse this call (no mock, server tape or tape answers it, and ``--hermetic`` or
+        ``unmocked: error`` holds), asked without using up a mock's step or a tape's line: an injected failure never
+        hides such a call (docs/hermetic.md, "Faults")."""
+        with self._lock:
+            return self._decide(tool, arguments, server, consume=False)[0] == "refused"
+
+    def _decide(self, tool: str, arguments: Mapping[str, Any], server: str | None = None, *,
+                consume: bool = True) -> tuple[str, Answer | None]:
         entries = self.mocks(tool)
         chosen = next((m for m in entries if m.when is not None and matches(m.when, arguments)), None)
         chosen = chosen or next((m for m in entries if m.when is None), None)
+        if chosen is not None and not consume:
+            return "mock", None
         if chosen is not None:
             nth = self._answered.get(id(chosen), 0)
             self._answered[id(chosen)] = nth + 1
@@ -220,15 +230,19 @@ class ToolPlan:
         config = self.config()
         whole = config.servers.get(server) if config is not None and server is not None else None
         if whole is not None:
-            found = self._from_server_tape(whole.calls, tool, arguments)
+            found = self._from_server_tape(whole.calls, tool, arguments, consume)
             if found is not None:
                 return "replay", Answer(found.result, found.error)
+            if not consume:
+                return "refused", None
             self.refusals.append(f"tools: the MCP server {server} is mocked from {whole.from_tape}, which has no answer "
                                  f"for {described}")
             return "refused", None
-        recorded = self._replayed(tool, arguments)
+        recorded = self._replayed(tool, arguments, consume)
         if recorded is not None:
             return "replay", Answer(recorded.result, recorded.error)
+        if not consume:
+            return ("refused" if self.hermetic or self.unmocked == "error" else "live"), None
         if self.hermetic:
             missed = " (and the tape has no answer for it)" if self.tape is not None else ""
             self.refusals.append(f"--hermetic: the tool call {described} has no mock{missed}")
@@ -239,7 +253,7 @@ class ToolPlan:
             return "refused", None
         return "live", None
 
-    def _replayed(self, tool: str, arguments: Mapping[str, Any]) -> Recorded | None:
+    def _replayed(self, tool: str, arguments: Mapping[str, Any], consume: bool = True) -> Recorded | None:
         if self.tape is None:
             return None
         config = self.config()
@@ -247,18 +261,20 @@ class ToolPlan:
         wanted = tape_arguments(arguments)  # as the tape holds them: secrets redacted
         for i, recorded in enumerate(self.tape):
             if i not in self._used and same_tool(recorded.tool, tool) and (not exact or recorded.arguments == wanted):
-                self._used.add(i)
+                if consume:
+                    self._used.add(i)
                 return recorded
         return None
 
     def _from_server_tape(self, calls: Mapping[str, list[Recorded]], tool: str,
-                          arguments: Mapping[str, Any]) -> Recorded | None:
+                          arguments: Mapping[str, Any], consume: bool = True) -> Recorded | None:
         """A whole server's answer: this conversation's recording of the same call (the nth for the nth), else the
         first recording of it in any conversation."""
         wanted = tape_arguments(arguments)
         own = [r for r in calls.get(self.identity, ()) if same_tool(r.tool, tool) and r.arguments == wanted]
         nth = self._server_answered.get((tool, wanted), 0)
-        self._server_answered[(tool, wanted)] = nth + 1
+        if consume:
+            self._server_answered[(tool, wanted)] = nth + 1
         if nth < len(own):
             return own[nth]
         return next((r for recorded in calls.values() for r in recorded
@@ -347,7 +363,7 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
     injected = plan.fault(tool)
     if injected is not None and injected[1].latency:
         await asyncio.sleep(injected[1].latency)
-    _fail_if_faulted(plan, tool, arguments, injected, call_id)
+    fail_if_faulted(plan, tool, arguments, injected, call_id, server)
     source, answer = plan.decide(tool, arguments, server)
     spoiled = injected is not None and injected[1].malformed
     if source == "live":
@@ -372,7 +388,7 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
     injected = plan.fault(tool)
     if injected is not None and injected[1].latency:
         time.sleep(injected[1].latency)
-    _fail_if_faulted(plan, tool, arguments, injected, call_id)
+    fail_if_faulted(plan, tool, arguments, injected, call_id)
     source, answer = plan.decide(tool, arguments)
     spoiled = injected is not None and injected[1].malformed
     if source == "live":
@@ -395,13 +411,15 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
     return value if shape is None or spoiled else shape(value)
 
 
-def _fail_if_faulted(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], injected: tuple[Faults, Draw] | None,
-                     call_id: str | None) -> None:
-    """An injected failure or timeout: the call never reaches the tool (nor a mock's sequence, nor the tape)."""
+def fail_if_faulted(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], injected: tuple[Faults, Draw] | None,
+                    call_id: str | None, server: str | None = None) -> None:
+    """An injected failure or timeout: the call never reaches the tool (nor a mock's sequence, nor the tape). A call
+    the plan refuses (``--hermetic``, ``unmocked: error``) is refused instead, whatever the draw: a fault never hides
+    a call that nothing was there to answer."""
     if injected is None:
         return
     faults, found = injected
-    if found.error or found.timed_out:
+    if (found.error or found.timed_out) and not plan.refuses(tool, arguments, server):
         from .faults import fault_message
 
         message = fault_message(tool, found, faults.timeout)
