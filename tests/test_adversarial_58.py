@@ -4,7 +4,6 @@ and ``evalcli.Agent`` against the loopback scripted model."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,3 +56,52 @@ def test_an_injected_fault_never_hides_a_call_the_plan_refuses(strict: str, writ
     mocked = cli("run", "m.yaml", *flags, "--json", "-", env=agent_env)
     assert fault_table(mocked)["london"] == [("fault", "error")]
     assert answers(mocked)["london"] == ["Sorry, I could not get a forecast for London."]
+
+
+ADK_AGENT = '''
+import os
+import pathlib
+
+from google.adk.agents import Agent
+from google.adk.models.lite_llm import LiteLlm
+
+MARK = pathlib.Path(__file__).with_name("ran.txt")
+
+
+def get_weather(city: str) -> dict:
+    """Get the weather for a city."""
+    with MARK.open("a") as f:
+        f.write(f"get_weather {city}\\n")
+    return {"city": city, "condition": "windy", "temperature_f": 61}
+
+
+agent = Agent(name="weather", model=LiteLlm(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"]),
+              instruction="Answer with the forecast.", tools=[get_weather])
+'''
+
+
+@needs("google.adk")
+def test_faults_reach_an_adk_agents_tools(write: Callable[..., Path], cli: Callable[..., CliResult],
+                                          agent_env: dict[str, str], workdir: Path) -> None:
+    """docs/hermetic.md applies faults to every adapter's tools, ADK's McpToolsets named; ADK's runner plugin asked
+    the plan for mocks only, so `faults: {error_rate: 1}` left every call live and unmarked."""
+    (workdir / "adk_agents.py").write_text(ADK_AGENT)
+    write("d.yaml", "target: adk_agents:agent\ntools:\n  get_weather: {faults: {error_rate: 1, seed: 3}}\n" + ITEMS)
+    failed = cli("run", "d.yaml", "--json", "-", env=agent_env)
+    assert {item["status"] for item in failed.json["items"]} == {"error"}, failed.stderr
+    assert "get_weather failed: service unavailable (injected fault)" in failed.json["items"][0]["error"]
+    assert fault_table(failed)["london"] == [("fault", "error")]
+    assert marker(workdir) == ""  # an injected failure never reaches the tool
+    write("m.yaml", "target: adk_agents:agent\ntools:\n  get_weather:\n    returns: {condition: foggy, temperature_f: 50}"
+                    "\n    faults: {malformed_rate: 1, seed: 3}\n" + ITEMS)
+    spoiled = cli("run", "m.yaml", "--json", "-", env=agent_env)
+    assert spoiled.code == 0, spoiled.stderr
+    assert set(map(tuple, fault_table(spoiled).values())) == {(("fault", "malformed"),)}
+    write("l.yaml", "target: adk_agents:agent\ntools:\n  get_weather: {faults: {malformed_rate: 1, seed: 3}}\n" + ITEMS)
+    live = cli("run", "l.yaml", "--json", "-", env=agent_env)
+    assert live.code == 0, live.stderr
+    results = {item: turns[0][0] for item, turns in tool_results(live).items()}
+    assert results["london"]["source"] == "fault" and results["london"]["fault"] == "malformed"
+    content = results["london"]["content"]
+    assert '"London' in content and "temperature_f" not in content  # the live answer, cut off halfway
+    assert sorted(marker(workdir).splitlines()) == sorted(f"get_weather {c}" for c in CITIES)
