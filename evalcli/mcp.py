@@ -215,14 +215,43 @@ def _reason(exc: BaseException, timeout: float) -> str:
 
 
 def result_value(result: Any) -> tuple[Any, bool]:
-    """A ``CallToolResult`` as the tool's value (its structured content, else its text) and whether it is an error."""
+    """A ``CallToolResult`` as the tool's value (its structured content, else its content blocks as text, one line
+    each: ``content_text``) and whether it is an error."""
     structured = getattr(result, "structured_content", None)
-    texts = [getattr(c, "text", None) for c in getattr(result, "content", None) or ()]
-    text = "\n".join(t for t in texts if isinstance(t, str))
+    texts = [content_text(c) for c in getattr(result, "content", None) or ()]
+    text = "\n".join(t for t in texts if t is not None)
     value: Any = structured if structured is not None else text
     if isinstance(value, dict) and set(value) == {"result"}:
         value = value["result"]  # a tool returning a plain value: its structured content wraps it
     return value, bool(getattr(result, "is_error", False))
+
+
+def content_text(block: Any) -> str | None:
+    """One content block of a tool's result as text (docs/hermetic.md, "MCP tools"): a text block's text, an embedded
+    text resource's text; an image, audio or binary resource is named with its type and size (``[image: image/png,
+    12 bytes]``), a resource link with its name and URI, so the model, the record and a tape see what came back
+    rather than nothing."""
+    text = getattr(block, "text", None)
+    if isinstance(text, str):
+        return text
+    kind = getattr(block, "type", None)
+    if kind in ("image", "audio"):
+        return f"[{kind}: {getattr(block, 'mime_type', None) or 'unknown type'}, {_size(getattr(block, 'data', ''))}]"
+    if kind == "resource_link":
+        return f"[resource link: {getattr(block, 'name', '')}, {getattr(block, 'uri', '')}]"
+    resource = getattr(block, "resource", None)
+    if resource is not None:
+        if isinstance(getattr(resource, "text", None), str):
+            return str(resource.text)
+        return f"[resource: {getattr(resource, 'uri', '')}, {getattr(resource, 'mime_type', None) or 'unknown type'}, " \
+               f"{_size(getattr(resource, 'blob', ''))}]"
+    return None if kind is None else f"[{kind}]"
+
+
+def _size(data: Any) -> str:
+    """The size of base64 ``data`` once decoded."""
+    text = str(data or "").strip()
+    return f"{max(len(text) * 3 // 4 - text[-2:].count('='), 0)} bytes"
 
 
 class McpToolFailed(Exception):

@@ -4,6 +4,7 @@ and ``evalcli.Agent`` against the loopback scripted model."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -105,3 +106,51 @@ def test_faults_reach_an_adk_agents_tools(write: Callable[..., Path], cli: Calla
     content = results["london"]["content"]
     assert '"London' in content and "temperature_f" not in content  # the live answer, cut off halfway
     assert sorted(marker(workdir).splitlines()) == sorted(f"get_weather {c}" for c in CITIES)
+
+
+MEDIA_SERVER = '''
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.types import EmbeddedResource, ResourceLink, TextResourceContents
+
+server = MCPServer("media")
+
+
+@server.tool()
+def get_weather(city: str, day: str = "today"):
+    """Get the weather for a city."""
+    if city == "London":
+        return ["The forecast map:", Image(data=b"0123456789ab", format="png")]
+    if city == "Paris":
+        return EmbeddedResource(type="resource", resource=TextResourceContents(
+            uri="file:///paris.txt", mime_type="text/plain", text="Paris: rain, 55°F"))
+    if city == "Tokyo":
+        return ResourceLink(type="resource_link", name="tokyo forecast", uri="https://example.com/tokyo.json")
+    return {"city": city, "condition": "windy", "temperature_f": 61}
+
+
+server.run("stdio")
+'''
+
+MEDIA_AGENT = f'''
+import os
+import evalcli
+
+agent = evalcli.Agent(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"],
+                      mcp=[{{"command": [{sys.executable!r}, "media_server.py"], "name": "media"}}])
+'''
+
+
+def test_an_mcp_tools_images_and_resources_are_not_dropped(write: Callable[..., Path], cli: Callable[..., CliResult],
+                                                           agent_env: dict[str, str], workdir: Path) -> None:
+    """An MCP tool's result is content blocks; only text blocks were read, so an image came back as '' (the model,
+    the record and a tape saw an empty answer), and an embedded text resource's text or a resource link was lost."""
+    (workdir / "media_server.py").write_text(MEDIA_SERVER)
+    (workdir / "media_agent.py").write_text(MEDIA_AGENT)
+    write("d.yaml", "target: media_agent:agent\n" + ITEMS)
+    result = cli("run", "d.yaml", "--record-tools", "tapes", "--json", "-", env=agent_env)
+    assert result.code == 0, result.stderr
+    said = {item: turns[0][0]["content"] for item, turns in tool_results(result).items()}
+    assert said["london"] == "The forecast map:\n[image: image/png, 12 bytes]"
+    assert said["paris"] == "Paris: rain, 55°F"
+    assert said["tokyo"] == "[resource link: tokyo forecast, https://example.com/tokyo.json]"
+    assert "[image: image/png, 12 bytes]" in (workdir / "tapes" / "d.tape.jsonl").read_text()
