@@ -4,15 +4,19 @@ and ``evalcli.Agent`` against the loopback scripted model."""
 
 from __future__ import annotations
 
+import http.server
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from tests.conftest import CliResult
 from tests.framework_agents import needs
 from tests.llm_server import LLMServer, scripted_weather
+from tests.reliability_helpers import cli_env, run_cli
 from tests.test_tools_mocks import AGENT, answers, marker, tool_results
 
 CITIES = ["London", "Paris", "Tokyo", "Rome", "Oslo", "Lima"]
@@ -154,3 +158,53 @@ def test_an_mcp_tools_images_and_resources_are_not_dropped(write: Callable[..., 
     assert said["paris"] == "Paris: rain, 55°F"
     assert said["tokyo"] == "[resource link: tokyo forecast, https://example.com/tokyo.json]"
     assert "[image: image/png, 12 bytes]" in (workdir / "tapes" / "d.tape.jsonl").read_text()
+
+
+class _Outside(http.server.BaseHTTPRequestHandler):
+    """A proxy standing for the world outside the machine: it counts every request and answers none (502)."""
+
+    seen: ClassVar[list[str]] = []
+
+    def _any(self) -> None:
+        type(self).seen.append(f"{self.command} {self.path}")
+        self.send_response(502)
+        self.end_headers()
+
+    do_GET = do_POST = do_PUT = do_HEAD = do_CONNECT = _any
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def outside() -> Iterator[tuple[str, list[str]]]:
+    """The URL of a loopback proxy every request bound off the machine goes to, and the requests it saw."""
+    seen: ClassVar[list[str]] = []
+    handler = type("Outside", (_Outside,), {"seen": seen})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@needs("google.adk")
+def test_a_hermetic_run_of_a_target_that_imports_litellm_sends_nothing_off_the_machine(
+        write: Callable[..., Path], agent_env: dict[str, str], workdir: Path,
+        outside: tuple[str, list[str]]) -> None:
+    """evalcli reads litellm's bundled price table and 'never fetches a price map' (docs/models.md), but it set
+    LITELLM_LOCAL_MODEL_COST_MAP only when it imported litellm itself: a target that imports litellm first (ADK's
+    LiteLlm, as in docs/hermetic.md's ADK example) made litellm fetch its price map from GitHub at import, during a
+    --hermetic run (three attempts, seconds of back-off, when offline)."""
+    (workdir / "adk_agents.py").write_text(ADK_AGENT)
+    write("d.yaml", "target: adk_agents:agent\ntools:\n  get_weather: {returns: {condition: foggy, temperature_f: 50}}\n"
+                    + ITEMS)
+    proxy, seen = outside
+    env = {key: value for key, value in cli_env(**agent_env).items() if key != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    env.update({name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")})
+    done = run_cli(["run", "d.yaml", "--hermetic", "-q"], workdir, env)
+    assert done.returncode == 0, done.stderr
+    assert seen == []
