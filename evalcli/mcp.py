@@ -275,9 +275,20 @@ class Connections:
     async def call(self, tool: McpTool, arguments: dict[str, Any]) -> Any:
         async with self.lock:
             if id(tool.server) not in self.open:
-                self.open[id(tool.server)] = await self.stack.enter_async_context(session(tool.server))
+                self.open[id(tool.server)] = await self._opened(tool.server)
         result = await self.open[id(tool.server)].call_tool(tool.name, arguments)
         value, failed = result_value(result)
         if failed:
             raise McpToolFailed(value if isinstance(value, str) else json.dumps(value))
         return value
+
+    async def _opened(self, server: McpServer) -> Any:
+        """The server started (a stdio server: a process of this turn's) and initialized within ``start_timeout``
+        seconds, as when it was listed: a server that never answers fails the call, rather than hanging the turn."""
+        timeout = start_timeout()
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.stack.enter_async_context(session(server))
+        except TimeoutError:
+            raise McpToolFailed(f"{server.where} did not start or answer within {timeout:g}s (EVALCLI_MCP_TIMEOUT)") \
+                from None

@@ -208,3 +208,45 @@ def test_a_hermetic_run_of_a_target_that_imports_litellm_sends_nothing_off_the_m
     done = run_cli(["run", "d.yaml", "--hermetic", "-q"], workdir, env)
     assert done.returncode == 0, done.stderr
     assert seen == []
+
+
+HANGING_SERVER = '''
+import pathlib
+import time
+
+from mcp.server.mcpserver import MCPServer
+
+starts = pathlib.Path(__file__).with_name("starts.txt")
+with starts.open("a") as f:
+    f.write("start\\n")
+if len(starts.read_text().splitlines()) > 1:
+    time.sleep(3600)  # listed once, then never answers initialize again
+
+server = MCPServer("flaky")
+
+
+@server.tool()
+def get_weather(city: str, day: str = "today") -> dict:
+    """Get the weather for a city."""
+    return {"city": city, "condition": "windy", "temperature_f": 61}
+
+
+server.run("stdio")
+'''
+
+
+def test_an_mcp_server_that_stops_answering_initialize_fails_the_call_not_the_run(
+        write: Callable[..., Path], cli: Callable[..., CliResult], agent_env: dict[str, str], workdir: Path) -> None:
+    """A stdio server listed fine when the agent was checked, then, started again for a turn, never answered
+    initialize: the turn waited forever (no --turn-timeout), and so did the run. The turn's start has the listing's
+    EVALCLI_MCP_TIMEOUT; past it the call is a tool error naming the server."""
+    (workdir / "flaky_server.py").write_text(HANGING_SERVER)
+    (workdir / "flaky_agent.py").write_text(MEDIA_AGENT.replace("media_server.py", "flaky_server.py"))
+    write("d.yaml", "target: flaky_agent:agent\ndata:\n  - {id: london, input: \"What is the weather in London?\"}\n"
+                    "scorers:\n  - includes: \"°F\"\n")
+    result = cli("run", "d.yaml", "--json", "-", env={**agent_env, "EVALCLI_MCP_TIMEOUT": "20"})
+    assert result.code == 0, result.stderr
+    call = tool_results(result)["london"][0][0]
+    assert call["is_error"] is True
+    assert "flaky_server.py' did not start or answer within 20s (EVALCLI_MCP_TIMEOUT)" in call["content"]
+    assert answers(result)["london"] == ["Sorry, I could not get a forecast for London."]
