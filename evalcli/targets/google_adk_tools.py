@@ -125,7 +125,7 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
         if injected is not None and injected[1].latency:
             await asyncio.sleep(injected[1].latency)
         try:
-            fail_if_faulted(plan, name, tool_args, injected, call_id, server)
+            fail_if_faulted(plan, name, tool_args, injected, call_id)
         except MockedToolError as exc:
             note_failed(call_id)
             return await _handled(tool, tool_args, tool_context, exc)

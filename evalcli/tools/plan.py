@@ -67,8 +67,11 @@ class ToolCall:
     refused: bool = False
     """No mock or tape answered it and it did not run (``--hermetic``, ``unmocked: error``): never on a tape."""
     fault: str | None = None
-    """The fault ``faults:`` injected (``error``, ``timeout``, ``malformed``): its source is then ``fault``, and it is
-    never on a tape (a tape records the world, faults are put on top of it)."""
+    """The fault ``faults:`` injected (``error``, ``timeout``, ``malformed``): its source is then ``fault``. A tape
+    records the world, faults are put on top of it: a failure or timeout (which never ran) is never on a tape, a
+    malformed answer is, as ``world``."""
+    world: Any = None
+    """A malformed answer's whole answer, as the tool, the mock or the tape gave it: what a tape records."""
 
     def tape_line(self, identity: str) -> dict[str, Any]:
         line = {"identity": identity, "turn": self.turn, "call": self.index, "tool": self.tool,
@@ -76,7 +79,7 @@ class ToolCall:
         if self.error is not None:
             line["error"] = self.error
         else:
-            line["result"] = jsonable(self.result)
+            line["result"] = jsonable(self.world if self.fault == "malformed" else self.result)
         return line
 
 
@@ -208,20 +211,10 @@ class ToolPlan:
         with self._lock:
             return self._decide(tool, arguments, server)
 
-    def refuses(self, tool: str, arguments: Mapping[str, Any], server: str | None = None) -> bool:
-        """Whether ``decide`` would refuse this call (no mock, server tape or tape answers it, and ``--hermetic`` or
-        ``unmocked: error`` holds), asked without using up a mock's step or a tape's line: an injected failure never
-        hides such a call (docs/hermetic.md, "Faults")."""
-        with self._lock:
-            return self._decide(tool, arguments, server, consume=False)[0] == "refused"
-
-    def _decide(self, tool: str, arguments: Mapping[str, Any], server: str | None = None, *,
-                consume: bool = True) -> tuple[str, Answer | None]:
+    def _decide(self, tool: str, arguments: Mapping[str, Any], server: str | None = None) -> tuple[str, Answer | None]:
         entries = self.mocks(tool)
         chosen = next((m for m in entries if m.when is not None and matches(m.when, arguments)), None)
         chosen = chosen or next((m for m in entries if m.when is None), None)
-        if chosen is not None and not consume:
-            return "mock", None
         if chosen is not None:
             nth = self._answered.get(id(chosen), 0)
             self._answered[id(chosen)] = nth + 1
@@ -230,19 +223,15 @@ class ToolPlan:
         config = self.config()
         whole = config.servers.get(server) if config is not None and server is not None else None
         if whole is not None:
-            found = self._from_server_tape(whole.calls, tool, arguments, consume)
+            found = self._from_server_tape(whole.calls, tool, arguments)
             if found is not None:
                 return "replay", Answer(found.result, found.error)
-            if not consume:
-                return "refused", None
             self.refusals.append(f"tools: the MCP server {server} is mocked from {whole.from_tape}, which has no answer "
                                  f"for {described}")
             return "refused", None
-        recorded = self._replayed(tool, arguments, consume)
+        recorded = self._replayed(tool, arguments)
         if recorded is not None:
             return "replay", Answer(recorded.result, recorded.error)
-        if not consume:
-            return ("refused" if self.hermetic or self.unmocked == "error" else "live"), None
         if self.hermetic:
             missed = " (and the tape has no answer for it)" if self.tape is not None else ""
             self.refusals.append(f"--hermetic: the tool call {described} has no mock{missed}")
@@ -253,7 +242,7 @@ class ToolPlan:
             return "refused", None
         return "live", None
 
-    def _replayed(self, tool: str, arguments: Mapping[str, Any], consume: bool = True) -> Recorded | None:
+    def _replayed(self, tool: str, arguments: Mapping[str, Any]) -> Recorded | None:
         if self.tape is None:
             return None
         config = self.config()
@@ -261,20 +250,18 @@ class ToolPlan:
         wanted = tape_arguments(arguments)  # as the tape holds them: secrets redacted
         for i, recorded in enumerate(self.tape):
             if i not in self._used and same_tool(recorded.tool, tool) and (not exact or recorded.arguments == wanted):
-                if consume:
-                    self._used.add(i)
+                self._used.add(i)
                 return recorded
         return None
 
     def _from_server_tape(self, calls: Mapping[str, list[Recorded]], tool: str,
-                          arguments: Mapping[str, Any], consume: bool = True) -> Recorded | None:
+                          arguments: Mapping[str, Any]) -> Recorded | None:
         """A whole server's answer: this conversation's recording of the same call (the nth for the nth), else the
         first recording of it in any conversation."""
         wanted = tape_arguments(arguments)
         own = [r for r in calls.get(self.identity, ()) if same_tool(r.tool, tool) and r.arguments == wanted]
         nth = self._server_answered.get((tool, wanted), 0)
-        if consume:
-            self._server_answered[(tool, wanted)] = nth + 1
+        self._server_answered[(tool, wanted)] = nth + 1
         if nth < len(own):
             return own[nth]
         return next((r for recorded in calls.values() for r in recorded
@@ -282,10 +269,10 @@ class ToolPlan:
 
     def record(self, tool: str, arguments: Mapping[str, Any], source: str, *, result: Any = None,
                error: str | None = None, call_id: str | None = None, refused: bool = False,
-               fault: str | None = None) -> None:
+               fault: str | None = None, world: Any = None) -> None:
         with self._lock:
             self.calls.append(ToolCall(self.turn, len(self.calls), tool, dict(arguments), "fault" if fault else source,
-                                       None if error is not None else result, error, call_id, refused, fault))
+                                       None if error is not None else result, error, call_id, refused, fault, world))
 
 
 _SEPARATORS = re.compile(r"[^0-9a-z]+")
@@ -363,7 +350,7 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
     injected = plan.fault(tool)
     if injected is not None and injected[1].latency:
         await asyncio.sleep(injected[1].latency)
-    fail_if_faulted(plan, tool, arguments, injected, call_id, server)
+    fail_if_faulted(plan, tool, arguments, injected, call_id)
     source, answer = plan.decide(tool, arguments, server)
     spoiled = injected is not None and injected[1].malformed
     if source == "live":
@@ -412,14 +399,12 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
 
 
 def fail_if_faulted(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], injected: tuple[Faults, Draw] | None,
-                    call_id: str | None, server: str | None = None) -> None:
-    """An injected failure or timeout: the call never reaches the tool (nor a mock's sequence, nor the tape). A call
-    the plan refuses (``--hermetic``, ``unmocked: error``) is refused instead, whatever the draw: a fault never hides
-    a call that nothing was there to answer."""
+                    call_id: str | None) -> None:
+    """An injected failure or timeout: the call never reaches the tool (nor a mock's sequence, nor the tape)."""
     if injected is None:
         return
     faults, found = injected
-    if (found.error or found.timed_out) and not plan.refuses(tool, arguments, server):
+    if found.error or found.timed_out:
         from .faults import fault_message
 
         message = fault_message(tool, found, faults.timeout)
@@ -447,7 +432,7 @@ def _live_result(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], value:
         from .faults import malformed
 
         broken = malformed(recorded)
-        plan.record(tool, arguments, "fault", result=broken, call_id=call_id, fault="malformed")
+        plan.record(tool, arguments, "fault", result=broken, call_id=call_id, fault="malformed", world=recorded)
         return broken
     plan.record(tool, arguments, "live", result=recorded, call_id=call_id)
     return value
@@ -462,7 +447,7 @@ def _answered(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], source: s
         from .faults import malformed
 
         broken = malformed(answer.returns)
-        plan.record(tool, arguments, source, result=broken, call_id=call_id, fault="malformed")
+        plan.record(tool, arguments, source, result=broken, call_id=call_id, fault="malformed", world=answer.returns)
         return broken
     plan.record(tool, arguments, source, result=answer.returns, call_id=call_id)
     return answer.returns
