@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import pytest
 
-from tests.conftest import CliResult
+from tests.conftest import REPO, CliResult
 from tests.framework_agents import needs
 from tests.llm_server import LLMServer, scripted_weather
 from tests.reliability_helpers import cli_env, run_cli
@@ -255,3 +255,48 @@ def test_an_mcp_server_that_stops_answering_initialize_fails_the_call_not_the_ru
     assert call["is_error"] is True
     assert "flaky_server.py' did not start or answer within 20s (EVALCLI_MCP_TIMEOUT)" in call["content"]
     assert answers(result)["london"] == ["Sorry, I could not get a forecast for London."]
+
+
+TIME_SERVER = '''
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("time")
+
+
+@server.tool()
+def get_time(city: str) -> str:
+    """The time in a city."""
+    return f"noon in {city}"
+
+
+server.run("stdio")
+'''
+
+TWO_SERVERS = f'''
+import os
+import evalcli
+
+agent = evalcli.Agent(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"],
+                      mcp=[{{"command": [{sys.executable!r}, "-m", "examples.mcp_weather_server"], "name": "tools",
+                             "cwd": {str(REPO)!r}}},
+                           {{"command": [{sys.executable!r}, "time/tools.py"]}}])
+'''
+
+
+def test_two_mcp_servers_of_one_name_are_not_mocked_as_one(write: Callable[..., Path], cli: Callable[..., CliResult],
+                                                           agent_env: dict[str, str], workdir: Path) -> None:
+    """An MCP server's name defaults to its script or module (or its URL's host: two local HTTP servers are both
+    '127.0.0.1'). Two servers of one name were merged: `{mcp: tools, from_tape: ...}` answered both servers' tools
+    from the tape, with nothing to say that one of them was not meant. It is a validation error naming both."""
+    (workdir / "time").mkdir()
+    (workdir / "time" / "tools.py").write_text(TIME_SERVER)
+    (workdir / "two_agent.py").write_text(TWO_SERVERS)
+    (workdir / "t.tape.jsonl").write_text('{"identity": "id:x", "turn": 0, "call": 0, "tool": "get_weather", '
+                                          '"arguments": {"city": "Rome"}, "result": "sunny"}\n')
+    write("d.yaml", "target: two_agent:agent\ntools:\n  w: {mcp: tools, from_tape: t.tape.jsonl}\n" + ITEMS)
+    result = cli("validate", "d.yaml", env=agent_env)
+    assert result.code == 2, result.stderr
+    assert "2 of the agent's MCP servers are named 'tools'" in result.stderr
+    assert "examples.mcp_weather_server" in result.stderr and "time/tools.py" in result.stderr
