@@ -15,11 +15,12 @@ import json
 import math
 import os
 import shlex
+import sys
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from .errors import EvalcliError, ExitCode
@@ -131,11 +132,37 @@ async def session(server: McpServer) -> AsyncIterator[Any]:
 
             params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]),
                                            env={**os.environ, **(server.env or {})}, cwd=server.cwd)
-            streams = await stack.enter_async_context(stdio_client(params))
+            streams = await stack.enter_async_context(stdio_client(params, errlog=_errlog()))
         read, write = streams[0], streams[1]
         client_session = await stack.enter_async_context(ClientSession(read, write))
         await client_session.initialize()
         yield client_session
+
+
+_ERRLOG: list[TextIO] = []
+_ERRLOG_LOCK = threading.Lock()
+
+
+def _errlog() -> TextIO:
+    """Where a stdio server's stderr goes: a pipe whose lines this process writes to its own ``sys.stderr``, so the
+    redaction of every output (docs/secrets.md) covers what a server prints (the key its env holds, in a log line);
+    one pipe, read by one thread, for every server of the process."""
+    with _ERRLOG_LOCK:
+        if not _ERRLOG:
+            read, write = os.pipe()
+            reader = os.fdopen(read, "r", encoding="utf-8", errors="replace")
+            threading.Thread(target=_relay, args=(reader,), name="evalcli-mcp-stderr", daemon=True).start()
+            _ERRLOG.append(os.fdopen(write, "w", encoding="utf-8"))
+        return _ERRLOG[0]
+
+
+def _relay(reader: TextIO) -> None:
+    for line in reader:
+        try:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed stderr at the end of the process
+            return
 
 
 def start_timeout() -> float:

@@ -300,3 +300,48 @@ def test_two_mcp_servers_of_one_name_are_not_mocked_as_one(write: Callable[..., 
     assert result.code == 2, result.stderr
     assert "2 of the agent's MCP servers are named 'tools'" in result.stderr
     assert "examples.mcp_weather_server" in result.stderr and "time/tools.py" in result.stderr
+
+
+LEAKY_SERVER = '''
+import os
+import sys
+
+print(f"starting with key {os.environ.get('WEATHER_API_KEY')}", file=sys.stderr, flush=True)
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("leaky")
+
+
+@server.tool()
+def get_weather(city: str, day: str = "today") -> dict:
+    """Get the weather for a city."""
+    print(f"calling upstream for {city} with key={os.environ.get('WEATHER_API_KEY')}", file=sys.stderr, flush=True)
+    return {"city": city, "condition": "windy", "temperature_f": 61}
+
+
+server.run("stdio")
+'''
+
+LEAKY_AGENT = f'''
+import os
+import evalcli
+
+agent = evalcli.Agent(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"],
+                      mcp=[{{"command": [{sys.executable!r}, "leaky_server.py"], "name": "leaky",
+                             "env": {{"WEATHER_API_KEY": "wk-LEAKYSECRET-0123456789abcdef"}}}}])
+'''
+
+
+def test_what_an_mcp_server_prints_is_redacted(write: Callable[..., Path], cli: Callable[..., CliResult],
+                                               agent_env: dict[str, str], workdir: Path) -> None:
+    """A key in an MCP server's env is a secret of every output (docs/hermetic.md), but a stdio server evalcli started
+    wrote its stderr straight to the terminal: a server logging its key printed it, unredacted, in the CI log."""
+    (workdir / "leaky_server.py").write_text(LEAKY_SERVER)
+    (workdir / "leaky_agent.py").write_text(LEAKY_AGENT)
+    write("d.yaml", "target: leaky_agent:agent\ndata:\n  - {id: london, input: \"What is the weather in London?\"}\n"
+                    "scorers:\n  - includes: \"°F\"\n")
+    result = cli("run", "d.yaml", env=agent_env)
+    assert result.code == 0, result.stderr
+    assert "LEAKYSECRET" not in result.stderr + result.stdout
+    assert "calling upstream for London with key=[redacted]" in result.stderr  # the server's own lines still shown
