@@ -345,3 +345,18 @@ def test_what_an_mcp_server_prints_is_redacted(write: Callable[..., Path], cli: 
     assert result.code == 0, result.stderr
     assert "LEAKYSECRET" not in result.stderr + result.stdout
     assert "calling upstream for London with key=[redacted]" in result.stderr  # the server's own lines still shown
+
+
+def test_a_mocks_delay_past_the_faults_timeout_times_out(write: Callable[..., Path], cli: Callable[..., CliResult],
+                                                         agent_env: dict[str, str]) -> None:
+    """`faults: {timeout: 1}` makes 'a call whose latency would pass this fail after 1 s' (docs/hermetic.md), but only
+    the injected latency was weighed: a mock with `delay: 4` (a slow service) waited 4 s and answered."""
+    write("d.yaml", "target: tool_agents:agent\ntools:\n  get_weather:\n    returns: {condition: foggy, temperature_f: 50}\n"
+                    "    delay: 4\n    faults: {timeout: 1}\n"
+                    "data:\n  - {id: london, input: \"What is the weather in London?\"}\nscorers:\n  - includes: \"°F\"\n")
+    result = cli("run", "d.yaml", "--json", "-", env=agent_env)
+    assert result.code == 0, result.stderr
+    call = tool_results(result)["london"][0][0]
+    assert (call["source"], call["fault"], call["is_error"]) == ("fault", "timeout", True)
+    assert "get_weather timed out after 1s (injected fault)" in call["content"]
+    assert answers(result)["london"] == ["Sorry, I could not get a forecast for London."]

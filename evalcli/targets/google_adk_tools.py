@@ -24,7 +24,7 @@ from typing import Any
 from google.adk.plugins.base_plugin import BasePlugin
 
 from ..tools import MockedToolError, ToolRefused
-from ..tools.plan import ToolPlan, current_plan, fail_if_faulted, unattributed
+from ..tools.plan import ToolPlan, answer_wait, current_plan, fail_if_faulted, unattributed
 from ..tools.plan import _answered as planned_answer
 from ..tools.plan import _live_result as live_result
 from .framework_mcp import Listed, ServerTools, described
@@ -139,8 +139,12 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
             plan.record(name, tool_args, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
             raise ToolRefused(plan.refusals[-1])
         assert answer is not None
-        if answer.delay:
-            await asyncio.sleep(answer.delay)
+        wait, late = answer_wait(plan, name, tool_args, injected, answer, call_id)
+        if wait:
+            await asyncio.sleep(wait)
+        if late is not None:
+            note_failed(call_id)
+            return await _handled(tool, tool_args, tool_context, late)
         if answer.raises is not None:
             plan.record(name, tool_args, source, error=answer.raises, call_id=call_id)
             note_failed(call_id)

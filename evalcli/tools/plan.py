@@ -359,8 +359,11 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
         plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
-    if answer.delay:
-        await asyncio.sleep(answer.delay)
+    wait, late = answer_wait(plan, tool, arguments, injected, answer, call_id)
+    if wait:
+        await asyncio.sleep(wait)
+    if late is not None:
+        raise late
     value = _answered(plan, tool, arguments, source, answer, call_id, spoiled)
     return value if shape is None or spoiled else shape(value)
 
@@ -392,10 +395,32 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
         plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
-    if answer.delay:
-        time.sleep(answer.delay)
+    wait, late = answer_wait(plan, tool, arguments, injected, answer, call_id)
+    if wait:
+        time.sleep(wait)
+    if late is not None:
+        raise late
     value = _answered(plan, tool, arguments, source, answer, call_id, spoiled)
     return value if shape is None or spoiled else shape(value)
+
+
+def answer_wait(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], injected: tuple[Faults, Draw] | None,
+                answer: Answer, call_id: str | None) -> tuple[float, MockedToolError | None]:
+    """How long a mock's or a tape's answer takes (its ``delay``), and the timeout it meets: a ``delay`` that, on top
+    of the injected latency, passes the faults' ``timeout`` fails the call as timed out once the timeout is reached
+    (recorded as the fault ``timeout``), as a slow service's answer is lost (docs/hermetic.md, "Faults")."""
+    if injected is None or injected[0].timeout is None or not answer.delay:
+        return answer.delay, None
+    faults, found = injected
+    assert faults.timeout is not None
+    left = max(faults.timeout - found.latency, 0.0)
+    if answer.delay <= left:
+        return answer.delay, None
+    from .faults import Draw, fault_message
+
+    message = fault_message(tool, Draw(timed_out=True), faults.timeout)
+    plan.record(tool, arguments, "fault", error=message, call_id=call_id, fault="timeout")
+    return left, MockedToolError(message)
 
 
 def fail_if_faulted(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], injected: tuple[Faults, Draw] | None,
