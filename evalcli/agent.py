@@ -231,6 +231,10 @@ class Agent:
             servers[tool.server.name].append(tool.name)
         return servers
 
+    def evalcli_mcp_places(self, name: str) -> list[str]:
+        """Where each of the agent's MCP servers named ``name`` runs (two make ``{mcp: NAME}`` ambiguous)."""
+        return [server.where for server in self.mcp if server.name == name]
+
     @property
     def llm(self) -> LLMClient:
         if self._llm is None:

@@ -15,11 +15,12 @@ import json
 import math
 import os
 import shlex
+import sys
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from .errors import EvalcliError, ExitCode
@@ -131,11 +132,37 @@ async def session(server: McpServer) -> AsyncIterator[Any]:
 
             params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]),
                                            env={**os.environ, **(server.env or {})}, cwd=server.cwd)
-            streams = await stack.enter_async_context(stdio_client(params))
+            streams = await stack.enter_async_context(stdio_client(params, errlog=_errlog()))
         read, write = streams[0], streams[1]
         client_session = await stack.enter_async_context(ClientSession(read, write))
         await client_session.initialize()
         yield client_session
+
+
+_ERRLOG: list[TextIO] = []
+_ERRLOG_LOCK = threading.Lock()
+
+
+def _errlog() -> TextIO:
+    """Where a stdio server's stderr goes: a pipe whose lines this process writes to its own ``sys.stderr``, so the
+    redaction of every output (docs/secrets.md) covers what a server prints (the key its env holds, in a log line);
+    one pipe, read by one thread, for every server of the process."""
+    with _ERRLOG_LOCK:
+        if not _ERRLOG:
+            read, write = os.pipe()
+            reader = os.fdopen(read, "r", encoding="utf-8", errors="replace")
+            threading.Thread(target=_relay, args=(reader,), name="evalcli-mcp-stderr", daemon=True).start()
+            _ERRLOG.append(os.fdopen(write, "w", encoding="utf-8"))
+        return _ERRLOG[0]
+
+
+def _relay(reader: TextIO) -> None:
+    for line in reader:
+        try:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed stderr at the end of the process
+            return
 
 
 def start_timeout() -> float:
@@ -215,14 +242,43 @@ def _reason(exc: BaseException, timeout: float) -> str:
 
 
 def result_value(result: Any) -> tuple[Any, bool]:
-    """A ``CallToolResult`` as the tool's value (its structured content, else its text) and whether it is an error."""
+    """A ``CallToolResult`` as the tool's value (its structured content, else its content blocks as text, one line
+    each: ``content_text``) and whether it is an error."""
     structured = getattr(result, "structured_content", None)
-    texts = [getattr(c, "text", None) for c in getattr(result, "content", None) or ()]
-    text = "\n".join(t for t in texts if isinstance(t, str))
+    texts = [content_text(c) for c in getattr(result, "content", None) or ()]
+    text = "\n".join(t for t in texts if t is not None)
     value: Any = structured if structured is not None else text
     if isinstance(value, dict) and set(value) == {"result"}:
         value = value["result"]  # a tool returning a plain value: its structured content wraps it
     return value, bool(getattr(result, "is_error", False))
+
+
+def content_text(block: Any) -> str | None:
+    """One content block of a tool's result as text (docs/hermetic.md, "MCP tools"): a text block's text, an embedded
+    text resource's text; an image, audio or binary resource is named with its type and size (``[image: image/png,
+    12 bytes]``), a resource link with its name and URI, so the model, the record and a tape see what came back
+    rather than nothing."""
+    text = getattr(block, "text", None)
+    if isinstance(text, str):
+        return text
+    kind = getattr(block, "type", None)
+    if kind in ("image", "audio"):
+        return f"[{kind}: {getattr(block, 'mime_type', None) or 'unknown type'}, {_size(getattr(block, 'data', ''))}]"
+    if kind == "resource_link":
+        return f"[resource link: {getattr(block, 'name', '')}, {getattr(block, 'uri', '')}]"
+    resource = getattr(block, "resource", None)
+    if resource is not None:
+        if isinstance(getattr(resource, "text", None), str):
+            return str(resource.text)
+        return f"[resource: {getattr(resource, 'uri', '')}, {getattr(resource, 'mime_type', None) or 'unknown type'}, " \
+               f"{_size(getattr(resource, 'blob', ''))}]"
+    return None if kind is None else f"[{kind}]"
+
+
+def _size(data: Any) -> str:
+    """The size of base64 ``data`` once decoded."""
+    text = str(data or "").strip()
+    return f"{max(len(text) * 3 // 4 - text[-2:].count('='), 0)} bytes"
 
 
 class McpToolFailed(Exception):
@@ -246,9 +302,20 @@ class Connections:
     async def call(self, tool: McpTool, arguments: dict[str, Any]) -> Any:
         async with self.lock:
             if id(tool.server) not in self.open:
-                self.open[id(tool.server)] = await self.stack.enter_async_context(session(tool.server))
+                self.open[id(tool.server)] = await self._opened(tool.server)
         result = await self.open[id(tool.server)].call_tool(tool.name, arguments)
         value, failed = result_value(result)
         if failed:
             raise McpToolFailed(value if isinstance(value, str) else json.dumps(value))
         return value
+
+    async def _opened(self, server: McpServer) -> Any:
+        """The server started (a stdio server: a process of this turn's) and initialized within ``start_timeout``
+        seconds, as when it was listed: a server that never answers fails the call, rather than hanging the turn."""
+        timeout = start_timeout()
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.stack.enter_async_context(session(server))
+        except TimeoutError:
+            raise McpToolFailed(f"{server.where} did not start or answer within {timeout:g}s (EVALCLI_MCP_TIMEOUT)") \
+                from None

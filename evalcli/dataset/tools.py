@@ -305,6 +305,11 @@ def target_problems(config: ToolsConfig, at: Path, pos: Positions, label: str, a
             problems.append(pos.problem(at, f"{label}: tools: the agent has no MCP server '{name}'"
                                             f"{did_you_mean(name, listed)}",
                                         f"its MCP servers are: {', '.join(listed) or 'none'}"))
+        elif len(places := adapter.mcp_server_places(name)) > 1:
+            problems.append(pos.problem(at, f"{label}: tools: {len(places)} of the agent's MCP servers are named "
+                                            f"'{name}' ({'; '.join(places)}): {{mcp: {name}}} would answer all of them",
+                                        "give each server a name of its own (evalcli.Agent: 'name' in its mcp entry; "
+                                        "a framework's toolset: its id or name)"))
     named = {**{name: () for name in config.faults if name != ALL}, **config.mocks}
     for name, mocks in named.items():
         if known is not None and name not in known:

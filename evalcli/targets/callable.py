@@ -87,6 +87,11 @@ class CallableAdapter(Adapter):
         found = listing() if callable(listing) else None
         return found if isinstance(found, dict) else None
 
+    def mcp_server_places(self, name: str) -> list[str]:
+        places = getattr(self.obj, "evalcli_mcp_places", None)
+        found = places(name) if callable(places) else None
+        return found if isinstance(found, list) else []
+
     def tool_names(self) -> list[str] | None:
         own = self._own_tools()
         return None if own is None else sorted(own)

@@ -93,17 +93,22 @@ class ServerTools:
     def __init__(self, servers: Iterable[Listed]) -> None:
         self.tools: dict[str, list[McpTool] | None] = {}
         self.prefixes: dict[str, str] = {}
+        self.places: dict[str, list[str]] = {}
+        """Where each distinct server of a name runs (two make ``{mcp: NAME}`` ambiguous)."""
         seen: list[tuple[str, McpServer | None, str]] = []
         for name, server, *rest in servers:
             entry = (name, server, rest[0] if rest else "")
             if entry not in seen:  # the same server, met again (on a handoff agent, a sub-agent), is listed once
                 seen.append(entry)
         owner: dict[str, tuple[str, McpServer]] = {}
-        for (name, _, prefix), tools in zip(seen, _listed(server for _, server, _ in seen), strict=True):
+        for (name, server, prefix), tools in zip(seen, _listed(server for _, server, _ in seen), strict=True):
             listed = None if tools is None else [replace(t, name=model_name(prefix, t.name)) for t in tools]
             for tool in listed or ():
                 _one_server_each(owner.setdefault(tool.name, (name, tool.server)), (name, tool.server), tool.name)
             self.prefixes[name] = prefix
+            where = "an undescribed server" if server is None else server.where
+            if server is None or where not in self.places.get(name, ()):
+                self.places.setdefault(name, []).append(where)
             known = self.tools.get(name)
             self.tools[name] = listed if known is None else [*known, *(listed or ())]
 

@@ -80,6 +80,9 @@ class GoogleADKAdapter(Adapter):
     def mcp_servers(self) -> dict[str, list[str]] | None:
         return self.servers.names()
 
+    def mcp_server_places(self, name: str) -> list[str]:
+        return self.servers.places.get(name, [])
+
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
         return keyword_names(Runner.run_async, OWNED)

@@ -5,7 +5,9 @@ ADK's ``Runner`` takes plugins, whose callbacks run for every agent of the tree 
 runner (never the user's agent) gets ``ToolPlanPlugin``. Its ``before_tool_callback`` asks the plan: a mock's or a
 tape's value is the tool's response (ADK then skips the tool, as it does for any callback that answers); a mock's
 ``raises`` goes to the agent's own ``on_tool_error_callback`` as the tool's exception would, and ends the run when the
-agent has none (as a live tool's exception does); a call ``--hermetic`` refuses ends the run. A live call runs as ADK
+agent has none (as a live tool's exception does); a call ``--hermetic`` refuses ends the run. Seeded faults apply
+first, as for every adapter: an injected failure is handled as a mock's ``raises``, a malformed answer is the mock's,
+the tape's or the live tool's cut off halfway. A live call runs as ADK
 runs it, the agent's own tool callbacks included, and is recorded when it returns (``after_tool_callback``) or fails
 (``on_tool_error_callback``, which notes the call as failed and leaves the answer to the agent's handlers).
 ADK's ``transfer_to_agent`` is a handoff, never the plan's.
@@ -13,6 +15,7 @@ ADK's ``transfer_to_agent`` is a handoff, never the plan's.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import inspect
 from collections.abc import Callable, Iterator
@@ -21,7 +24,9 @@ from typing import Any
 from google.adk.plugins.base_plugin import BasePlugin
 
 from ..tools import MockedToolError, ToolRefused
-from ..tools.plan import ToolPlan, current_plan, unattributed
+from ..tools.plan import ToolPlan, answer_wait, current_plan, fail_if_faulted, unattributed
+from ..tools.plan import _answered as planned_answer
+from ..tools.plan import _live_result as live_result
 from .framework_mcp import Listed, ServerTools, described
 from .graph import walk
 
@@ -103,6 +108,8 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
     def __init__(self, servers: ServerTools) -> None:
         super().__init__(name=PLUGIN_NAME)
         self.servers = servers
+        self.spoiled: set[Any] = set()
+        """The live calls an injected fault answers malformed (by call id): cut off when they return."""
 
     async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any) -> Any:
         name = tool.name
@@ -113,21 +120,37 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
             unattributed(name, tool_args)
             return None
         call_id = tool_context.function_call_id
-        source, answer = plan.decide(name, tool_args, self.servers.server_of(name))
+        server = self.servers.server_of(name)
+        injected = plan.fault(name)  # seeded faults, as for every adapter's tools (docs/hermetic.md, "Faults")
+        if injected is not None and injected[1].latency:
+            await asyncio.sleep(injected[1].latency)
+        try:
+            fail_if_faulted(plan, name, tool_args, injected, call_id)
+        except MockedToolError as exc:
+            note_failed(call_id)
+            return await _handled(tool, tool_args, tool_context, exc)
+        spoiled = injected is not None and injected[1].malformed
+        source, answer = plan.decide(name, tool_args, server)
         if source == "live":
+            if spoiled:
+                self.spoiled.add(call_id)  # the live answer, cut off when it returns (after_tool_callback)
             return None
         if source == "refused":
             plan.record(name, tool_args, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
             raise ToolRefused(plan.refusals[-1])
         assert answer is not None
-        if answer.delay:
-            import asyncio
-
-            await asyncio.sleep(answer.delay)
+        wait, late = answer_wait(plan, name, tool_args, injected, answer, call_id)
+        if wait:
+            await asyncio.sleep(wait)
+        if late is not None:
+            note_failed(call_id)
+            return await _handled(tool, tool_args, tool_context, late)
         if answer.raises is not None:
             plan.record(name, tool_args, source, error=answer.raises, call_id=call_id)
             note_failed(call_id)
             return await _handled(tool, tool_args, tool_context, MockedToolError(answer.raises))
+        if spoiled:
+            return {"result": planned_answer(plan, name, tool_args, source, answer, call_id, spoiled)}
         plan.record(name, tool_args, source, result=answer.returns, call_id=call_id)
         return answer.returns if isinstance(answer.returns, dict) else {"result": answer.returns}
 
@@ -143,8 +166,12 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
     async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
                                   result: Any) -> Any:
         plan = current_plan()
-        if plan is not None and tool.name != TRANSFER and not _answered(plan, tool_context.function_call_id):
-            plan.record(tool.name, tool_args, "live", result=result, call_id=tool_context.function_call_id)
+        call_id = tool_context.function_call_id
+        if plan is not None and tool.name != TRANSFER and not _answered(plan, call_id):
+            if call_id in self.spoiled:  # an injected malformed answer: the live one, cut off halfway
+                self.spoiled.discard(call_id)
+                return {"result": live_result(plan, tool.name, tool_args, result, call_id, None, True)}
+            plan.record(tool.name, tool_args, "live", result=result, call_id=call_id)
         return None
 
     async def on_tool_error_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,

@@ -120,6 +120,9 @@ class OpenAIAgentsAdapter(Adapter):
         """The MCP servers of the agent and those it hands off to, by name, with the tools each lists."""
         return self.listed.names()
 
+    def mcp_server_places(self, name: str) -> list[str]:
+        return self.listed.places.get(name, [])
+
     @classmethod
     def accepted_options(cls, obj: Any) -> list[str]:
         return keyword_names(Runner.run, OWNED)

@@ -338,6 +338,11 @@ class Adapter(ABC):
         it cannot; docs/hermetic.md, "MCP tools")."""
         return None
 
+    def mcp_server_places(self, name: str) -> list[str]:
+        """Where each distinct MCP server of the agent named ``name`` runs (its command or URL), as far as the adapter
+        knows: two or more make ``{mcp: NAME}`` ambiguous."""
+        return []
+
     def tool_names(self) -> list[str] | None:
         """The names of the agent's tools, when the adapter can list them (``None``: it cannot)."""
         tools = self.tool_schemas()

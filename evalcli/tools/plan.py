@@ -67,8 +67,11 @@ class ToolCall:
     refused: bool = False
     """No mock or tape answered it and it did not run (``--hermetic``, ``unmocked: error``): never on a tape."""
     fault: str | None = None
-    """The fault ``faults:`` injected (``error``, ``timeout``, ``malformed``): its source is then ``fault``, and it is
-    never on a tape (a tape records the world, faults are put on top of it)."""
+    """The fault ``faults:`` injected (``error``, ``timeout``, ``malformed``): its source is then ``fault``. A tape
+    records the world, faults are put on top of it: a failure or timeout (which never ran) is never on a tape, a
+    malformed answer is, as ``world``."""
+    world: Any = None
+    """A malformed answer's whole answer, as the tool, the mock or the tape gave it: what a tape records."""
 
     def tape_line(self, identity: str) -> dict[str, Any]:
         line = {"identity": identity, "turn": self.turn, "call": self.index, "tool": self.tool,
@@ -76,7 +79,7 @@ class ToolCall:
         if self.error is not None:
             line["error"] = self.error
         else:
-            line["result"] = jsonable(self.result)
+            line["result"] = jsonable(self.world if self.fault == "malformed" else self.result)
         return line
 
 
@@ -266,10 +269,10 @@ class ToolPlan:
 
     def record(self, tool: str, arguments: Mapping[str, Any], source: str, *, result: Any = None,
                error: str | None = None, call_id: str | None = None, refused: bool = False,
-               fault: str | None = None) -> None:
+               fault: str | None = None, world: Any = None) -> None:
         with self._lock:
             self.calls.append(ToolCall(self.turn, len(self.calls), tool, dict(arguments), "fault" if fault else source,
-                                       None if error is not None else result, error, call_id, refused, fault))
+                                       None if error is not None else result, error, call_id, refused, fault, world))
 
 
 _SEPARATORS = re.compile(r"[^0-9a-z]+")
@@ -347,7 +350,7 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
     injected = plan.fault(tool)
     if injected is not None and injected[1].latency:
         await asyncio.sleep(injected[1].latency)
-    _fail_if_faulted(plan, tool, arguments, injected, call_id)
+    fail_if_faulted(plan, tool, arguments, injected, call_id)
     source, answer = plan.decide(tool, arguments, server)
     spoiled = injected is not None and injected[1].malformed
     if source == "live":
@@ -356,8 +359,11 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
         plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
-    if answer.delay:
-        await asyncio.sleep(answer.delay)
+    wait, late = answer_wait(plan, tool, arguments, injected, answer, call_id)
+    if wait:
+        await asyncio.sleep(wait)
+    if late is not None:
+        raise late
     value = _answered(plan, tool, arguments, source, answer, call_id, spoiled)
     return value if shape is None or spoiled else shape(value)
 
@@ -372,7 +378,7 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
     injected = plan.fault(tool)
     if injected is not None and injected[1].latency:
         time.sleep(injected[1].latency)
-    _fail_if_faulted(plan, tool, arguments, injected, call_id)
+    fail_if_faulted(plan, tool, arguments, injected, call_id)
     source, answer = plan.decide(tool, arguments)
     spoiled = injected is not None and injected[1].malformed
     if source == "live":
@@ -389,14 +395,36 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
         plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
-    if answer.delay:
-        time.sleep(answer.delay)
+    wait, late = answer_wait(plan, tool, arguments, injected, answer, call_id)
+    if wait:
+        time.sleep(wait)
+    if late is not None:
+        raise late
     value = _answered(plan, tool, arguments, source, answer, call_id, spoiled)
     return value if shape is None or spoiled else shape(value)
 
 
-def _fail_if_faulted(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], injected: tuple[Faults, Draw] | None,
-                     call_id: str | None) -> None:
+def answer_wait(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], injected: tuple[Faults, Draw] | None,
+                answer: Answer, call_id: str | None) -> tuple[float, MockedToolError | None]:
+    """How long a mock's or a tape's answer takes (its ``delay``), and the timeout it meets: a ``delay`` that, on top
+    of the injected latency, passes the faults' ``timeout`` fails the call as timed out once the timeout is reached
+    (recorded as the fault ``timeout``), as a slow service's answer is lost (docs/hermetic.md, "Faults")."""
+    if injected is None or injected[0].timeout is None or not answer.delay:
+        return answer.delay, None
+    faults, found = injected
+    assert faults.timeout is not None
+    left = max(faults.timeout - found.latency, 0.0)
+    if answer.delay <= left:
+        return answer.delay, None
+    from .faults import Draw, fault_message
+
+    message = fault_message(tool, Draw(timed_out=True), faults.timeout)
+    plan.record(tool, arguments, "fault", error=message, call_id=call_id, fault="timeout")
+    return left, MockedToolError(message)
+
+
+def fail_if_faulted(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], injected: tuple[Faults, Draw] | None,
+                    call_id: str | None) -> None:
     """An injected failure or timeout: the call never reaches the tool (nor a mock's sequence, nor the tape)."""
     if injected is None:
         return
@@ -429,7 +457,7 @@ def _live_result(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], value:
         from .faults import malformed
 
         broken = malformed(recorded)
-        plan.record(tool, arguments, "fault", result=broken, call_id=call_id, fault="malformed")
+        plan.record(tool, arguments, "fault", result=broken, call_id=call_id, fault="malformed", world=recorded)
         return broken
     plan.record(tool, arguments, "live", result=recorded, call_id=call_id)
     return value
@@ -444,7 +472,7 @@ def _answered(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], source: s
         from .faults import malformed
 
         broken = malformed(answer.returns)
-        plan.record(tool, arguments, source, result=broken, call_id=call_id, fault="malformed")
+        plan.record(tool, arguments, source, result=broken, call_id=call_id, fault="malformed", world=answer.returns)
         return broken
     plan.record(tool, arguments, source, result=answer.returns, call_id=call_id)
     return answer.returns

@@ -112,9 +112,11 @@ class TapeRecorder:
         self.conversations: dict[str, tuple[int, list[ToolCall]]] = {}
 
     def add(self, order: int, identity: str, calls: Iterable[ToolCall]) -> None:
-        """A conversation's calls; those refused (no mock or tape answered them) have no result, and those a fault hit
-        are not the world's answers: both are left out."""
-        self.conversations.setdefault(identity, (order, [c for c in calls if not c.refused and c.fault is None]))
+        """A conversation's calls; those refused (no mock or tape answered them) have no result, and those a failure or
+        timeout hit never ran: both are left out. A malformed answer is kept as the world gave it (``ToolCall.world``),
+        so a replay under the same faults finds it."""
+        self.conversations.setdefault(identity, (order, [c for c in calls if not c.refused
+                                                         and c.fault in (None, "malformed")]))
 
     def write(self) -> Path:
         self.path.parent.mkdir(parents=True, exist_ok=True)
