@@ -68,3 +68,38 @@ def test_an_unreadable_card_or_a_refused_token_is_named(a2a_agent: str, write: C
                            "data:\n  - input: What is the weather in Rome?\nscorers:\n  - includes: x\n")
     result = cli("run", "hermetic.yaml", "--hermetic")
     assert result.code == 2 and "--hermetic cannot hold: an A2A agent runs its tools itself" in result.stderr
+
+
+def test_a_base_url_with_a_query_token_reads_the_card_under_its_path_with_the_query_kept(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    # a gateway that takes its key as ?key=...: the card path goes after the base's path, the query after it
+    import http.server
+    import json
+    import threading
+
+    seen: list[str] = []
+
+    class Gateway(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            ok = self.path == "/gw/.well-known/agent-card.json?key=gw-key-0123456789"
+            body = json.dumps({"name": "gateway agent", "url": "http://127.0.0.1:9/rpc"} if ok else {}).encode()
+            self.send_response(200 if ok else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/gw/?key=gw-key-0123456789"
+        write("d.yaml", f'target: {{a2a: "{url}"}}\ndata:\n  - input: hi\nscorers:\n  - includes: x\n')
+        result = cli("validate", "d.yaml")
+    finally:
+        server.shutdown()
+    assert result.code == 0, result.stderr
+    assert seen == ["/gw/.well-known/agent-card.json?key=gw-key-0123456789"]

@@ -18,6 +18,7 @@ import itertools
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from typing import Any
@@ -77,7 +78,7 @@ def read_card(config: A2AConfig, headers: dict[str, str], secrets: Redactor) -> 
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     reasons = []
     for path in CARD_PATHS:
-        url = config.url + path
+        url = card_url(config.url, path)
         request = urllib.request.Request(url, headers={**headers, "Accept": "application/json"})
         try:
             with opener.open(request, timeout=min(10.0, config.timeout)) as response:
@@ -92,6 +93,13 @@ def read_card(config: A2AConfig, headers: dict[str, str], secrets: Redactor) -> 
             reasons.append(f"{redact_url(url)}: {secrets(str(getattr(reason, 'strerror', None) or reason))}")
     raise ConfigProblem(("url",), f"cannot read the A2A agent card of {redact_url(config.url)} ({'; '.join(reasons)})",
                         "start the agent, or give the base URL its card is served under (/.well-known/agent-card.json)")
+
+
+def card_url(base: str, path: str) -> str:
+    """The card's URL under the agent's base URL: ``path`` after the base's path, its query kept (a token some
+    gateways take as ``?key=...``: docs/targets/a2a.md)."""
+    parts = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
 
 
 def endpoint_of(card: dict[str, Any], base: str) -> str:
