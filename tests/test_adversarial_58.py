@@ -360,3 +360,18 @@ def test_a_mocks_delay_past_the_faults_timeout_times_out(write: Callable[..., Pa
     assert (call["source"], call["fault"], call["is_error"]) == ("fault", "timeout", True)
     assert "get_weather timed out after 1s (injected fault)" in call["content"]
     assert answers(result)["london"] == ["Sorry, I could not get a forecast for London."]
+
+
+@pytest.mark.parametrize("how", ["--hermetic", "unmocked: error"])
+def test_a_refused_call_says_it_was_refused_not_mock(how: str, write: Callable[..., Path],
+                                                     cli: Callable[..., CliResult], agent_env: dict[str, str],
+                                                     workdir: Path) -> None:
+    """A call no mock or tape answered and that did not run is recorded with ``"source": "refused"``
+    (docs/hermetic.md): it was recorded as ``mock``, so ``show`` wrote "(mock)" beside "has no mock"."""
+    header = "target: tool_agents:agent\n" + ("unmocked: error\n" if how.startswith("unmocked") else "")
+    write("d.yaml", header + ITEMS)
+    result = cli("run", "d.yaml", "--json", "-", *(["--hermetic"] if how == "--hermetic" else []), env=agent_env)
+    assert result.json is not None, result.stderr
+    sources = {m.get("source") for calls in tool_results(result).values() for turn in calls for m in turn}
+    assert sources == {"refused"}, (sources, result.stdout[-2000:])
+    assert marker(workdir) == ""  # nothing ran live

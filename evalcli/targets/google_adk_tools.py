@@ -136,7 +136,7 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
                 self.spoiled.add(call_id)  # the live answer, cut off when it returns (after_tool_callback)
             return None
         if source == "refused":
-            plan.record(name, tool_args, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
+            plan.record(name, tool_args, "refused", error=plan.refusals[-1], call_id=call_id, refused=True)
             raise ToolRefused(plan.refusals[-1])
         assert answer is not None
         wait, late = answer_wait(plan, name, tool_args, injected, answer, call_id)

@@ -356,7 +356,7 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
     if source == "live":
         return await _live_async(plan, tool, arguments, live, call_id, record_as, spoiled)
     if source == "refused":
-        plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
+        plan.record(tool, arguments, "refused", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
     wait, late = answer_wait(plan, tool, arguments, injected, answer, call_id)
@@ -392,7 +392,7 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
             CURRENT.reset(token)
         return _live_result(plan, tool, arguments, value, call_id, record_as, spoiled)
     if source == "refused":
-        plan.record(tool, arguments, "mock", error=plan.refusals[-1], call_id=call_id, refused=True)
+        plan.record(tool, arguments, "refused", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
     assert answer is not None
     wait, late = answer_wait(plan, tool, arguments, injected, answer, call_id)
