@@ -6,9 +6,9 @@ The URL is the option's, else ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (used as it
 (milliseconds). The protobuf encoding comes from ``opentelemetry-proto`` (``pip install 'evalcli[otel]'``).
 
 A URL or timeout that cannot work is a usage error before anything runs (``check``); a receiver that cannot be
-reached, refuses the spans or does not answer in time is ``SendFailed``: the run is already stored, so the caller
-reports it as a warning and keeps the run's exit code. No message holds a header, and a URL's credentials are
-redacted.
+reached, refuses the spans, redirects, rejects spans in its answer or has not answered in time is ``SendFailed``:
+the run is already stored, so the caller reports it as a warning and keeps the run's exit code. No message holds a
+header, and a URL's credentials are redacted (they are sent as ``Basic`` credentials).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import base64
 import http
 import http.client
 import importlib.util
+import json
 import os
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -103,27 +105,100 @@ def timeout_seconds(env: dict[str, str] | None = None) -> float:
 
 
 def post(url: str, request: dict[str, Any]) -> None:
-    """Send the request; ``SendFailed`` says why the receiver did not take it (never with a header's value)."""
+    """Send the request; ``SendFailed`` says why the receiver did not take it (never with a header's value). The whole
+    exchange is bounded by the timeout (a receiver answering a byte at a time is cut off too); a redirect is not
+    followed (it would resend the headers elsewhere, or turn the POST into a GET that drops the spans); a receiver
+    that took the request but rejected spans (OTLP's ``partial_success``) did not take the run."""
     timeout = timeout_seconds()
     body = protobuf(request)
-    sent = urllib.request.Request(url, data=body, method="POST",
-                                  headers={"Content-Type": "application/x-protobuf", **headers()})
+    target, basic = _without_userinfo(url)
+    sent = {"Content-Type": "application/x-protobuf", **headers()}
+    if basic is not None and not any(key.lower() == "authorization" for key in sent):
+        sent["Authorization"] = basic  # as the OpenTelemetry SDKs send a URL's credentials
     shown = redact_url(url)
-    try:
-        with urllib.request.urlopen(sent, timeout=timeout) as answer:
-            answer.read()
-    except urllib.error.HTTPError as exc:  # the status's own phrase, never what the receiver wrote back
-        raise SendFailed(f"--otel-endpoint {shown} refused the run's spans: HTTP {exc.code} {_phrase(exc.code)}",
+    outcome: dict[str, Any] = {}
+
+    def exchange() -> None:
+        try:
+            outcome["answer"] = _exchange(target, body, sent, timeout)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, raised there
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=exchange, name="evalcli-otlp-export", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive() or _timed_out(outcome.get("error")):
+        raise SendFailed(f"--otel-endpoint {shown} did not answer within {timeout:g} s",
+                         "check the receiver, or allow it longer with OTEL_EXPORTER_OTLP_TIMEOUT "
+                         "(milliseconds)")
+    error = outcome.get("error")
+    if isinstance(error, urllib.error.HTTPError):  # the status's own phrase, never what the receiver wrote back
+        if 300 <= error.code < 400:
+            location = error.headers.get("Location") if error.headers is not None else None
+            raise SendFailed(f"--otel-endpoint {shown} answered HTTP {error.code} {_phrase(error.code)}, redirecting "
+                             f"to {redact_url(str(location or '(no Location)'))}: the run's spans were not sent there",
+                             "give the URL it redirects to as --otel-endpoint (evalcli follows no redirect: it would "
+                             "send the headers elsewhere, or drop the spans)")
+        raise SendFailed(f"--otel-endpoint {shown} refused the run's spans: HTTP {error.code} {_phrase(error.code)}",
                          "check the URL (an OTLP/HTTP receiver takes POST /v1/traces) and the headers in "
-                         "OTEL_EXPORTER_OTLP_HEADERS") from None
-    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-        reason = getattr(exc, "reason", exc)
-        if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
-            raise SendFailed(f"--otel-endpoint {shown} did not answer within {timeout:g} s",
-                             "check the receiver, or allow it longer with OTEL_EXPORTER_OTLP_TIMEOUT "
-                             "(milliseconds)") from None
-        raise SendFailed(f"--otel-endpoint {shown} cannot be reached: {reason}",
-                         "start the receiver, or check the URL") from None
+                         "OTEL_EXPORTER_OTLP_HEADERS")
+    if isinstance(error, (urllib.error.URLError, OSError, http.client.HTTPException)):
+        raise SendFailed(f"--otel-endpoint {shown} cannot be reached: {getattr(error, 'reason', error)}",
+                         "start the receiver, or check the URL")
+    if error is not None:
+        raise error
+    rejected = _rejected(*outcome["answer"])
+    if rejected:
+        total = sum(len(scope["spans"]) for resource in request["resourceSpans"] for scope in resource["scopeSpans"])
+        raise SendFailed(f"--otel-endpoint {shown} took the request but rejected {rejected} of the run's {total} "
+                         "spans (its answer's partial_success)",
+                         "the receiver's own log says why (evalcli prints nothing it wrote back)")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the 3xx is then an HTTPError: post() says where it pointed
+
+
+def _exchange(url: str, body: bytes, sent: dict[str, str], timeout: float) -> tuple[str, bytes]:
+    """POST the body; the answer's content type and its first MiB (what ``partial_success`` is read from)."""
+    opener = urllib.request.build_opener(_NoRedirect)
+    with opener.open(urllib.request.Request(url, data=body, method="POST", headers=sent), timeout=timeout) as answer:
+        return str(answer.headers.get("Content-Type") or ""), answer.read(1 << 20)
+
+
+def _timed_out(error: BaseException | None) -> bool:
+    return isinstance(error, TimeoutError) or isinstance(getattr(error, "reason", None), TimeoutError)
+
+
+def _without_userinfo(url: str) -> tuple[str, str | None]:
+    """The URL without its ``user:password@`` and the ``Basic`` credentials made of them (``None`` when it has
+    none): urllib would take ``user:password@host`` for a host name."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(token).decode()
+
+
+def _rejected(content_type: str, answer: bytes) -> int:
+    """How many spans the receiver's answer says it rejected (OTLP ``partial_success.rejected_spans``), 0 when it
+    says none or cannot be read."""
+    if not answer:
+        return 0
+    try:
+        if "json" in content_type:
+            found = json.loads(answer).get("partialSuccess", {}).get("rejectedSpans", 0)
+            return int(found or 0)
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+        response = ExportTraceServiceResponse()
+        response.ParseFromString(answer)
+        return int(response.partial_success.rejected_spans)
+    except Exception:  # noqa: BLE001 - an answer that is not OTLP (a proxy's page): taken, nothing says otherwise
+        return 0
 
 
 def _phrase(code: int) -> str:

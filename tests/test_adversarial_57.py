@@ -1,0 +1,212 @@
+"""OpenTelemetry both ways (docs/otel.md) tried as real users would, through the real CLI: a run exported to a real
+loopback OTLP/HTTP receiver (aiohttp, started here, counting every request and decoding every body with
+opentelemetry-proto) that redirects, answers a byte at a time, rejects spans in a ``partial_success``, or wants the
+credentials of its URL; a resumed run's export; trace files as exporters really write them (a batch delivered twice,
+spans of the GenAI conventions 1.26, a gzip-compressed export); and an agent instrumented with the real
+opentelemetry-sdk writing 1.26 spans. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from tests.conftest import REPO, CliResult, run_cli
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
+
+SECRET = "sk-otlp-57-header-secret-abcdef0123"
+PASSWORD = "pw-57-url-secret-0123456789"
+
+DATASET = """
+    gates: [{called_tool: get_weather}]
+    data:
+      - id: paris
+        transcript:
+          - {role: user, content: 'Weather in Paris?'}
+          - role: assistant
+            content: null
+            tool_calls: [{id: c1, type: function, function: {name: get_weather, arguments: {city: Paris}}}]
+          - {role: tool, tool_call_id: c1, content: '{"temp_c": 18}'}
+          - {role: assistant, content: "Paris: 18°C."}
+    """
+
+
+@dataclass
+class Receiver:
+    """A loopback OTLP/HTTP receiver: every request it got (method, path, headers, decoded spans) and how it answers
+    (``mode``: ``ok``, ``redirect``, ``trickle`` a byte at a time, ``partial`` rejecting every span)."""
+
+    mode: str = "ok"
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    port: int = 0
+
+    def spans(self) -> list[Any]:
+        return [span for r in self.requests for span in r["spans"]]
+
+
+async def _handle(state: Receiver, request: web.Request) -> web.StreamResponse:
+    body = await request.read()
+    spans: list[Any] = []
+    if request.method == "POST" and body:
+        decoded = ExportTraceServiceRequest()
+        decoded.ParseFromString(body)
+        spans = [s for r in decoded.resource_spans for scope in r.scope_spans for s in scope.spans]
+    state.requests.append({"method": request.method, "path": request.path, "headers": dict(request.headers),
+                           "spans": spans})
+    if state.mode == "redirect" and request.path == "/v1/traces":
+        raise web.HTTPMovedPermanently(f"http://127.0.0.1:{state.port}/elsewhere")
+    if state.mode == "trickle":  # a proxy that answers, slowly, forever (well past any timeout)
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/x-protobuf"})
+        await response.prepare(request)
+        for _ in range(120):
+            await response.write(b"\0")
+            await asyncio.sleep(0.25)
+        return response
+    answer = ExportTraceServiceResponse()
+    if state.mode == "partial":
+        answer.partial_success.rejected_spans = len(spans)
+        answer.partial_success.error_message = f"rejected, {request.headers.get('Authorization')}"
+    return web.Response(body=answer.SerializeToString(), content_type="application/x-protobuf")
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    state = Receiver()
+    loop = asyncio.new_event_loop()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", lambda request: _handle(state, request))
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    state.port = int(runner.addresses[0][1])
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(SUBPROCESS_TIMEOUT)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(SUBPROCESS_TIMEOUT)
+        loop.close()
+
+
+def export(tmp_path: Path, url: str, env: dict[str, str] | None = None) -> CliResult:
+    path = tmp_path / "d.yaml"
+    path.write_text(textwrap.dedent(DATASET).lstrip("\n"))
+    done = run_cli(["run", str(path), "--db", str(tmp_path / "e.db"), "--otel-endpoint", url], REPO,
+                   {"OTEL_EXPORTER_OTLP_HEADERS": f"x-api-key={SECRET}", **(env or {})}, timeout=SUBPROCESS_TIMEOUT)
+    return CliResult(done.code, done.stdout, done.stderr, tmp_path)
+
+
+def never_printed(done: CliResult) -> None:
+    assert "Traceback" not in done.stderr
+    for secret in (SECRET, PASSWORD, base64.b64encode(f"alice:{PASSWORD}".encode()).decode()):
+        assert secret not in done.stdout + done.stderr
+
+
+def test_a_receiver_that_redirects_is_a_warning_naming_where_and_nothing_follows_it(receiver: Receiver,
+                                                                                    tmp_path: Path) -> None:
+    receiver.mode = "redirect"
+    done = export(tmp_path, f"http://127.0.0.1:{receiver.port}")
+    assert done.code == 0, done.stderr
+    never_printed(done)
+    # before: urllib turned the POST into a GET of /elsewhere (no spans, the header sent along) and the run said
+    # nothing: its spans were lost without a word
+    assert [(r["method"], r["path"]) for r in receiver.requests] == [("POST", "/v1/traces")]
+    assert "answered HTTP 301 Moved Permanently, redirecting to " in done.stderr, done.stderr
+    assert f"http://127.0.0.1:{receiver.port}/elsewhere" in done.stderr
+    assert "was not exported" in done.stderr
+
+
+@pytest.mark.timing  # the run must finish at the timeout, not when the receiver stops answering (30 s)
+def test_a_receiver_answering_a_byte_at_a_time_is_cut_off_at_the_timeout(receiver: Receiver, tmp_path: Path) -> None:
+    receiver.mode = "trickle"
+    started = time.monotonic()
+    done = export(tmp_path, f"http://127.0.0.1:{receiver.port}", {"OTEL_EXPORTER_OTLP_TIMEOUT": "1000"})
+    took = time.monotonic() - started
+    assert done.code == 0, done.stderr
+    never_printed(done)
+    # before: 30 s and no warning (urllib's timeout bounds each read, and a byte came every 0.25 s)
+    assert "did not answer within 1 s" in done.stderr, done.stderr
+    assert took < 20, took
+
+
+def test_spans_the_receiver_rejected_are_a_warning_saying_how_many(receiver: Receiver, tmp_path: Path) -> None:
+    receiver.mode = "partial"
+    done = export(tmp_path, f"http://127.0.0.1:{receiver.port}")
+    assert done.code == 0, done.stderr
+    never_printed(done)
+    [request] = receiver.requests
+    assert len(request["spans"]) == 3
+    # before: nothing said, though the receiver kept none of the run's spans
+    assert "rejected 3 of the run's 3 spans" in done.stderr, done.stderr
+    assert "rejected, " not in done.stderr  # what the receiver wrote back is never printed
+
+
+def test_credentials_in_the_endpoint_url_are_sent_as_basic_auth_and_never_printed(receiver: Receiver,
+                                                                                  tmp_path: Path) -> None:
+    done = export(tmp_path, f"http://alice:{PASSWORD}@127.0.0.1:{receiver.port}/v1/traces",
+                  {"OTEL_EXPORTER_OTLP_HEADERS": ""})
+    assert done.code == 0, done.stderr
+    never_printed(done)
+    # before: "cannot be reached: [Errno -2] Name or service not known" (urllib took alice:...@127.0.0.1 for a host)
+    assert "not exported" not in done.stderr, done.stderr
+    [request] = receiver.requests
+    token = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    assert request["headers"]["Authorization"] == f"Basic {token}"
+    assert len(request["spans"]) == 3
+    with done.db("e.db") as db:
+        for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            assert PASSWORD not in repr(db.execute(f"SELECT * FROM [{table}]").fetchall())
+
+
+INTERRUPTING_AGENT = '''
+import os
+
+
+def ask(input: str) -> str:
+    if input == "stop" and not os.path.exists(os.path.join(os.path.dirname(__file__), "go")):
+        raise KeyboardInterrupt  # the first invocation stops here
+    return "echo " + input
+'''
+
+
+def test_a_resumed_run_is_exported_whole(receiver: Receiver, tmp_path: Path) -> None:
+    (tmp_path / "interrupting.py").write_text(INTERRUPTING_AGENT)
+    (tmp_path / "r.yaml").write_text("target: interrupting:ask\ngates: [{includes: echo}]\ndata:\n"
+                                     "  - {id: a, input: one}\n  - {id: b, input: two}\n"
+                                     "  - {id: c, input: stop}\n  - {id: d, input: four}\n")
+    args = ["run", "r.yaml", "--db", "r.db", "--concurrency", "1", "--otel-file", "r.otlp.jsonl",
+            "--otel-endpoint", f"http://127.0.0.1:{receiver.port}"]
+    first = run_cli(args, tmp_path, {"PYTHONPATH": f"{tmp_path}:{REPO}"}, timeout=SUBPROCESS_TIMEOUT)
+    assert first.code == 130, first.stderr
+    run_id = CliResult(0, "", "", tmp_path).db("r.db").execute("SELECT id FROM runs").fetchone()[0]
+    (tmp_path / "go").write_text("")
+    done = run_cli([*args, "--resume", run_id], tmp_path, {"PYTHONPATH": f"{tmp_path}:{REPO}"},
+                   timeout=SUBPROCESS_TIMEOUT)
+    assert done.code == 0, done.stderr
+    [request] = receiver.requests
+    sent = sorted(s.name for s in request["spans"] if s.name.startswith("evalcli.conversation"))
+    # before: only c and d, the conversations the second invocation played; a and b were in no trace at all
+    assert sent == ["evalcli.conversation a", "evalcli.conversation b", "evalcli.conversation c",
+                    "evalcli.conversation d"]
+    [line] = (tmp_path / "r.otlp.jsonl").read_text().splitlines()
+    written = [s["name"] for r in json.loads(line)["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]]
+    assert sorted(n for n in written if n.startswith("evalcli.conversation")) == sent
+    events = [e for s in request["spans"] if s.name.startswith("evalcli.conversation") for e in s.events]
+    assert len(events) == 4 and all(e.name == "gen_ai.evaluation.result" for e in events)
