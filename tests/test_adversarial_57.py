@@ -210,3 +210,121 @@ def test_a_resumed_run_is_exported_whole(receiver: Receiver, tmp_path: Path) -> 
     assert sorted(n for n in written if n.startswith("evalcli.conversation")) == sent
     events = [e for s in request["spans"] if s.name.startswith("evalcli.conversation") for e in s.events]
     assert len(events) == 4 and all(e.name == "gen_ai.evaluation.result" for e in events)
+
+
+TRACE_ID = "5b8efff798038103d269b633813fc60c"
+
+
+def attribute(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def weather_request() -> dict[str, Any]:
+    """One agent run as PydanticAI writes it (GenAI conventions): a model call asking for get_weather, the tool, the
+    answer."""
+    def span(n: int, name: str, start: int, parent: int | None, *attributes: dict[str, Any]) -> dict[str, Any]:
+        out = {"traceId": TRACE_ID, "spanId": f"a00000000000000{n}", "name": name, "startTimeUnixNano": str(start),
+               "endTimeUnixNano": str(start + 500), "attributes": list(attributes)}
+        if parent is not None:
+            out["parentSpanId"] = f"a00000000000000{parent}"
+        return out
+
+    def parts(role: str, part: dict[str, Any]) -> str:
+        return json.dumps([{"role": role, "parts": [part]}])
+
+    spans = [
+        span(1, "invoke_agent weather", 1000, None, attribute("gen_ai.operation.name", "invoke_agent"),
+             attribute("gen_ai.conversation.id", "support-1")),
+        span(2, "chat m", 2000, 1, attribute("gen_ai.operation.name", "chat"),
+             attribute("gen_ai.input.messages", parts("user", {"type": "text", "content": "Paris?"})),
+             attribute("gen_ai.output.messages", parts("assistant", {
+                 "type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {"city": "Paris"}}))),
+        span(3, "execute_tool get_weather", 3000, 1, attribute("gen_ai.operation.name", "execute_tool"),
+             attribute("gen_ai.tool.name", "get_weather"), attribute("gen_ai.tool.call.id", "c1"),
+             attribute("gen_ai.tool.call.result", '{"temp_c": 18}')),
+        span(4, "chat m", 4000, 1, attribute("gen_ai.operation.name", "chat"),
+             attribute("gen_ai.output.messages", parts("assistant", {"type": "text", "content": "Paris: 18°C."}))),
+    ]
+    return {"resourceSpans": [{"resource": {"attributes": [attribute("service.name", "weather")]},
+                               "scopeSpans": [{"scope": {"name": "pydantic-ai"}, "spans": spans}]}]}
+
+
+def score(tmp_path: Path, data_file: str, gates: str, *args: str) -> CliResult:
+    (tmp_path / "s.yaml").write_text(f"data_file: {data_file}\ngates: {gates}\n")
+    done = run_cli(["run", str(tmp_path / "s.yaml"), "--db", str(tmp_path / "s.db"), *args], REPO, {},
+                   timeout=SUBPROCESS_TIMEOUT)
+    return CliResult(done.code, done.stdout, done.stderr, tmp_path)
+
+
+def test_a_batch_delivered_twice_is_read_once(tmp_path: Path) -> None:
+    line = json.dumps(weather_request())
+    (tmp_path / "t.jsonl").write_text(f"{line}\n{line}\n")  # an exporter's retry of a batch the collector had taken
+    done = score(tmp_path, "t.jsonl", "[{called_tool: get_weather}, {max_tool_calls: 1}]", "--json", "-")
+    assert done.code == 0, done.stdout + done.stderr
+    [item] = done.json["items"]
+    # before: two turns, each with the call c1 (an id recorded in two turns), and max_tool_calls failed
+    [turn] = item["turns"]
+    assert turn["input"] == "Paris?"
+    assert [m["role"] for m in turn["output"]] == ["assistant", "tool", "assistant"]
+
+
+def semconv_126_request() -> dict[str, Any]:
+    """A chat span of the GenAI conventions 1.26 (as opentelemetry-instrumentation-openai and OpenLLMetry wrote
+    them): no gen_ai.operation.name, gen_ai.system, prompt_tokens, the messages in gen_ai.content.* events."""
+    root = {"traceId": TRACE_ID, "spanId": "b000000000000001", "name": "agent run", "startTimeUnixNano": "1000",
+            "endTimeUnixNano": "9000", "attributes": [attribute("session.id", "s-126")]}
+    chat = {"traceId": TRACE_ID, "spanId": "b000000000000002", "parentSpanId": "b000000000000001",
+            "name": "chat gpt-4o", "startTimeUnixNano": "2000", "endTimeUnixNano": "3000",
+            "attributes": [attribute("gen_ai.system", "openai"), attribute("gen_ai.request.model", "gpt-4o"),
+                           attribute("gen_ai.usage.prompt_tokens", 40), attribute("gen_ai.usage.completion_tokens", 9)],
+            "events": [{"name": "gen_ai.content.prompt", "timeUnixNano": "2000", "attributes": [attribute(
+                           "gen_ai.prompt", json.dumps([{"role": "user", "content": "Weather in Oslo?"}]))]},
+                       {"name": "gen_ai.content.completion", "timeUnixNano": "3000", "attributes": [attribute(
+                           "gen_ai.completion", json.dumps([{"role": "assistant", "content": "Oslo: rain."}]))]}]}
+    return {"resourceSpans": [{"resource": {"attributes": []},
+                               "scopeSpans": [{"scope": {"name": "openai"}, "spans": [root, chat]}]}]}
+
+
+def test_a_chat_span_of_the_conventions_1_26_is_read(tmp_path: Path) -> None:
+    (tmp_path / "t.jsonl").write_text(json.dumps(semconv_126_request()) + "\n")
+    done = score(tmp_path, "t.jsonl", "[{includes: rain}]", "--json", "-")
+    # before: exit 1, the turn's output empty (the span was no model call: it has no gen_ai.operation.name)
+    assert done.code == 0, done.stdout + done.stderr
+    [turn] = done.json["items"][0]["turns"]
+    assert turn["input"] == "Weather in Oslo?"
+    assert turn["output"] == [{"role": "assistant", "content": "Oslo: rain."}]
+
+
+SEMCONV_126_APP = '''
+import json
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+
+trace.set_tracer_provider(TracerProvider())  # the app's own provider, no exporter
+tracer = trace.get_tracer("opentelemetry.instrumentation.openai")
+
+
+async def ask(input: str) -> str:
+    with tracer.start_as_current_span("chat gpt-4o", attributes={
+            "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o", "gen_ai.response.model": "gpt-4o",
+            "gen_ai.usage.prompt_tokens": 40, "gen_ai.usage.completion_tokens": 9}) as span:
+        span.add_event("gen_ai.content.prompt", {"gen_ai.prompt": json.dumps([{"role": "user", "content": input}])})
+        span.add_event("gen_ai.content.completion",
+                       {"gen_ai.completion": json.dumps([{"role": "assistant", "content": "Oslo: rain."}])})
+    return "Oslo: rain."
+'''
+
+
+def test_an_agent_emitting_spans_of_the_conventions_1_26_has_its_tokens_counted(tmp_path: Path) -> None:
+    (tmp_path / "app126.py").write_text(SEMCONV_126_APP)
+    (tmp_path / "d.yaml").write_text("target: app126:ask\ngates: [{includes: rain}]\n"
+                                     "data: [{id: a, input: 'Weather in Oslo?'}, {id: b, input: 'And Bergen?'}]\n")
+    done = run_cli(["run", "d.yaml", "--db", "e.db", "--json", "-", "--concurrency", "64"], tmp_path,
+                   {"PYTHONPATH": f"{tmp_path}:{REPO}"}, timeout=SUBPROCESS_TIMEOUT)
+    assert done.code == 0, done.stderr
+    target = json.loads(done.stdout)["usage"]["purposes"]["target"]
+    # before: 0 calls, 0 tokens (the spans were read as no model call)
+    assert (target["calls"], target["prompt_tokens"], target["completion_tokens"]) == (2, 80, 18)

@@ -49,6 +49,8 @@ class Grouper:
 
     def __init__(self) -> None:
         self.open: dict[str, list[tuple[int, Span]]] = {}
+        self.seen: dict[str, set[tuple[str, str | None, str, int, int]]] = {}
+        """Each open trace's spans as (id, parent, name, start, end): a span read again is a copy of one read."""
         self.closed: set[str] = set()
         self.turns: list[Turn] = []
         self.spans = 0
@@ -56,12 +58,18 @@ class Grouper:
     def add(self, span: Span) -> None:
         if span.trace_id in self.closed:
             raise Reopened(span.trace_id)
+        copies = self.seen.setdefault(span.trace_id, set())
+        copy = (span.span_id, span.parent_id, span.name, span.start_ns, span.end_ns)
+        if copy in copies:  # the same span delivered twice (an exporter's retry, a batch appended again): read once
+            return
+        copies.add(copy)
         self.open.setdefault(span.trace_id, []).append((self.spans, span))
         self.spans += 1
 
     def close(self, trace_id: str) -> None:
         """The trace is whole: its turns are read and its spans let go (a later span of it raises ``Reopened``)."""
         spans = self.open.pop(trace_id, None)
+        self.seen.pop(trace_id, None)
         self.closed.add(trace_id)
         if spans:
             self.turns.extend(_turns(spans))
