@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import json
 import textwrap
 import threading
@@ -328,3 +329,15 @@ def test_an_agent_emitting_spans_of_the_conventions_1_26_has_its_tokens_counted(
     target = json.loads(done.stdout)["usage"]["purposes"]["target"]
     # before: 0 calls, 0 tokens (the spans were read as no model call)
     assert (target["calls"], target["prompt_tokens"], target["completion_tokens"]) == (2, 80, 18)
+
+
+def test_a_gzip_compressed_trace_file_is_said_to_be_one_and_nothing_is_written(tmp_path: Path) -> None:
+    (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress((json.dumps(weather_request()) + "\n").encode()))
+    done = score(tmp_path, "t.jsonl.gz", "[{called_tool: get_weather}]", "--otel-file", str(tmp_path / "o.jsonl"))
+    assert done.code == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    # before: "the file is not UTF-8 text (byte 0x8b)", hint "save it as UTF-8"
+    assert "t.jsonl.gz:1:1: the file is gzip-compressed, not text" in done.stderr, done.stderr
+    assert "gunzip -k" in done.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+    assert not (tmp_path / "s.db").exists() or not done.db("s.db").execute("SELECT * FROM runs").fetchall()
