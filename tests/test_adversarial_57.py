@@ -271,6 +271,20 @@ def test_a_batch_delivered_twice_is_read_once(tmp_path: Path) -> None:
     assert [m["role"] for m in turn["output"]] == ["assistant", "tool", "assistant"]
 
 
+def test_spans_whose_root_is_in_the_next_file_are_one_turn(tmp_path: Path) -> None:
+    document = weather_request()
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    del spans[0]  # the agent's root span ends last: a collector rotating its files wrote it to the next one
+    (tmp_path / "t.jsonl").write_text(json.dumps(document) + "\n")
+    done = score(tmp_path, "t.jsonl", "[{called_tool: get_weather}, {max_tool_calls: 1}]", "--json", "-")
+    # before: three turns (one per orphan span), the call c1 in two of them, max_tool_calls failed
+    assert done.code == 0, done.stdout + done.stderr
+    [turn] = done.json["items"][0]["turns"]
+    assert turn["input"] == "Paris?"
+    assert [m["role"] for m in turn["output"]] == ["assistant", "tool", "assistant"]
+    assert "span a000000000000001 is not in the file, the spans under it are: they are read as one turn" in done.stderr
+
+
 def semconv_126_request() -> dict[str, Any]:
     """A chat span of the GenAI conventions 1.26 (as opentelemetry-instrumentation-openai and OpenLLMetry wrote
     them): no gen_ai.operation.name, gen_ai.system, prompt_tokens, the messages in gen_ai.content.* events."""

@@ -103,18 +103,35 @@ def _made(grouped: dict[str, list[Turn]]) -> Iterator[tuple[int, dict[str, Any]]
 def _turns(spans: list[tuple[int, Span]]) -> Iterator[Turn]:
     """A whole trace's turns: evalcli's turn spans when it has any, else its root spans."""
     ids = {s.span_id for _, s in spans}
-    roots = [(n, s) for n, s in spans if EVALCLI_TURN in s.attributes]
-    if not roots:
-        roots = [(n, s) for n, s in spans if s.parent_id is None or s.parent_id not in ids]
     children: dict[str, list[Span]] = {}
     for _, span in spans:
         if span.parent_id is not None:
             children.setdefault(span.parent_id, []).append(span)
+    roots = [(n, s) for n, s in spans if EVALCLI_TURN in s.attributes]
+    if not roots:
+        roots = [(n, s) for n, s in spans if s.parent_id is None]
+        missing: dict[str, tuple[int, Span]] = {}
+        for n, span in spans:  # spans whose parent is not in the file: one turn, under the parent they name
+            if span.parent_id is not None and span.parent_id not in ids and span.parent_id not in missing:
+                missing[span.parent_id] = (n, _stand_in(span, children[span.parent_id]))
+        roots = sorted([*roots, *missing.values()], key=lambda found: found[0])
     for n, root in roots:
         tree = _subtree(root, children)
         key = next((text for k in CONVERSATION_KEYS for s in tree if (text := attribute_text(s.attributes, k))),
                    root.trace_id)
         yield _turn(n, root, tree, key)
+
+
+MISSING_PARENT = "evalcli.missing_parent"
+"""The attribute of a stand-in for a parent span the file does not hold (``_stand_in``)."""
+
+
+def _stand_in(child: Span, siblings: list[Span]) -> Span:
+    """A root for the spans under a parent the file does not hold (a root span exported to the next file of a
+    collector that rotates its files, or not yet ended): it stands where its first child is, from its earliest
+    start, and holds nothing of its own."""
+    return Span(child.trace_id, child.parent_id or "", None, "", min(s.start_ns for s in siblings),
+                max(s.end_ns for s in siblings), {MISSING_PARENT: True}, where=child.where)
 
 
 def _turn(seq: int, root: Span, tree: list[Span], key: str) -> Turn:
@@ -128,8 +145,12 @@ def _turn(seq: int, root: Span, tree: list[Span], key: str) -> Turn:
         messages = turn.messages(_root_output(root))
     line = root.where.rsplit(":", 1)[-1]
     warning = None
+    if MISSING_PARENT in root.attributes:
+        warning = (f"{root.where}: span {root.span_id} is not in the file, the spans under it are: they are read as "
+                   "one turn (its conversation id, input and output, if it held them, are missing)")
     if user is None and messages:
-        warning = f"{root.where}: span {root.span_id}: no user message found for this turn; recorded as '{NO_USER}'"
+        missing = f"no user message found for this turn; recorded as '{NO_USER}'"
+        warning = f"{warning}; {missing}" if warning else f"{root.where}: span {root.span_id}: {missing}"
     packed = json.dumps(_valid(messages), ensure_ascii=False) if messages or user is not None else ""
     return Turn(root.start_ns, seq, key, int(line) if line.isdigit() else None, user, packed, warning)
 
