@@ -176,6 +176,29 @@ def test_credentials_in_the_endpoint_url_are_sent_as_basic_auth_and_never_printe
             assert PASSWORD not in repr(db.execute(f"SELECT * FROM [{table}]").fetchall())
 
 
+def test_a_run_of_thousands_of_conversations_reaches_a_receiver_that_limits_a_requests_size(receiver: Receiver,
+                                                                                           tmp_path: Path) -> None:
+    lines = [json.dumps({"id": f"c{n}", "messages": [
+        {"role": "user", "content": f"Weather in city {n}?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "x"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"temp_c": 18}'},
+        {"role": "assistant", "content": "18C"}]}) for n in range(1500)]
+    (tmp_path / "big.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "big.yaml").write_text("data_file: big.jsonl\ngates: [{called_tool: get_weather}]\n")
+    done = run_cli(["run", "big.yaml", "--db", "e.db", "--otel-endpoint", f"http://127.0.0.1:{receiver.port}"],
+                   tmp_path, {}, timeout=SUBPROCESS_TIMEOUT)
+    assert done.code == 0, done.stderr
+    # before: one request of 2.6 MB, refused with HTTP 413 by aiohttp's 1 MiB limit (the collector's is 20 MiB): no
+    # span of the run reached the receiver
+    assert "not exported" not in done.stderr, done.stderr
+    assert all(r["method"] == "POST" for r in receiver.requests) and len(receiver.requests) > 1
+    names = [s.name.split()[0] for s in receiver.spans()]
+    assert (names.count("evalcli.run"), names.count("evalcli.conversation"), names.count("evalcli.turn")) == (
+        1, 1500, 1500)
+    assert len({s.trace_id for s in receiver.spans()}) == 1
+
+
 INTERRUPTING_AGENT = '''
 import os
 

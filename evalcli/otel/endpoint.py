@@ -23,6 +23,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import EvalcliError, UsageError
@@ -105,10 +106,61 @@ def timeout_seconds(env: dict[str, str] | None = None) -> float:
 
 
 def post(url: str, request: dict[str, Any]) -> None:
-    """Send the request; ``SendFailed`` says why the receiver did not take it (never with a header's value). The whole
-    exchange is bounded by the timeout (a receiver answering a byte at a time is cut off too); a redirect is not
-    followed (it would resend the headers elsewhere, or turn the POST into a GET that drops the spans); a receiver
-    that took the request but rejected spans (OTLP's ``partial_success``) did not take the run."""
+    """Send the request, in requests of at most ``BATCH_SPANS`` spans (a receiver limits a request's size: a run of
+    thousands of conversations is never refused whole); ``SendFailed`` says why the receiver did not take them all
+    (never with a header's value), and how many requests it had taken. A receiver that took a request but rejected
+    spans (OTLP's ``partial_success``) did not take the run."""
+    batches = list(_batches(request, BATCH_SPANS))
+    rejected = 0
+    for n, batch in enumerate(batches):
+        try:
+            rejected += _post(url, batch)
+        except SendFailed as failed:
+            if n == 0:
+                raise
+            raise SendFailed(f"{failed.message} (after {n} of its {len(batches)} requests of at most {BATCH_SPANS} "
+                             "spans had been taken)", failed.hint) from None
+    if rejected:
+        total = sum(len(scope["spans"]) for resource in request["resourceSpans"] for scope in resource["scopeSpans"])
+        raise SendFailed(f"--otel-endpoint {redact_url(url)} took the request but rejected {rejected} of the run's "
+                         f"{total} spans (its answer's partial_success)",
+                         "the receiver's own log says why (evalcli prints nothing it wrote back)")
+
+
+BATCH_SPANS = 512
+"""The most spans one request holds (the OpenTelemetry SDKs' default batch)."""
+
+Batch = dict[tuple[int, int], tuple[dict[str, Any], dict[str, Any], list[Any]]]
+"""Spans by (resource, scope) index, with their resource and scope."""
+
+
+def _batches(request: dict[str, Any], size: int) -> Iterator[dict[str, Any]]:
+    """The request cut into requests of at most ``size`` spans, each span under its own resource and scope."""
+    batch: Batch = {}
+    count = 0
+    for r, resource in enumerate(request["resourceSpans"]):
+        for c, scope in enumerate(resource["scopeSpans"]):
+            for span in scope["spans"]:
+                batch.setdefault((r, c), (resource, scope, []))[2].append(span)
+                count += 1
+                if count == size:
+                    yield _request(batch)
+                    batch, count = {}, 0
+    if count:
+        yield _request(batch)
+
+
+def _request(batch: Batch) -> dict[str, Any]:
+    resources: dict[int, dict[str, Any]] = {}
+    for (r, _), (resource, scope, spans) in batch.items():
+        resources.setdefault(r, {**resource, "scopeSpans": []})["scopeSpans"].append({**scope, "spans": spans})
+    return {"resourceSpans": list(resources.values())}
+
+
+def _post(url: str, request: dict[str, Any]) -> int:
+    """Send one request; how many spans the receiver said it rejected. The whole exchange is bounded by the timeout
+    (a receiver answering a byte at a time is cut off too); a redirect is not followed (it would resend the headers
+    elsewhere, or turn the POST into a GET that drops the spans)."""
     timeout = timeout_seconds()
     body = protobuf(request)
     target, basic = _without_userinfo(url)
@@ -140,19 +192,16 @@ def post(url: str, request: dict[str, Any]) -> None:
                              "give the URL it redirects to as --otel-endpoint (evalcli follows no redirect: it would "
                              "send the headers elsewhere, or drop the spans)")
         raise SendFailed(f"--otel-endpoint {shown} refused the run's spans: HTTP {error.code} {_phrase(error.code)}",
-                         "check the URL (an OTLP/HTTP receiver takes POST /v1/traces) and the headers in "
-                         "OTEL_EXPORTER_OTLP_HEADERS")
+                         f"a request holds at most {BATCH_SPANS} spans, and one of them is larger than the receiver "
+                         "takes: raise its limit (the OpenTelemetry collector's max_request_body_size)"
+                         if error.code == 413 else "check the URL (an OTLP/HTTP receiver takes POST /v1/traces) and "
+                         "the headers in OTEL_EXPORTER_OTLP_HEADERS")
     if isinstance(error, (urllib.error.URLError, OSError, http.client.HTTPException)):
         raise SendFailed(f"--otel-endpoint {shown} cannot be reached: {getattr(error, 'reason', error)}",
                          "start the receiver, or check the URL")
     if error is not None:
         raise error
-    rejected = _rejected(*outcome["answer"])
-    if rejected:
-        total = sum(len(scope["spans"]) for resource in request["resourceSpans"] for scope in resource["scopeSpans"])
-        raise SendFailed(f"--otel-endpoint {shown} took the request but rejected {rejected} of the run's {total} "
-                         "spans (its answer's partial_success)",
-                         "the receiver's own log says why (evalcli prints nothing it wrote back)")
+    return _rejected(*outcome["answer"])
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
