@@ -199,6 +199,18 @@ def test_a_run_of_thousands_of_conversations_reaches_a_receiver_that_limits_a_re
     assert len({s.trace_id for s in receiver.spans()}) == 1
 
 
+def test_a_header_http_cannot_carry_is_refused_before_the_run_without_its_value(receiver: Receiver,
+                                                                               tmp_path: Path) -> None:
+    done = export(tmp_path, f"http://127.0.0.1:{receiver.port}", {
+        "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{SECRET}%0A"})  # a token pasted with its newline
+    # before: the run played, then "internal error: ValueError: Invalid header value b'Bearer sk-...\\n'", exit 70
+    assert done.code == 2, done.stderr
+    never_printed(done)
+    assert "OTEL_EXPORTER_OTLP_HEADERS: the value of header 'authorization' holds a line break" in done.stderr
+    assert receiver.requests == []
+    assert not (tmp_path / "e.db").exists() or not done.db("e.db").execute("SELECT * FROM runs").fetchall()
+
+
 INTERRUPTING_AGENT = '''
 import os
 

@@ -19,6 +19,7 @@ import http.client
 import importlib.util
 import json
 import os
+import re
 import threading
 import urllib.error
 import urllib.parse
@@ -48,9 +49,38 @@ def traces_url(option: str | None, env: dict[str, str] | None = None) -> str | N
     return None
 
 
+HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""A header name HTTP can carry (RFC 9110's token)."""
+HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+"""A header value HTTP can carry: no line break or other control character, nothing beyond Latin-1."""
+
+
+def headers_variable(env: dict[str, str] | None = None) -> str:
+    """The variable the headers come from: ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` when set, else
+    ``OTEL_EXPORTER_OTLP_HEADERS``."""
+    env = dict(os.environ) if env is None else env
+    return "OTEL_EXPORTER_OTLP_TRACES_HEADERS" if env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") else \
+        "OTEL_EXPORTER_OTLP_HEADERS"
+
+
+def check_headers(env: dict[str, str] | None = None) -> None:
+    """Refuse, before the run, a header HTTP cannot carry (a value with a line break: a token pasted with its
+    newline), naming the header, never its value: urllib would refuse it only after the run, quoting the value."""
+    for name, value in headers(env).items():
+        if not HEADER_NAME.fullmatch(name):
+            problem = f"the header name {name!r} holds a character a header name cannot"
+        elif not HEADER_VALUE.fullmatch(value):
+            problem = (f"the value of header {name!r} holds a line break, a control character or a character beyond "
+                       "Latin-1, which HTTP headers cannot carry")
+        else:
+            continue
+        raise UsageError(f"{headers_variable(env)}: {problem}",
+                         "fix the variable: key=value pairs, comma-separated, URL-encoded (%20 for a space)")
+
+
 def headers(env: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ) if env is None else env
-    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    raw = env.get(headers_variable(env)) or ""
     out = {}
     for pair in raw.split(","):
         key, sep, value = pair.partition("=")
@@ -77,13 +107,14 @@ def protobuf(request: dict[str, Any]) -> bytes:
 
 
 def check(url: str, env: dict[str, str] | None = None) -> None:
-    """Refuse, before the run, an endpoint that cannot work: not an http(s) URL with a host, or a timeout that is not
-    a positive number of milliseconds."""
+    """Refuse, before the run, an endpoint that cannot work: not an http(s) URL with a host, a timeout that is not
+    a positive number of milliseconds, or a header HTTP cannot carry."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--otel-endpoint {redact_url(url)} is not an http(s) URL with a host",
                          "give the OTLP/HTTP receiver's URL, e.g. --otel-endpoint http://localhost:4318")
     timeout_seconds(env)
+    check_headers(env)
     if importlib.util.find_spec("opentelemetry.proto") is None or importlib.util.find_spec("google.protobuf") is None:
         raise UsageError("--otel-endpoint needs opentelemetry-proto", "pip install 'evalcli[otel]'")
 
