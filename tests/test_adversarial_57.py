@@ -390,3 +390,22 @@ def test_a_gzip_compressed_trace_file_is_said_to_be_one_and_nothing_is_written(t
     assert "gunzip -k" in done.stderr
     assert not (tmp_path / "o.jsonl").exists()
     assert not (tmp_path / "s.db").exists() or not done.db("s.db").execute("SELECT * FROM runs").fetchall()
+
+
+def test_an_otel_file_or_a_report_over_a_file_the_run_reads_is_refused_before_it_runs(tmp_path: Path) -> None:
+    line = json.dumps(weather_request()) + "\n"
+    (tmp_path / "t.jsonl").write_text(line)
+    (tmp_path / "d.yaml").write_text(textwrap.dedent(DATASET).lstrip("\n"))
+    done = score(tmp_path, "t.jsonl", "[{called_tool: get_weather}]", "--otel-file", str(tmp_path / "t.jsonl"))
+    # before: the run was appended to the traces it scored, and read back as a second turn of support-1 next time
+    assert done.code == 2, done.stderr
+    assert "--otel-file" in done.stderr and "is the data_file the dataset" in done.stderr, done.stderr
+    assert (tmp_path / "t.jsonl").read_text() == line
+    assert not (tmp_path / "s.db").exists()
+    dataset = (tmp_path / "d.yaml").read_text()
+    for option, path in (("--json", "d.yaml"), ("--otel-file", "d.yaml"), ("--markdown", "e.db")):
+        done = run_cli(["run", "d.yaml", "--db", "e.db", option, path], tmp_path, {}, timeout=SUBPROCESS_TIMEOUT)
+        # before: --json d.yaml wrote the report over the dataset; --otel-file appended JSON to its YAML
+        assert done.code == 2, done.stderr
+        assert f"{option} {path} is the " in done.stderr, done.stderr
+        assert (tmp_path / "d.yaml").read_text() == dataset
