@@ -409,3 +409,12 @@ def test_an_otel_file_or_a_report_over_a_file_the_run_reads_is_refused_before_it
         assert done.code == 2, done.stderr
         assert f"{option} {path} is the " in done.stderr, done.stderr
         assert (tmp_path / "d.yaml").read_text() == dataset
+
+
+def test_otel_file_dash_is_refused_not_a_file_named_dash(tmp_path: Path) -> None:
+    (tmp_path / "d.yaml").write_text(textwrap.dedent(DATASET).lstrip("\n"))
+    done = run_cli(["run", "d.yaml", "--db", "e.db", "--otel-file", "-"], tmp_path, {}, timeout=SUBPROCESS_TIMEOUT)
+    # before: exit 0 and a file named "-" beside the dataset (every other output's "-" is stdout)
+    assert done.code == 2, done.stderr
+    assert "--otel-file -: the run's spans are written to a file, not to stdout" in done.stderr
+    assert not (tmp_path / "-").exists() and not (tmp_path / "e.db").exists()
