@@ -320,6 +320,25 @@ def test_spans_whose_root_is_in_the_next_file_are_one_turn(tmp_path: Path) -> No
     assert "span a000000000000001 is not in the file, the spans under it are: they are read as one turn" in done.stderr
 
 
+def test_a_tool_result_in_a_trace_of_model_calls_only_is_the_calls_result(tmp_path: Path) -> None:
+    document = weather_request()
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    del spans[2]  # no execute_tool span: the OpenAI client's instrumentation traces model calls only
+    spans[2]["attributes"].append(attribute("gen_ai.input.messages", json.dumps([
+        {"role": "user", "parts": [{"type": "text", "content": "Paris?"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather",
+                                         "arguments": {"city": "Paris"}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": {"temp_c": 18}}]}])))
+    (tmp_path / "t.jsonl").write_text(json.dumps(document) + "\n")
+    done = score(tmp_path, "t.jsonl", "[{called_tool: get_weather}]", "--json", "-")
+    assert done.code == 0, done.stdout + done.stderr
+    [turn] = done.json["items"][0]["turns"]
+    # before: the call c1 with no result at all, though the next model call was sent it
+    assert [m["role"] for m in turn["output"]] == ["assistant", "tool", "assistant"]
+    assert turn["output"][1]["tool_call_id"] == "c1"
+    assert json.loads(turn["output"][1]["content"]) == {"temp_c": 18}
+
+
 def semconv_126_request() -> dict[str, Any]:
     """A chat span of the GenAI conventions 1.26 (as opentelemetry-instrumentation-openai and OpenLLMetry wrote
     them): no gen_ai.operation.name, gen_ai.system, prompt_tokens, the messages in gen_ai.content.* events."""
