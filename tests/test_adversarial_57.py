@@ -319,6 +319,24 @@ def test_spans_whose_root_is_in_the_next_file_are_one_turn(tmp_path: Path) -> No
     assert [m["role"] for m in turn["output"]] == ["assistant", "tool", "assistant"]
     assert "span a000000000000001 is not in the file, the spans under it are: they are read as one turn" in done.stderr
 
+    # agent runs under a session span still open (not in the file) stay a turn each
+    first, second = weather_request(), weather_request()
+    for n, document in enumerate((first, second)):
+        for span in document["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            span["spanId"] = span["spanId"][:-2] + f"{n}{span['spanId'][-1]}"
+            span["startTimeUnixNano"] = str(int(span["startTimeUnixNano"]) + n * 10_000)
+            if "parentSpanId" in span:
+                span["parentSpanId"] = span["parentSpanId"][:-2] + f"{n}{span['parentSpanId'][-1]}"
+            else:
+                span["parentSpanId"] = "ffffffffffffff01"
+    spans = [*first["resourceSpans"][0]["scopeSpans"][0]["spans"], *second["resourceSpans"][0]["scopeSpans"][0]["spans"]]
+    first["resourceSpans"][0]["scopeSpans"][0]["spans"] = spans
+    (tmp_path / "t.jsonl").write_text(json.dumps(first) + "\n")
+    done = score(tmp_path, "t.jsonl", "[{called_tool: get_weather}]", "--json", "-")
+    assert done.code == 0, done.stdout + done.stderr
+    assert [[m["role"] for m in t["output"]] for t in done.json["items"][0]["turns"]] == [
+        ["assistant", "tool", "assistant"], ["assistant", "tool", "assistant"]]
+
 
 def test_a_tool_result_in_a_trace_of_model_calls_only_is_the_calls_result(tmp_path: Path) -> None:
     document = weather_request()

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..records import record
+from .readers import read
 from .spans import Span, attribute_json, attribute_text
 from .turns import TurnSpans
 
@@ -108,15 +109,22 @@ def _turns(spans: list[tuple[int, Span]]) -> Iterator[Turn]:
         if span.parent_id is not None:
             children.setdefault(span.parent_id, []).append(span)
     roots = [(n, s) for n, s in spans if EVALCLI_TURN in s.attributes]
+    calls: dict[str, list[Span]] = {}  # the model and tool calls under each parent the file does not hold
     if not roots:
         roots = [(n, s) for n, s in spans if s.parent_id is None]
         missing: dict[str, tuple[int, Span]] = {}
-        for n, span in spans:  # spans whose parent is not in the file: one turn, under the parent they name
-            if span.parent_id is not None and span.parent_id not in ids and span.parent_id not in missing:
-                missing[span.parent_id] = (n, _stand_in(span, children[span.parent_id]))
+        for n, span in spans:  # a model or tool call whose parent is not in the file: one turn with its siblings
+            if span.parent_id is None or span.parent_id in ids:
+                continue
+            if read(span, messages=False) is None:  # an agent run under a session span still open: a turn
+                roots.append((n, span))
+            elif span.parent_id not in missing:
+                calls[span.parent_id] = [c for c in children[span.parent_id] if read(c, messages=False) is not None]
+                missing[span.parent_id] = (n, _stand_in(span, calls[span.parent_id]))
         roots = sorted([*roots, *missing.values()], key=lambda found: found[0])
     for n, root in roots:
-        tree = _subtree(root, children)
+        tree = _subtree(root, children) if root.span_id not in calls else [
+            root, *(s for call in calls[root.span_id] for s in _subtree(call, children))]
         key = next((text for k in CONVERSATION_KEYS for s in tree if (text := attribute_text(s.attributes, k))),
                    root.trace_id)
         yield _turn(n, root, tree, key)
@@ -127,9 +135,9 @@ MISSING_PARENT = "evalcli.missing_parent"
 
 
 def _stand_in(child: Span, siblings: list[Span]) -> Span:
-    """A root for the spans under a parent the file does not hold (a root span exported to the next file of a
-    collector that rotates its files, or not yet ended): it stands where its first child is, from its earliest
-    start, and holds nothing of its own."""
+    """A root for the model and tool calls under a parent the file does not hold (a root span exported to the next
+    file of a collector that rotates its files, or not yet ended): it stands where its first child is, from its
+    earliest start, and holds nothing of its own. Its other children (agent runs) are turns of their own."""
     return Span(child.trace_id, child.parent_id or "", None, "", min(s.start_ns for s in siblings),
                 max(s.end_ns for s in siblings), {MISSING_PARENT: True}, where=child.where)
 
