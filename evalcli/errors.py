@@ -135,6 +135,10 @@ def not_utf8(path: Any) -> Problem:
     """Where a file that is not UTF-8 text first breaks (``FILE:LINE:COL``, the byte), read again a line at a time as
     bytes: the one wording of that mistake for every file a dataset names (docs/datasets.md)."""
     with open(path, "rb") as handle:
+        packed = _packed(handle.read(6), str(path))
+        if packed is not None:
+            return packed
+        handle.seek(0)
         for number, raw in enumerate(handle, start=1):
             try:
                 raw.decode("utf-8")
@@ -143,6 +147,25 @@ def not_utf8(path: Any) -> Problem:
                 return Problem(f"{path}:{number}:{column}", f"the file is not UTF-8 text (byte {raw[exc.start]:#04x})",
                                "save it as UTF-8")
     return Problem(str(path), "the file is not UTF-8 text", "save it as UTF-8")
+
+
+COMPRESSED = {b"\x1f\x8b": ("gzip", "gunzip -k"), b"\x28\xb5\x2f\xfd": ("zstd", "zstd -d"),
+              b"\xfd7zXZ\x00": ("xz", "unxz -k")}
+"""A compressed file's magic bytes (none of them UTF-8 text), its format and the command that decompresses it."""
+PROTOBUF_SUFFIXES = (".pb", ".binpb", ".protobuf")
+
+
+def _packed(head: bytes, path: str) -> Problem | None:
+    """A file that is compressed, or named as OTLP protobuf, said as such rather than as text that is not UTF-8
+    (docs/datasets.md)."""
+    for magic, (name, command) in COMPRESSED.items():
+        if head.startswith(magic):
+            return Problem(f"{path}:1:1", f"the file is {name}-compressed, not text",
+                           f"decompress it ({command} {path}) and name the file it gives")
+    if path.lower().endswith(PROTOBUF_SUFFIXES):
+        return Problem(f"{path}:1:1", "the file is not UTF-8 text: binary (protobuf) traces are not read",
+                       "export OTLP JSON instead (the OpenTelemetry collector's file exporter writes it by default)")
+    return None
 
 
 LONE_SURROGATE = ("the escape {escape} names half of a UTF-16 surrogate pair alone, not a character: no text can "

@@ -17,20 +17,20 @@ from typing import TYPE_CHECKING, Any
 from ..dataset import Selection, parse_shard
 from ..dbname import db_option
 from ..errors import ExitCode, UsageError
-from ..evaluate import Reporter, RunsInterrupted, plan_runs, run_planned
+from ..evaluate import Reporter, RunsInterrupted, check_not_read, plan_runs, run_planned
 from ..llm import parse_budget
 from ..records import record
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
 from ..run.options import interrupting_signals, parse_repeat
 from ..run.worker_checks import parse_workers
-from ..secrets import Redactor
 from .console import make_console
 from .outputs import stdout_for_json
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..evaluate import Plans
     from ..reports import TerminalReport
     from ..reports.otel import Exporter
     from ..store import Comparison
@@ -190,7 +190,7 @@ def run_command(request: RunRequest, events: Events, out: Callable[[], Console])
                       given=given, json=request.json_out if request.json_out != "-" else None, junit=request.junit,
                       markdown=request.markdown, html=request.html,
                       step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
-    exporter = _exporter(request, plans.redactor)
+    exporter = _exporter(request, plans)
     if exporter is not None:
         from ..reports.otel import ExportEvents
 
@@ -218,7 +218,7 @@ def run_command(request: RunRequest, events: Events, out: Callable[[], Console])
     return runs.exit_code
 
 
-def _exporter(request: RunRequest, redact: Redactor) -> Exporter | None:
+def _exporter(request: RunRequest, plans: Plans) -> Exporter | None:
     """The runs' OpenTelemetry export, when asked for (docs/otel.md), checked before anything runs (its modules are
     imported only then)."""
     if request.otel_endpoint is None and request.otel_file is None:
@@ -234,12 +234,18 @@ def _exporter(request: RunRequest, redact: Redactor) -> Exporter | None:
             raise UsageError("--otel-endpoint -: OTEL_EXPORTER_OTLP_ENDPOINT is not set",
                              "give the receiver's URL, e.g. --otel-endpoint http://localhost:6006")
         check_endpoint(url)
+    if request.otel_file is not None and str(request.otel_file) == "-":  # never a file named "-" in the folder
+        raise UsageError("--otel-file -: the run's spans are written to a file, not to stdout (it carries the report)",
+                         "give a file path, e.g. --otel-file run.otlp.jsonl, or send them with --otel-endpoint URL")
     if request.otel_file is not None and request.otel_file.is_dir():
         raise UsageError(f"--otel-file {request.otel_file} is a directory", "give a file path, e.g. run.otlp.jsonl")
     if request.otel_file is not None and not request.otel_file.absolute().parent.is_dir():
         raise UsageError(f"--otel-file {request.otel_file}: the folder {request.otel_file.absolute().parent} does not "
                          "exist", "create it, or give a path in an existing folder")
-    return Exporter(redact, request.otel_file, url)
+    if request.otel_file is not None:  # never appended to the traces the run scores, its dataset or its database
+        check_not_read([("--otel-file", request.otel_file)],
+                       [(plan.dataset.path, plan.dataset.data_file) for plan in plans.runs], plans.db)
+    return Exporter(plans.redactor, request.otel_file, url)
 
 
 @contextlib.contextmanager

@@ -50,8 +50,7 @@ NO_TARGET = "(recorded)"
 
 def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, known: list[str],
           problems: list[Problem], line: int | None) -> Item | None:
-    """One item of any form, with its labels (``known``: the scorer ids a label may name) and the ``line`` it starts
-    on."""
+    """One item of any form, with its labels (``known``: the scorer ids a label may name) and the ``line`` it starts on."""
     plain = plain_item(raw, index, path, pos, registry, problems, line)
     if plain is not NOT_PLAIN:  # one of the common shapes, read without the models
         return plain  # type: ignore[no-any-return]
@@ -405,6 +404,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         target_spec, adapter, target_secrets = resolved.spec, resolved.adapter, resolved.secrets
     dataset = Dataset(path=str(path), target_spec=target_spec, target=adapter, target_options=top.target_options,
                       concurrency=top.concurrency, gates=gates, scorers=scorers, items=items, registry=registry,
+                      data_file=str(file.parent / top.data_file) if top.data_file else None,
                       hash=hasher.hexdigest(), name=dataset_name(file), imported=imported, target_given=target,
                       secret_values=secret_values | target_secrets, scope=scope,
                       target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",

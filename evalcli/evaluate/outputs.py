@@ -70,6 +70,30 @@ def check_tapes(tapes: Sequence[Path], replayed: Sequence[Path]) -> None:
                                                          "replace the tape with the new one once the run is done")
 
 
+def check_not_read(written: Sequence[tuple[str, Path]], datasets: Sequence[tuple[str, str | None]],
+                   db: Path | None) -> None:
+    """No file a command writes (``written``: option, path) is one it reads: a dataset file, its ``data_file``
+    (``datasets``: each dataset's path and data file) or the database: a report there would destroy it, an
+    ``--otel-file`` appended to the traces it scores would be read back as conversations next time (docs/ci.md)."""
+    read: list[tuple[str, Path]] = [("the database (--db)", db)] if db is not None else []
+    for dataset, data_file in datasets:
+        read.append((f"the dataset {dataset}", Path(dataset)))
+        if data_file is not None:
+            read.append((f"the data_file the dataset {dataset} reads", Path(data_file)))
+    for what, path in written:
+        for role, source in read:
+            if _same_file(path, source):
+                raise UsageError(f"{what} {path} is {role}: the run would write over what it reads",
+                                 f"give {what} another path")
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one of them does not exist (yet): compared by the paths they name
+        return one.resolve() == other.resolve()
+
+
 def tape_problem(path: Path) -> PathProblem | None:
     """Why a tape cannot be written at ``path`` (made with its missing folders), or ``None``."""
     if path.is_dir():

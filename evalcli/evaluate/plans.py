@@ -16,7 +16,7 @@ from ..records import record
 from ..run import RunOptions, RunPlan, check_options, llm_settings, plan_run
 from ..secrets import Redactor
 from ..store import Store
-from .outputs import Outputs, check_tapes
+from .outputs import Outputs, check_not_read, check_tapes
 
 
 @record(frozen=True)
@@ -77,6 +77,8 @@ def plan_runs(datasets: Sequence[DatasetSource], options: RunOptions | None = No
                            json=_optional(json), junit=_optional(junit), markdown=_optional(markdown),
                            html=_optional(html), db=database, step_summary=_optional(step_summary))
     loaded = load_datasets(datasets, scorers, targets)
+    check_not_read([(what, path) for what, chosen in outputs.named() for path in chosen if path is not None],
+                   [(dataset.path, dataset.data_file) for dataset, _ in loaded], database)
     if options.record_tools is not None:  # each run's tape writable, and none the tape a dataset replays
         from ..tools import tape_path
 

@@ -86,6 +86,9 @@ class _Watched(Events):
     def item_done(self, result: ItemResult) -> None:
         self.events.item_done(result)
 
+    def item_kept(self, result: ItemResult) -> None:
+        self.events.item_kept(result)
+
     def warning(self, text: str) -> None:
         self.events.warning(text)
 

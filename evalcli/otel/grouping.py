@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..records import record
+from .readers import read
 from .spans import Span, attribute_json, attribute_text
 from .turns import TurnSpans
 
@@ -49,6 +50,8 @@ class Grouper:
 
     def __init__(self) -> None:
         self.open: dict[str, list[tuple[int, Span]]] = {}
+        self.seen: dict[str, set[tuple[str, str | None, str, int, int]]] = {}
+        """Each open trace's spans as (id, parent, name, start, end): a span read again is a copy of one read."""
         self.closed: set[str] = set()
         self.turns: list[Turn] = []
         self.spans = 0
@@ -56,12 +59,18 @@ class Grouper:
     def add(self, span: Span) -> None:
         if span.trace_id in self.closed:
             raise Reopened(span.trace_id)
+        copies = self.seen.setdefault(span.trace_id, set())
+        copy = (span.span_id, span.parent_id, span.name, span.start_ns, span.end_ns)
+        if copy in copies:  # the same span delivered twice (an exporter's retry, a batch appended again): read once
+            return
+        copies.add(copy)
         self.open.setdefault(span.trace_id, []).append((self.spans, span))
         self.spans += 1
 
     def close(self, trace_id: str) -> None:
         """The trace is whole: its turns are read and its spans let go (a later span of it raises ``Reopened``)."""
         spans = self.open.pop(trace_id, None)
+        self.seen.pop(trace_id, None)
         self.closed.add(trace_id)
         if spans:
             self.turns.extend(_turns(spans))
@@ -95,18 +104,42 @@ def _made(grouped: dict[str, list[Turn]]) -> Iterator[tuple[int, dict[str, Any]]
 def _turns(spans: list[tuple[int, Span]]) -> Iterator[Turn]:
     """A whole trace's turns: evalcli's turn spans when it has any, else its root spans."""
     ids = {s.span_id for _, s in spans}
-    roots = [(n, s) for n, s in spans if EVALCLI_TURN in s.attributes]
-    if not roots:
-        roots = [(n, s) for n, s in spans if s.parent_id is None or s.parent_id not in ids]
     children: dict[str, list[Span]] = {}
     for _, span in spans:
         if span.parent_id is not None:
             children.setdefault(span.parent_id, []).append(span)
+    roots = [(n, s) for n, s in spans if EVALCLI_TURN in s.attributes]
+    calls: dict[str, list[Span]] = {}  # the model and tool calls under each parent the file does not hold
+    if not roots:
+        roots = [(n, s) for n, s in spans if s.parent_id is None]
+        missing: dict[str, tuple[int, Span]] = {}
+        for n, span in spans:  # a model or tool call whose parent is not in the file: one turn with its siblings
+            if span.parent_id is None or span.parent_id in ids:
+                continue
+            if read(span, messages=False) is None:  # an agent run under a session span still open: a turn
+                roots.append((n, span))
+            elif span.parent_id not in missing:
+                calls[span.parent_id] = [c for c in children[span.parent_id] if read(c, messages=False) is not None]
+                missing[span.parent_id] = (n, _stand_in(span, calls[span.parent_id]))
+        roots = sorted([*roots, *missing.values()], key=lambda found: found[0])
     for n, root in roots:
-        tree = _subtree(root, children)
+        tree = _subtree(root, children) if root.span_id not in calls else [
+            root, *(s for call in calls[root.span_id] for s in _subtree(call, children))]
         key = next((text for k in CONVERSATION_KEYS for s in tree if (text := attribute_text(s.attributes, k))),
                    root.trace_id)
         yield _turn(n, root, tree, key)
+
+
+MISSING_PARENT = "evalcli.missing_parent"
+"""The attribute of a stand-in for a parent span the file does not hold (``_stand_in``)."""
+
+
+def _stand_in(child: Span, siblings: list[Span]) -> Span:
+    """A root for the model and tool calls under a parent the file does not hold (a root span exported to the next
+    file of a collector that rotates its files, or not yet ended): it stands where its first child is, from its
+    earliest start, and holds nothing of its own. Its other children (agent runs) are turns of their own."""
+    return Span(child.trace_id, child.parent_id or "", None, "", min(s.start_ns for s in siblings),
+                max(s.end_ns for s in siblings), {MISSING_PARENT: True}, where=child.where)
 
 
 def _turn(seq: int, root: Span, tree: list[Span], key: str) -> Turn:
@@ -120,8 +153,12 @@ def _turn(seq: int, root: Span, tree: list[Span], key: str) -> Turn:
         messages = turn.messages(_root_output(root))
     line = root.where.rsplit(":", 1)[-1]
     warning = None
+    if MISSING_PARENT in root.attributes:
+        warning = (f"{root.where}: span {root.span_id} is not in the file, the spans under it are: they are read as "
+                   "one turn (its conversation id, input and output, if it held them, are missing)")
     if user is None and messages:
-        warning = f"{root.where}: span {root.span_id}: no user message found for this turn; recorded as '{NO_USER}'"
+        missing = f"no user message found for this turn; recorded as '{NO_USER}'"
+        warning = f"{warning}; {missing}" if warning else f"{root.where}: span {root.span_id}: {missing}"
     packed = json.dumps(_valid(messages), ensure_ascii=False) if messages or user is not None else ""
     return Turn(root.start_ns, seq, key, int(line) if line.isdigit() else None, user, packed, warning)
 

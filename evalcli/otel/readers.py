@@ -68,7 +68,8 @@ def read(span: Span, *, messages: bool = True) -> ModelCall | ToolUse | None:
     if operation == "execute_tool" or "gcp.vertex.agent.tool_call_args" in attributes:
         return _genai_tool(span)
     if operation in MODEL_OPERATIONS or "gcp.vertex.agent.llm_request" in attributes or (
-            operation is None and ("gen_ai.usage.input_tokens" in attributes or _has_message_events(span))):
+            operation is None and ("gen_ai.usage.input_tokens" in attributes or "gen_ai.usage.prompt_tokens" in attributes
+                                   or _has_message_events(span))):
         return _genai_model(span, messages)
     return None
 
@@ -269,18 +270,30 @@ EVENT_ROLES = {"gen_ai.user.message": "user", "gen_ai.assistant.message": "assis
                "gen_ai.system.message": "system"}
 
 
+CONTENT_EVENTS = {"gen_ai.content.prompt": ("gen_ai.prompt", 0), "gen_ai.content.completion": ("gen_ai.completion", 1)}
+"""Semantic conventions 1.26 and before (no ``gen_ai.operation.name`` yet): the messages sent and answered as one event
+each, their attribute a JSON list of OpenAI-format messages."""
+
+
 def _has_message_events(span: Span) -> bool:
-    return any(e.name in EVENT_ROLES or e.name == "gen_ai.choice" for e in span.events)
+    return any(e.name in EVENT_ROLES or e.name == "gen_ai.choice" or e.name in CONTENT_EVENTS for e in span.events)
 
 
 def _event_messages(span: Span) -> tuple[list[Message], list[Message]]:
     """The deprecated per-message events: each ``gen_ai.*.message`` is an input message, each ``gen_ai.choice`` an
-    output one (their ``tool_calls`` and ``message`` as JSON text or as mappings)."""
+    output one (their ``tool_calls`` and ``message`` as JSON text or as mappings); before them (1.26), the
+    ``gen_ai.content.prompt`` / ``.completion`` events' lists (``CONTENT_EVENTS``)."""
     sent: list[Message] = []
     answered: list[Message] = []
     for event in span.events:
         a = event.attributes
-        if event.name in EVENT_ROLES:
+        if event.name in CONTENT_EVENTS:
+            key, answer = CONTENT_EVENTS[event.name]
+            found = attribute_json(a, key)
+            (answered if answer else sent).extend(
+                _openai_message(m, str(m.get("role") or ("assistant" if answer else "user")))
+                for m in (found if isinstance(found, list) else ()) if isinstance(m, dict))
+        elif event.name in EVENT_ROLES:
             message: Message = {"role": EVENT_ROLES[event.name], "content": attribute_json(a, "content")}
             if event.name == "gen_ai.tool.message":
                 message["tool_call_id"] = a.get("id")

@@ -60,8 +60,16 @@ class TurnSpans:
         asked: set[Any] = set()
         unnamed: list[dict[str, Any]] = []
         """The model's tool calls that gave no id, for the tool span that ran them to answer (never a second call)."""
+        answered: set[Any] = {t.call_id or f"span_{t.span.span_id}" for t in self.tools}
         for _, found in sorted(events, key=lambda e: e[0]):
             if isinstance(found, ModelCall):
+                for message in found.input:  # a result no tool span gave: what the model was sent back (a trace
+                    call_id = message.get("tool_call_id")  # of model calls only, as the OpenAI instrumentation writes)
+                    if message.get("role") == "tool" and call_id in asked and call_id not in answered:
+                        answered.add(call_id)
+                        content = message.get("content")
+                        out.append({"role": "tool", "tool_call_id": call_id, "content": content if isinstance(
+                            content, str) else json.dumps(content, ensure_ascii=False, default=str)})
                 for message in found.output:
                     if message.get("role") == "assistant":
                         calls = [dict(c) for c in message.get("tool_calls") or ()]

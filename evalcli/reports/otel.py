@@ -173,6 +173,10 @@ class ExportEvents(Events):
         self.exporter.add(result)
         self.inner.item_done(result)
 
+    def item_kept(self, result: ItemResult) -> None:  # a resumed run is exported whole (docs/otel.md)
+        self.exporter.add(result)
+        self.inner.item_kept(result)
+
     def warning(self, text: str) -> None:
         self.inner.warning(text)
 

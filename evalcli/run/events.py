@@ -18,6 +18,9 @@ class Events:
     def item_done(self, result: ItemResult) -> None:
         """A conversation finished (played and scored, or errored)."""
 
+    def item_kept(self, result: ItemResult) -> None:
+        """A conversation a resumed run keeps from the invocation before, as stored (before any is played)."""
+
     def warning(self, text: str) -> None:
         """Something the user should know, once (validation warnings, conversations a re-run no longer finds)."""
 

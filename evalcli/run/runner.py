@@ -110,6 +110,7 @@ class Runner:
             if aggregator.expects(result.index):
                 aggregator.add(result)
                 rates.add(result)
+                self.events.item_kept(result)
                 if self.options.keep_items:
                     results[result.index] = result
         run_id = self.run_id = plan.run_id or new_run_id()
