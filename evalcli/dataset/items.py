@@ -30,8 +30,7 @@ NO_ENTRIES: dict[str, Any] = {}
 nothing changes its mappings), so 100,000 conversations do not hold 200,000 empty ones (docs/performance.md#memory)."""
 
 Form = str
-"""An item's form: a name in ``evalcli.results.FORMS`` (``input``, ``inputs``, ``turns``, ``simulate``,
-``transcript``)."""
+"""An item's form: a name in ``evalcli.results.FORMS`` (``input``, ``inputs``, ``turns``, ``simulate``, ``transcript``)."""
 
 
 @record(frozen=True, slots=True)
@@ -127,8 +126,7 @@ class Item:
     simulation: Simulation | None = None
     """The simulated user of a ``simulate`` item."""
     target_options: dict[str, Any] | None = None
-    """The conversation's whole ``target_options`` when the item has its own (merged over the dataset's); ``None``:
-    the dataset's."""
+    """The conversation's whole ``target_options`` when the item has its own (merged over the dataset's), else ``None``."""
     metadata: dict[str, Any] = field(default_factory=lambda: NO_ENTRIES)
     """The item's ``metadata`` mapping (``{}`` when not given; passed to ``setup``, read by an http target's
     templates, shown by ``show``)."""

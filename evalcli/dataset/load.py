@@ -50,8 +50,7 @@ NO_TARGET = "(recorded)"
 
 def _item(raw: Any, index: int, path: Path, pos: Positions, registry: Registry, known: list[str],
           problems: list[Problem], line: int | None) -> Item | None:
-    """One item of any form, with its labels (``known``: the scorer ids a label may name) and the ``line`` it starts
-    on."""
+    """One item of any form, with its labels (``known``: the scorer ids a label may name) and the ``line`` it starts on."""
     plain = plain_item(raw, index, path, pos, registry, problems, line)
     if plain is not NOT_PLAIN:  # one of the common shapes, read without the models
         return plain  # type: ignore[no-any-return]
