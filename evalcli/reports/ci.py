@@ -10,7 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..results import ItemResult, Outcome, RunResult
-from .text import budget_words, fmt, threshold_text, verdict_words
+from .text import budget_words, fmt, gate_rule, repeat_flags, threshold_text, verdict_words
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 VERDICT_ICON = {"passed": "✅", "scored": "⚠️", "failed": "❌", None: "➖"}
@@ -153,6 +153,9 @@ class MarkdownSummary:
             lines += [f"**{spent[:1].upper() + spent[1:]}**: continue with a larger `--max-cost` or `--max-tokens` and "
                       f"`evalcli run {result.dataset_path} --resume {result.run_id}`.", ""]
         if summary.gate_results:
+            rule = gate_rule(result)
+            if rule is not None:  # under repeats a gate's score is its mean, not what decides it
+                lines += [f"Gates: {rule} (`{repeat_flags(result)}`).", ""]
             lines += ["| gate | score | |", "|---|---:|---|"]
             lines += [f"| {_cell(g.id)} | {fmt(g.score)} | {'✅' if g.passed else '❌'} |" for g in summary.gate_results]
             lines.append("")

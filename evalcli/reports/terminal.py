@@ -20,6 +20,7 @@ from .text import (
     NOT_SCORABLE,
     budget_words,
     fits,
+    gate_rule,
     mark,
     one_line,
     plural,
@@ -136,7 +137,7 @@ class TerminalReport:
             more = f" (and {count - 1} more)" if count > 1 else ""
             console.print(Text.assemble(("  scorer error ", "bold yellow"), f"{scorer_id}{more} on {first}"),
                           soft_wrap=True)
-        for table in aggregate_tables(self.result.summary, self.turn_misses):
+        for table in aggregate_tables(self.result.summary, self.turn_misses, gate_rule(self.result)):
             console.print(table)
         self._print_failing()
         console.print(summary_line(self.result, self.db_path), soft_wrap=True)
@@ -230,8 +231,9 @@ def _quoted(item_id: str) -> str:
     return shlex.quote(item_id)
 
 
-def aggregate_tables(summary: Summary,
-                     turn_misses: dict[tuple[int, str], list[str]] | None = None) -> list[RenderableType]:
+def aggregate_tables(summary: Summary, turn_misses: dict[tuple[int, str], list[str]] | None = None,
+                     rule: str | None = None) -> list[RenderableType]:
+    """The run's gates (titled with ``rule``, ``gate_rule``'s words under repeats), scores and turn results."""
     from rich.table import Table  # here: a --quiet run that passed prints no table (docs/performance.md)
 
     tables: list[RenderableType] = []
@@ -242,7 +244,7 @@ def aggregate_tables(summary: Summary,
             gates.add_column(column)
         for gate in summary.gate_results:
             gates.add_row(gate.id, fmt(gate.score), mark(gate.passed))
-        tables.append(titled("Gates (each must average >= 1.0)", gates))
+        tables.append(titled(f"Gates ({rule or 'each must average >= 1.0'})", gates))
     if summary.threshold_results or summary.scores:
         scores = Table()
         scores.add_column("scorer", no_wrap=True)

@@ -110,6 +110,24 @@ def verdict_words(result: RunResult | Summary) -> str:
     return f"{words}; {failing}" if failing else words
 
 
+def gate_rule(result: RunResult) -> str | None:
+    """How a gate passes in ``result``, said above its gates wherever they are listed (terminal, ``show``, Markdown,
+    HTML): ``None`` for a run played once (each must average 1.0); under repeats the one rule of
+    docs/verdicts.md#repeats-and-the-pass-rate, never a mean: ``each passes when every play of every conversation
+    passed it``, or with ``--pass-rate 0.5`` ``each passes when at least 0.5 of each conversation's plays passed it``."""
+    if result.repeat <= 1 and not result.repeat_auto:
+        return None
+    if result.pass_rate >= 1.0:
+        return "each passes when every play of every conversation passed it"
+    return f"each passes when at least {fmt(result.pass_rate)} of each conversation's plays passed it"
+
+
+def repeat_flags(result: RunResult) -> str:
+    """The run's repeat options as typed: ``--repeat 4 --pass-rate 0.5``, ``--repeat auto:10``."""
+    flags = f"--repeat auto:{result.repeat}" if result.repeat_auto else f"--repeat {result.repeat}"
+    return flags + (f" --pass-rate {fmt(result.pass_rate)}" if result.pass_rate < 1.0 else "")
+
+
 def scorer_errors_words(scorer_errors: dict[str, int]) -> str:
     """``1 scorer error: grounded``, ``7 scorer errors: fair-judge 6, dead-judge 1``; ``""`` when none."""
     count = sum(scorer_errors.values())
