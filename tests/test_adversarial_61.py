@@ -10,6 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import CliResult
+from tests.llm_server import LLMServer, Reply, Request, text
+
+ENV = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1", "EVALCLI_LLM_RETRIES": "0"}
 
 FLIP = '''
 import pathlib
@@ -37,8 +40,8 @@ def test_the_gate_table_states_the_rule_of_repeats_not_a_mean_of_one(workdir: Pa
     assert result["gate_results"] == [{"id": "includes(ok)", "passed": True, "score": 0.5}]
     rule = "each passes when at least 0.5 of each conversation's plays passed it"
     shown = cli("show", result["run_id"])
-    for text in (done.stdout, shown.stdout):
-        assert "must average" not in text and f"Gates ({rule})" in text, text
+    for printed in (done.stdout, shown.stdout):
+        assert "must average" not in printed and f"Gates ({rule})" in printed, printed
     html = (workdir / "r.html").read_text()
     assert "must average" not in html and rule in html.replace("&#39;", "'")
     markdown = (workdir / "r.md").read_text()
@@ -52,3 +55,62 @@ def test_the_gate_table_states_the_rule_of_repeats_not_a_mean_of_one(workdir: Pa
     assert f"Gates: {every} (`--repeat auto:4`)." in (workdir / "s.md").read_text()
     once = cli("run", "d.yaml", "--markdown", "o.md")
     assert "Gates (each must average >= 1.0)" in once.stdout and "Gates:" not in (workdir / "o.md").read_text()
+
+
+STOPPER = '''
+import os, pathlib, signal, time
+HERE = pathlib.Path(__file__).parent
+
+def agent(input, **kw):
+    """Answers 'Busy.'; the first time it is called it stops its own run at once (two interrupts)."""
+    if not (HERE / "stopped").exists():
+        (HERE / "stopped").write_text("yes")
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+    return "Busy."
+'''
+
+PARTLY_MEASURED = """
+target: stopper:agent
+gates:
+  - scorer: {{judge: {{criterion: The assistant gave a forecast., model: openai/judge-a, api_base: "{url}"}}}}
+    id: forecast
+    calibrated: {{min_kappa: 0.6}}
+data:
+  - transcript: [{{role: user, content: Weather}}, {{role: assistant, content: Sunny.}}]
+    labels: {{forecast: pass}}
+  - transcript: [{{role: user, content: Weather}}, {{role: assistant, content: Dunno.}}]
+    labels: {{forecast: fail}}
+  - {{input: Weather in Oslo, labels: {{forecast: pass}}}}
+  - {{input: Weather in Bergen, labels: {{forecast: pass}}}}
+"""
+
+
+def judged(request: Request) -> Reply:
+    """Satisfied unless the assistant said 'Dunno' or 'Busy' (so the judge disagrees with the Oslo and Bergen labels)."""
+    shown = json.dumps(request.body["messages"])
+    return text(json.dumps({"satisfied": "Dunno" not in shown and "Busy" not in shown, "reasoning": "Scripted."}))
+
+
+def test_an_interrupted_calibration_never_lets_a_judge_gate(llm_server: LLMServer, workdir: Path,
+                                                           write: Callable[..., Path],
+                                                           cli: Callable[..., CliResult]) -> None:
+    """`evalcli calibrate` stopped after 2 of its 4 labelled conversations stored its figures on those 2 (kappa 1.0)
+    as the judge's latest calibration, and the calibrated gate then gated runs: the two it never played are the two
+    the judge gets wrong (kappa 0.2 on all four)."""
+    llm_server.responder = judged
+    write("stopper.py", STOPPER)
+    write("d.yaml", PARTLY_MEASURED.format(url=llm_server.url))
+    stopped = cli("calibrate", "d.yaml", "--concurrency", "1", env=ENV)
+    assert stopped.code == 130, stopped.stderr
+    assert "not stored" in stopped.stdout and "an interrupted calibration" in stopped.stdout, stopped.stdout
+    assert stopped.db().execute("SELECT COUNT(*) FROM calibrations").fetchone()[0] == 0
+    refused = cli("run", "d.yaml", env=ENV)
+    assert refused.code == 2 and "never calibrated in this configuration" in refused.stderr, refused.stderr
+    measured = cli("calibrate", "d.yaml", "--json", "-", env=ENV)  # played through: all four compared
+    assert measured.code == 0, measured.stderr
+    assert (measured.json["scorers"][0]["compared"], measured.json["scorers"][0]["kappa"]) == (4, 0.2)
+    refused = cli("run", "d.yaml", env=ENV)
+    assert refused.code == 2 and "kappa 0.200, below min_kappa 0.6" in refused.stderr, refused.stderr
