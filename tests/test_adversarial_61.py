@@ -114,3 +114,18 @@ def test_an_interrupted_calibration_never_lets_a_judge_gate(llm_server: LLMServe
     assert (measured.json["scorers"][0]["compared"], measured.json["scorers"][0]["kappa"]) == (4, 0.2)
     refused = cli("run", "d.yaml", env=ENV)
     assert refused.code == 2 and "kappa 0.200, below min_kappa 0.6" in refused.stderr, refused.stderr
+
+
+def test_a_pass_rate_without_repeats_is_refused_not_ignored(workdir: Path, write: Callable[..., Path],
+                                                            cli: Callable[..., CliResult]) -> None:
+    """`--pass-rate 0.5` on a run played once was taken and ignored (its gates still needed a mean of 1.0), and stored
+    as the run's pass rate: a run that looks lenient and is not. Refused (exit 2), nothing written."""
+    write("flip.py", FLIP)
+    write("d.yaml", "target: flip:agent\ngates: [{includes: ok}]\ndata:\n  - {id: c, input: hi}\n")
+    for args in (["--pass-rate", "0.5"], ["--repeat", "1", "--pass-rate", "0.5"]):
+        refused = cli("run", "d.yaml", *args, "--json", "out.json")
+        assert refused.code == 2, refused.stderr
+        assert "--pass-rate 0.5 without --repeat" in refused.stderr and "Traceback" not in refused.stderr
+        assert "hint: add --repeat 5 or --repeat auto" in refused.stderr
+        assert not (workdir / "out.json").exists() and not (workdir / "plays").exists()
+    assert cli("run", "d.yaml", "--repeat", "2", "--pass-rate", "0.5").code == 0
