@@ -129,3 +129,42 @@ def test_a_pass_rate_without_repeats_is_refused_not_ignored(workdir: Path, write
         assert "hint: add --repeat 5 or --repeat auto" in refused.stderr
         assert not (workdir / "out.json").exists() and not (workdir / "plays").exists()
     assert cli("run", "d.yaml", "--repeat", "2", "--pass-rate", "0.5").code == 0
+
+
+SCALED = """
+target: flip:agent
+gates:
+  - scorer: {{judge: {{criterion: The assistant said ok., model: openai/judge-a, api_base: "{url}", scale: 2}}}}
+    id: said-ok
+data:
+  - {{id: c, input: hi}}
+"""
+
+
+def says_ok(request: Request) -> Reply:
+    """Satisfied when the assistant said 'ok'."""
+    shown = json.dumps(request.body["messages"])
+    return text(json.dumps({"satisfied": "Assistant turn 1: ok" in shown, "reasoning": "Scripted."}))
+
+
+def test_junit_and_markdown_say_a_repeated_gate_missed_a_play_not_that_its_mean_needs_one(
+        llm_server: LLMServer, workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """A gate judged with `scale: 2` scores 2, 0, 2, 0 over four plays: its mean is 1, and it failed because two plays
+    missed it. JUnit and Markdown said `gate said-ok: score 1 (needs 1)`, a failure whose own words say it passed."""
+    llm_server.responder = says_ok
+    write("flip.py", FLIP)
+    write("d.yaml", SCALED.format(url=llm_server.url))
+    done = cli("run", "d.yaml", "--repeat", "4", "--junit", "r.xml", "--markdown", "r.md", "--json", "-", env=ENV)
+    assert done.code == 1, done.stderr
+    item = done.json["items"][0]
+    assert (item["passed"], item["outcomes"]["gates"]["said-ok"]["score"]) == (False, 1.0)
+    said = "gate said-ok: passed 2 of 4 plays (needs every play); mean score 1"
+    junit = (workdir / "r.xml").read_text()
+    assert "(needs 1)" not in junit and said in junit, junit
+    markdown = (workdir / "r.md").read_text()
+    assert "(needs 1)" not in markdown and said in markdown, markdown
+    (workdir / "plays").unlink()
+    lenient = cli("run", "d.yaml", "--repeat", "4", "--pass-rate", "0.75", "--junit", "l.xml", env=ENV)
+    assert lenient.code == 1, lenient.stderr
+    assert "gate said-ok: passed 2 of 4 plays (needs at least 0.75 of them); mean score 1" in \
+        (workdir / "l.xml").read_text()
