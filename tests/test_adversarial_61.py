@@ -168,3 +168,32 @@ def test_junit_and_markdown_say_a_repeated_gate_missed_a_play_not_that_its_mean_
     assert lenient.code == 1, lenient.stderr
     assert "gate said-ok: passed 2 of 4 plays (needs at least 0.75 of them); mean score 1" in \
         (workdir / "l.xml").read_text()
+
+
+PER_TURN = """
+target: flip:agent
+data:
+  - id: c
+    turns:
+      - input: hi
+        gates:
+          - scorer: {judge: {criterion: The assistant said ok., model: openai/judge-a}}
+            id: said-ok
+            calibrated: {min_labels: 1}
+"""
+
+
+def test_calibrated_on_a_per_turn_gate_is_a_located_error_not_a_run_refused_forever(
+        workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """`calibrated:` on a per-turn gate was accepted, and every run refused with a hint (label it, then `evalcli
+    calibrate --scorer said-ok`) that cannot be followed: a label for a per-turn judge is refused, calibrate measures
+    top-level judges only. Now `validate` and `run` say so where it is written (exit 2), and nothing is played."""
+    write("flip.py", FLIP)
+    write("d.yaml", PER_TURN)
+    for command in (["validate", "d.yaml"], ["run", "d.yaml", "--json", "out.json"]):
+        refused = cli(*command)
+        assert refused.code == 2, refused.stderr
+        assert "d.yaml:9:13: 'calibrated' is set on the per-turn gate \"said-ok\"" in refused.stderr, refused.stderr
+        assert "move the judge to the dataset's top-level 'gates'" in refused.stderr
+        assert "may not gate this run" not in refused.stderr and "Traceback" not in refused.stderr
+    assert not (workdir / "out.json").exists() and not (workdir / "plays").exists()
