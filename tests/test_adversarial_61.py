@@ -197,3 +197,19 @@ def test_calibrated_on_a_per_turn_gate_is_a_located_error_not_a_run_refused_fore
         assert "move the judge to the dataset's top-level 'gates'" in refused.stderr
         assert "may not gate this run" not in refused.stderr and "Traceback" not in refused.stderr
     assert not (workdir / "out.json").exists() and not (workdir / "plays").exists()
+
+
+def test_the_html_report_shows_the_plays_each_repeated_conversation_needed(
+        workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """The terminal shows `flaky 3/6` and the run's stability; the HTML report of the same `--repeat auto` run said
+    only `passed`, with no stability, plays or pass rate anywhere in it."""
+    write("flip.py", FLIP)
+    write("d.yaml", "target: flip:agent\ngates: [{includes: ok}]\ndata:\n  - {id: c, input: hi}\n")
+    done = cli("run", "d.yaml", "--repeat", "auto:6", "--pass-rate", "0.5", "--html", "r.html")
+    assert done.code == 0, done.stderr
+    assert "flaky 3/6" in done.stdout
+    html = (workdir / "r.html").read_text()
+    listed = html[html.index('id="c-0"'):]
+    assert "flaky 3/6" in listed[:listed.index("</tr>")]
+    assert ("stability as --repeat auto:6 settled it (Wilson 95% interval against pass rate 0.5): stable-pass 0, "
+            "flaky 1, stable-fail 0   plays: 6 (at most 6)") in html

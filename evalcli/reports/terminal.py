@@ -23,7 +23,9 @@ from .text import (
     gate_rule,
     mark,
     one_line,
+    plays_words,
     plural,
+    stability_words,
     threshold_text,
     titled,
     usage_parts,
@@ -209,12 +211,7 @@ def status_text(item: ItemResult) -> Text:
         return Text("error", style="bold red")
     if item.stability is None:
         return Text("ok", style="green")
-    return Text(f"{item.stability} {item.plays_passed}/{item.repeats}", style=STABILITY_STYLE[item.stability])
-
-
-def stability_text(counts: dict[str, int]) -> str:
-    """``stable-pass 3, flaky 1, stable-fail 0`` (every play passed every gate / some did / none did)."""
-    return ", ".join(f"{name} {count}" for name, count in counts.items())
+    return Text(plays_words(item), style=STABILITY_STYLE[item.stability])
 
 
 def _light(item: ItemResult) -> ItemResult:
@@ -349,13 +346,9 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
                     ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_at_k.items()))
         text.append("\npass^k (a gate passed in all of the --repeat plays): " +
                     ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_all_k.items()))
-    if result.stability and result.repeat_auto:
-        text.append(f"\nstability as --repeat auto:{result.repeat} settled it (Wilson 95% interval against pass rate "
-                    f"{fmt(result.pass_rate)}): " + stability_text(result.stability)
-                    + f"   plays: {result.plays} (at most {result.repeat * result.completed})")
-    elif result.stability:
-        text.append("\nstability over the --repeat plays (every play passed every gate / some did / none did): "
-                    + stability_text(result.stability))
+    stability = stability_words(result)
+    if stability is not None:
+        text.append("\n" + stability)
     usage = result.usage
     if usage.get("calls"):
         text.append(f"\nLLM calls: {usage['calls']} (cache hits: {usage['cache_hits']})   tokens: "
