@@ -22,7 +22,7 @@ from ..llm import parse_budget
 from ..records import record
 from ..results import RunResult
 from ..run import Events, RunOptions, RunPlan
-from ..run.options import interrupting_signals, parse_repeat
+from ..run.options import check_pass_rate, interrupting_signals, parse_repeat
 from ..run.worker_checks import parse_workers
 from .console import make_console
 from .outputs import stdout_for_json
@@ -96,6 +96,14 @@ def check_request(request: RunRequest) -> None:
     """Flags of the command's own that cannot go together (the library checks the rest)."""
     if request.quiet and request.verbose:
         raise UsageError("--quiet and --verbose cannot be used together", "choose one")
+    if request.pass_rate is None or request.resume is not None:
+        return  # a resume restores the run's own repeats (docs/verdicts.md#repeats-and-the-pass-rate)
+    check_pass_rate(request.pass_rate)
+    repeat, sequential = parse_repeat(request.repeat) if request.repeat is not None else (1, False)
+    if repeat <= 1 and not sequential:  # a conversation played once passes a gate by its score
+        raise UsageError(f"--pass-rate {request.pass_rate:g} without --repeat: it decides among a conversation's "
+                         "repeated plays, and each conversation is played once (its gates need a mean of 1.0)",
+                         "add --repeat 5 or --repeat auto, or leave --pass-rate out")
 
 
 def run_options(request: RunRequest) -> tuple[RunOptions, dict[str, Any]]:

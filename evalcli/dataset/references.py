@@ -7,6 +7,7 @@ arguments, what YAML holds and what SQLite stores beside every score.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Iterable
@@ -36,13 +37,21 @@ BAR_KEYS = ("min_kappa", "min_labels", "min_accuracy")
 
 def _calibrated(raw: Any, spec: ScorerSpec, path: Path, pos: Positions, problems: list[Problem],
                 *, gate: bool) -> CalibrationBar | None:
-    """``calibrated: {min_kappa, min_labels, min_accuracy}``: only on a gate that is an LLM judge, each bound a
-    number in its range (docs/judges.md#calibrated-gates)."""
+    """``calibrated: {min_kappa, min_labels, min_accuracy}``: only on a top-level gate that is an LLM judge (labels,
+    and so calibrations, are of whole conversations), each bound a number in its range
+    (docs/judges.md#calibrated-gates)."""
     kind = find_kind(spec.kind)
     if not gate:
         problems.append(pos.problem(path, f"'calibrated' is set on the scorer \"{spec.id}\": only a gate is refused "
                                           "when its judge is not calibrated", "move this entry to 'gates', or remove "
                                                                               "'calibrated'", key=True))
+        return None
+    if any(key == "turns" and isinstance(index, int) for key, index in itertools.pairwise(path)):
+        problems.append(pos.problem(path, f"'calibrated' is set on the per-turn gate \"{spec.id}\": calibrate measures "
+                                          "a judge against labels of whole conversations, and a per-turn judge takes "
+                                          "none, so its runs would be refused for a calibration that cannot be made",
+                                    "move the judge to the dataset's top-level 'gates' (it then judges the whole "
+                                    "conversation), or remove 'calibrated'", key=True))
         return None
     if kind is None or kind.group != "judge":
         problems.append(pos.problem(path, f"'calibrated' is set on the gate \"{spec.id}\", which is the check "

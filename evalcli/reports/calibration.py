@@ -108,7 +108,10 @@ def summary_text(calibration: Calibration, db_path: str | None) -> Text:
     usage = calibration.run.usage
     if usage.get("calls"):
         text.append(f"LLM calls: {usage['calls']} (cache hits: {usage['cache_hits']})   cost: ${usage['cost']:.4f}\n")
-    if db_path:
+    if db_path and not calibration.stored:
+        text.append(f"run {calibration.run.run_id} stored in {db_path}; its figures not stored in table calibrations: "
+                    "an interrupted calibration measured only the labelled conversations it reached", style="yellow")
+    elif db_path:
         text.append(f"stored in {db_path} (run {calibration.run.run_id}; table calibrations)", style="dim")
     text.append(f"   exit code {calibration.exit_code}", style="dim")
     return text

@@ -10,7 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..results import ItemResult, Outcome, RunResult
-from .text import budget_words, fmt, threshold_text, verdict_words
+from .text import budget_words, fmt, gate_rule, repeat_flags, threshold_text, verdict_words
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 VERDICT_ICON = {"passed": "✅", "scored": "⚠️", "failed": "❌", None: "➖"}
@@ -23,12 +23,22 @@ def _clean(text: str) -> str:
     return _XML_INVALID.sub("", text)
 
 
-def _missed(outcomes: dict[str, Outcome]) -> list[str]:
+def _missed(outcomes: dict[str, Outcome], played: ItemResult | None = None, pass_rate: float = 1.0,
+            turn: bool = False) -> list[str]:
+    """Each missed gate as ``gate ID: score S (needs 1)``; of a conversation ``played`` under repeats, what decided it
+    (docs/verdicts.md#repeats-and-the-pass-rate), never its mean against 1 (2, 0, 2, 0 average 1 and fail):
+    ``gate ID: passed 2 of 4 plays (needs every play); mean score 1`` (a per-turn gate: ``missed in a play``)."""
     lines = []
     for gate_id, outcome in outcomes.items():
         if not outcome.missed_gate:
             continue
         detail = f"gate {gate_id}: score {fmt(outcome.score)} (needs 1)"
+        if played is not None and played.repeated:
+            needs = "every play" if pass_rate >= 1.0 else f"at least {fmt(pass_rate)} of them"
+            passes, plays = played.gate_passes.get(gate_id), played.gate_plays.get(gate_id)
+            counted = (f"passed {passes} of {plays} plays" if passes is not None and plays and not turn
+                       else f"missed in a play of {played.repeats}")
+            detail = f"gate {gate_id}: {counted} (needs {needs}); mean score {fmt(outcome.score)}"
         if outcome.error:
             detail += f"; raised {outcome.error}"
         if outcome.reason:
@@ -49,9 +59,10 @@ def _case(suite: ET.Element, classname: str, name: str, seconds: float) -> ET.El
     return ET.SubElement(suite, "testcase", classname=_clean(classname), name=_clean(name), time=f"{seconds:.3f}")
 
 
-def _outcomes(case: ET.Element, gates: dict[str, Outcome], scores: dict[str, Outcome]) -> None:
+def _outcomes(case: ET.Element, gates: dict[str, Outcome], scores: dict[str, Outcome],
+              played: ItemResult | None = None, pass_rate: float = 1.0, turn: bool = False) -> None:
     """A ``<failure>`` listing the missed gates, and the scores (with reasons) as ``<system-out>``."""
-    missed = _missed(gates)
+    missed = _missed(gates, played, pass_rate, turn)
     if missed:
         failure = ET.SubElement(case, "failure", message=_clean(missed[0]), type="GateFailed")
         failure.text = _clean("\n".join(missed))
@@ -83,11 +94,11 @@ class JUnitSuite:
             error.text = _clean(item.traceback or item.error or "")
             _outcomes(case, {}, item.scores)
         else:
-            _outcomes(case, item.gate_scores, item.scores)
+            _outcomes(case, item.gate_scores, item.scores, item, self.result.pass_rate)
         if item.per_turn and item.status == "ok":
             for turn in item.turns:
                 turn_case = _case(suite, classname, f"{item.id} / turn {turn.index}", turn.duration_ms / 1000)
-                _outcomes(turn_case, turn.gate_scores, turn.scores)
+                _outcomes(turn_case, turn.gate_scores, turn.scores, item, self.result.pass_rate, turn=True)
 
     def close(self) -> ET.Element:
         suite, summary = self.element, self.result.summary
@@ -135,7 +146,9 @@ class MarkdownSummary:
         if item.status != "ok":
             self.problems.append(f"- `{item.id}`: error: {_cell(item.error or '')}")
             return
-        missed = _missed(item.gate_scores) + [f"turn {t.index} {m}" for t in item.turns for m in _missed(t.gate_scores)]
+        rate = self.result.pass_rate
+        missed = _missed(item.gate_scores, item, rate) + [f"turn {t.index} {m}" for t in item.turns
+                                                          for m in _missed(t.gate_scores, item, rate, turn=True)]
         if missed:
             self.problems.append(f"- `{item.id}`{' (simulated, ' + item.stop_reason + ')' if item.stop_reason else ''}: "
                                  f"{_cell('; '.join(missed))}")
@@ -153,6 +166,9 @@ class MarkdownSummary:
             lines += [f"**{spent[:1].upper() + spent[1:]}**: continue with a larger `--max-cost` or `--max-tokens` and "
                       f"`evalcli run {result.dataset_path} --resume {result.run_id}`.", ""]
         if summary.gate_results:
+            rule = gate_rule(result)
+            if rule is not None:  # under repeats a gate's score is its mean, not what decides it
+                lines += [f"Gates: {rule} (`{repeat_flags(result)}`).", ""]
             lines += ["| gate | score | |", "|---|---:|---|"]
             lines += [f"| {_cell(g.id)} | {fmt(g.score)} | {'✅' if g.passed else '❌'} |" for g in summary.gate_results]
             lines.append("")

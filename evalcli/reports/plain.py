@@ -14,6 +14,7 @@ from rich.console import Console, RenderableType
 
 from ..results import ItemResult, RunResult
 from .terminal import aggregate_tables, summary_line
+from .text import gate_rule
 from .transcript import render_item
 
 
@@ -40,4 +41,4 @@ def verdict_text(run: RunResult, items: Iterable[ItemResult], db_path: str | Non
             for gate_id, outcome in turn.gate_scores.items():
                 if outcome.missed_gate and item.status == "ok":
                     misses.setdefault((turn.index, gate_id), []).append(item.id)
-    return plain_text([*aggregate_tables(run.summary, misses), summary_line(run, db_path)], width)
+    return plain_text([*aggregate_tables(run.summary, misses, gate_rule(run)), summary_line(run, db_path)], width)

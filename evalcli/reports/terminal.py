@@ -20,9 +20,12 @@ from .text import (
     NOT_SCORABLE,
     budget_words,
     fits,
+    gate_rule,
     mark,
     one_line,
+    plays_words,
     plural,
+    stability_words,
     threshold_text,
     titled,
     usage_parts,
@@ -136,7 +139,7 @@ class TerminalReport:
             more = f" (and {count - 1} more)" if count > 1 else ""
             console.print(Text.assemble(("  scorer error ", "bold yellow"), f"{scorer_id}{more} on {first}"),
                           soft_wrap=True)
-        for table in aggregate_tables(self.result.summary, self.turn_misses):
+        for table in aggregate_tables(self.result.summary, self.turn_misses, gate_rule(self.result)):
             console.print(table)
         self._print_failing()
         console.print(summary_line(self.result, self.db_path), soft_wrap=True)
@@ -208,12 +211,7 @@ def status_text(item: ItemResult) -> Text:
         return Text("error", style="bold red")
     if item.stability is None:
         return Text("ok", style="green")
-    return Text(f"{item.stability} {item.plays_passed}/{item.repeats}", style=STABILITY_STYLE[item.stability])
-
-
-def stability_text(counts: dict[str, int]) -> str:
-    """``stable-pass 3, flaky 1, stable-fail 0`` (every play passed every gate / some did / none did)."""
-    return ", ".join(f"{name} {count}" for name, count in counts.items())
+    return Text(plays_words(item), style=STABILITY_STYLE[item.stability])
 
 
 def _light(item: ItemResult) -> ItemResult:
@@ -230,8 +228,9 @@ def _quoted(item_id: str) -> str:
     return shlex.quote(item_id)
 
 
-def aggregate_tables(summary: Summary,
-                     turn_misses: dict[tuple[int, str], list[str]] | None = None) -> list[RenderableType]:
+def aggregate_tables(summary: Summary, turn_misses: dict[tuple[int, str], list[str]] | None = None,
+                     rule: str | None = None) -> list[RenderableType]:
+    """The run's gates (titled with ``rule``, ``gate_rule``'s words under repeats), scores and turn results."""
     from rich.table import Table  # here: a --quiet run that passed prints no table (docs/performance.md)
 
     tables: list[RenderableType] = []
@@ -242,7 +241,7 @@ def aggregate_tables(summary: Summary,
             gates.add_column(column)
         for gate in summary.gate_results:
             gates.add_row(gate.id, fmt(gate.score), mark(gate.passed))
-        tables.append(titled("Gates (each must average >= 1.0)", gates))
+        tables.append(titled(f"Gates ({rule or 'each must average >= 1.0'})", gates))
     if summary.threshold_results or summary.scores:
         scores = Table()
         scores.add_column("scorer", no_wrap=True)
@@ -347,13 +346,9 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
                     ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_at_k.items()))
         text.append("\npass^k (a gate passed in all of the --repeat plays): " +
                     ", ".join(f"{g}={fmt(v)}" for g, v in result.pass_all_k.items()))
-    if result.stability and result.repeat_auto:
-        text.append(f"\nstability as --repeat auto:{result.repeat} settled it (Wilson 95% interval against pass rate "
-                    f"{fmt(result.pass_rate)}): " + stability_text(result.stability)
-                    + f"   plays: {result.plays} (at most {result.repeat * result.completed})")
-    elif result.stability:
-        text.append("\nstability over the --repeat plays (every play passed every gate / some did / none did): "
-                    + stability_text(result.stability))
+    stability = stability_words(result)
+    if stability is not None:
+        text.append("\n" + stability)
     usage = result.usage
     if usage.get("calls"):
         text.append(f"\nLLM calls: {usage['calls']} (cache hits: {usage['cache_hits']})   tokens: "

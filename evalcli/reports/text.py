@@ -110,6 +110,42 @@ def verdict_words(result: RunResult | Summary) -> str:
     return f"{words}; {failing}" if failing else words
 
 
+def gate_rule(result: RunResult) -> str | None:
+    """How a gate passes in ``result``, said above its gates wherever they are listed (terminal, ``show``, Markdown,
+    HTML): ``None`` for a run played once (each must average 1.0); under repeats the one rule of
+    docs/verdicts.md#repeats-and-the-pass-rate, never a mean: ``each passes when every play of every conversation
+    passed it``, or with ``--pass-rate 0.5`` ``each passes when at least 0.5 of each conversation's plays passed it``."""
+    if result.repeat <= 1 and not result.repeat_auto:
+        return None
+    if result.pass_rate >= 1.0:
+        return "each passes when every play of every conversation passed it"
+    return f"each passes when at least {fmt(result.pass_rate)} of each conversation's plays passed it"
+
+
+def stability_words(result: RunResult) -> str | None:
+    """The run's stability under repeats, as the terminal ends and the HTML report's results say it: ``stability as
+    --repeat auto:10 settled it (Wilson 95% interval against pass rate 1): stable-pass 1, flaky 0, stable-fail 7
+    plays: 12 (at most 80)``, or over a fixed ``--repeat``; ``None`` for a run played once."""
+    if not result.stability:
+        return None
+    counts = ", ".join(f"{name} {count}" for name, count in result.stability.items())
+    if result.repeat_auto:
+        return (f"stability as --repeat auto:{result.repeat} settled it (Wilson 95% interval against pass rate "
+                f"{fmt(result.pass_rate)}): {counts}   plays: {result.plays} (at most {result.repeat * result.completed})")
+    return f"stability over the --repeat plays (every play passed every gate / some did / none did): {counts}"
+
+
+def plays_words(item: ItemResult) -> str:
+    """A repeated conversation's stability and passing plays (``flaky 3/6``); ``""`` played once or errored."""
+    return f"{item.stability} {item.plays_passed}/{item.repeats}" if item.stability is not None else ""
+
+
+def repeat_flags(result: RunResult) -> str:
+    """The run's repeat options as typed: ``--repeat 4 --pass-rate 0.5``, ``--repeat auto:10``."""
+    flags = f"--repeat auto:{result.repeat}" if result.repeat_auto else f"--repeat {result.repeat}"
+    return flags + (f" --pass-rate {fmt(result.pass_rate)}" if result.pass_rate < 1.0 else "")
+
+
 def scorer_errors_words(scorer_errors: dict[str, int]) -> str:
     """``1 scorer error: grounded``, ``7 scorer errors: fair-judge 6, dead-judge 1``; ``""`` when none."""
     count = sum(scorer_errors.values())

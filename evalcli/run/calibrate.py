@@ -128,6 +128,13 @@ class Calibration:
         return sum(s.errors for s in self.scorers)
 
     @property
+    def stored(self) -> bool:
+        """Whether its figures go to ``calibrations``: not when the run was interrupted, whose figures cover only the
+        labelled conversations it reached, and whose latest calibration would let a calibrated gate gate on them
+        (docs/judges.md#calibrated-gates)."""
+        return self.run.status != "interrupted"
+
+    @property
     def exit_code(self) -> ExitCode:
         """Interrupted (130), below ``--min-agreement`` (1), labelled conversations errored (4), else 0."""
         if self.run.status == "interrupted":
@@ -138,7 +145,7 @@ class Calibration:
 
     def to_json(self) -> dict[str, Any]:
         return {"run_id": self.run.run_id, "dataset": self.run.dataset_path, "target": self.run.target,
-                "min_agreement": self.min_agreement, "passed": not self.below(),
+                "min_agreement": self.min_agreement, "passed": not self.below(), "stored": self.stored,
                 "conversations": self.run.completed, "errors": self.run.summary.errors,
                 "scorers": [s.to_json() for s in self.scorers]}
 
@@ -229,7 +236,7 @@ async def acalibrate(dataset: Dataset, *, store: Store | None = None, options: R
     results = {r.index: r for r in result.items or []}
     calibration = Calibration(result, [measure(spec, gate, dataset.items, results) for spec, gate in chosen],
                               min_agreement)
-    if store is not None:
+    if store is not None and calibration.stored:
         statements = store.calibration_statements(result.run_id, dataset.name or dataset.path,
                                                   [calibration_row(s) for s in calibration.scorers])
         await asyncio.to_thread(store.execute, statements)

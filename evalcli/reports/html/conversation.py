@@ -15,7 +15,7 @@ from typing import Any
 from ...messages import Message, is_error_result, message_text, retry_note
 from ...records import record
 from ...results import ItemResult, Outcome, outcome_json
-from ..text import ERROR, NOT_SCORABLE, fmt, one_line, threshold_text, why_failed
+from ..text import ERROR, NOT_SCORABLE, fmt, one_line, plays_words, threshold_text, why_failed
 from ..transcript import assistant_label, guardrail_text, pretty_arguments, structured_text
 
 INPUT_WIDTH = 90
@@ -61,6 +61,8 @@ class Row:
     why: str
     input: str
     scores: list[ScoreCell]
+    plays: str = ""
+    """Under repeats, its stability and passing plays (``flaky 3/6``), as the terminal's status column shows them."""
 
 
 def row(position: int, item: ItemResult, scorer_ids: list[str]) -> Row:
@@ -69,7 +71,7 @@ def row(position: int, item: ItemResult, scorer_ids: list[str]) -> Row:
     first = one_line(item.turns[0].input, INPUT_WIDTH) if item.turns else ""
     return Row(position, item.index, item.id, list(item.tags), item.form, len(item.turns), status,
                failing_gates(item), one_line(why_failed(item)) if status != "passed" else "", first,
-               [_cell(item, scorer_id) for scorer_id in scorer_ids])
+               [_cell(item, scorer_id) for scorer_id in scorer_ids], plays_words(item))
 
 
 def _cell(item: ItemResult, scorer_id: str) -> ScoreCell:

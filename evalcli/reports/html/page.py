@@ -22,6 +22,7 @@ from markupsafe import Markup
 from ...results import ItemResult, Outcome, RunResult
 from ...secrets import Redactor
 from ...store import Store
+from ..text import gate_rule, stability_words
 from . import charts, views
 from .conversation import Row, row, transcript
 from .sources import ReportSources, report_sources
@@ -211,7 +212,8 @@ class HtmlReport:
             "run": redact(views.header(self.result, sources.row)), "usage": views.usage(sources.row, self.result.usage),
             "counts": {"total": self.seen, "passed": self.statuses["passed"], "failed": self.statuses["failed"],
                        "error": self.statuses["error"], "not_scorable": sum(summary.not_scorable.values())},
-            "summary": redact(views.summary_view(summary, self.turn_misses)),
+            "summary": redact(views.summary_view(summary, self.turn_misses)), "gate_rule": gate_rule(self.result),
+            "stability": stability_words(self.result),
             "baseline": redact(views.baseline_view(sources.baseline, {r.id: r.position for r in listed}))
             if sources.baseline else None,
             "histograms": self.histograms(), "turn_chart": self.turn_chart(),
