@@ -149,6 +149,9 @@ def test_auto_cannot_resume_a_fixed_repeat_run(suite: Callable[[], dict[str, int
     (["--repeat", "auto:1"], "--repeat auto:1: not a maximum of 2 plays or more"),
     (["--repeat", "often"], "--repeat often: not a number of plays"),
     (["--repeat", "0"], "--repeat 0: not a number of plays"),
+    (["--repeat", "\u00b2"], "--repeat \u00b2: not a number of plays"),  # isdigit(), but int() refuses it: exit 70
+    (["--repeat", "auto:\u0663"], "--repeat auto:\u0663: not a maximum of 2 plays or more"),  # an Arabic-Indic 3
+    (["--shard", "\u0661/\u0662"], "--shard '\u0661/\u0662' is not I/N"),  # ran as shard 1/2
     (["--pass-rate", "0"], "--pass-rate 0.0: not a share of plays above 0 and at most 1"),
     (["--pass-rate", "1.5"], "--pass-rate 1.5: not a share of plays above 0 and at most 1")])
 def test_bad_repeat_and_pass_rate_are_refused(suite: Callable[[], dict[str, int]], cli: Callable[..., CliResult],

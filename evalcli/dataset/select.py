@@ -59,8 +59,8 @@ def shard_of(item_id: str, count: int) -> int:
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """``I/N`` with 1 <= I <= N."""
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    """``I/N`` with 1 <= I <= N, in ASCII digits."""
+    match = re.fullmatch(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*", text)  # ASCII digits (\d takes any script's)
     if not match:
         raise UsageError(f"--shard '{text}' is not I/N", "write e.g. --shard 1/4 (the first of four shards)")
     index, count = int(match.group(1)), int(match.group(2))

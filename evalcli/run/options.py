@@ -3,6 +3,7 @@ run's row keeps of them (``StoredOptions``). ``plan_run`` (``run/plan.py``) chec
 
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Callable
 from dataclasses import field
@@ -105,7 +106,7 @@ def parse_repeat(text: str) -> tuple[int, bool]:
     count = written.removeprefix("auto").removeprefix(":") if auto else written
     if auto and written == "auto":
         return DEFAULT_MAX_PLAYS, True
-    if not count.isdigit() or int(count) < (2 if auto else 1):
+    if re.fullmatch(r"[0-9]+", count) is None or int(count) < (2 if auto else 1):  # ASCII digits: '²' is isdigit()
         raise UsageError(f"--repeat {text}: not {'a maximum of 2 plays or more' if auto else 'a number of plays'}",
                          "write --repeat 5 (every conversation 5 times), --repeat auto (again only while undecided, "
                          "at most 10 times) or --repeat auto:20")
