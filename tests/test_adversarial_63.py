@@ -99,3 +99,16 @@ def test_the_synchronous_calls_inside_a_running_loop_say_what_to_await(dataset: 
     said = asyncio.run(notebook())
     assert said == ["write 'await arun_evals(dataset, ...) (from evalcli.run import arun_evals)' there instead",
                     "write 'await arun_planned(plans, ...)' there instead"]
+
+
+def test_events_that_are_not_an_events_subclass_are_refused_before_the_run(dataset: str, tmp_path: Path) -> None:
+    class Duck:  # only what it shows: the run failed later on 'Duck' object has no attribute 'warning'
+        def started(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    with Store(tmp_path / "ev.db") as store:
+        with pytest.raises(UsageError, match=r"events must be an evalcli\.run\.Events, not Duck"):
+            run_evals(dataset, store=store, events=Duck())  # type: ignore[arg-type]
+        with pytest.raises(UsageError, match="events must be"):
+            run_planned(plan_runs([dataset]), store=store, events=Duck())  # type: ignore[arg-type]
+        assert store.conn.execute("select count(*) from runs").fetchone()[0] == 0

@@ -65,3 +65,13 @@ def _import_path(value: Any) -> str | None:
             if held is value:
                 return f"{name}:{attribute}"
     return None
+
+
+def check_events(events: Any) -> None:
+    """``events`` is an ``Events``: a subclass overrides what it shows and inherits the rest's no-ops."""
+    from .events import Events
+
+    if events is not None and not isinstance(events, Events):
+        raise UsageError(f"events must be an evalcli.run.Events, not {type(events).__name__}",
+                         f"subclass it: 'class {type(events).__name__}(Events)' (from evalcli.run import Events), "
+                         "overriding only the methods you show")
