@@ -112,3 +112,52 @@ def test_events_that_are_not_an_events_subclass_are_refused_before_the_run(datas
         with pytest.raises(UsageError, match="events must be"):
             run_planned(plan_runs([dataset]), store=store, events=Duck())  # type: ignore[arg-type]
         assert store.conn.execute("select count(*) from runs").fetchone()[0] == 0
+
+
+KINDS = '''
+from pydantic import BaseModel, ConfigDict
+from evalcli.scorers import Kind
+
+class A(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n: int = 1
+
+class ReturnsFloat:
+    async def score(self, run):
+        return 0.5
+
+def build_boom(args, context):
+    raise RuntimeError("build blew up")
+
+FLOAT = Kind(name="adv_float", args=A, main="n", build=lambda a, c: ReturnsFloat(), summary="float")
+BUILD = Kind(name="adv_build", args=A, main="n", build=build_boom, summary="build")
+'''
+
+
+def _kind_run(tmp_path: Path, kind: str) -> Any:
+    from tests.plugin_packages import installed
+    from tests.reliability_helpers import run_cli
+
+    installed(tmp_path, "advkinds", {"evalcli.scorers": {"adv_float": "advkinds:FLOAT", "adv_build": "advkinds:BUILD"}},
+              {"advkinds/__init__.py": KINDS})
+    (tmp_path / "k.yaml").write_text(f"target: {AGENT}\ngates:\n  - {kind}: 1\n"
+                                     "data:\n  - id: a\n    input: What is the weather in Brooklyn?\n")
+    return run_cli(["run", "k.yaml", "--db", "k.db", "--json", "k.json"], tmp_path)
+
+
+def test_a_package_kind_whose_build_raises_is_that_packages_error_not_evalclis(tmp_path: Path) -> None:
+    done = _kind_run(tmp_path, "adv_build")  # was: internal error, "this is a bug in evalcli", exit 70
+    assert done.returncode == 2, done.stderr
+    assert "of the package advkinds 1.0 could not build the scorer adv_build(1) (k.yaml:3:5): RuntimeError: build " \
+           "blew up" in done.stderr
+    assert "pip uninstall advkinds" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_package_kind_whose_score_returns_a_float_says_so(tmp_path: Path) -> None:
+    import json
+
+    done = _kind_run(tmp_path, "adv_float")  # was: AttributeError: 'float' object has no attribute 'reason'
+    assert done.returncode == 1, done.stderr
+    error = json.loads((tmp_path / "k.json").read_text())["items"][0]["outcomes"]["gates"]["adv_float(1)"]["error"]
+    assert error == ("TypeError: the scorer kind adv_float's score() returned float, not an "
+                     "evalcli.results.Outcome (return Outcome(score=..., reason=...))")
