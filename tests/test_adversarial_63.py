@@ -151,6 +151,9 @@ def test_a_package_kind_whose_build_raises_is_that_packages_error_not_evalclis(t
     assert "of the package advkinds 1.0 could not build the scorer adv_build(1) (k.yaml:3:5): RuntimeError: build " \
            "blew up" in done.stderr
     assert "pip uninstall advkinds" in done.stderr and "Traceback" not in done.stderr
+    from tests.reliability_helpers import query
+
+    assert query(tmp_path / "k.db", "select status, exit_code from runs") == [("failed", 2)]  # was 70
 
 
 def test_a_package_kind_whose_score_returns_a_float_says_so(tmp_path: Path) -> None:

@@ -137,6 +137,8 @@ class Runner:
             # whatever happened, the run's row ends with a status and an exit code, never 'running'
             interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
             status, code = ("interrupted", ExitCode.INTERRUPTED) if interrupted else ("failed", ExitCode.INTERNAL)
+            if isinstance(exc, EvalcliError):  # stored as the process exits: a package's broken kind is exit 2
+                code = ExitCode(exc.exit_code)
             aggregator.flush()
             recorder.finish_later(aggregator.summary(), status, code, aggregator.items,
                                   self._repeats(rates), len(plan.items))
