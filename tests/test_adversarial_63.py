@@ -164,3 +164,13 @@ def test_a_package_kind_whose_score_returns_a_float_says_so(tmp_path: Path) -> N
     error = json.loads((tmp_path / "k.json").read_text())["items"][0]["outcomes"]["gates"]["adv_float(1)"]["error"]
     assert error == ("TypeError: the scorer kind adv_float's score() returned float, not an "
                      "evalcli.results.Outcome (return Outcome(score=..., reason=...))")
+
+
+@pytest.mark.parametrize("datasets", [[], [None], [3]])
+def test_no_dataset_or_one_that_is_not_a_path_is_refused(datasets: list[Any]) -> None:
+    # [] planned nothing and run_planned exited 0; None and 3 were TypeErrors from os.fspath
+    with pytest.raises(UsageError, match=r"no dataset given|a dataset is a path"):
+        plan_runs(datasets)
+    if datasets:
+        with pytest.raises(UsageError, match="a dataset is a path"):
+            run_evals(datasets[0])

@@ -14,7 +14,7 @@ from ..dataset import Dataset, DatasetSource, load_datasets
 from ..errors import UsageError
 from ..records import record
 from ..run import RunOptions, RunPlan, check_options, llm_settings, plan_run
-from ..run.arguments import check_store, check_targets, listed
+from ..run.arguments import check_datasets, check_store, check_targets, listed
 from ..secrets import Redactor
 from ..store import Store
 from .outputs import Outputs, check_not_read, check_tapes
@@ -69,6 +69,7 @@ def plan_runs(datasets: Sequence[DatasetSource], options: RunOptions | None = No
     ``db``). A ``UsageError`` or ``DatasetError`` names every mistake before anything runs or is stored;
     selecting no conversation at all is one (``--filter``, ``--limit 0``)."""
     datasets, targets = listed(datasets), listed(targets)
+    check_datasets(datasets)
     check_targets(targets)
     check_store(store)
     options = options or RunOptions()

@@ -75,3 +75,17 @@ def check_events(events: Any) -> None:
         raise UsageError(f"events must be an evalcli.run.Events, not {type(events).__name__}",
                          f"subclass it: 'class {type(events).__name__}(Events)' (from evalcli.run import Events), "
                          "overriding only the methods you show")
+
+
+def check_datasets(datasets: Sequence[Any]) -> None:
+    """At least one dataset, each a path (``str`` or ``Path``) or a loaded ``Dataset``."""
+    from ..dataset import Dataset
+
+    if not datasets:
+        raise UsageError("no dataset given: there is nothing to run", "give at least one dataset path, "
+                         "e.g. plan_runs(['datasets/weather.yaml'])")
+    for dataset in datasets:
+        if not isinstance(dataset, (str, Path, Dataset)):
+            raise UsageError(f"dataset {_shown(dataset)} is a {type(dataset).__name__}: a dataset is a path (str or "
+                             "Path) or what load_dataset returned", "give the dataset file's path, e.g. "
+                             "'datasets/weather.yaml'")

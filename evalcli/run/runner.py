@@ -30,7 +30,7 @@ from ..scorers import Builder
 from ..store import Store, new_run_id
 from ..store.run_lock import RunLock, hold
 from ..tools import HermeticRun
-from .arguments import check_events, check_no_running_loop, check_store
+from .arguments import check_datasets, check_events, check_no_running_loop, check_store
 from .context import RunContext
 from .conversation import Conversation
 from .events import Events
@@ -419,6 +419,7 @@ async def arun_evals(dataset: Dataset | str | Path, *, store: Store | None = Non
     plays the plan (``evalcli.evaluate.run_planned`` runs several, with reports, as ``evalcli run`` does)."""
     check_store(store)
     check_events(events)
+    check_datasets([dataset])
     if not isinstance(dataset, Dataset):
         dataset = load_dataset(dataset, scorers)
     plan = plan_run(dataset, options, store)
