@@ -14,6 +14,7 @@ from ..dataset import Dataset, DatasetSource, load_datasets
 from ..errors import UsageError
 from ..records import record
 from ..run import RunOptions, RunPlan, check_options, llm_settings, plan_run
+from ..run.arguments import check_datasets, check_store, check_targets, listed
 from ..secrets import Redactor
 from ..store import Store
 from .outputs import Outputs, check_not_read, check_tapes
@@ -67,6 +68,10 @@ def plan_runs(datasets: Sequence[DatasetSource], options: RunOptions | None = No
     load and validate every dataset, then plan each run (``plan_run``: a resume or re-run reads ``store``, else
     ``db``). A ``UsageError`` or ``DatasetError`` names every mistake before anything runs or is stored;
     selecting no conversation at all is one (``--filter``, ``--limit 0``)."""
+    datasets, targets = listed(datasets), listed(targets)
+    check_datasets(datasets)
+    check_targets(targets)
+    check_store(store)
     options = options or RunOptions()
     check_combination(len(datasets), targets, options)
     check_options(options)

@@ -15,6 +15,7 @@ from ..errors import ExitCode, UsageError
 from ..records import record
 from ..results import ItemResult, RunResult
 from ..run import Events, Runner, RunPlan
+from ..run.arguments import check_events, check_no_running_loop, check_store
 from ..store import Store
 from .outputs import open_for_writing
 from .plans import Plans
@@ -301,6 +302,9 @@ def run_planned(plans: Plans, *, store: Store | None = None, events: Events | No
     JUnit, Markdown and HTML files, ``json_stream`` (one JSON document for all), ``reporter``'s own; then with
     several targets each dataset's runs compared (``compare``), and the CI files written. An interrupt outside the
     conversations marks the run in progress interrupted and raises ``RunsInterrupted`` (a ``KeyboardInterrupt``)."""
+    check_no_running_loop("run_planned", "arun_planned(plans, ...)")
+    check_store(store)
+    check_events(events)
     with _store(plans, store) as opened:
         session = _Session(plans, opened, events or Events(), reporter or Reporter(), json_stream, compare)
         if loop is not None:
@@ -313,6 +317,8 @@ async def arun_planned(plans: Plans, *, store: Store | None = None, events: Even
                        reporter: Reporter | None = None, json_stream: IO[str] | None = None,
                        compare: bool = True) -> Runs:
     """``run_planned`` for code already inside an event loop: each run awaited in turn on the running loop."""
+    check_store(store)
+    check_events(events)
     with _store(plans, store) as opened:
         return await _Session(plans, opened, events or Events(), reporter or Reporter(), json_stream, compare).adrive()
 

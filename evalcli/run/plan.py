@@ -133,8 +133,37 @@ def check_budget_amounts(budget: Mapping[str | None, float], option: str) -> Non
                              f"write e.g. {option} 5")
 
 
+# the bounds the command line's flags have (docs/python-api.md "One run plan"): (field, flag, least, integer)
+_BOUNDS: tuple[tuple[str, str, float, bool], ...] = (
+    ("concurrency", "--concurrency", 1, True), ("judge_concurrency", "--judge-concurrency", 1, True),
+    ("max_errors", "--max-errors", 0, True), ("repeat", "--repeat", 1, True), ("turn_timeout", "--turn-timeout", 0.001, False),
+    ("grace_seconds", "the grace after an interrupt", 0, False))
+
+
+def check_numbers(options: RunOptions) -> None:
+    """A number of ``RunOptions`` out of its flag's range, or not a number, is a ``UsageError`` as the flag's would be:
+    the library's callers have no flag parser to refuse ``concurrency=0`` or ``turn_timeout=0`` (every conversation an
+    error) before the run."""
+    if not isinstance(options, RunOptions):
+        raise UsageError(f"options must be a RunOptions, not {type(options).__name__}",
+                         "write options=RunOptions(concurrency=4, ...) (from evalcli import RunOptions)")
+    values = [(name, flag, least, whole, getattr(options, name)) for name, flag, least, whole in _BOUNDS]
+    values.append(("selection.limit", "--limit", 0, True, options.selection.limit))
+    for name, flag, least, whole, value in values:
+        if value is None and name in ("concurrency", "turn_timeout", "selection.limit"):
+            continue
+        kind = int if whole else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kind) or value < least:
+            what = "a whole number" if whole else "a number"
+            raise UsageError(f"RunOptions({name}={value!r}): {flag} takes {what} of at least {least:g}",
+                             f"give {name} {what} of {least:g} or more" + (" (or None)" if name in (
+                                 "concurrency", "turn_timeout", "selection.limit") else ""))
+
+
 def check_options(options: RunOptions) -> None:
-    """What the options say by themselves: a ``--filter`` that is a regular expression, budgets of known purposes."""
+    """What the options say by themselves: numbers within their flags' ranges, a ``--filter`` that is a regular
+    expression, budgets of known purposes."""
+    check_numbers(options)
     check_filter(options.selection.filter)
     check_budget_amounts(options.max_cost, "--max-cost")
     check_budget_amounts(options.max_tokens, "--max-tokens")

@@ -30,6 +30,7 @@ from ..scorers import Builder
 from ..store import Store, new_run_id
 from ..store.run_lock import RunLock, hold
 from ..tools import HermeticRun
+from .arguments import check_datasets, check_events, check_no_running_loop, check_store
 from .context import RunContext
 from .conversation import Conversation
 from .events import Events
@@ -136,6 +137,8 @@ class Runner:
             # whatever happened, the run's row ends with a status and an exit code, never 'running'
             interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
             status, code = ("interrupted", ExitCode.INTERRUPTED) if interrupted else ("failed", ExitCode.INTERNAL)
+            if isinstance(exc, EvalcliError):  # stored as the process exits: a package's broken kind is exit 2
+                code = ExitCode(exc.exit_code)
             aggregator.flush()
             recorder.finish_later(aggregator.summary(), status, code, aggregator.items,
                                   self._repeats(rates), len(plan.items))
@@ -414,6 +417,9 @@ async def arun_evals(dataset: Dataset | str | Path, *, store: Store | None = Non
                      events: Events | None = None, scorers: str | None = None) -> RunResult:
     """Run one dataset (a ``Dataset`` or a path to one) and return its result: ``plan_run`` checks it, the runner
     plays the plan (``evalcli.evaluate.run_planned`` runs several, with reports, as ``evalcli run`` does)."""
+    check_store(store)
+    check_events(events)
+    check_datasets([dataset])
     if not isinstance(dataset, Dataset):
         dataset = load_dataset(dataset, scorers)
     plan = plan_run(dataset, options, store)
@@ -431,6 +437,7 @@ def run_evals(dataset: Dataset | str | Path, *, store: Store | None = None, opti
     the SIGINT handler, and ``signal.getsignal`` formats asyncio's own one (a partial naming the main task) with the
     task's ``repr``, which includes its result: every conversation of the run, 0.7 s of CPU after 3,000 of them
     (docs/performance.md)."""
+    check_no_running_loop("run_evals", "arun_evals(dataset, ...) (from evalcli.run import arun_evals)")
     held: list[RunResult] = []
 
     async def main() -> None:

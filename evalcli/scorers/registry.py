@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..errors import Problem
+from ..errors import EvalcliError, Problem, describe
 from ..records import record
 from ..results import Outcome, Threshold
 from ..secret_references import References, digestible, references
 from .base import ScorerRun
-from .kinds import BuildContext, Scorer
+from .kinds import BuildContext, Scorer, origin
 from .kinds import find as find_kind
 
 if TYPE_CHECKING:
@@ -219,17 +219,31 @@ class Builder:
         kind = find_kind(spec.kind)
         if kind is None:  # specs come from parsing, which knows every kind
             raise ValueError(f"unknown scorer kind {spec.kind!r}")
-        built = kind.build(kind.args.model_validate(spec.args),
-                           BuildContext(spec.id, self.llm, self.use_cache, self.imported))
-        return built if isinstance(built, Scorer) else Awaited(built)
+        args = kind.args.model_validate(spec.args)
+        entry = origin(kind)
+        try:
+            built = kind.build(args, BuildContext(spec.id, self.llm, self.use_cache, self.imported))
+        except EvalcliError:
+            raise
+        except Exception as exc:
+            if entry.builtin:
+                raise
+            # a package's build that raises is that package's mistake, not evalcli's (docs/extending.md)
+            raise entry.error(f"could not build the scorer {spec.id} ({spec.where}): {describe(exc)}") from None
+        return built if isinstance(built, Scorer) else Awaited(built, spec.kind)
 
 
 class Awaited(Scorer):
     """A package's scorer that is any object with ``async def score(run)`` (docs/extending.md), not a subclass of
     ``Scorer``: awaited like every scorer that is not ``immediate``."""
 
-    def __init__(self, scorer: Any) -> None:
+    def __init__(self, scorer: Any, kind: str = "") -> None:
         self.scorer = scorer
+        self.kind = kind
 
     async def score(self, run: ScorerRun) -> Outcome:
-        return await self.scorer.score(run)  # type: ignore[no-any-return]
+        outcome = await self.scorer.score(run)
+        if not isinstance(outcome, Outcome):  # was "AttributeError: 'float' object has no attribute 'reason'"
+            raise TypeError(f"the scorer kind {self.kind}'s score() returned {type(outcome).__name__}, not an "
+                            "evalcli.results.Outcome (return Outcome(score=..., reason=...))")
+        return outcome
