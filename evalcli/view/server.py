@@ -108,6 +108,18 @@ def _int(request: web.Request, name: str, default: int) -> int:
         raise web.HTTPBadRequest(text=f"{name} must be a whole number") from None
 
 
+MAX_INDEX = 2**63 - 1
+"""The largest index SQLite's INTEGER holds; a larger one names no conversation."""
+
+
+def conversation_index(raw: str) -> int | None:
+    """A conversation's index in a path: ASCII digits only (``str.isdigit`` also takes ``²`` and ``٣``), within
+    SQLite's 64 bits; else None (docs/view.md: anything else is a 400)."""
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_INDEX:
+        return None
+    return int(raw)
+
+
 def routes(view: View) -> web.RouteTableDef:
     table = web.RouteTableDef()
 
@@ -153,10 +165,10 @@ def routes(view: View) -> web.RouteTableDef:
 
     @table.get("/api/runs/{run}/conversations/{index}")
     async def conversation(request: web.Request) -> web.Response:
-        index = request.match_info["index"]
-        if not index.isdigit():
-            raise web.HTTPBadRequest(text="a conversation's index is a whole number")
-        return await view.read(lambda store: data.conversation(store, request.match_info["run"], int(index)))
+        index = conversation_index(request.match_info["index"])
+        if index is None:
+            return view.json({"error": "a conversation's index is a whole number", "hint": "0 is the first"}, 400)
+        return await view.read(lambda store: data.conversation(store, request.match_info["run"], index))
 
     @table.post("/api/runs/{run}/conversations/{index}/labels")
     async def label(request: web.Request) -> web.Response:
@@ -179,15 +191,15 @@ async def save_label(view: View, request: web.Request) -> web.Response:
     """``{"scorer": ID or "", "value": "pass"|"fail"|0..1, "note": TEXT}`` on a conversation, by this reviewer."""
     if request.content_type != "application/json":  # a form posted from another site cannot send JSON
         raise web.HTTPUnsupportedMediaType(text="send JSON")
-    index = request.match_info["index"]
+    index = conversation_index(request.match_info["index"])
     try:
         try:
             body = await request.json()
         except ValueError:
             body = None
-        if not isinstance(body, dict) or not index.isdigit():
-            raise UsageError("a label is {scorer, value, note} on a conversation's index", "")
-        label = NewLabel(request.match_info["run"], int(index), str(body.get("scorer") or ""),
+        if not isinstance(body, dict) or index is None:
+            raise UsageError("a label is {scorer, value, note} on a conversation's index (a whole number)", "")
+        label = NewLabel(request.match_info["run"], index, str(body.get("scorer") or ""),
                          label_value(body.get("value")), str(body.get("note") or ""), view.settings.reviewer)
 
         def work() -> dict[str, Any]:
@@ -206,6 +218,12 @@ async def save_label(view: View, request: web.Request) -> web.Response:
     return view.json(row)
 
 
+def bearer(header: str) -> str:
+    """The token of ``Authorization: Bearer TOKEN``, the scheme in any case (RFC 9110); "" for any other header."""
+    scheme, _, token = header.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
 def guard(view: View) -> Middleware:
     """The token on every request when one is set; on loopback without one, only requests naming a loopback host."""
     token = view.settings.token
@@ -214,7 +232,7 @@ def guard(view: View) -> Middleware:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if token:
             given = (request.query.get("token") or request.cookies.get(TOKEN_COOKIE)
-                     or request.headers.get("Authorization", "").removeprefix("Bearer "))
+                     or bearer(request.headers.get("Authorization", "")))
             if not hmac.compare_digest(given.encode(), token.encode()):
                 return web.Response(status=401, text="evalcli view: this server needs its token: open it with "
                                                      "?token=TOKEN (the --token it was started with)")

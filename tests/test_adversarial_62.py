@@ -1,0 +1,105 @@
+"""Trying to break ``evalcli view`` as its users would (docs/view.md): the real CLI's server in a process of its own,
+a database made by a real ``evalcli run``, real HTTP to loopback. A conversation's index that is a digit but not a
+plain number, a date filter that is not a date, and the token's ``Authorization`` header as HTTP writes it."""
+
+from __future__ import annotations
+
+import sqlite3
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.view_helpers import ViewServer, view_server
+
+AGENT = '''
+def agent(input, **kw):
+    return "hello " + input
+'''
+DATASET = """
+target: agent:agent
+scorers:
+  - scorer: {includes: hello}
+    id: says-hello
+data:
+  - {id: a, input: hi there}
+  - {id: b, input: again}
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("adv62")
+    (folder / "agent.py").write_text(AGENT)
+    (folder / "d.yaml").write_text(DATASET)
+    assert run_cli(["run", "d.yaml"], folder).code == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def view(project: Path) -> Iterator[ViewServer]:
+    with view_server(project / "evalcli.db") as served:
+        yield served
+
+
+def _run_id(db: Path) -> str:
+    with sqlite3.connect(db) as conn:
+        return str(conn.execute("SELECT id FROM runs ORDER BY id DESC").fetchone()[0])
+
+
+def _labels(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM labels").fetchone()[0])
+
+
+@pytest.mark.parametrize("index", ["%C2%B2", "%D9%A3", "99999999999999999999999"])
+def test_an_index_that_is_not_a_plain_number_is_a_400_not_a_server_error(project: Path, view: ViewServer,
+                                                                          index: str) -> None:
+    """``²`` and ``٣`` are digits to ``str.isdigit`` (``int('²')`` raises), and a number past SQLite's 64 bits
+    overflowed in the query: each was a 500 with a traceback in the server's output."""
+    run = _run_id(project / "evalcli.db")
+    status, body = view.get(f"/api/runs/{run}/conversations/{index}")
+    assert status == 400, (status, body)
+    assert "whole number" in str(body)
+    before = _labels(project / "evalcli.db")
+    status, body = view.post(f"/api/runs/{run}/conversations/{index}/labels", {"value": "pass"})
+    assert status == 400, (status, body)
+    assert _labels(project / "evalcli.db") == before  # nothing written
+    assert not any("Traceback" in line for line in view.output), "".join(view.output)
+
+
+@pytest.mark.parametrize("field", ["since", "until"])
+def test_a_date_filter_that_is_not_a_date_is_refused_not_an_empty_list(view: ViewServer, field: str) -> None:
+    """``since=yesterday`` compared as text with ``started_at`` listed no run at all, silently (or, for ``until``,
+    every run): a bad filter must say what is wrong."""
+    status, body = view.get(f"/api/runs?{field}=yesterday")
+    assert status == 400, (status, body)
+    assert field in body["error"] and "2026-05-01" in body["hint"]
+    for good in ("2020", "2020-05", "2020-05-01", "2020-05-01T08:00"):
+        status, body = view.get(f"/api/runs?since={good}")
+        assert status == 200 and body["total"] == 1, (good, body)
+
+
+def _status(url: str, headers: dict[str, str]) -> int:
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_bearer_scheme_is_read_as_http_writes_it(project: Path) -> None:
+    """RFC 9110: the scheme of ``Authorization`` is case-insensitive (``bearer TOKEN`` was refused), and a header
+    without the ``Bearer`` scheme is not the documented form (the bare token was let in)."""
+    with view_server(project / "evalcli.db", "--host", "127.0.0.1", "--token", "s3cr3t") as served:
+        url = served.url.rstrip("/") + "/api/runs"
+        assert _status(url, {"Authorization": "Bearer s3cr3t"}) == 200
+        assert _status(url, {"Authorization": "bearer s3cr3t"}) == 200
+        assert _status(url, {"Authorization": "BEARER  s3cr3t"}) == 200
+        assert _status(url, {"Authorization": "s3cr3t"}) == 401
+        assert _status(url, {"Authorization": "Basic s3cr3t"}) == 401
+        assert _status(url, {}) == 401
