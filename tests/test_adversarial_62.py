@@ -103,3 +103,36 @@ def test_the_bearer_scheme_is_read_as_http_writes_it(project: Path) -> None:
         assert _status(url, {"Authorization": "s3cr3t"}) == 401
         assert _status(url, {"Authorization": "Basic s3cr3t"}) == 401
         assert _status(url, {}) == 401
+
+
+def test_a_label_while_another_program_writes_says_busy_and_try_again_not_make_it_writable(project: Path,
+                                                                                             view: ViewServer) -> None:
+    """A run holding the write lock past the label's 10 s wait was reported as "cannot be written ... make the file
+    and its folder writable" (400): the file is writable, only busy; it is a 503 that says to label again."""
+    import threading
+
+    db = project / "evalcli.db"
+    holding, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        holding.set()
+        release.wait(30)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        before = _labels(db)
+        status, body = view.post(f"/api/runs/{_run_id(db)}/conversations/0/labels", {"value": "pass"})
+    finally:
+        release.set()
+        thread.join()
+    assert status == 503, (status, body)
+    assert "busy" in body["error"] and "writable" not in body["hint"] and "again" in body["hint"], body
+    assert _labels(db) == before
+    status, body = view.post(f"/api/runs/{_run_id(db)}/conversations/0/labels", {"value": "pass"})
+    assert status == 200 and _labels(db) == before + 1

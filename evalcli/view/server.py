@@ -26,7 +26,7 @@ from ..secrets import Redactor
 from ..store import Store
 from ..store.browse import PAGE_SIZE, ConversationQuery, RunFilter, progress
 from ..store.connection import write_back
-from ..store.labels import NewLabel, add_label, label_value
+from ..store.labels import DatabaseBusy, NewLabel, add_label, label_value
 from . import data
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -214,7 +214,7 @@ async def save_label(view: View, request: web.Request) -> web.Response:
 
         row = await asyncio.to_thread(work)
     except EvalcliError as exc:
-        return view.json({"error": exc.message, "hint": exc.hint}, status=400)
+        return view.json({"error": exc.message, "hint": exc.hint}, status=503 if isinstance(exc, DatabaseBusy) else 400)
     return view.json(row)
 
 
