@@ -136,3 +136,24 @@ def test_a_label_while_another_program_writes_says_busy_and_try_again_not_make_i
     assert _labels(db) == before
     status, body = view.post(f"/api/runs/{_run_id(db)}/conversations/0/labels", {"value": "pass"})
     assert status == 200 and _labels(db) == before + 1
+
+
+def test_side_by_side_of_an_edited_dataset_marks_the_changed_conversation(tmp_path: Path) -> None:
+    """An item whose id was kept and content edited is *changed* (docs/identity.md, ``compare`` prints ``changed
+    (...): b``): the view listed it as two unmarked rows both named ``b``, as if one had been removed and another
+    added. Pairing is by identity, not position: the reordered ``a`` and the id-less item still pair."""
+    (tmp_path / "agent.py").write_text(AGENT)
+    first = DATASET.replace("  - {id: b, input: again}", "  - {id: b, input: again}\n  - {input: no id}")
+    (tmp_path / "d.yaml").write_text(first)
+    assert run_cli(["run", "d.yaml"], tmp_path).code == 0
+    (tmp_path / "d.yaml").write_text(DATASET.split("data:")[0] + "data:\n  - {input: new first}\n"
+                                     "  - {input: no id}\n  - {id: b, input: edited}\n  - {id: a, input: hi there}\n")
+    assert run_cli(["run", "d.yaml"], tmp_path).code == 0
+    with sqlite3.connect(tmp_path / "evalcli.db") as conn:
+        a, b = (r[0] for r in conn.execute("SELECT id FROM runs ORDER BY id"))
+    with view_server(tmp_path / "evalcli.db") as served:
+        status, body = served.get(f"/api/compare/{a}/{b}")
+    assert status == 200, body
+    pairs = {(p["name"], p["a"] and p["a"]["index"], p["b"] and p["b"]["index"]): p.get("changed") for p in body["pairs"]}
+    assert pairs == {("a", 0, 3): False, ("b (changed)", 1, None): True, ("b (changed)", None, 2): True,
+                     ('"no id"', 2, 1): False, ('"new first"', None, 0): False}, pairs
