@@ -157,3 +157,15 @@ def test_side_by_side_of_an_edited_dataset_marks_the_changed_conversation(tmp_pa
     pairs = {(p["name"], p["a"] and p["a"]["index"], p["b"] and p["b"]["index"]): p.get("changed") for p in body["pairs"]}
     assert pairs == {("a", 0, 3): False, ("b (changed)", 1, None): True, ("b (changed)", None, 2): True,
                      ('"no id"', 2, 1): False, ('"new first"', None, 0): False}, pairs
+
+
+def test_a_request_too_long_to_parse_is_a_400_without_a_traceback_in_the_terminal(project: Path) -> None:
+    """A search of 10,000 characters (or any malformed request: a port scanner, a typo in curl) was answered 400 by
+    aiohttp but printed "Error handling request" and a traceback where the user runs ``evalcli view``."""
+    with view_server(project / "evalcli.db") as served:
+        status, body = served.get(f"/api/runs/{_run_id(project / 'evalcli.db')}/conversations?q={'x' * 10_000}")
+        assert status == 400, body
+        status, body = served.get("/api/runs")
+        assert status == 200
+        output = "".join(served.output)
+    assert "Traceback" not in output and "Error handling request" not in output, output

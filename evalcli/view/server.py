@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import logging
 import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler, Middleware
 
 from ..errors import EvalcliError, StoreError, UsageError
@@ -248,6 +250,18 @@ def guard(view: View) -> Middleware:
     return middleware
 
 
+class QuietClientErrors(logging.Filter):
+    """Drops aiohttp's "Error handling request" traceback for a request it could not parse (a URL past 8 KB, a port
+    scanner): the client is answered 400 and the terminal stays clean (docs/view.md). evalcli's own errors still
+    log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], HttpProcessingError))
+
+
+QUIET_CLIENT_ERRORS = QuietClientErrors()
+
+
 def make_app(settings: ViewSettings) -> web.Application:
     view = View(settings)
     app = web.Application(middlewares=[guard(view)])
@@ -266,6 +280,7 @@ async def serve(settings: ViewSettings, started: Callable[[str], None]) -> None:
                 asyncio.get_running_loop().add_signal_handler(number, stop.set)
         except (AttributeError, NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
             pass
+    logging.getLogger("aiohttp.server").addFilter(QUIET_CLIENT_ERRORS)
     runner = web.AppRunner(make_app(settings), access_log=None)
     await runner.setup()
     try:
