@@ -169,3 +169,13 @@ def test_a_request_too_long_to_parse_is_a_400_without_a_traceback_in_the_termina
         assert status == 200
         output = "".join(served.output)
     assert "Traceback" not in output and "Error handling request" not in output, output
+
+
+@pytest.mark.parametrize("sort", ["score:nope", "score:"])
+def test_sorting_by_a_score_the_run_lacks_is_refused_not_ignored(project: Path, view: ViewServer, sort: str) -> None:
+    """``sort=score:nope`` answered 200 in dataset order, as if sorted: a typo in a script's query went unseen."""
+    status, body = view.get(f"/api/runs/{_run_id(project / 'evalcli.db')}/conversations?sort={sort}")
+    assert status == 400, (status, body)
+    assert "says-hello" in body["hint"], body
+    status, body = view.get(f"/api/runs/{_run_id(project / 'evalcli.db')}/conversations?sort=score:says-hello")
+    assert status == 200 and body["total"] == 2

@@ -106,7 +106,11 @@ def _label_json(labels: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def conversations_page(store: Store, run_id: str, query: ConversationQuery, page: int, size: int) -> dict[str, Any]:
-    found = conversations(store, store.require_run(run_id)["id"], query, page, size)
+    run_id = store.require_run(run_id)["id"]
+    if query.sort.startswith("score:") and query.sort[len("score:"):] not in (ids := _labelled_ids(store, run_id)):
+        raise UsageError(f"sort '{query.sort}' names no top-level gate or scorer of run {run_id}",
+                         f"sort by score: and one of: {', '.join(ids) or 'none'}")
+    found = conversations(store, run_id, query, page, size)
     identities = [identity_of(item) for item in found.items]
     labels = labels_by_identity(latest_labels(store, run_id=run_id, identities=identities)) if identities else {}
     return {"total": found.total, "page": page,
