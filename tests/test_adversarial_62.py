@@ -179,3 +179,14 @@ def test_sorting_by_a_score_the_run_lacks_is_refused_not_ignored(project: Path, 
     assert "says-hello" in body["hint"], body
     status, body = view.get(f"/api/runs/{_run_id(project / 'evalcli.db')}/conversations?sort=score:says-hello")
     assert status == 200 and body["total"] == 2
+
+
+@pytest.mark.parametrize("body", [{"value": "pass", "note": {"x": 1}}, {"value": "pass", "note": ["a"]},
+                                  {"value": "pass", "note": 7}])
+def test_a_label_whose_note_is_not_text_is_refused(project: Path, view: ViewServer,
+                                                             body: dict[str, object]) -> None:
+    """A note ``{"x": 1}`` was stored as the Python text ``{'x': 1}`` (and exported so): a script's mistake kept."""
+    before = _labels(project / "evalcli.db")
+    status, answer = view.post(f"/api/runs/{_run_id(project / 'evalcli.db')}/conversations/0/labels", body)
+    assert status == 400, (status, answer)
+    assert _labels(project / "evalcli.db") == before

@@ -201,6 +201,10 @@ async def save_label(view: View, request: web.Request) -> web.Response:
             body = None
         if not isinstance(body, dict) or index is None:
             raise UsageError("a label is {scorer, value, note} on a conversation's index (a whole number)", "")
+        for name in ("scorer", "note"):
+            if not isinstance(body.get(name) or "", str):
+                raise UsageError(f"a label's {name} is text, not {type(body[name]).__name__}",
+                                 'send e.g. {"scorer": "", "value": "pass", "note": "why"}')
         label = NewLabel(request.match_info["run"], index, str(body.get("scorer") or ""),
                          label_value(body.get("value")), str(body.get("note") or ""), view.settings.reviewer)
 
