@@ -190,3 +190,20 @@ def test_a_label_whose_note_is_not_text_is_refused(project: Path, view: ViewServ
     status, answer = view.post(f"/api/runs/{_run_id(project / 'evalcli.db')}/conversations/0/labels", body)
     assert status == 400, (status, answer)
     assert _labels(project / "evalcli.db") == before
+
+
+def test_the_side_by_side_page_prints_no_stray_null(project: Path) -> None:
+    """In a real browser: the comparison page's figures are a list with ``null`` for a line that does not apply (no
+    status changed, no conversation left out), and ``replaceChildren`` wrote each as the text "null"."""
+    from tests.browser import chromium, chromium_missing
+    from tests.view_helpers import open_view
+
+    if chromium_missing() is not None:
+        pytest.skip(chromium_missing() or "")
+    run = _run_id(project / "evalcli.db")
+    with view_server(project / "evalcli.db") as served, chromium() as browser:
+        with open_view(browser, served.url, f"#/compare/{run}/{run}") as page:
+            page.wait("compare")
+            lines = [line.strip() for line in page.page.inner_text("#main").splitlines()]
+            assert "null" not in lines and "undefined" not in lines, lines
+            assert page.errors == []
