@@ -207,3 +207,38 @@ def test_the_side_by_side_page_prints_no_stray_null(project: Path) -> None:
             lines = [line.strip() for line in page.page.inner_text("#main").splitlines()]
             assert "null" not in lines and "undefined" not in lines, lines
             assert page.errors == []
+
+
+@pytest.mark.xfail(strict=True, reason="a run stores how many conversations it selected only when it ends "
+                                       "(runs.total_items): the start of a run would have to write it")
+def test_a_run_in_progress_says_how_many_conversations_it_selected(tmp_path: Path) -> None:
+    """``/api/runs/RUN/progress`` while ``evalcli run`` plays 6 conversations answered ``selected`` equal to the
+    conversations stored so far (``4 of 4``), not 6: a script polling it cannot tell how far the run has got."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import cli_base_env
+    from tests.reliability_helpers import SUBPROCESS_TIMEOUT
+
+    (tmp_path / "agent.py").write_text("import time\ndef agent(input, **kw):\n    time.sleep(0.6)\n"
+                                       "    return 'hello ' + input\n")
+    (tmp_path / "d.yaml").write_text(DATASET.split("data:")[0] + "data:\n"
+                                     + "".join(f"  - {{id: c{i}, input: x{i}}}\n" for i in range(6)))
+    assert run_cli(["run", "d.yaml", "--limit", "1"], tmp_path).code == 0  # a database to serve
+    with view_server(tmp_path / "evalcli.db") as served:
+        running = subprocess.Popen([sys.executable, "-m", "evalcli", "run", "d.yaml"], cwd=tmp_path,
+                                   env=cli_base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seen: list[tuple[int, int]] = []
+        try:
+            while running.poll() is None:  # the run ends by itself (six conversations of 0.6 s)
+                runs = served.get("/api/runs?size=1")[1]["runs"]
+                status, body = served.get(f"/api/runs/{runs[0]['id']}/progress")
+                if status == 200 and body["status"] == "running" and body["stored"] > 0:
+                    seen.append((body["stored"], body["selected"]))
+                time.sleep(0.2)
+        finally:
+            running.wait(SUBPROCESS_TIMEOUT)
+    assert seen, "never saw the run in progress"
+    assert all(selected == 6 for _, selected in seen), json.dumps(seen)
