@@ -7,6 +7,7 @@ page's conversations, through ``stored_items``: a run of 100,000 conversations a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import UsageError
@@ -45,6 +46,10 @@ def page_bounds(page: int, size: int) -> tuple[int, int]:
     return size, (min(max(page, 1), MAX_PAGE) - 1) * size
 
 
+DATE = re.compile(r"\d{4}(-\d{2}(-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?)?)?)?")
+"""What ``since`` and ``until`` take: the start of an ISO date (``started_at`` is compared with it as text)."""
+
+
 @record(frozen=True)
 class RunFilter:
     """What the runs list shows: each field narrows it when given; dates compare with ``started_at`` (ISO text, so
@@ -69,6 +74,10 @@ class RunFilter:
                 raise UsageError(f"verdict '{self.verdict}' is not one of {', '.join(RUN_VERDICTS)}", "pick one of them")
             clauses.append("(verdict = ? OR (verdict IS NULL AND status = ?))")
             params += [self.verdict, self.verdict]
+        for name, value in (("since", self.since), ("until", self.until)):
+            if value and not DATE.fullmatch(value):
+                raise UsageError(f"{name} '{value}' is not a date", "give a day, a month or a year: 2026-05-01, "
+                                 "2026-05 or 2026 (a time may follow the day: 2026-05-01T08:00)")
         if self.since:
             clauses.append("started_at >= ?")
             params.append(self.since)

@@ -60,12 +60,21 @@ class NewLabel:
     reviewer: str
 
 
+class DatabaseBusy(StoreError):
+    """A label not saved because another program held the database's write lock past ``WRITE_WAIT_MS``: nothing
+    is wrong with the file; the view answers 503, try again (docs/view.md)."""
+
+
 def add_label(path: str, label: NewLabel, redact: Redactor) -> dict[str, Any]:
     """Store ``label`` (its note redacted) in its own short transaction; returns the row as stored. A database that
-    cannot be written (read-only, locked too long) is a ``StoreError`` saying so (docs/view.md)."""
+    cannot be written (read-only) is a ``StoreError`` saying so, one locked too long a ``DatabaseBusy`` (docs/view.md)."""
     try:
         return _add_label(path, label, redact)
     except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):  # writable, but another program (a run) holds the write lock
+            raise DatabaseBusy(f"the label was not saved: {path} is busy (another program, such as an evalcli run, "
+                               f"has been writing it for over {WRITE_WAIT_MS // 1000} s)",
+                               "label it again in a moment") from None
         raise StoreError(f"the label was not saved: {path} cannot be written ({exc})",
                          "view a copy you can write, or make the file and its folder writable") from None
 

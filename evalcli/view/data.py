@@ -106,7 +106,11 @@ def _label_json(labels: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def conversations_page(store: Store, run_id: str, query: ConversationQuery, page: int, size: int) -> dict[str, Any]:
-    found = conversations(store, store.require_run(run_id)["id"], query, page, size)
+    run_id = store.require_run(run_id)["id"]
+    if query.sort.startswith("score:") and query.sort[len("score:"):] not in (ids := _labelled_ids(store, run_id)):
+        raise UsageError(f"sort '{query.sort}' names no top-level gate or scorer of run {run_id}",
+                         f"sort by score: and one of: {', '.join(ids) or 'none'}")
+    found = conversations(store, run_id, query, page, size)
     identities = [identity_of(item) for item in found.items]
     labels = labels_by_identity(latest_labels(store, run_id=run_id, identities=identities)) if identities else {}
     return {"total": found.total, "page": page,
@@ -166,10 +170,16 @@ def comparison(store: Store, run_a: str, run_b: str) -> dict[str, Any]:
     names = conversation_names([*items_a, *items_b])
     stats = paired_stats(items_a, items_b)
     pairs = []
-    for item_a, item_b in pair_conversations(items_a, items_b):
+    matched = pair_conversations(items_a, items_b)
+    only_a = {identity_of(item_a) for item_a, item_b in matched if item_a is not None and item_b is None}
+    only_b = {identity_of(item_b) for item_a, item_b in matched if item_a is None and item_b is not None}
+    for item_a, item_b in matched:
         either = item_a or item_b
         assert either is not None
-        pairs.append({"identity": identity_of(either), "name": names[identity_of(either)],
+        # the same id in both runs, other content: listed apart, marked as ``compare`` marks it (docs/view.md)
+        changed = identity_of(either) in only_a & only_b
+        name = names[identity_of(either)] + (" (changed)" if changed else "")
+        pairs.append({"identity": identity_of(either), "name": name, "changed": changed,
                       "a": None if item_a is None else {"index": item_a.index, "status": status_of(item_a)},
                       "b": None if item_b is None else {"index": item_b.index, "status": status_of(item_b)},
                       "first_difference": first_difference(item_a, item_b) if item_a and item_b else None})

@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import logging
 import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler, Middleware
 
 from ..errors import EvalcliError, StoreError, UsageError
@@ -26,7 +28,7 @@ from ..secrets import Redactor
 from ..store import Store
 from ..store.browse import PAGE_SIZE, ConversationQuery, RunFilter, progress
 from ..store.connection import write_back
-from ..store.labels import NewLabel, add_label, label_value
+from ..store.labels import DatabaseBusy, NewLabel, add_label, label_value
 from . import data
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -108,6 +110,18 @@ def _int(request: web.Request, name: str, default: int) -> int:
         raise web.HTTPBadRequest(text=f"{name} must be a whole number") from None
 
 
+MAX_INDEX = 2**63 - 1
+"""The largest index SQLite's INTEGER holds; a larger one names no conversation."""
+
+
+def conversation_index(raw: str) -> int | None:
+    """A conversation's index in a path: ASCII digits only (``str.isdigit`` also takes ``²`` and ``٣``), within
+    SQLite's 64 bits; else None (docs/view.md: anything else is a 400)."""
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_INDEX:
+        return None
+    return int(raw)
+
+
 def routes(view: View) -> web.RouteTableDef:
     table = web.RouteTableDef()
 
@@ -153,10 +167,10 @@ def routes(view: View) -> web.RouteTableDef:
 
     @table.get("/api/runs/{run}/conversations/{index}")
     async def conversation(request: web.Request) -> web.Response:
-        index = request.match_info["index"]
-        if not index.isdigit():
-            raise web.HTTPBadRequest(text="a conversation's index is a whole number")
-        return await view.read(lambda store: data.conversation(store, request.match_info["run"], int(index)))
+        index = conversation_index(request.match_info["index"])
+        if index is None:
+            return view.json({"error": "a conversation's index is a whole number", "hint": "0 is the first"}, 400)
+        return await view.read(lambda store: data.conversation(store, request.match_info["run"], index))
 
     @table.post("/api/runs/{run}/conversations/{index}/labels")
     async def label(request: web.Request) -> web.Response:
@@ -179,15 +193,19 @@ async def save_label(view: View, request: web.Request) -> web.Response:
     """``{"scorer": ID or "", "value": "pass"|"fail"|0..1, "note": TEXT}`` on a conversation, by this reviewer."""
     if request.content_type != "application/json":  # a form posted from another site cannot send JSON
         raise web.HTTPUnsupportedMediaType(text="send JSON")
-    index = request.match_info["index"]
+    index = conversation_index(request.match_info["index"])
     try:
         try:
             body = await request.json()
         except ValueError:
             body = None
-        if not isinstance(body, dict) or not index.isdigit():
-            raise UsageError("a label is {scorer, value, note} on a conversation's index", "")
-        label = NewLabel(request.match_info["run"], int(index), str(body.get("scorer") or ""),
+        if not isinstance(body, dict) or index is None:
+            raise UsageError("a label is {scorer, value, note} on a conversation's index (a whole number)", "")
+        for name in ("scorer", "note"):
+            if not isinstance(body.get(name) or "", str):
+                raise UsageError(f"a label's {name} is text, not {type(body[name]).__name__}",
+                                 'send e.g. {"scorer": "", "value": "pass", "note": "why"}')
+        label = NewLabel(request.match_info["run"], index, str(body.get("scorer") or ""),
                          label_value(body.get("value")), str(body.get("note") or ""), view.settings.reviewer)
 
         def work() -> dict[str, Any]:
@@ -202,8 +220,14 @@ async def save_label(view: View, request: web.Request) -> web.Response:
 
         row = await asyncio.to_thread(work)
     except EvalcliError as exc:
-        return view.json({"error": exc.message, "hint": exc.hint}, status=400)
+        return view.json({"error": exc.message, "hint": exc.hint}, status=503 if isinstance(exc, DatabaseBusy) else 400)
     return view.json(row)
+
+
+def bearer(header: str) -> str:
+    """The token of ``Authorization: Bearer TOKEN``, the scheme in any case (RFC 9110); "" for any other header."""
+    scheme, _, token = header.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 def guard(view: View) -> Middleware:
@@ -214,7 +238,7 @@ def guard(view: View) -> Middleware:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if token:
             given = (request.query.get("token") or request.cookies.get(TOKEN_COOKIE)
-                     or request.headers.get("Authorization", "").removeprefix("Bearer "))
+                     or bearer(request.headers.get("Authorization", "")))
             if not hmac.compare_digest(given.encode(), token.encode()):
                 return web.Response(status=401, text="evalcli view: this server needs its token: open it with "
                                                      "?token=TOKEN (the --token it was started with)")
@@ -228,6 +252,18 @@ def guard(view: View) -> Middleware:
         return response
 
     return middleware
+
+
+class QuietClientErrors(logging.Filter):
+    """Drops aiohttp's "Error handling request" traceback for a request it could not parse (a URL past 8 KB, a port
+    scanner): the client is answered 400 and the terminal stays clean (docs/view.md). evalcli's own errors still
+    log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], HttpProcessingError))
+
+
+QUIET_CLIENT_ERRORS = QuietClientErrors()
 
 
 def make_app(settings: ViewSettings) -> web.Application:
@@ -248,6 +284,7 @@ async def serve(settings: ViewSettings, started: Callable[[str], None]) -> None:
                 asyncio.get_running_loop().add_signal_handler(number, stop.set)
         except (AttributeError, NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
             pass
+    logging.getLogger("aiohttp.server").addFilter(QUIET_CLIENT_ERRORS)
     runner = web.AppRunner(make_app(settings), access_log=None)
     await runner.setup()
     try:

@@ -323,7 +323,7 @@ async function showCompare(a, b) {
     el("td", {}, pair.a && pair.b ? el("a", { href: `#/compare/${data.a.run_id}/${data.b.run_id}/c/${encodeURIComponent(pair.identity)}` }, pair.name) : pair.name),
     el("td", {}, pair.a ? statusBadge(pair.a.status) : "—"), el("td", {}, pair.b ? statusBadge(pair.b.status) : "—"),
     el("td", { class: "first-difference" }, pair.first_difference === null ? (pair.a && pair.b ? "same" : "") : `turn ${pair.first_difference}`)));
-  main.replaceChildren(el("h2", {}, "Two runs"), side("A", data.a), side("B", data.b), el("h3", {}, "Paired statistics (B - A)"), ...stats,
+  main.replaceChildren(el("h2", {}, "Two runs"), side("A", data.a), side("B", data.b), el("h3", {}, "Paired statistics (B - A)"), ...stats.filter((node) => node),
     el("table", { id: "pairs" }, el("thead", {}, el("tr", {}, ["conversation", "A", "B", "transcripts differ from"].map((h) => el("th", {}, h)))),
       el("tbody", {}, rows)));
   ready("compare");
