@@ -22,7 +22,7 @@ from hypothesis import settings
 from tests import cli_server as cli_server_module
 from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
-pytest_plugins = ["tests.llm_fixtures"]
+pytest_plugins = ["tests.llm_fixtures", "tests.tool_agent"]
 
 REPO = Path(__file__).resolve().parent.parent
 

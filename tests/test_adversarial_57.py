@@ -28,22 +28,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from tests.conftest import REPO, CliResult, run_cli
 from tests.reliability_helpers import SUBPROCESS_TIMEOUT
+from tests.test_otel_export_errors import DATASET as EXPORTED
 
 SECRET = "sk-otlp-57-header-secret-abcdef0123"
 PASSWORD = "pw-57-url-secret-0123456789"
 
-DATASET = """
-    gates: [{called_tool: get_weather}]
-    data:
-      - id: paris
-        transcript:
-          - {role: user, content: 'Weather in Paris?'}
-          - role: assistant
-            content: null
-            tool_calls: [{id: c1, type: function, function: {name: get_weather, arguments: {city: Paris}}}]
-          - {role: tool, tool_call_id: c1, content: '{"temp_c": 18}'}
-          - {role: assistant, content: "Paris: 18°C."}
-    """
+DATASET = EXPORTED % "get_weather"
+"""A recorded conversation, the export tests' own (one tool call, a gate on it)."""
 
 
 @dataclass

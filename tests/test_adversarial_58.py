@@ -16,21 +16,12 @@ import pytest
 
 from tests.conftest import REPO, CliResult
 from tests.framework_agents import needs
-from tests.llm_server import LLMServer, scripted_weather
 from tests.reliability_helpers import cli_env, run_cli
-from tests.test_tools_mocks import AGENT, answers, marker, tool_results
+from tests.test_tools_mocks import answers, marker, tool_results
 
 CITIES = ["London", "Paris", "Tokyo", "Rome", "Oslo", "Lima"]
 ITEMS = "data:\n" + "".join(f'  - {{id: {c.lower()}, input: "What is the weather in {c}?"}}\n' for c in CITIES) + \
     'scorers:\n  - includes: "°F"\n'
-
-
-@pytest.fixture
-def agent_env(workdir: Path, llm_server: LLMServer) -> dict[str, str]:
-    (workdir / "tool_agents.py").write_text(AGENT)
-    llm_server.responder = scripted_weather
-    return {"OPENAI_BASE_URL": llm_server.url, "OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789",
-            "NO_PROXY": "127.0.0.1"}
 
 
 def fault_table(result: CliResult) -> dict[str, list[tuple[str | None, str | None]]]:

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,16 +22,7 @@ from evalcli.errors import Problem
 from evalcli.tools import Recorded, ToolPlan, ToolsConfig, canonical
 from evalcli.tools.fromtape import tools_yaml
 from tests.conftest import CliResult
-from tests.llm_server import LLMServer, scripted_weather
-from tests.test_tools_mocks import AGENT, answers, marker, tool_results
-
-
-@pytest.fixture
-def agent_env(workdir: Path, llm_server: LLMServer) -> dict[str, str]:
-    (workdir / "tool_agents.py").write_text(AGENT)
-    llm_server.responder = scripted_weather
-    return {"OPENAI_BASE_URL": llm_server.url, "OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789",
-            "NO_PROXY": "127.0.0.1"}
+from tests.test_tools_mocks import answers, marker, tool_results
 
 
 def loaded(text: str) -> ToolsConfig:

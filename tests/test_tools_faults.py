@@ -13,26 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalcli.tools import ToolPlan, ToolsConfig
 from evalcli.tools.faults import Faults, draw, latency, malformed
 from tests.conftest import CliResult
-from tests.llm_server import LLMServer, scripted_weather
-from tests.test_tools_mocks import AGENT, answers, marker, tool_results
+from tests.test_tools_mocks import answers, marker, tool_results
 
 CITIES = ["London", "Paris", "Tokyo", "Rome", "Oslo", "Lima", "Cairo", "Quito", "Perth", "Accra", "Hanoi", "Dakar"]
 FAULTY = Faults(error_rate=0.3, malformed_rate=0.3, seed=7)
-
-
-@pytest.fixture
-def agent_env(workdir: Path, llm_server: LLMServer) -> dict[str, str]:
-    (workdir / "tool_agents.py").write_text(AGENT)
-    llm_server.responder = scripted_weather
-    return {"OPENAI_BASE_URL": llm_server.url, "OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789",
-            "NO_PROXY": "127.0.0.1"}
 
 
 def dataset(faults: str, extra: str = "") -> str:
