@@ -24,9 +24,7 @@ from typing import Any
 from google.adk.plugins.base_plugin import BasePlugin
 
 from ..tools import MockedToolError, ToolRefused
-from ..tools.plan import ToolPlan, answer_wait, current_plan, fail_if_faulted, unattributed
-from ..tools.plan import _answered as planned_answer
-from ..tools.plan import _live_result as live_result
+from ..tools.plan import ToolPlan, answer_wait, answered, current_plan, fail_if_faulted, live_result, unattributed
 from .framework_mcp import Listed, ServerTools, described
 from .graph import walk
 
@@ -150,7 +148,7 @@ class ToolPlanPlugin(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any whe
             note_failed(call_id)
             return await _handled(tool, tool_args, tool_context, MockedToolError(answer.raises))
         if spoiled:
-            return {"result": planned_answer(plan, name, tool_args, source, answer, call_id, spoiled)}
+            return {"result": answered(plan, name, tool_args, source, answer, call_id, spoiled)}
         plan.record(name, tool_args, source, result=answer.returns, call_id=call_id)
         return answer.returns if isinstance(answer.returns, dict) else {"result": answer.returns}
 

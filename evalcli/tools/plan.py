@@ -364,7 +364,7 @@ async def acall(tool: str, arguments: Mapping[str, Any], live: Callable[[], Awai
         await asyncio.sleep(wait)
     if late is not None:
         raise late
-    value = _answered(plan, tool, arguments, source, answer, call_id, spoiled)
+    value = answered(plan, tool, arguments, source, answer, call_id, spoiled)
     return value if shape is None or spoiled else shape(value)
 
 
@@ -390,7 +390,7 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
             raise
         finally:
             CURRENT.reset(token)
-        return _live_result(plan, tool, arguments, value, call_id, record_as, spoiled)
+        return live_result(plan, tool, arguments, value, call_id, record_as, spoiled)
     if source == "refused":
         plan.record(tool, arguments, "refused", error=plan.refusals[-1], call_id=call_id, refused=True)
         raise ToolRefused(plan.refusals[-1])
@@ -400,7 +400,7 @@ def call(tool: str, arguments: Mapping[str, Any], live: Callable[[], T], *, call
         time.sleep(wait)
     if late is not None:
         raise late
-    value = _answered(plan, tool, arguments, source, answer, call_id, spoiled)
+    value = answered(plan, tool, arguments, source, answer, call_id, spoiled)
     return value if shape is None or spoiled else shape(value)
 
 
@@ -447,11 +447,13 @@ async def _live_async(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], l
         raise
     finally:
         CURRENT.reset(token)
-    return _live_result(plan, tool, arguments, value, call_id, record_as, spoiled)
+    return live_result(plan, tool, arguments, value, call_id, record_as, spoiled)
 
 
-def _live_result(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], value: T, call_id: str | None,
-                 record_as: Callable[[Any], Any] | None, spoiled: bool) -> T | str:
+def live_result(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], value: T, call_id: str | None,
+                record_as: Callable[[Any], Any] | None, spoiled: bool) -> T | str:
+    """A live call's result, recorded (as ``record_as`` makes it); ``spoiled`` (an injected malformed answer): the
+    result cut off, recorded as the fault with the world's answer beside it (every adapter's, ADK's plugin too)."""
     recorded = value if record_as is None else record_as(value)
     if spoiled:
         from .faults import malformed
@@ -463,8 +465,10 @@ def _live_result(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], value:
     return value
 
 
-def _answered(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], source: str, answer: Answer,
-              call_id: str | None, spoiled: bool = False) -> Any:
+def answered(plan: ToolPlan, tool: str, arguments: Mapping[str, Any], source: str, answer: Answer,
+             call_id: str | None, spoiled: bool = False) -> Any:
+    """A mock's or a tape's ``answer``, recorded under ``source``: its value, its ``raises`` raised, or (``spoiled``)
+    its value cut off as an injected malformed answer (every adapter's, ADK's plugin too)."""
     if answer.raises is not None:
         plan.record(tool, arguments, source, error=answer.raises, call_id=call_id)
         raise MockedToolError(answer.raises)
