@@ -62,6 +62,12 @@ RAISES = {
     "a comment glued to a block scalar's header": "x: |#c\n  a\n",
     "a comment glued to a directive": "%YAML 1.1#x\n---\na\n",
     "a tab after a document start": "---\tscalar\n",
+    # libyaml reads a tag handle of other than word characters as the handle '!' (the value then fails to construct,
+    # lines before); pyyaml's scanner refuses the handle where it is
+    "a tag handle holding '='": "a: !!int x\nb: !=!int 3\n",
+    "a collection tag handle holding '.'": "a: !!int x\nb: !.x!seq\n - c\n",
+    # libyaml places an empty value in a flow mapping at the next token; safe_load's merge error names the ':' line
+    "a merge of an empty value in a flow mapping": "{a: 1,\n<<:\n}\n",
 }
 """Documents safe_load refuses: evalcli refuses them with an error on the same line (each loaded, or erred on
 another line, before)."""

@@ -212,8 +212,8 @@ def _document(get_event: Any, text: str | None) -> Composed:
                 else:
                     tag = STR_TAG
             else:
-                if text is not None and flow_at >= 0:
-                    _check_flow_tag(text, event.start_mark.index)
+                if text is not None:
+                    _check_tag(tag, text, event.start_mark.index, flow_at >= 0)
                 if tag == "!":  # the non-specific tag: resolved as a plain scalar, even an empty one (libyaml's
                     tag = resolve(yaml.ScalarNode, value, (True, False))  # event says otherwise for that one)
                 if tag == MERGE_TAG or tag == VALUE_TAG:
@@ -240,8 +240,8 @@ def _document(get_event: Any, text: str | None) -> Composed:
                 flow_at = len(open_nodes)
             tag = event.tag
             if tag is not None:
-                if text is not None and flow_at >= 0:
-                    _check_flow_tag(text, start.index)
+                if text is not None:
+                    _check_tag(tag, text, start.index, flow_at >= 0)
                 if tag == "!" or tag == (SEQ_TAG if kind is SequenceStartEvent else MAP_TAG):
                     tag = None
                 elif tag == MERGE_TAG or tag == VALUE_TAG:  # a collection as a merge (or value) key
@@ -282,6 +282,20 @@ def _document(get_event: Any, text: str | None) -> Composed:
 def _line_end(text: str, index: int) -> int:
     """Where the line holding ``index`` ends (pyyaml's line breaks)."""
     return min((i for i in (text.find(b, index) for b in _BREAKS) if i >= 0), default=len(text))
+
+
+def _check_tag(tag: str, text: str, index: int, in_flow: bool) -> None:
+    """A tag libyaml may have read otherwise than pyyaml: in a flow collection (``_check_flow_tag``), or a local tag
+    holding a second ``!`` after other than word characters (``!=!int``): libyaml reads the handle ``!`` and the rest
+    as its suffix, pyyaml's scanner refuses the handle (docs/yaml.md)."""
+    if in_flow:
+        _check_flow_tag(text, index)
+    if tag[0] == "!" and "!" in tag[1:] and not _WORD_HANDLE.match(tag):
+        raise NeedsPyyaml
+
+
+_WORD_HANDLE = re.compile(r"![0-9A-Za-z_-]*!")
+"""The start of a local tag whose handle pyyaml reads: ``!``, word characters, ``!``."""
 
 
 def _check_flow_tag(text: str, index: int) -> None:

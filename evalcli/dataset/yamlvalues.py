@@ -262,7 +262,16 @@ class SafeCounted(CountedMerges):
 def first_error(text: str, pure: bool) -> Exception | None:
     """The error ``yaml.safe_load`` raises for ``text`` (``TooManyMerged`` where merge keys would copy in more than
     the budget first), read by the same parser the document was composed with (libyaml's, or pyyaml's if
-    ``pure``); ``None`` if it raises none, or recurses too deep to tell."""
+    ``pure``); ``None`` if it raises none, or recurses too deep to tell. A merge of something not a mapping is
+    looked for again with pyyaml's parser: libyaml places an empty value in a flow mapping (``{<<:\n}``) at the
+    token after it, pyyaml on the line of its ``:`` (docs/yaml.md)."""
+    found = _first_error(text, pure)
+    if not pure and isinstance(found, yaml.MarkedYAMLError) and "for merging" in str(found.problem):
+        return _first_error(text, True)
+    return found
+
+
+def _first_error(text: str, pure: bool) -> Exception | None:
     loader = yaml.SafeLoader(text) if pure or nodes.CParser is None else yaml.CSafeLoader(text)
     try:
         node = loader.get_single_node()
