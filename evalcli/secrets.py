@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 import re
 import threading
@@ -363,7 +364,13 @@ class Redactor:
         (the common case, and walking every string of every stored conversation was most of a report's time). One
         encoder per set of options, made once (``json.dumps`` with options makes a new one for every value)."""
         encode = _encoder(options)
-        text = encode(value)
+        try:
+            text = encode(value)
+        except ValueError as exc:  # a NaN or an infinity, which JSON has not: null (docs/reference/json.md)
+            if "Out of range float" not in str(exc):
+                raise
+            value = finite_json(value)
+            text = encode(value)
         if not self.holds_secret(text):
             return text
         return encode(self.value(value))
@@ -395,12 +402,26 @@ _encoders: dict[tuple[tuple[str, Any], ...], Callable[[Any], str]] = {}
 
 
 def _encoder(options: dict[str, Any]) -> Callable[[Any], str]:
-    """``json.dumps(value, **options)`` as a function of ``value``, one ``JSONEncoder`` per set of options."""
+    """``json.dumps(value, allow_nan=False, **options)`` as a function of ``value``, one ``JSONEncoder`` per set of
+    options: a NaN or an infinity raises ``ValueError`` (``Redactor.dumps`` writes it as ``null``)."""
     key = tuple(sorted(options.items()))
     encode = _encoders.get(key)
     if encode is None:
-        encode = _encoders[key] = json.JSONEncoder(**options).encode
+        encode = _encoders[key] = json.JSONEncoder(allow_nan=False, **options).encode
     return encode
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN and infinity (in mappings, lists and tuples) as ``None``: what evalcli writes as JSON
+    (stored rows, ``--json``, the view's API) is JSON, which has neither (docs/reference/json.md); ``JSON.parse``,
+    ``jq`` and SQLite's ``json_extract`` refuse the ``NaN`` that Python writes by default."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(item) for item in value]
+    return value
 
 
 def _json_key(key: Any) -> bool:

@@ -136,7 +136,7 @@ def show_item(db: Path, run_id: str, key: str, json_out: str | None, out: Consol
     finally:
         store.close()
     if json_out:
-        text = json.dumps(item_document(run.result, item), ensure_ascii=False, indent=2) + "\n"
+        text = Redactor().dumps(item_document(run.result, item), ensure_ascii=False, indent=2) + "\n"
         if json_out == "-":
             sys.stdout.write(text)
         else:
@@ -161,7 +161,7 @@ def diff_command(db: Path, run_a: str, run_b: str, tolerance: float, verbose: bo
         store.close()
     render_diff(out, diff, verbose=verbose)
     if json_out:
-        write_text(json_out, json.dumps(Redactor().value(diff_json(diff)), ensure_ascii=False, indent=2) + "\n")
+        write_text(json_out, Redactor().dumps(diff_json(diff), ensure_ascii=False, indent=2) + "\n")
     if markdown is not None:
         write_text(str(markdown), Redactor()(diff_markdown(diff)))
     return diff.exit_code
@@ -242,8 +242,7 @@ def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Consol
         out.print(f"wrote {html}: {len(comparison.columns)} runs, {plural(len(comparison.items), 'conversation')}",
                   markup=False, soft_wrap=True)
     if json_out:
-        write_text(json_out, json.dumps(Redactor().value(compare_json(comparison)), ensure_ascii=False,
-                                        indent=2) + "\n")
+        write_text(json_out, Redactor().dumps(compare_json(comparison), ensure_ascii=False, indent=2) + "\n")
     if markdown is not None:
         write_text(str(markdown), Redactor()(compare_markdown(comparison)))
     return comparison.regression_exit_code
