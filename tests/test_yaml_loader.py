@@ -217,3 +217,20 @@ def test_a_registered_name_is_parsed_once_but_an_import_error_names_every_refere
         load_dataset(tmp_path / "d.yaml")
     places = [p.where for p in error.value.problems if "nowhere" in p.message]
     assert places == [f"{tmp_path / 'd.yaml'}:5:30", f"{tmp_path / 'd.yaml'}:6:30"], error.value.problems
+
+
+@pytest.mark.parametrize(("written", "quoted"), [
+    ("${A-x}", "${A-x}"), ("${A:?required}", "${A:?required}"), ("${ A }", "${ A }"), ("${user.name}", "${user.name}"),
+    ("${1A}", "${1A}"), ("${A:-${B:-c}}", "${A:-${B:-c}}"), ("open ${", "${"), ("$${A} and ${A", "${A")])
+def test_a_dollar_brace_that_is_no_interpolation_is_a_located_mistake(written: str, quoted: str) -> None:
+    """Each was kept as text before (``${A:-${B:-c}}`` became ``${B:-c}``): a reader of the run would take it for an
+    interpolation evalcli made, or a nested default it read (docs/datasets.md, "Environment variables")."""
+    _, _, used = yamlsrc.load_yaml(f"a: 1\nb: '{written}'\n", "f.yaml", env={"A": "set", "B": "b"})
+    assert [(p.where, p.message) for p in used.problems] == [("f.yaml:2:4", f"{quoted} is not an interpolation "
+                                                                             "evalcli reads")]
+
+
+def test_interpolations_and_escapes_evalcli_reads_stay_as_they_were() -> None:
+    data, _, used = yamlsrc.load_yaml("a: '${A}-${B:-x}-$${A}-$${ A }-${C:-}'\nb: '${A:-a}b}'\n", "f.yaml",
+                                      env={"A": "1"})
+    assert data == {"a": "1-x-${A}-${ A }-", "b": "1b}"} and used.problems == []

@@ -188,11 +188,15 @@ class Walker:
         return self._interpolate(value, path) if isinstance(value, str) and "${" in value else value
 
     def _interpolate(self, text: str, path: Path, plain: bool = False) -> str:
-        """``text`` with each ``${NAME}``/``${NAME:-default}`` replaced; a scalar (quoted or not: inside ``{...}`` it
-        must be quoted) that is wholly one interpolation is a ``WholeInterpolation`` (a key that wants a number or
-        true/false reads it: ``read_scalar``)."""
+        """``text`` with each ``${NAME}``/``${NAME:-default}`` replaced, and any other ``${`` not written ``$${`` a
+        mistake (``${ A }``, ``${A-x}``, a nested ``${A:-${B}}``: left as text, a reader would take it as interpolated,
+        docs/datasets.md); a scalar (quoted or not: inside ``{...}`` it must be quoted) that is wholly one
+        interpolation is a ``WholeInterpolation`` (a key that wants a number or true/false reads it: ``read_scalar``)."""
         def replace(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
+            if default is not None and "${" in default:
+                unread.append(match.group(0) + "}")
+                return match.group(0)
             self.used.names.add(name)
             value = self.env.get(name)
             if value is None or (value == "" and default is not None):
@@ -207,8 +211,23 @@ class Walker:
                 self.used.secret_values.add(value)
             return value
 
-        result = "${".join(INTERPOLATION.sub(replace, piece) for piece in text.split(ESCAPED))
+        unread: list[str] = []
+        pieces = text.split(ESCAPED)
+        result = "${".join(INTERPOLATION.sub(replace, piece) for piece in pieces)
+        for piece in pieces:
+            left = UNREAD.search(INTERPOLATION.sub("", piece))
+            if left is not None:
+                unread.append(left[0])
+        if unread:  # ``${ A }``, ``${A-x}``, ``${A:?x}``, ``${A:-${B}}``: kept as text they would look interpolated
+            self.used.problems.append(self.problem(
+                path, f"{unread[0]} is not an interpolation evalcli reads",
+                "write ${NAME} or ${NAME:-default} (NAME of letters, digits and _; a default holds no '}' and no "
+                "${...}), or $${ for a literal ${"))
         return WholeInterpolation(result) if plain and INTERPOLATION.fullmatch(text) else result
+
+
+UNREAD = re.compile(r"\$\{[^}\n]{0,40}\}?")
+"""The start of a ``${`` that no interpolation matched, as a message quotes it."""
 
 
 class WholeInterpolation(str):
