@@ -209,8 +209,6 @@ def test_the_side_by_side_page_prints_no_stray_null(project: Path) -> None:
             assert page.errors == []
 
 
-@pytest.mark.xfail(strict=True, reason="a run stores how many conversations it selected only when it ends "
-                                       "(runs.total_items): the start of a run would have to write it")
 def test_a_run_in_progress_says_how_many_conversations_it_selected(tmp_path: Path) -> None:
     """``/api/runs/RUN/progress`` while ``evalcli run`` plays 6 conversations answered ``selected`` equal to the
     conversations stored so far (``4 of 4``), not 6: a script polling it cannot tell how far the run has got."""

@@ -65,11 +65,12 @@ def test_a_run_collects_young_objects_every_ten_thousand_allocations(write: Call
     said = [m["content"] for item in result.json["items"] for turn in item["turns"] for m in turn["output"]]
     assert said == ["a: young objects 10000, frozen True", "b: young objects 10000, frozen True"]  # before: 700
 
-def _previous_schema(db: Path) -> None:
-    """A database as the version before this one left it: every migration but the last."""
+def _previous_schema(db: Path, before: str = "010_no_duplicate_indexes") -> None:
+    """A database as a version before migration ``before`` left it: every migration before that one."""
+    names = [name for name, _ in migrations.MIGRATIONS]
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, migration in migrations.MIGRATIONS[:-1]:
+    for name, migration in migrations.MIGRATIONS[:names.index(before)]:
         migration(conn)
         conn.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
     conn.close()
@@ -83,7 +84,7 @@ def _indexes(db: Path) -> set[str]:
 def test_a_previous_database_loses_its_duplicate_indexes_and_keeps_its_runs(write: Callable[..., Path],
                                                                             cli: Callable[..., CliResult],
                                                                             workdir: Path) -> None:
-    assert migrations.MIGRATIONS[-1][0] == "010_no_duplicate_indexes"
+    assert "010_no_duplicate_indexes" in [name for name, _ in migrations.MIGRATIONS]  # the old schema is before it
     db = workdir / "old.db"
     _previous_schema(db)
     assert set(migrations.DUPLICATE_INDEXES) <= _indexes(db)
@@ -98,6 +99,8 @@ def test_a_previous_database_loses_its_duplicate_indexes_and_keeps_its_runs(writ
     assert again.code == 1, again.stderr
     shown = cli("show", first.json["run_id"], "--db", "old.db", "--json", "-")
     assert shown.code in (0, 1) and [i["passed"] for i in shown.json["items"]] == [True, True, False]
+    with sqlite3.connect(db) as conn:  # later migrations applied too: the run says how many it selected
+        assert conn.execute("SELECT selected FROM runs WHERE id = ?", [first.json["run_id"]]).fetchone() == (3,)
     assert [t["output"][-1]["content"] for t in shown.json["items"][1]["turns"]] == ["city of Rome", "not it"]
 
 

@@ -35,15 +35,16 @@ class Recorder:
         given = self._registered
         return set(given() if callable(given) else given)
 
-    async def begin(self, dataset: Dataset, options: StoredOptions | None) -> None:
+    async def begin(self, dataset: Dataset, options: StoredOptions | None, selected: int | None = None) -> None:
         """The run's row: a new one with ``options`` (what the run keeps of its options and configuration), or with
-        ``None`` the resumed run's, running again."""
+        ``None`` the resumed run's, running again; ``selected``: the conversations the run selected."""
         store, run_id = self.store, self.run_id
         if store is not None:
-            await self.context.write(lambda: store.begin_statements(run_id, dataset, options) if options is not None
-                                     else store.resume_statements(run_id))
+            await self.context.write(lambda: store.begin_statements(run_id, dataset, options, selected)
+                                     if options is not None else store.resume_statements(run_id, selected))
 
-    def begin_new(self, dataset: Dataset, options: Callable[[], StoredOptions]) -> Future[Any] | None:
+    def begin_new(self, dataset: Dataset, options: Callable[[], StoredOptions],
+                  selected: int | None = None) -> Future[Any] | None:
         """A new run's row, built and written by the writer thread, ``options`` (the configuration's fingerprint, a
         walk of every conversation) made there too, while the first conversations play
         (docs/performance.md#the-first-turn). Queued before any conversation's rows, which follow it; nobody waits:
@@ -56,7 +57,7 @@ class Recorder:
         def build() -> list[Any]:
             if not made:
                 made.append(options())
-            return store.begin_statements(run_id, dataset, made[0])
+            return store.begin_statements(run_id, dataset, made[0], selected)
 
         return self.context.write_first(build)
 

@@ -212,9 +212,10 @@ class Runner:
         conversations play (docs/performance.md#the-first-turn); one that cannot be made or written stops the run
         at once (``_row_done``) and its error is the run's. A resumed run's row is marked running, awaited."""
         make = self.plan.stored_later() if self.store is not None else None
-        written = recorder.begin_new(self.dataset, make) if make is not None else None
+        selected = len(self.plan.items)
+        written = recorder.begin_new(self.dataset, make, selected) if make is not None else None
         if written is None:
-            await recorder.begin(self.dataset, None)
+            await recorder.begin(self.dataset, None, selected)
             return None
         self.row = written
         row = asyncio.wrap_future(written)

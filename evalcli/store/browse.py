@@ -170,6 +170,12 @@ def conversations(store: Store, run_id: str, query: ConversationQuery, page: int
     return ConversationPage(total, [found[i] for i in indexes if i in found], costs)
 
 
+def _selected(row: dict[str, Any], stored: int) -> int:
+    """The conversations a run selected: written when it began (``runs.selected``; a run stored before had only its
+    count when it ended, ``total_items``), never fewer than those stored."""
+    return max(row.get("selected") or row["total_items"] or 0, stored)
+
+
 def progress(store: Store, run_id: str) -> dict[str, Any]:
     """How far a run has got: its status, verdict, conversations stored (and passed, errored) of those selected,
     and when the last one was stored; what a page of a run in progress polls."""
@@ -179,5 +185,5 @@ def progress(store: Store, run_id: str) -> dict[str, Any]:
         "COALESCE(SUM(status != 'ok'), 0) AS errors, MAX(finished_at) AS last FROM items WHERE run_id = ?", [row["id"]]))
     return {"id": row["id"], "status": row["status"], "verdict": row["verdict"], "exit_code": row["exit_code"],
             "stored": counts["stored"], "passed": counts["passed"], "errors": counts["errors"],
-            "selected": max(row["total_items"] or 0, counts["stored"]), "last": counts["last"],
+            "selected": _selected(row, counts["stored"]), "last": counts["last"],
             "finished_at": row["finished_at"]}

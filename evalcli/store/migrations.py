@@ -365,6 +365,12 @@ def m010_no_duplicate_indexes(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP INDEX IF EXISTS {name}")
 
 
+def m011_run_selected(conn: sqlite3.Connection) -> None:
+    """``runs.selected``: how many conversations a run selected, written when it begins (``total_items`` is written
+    when it ends), so ``evalcli view`` can say how far a run in progress has got (docs/view.md)."""
+    conn.execute("ALTER TABLE runs ADD COLUMN selected INTEGER")
+
+
 def _numbers(outcomes: dict[str, Any]) -> dict[str, Any]:
     return {key: value.get("score") for key, value in outcomes.items()}
 
@@ -394,6 +400,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_plays", m008_plays),
     ("009_labels", m009_labels),
     ("010_no_duplicate_indexes", m010_no_duplicate_indexes),
+    ("011_run_selected", m011_run_selected),
 ]
 
 
@@ -415,9 +422,7 @@ def apply(conn: sqlite3.Connection, *, fresh: bool = True) -> list[str]:
         todo -= set(created)
         if not todo:
             return created
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-    )
+    conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     applied = []
     for name, migration in MIGRATIONS:
         if name not in todo:
@@ -429,10 +434,7 @@ def apply(conn: sqlite3.Connection, *, fresh: bool = True) -> list[str]:
                 conn.execute("COMMIT")
                 continue
             migration(conn)
-            conn.execute(
-                "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
-                (name, datetime.now(UTC).isoformat()),
-            )
+            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, datetime.now(UTC).isoformat()))
             conn.execute("COMMIT")
         except BaseException:
             rollback(conn)

@@ -8,7 +8,7 @@ rewrites this file); tests/test_startup.py checks that it equals what the migrat
 
 from __future__ import annotations
 
-SCHEMA_AT = "010_no_duplicate_indexes"
+SCHEMA_AT = "011_run_selected"
 """The last migration this schema includes; migrations after it are applied one by one, as on any database."""
 
 # fmt: off
@@ -38,7 +38,7 @@ STATEMENTS: tuple[str, ...] = (
             cost REAL NOT NULL DEFAULT 0,
             llm_calls INTEGER NOT NULL DEFAULT 0,
             cache_hits INTEGER NOT NULL DEFAULT 0
-        , "dataset_path" TEXT)""",
+        , "dataset_path" TEXT, selected INTEGER)""",
     """CREATE INDEX runs_started_at ON runs(started_at)""",
     """CREATE TABLE items (
             id INTEGER PRIMARY KEY,

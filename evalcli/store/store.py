@@ -218,23 +218,26 @@ class Store:
 
     # -- writing a run (these build statements; a StoreWriter runs them) ---------------------------
 
-    def begin_statements(self, run_id: str, dataset: Dataset, options: StoredOptions) -> list[Statement]:
-        """Record a new run (status ``running``) with its registered scorers."""
+    def begin_statements(self, run_id: str, dataset: Dataset, options: StoredOptions,
+                         selected: int | None = None) -> list[Statement]:
+        """Record a new run (status ``running``) with its registered scorers and how many conversations it selected
+        (``runs.selected``: what ``evalcli view`` says a run in progress has to play, docs/view.md)."""
         registered = {s.id: s for s in dataset.all_specs() if s.registered}
         self._fresh[run_id] = set()
         return self._clean([
             ("INSERT INTO runs (id, dataset, dataset_path, dataset_hash, target, started_at, status, options, "
-             "git_commit) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+             "git_commit, selected) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
              (run_id, dataset.name or dataset.path, dataset.path, dataset.hash, dataset.target_spec, now(),
-              dumps(options.to_json()), git_commit(Path(dataset.path).resolve().parent))),
+              dumps(options.to_json()), git_commit(Path(dataset.path).resolve().parent), selected)),
             ("INSERT INTO scorers (run_id, scorer_id, kind, spec) VALUES (?, ?, ?, ?)",
              [(run_id, s.id, s.kind, self._text(s.spec())) for s in registered.values()]),
         ], run_id)
 
-    def resume_statements(self, run_id: str) -> list[Statement]:
+    def resume_statements(self, run_id: str, selected: int | None = None) -> list[Statement]:
         if self.run(run_id) is None:
             raise StoreError(f"no run {run_id} in {self.path}", "see 'evalcli runs' for the ids")
-        return [("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))]
+        return [("UPDATE runs SET status = 'running', finished_at = NULL, selected = COALESCE(?, selected) "
+                 "WHERE id = ?", (selected, run_id))]
 
     def item_statements(self, run_id: str, result: ItemResult, registered: set[str]) -> list[Statement]:
         """One finished conversation: its item row, turns, registered scores and LLM calls.
