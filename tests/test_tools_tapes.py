@@ -138,7 +138,7 @@ def test_a_missing_or_broken_tape_is_a_validation_error(write: Callable[..., Pat
     write("e.yaml", "target: tape_agent:agent\ntools: {replay: nope.tape.jsonl}\n" + DATA)
     result = cli("validate", "e.yaml", env=env(llm_server))
     assert result.code == 2 and "e.yaml:2:17: dataset: tape 'nope.tape.jsonl' not found" in result.stderr
-    (workdir / "bad.tape.jsonl").write_text('{"identity": "a", "tool": "x", "arguments": {}}\nnot json\n')
+    (workdir / "bad.tape.jsonl").write_text('{"identity": "a", "tool": "x", "arguments": {}, "result": 1}\nnot json\n')
     write("f.yaml", "target: tape_agent:agent\ntools: {replay: bad.tape.jsonl}\n" + DATA)
     result = cli("validate", "f.yaml", env=env(llm_server))
     assert result.code == 2 and "bad.tape.jsonl:2: dataset: tape 'bad.tape.jsonl': not valid JSON" in result.stderr

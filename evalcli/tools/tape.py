@@ -88,6 +88,10 @@ def _parsed(number: int, raw: str) -> dict[str, Any]:
         value = line.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise TapeError(number, f"'{key}' is a whole number from 0, not {json.dumps(value)}")
+    if "result" not in line and "error" not in line:
+        # a line whose answer was cut off or misspelt ("reslt") would replay as a tool that returned null
+        raise TapeError(number, "a tape line has a 'result' (what the tool returned, null included) or an 'error' "
+                                f"(what it raised); this one has neither (its keys: {', '.join(map(str, line))})")
     return line
 
 
