@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
+from tests.llm_server import LLMServer, Reply, Request, completion
 
 AGENT = '''
 import json
@@ -89,3 +90,36 @@ def test_a_tape_line_with_neither_result_nor_error_is_a_located_error_not_a_null
     again = cli("run", "r.yaml", "--hermetic", "--json", "-", env={"TOOL_DISABLED": "1"})
     assert again.code == 0, again.stderr
     assert again.json["items"][0]["turns"][0]["output"][-1]["content"] == "done null"
+
+
+def answer(request: Request) -> Reply:
+    """Every call 100 tokens in and 10 out: gpt-4o-mini prices that at $0.000021."""
+    return Reply(body=completion(f"ok: {request.messages[-1]['content']}", prompt_tokens=100, completion_tokens=10))
+
+
+def limited_dataset(url: str, model: str, cost: float) -> str:
+    return (f"target:\n  model: {model}\n  api_base: {url}\nlimits: {{cost: {cost:.6f}}}\nscorers:\n  - includes: ok\n"
+            "data:\n  - id: long\n    inputs: [one, two, three, four]\n")
+
+
+def test_a_cost_limit_over_a_model_without_a_price_is_refused_before_anything_runs(
+        workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    # docs/budgets.md: a cost bound needs prices. --max-cost was refused over an unpriced model, but a conversation's
+    # limits: {cost} was silently never reached: every turn played, exit 0, the limit a no-op
+    llm_server.responder = answer
+    write("d.yaml", limited_dataset(llm_server.url, "openai/house-model", 0.000001))
+    refused = cli("run", "d.yaml")
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "d.yaml: limits.cost cannot be counted: litellm's price table has no price for openai/house-model" \
+        in refused.stderr
+    assert "limits: {tokens: N}" in refused.stderr
+    assert llm_server.requests == [] and not (workdir / "evalcli.db").exists()
+    # a priced model: the limit ends the conversation, and its error says what was spent (never "$0.0000")
+    write("p.yaml", limited_dataset(llm_server.url, "openai/gpt-4o-mini", 0.00003))
+    priced = cli("run", "p.yaml", "--json", "-")
+    assert priced.code == 4, priced.stderr
+    item = priced.json["items"][0]
+    assert item["status"] == "limited" and len(item["turns"]) == 2
+    assert "turn 2 not played: $4.2e-05 was spent (limit $3e-05)" in item["error"]
+    assert len(llm_server.requests) == 2
