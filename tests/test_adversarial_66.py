@@ -68,7 +68,9 @@ def test_exact_replay_matches_numbers_by_value_as_every_other_match_does(
     write("r2.yaml", tool_dataset('{"query": "x", "n": 1.5, "deep": [2, {"k": 3}]}', replay="tapes/d.tape.jsonl"))
     missed = cli("run", "r2.yaml", "--hermetic", "--json", "-", env={"TOOL_DISABLED": "1"})
     assert missed.code == 4, missed.stderr
-    assert "has no mock (and the tape has no answer for it)" in missed.json["items"][0]["error"]
+    # and the refusal shows what the tape has for this conversation, to compare with
+    assert ('has no mock (and the tape has no answer for it: this conversation\'s recordings not yet replayed are '
+            'lookup({"deep":[2,{"k":3}],"n":1,"query":"x"}))') in missed.json["items"][0]["error"]
 
 
 def test_a_tape_line_with_neither_result_nor_error_is_a_located_error_not_a_null_answer(
@@ -90,6 +92,31 @@ def test_a_tape_line_with_neither_result_nor_error_is_a_located_error_not_a_null
     again = cli("run", "r.yaml", "--hermetic", "--json", "-", env={"TOOL_DISABLED": "1"})
     assert again.code == 0, again.stderr
     assert again.json["items"][0]["turns"][0]["output"][-1]["content"] == "done null"
+
+
+def test_a_replay_miss_says_why_the_tape_did_not_answer(
+        tools_dir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    # an item without an id, edited after the recording, is another conversation: the refusal said only "the tape
+    # has no answer for it", with the call, though the tape held no line of that conversation at all
+    write("d.yaml", "target: adv66_tools:agent\ngates:\n  - includes: done\ndata:\n"
+                    "  - input: '{\"query\": \"x\"}'\n  - {id: named, input: '{\"query\": \"y\"}'}\n")
+    assert cli("run", "d.yaml", "--record-tools", "tapes").code == 0
+    write("r.yaml", "target: adv66_tools:agent\ntools: {replay: tapes/d.tape.jsonl}\ngates:\n  - includes: done\n"
+                    "data:\n  - input: '{\"query\": \"x\", \"n\": 2}'\n  - {id: named, input: '{\"query\": \"z\"}'}\n")
+    replayed = cli("run", "r.yaml", "--hermetic", "--json", "-", env={"TOOL_DISABLED": "1"})
+    assert replayed.code == 4, replayed.stderr
+    edited, named = (item["error"] for item in replayed.json["items"])
+    assert "it has no recording of this conversation (" in edited
+    assert "an item without an id is known by its content, so an edited one is another conversation" in edited
+    assert "record it again, or give items ids" in edited
+    assert named.endswith('(and the tape has no answer for it: this conversation\'s recordings not yet replayed are '
+                          'lookup({"query":"y"}))')
+    # unmocked: error says the same
+    write("u.yaml", "target: adv66_tools:agent\ntools: {replay: tapes/d.tape.jsonl}\nunmocked: error\n"
+                    "gates:\n  - includes: done\ndata:\n  - {id: named, input: '{\"query\": \"z\"}'}\n")
+    unmocked = cli("run", "u.yaml", "--json", "-", env={"TOOL_DISABLED": "1"})
+    assert unmocked.json["items"][0]["error"].endswith(
+        'has no mock or recorded answer: this conversation\'s recordings not yet replayed are lookup({"query":"y"})')
 
 
 def answer(request: Request) -> Reply:

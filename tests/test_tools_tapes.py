@@ -117,7 +117,8 @@ def test_hermetic_misses_and_name_matching(write: Callable[..., Path], cli: Call
     items = {item["id"]: item for item in exact.json["items"]}
     assert items["rome"]["status"] == "error"  # exact: Rome's arguments are not on the tape
     assert items["rome"]["error"] == ('turn 0: --hermetic: the tool call get_weather({"city":"Rome","day":"today"}) has '
-                                      'no mock (and the tape has no answer for it)')
+                                      'no mock (and the tape has no answer for it: this conversation\'s recordings not yet '
+                                      'replayed are get_weather({"city":"Milan","day":"today"}))')
     assert items["oslo"]["status"] == "ok" and answers(exact)["oslo"] == ["Today in Oslo: mocked, 2°F."]
     write("name.yaml", "target: tape_agent:agent\ntools: {replay: t.tape.jsonl, match: name}\n"
           + body.replace("\n        ", "\n"))
