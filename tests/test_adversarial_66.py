@@ -150,3 +150,31 @@ def test_a_cost_limit_over_a_model_without_a_price_is_refused_before_anything_ru
     assert item["status"] == "limited" and len(item["turns"]) == 2
     assert "turn 2 not played: $4.2e-05 was spent (limit $3e-05)" in item["error"]
     assert len(llm_server.requests) == 2
+
+
+def no_usage(request: Request) -> Reply:
+    """A self-hosted server that leaves ``usage`` out of its responses."""
+    body = completion(f"ok: {request.messages[-1]['content']}")
+    body.pop("usage", None)
+    return Reply(body=body)
+
+
+def test_a_token_budget_over_calls_that_report_no_usage_says_it_could_not_count_them(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    # --max-tokens 100 over a server that reports no usage: every call counted 0 tokens, all 6 conversations played,
+    # "completed", exit 0, and nothing said that the budget never held
+    llm_server.responder = no_usage
+    write("d.yaml", f"target:\n  model: openai/target-m\n  api_base: {llm_server.url}\nconcurrency: 1\n"
+                    "scorers:\n  - includes: ok\ndata:\n" + "".join(f"  - {{id: c{i}, input: q{i}}}\n" for i in range(6)))
+    result = cli("run", "d.yaml", "--max-tokens", "100", "--json", "-")
+    assert len(llm_server.requests) == 6
+    assert result.code == 0 and result.json["status"] == "completed"
+    assert ("warning: --max-tokens could not count 6 LLM call(s) whose response reported no token usage: "
+            "openai/target-m (6 calls); they counted as 0 tokens and $0") in result.stderr
+    # without a bound there is nothing to warn about
+    plain = cli("run", "d.yaml", "--json", "-")
+    assert plain.code == 0 and "reported no token usage" not in plain.stderr
+    # a conversation's token limit is such a bound too
+    write("l.yaml", (result.cwd / "d.yaml").read_text().replace("concurrency: 1\n", "concurrency: 1\nlimits: {tokens: 50}\n"))
+    limited = cli("run", "l.yaml", "--json", "-")
+    assert "limits.tokens could not count 6 LLM call(s)" in limited.stderr

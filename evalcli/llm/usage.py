@@ -3,7 +3,8 @@ purpose (target, simulator, judge)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import asdict
 from typing import Any
@@ -92,3 +93,18 @@ def usage_rows(records: Iterable[CallRecord]) -> list[tuple[str, int, int, int, 
 
 current_usage: ContextVar[UsageSink | None] = ContextVar("evalcli_current_usage", default=None)
 """Where model calls are recorded; the runner sets one per conversation."""
+
+
+def uncounted_warning(records: Iterable[CallRecord], bounded: Callable[[], list[str]]) -> str | None:
+    """The one warning for calls a token or cost bound could not count (docs/budgets.md): a call the provider answered
+    with no token usage (a self-hosted server that leaves ``usage`` out) counts as 0 tokens and $0, so ``bounds``
+    (``--max-tokens``, ``limits.tokens``, ...: ``bounded()``, asked only when there is such a call) never saw it.
+    ``None`` when there is no such call or no bound."""
+    missing = Counter(r.model for r in records if not r.cache_hit and r.prompt_tokens + r.completion_tokens == 0)
+    bounds = bounded() if missing else []
+    if not bounds:
+        return None
+    named = ", ".join(f"{model} ({count} call{'s' if count != 1 else ''})" for model, count in missing.most_common())
+    return (f"{' and '.join(bounds)} could not count {sum(missing.values())} LLM call(s) whose response reported no "
+            f"token usage: {named}; they counted as 0 tokens and $0, so the bound did not hold for them (have the "
+            "server report 'usage' in its responses, or bound the conversations with limits: {turns: N})")
