@@ -119,6 +119,23 @@ def test_a_replay_miss_says_why_the_tape_did_not_answer(
         'has no mock or recorded answer: this conversation\'s recordings not yet replayed are lookup({"query":"y"})')
 
 
+def test_a_tape_saved_with_a_byte_order_mark_and_crlf_lines_replays(
+        tools_dir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    # a tape opened and saved in a Windows editor (UTF-8 with BOM, CRLF): datasets and trace files read past the
+    # BOM, a tape was "not valid JSON: Unexpected UTF-8 BOM" at line 1
+    write("d.yaml", tool_dataset('{"query": "x"}'))
+    assert cli("run", "d.yaml", "--record-tools", "tapes").code == 0
+    tape = tools_dir / "tapes" / "d.tape.jsonl"
+    tape.write_bytes(b"\xef\xbb\xbf" + tape.read_bytes().replace(b"\n", b"\r\n"))
+    write("r.yaml", tool_dataset('{"query": "x"}', replay="tapes/d.tape.jsonl"))
+    replayed = cli("run", "r.yaml", "--hermetic", "--json", "-", env={"TOOL_DISABLED": "1"})
+    assert replayed.code == 0, replayed.stderr
+    assert replayed.json["items"][0]["turns"][0]["output"][-1]["content"] == 'done {"echo": "x", "n": 1}'
+    mocks = cli("mocks", "from-tape", "tapes/d.tape.jsonl")
+    assert mocks.code == 0, mocks.stderr
+    assert "lookup" in mocks.stdout
+
+
 def answer(request: Request) -> Reply:
     """Every call 100 tokens in and 10 out: gpt-4o-mini prices that at $0.000021."""
     return Reply(body=completion(f"ok: {request.messages[-1]['content']}", prompt_tokens=100, completion_tokens=10))

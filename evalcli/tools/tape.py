@@ -55,7 +55,8 @@ def read_tape(path: str | Path) -> Tape:
     except OSError as exc:
         raise TapeError(0, f"cannot read the tape: {exc.strerror}") from None
     try:
-        text = data.decode("utf-8")
+        # a byte-order mark (a tape saved by a Windows editor) is no JSON: read past it, as datasets and traces are
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise TapeError(data[:exc.start].count(b"\n") + 1, "not UTF-8 text") from None
     calls: dict[str, list[tuple[int, int, Recorded]]] = {}
@@ -139,7 +140,7 @@ class TapeRecorder:
         """The lines of the tape already there whose conversation this invocation did not play, each at its
         conversation's place (unknown identities after every known one, in the order they are)."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = self.path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError):
             return []
         kept: list[tuple[float, dict[str, Any]]] = []
