@@ -195,3 +195,21 @@ def test_a_token_budget_over_calls_that_report_no_usage_says_it_could_not_count_
     write("l.yaml", (result.cwd / "d.yaml").read_text().replace("concurrency: 1\n", "concurrency: 1\nlimits: {tokens: 50}\n"))
     limited = cli("run", "l.yaml", "--json", "-")
     assert "limits.tokens could not count 6 LLM call(s)" in limited.stderr
+
+
+def test_a_cost_budget_over_an_agent_whose_model_has_no_price_says_it_could_not_price_its_calls(
+        write: Callable[..., Path], cli: Callable[..., CliResult], agent_env: dict[str, str],
+        llm_server: LLMServer) -> None:
+    # an evalcli.Agent's model is not checked before the run (only a model target's is): its calls cost $0 against
+    # --max-cost 0.0001, every conversation played, "completed", and nothing said the budget never held
+    write("d.yaml", "target: tool_agents:agent\nconcurrency: 1\nscorers:\n  - includes: F\ndata:\n"
+                    + "".join(f"  - {{id: c{i}, input: What is the weather in Paris}}\n" for i in range(3)))
+    result = cli("run", "d.yaml", "--max-cost", "0.0001", "--json", "-", env=agent_env)
+    assert result.code == 0, result.stderr
+    calls = result.json["usage"]["purposes"]["target"]["calls"]
+    assert calls == len(llm_server.requests) >= 3
+    assert (f"warning: --max-cost could not price {calls} LLM call(s): litellm's price table has no price for "
+            f"openai/scripted ({calls} calls); they counted as $0") in result.stderr
+    # tokens were counted: a token budget has nothing to say
+    tokens = cli("run", "d.yaml", "--max-tokens", "1000000", "--json", "-", env=agent_env)
+    assert tokens.code == 0 and "could not" not in tokens.stderr
