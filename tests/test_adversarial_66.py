@@ -213,3 +213,20 @@ def test_a_cost_budget_over_an_agent_whose_model_has_no_price_says_it_could_not_
     # tokens were counted: a token budget has nothing to say
     tokens = cli("run", "d.yaml", "--max-tokens", "1000000", "--json", "-", env=agent_env)
     assert tokens.code == 0 and "could not" not in tokens.stderr
+
+
+def test_a_limit_written_with_an_exponent_yaml_reads_as_text_says_how_to_write_it(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    # yaml.safe_load reads 1e-6 as the string "1e-6": the error said "Input should be a valid number" and "fix the
+    # value on that line" of a value that is a number to everyone but YAML 1.1
+    write("d.yaml", "target: agents:echo\nlimits: {cost: 1e-6, turns: 1e1}\nscorers:\n  - includes: x\n"
+                    "data:\n  - {id: a, input: x}\n")
+    refused = cli("validate", "d.yaml")
+    assert refused.code == 2 and "Traceback" not in refused.stderr
+    assert "d.yaml:2:16: dataset: 'limits.cost': Input should be a valid number" in refused.stderr
+    assert "hint: YAML reads 1e-6 as text, not a number" in refused.stderr and "write 1.0e-06" in refused.stderr
+    assert "hint: YAML reads 1e1 as text, not a number" in refused.stderr and "write 10\n" in refused.stderr
+    # what the hint says to write is read as the number
+    write("d.yaml", "target: agents:echo\nlimits: {cost: 1.0e-06, turns: 10}\nscorers:\n  - includes: x\n"
+                    "data:\n  - {id: a, input: x}\n")
+    assert cli("validate", "d.yaml").code == 0
