@@ -230,3 +230,40 @@ def test_a_limit_written_with_an_exponent_yaml_reads_as_text_says_how_to_write_i
     write("d.yaml", "target: agents:echo\nlimits: {cost: 1.0e-06, turns: 10}\nscorers:\n  - includes: x\n"
                     "data:\n  - {id: a, input: x}\n")
     assert cli("validate", "d.yaml").code == 0
+
+
+BLOCKING_AGENT = '''
+import os
+
+import evalcli
+
+
+@evalcli.tool
+def lookup(query: str) -> str:
+    """Look something up."""
+    return "R:" + query
+
+
+def agent(input: str) -> str:
+    # while the run plays, something takes the tape's place (a folder of that name): checked before the run, the
+    # path was free
+    os.makedirs(os.path.join("tapes", "d.tape.jsonl"), exist_ok=True)
+    return "done " + lookup(query=input)
+'''
+
+
+def test_a_tape_that_cannot_be_written_at_the_end_is_said_beside_the_verdict_not_an_internal_error(
+        workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    # the run played and stored its conversations, then the tape's write failed: "internal error ... this is a bug in
+    # evalcli", exit 70, the run marked failed
+    (workdir / "adv66_blocking.py").write_text(BLOCKING_AGENT)
+    write("d.yaml", "target: adv66_blocking:agent\ngates:\n  - includes: done\ndata:\n  - {id: a, input: q}\n")
+    result = cli("run", "d.yaml", "--record-tools", "tapes")
+    assert result.code == 0, result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert "error: --record-tools could not write the tape tapes/d.tape.jsonl: IsADirectoryError" in result.stderr
+    assert "the verdict and exit code are the run's own" in result.stderr
+    assert "verdict: passed" in result.stdout
+    row = result.db().execute("SELECT status, exit_code FROM runs").fetchone()
+    assert tuple(row) == ("completed", 0)
+    assert sorted(p.name for p in (workdir / "tapes").iterdir()) == ["d.tape.jsonl"]  # no half-written file beside it

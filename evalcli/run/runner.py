@@ -67,6 +67,8 @@ class Runner:
         self.limited = 0
         """Conversations of this run a limit stopped (status ``limited``)."""
         self.run_id: str | None = plan.run_id
+        self.tape_error: str | None = None
+        """``--record-tools``' tape that could not be written (``RunResult.tape_error``)."""
         self.run_warnings: list[str] = []
         """What the target (or a worker's) noticed while the conversations were played, said once each."""
         self.row: Future[Any] | None = None
@@ -96,6 +98,7 @@ class Runner:
         if failed is not None:
             # the run happened and its verdict stands; what the database could not keep is said beside it
             result.store_error = describe(failed)
+        result.tape_error = self.tape_error
         return result
 
     async def _run(self, context: RunContext) -> RunResult:
@@ -341,7 +344,10 @@ class Runner:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             if tools.recorder is not None:
-                await asyncio.to_thread(tools.recorder.write)
+                try:
+                    await asyncio.to_thread(tools.recorder.write)
+                except OSError as exc:  # the run's verdict stands: said beside it, as a failed database write is
+                    self.tape_error = f"{tools.recorder.path}: {describe(exc)}"
             if self.dataset.target is not None:
                 await self.dataset.target.aclose()
 

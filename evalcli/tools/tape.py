@@ -9,8 +9,10 @@ its first invocation wrote: the lines of the conversations it keeps stay, those 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -133,7 +135,16 @@ class TapeRecorder:
         lines.sort(key=lambda entry: entry[0])  # stable: each conversation's calls stay in their order
         redact = redactor()
         text = "".join(f"{redact.dumps(line, ensure_ascii=False, default=str)}\n" for _, line in lines)
-        self.path.write_text(text, encoding="utf-8")
+        # written beside it, then put in its place: a write that fails (a full disk, a folder in its way) leaves the
+        # tape that was there whole, never half of the new one
+        part = self.path.with_name(self.path.name + ".part")
+        try:
+            part.write_text(text, encoding="utf-8")
+            os.replace(part, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                part.unlink()
+            raise
         return self.path
 
     def _kept(self) -> list[tuple[float, dict[str, Any]]]:
