@@ -267,3 +267,28 @@ def test_a_tape_that_cannot_be_written_at_the_end_is_said_beside_the_verdict_not
     row = result.db().execute("SELECT status, exit_code FROM runs").fetchone()
     assert tuple(row) == ("completed", 0)
     assert sorted(p.name for p in (workdir / "tapes").iterdir()) == ["d.tape.jsonl"]  # no half-written file beside it
+
+
+def test_a_second_mock_entry_without_when_is_a_validation_error_not_a_mock_no_call_gets(
+        tools_dir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    # only the first entry without `when` ever answers: the third entry (meant as "after that, 3") was accepted and
+    # silently never used
+    write("d.yaml", """
+        target: adv66_tools:agent
+        tools:
+          lookup:
+            - returns: {echo: first}
+            - when: {query: x}
+              returns: {echo: by-when}
+            - returns: {echo: never}
+        gates:
+          - includes: done
+        data:
+          - {id: a, input: '{"query": "y"}'}
+        """)
+    result = cli("run", "d.yaml", "--db", "d.db")
+    assert result.code == 2, result.stdout
+    assert ("d.yaml:7:7: dataset: tools.lookup[2] is never used: tools.lookup[0] has no 'when' either, and answers "
+            "every call no 'when' matches") in result.stderr
+    assert "give this entry a 'when', or remove it" in result.stderr
+    assert not (tools_dir / "d.db").exists()

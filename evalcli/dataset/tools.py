@@ -63,6 +63,13 @@ def parse_tools(raw: Any, at: Path, pos: Positions, label: str, problems: list[P
         parsed = [_entry(e, (*at, name, i) if isinstance(value, list) else (*at, name), pos,
                          f"{label}: tools.{name}" + (f"[{i}]" if isinstance(value, list) else ""), problems)
                   for i, e in enumerate(entries)]
+        # only the first entry without `when` ever answers (docs/hermetic.md, "Which entry answers"): a later one
+        # would be a mock the dataset writes and no call ever gets
+        catch_all = [i for i, m in enumerate(parsed) if m is not None and m.when is None]
+        problems.extend(pos.problem((*at, name, i), f"{label}: tools.{name}[{i}] is never used: tools.{name}"
+                                                    f"[{catch_all[0]}] has no 'when' either, and answers every call "
+                                                    "no 'when' matches", "give this entry a 'when', or remove it")
+                        for i in catch_all[1:])
         mocks[str(name)] = tuple(m for m in parsed if m is not None)
     replay, match = raw.get("replay"), raw.get("match", "exact")
     if "match" in raw and match not in MATCHES:
