@@ -292,3 +292,20 @@ def test_a_second_mock_entry_without_when_is_a_validation_error_not_a_mock_no_ca
             "every call no 'when' matches") in result.stderr
     assert "give this entry a 'when', or remove it" in result.stderr
     assert not (tools_dir / "d.db").exists()
+    # so is a `when` an earlier entry already has
+    write("e.yaml", """
+        target: adv66_tools:agent
+        tools:
+          lookup:
+            - when: {query: x}
+              returns: {echo: first}
+            - when: {query: x}
+              returns: {echo: second}
+        gates:
+          - includes: done
+        data:
+          - {id: a, input: '{"query": "x"}'}
+        """)
+    same = cli("validate", "e.yaml")
+    assert same.code == 2
+    assert "e.yaml:6:7: dataset: tools.lookup[1] is never used: tools.lookup[0] has the same 'when'" in same.stderr

@@ -6,6 +6,7 @@ nothing for want of seeing the target's tool calls (docs/hermetic.md)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import replace
@@ -70,6 +71,13 @@ def parse_tools(raw: Any, at: Path, pos: Positions, label: str, problems: list[P
                                                     f"[{catch_all[0]}] has no 'when' either, and answers every call "
                                                     "no 'when' matches", "give this entry a 'when', or remove it")
                         for i in catch_all[1:])
+        first: dict[str, int] = {}  # and one whose `when` an earlier entry already has
+        for i, m in enumerate(parsed):
+            key = None if m is None or m.when is None else json.dumps(m.when, sort_keys=True, default=str)
+            if key is not None and first.setdefault(key, i) != i:
+                problems.append(pos.problem((*at, name, i), f"{label}: tools.{name}[{i}] is never used: tools.{name}"
+                                                            f"[{first[key]}] has the same 'when' and answers first",
+                                            "merge the two entries (a 'sequence' answers the nth call), or remove it"))
         mocks[str(name)] = tuple(m for m in parsed if m is not None)
     replay, match = raw.get("replay"), raw.get("match", "exact")
     if "match" in raw and match not in MATCHES:
