@@ -309,3 +309,27 @@ def test_a_second_mock_entry_without_when_is_a_validation_error_not_a_mock_no_ca
     same = cli("validate", "e.yaml")
     assert same.code == 2
     assert "e.yaml:6:7: dataset: tools.lookup[1] is never used: tools.lookup[0] has the same 'when'" in same.stderr
+
+
+FLIPPING_AGENT = '''
+import os
+
+
+def agent(input: str) -> str:
+    return "nope" if input in os.environ.get("FAIL", "").split(",") else "ok"
+'''
+
+
+def test_a_tiny_detect_is_printed_as_the_change_asked_for_never_zero_points(
+        workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    (workdir / "adv66_flip.py").write_text(FLIPPING_AGENT)
+    write("d.yaml", "target: adv66_flip:agent\ngates:\n  - includes: ok\ndata:\n"
+                    + "".join(f"  - {{id: c{i}, input: c{i}}}\n" for i in range(10)))
+    first = cli("run", "d.yaml", "--json", "-")
+    second = cli("run", "d.yaml", "--json", "-", env={"FAIL": "c0,c1,c2"})
+    a, b = first.json["run_id"], second.json["run_id"]
+    diff = cli("diff", a, b, "--detect", "0.0004")
+    # "to detect 0.0 points: 5887500 conversations" said a change of nothing needs millions
+    assert "to detect 0.04 points: " in diff.stdout, diff.stdout
+    assert "to detect 0.0 points" not in diff.stdout
+    assert "to detect 5.0 points: " in cli("diff", a, b, "--detect", "0.05").stdout
