@@ -333,3 +333,19 @@ def test_a_tiny_detect_is_printed_as_the_change_asked_for_never_zero_points(
     assert "to detect 0.04 points: " in diff.stdout, diff.stdout
     assert "to detect 0.0 points" not in diff.stdout
     assert "to detect 5.0 points: " in cli("diff", a, b, "--detect", "0.05").stdout
+
+
+def test_a_conversation_a_budget_stopped_is_shown_as_limited_in_the_table_and_in_show(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    # docs/budgets.md: its status is `limited`, shown as such; the JSON said limited, the run's table and `show` said
+    # "error", as for a target that raised
+    llm_server.responder = answer
+    write("d.yaml", f"target:\n  model: openai/gpt-4o-mini\n  api_base: {llm_server.url}\nconcurrency: 1\n"
+                    "scorers:\n  - includes: ok\ndata:\n" + "".join(f"  - {{id: c{i}, input: q{i}}}\n" for i in range(3)))
+    result = cli("run", "d.yaml", "--max-tokens", "200")
+    assert result.code == 5, result.stderr
+    assert any(line.startswith("│ c2 ") and "│ limited" in line for line in result.stdout.splitlines()), result.stdout
+    shown = cli("show", "latest", "c2")
+    assert "stopped: budget)  status limited  FAILED" in shown.stdout, shown.stdout
+    table = cli("show", "latest")
+    assert any(line.startswith("│ c2 ") and "│ limited" in line for line in table.stdout.splitlines()), table.stdout
