@@ -349,3 +349,27 @@ def test_a_conversation_a_budget_stopped_is_shown_as_limited_in_the_table_and_in
     assert "stopped: budget)  status limited  FAILED" in shown.stdout, shown.stdout
     table = cli("show", "latest")
     assert any(line.startswith("│ c2 ") and "│ limited" in line for line in table.stdout.splitlines()), table.stdout
+
+
+def test_a_change_for_the_better_beyond_the_noise_is_said_not_only_not_worse(
+        workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    # six conversations fixed and none lost: McNemar's p = 2/64 = 0.031 (scipy.stats.binomtest(0, 6) by hand), the
+    # gate's interval [+0.3, +0.9] wholly above 0 with Wilcoxon's p 0.031; the last line said only "B is not
+    # significantly worse than A", the words it prints for one conversation flipping
+    (workdir / "adv66_flip.py").write_text(FLIPPING_AGENT)
+    write("d.yaml", "target: adv66_flip:agent\ngates:\n  - includes: ok\ndata:\n"
+                    + "".join(f"  - {{id: c{i}, input: c{i}}}\n" for i in range(10)))
+    before = cli("run", "d.yaml", "--json", "-", env={"FAIL": "c0,c1,c2,c3,c4,c5"}).json["run_id"]
+    after = cli("run", "d.yaml", "--json", "-").json["run_id"]
+    fixed = cli("diff", before, after, "--alpha", "0.05")
+    assert fixed.code == 0
+    assert "McNemar exact p = 0.0312" in fixed.stdout
+    assert fixed.stdout.rstrip().endswith("B is better than A beyond the noise (alpha 0.05): exit 0"), fixed.stdout
+    compared = cli("compare", before, after, "--alpha", "0.05")
+    assert compared.code == 0
+    assert f"better beyond the noise: {after}: exit 0" in compared.stdout
+    # at 0.01 it is noise again, and the other way it is a regression
+    assert cli("diff", before, after, "--alpha", "0.01").stdout.rstrip().endswith(
+        "B is not significantly worse than A (alpha 0.01): exit 0")
+    worse = cli("diff", after, before, "--alpha", "0.05")
+    assert worse.code == 1 and worse.stdout.rstrip().endswith("B is worse than A beyond the noise (alpha 0.05): exit 1")
