@@ -436,8 +436,7 @@ class RunResult:
     items: list[ItemResult] | None = None
     """Every conversation in dataset order, when the caller asked to keep them."""
     usage: dict[str, Any] = field(default_factory=dict)
-    """LLM calls, cache hits, tokens and cost of the whole run, and the same per purpose (``purposes``: target,
-    simulator, judge), as ``evalcli.llm.usage_summary`` sums them."""
+    """LLM calls, cache hits, tokens and cost of the run, and per purpose, as ``evalcli.llm.usage_summary`` sums them."""
     warnings: list[str] = field(default_factory=list)
     completed: int = 0
     selected: int = 0
@@ -458,8 +457,9 @@ class RunResult:
     stability: dict[str, int] = field(default_factory=dict)
     """With ``--repeat k``: how many conversations are stable-pass, flaky and stable-fail (``{}`` otherwise)."""
     store_error: str | None = None
-    """A write to the database that failed during the run: the result stands, but the stored run may miss part
-    of it (``None`` when everything was stored)."""
+    """A database write that failed during the run: the result stands, the stored run may miss part of it."""
+    tape_error: str | None = None
+    """The ``--record-tools`` tape that could not be written (docs/hermetic.md, "Tapes"): the result stands."""
 
     @property
     def verdict(self) -> Verdict | None:

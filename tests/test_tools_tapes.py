@@ -117,7 +117,8 @@ def test_hermetic_misses_and_name_matching(write: Callable[..., Path], cli: Call
     items = {item["id"]: item for item in exact.json["items"]}
     assert items["rome"]["status"] == "error"  # exact: Rome's arguments are not on the tape
     assert items["rome"]["error"] == ('turn 0: --hermetic: the tool call get_weather({"city":"Rome","day":"today"}) has '
-                                      'no mock (and the tape has no answer for it)')
+                                      'no mock (and the tape has no answer for it: this conversation\'s recordings not yet '
+                                      'replayed are get_weather({"city":"Milan","day":"today"}))')
     assert items["oslo"]["status"] == "ok" and answers(exact)["oslo"] == ["Today in Oslo: mocked, 2°F."]
     write("name.yaml", "target: tape_agent:agent\ntools: {replay: t.tape.jsonl, match: name}\n"
           + body.replace("\n        ", "\n"))
@@ -138,7 +139,7 @@ def test_a_missing_or_broken_tape_is_a_validation_error(write: Callable[..., Pat
     write("e.yaml", "target: tape_agent:agent\ntools: {replay: nope.tape.jsonl}\n" + DATA)
     result = cli("validate", "e.yaml", env=env(llm_server))
     assert result.code == 2 and "e.yaml:2:17: dataset: tape 'nope.tape.jsonl' not found" in result.stderr
-    (workdir / "bad.tape.jsonl").write_text('{"identity": "a", "tool": "x", "arguments": {}}\nnot json\n')
+    (workdir / "bad.tape.jsonl").write_text('{"identity": "a", "tool": "x", "arguments": {}, "result": 1}\nnot json\n')
     write("f.yaml", "target: tape_agent:agent\ntools: {replay: bad.tape.jsonl}\n" + DATA)
     result = cli("validate", "f.yaml", env=env(llm_server))
     assert result.code == 2 and "bad.tape.jsonl:2: dataset: tape 'bad.tape.jsonl': not valid JSON" in result.stderr

@@ -173,6 +173,12 @@ class TerminalReporter(Reporter):
                         f"warning: run {failed.run_id} was not exported: {problem}\n  (the run is stored in "
                         f"{self.request.db}; its verdict and exit code are its own)",
                         style="yellow", markup=False, soft_wrap=True)
+        if result.tape_error:
+            make_console(stderr=True).print(
+                f"error: --record-tools could not write the tape {result.tape_error}\n  hint: the verdict and exit "
+                "code are the run's own, and a tape that was there is left as it was; record it again into a folder "
+                f"you can write: evalcli run {plan.dataset.path} --record-tools DIR",
+                style="red", markup=False, soft_wrap=True)
         if result.store_error:
             make_console(stderr=True).print(
                 f"error: the database {self.request.db} could not store all of run {result.run_id}: "

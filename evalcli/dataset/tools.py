@@ -6,6 +6,7 @@ nothing for want of seeing the target's tool calls (docs/hermetic.md)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import replace
@@ -63,6 +64,20 @@ def parse_tools(raw: Any, at: Path, pos: Positions, label: str, problems: list[P
         parsed = [_entry(e, (*at, name, i) if isinstance(value, list) else (*at, name), pos,
                          f"{label}: tools.{name}" + (f"[{i}]" if isinstance(value, list) else ""), problems)
                   for i, e in enumerate(entries)]
+        # only the first entry without `when` ever answers (docs/hermetic.md, "Which entry answers"): a later one
+        # would be a mock the dataset writes and no call ever gets
+        catch_all = [i for i, m in enumerate(parsed) if m is not None and m.when is None]
+        problems.extend(pos.problem((*at, name, i), f"{label}: tools.{name}[{i}] is never used: tools.{name}"
+                                                    f"[{catch_all[0]}] has no 'when' either, and answers every call "
+                                                    "no 'when' matches", "give this entry a 'when', or remove it")
+                        for i in catch_all[1:])
+        first: dict[str, int] = {}  # and one whose `when` an earlier entry already has
+        for i, m in enumerate(parsed):
+            key = None if m is None or m.when is None else json.dumps(m.when, sort_keys=True, default=str)
+            if key is not None and first.setdefault(key, i) != i:
+                problems.append(pos.problem((*at, name, i), f"{label}: tools.{name}[{i}] is never used: tools.{name}"
+                                                            f"[{first[key]}] has the same 'when' and answers first",
+                                            "merge the two entries (a 'sequence' answers the nth call), or remove it"))
         mocks[str(name)] = tuple(m for m in parsed if m is not None)
     replay, match = raw.get("replay"), raw.get("match", "exact")
     if "match" in raw and match not in MATCHES:

@@ -277,8 +277,29 @@ def problems_from_errors(errors: Sequence[ErrorDetails], path: Path, positions: 
         else:
             message = str(error["msg"]).removeprefix("Value error, ")
             problems.append(positions.problem(full, f"{what}: '{name}': {message}" if name else f"{what}: {message}",
-                                              "fix the value on that line"))
+                                              _number_as_text(error) or "fix the value on that line"))
     return problems
+
+
+def _number_as_text(error: ErrorDetails) -> str | None:
+    """The hint for a number YAML read as text: ``1e-6`` (no dot, as yaml.safe_load's YAML 1.1 wants in a float) is
+    the string ``"1e-6"``, so "Input should be a valid number" alone puzzles (docs/yaml.md)."""
+    written = error.get("input")
+    if error["type"] not in ("float_type", "int_type") or not isinstance(written, str):
+        return None
+    try:
+        value = float(written)
+    except ValueError:
+        return None
+    whole = error["type"] == "int_type"
+    if value != value or value in (float("inf"), float("-inf")) or (whole and not value.is_integer()):
+        return None
+    number = str(int(value)) if whole else repr(value)
+    mantissa, e, exponent = number.partition("e")
+    if e and "." not in mantissa:
+        number = f"{mantissa}.0e{exponent}"  # Python's 1e-06, as YAML reads a float: 1.0e-06
+    return (f"YAML reads {written} as text, not a number (yaml.safe_load reads an exponent only after a dot and with "
+            f"its sign: 1.0e-6, 1.0e+3); write {number}")
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .budget import PURPOSES, Budget, check_cost_budget, parse_budget, purpose_group
+    from .budget import PURPOSES, Budget, check_cost_budget, check_limit_prices, dollars, parse_budget, purpose_group
     from .cache import ResponseCache
     from .capabilities import supports_json_mode, supports_json_schema
     from .catalog import price_of
@@ -25,20 +25,20 @@ if TYPE_CHECKING:
     from .local_model import preload as load_local_model
     from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
     from .settings import LLMSettings, backend_from_env, import_http_client
-    from .usage import CallRecord, UsageSink, current_usage, usage_rows, usage_summary
+    from .usage import CallRecord, UsageSink, current_usage, uncounted_warning, usage_rows, usage_summary
 
 # Each name is imported from its module when first used: `evalcli validate` asks for the preflight's checks only, and
 # so never imports the client, its asyncio and ssl, or the response cache's sqlite3 (docs/performance.md "Start-up and
 # finish").
 _exports = lazy_exports(__name__, {
-    ".budget": ("PURPOSES", "Budget", "check_cost_budget", "parse_budget", "purpose_group"),
+    ".budget": ("PURPOSES", "Budget", "check_cost_budget", "check_limit_prices", "dollars", "parse_budget", "purpose_group"),
     ".cache": ("ResponseCache",),
     ".capabilities": ("supports_json_mode", "supports_json_schema"),
     ".catalog": ("price_of",),
     ".client": ("BudgetSpent", "LLMClient", "LLMError", "import_litellm", "provider_messages", "reply_text"),
     ".preflight": ("LOCAL_JUDGE_MODEL", "check_settings", "default_judge_model", "model_problem", "settings_problems"),
     ".settings": ("LLMSettings", "backend_from_env", "import_http_client"),
-    ".usage": ("CallRecord", "UsageSink", "current_usage", "usage_rows", "usage_summary"),
+    ".usage": ("CallRecord", "UsageSink", "current_usage", "uncounted_warning", "usage_rows", "usage_summary"),
 })
 _RENAMED = {"local_model_pending": "pending", "load_local_model": "preload"}
 
@@ -53,8 +53,9 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "LOCAL_JUDGE_MODEL", "PURPOSES", "Budget", "BudgetSpent", "CallRecord", "LLMClient", "LLMError",
-    "LLMSettings", "ResponseCache", "UsageSink", "backend_from_env", "check_cost_budget", "check_settings", "current_usage",
-    "default_judge_model", "import_http_client", "import_litellm", "load_local_model", "local_model_pending",
+    "LLMSettings", "ResponseCache", "UsageSink", "backend_from_env", "check_cost_budget", "check_limit_prices",
+    "check_settings", "current_usage",
+    "default_judge_model", "dollars", "import_http_client", "import_litellm", "load_local_model", "local_model_pending",
     "model_problem", "parse_budget", "price_of", "provider_messages", "purpose_group", "reply_text", "settings_problems",
-    "supports_json_mode", "supports_json_schema", "usage_rows", "usage_summary",
+    "supports_json_mode", "supports_json_schema", "uncounted_warning", "usage_rows", "usage_summary",
 ]

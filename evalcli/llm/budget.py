@@ -18,6 +18,12 @@ PURPOSES = ("target", "simulator", "judge")
 framework agent's count as ``target``."""
 
 
+def dollars(amount: float) -> str:
+    """An amount of US dollars as a person reads it: four places (``$0.0420``), or two significant digits below a
+    hundredth of a cent (``$4.2e-05``), so a spent limit never reads ``$0.0000``."""
+    return f"${amount:.4f}" if amount == 0 or abs(amount) >= 0.0001 else f"${amount:.2g}"
+
+
 def purpose_group(purpose: str) -> str:
     """The purpose a call's usage is reported under: ``agent`` (evalcli.Agent, the target) as ``target``."""
     return "target" if purpose == "agent" else purpose
@@ -58,7 +64,7 @@ class Budget:
             used = sum(self.cost.values()) if key is None else self.cost.get(group, 0.0)
             if (key is None or key == group) and used >= limit:
                 return self._refuse(f"the {'' if key is None else key + ' '}cost budget of ${limit:g} is spent "
-                                    f"(${used:.4f})")
+                                    f"({dollars(used)})")
         for key, most in self.max_tokens.items():
             count = sum(self.tokens.values()) if key is None else self.tokens.get(group, 0)
             if (key is None or key == group) and count >= most:
@@ -102,14 +108,8 @@ def check_cost_budget(max_cost: dict[str | None, float], uses: Iterable[tuple[st
     run is known to call; ``where``: the dataset, for the message. The embedded local model is free: priced at 0."""
     if not max_cost:
         return
-    from .catalog import priced  # litellm's table, read only for a --max-cost (docs/performance.md)
-    from .local_model import is_local
-
     covered = set(PURPOSES) if None in max_cost else {key for key in max_cost if key is not None}
-    unpriced: dict[str, list[str]] = {}
-    for model, purpose, user in uses:
-        if purpose_group(purpose) in covered and not is_local(model) and not priced(model):
-            unpriced.setdefault(model, []).append(user)
+    unpriced = _unpriced(uses, covered)
     if unpriced:
         named = "; ".join(f"{model} ({_first(users)})" for model, users in unpriced.items())
         their = "its" if len(unpriced) == 1 else "their"
@@ -117,6 +117,32 @@ def check_cost_budget(max_cost: dict[str | None, float], uses: Iterable[tuple[st
                          f"{named}, so {their} calls would cost $0 and the budget would never be spent",
                          "bound the run with --max-tokens instead (e.g. --max-tokens judge=20000,target=50000), or "
                          "give --max-cost only for the purposes whose models are priced")
+
+
+def check_limit_prices(uses: Iterable[tuple[str, str, str]], where: str) -> None:
+    """A ``UsageError`` (exit 2) when a conversation's ``limits: {cost}`` counts calls of a model litellm's table does
+    not price (docs/budgets.md): they would cost $0 and the limit would never be reached. ``uses``: (model, purpose,
+    what uses it) of the models the limited conversations are known to call (the target's and simulated users')."""
+    listed = list(uses)
+    unpriced = _unpriced(listed, set(PURPOSES)) if listed else {}  # no cost limit: litellm's table is not read
+    if unpriced:
+        named = "; ".join(f"{model} ({_first(users)})" for model, users in unpriced.items())
+        their = "its" if len(unpriced) == 1 else "their"
+        raise UsageError(f"{where}: limits.cost cannot be counted: litellm's price table has no price for {named}, "
+                         f"so {their} calls would cost $0 and the limit would never be reached",
+                         "bound the conversations with limits: {tokens: N} instead (tokens in and out of their calls)")
+
+
+def _unpriced(uses: Iterable[tuple[str, str, str]], covered: set[str]) -> dict[str, list[str]]:
+    """The models of ``uses`` of a ``covered`` purpose that have no price, each with what uses it."""
+    from .catalog import priced  # litellm's table, read only for a cost bound (docs/performance.md)
+    from .local_model import is_local
+
+    unpriced: dict[str, list[str]] = {}
+    for model, purpose, user in uses:
+        if purpose_group(purpose) in covered and not is_local(model) and not priced(model):
+            unpriced.setdefault(model, []).append(user)
+    return unpriced
 
 
 NAMED = 3

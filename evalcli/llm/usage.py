@@ -3,7 +3,8 @@ purpose (target, simulator, judge)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import asdict
 from typing import Any
@@ -92,3 +93,40 @@ def usage_rows(records: Iterable[CallRecord]) -> list[tuple[str, int, int, int, 
 
 current_usage: ContextVar[UsageSink | None] = ContextVar("evalcli_current_usage", default=None)
 """Where model calls are recorded; the runner sets one per conversation."""
+
+
+def uncounted_warning(records: Iterable[CallRecord], bounded: Callable[[], list[str]]) -> str | None:
+    """The one warning for calls a token or cost bound could not count (docs/budgets.md): a call the provider answered
+    with no token usage (a self-hosted server that leaves ``usage`` out) counts as 0 tokens and $0, and, under a cost
+    bound, a call of a model litellm's table does not price (an ``evalcli.Agent``'s or a framework agent's, whose
+    models are not known before the run) counts as $0; so the bounds (``bounded()``: ``--max-tokens``,
+    ``limits.cost``, ..., asked only when there is such a call) never saw them. ``None`` when there is none."""
+    calls = [r for r in records if not r.cache_hit]
+    missing = Counter(r.model for r in calls if r.prompt_tokens + r.completion_tokens == 0)
+    free = Counter(r.model for r in calls if r.prompt_tokens + r.completion_tokens > 0 and not r.cost)
+    bounds = bounded() if missing or free else []
+    costs = [b for b in bounds if b in ("--max-cost", "limits.cost")]
+    unpriced = _unpriced(free) if costs else Counter()
+    said = []
+    if missing and bounds:
+        said.append(f"{' and '.join(bounds)} could not count {sum(missing.values())} LLM call(s) whose response "
+                    f"reported no token usage: {_named(missing)}; they counted as 0 tokens and $0, so the bound did not "
+                    "hold for them (have the server report 'usage' in its responses, or bound the conversations with "
+                    "limits: {turns: N})")
+    if unpriced:
+        said.append(f"{' and '.join(costs)} could not price {sum(unpriced.values())} LLM call(s): litellm's price table "
+                    f"has no price for {_named(unpriced)}; they counted as $0, so the bound did not hold for them "
+                    "(bound the run with --max-tokens, or the conversations with limits: {tokens: N})")
+    return "; ".join(said) or None
+
+
+def _unpriced(models: Counter[str]) -> Counter[str]:
+    """The models of ``models`` that litellm's table does not price (the embedded local model is free, not unpriced)."""
+    from .catalog import priced
+    from .local_model import is_local
+
+    return Counter({model: count for model, count in models.items() if not is_local(model) and not priced(model)})
+
+
+def _named(models: Counter[str]) -> str:
+    return ", ".join(f"{model} ({count} call{'s' if count != 1 else ''})" for model, count in models.most_common())

@@ -128,9 +128,13 @@ def render_comparison(console: Console, comparison: Comparison, *, differences: 
     for line in comparison.significant():
         console.print(Text.assemble(("  significant regression ", "bold red"), line), soft_wrap=True)
     if comparison.alpha is not None:
-        console.print(f"a later run is worse than the first beyond the noise (alpha {comparison.alpha:g}): exit 1"
+        alpha = comparison.alpha
+        better = [c.run.run_id for c, stats in zip(comparison.columns[1:], comparison.paired, strict=False)
+                  if stats is not None and stats.improved(alpha)]
+        console.print(f"a later run is worse than the first beyond the noise (alpha {alpha:g}): exit 1"
                       if comparison.significant() else
-                      f"no later run is significantly worse than the first (alpha {comparison.alpha:g}): exit 0")
+                      f"no later run is significantly worse than the first (alpha {alpha:g})"
+                      f"{'; better beyond the noise: ' + ', '.join(better) if better else ''}: exit 0")
 
 
 def paired_sections(comparison: Comparison) -> list[tuple[str, PairedStats | None]]:

@@ -79,8 +79,10 @@ def verdict_line(diff: RunDiff) -> str:
     """The last line: whether B is worse than A and the exit code that says so."""
     if diff.judged_by_significance:
         alpha = f"(alpha {diff.alpha:g})"
-        return (f"B is worse than A beyond the noise {alpha}: exit 1" if diff.exit_code
-                else f"B is not significantly worse than A {alpha}: exit 0")
+        if diff.exit_code:
+            return f"B is worse than A beyond the noise {alpha}: exit 1"
+        better = diff.stats is not None and diff.alpha is not None and diff.stats.improved(diff.alpha)
+        return f"B is {'better than A beyond the noise' if better else 'not significantly worse than A'} {alpha}: exit 0"
     tolerance = f" (tolerance {fmt(diff.tolerance)})" if diff.tolerance else ""
     return f"B is worse than A{tolerance}: exit 1" if diff.regressions else f"B is not worse than A{tolerance}: exit 0"
 

@@ -41,7 +41,9 @@ def detectable_line(found: Detectable) -> str:
     else:
         line = f"smallest detectable change ({found.measure}): {found.change * 100:.1f} points with {over} {conditions}"
     if found.detect is not None and found.needed is not None:
-        line += f"; to detect {found.detect * 100:.1f} points: {found.needed} conversations"
+        # --detect 0.0004 is 0.04 points, never "0.0 points"
+        asked = found.detect * 100
+        line += f"; to detect {f'{asked:.1f}' if asked >= 0.1 else f'{asked:.2g}'} points: {found.needed} conversations"
     return line
 
 

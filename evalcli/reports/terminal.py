@@ -204,11 +204,12 @@ STABILITY_STYLE = {"stable-pass": "green", "flaky": "bold yellow", "stable-fail"
 
 
 def status_text(item: ItemResult) -> Text:
-    """``ok`` or ``error``; under ``--repeat`` the conversation's stability and its passing plays (``flaky 2/3``)."""
+    """``ok``, ``error`` or ``limited`` (a limit or a budget stopped it: docs/budgets.md, shown as such); under
+    ``--repeat`` the conversation's stability and its passing plays (``flaky 2/3``)."""
     from rich.text import Text
 
     if item.status != "ok":
-        return Text("error", style="bold red")
+        return Text(item.status, style="bold red")
     if item.stability is None:
         return Text("ok", style="green")
     return Text(plays_words(item), style=STABILITY_STYLE[item.stability])

@@ -132,7 +132,7 @@ def render_item(run: RunResult, item: ItemResult) -> RenderableType:
     means over the plays; one play of it when ``item`` is a play (``item.play``)."""
     from rich.rule import Rule  # rich's rules and panels: imported by the reports that show a transcript
 
-    status = Text("ok", style="green") if item.status == "ok" else Text("error", style="bold red")
+    status = Text("ok", style="green") if item.status == "ok" else Text(item.status, style="bold red")  # or limited
     played = f"  play {item.play}" if item.play is not None else ""
     head = Text.assemble(("Conversation ", "bold"), (item.id, "bold cyan"),
                          f"  (item {item.index}, {item.form}, {len(item.turns)} turn{'s' if len(item.turns) != 1 else ''}"
@@ -150,7 +150,7 @@ def render_item(run: RunResult, item: ItemResult) -> RenderableType:
         parts.extend(_conversation_parts(item))
         return Group(*parts)
     for play in plays_failing_first(item.plays):
-        verdict = "passed" if play.passed else "error" if play.status != "ok" else "FAILED"
+        verdict = "passed" if play.passed else play.status if play.status != "ok" else "FAILED"
         parts.append(Rule(f"play {play.play} of {len(item.plays)}: {verdict}", align="left",
                           style="green" if play.passed else "bold red"))
         parts.extend(_conversation_parts(play))

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..dataset import Dataset, Item, Limits
 from ..errors import describe, requested_url
-from ..llm import Budget, UsageSink, current_usage
+from ..llm import Budget, UsageSink, current_usage, dollars
 from ..messages import Message
 from ..otel import begin as capture_turn
 from ..otel import end as end_capture
@@ -434,7 +434,7 @@ def _check_limits(limits: Limits, index: int, began: float, sink: UsageSink | No
     if limits.tokens is not None and tokens >= limits.tokens:
         reached.append(("tokens", f"{tokens} tokens were used (limit {limits.tokens})"))
     if limits.cost is not None and cost >= limits.cost:
-        reached.append(("cost", f"${cost:.4f} was spent (limit ${limits.cost:g})"))
+        reached.append(("cost", f"{dollars(cost)} was spent (limit ${limits.cost:g})"))
     if limits.seconds is not None and elapsed >= limits.seconds:
         reached.append(("seconds", f"{limits.seconds:g} s went by"))
     for name, why in reached[:1]:

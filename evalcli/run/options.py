@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import field
 
 from ..dataset import Dataset, Selection, model_uses
 from ..errors import UsageError
-from ..llm import check_cost_budget
+from ..llm import check_cost_budget, check_limit_prices
 from ..passrate import DEFAULT_MAX_PLAYS
 from ..records import record
 from ..results import ItemResult, Plan
@@ -94,8 +94,25 @@ def plan_of(dataset: Dataset) -> Plan:
 
 def check_budgets(dataset: Dataset, options: RunOptions) -> None:
     """A ``UsageError`` before anything runs when the options' budgets cannot be counted for this dataset: a
-    ``--max-cost`` over a model without a price (docs/reliability.md, Budgets)."""
+    ``--max-cost`` over a model without a price (docs/reliability.md, Budgets), or a conversation's ``limits: {cost}``
+    over one (docs/budgets.md)."""
     check_cost_budget(options.max_cost, model_uses(dataset), dataset.path)
+    check_limit_prices(limited_uses(dataset), dataset.path)
+
+
+def limited_uses(dataset: Dataset) -> Iterator[tuple[str, str, str]]:
+    """(model, purpose, what uses it) of the models a conversation under ``limits: {cost}`` is known to call: a model
+    target's, and its own simulated user's (what a conversation's limits count: docs/reliability.md)."""
+    target = dataset.target.target_model if dataset.target is not None else None
+    for item in dataset.items:
+        limits = dataset.limits_of(item)
+        if limits is None or limits.cost is None:
+            continue
+        if target is not None:
+            yield target, "target", f"the target {dataset.target_spec}"
+            target = None  # named once
+        if item.simulation is not None:
+            yield item.simulation.model, "simulator", f"the simulated user of item {item.id}"
 
 
 def parse_repeat(text: str) -> tuple[int, bool]:

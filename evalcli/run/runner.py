@@ -21,7 +21,7 @@ from typing import Any
 from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, load_dataset
 from ..errors import EvalcliError, ExitCode, describe, exit_called
-from ..llm import Budget, UsageSink, import_http_client, usage_rows, usage_summary
+from ..llm import Budget, UsageSink, import_http_client, uncounted_warning, usage_rows, usage_summary
 from ..otel.capture import refused as capture_refused
 from ..otel.record import arm_capture
 from ..passrate import settle
@@ -67,6 +67,8 @@ class Runner:
         self.limited = 0
         """Conversations of this run a limit stopped (status ``limited``)."""
         self.run_id: str | None = plan.run_id
+        self.tape_error: str | None = None
+        """``--record-tools``' tape that could not be written (``RunResult.tape_error``)."""
         self.run_warnings: list[str] = []
         """What the target (or a worker's) noticed while the conversations were played, said once each."""
         self.row: Future[Any] | None = None
@@ -96,6 +98,7 @@ class Runner:
         if failed is not None:
             # the run happened and its verdict stands; what the database could not keep is said beside it
             result.store_error = describe(failed)
+        result.tape_error = self.tape_error
         return result
 
     async def _run(self, context: RunContext) -> RunResult:
@@ -145,10 +148,10 @@ class Runner:
             raise
         aggregator.flush()
         summary = aggregator.summary()
-        unscored = unscored_warning(summary)
-        if unscored:
-            self.events.warning(unscored)
-            warnings.append(unscored)
+        for said in (unscored_warning(summary), uncounted_warning(usage, self._bounds)):
+            if said:
+                self.events.warning(said)
+                warnings.append(said)
         status, code = self._ending(summary, aggregator.items < len(plan.items))
         await recorder.finish(summary, status, code, aggregator.items, self._repeats(rates),
                               len(plan.items))
@@ -159,6 +162,14 @@ class Runner:
                          pass_at_k=rates.pass_at_k(), pass_all_k=rates.pass_all_k(), stability=rates.stability(),
                          repeat=self.options.repeat, repeat_auto=self.options.sequential,
                          pass_rate=self.options.pass_rate, plays=rates.plays, dataset_name=self.dataset.name)
+
+    def _bounds(self) -> list[str]:
+        """The token and cost bounds of this run, as written: what a call reporting no usage escapes."""
+        limits = [self.dataset.limits_of(item) for item in self.plan.items]
+        written = {"--max-tokens": bool(self.budget.max_tokens), "--max-cost": bool(self.budget.max_cost),
+                   "limits.tokens": any(lim is not None and lim.tokens is not None for lim in limits),
+                   "limits.cost": any(lim is not None and lim.cost is not None for lim in limits)}
+        return [name for name, given in written.items() if given]
 
     def _repeats(self, rates: PassRates) -> dict[str, Any]:
         """What the run's row and JSON add under repeats (``PassRates.to_json``)."""
@@ -334,7 +345,10 @@ class Runner:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             if tools.recorder is not None:
-                await asyncio.to_thread(tools.recorder.write)
+                try:
+                    await asyncio.to_thread(tools.recorder.write)
+                except OSError as exc:  # the run's verdict stands: said beside it, as a failed database write is
+                    self.tape_error = f"{tools.recorder.path}: {describe(exc)}"
             if self.dataset.target is not None:
                 await self.dataset.target.aclose()
 

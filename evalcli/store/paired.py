@@ -112,6 +112,9 @@ class PassFail:
     def significant_drop(self, alpha: float) -> bool:
         return self.p < alpha and self.b > self.c
 
+    def significant_gain(self, alpha: float) -> bool:
+        return self.p < alpha and self.c > self.b
+
     def to_json(self) -> dict[str, Any]:
         return {"n": self.n, "passed_a": self.passed_a, "passed_b": self.passed_b, "b": self.b, "c": self.c,
                 "p": self.p, "change": self.change}
@@ -194,6 +197,13 @@ class PairedStats:
                      f"(Wilcoxon p = {pvalue_text(f.difference.p)} < {alpha:g})"
                      for f in self.figures if f.role == "gate" and f.difference.significant_drop(alpha))
         return lines
+
+    def improved(self, alpha: float) -> bool:
+        """B is better than A beyond the noise at ``alpha`` (``regressions``' mirror: pass/fail gained significantly,
+        or a gate rose with its interval wholly above 0 and Wilcoxon's p below alpha), so a view can say so rather than
+        only "not significantly worse"."""
+        return self.pass_fail.significant_gain(alpha) or any(
+            f.role == "gate" and f.difference.significant_rise(alpha) for f in self.figures)
 
     def to_json(self, alpha: float | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {

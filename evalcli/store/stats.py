@@ -67,6 +67,10 @@ class PairedDifference:
         (docs/history.md#comparisons-that-know-the-noise)."""
         return self.below_zero and self.p < alpha
 
+    def significant_rise(self, alpha: float) -> bool:
+        """B is higher than A beyond the noise at ``alpha``: ``significant_drop``'s mirror."""
+        return self.low > 0 and self.p < alpha
+
     def to_json(self) -> dict[str, float | int]:
         return {"n": self.n, "mean": self.mean, "low": self.low, "high": self.high, "p": self.p,
                 "changed": self.changed}

@@ -233,14 +233,31 @@ class ToolPlan:
         if recorded is not None:
             return "replay", Answer(recorded.result, recorded.error)
         if self.hermetic:
-            missed = " (and the tape has no answer for it)" if self.tape is not None else ""
+            missed = f" (and the tape has no answer for it{self._tape_miss(tool)})" if self.tape is not None else ""
             self.refusals.append(f"--hermetic: the tool call {described} has no mock{missed}")
             return "refused", None
         if self.unmocked == "error":
-            missed = " or recorded answer" if self.tape is not None else ""
+            missed = f" or recorded answer{self._tape_miss(tool)}" if self.tape is not None else ""
             self.refusals.append(f"unmocked: error: the tool call {described} has no mock{missed}")
             return "refused", None
         return "live", None
+
+    def _tape_miss(self, tool: str) -> str:
+        """Why the tape did not answer, for the person reading the refusal (docs/hermetic.md, "Tapes"): it holds no
+        call of this conversation (an edited item without an ``id`` is another conversation), or the calls of this
+        tool it has left (the nearest arguments to compare with), or none of this tool at all."""
+        if not self.tape:
+            if self.identity.startswith("id:"):
+                return f": it has no tool call of this conversation ({self.identity}) at all"
+            return (f": it has no recording of this conversation ({self.identity}); an item without an id is known "
+                    "by its content, so an edited one is another conversation: record it again, or give items ids")
+        left = [f"{r.tool}({r.arguments})" for i, r in enumerate(self.tape)
+                if i not in self._used and same_tool(r.tool, tool)]
+        if not left:
+            return f": every recording of {tool} in this conversation has answered a call already" \
+                if any(same_tool(r.tool, tool) for r in self.tape) else f": it has no call of {tool} in this conversation"
+        shown = "; ".join(left[:3]) + (f"; and {len(left) - 3} more" if len(left) > 3 else "")
+        return f": this conversation's recordings not yet replayed are {shown}"
 
     def _replayed(self, tool: str, arguments: Mapping[str, Any]) -> Recorded | None:
         if self.tape is None:

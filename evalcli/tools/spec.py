@@ -116,10 +116,24 @@ def canonical(value: Any) -> str:
 
 def tape_arguments(arguments: Mapping[str, Any]) -> str:
     """A call's arguments as a tape holds them and ``exact`` replay compares them: canonical JSON with every secret
-    redacted (docs/hermetic.md, "Tapes"), so a tape holds no secret and still answers the call that had one."""
-    text = canonical(dict(arguments))
+    redacted (docs/hermetic.md, "Tapes"), so a tape holds no secret and still answers the call that had one. Numbers
+    compare by value, as everywhere a value is matched (``evalcli.patterns``): ``1.0`` is written ``1``, so a model that
+    sent ``{"n": 1}`` when recording and ``{"n": 1.0}`` when replaying (or a tape edited by hand) still matches."""
+    plain = _numbers_by_value(dict(arguments))
+    text = canonical(plain)
     redact = redactor()
-    return canonical(redact.value(dict(arguments))) if redact.holds_secret(text) else text
+    return canonical(redact.value(plain)) if redact.holds_secret(text) else text
+
+
+def _numbers_by_value(value: Any) -> Any:
+    """``value`` with every whole float (``1.0``, not ``inf`` nor ``nan``) as its int, at any depth."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _numbers_by_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_numbers_by_value(item) for item in value]
+    return value
 
 
 def jsonable(value: Any) -> Any:

@@ -9,8 +9,10 @@ its first invocation wrote: the lines of the conversations it keeps stay, those 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -55,7 +57,8 @@ def read_tape(path: str | Path) -> Tape:
     except OSError as exc:
         raise TapeError(0, f"cannot read the tape: {exc.strerror}") from None
     try:
-        text = data.decode("utf-8")
+        # a byte-order mark (a tape saved by a Windows editor) is no JSON: read past it, as datasets and traces are
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise TapeError(data[:exc.start].count(b"\n") + 1, "not UTF-8 text") from None
     calls: dict[str, list[tuple[int, int, Recorded]]] = {}
@@ -88,6 +91,10 @@ def _parsed(number: int, raw: str) -> dict[str, Any]:
         value = line.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise TapeError(number, f"'{key}' is a whole number from 0, not {json.dumps(value)}")
+    if "result" not in line and "error" not in line:
+        # a line whose answer was cut off or misspelt ("reslt") would replay as a tool that returned null
+        raise TapeError(number, "a tape line has a 'result' (what the tool returned, null included) or an 'error' "
+                                f"(what it raised); this one has neither (its keys: {', '.join(map(str, line))})")
     return line
 
 
@@ -128,14 +135,23 @@ class TapeRecorder:
         lines.sort(key=lambda entry: entry[0])  # stable: each conversation's calls stay in their order
         redact = redactor()
         text = "".join(f"{redact.dumps(line, ensure_ascii=False, default=str)}\n" for _, line in lines)
-        self.path.write_text(text, encoding="utf-8")
+        # written beside it, then put in its place: a write that fails (a full disk, a folder in its way) leaves the
+        # tape that was there whole, never half of the new one
+        part = self.path.with_name(self.path.name + ".part")
+        try:
+            part.write_text(text, encoding="utf-8")
+            os.replace(part, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                part.unlink()
+            raise
         return self.path
 
     def _kept(self) -> list[tuple[float, dict[str, Any]]]:
         """The lines of the tape already there whose conversation this invocation did not play, each at its
         conversation's place (unknown identities after every known one, in the order they are)."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = self.path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError):
             return []
         kept: list[tuple[float, dict[str, Any]]] = []

@@ -50,7 +50,7 @@ def _json(text: Any) -> Any:
 
 def _exports(path: Path) -> list[Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise TracesError(f"cannot read it: {exc}") from None
     surrogate = lone_surrogate_at(text)  # the mocks made from it could not be read back (docs/datasets.md)
