@@ -12,12 +12,13 @@ import asyncio
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..records import record
-from ..secrets import Redactor, header_secrets, redact_url, remember, url_secrets
+from ..secrets import Redactor, header_secrets, redact_url, remember, secret_name, url_secrets
 from .callable import BadReply
 from .forms import FormAdapter
-from .session import Thread, caller_thread
+from .session import ConfigProblem, Thread, caller_thread
 from .usage import record_target_call
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 QUOTE_CHARS = 300
 """How much of a reply an error quotes."""
+MAX_REPLY_BYTES = 32 * 1024 * 1024
+"""The largest reply body read (32 MiB): a bigger one, or an endless stream, is the turn's error, not the run's memory."""
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 10
 
@@ -40,6 +43,14 @@ def target_redactor(config: Any) -> Redactor:
     found = RemoteAdapter.secrets(config)
     remember(found)
     return Redactor(found)
+
+
+def one_credential(config: Any) -> None:
+    """Credentials in the URL (``user:password@``, sent as Basic auth) and an ``Authorization`` header cannot both be
+    sent: a ``ConfigProblem`` (a validation error) when a target gives both."""
+    if "@" in urlsplit(config.url).netloc and any(k.lower() == "authorization" for k in config.headers):
+        raise ConfigProblem(("headers",), "the url holds credentials (user:password@) and the headers an "
+                                          "Authorization: give them one way", "keep one of the two")
 
 
 def quote(text: str, secrets: Redactor) -> str:
@@ -96,11 +107,12 @@ class Pool:
         limit = self._timeouts.get(timeout)
         if limit is None:
             limit = self._timeouts[timeout] = aiohttp.ClientTimeout(total=timeout)
+        first = url if not isinstance(url, str) else parsed(url)
         try:
             for _ in range(MAX_REDIRECTS + 1):
                 async with self.session().request(method, url, headers=headers, data=body, timeout=limit,
                                                   allow_redirects=False) as response:
-                    raw = await response.read()
+                    raw = await _body(response, where)
                     status, reason = response.status, response.reason or ""
                     location = response.headers.get("Location")
                     if status not in REDIRECTS or not location:
@@ -110,7 +122,7 @@ class Pool:
                         raise ReplyFailed(f"{where} answered {status} {reason}, a redirect to "
                                           f"{redact_url(secrets(location))}, which a {method} is not sent to again "
                                           "(give the target's url as the redirect's Location)")
-                    url = response.url.join(parsed(location))  # 307/308 (or a GET): the same method and body
+                    url, headers = redirected(first, response.url.join(parsed(location)), headers)
             else:
                 raise ReplyFailed(f"{where} redirected more than {MAX_REDIRECTS} times")
         except TimeoutError:
@@ -128,6 +140,35 @@ class Pool:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+async def _body(response: aiohttp.ClientResponse, where: str) -> bytes:
+    """The reply's body, at most ``MAX_REPLY_BYTES`` of it: more is a ``ReplyFailed`` (docs/targets/http.md)."""
+    too_big = ReplyFailed(f"{where} answered with a body over {MAX_REPLY_BYTES // 2**20} MiB, more than a reply is read")
+    length = response.content_length
+    if length is not None and length > MAX_REPLY_BYTES:
+        raise too_big
+    if length is not None and "Content-Encoding" not in response.headers:  # a compressed body may grow: counted below
+        return await response.read()
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def redirected(first: Any, to: Any, headers: dict[str, str]) -> tuple[Any, dict[str, str]]:
+    """Where a 307/308 (or a GET's redirect) is followed, with the same method and body, and the headers sent there
+    (docs/targets/http.md): credentials stay with the origin (scheme, host, port) they were given for. To another origin
+    the secret-named headers (``Authorization``, ``Cookie``, ``X-Api-Key``, ...) and the URL's ``user:password`` are not
+    sent, as browsers and HTTP clients do; to the same origin the URL's credentials are sent again."""
+    if (to.scheme, to.host, to.port) != (first.scheme, first.host, first.port):
+        return to.with_user(None), {name: value for name, value in headers.items() if not secret_name(name)}
+    if first.user is not None and to.user is None:
+        to = to.with_user(first.user).with_password(first.password)
+    return to, headers
 
 
 def parsed(url: str) -> Any:
