@@ -41,6 +41,9 @@ def parse_transcript(raw: Any, path: Path, pos: Positions, label: str, key: str,
                                                                    problems)) is not None]
     if len(problems) > before:
         return None
+    _orphan_results(messages, at, pos, label, key, problems)
+    if len(problems) > before:
+        return None
     turns: list[RecordedTurn] = []
     user: str | None = None
     output: list[Message] = []
@@ -61,6 +64,24 @@ def parse_transcript(raw: Any, path: Path, pos: Positions, label: str, key: str,
                                     "record at least the user's message and the agent's answer"))
         return None
     return tuple(turns)
+
+
+def _orphan_results(messages: list[Message], at: Path, pos: Positions, label: str, key: str,
+                    problems: list[Problem]) -> None:
+    """A tool message must answer a call an assistant message before it made (its ``tool_call_id``); one that answers
+    no call is a mistake in the recording (a cut log, a mistyped id), never a tool result silently scored."""
+    called: list[str] = []
+    for n, message in enumerate(messages):
+        if message["role"] == "assistant":
+            called += [str(c["id"]) for c in message.get("tool_calls") or () if isinstance(c, dict) and c.get("id")]
+        elif message["role"] == "tool" and message["tool_call_id"] not in called:
+            answered = message["tool_call_id"]
+            made = f"calls made before it: {', '.join(called)}" if called else "no call was made before it"
+            problems.append(pos.problem((*at, n, "tool_call_id"), f"{label} {key}[{n}]: the tool message answers "
+                                        f"'{answered}', a call no assistant message before it made"
+                                        f"{did_you_mean(answered, called)}",
+                                        "give the id of the assistant's tool call it answers (tool_calls: [{id: ...}]), "
+                                        f"or remove it ({made})"))
 
 
 def _message(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> Message | None:
