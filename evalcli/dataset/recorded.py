@@ -107,6 +107,13 @@ def _message(raw: Any, at: Path, pos: Positions, label: str, problems: list[Prob
         problems.append(pos.problem(at, f"{label}: a tool message needs 'tool_call_id' (the id of the assistant's tool "
                                         "call it answers)", "add tool_call_id: the id of that call"))
         return None
+    if role == "assistant" and not (content is None or isinstance(content, (str, list))):
+        kind = "a mapping" if isinstance(content, dict) else f"{type(content).__name__} {content!r}"
+        problems.append(pos.problem((*at, "content"), f"{label}: an assistant message's 'content' must be its text (or "
+                                                      f"null, or a list of parts), got {kind}",
+                                    "write content: what the assistant said, as text (quote it if it looks like a "
+                                    "number)"))
+        return None
     if role == "assistant" and "tool_calls" in raw:
         calls = _tool_calls(raw["tool_calls"], (*at, "tool_calls"), pos, label, problems)
         if calls is None:
@@ -137,6 +144,11 @@ def _tool_calls(raw: Any, at: Path, pos: Positions, label: str, problems: list[P
         arguments = function.get("arguments", "{}")  # type: ignore[union-attr]
         if isinstance(arguments, dict):
             arguments = json.dumps(arguments, ensure_ascii=False)
+        elif not isinstance(arguments, str):
+            problems.append(pos.problem((*at, n, "function", "arguments"), f"{label}: tool call {n}'s 'arguments' must "
+                                        f"be JSON text or a mapping, got {type(arguments).__name__} {arguments!r}",
+                                        "write arguments: '{\"city\": \"Paris\"}' or arguments: {city: Paris}"))
+            return None
         calls.append({**call, "function": {**function, "arguments": arguments}})  # type: ignore[dict-item]
     return calls
 
