@@ -122,7 +122,12 @@ class Pool:
                         raise ReplyFailed(f"{where} answered {status} {reason}, a redirect to "
                                           f"{redact_url(secrets(location))}, which a {method} is not sent to again "
                                           "(give the target's url as the redirect's Location)")
-                    url, headers = redirected(first, response.url.join(parsed(location)), headers)
+                    try:
+                        to = response.url.join(parsed(location))
+                    except ValueError as exc:
+                        raise ReplyFailed(f"{where} answered {status} {reason}, a redirect to "
+                                          f"{redact_url(secrets(location))!r}, which is not a URL ({exc})") from None
+                    url, headers = redirected(first, to, headers)
             else:
                 raise ReplyFailed(f"{where} redirected more than {MAX_REDIRECTS} times")
         except TimeoutError:
