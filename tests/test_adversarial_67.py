@@ -286,3 +286,44 @@ def test_a_recorded_tool_result_that_answers_no_call_is_a_located_mistake(
             "before it made (did you mean 'call_1'?)") in result.stderr, result.stderr
     assert "logs.jsonl:2:1: item 1 (cut) messages[1]: the tool message answers 'c9'" in logs.stderr, logs.stderr
     assert "Traceback" not in result.stderr and not (result.cwd / "evalcli.db").exists()
+
+
+def test_recorded_assistant_words_and_arguments_that_are_no_text_are_located_mistakes(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", """
+        scorers: [{scorer: {includes: sunny}, id: sunny}, {scorer: {tool_args: {name: w, args: {city: Paris}}}, id: args}]
+        data:
+          - id: exported
+            transcript:
+              - {role: user, content: Weather in Paris}
+              - {role: assistant, content: {text: sunny}}
+          - id: numbers
+            transcript:
+              - {role: user, content: Weather in Paris}
+              - role: assistant
+                content: null
+                tool_calls: [{id: c1, type: function, function: {name: w, arguments: 5}}]
+              - {role: tool, tool_call_id: c1, content: sunny}
+        """)
+    result = cli("run", "d.yaml")
+    assert result.code == 2, result.stdout + result.stderr
+    assert ("d.yaml:6:36: item 0 (exported) transcript[1]: an assistant message's 'content' must be its text (or null, "
+            "or a list of parts), got a mapping") in result.stderr, result.stderr
+    assert ("d.yaml:12:78: item 1 (numbers) transcript[1]: tool call 0's 'arguments' must be JSON text or a mapping, "
+            "got int 5") in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not (result.cwd / "evalcli.db").exists()
+
+
+def test_a_redirect_to_something_that_is_no_url_names_the_request(
+        agents: Callable[[], ScriptedAgent], write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    agent = agents()
+    agent.answer = lambda seen: Answer(status=307, headers={"Location": "http://[broken"})
+    write("d.yaml", f"""
+        target: {{http: {{url: "{agent.url}/chat"}}}}
+        scorers: [{{includes: ok}}]
+        data: [{{id: one, input: hello}}]
+        """)
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 4, result.stderr
+    assert result.json["items"][0]["error"] == (f"turn 0: POST {agent.url}/chat answered 307 Temporary Redirect, a "
+                                                "redirect to 'http://[broken', which is not a URL (Invalid IPv6 URL)")
