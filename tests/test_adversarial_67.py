@@ -327,3 +327,17 @@ def test_a_redirect_to_something_that_is_no_url_names_the_request(
     assert result.code == 4, result.stderr
     assert result.json["items"][0]["error"] == (f"turn 0: POST {agent.url}/chat answered 307 Temporary Redirect, a "
                                                 "redirect to 'http://[broken', which is not a URL (Invalid IPv6 URL)")
+
+
+def test_an_http_target_on_the_command_line_without_a_scheme_says_so(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", """
+        target: agents:echo
+        scorers: [{includes: ok}]
+        data: [{id: one, input: hello}]
+        """)
+    result = cli("run", "d.yaml", "--target", "http:localhost:8000/chat")
+    assert result.code == 2, result.stderr
+    assert result.stderr.startswith("error: --target http:localhost:8000/chat: http:URL takes an http:// or https:// "
+                                    "URL\n"), result.stderr
+    assert "import" not in result.stderr and not (result.cwd / "evalcli.db").exists()
