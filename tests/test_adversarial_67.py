@@ -198,7 +198,7 @@ def test_a_reply_that_never_ends_is_the_turns_error_not_the_runs_memory(
         agents: Callable[[], ScriptedAgent], write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
     endless = Endless()
     big = agents()
-    big.answer = lambda seen: Answer(body={"text": "y" * (40 << 20)})  # 40 MiB with a Content-Length
+    big.answer = lambda seen: Answer(status=502, body={"text": "y" * (40 << 20)})  # 40 MiB with a Content-Length
     try:
         write("d.yaml", f"""
             target: {{http: {{url: "http://127.0.0.1:{{{{ metadata.port }}}}/chat", timeout: 60}}}}
@@ -214,7 +214,7 @@ def test_a_reply_that_never_ends_is_the_turns_error_not_the_runs_memory(
     out = json.loads((result.cwd / "out.json").read_text())
     errors = {item["id"]: item["error"] for item in out["items"]}
     assert errors["endless"].startswith(f"turn 0: POST {endless.url}/chat answered with a body over 32 MiB"), errors
-    assert errors["big"].startswith(f"turn 0: POST {big.url}/chat answered with a body over 32 MiB"), errors
+    assert errors["big"].startswith(f"turn 0: POST {big.url}/chat answered 502 Bad Gateway with a body over 32 MiB"), errors
     assert endless.sent < (100 << 20), "the reply was read on past the limit"
     assert (result.cwd / "evalcli.db").stat().st_size < (1 << 20)
 

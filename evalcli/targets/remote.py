@@ -149,7 +149,9 @@ class Pool:
 
 async def _body(response: aiohttp.ClientResponse, where: str) -> bytes:
     """The reply's body, at most ``MAX_REPLY_BYTES`` of it: more is a ``ReplyFailed`` (docs/targets/http.md)."""
-    too_big = ReplyFailed(f"{where} answered with a body over {MAX_REPLY_BYTES // 2**20} MiB, more than a reply is read")
+    status = "" if 200 <= response.status < 300 else f" {response.status} {response.reason or ''}".rstrip()
+    too_big = ReplyFailed(f"{where} answered{status} with a body over {MAX_REPLY_BYTES // 2**20} MiB, more than a reply "
+                          "is read")
     length = response.content_length
     if length is not None and length > MAX_REPLY_BYTES:
         raise too_big
