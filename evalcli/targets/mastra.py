@@ -19,22 +19,22 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
-import urllib.request
 from typing import Any
 from urllib.parse import quote as quote_path
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..messages import Message
 from ..records import record
-from ..secrets import Redactor, redact_url, secret_name
+from ..secrets import Redactor, redact_url
 from .forms import FormContext
 from .openai_format import assistant, tool_call, tool_result
 from .remote import (
     Pool,
     RemoteAdapter,
     ReplyFailed,
+    look_up_opener,
+    look_up_request,
     one_credential,
     parsed,
     quote,
@@ -96,37 +96,11 @@ class MastraTarget:
         return f"{self.base}/api/agents/{quote_path(self.config.agent, safe='')}"
 
 
-class _CredentialsStay(urllib.request.HTTPRedirectHandler):
-    """Follows a look-up's redirect as the run's requests do (docs/targets/http.md): to another origin without the
-    secret-named headers."""
-
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
-                         newurl: str) -> urllib.request.Request | None:
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is not None and _origin(new.full_url) != _origin(req.full_url):
-            for name in [name for name in new.headers if secret_name(name)]:
-                new.remove_header(name)
-        return new
-
-
-def _origin(url: str) -> tuple[str, str | None, int | None]:
-    parts = urlsplit(url)
-    return parts.scheme, parts.hostname, parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-
-
 def _get(target: MastraTarget, url: str) -> tuple[int, str]:
     """A blocking GET for the look-ups before a run (no event loop yet); (status, body). Proxies are not used, as
     for the run's own requests; credentials in the URL (``user:password@``) are sent as Basic auth, as the run's are."""
-    headers = {**target.headers, "Accept": "application/json"}
-    plain = parsed(url)
-    if plain.user is not None:
-        import aiohttp
-
-        url = str(plain.with_user(None))
-        if not any(name.lower() == "authorization" for name in headers):
-            headers["Authorization"] = aiohttp.BasicAuth(plain.user, plain.password or "").encode()
-    request = urllib.request.Request(url, headers=headers)
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _CredentialsStay())
+    request = look_up_request(url, {**target.headers, "Accept": "application/json"})
+    opener = look_up_opener()
     try:
         with opener.open(request, timeout=min(PROBE_TIMEOUT, target.config.timeout)) as response:
             return int(response.status), response.read().decode("utf-8", errors="replace")

@@ -22,6 +22,8 @@ from .session import ConfigProblem, Thread, caller_thread
 from .usage import record_target_call
 
 if TYPE_CHECKING:
+    import urllib.request
+
     import aiohttp
 
 QUOTE_CHARS = 300
@@ -51,6 +53,43 @@ def one_credential(config: Any) -> None:
     if "@" in urlsplit(config.url).netloc and any(k.lower() == "authorization" for k in config.headers):
         raise ConfigProblem(("headers",), "the url holds credentials (user:password@) and the headers an "
                                           "Authorization: give them one way", "keep one of the two")
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, parts.hostname, parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+
+
+def look_up_opener() -> urllib.request.OpenerDirector:
+    """The opener of the blocking look-ups before a run (a Mastra agent, an A2A card): no proxies, as for the run's
+    own requests, and no credential carried to another origin by a redirect (as ``redirected`` for the run's)."""
+    import urllib.request
+
+    class CredentialsStay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                             newurl: str) -> urllib.request.Request | None:
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            if new is not None and _origin(new.full_url) != _origin(req.full_url):
+                for name in [name for name in new.headers if secret_name(name)]:
+                    new.remove_header(name)
+            return new
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), CredentialsStay())
+
+
+def look_up_request(url: str, headers: dict[str, str]) -> urllib.request.Request:
+    """A look-up's GET: credentials in the URL (``user:password@``) sent as Basic auth, as the run's requests send
+    them (urllib would take them for part of the host name)."""
+    import urllib.request
+
+    plain = parsed(url)
+    if plain.user is not None:
+        import aiohttp
+
+        url = str(plain.with_user(None))
+        if not any(name.lower() == "authorization" for name in headers):
+            headers = {**headers, "Authorization": aiohttp.BasicAuth(plain.user, plain.password or "").encode()}
+    return urllib.request.Request(url, headers=headers)
 
 
 def quote(text: str, secrets: Redactor) -> str:
