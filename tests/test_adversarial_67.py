@@ -341,3 +341,69 @@ def test_an_http_target_on_the_command_line_without_a_scheme_says_so(
     assert result.stderr.startswith("error: --target http:localhost:8000/chat: http:URL takes an http:// or https:// "
                                     "URL\n"), result.stderr
     assert "import" not in result.stderr and not (result.cwd / "evalcli.db").exists()
+
+
+def a2a_agent(seen: Seen) -> Answer:
+    """An A2A agent behind Basic auth: its card, and a Message answering every ``message/send``."""
+    if not headers_of(seen).get("authorization", "").startswith("Basic "):
+        return Answer(status=401, body={"error": "Unauthorized"})
+    if seen.path.endswith("/.well-known/agent-card.json"):
+        return Answer(body={"name": "weather", "version": "1", "capabilities": {}, "skills": []})
+    return Answer(body={"jsonrpc": "2.0", "id": seen.body["id"], "result": {
+        "kind": "message", "messageId": "m1", "role": "agent", "contextId": "c1",
+        "parts": [{"kind": "text", "text": "ok"}]}})
+
+
+def test_an_a2a_url_with_credentials_reads_its_card_with_them(
+        agents: Callable[[], ScriptedAgent], write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    agent = agents()
+    agent.answer = a2a_agent
+    host = agent.url.removeprefix("http://")
+    write("d.yaml", f"""
+        target: {{a2a: "http://evals:{TOKEN}@{host}"}}
+        scorers: [{{includes: ok}}]
+        data: [{{id: one, input: hello}}]
+        """)
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 0, result.stderr
+    assert [s.method for s in agent.requests] == ["GET", "POST"]
+    assert {headers_of(s)["authorization"][:6] for s in agent.requests} == {"Basic "}
+
+
+def test_a_stored_label_left_out_because_its_conversation_changed_is_said(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    from tests.view_helpers import view_server
+
+    labelled = """
+        scorers: [{scorer: {includes: sunny}, id: sunny}]
+        data:
+          - {id: a, transcript: [{role: user, content: q}, {role: assistant, content: sunny}]}
+          - {id: b, transcript: [{role: user, content: q}, {role: assistant, content: REPLY}]}
+        """
+    write("d.yaml", labelled.replace("REPLY", "rain"))
+    run = cli("run", "d.yaml", "--json", "-")
+    assert run.code == 0, run.stderr
+    with view_server(run.cwd / "evalcli.db") as server:
+        for index in (0, 1):
+            assert server.post(f"/api/runs/{run.json['run_id']}/conversations/{index}/labels",
+                               {"scorer": "sunny", "value": "pass"})[0] == 200
+    write("d.yaml", labelled.replace("REPLY", "sunny at last"))  # b's messages edited since the person judged them
+    result = cli("calibrate", "d.yaml", "--labels-from-db", "--json", "-")
+    assert result.code == 0, result.stderr
+    assert result.json["scorers"][0]["labels"] == 1
+    assert ("warning: 1 label stored for d.yaml left out: b (sunny) changed since labelled (the person judged other "
+            "messages); label them again in evalcli view") in " ".join(result.stderr.split()), result.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["--scorer", "sunnny"], ["--labels-from-db"]])
+def test_a_calibration_with_nothing_to_calibrate_writes_no_database(
+        args: list[str], write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", """
+        scorers: [{scorer: {includes: sunny}, id: sunny}]
+        data:
+          - {id: a, transcript: [{role: user, content: q}, {role: assistant, content: sunny}]}
+        """)
+    result = cli("calibrate", "d.yaml", *args, "--json", "out.json")
+    assert result.code == 2, result.stderr
+    assert result.stderr.startswith("error: "), result.stderr
+    assert not (result.cwd / "evalcli.db").exists() and not (result.cwd / "out.json").exists()
