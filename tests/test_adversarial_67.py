@@ -407,3 +407,23 @@ def test_a_calibration_with_nothing_to_calibrate_writes_no_database(
     assert result.code == 2, result.stderr
     assert result.stderr.startswith("error: "), result.stderr
     assert not (result.cwd / "evalcli.db").exists() and not (result.cwd / "out.json").exists()
+
+
+@pytest.mark.parametrize("stop", ["Thanks, bye! ### stop ###", "##STOP##", "Got it. ###Stop###"])
+def test_a_stop_marker_the_simulator_writes_its_own_way_ends_the_conversation(
+        stop: str, llm_server: LLMServer, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    serve(llm_server, lambda heard, request: "Where is my order?" if heard is None else stop)
+    write("d.yaml", """
+        target: agents:echo
+        target_has_memory: true
+        scorers: [{includes: order}]
+        data:
+          - id: order
+            simulate: {goal: Find the order., max_turns: 4}
+        """)
+    result = cli("run", "d.yaml", "--json", "-", env=sim_env(llm_server))
+    assert result.code == 0, result.stdout + result.stderr
+    item = result.json["items"][0]
+    assert item["stop_reason"] == "user_stop"
+    assert [turn["input"] for turn in item["turns"]] == ["Where is my order?"], "the marker is never sent to the agent"
+    assert len(simulator_requests(llm_server)) == 2
