@@ -34,6 +34,7 @@ from .remote import (
     Pool,
     RemoteAdapter,
     ReplyFailed,
+    check_headers,
     look_up_opener,
     look_up_request,
     parsed,
@@ -140,6 +141,7 @@ class A2AAdapter(RemoteAdapter):
     @classmethod
     def build(cls, config: Any, context: FormContext) -> A2ATarget:
         assert isinstance(config, A2AConfig)
+        check_headers(config)
         headers = {name: str(value) for name, value in config.headers.items()}
         secrets = target_redactor(config)
         card = read_card(config, headers, secrets)

@@ -30,7 +30,7 @@ from .remote import (
     Pool,
     RemoteAdapter,
     ReplyFailed,
-    one_credential,
+    check_headers,
     parsed,
     quote,
     record_usage,
@@ -152,7 +152,7 @@ class HttpAdapter(RemoteAdapter):
         if config.method == "GET" and "body" in config.model_fields_set:
             raise ConfigProblem(("body",), "a GET request has no body",
                                 "put what the agent needs in the URL (templates allowed), or use POST")
-        one_credential(config)
+        check_headers(config)
         response = config.response
         if response.transform is not None:
             try:

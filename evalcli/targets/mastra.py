@@ -33,9 +33,9 @@ from .remote import (
     Pool,
     RemoteAdapter,
     ReplyFailed,
+    check_headers,
     look_up_opener,
     look_up_request,
-    one_credential,
     parsed,
     quote,
     record_usage,
@@ -157,7 +157,7 @@ class MastraAdapter(RemoteAdapter):
     @classmethod
     def build(cls, config: Any, context: FormContext) -> MastraTarget:
         assert isinstance(config, MastraConfig)
-        one_credential(config)
+        check_headers(config)
         target = MastraTarget(config, {name: str(value) for name, value in config.headers.items()},
                               target_redactor(config))
         look_up(target)

@@ -9,6 +9,7 @@ characters, with every secret (``evalcli.secrets``: the target's own and every o
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -47,9 +48,27 @@ def target_redactor(config: Any) -> Redactor:
     return Redactor(found)
 
 
-def one_credential(config: Any) -> None:
-    """Credentials in the URL (``user:password@``, sent as Basic auth) and an ``Authorization`` header cannot both be
-    sent: a ``ConfigProblem`` (a validation error) when a target gives both."""
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""A header name as HTTP allows it (a token)."""
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""Characters no header value may hold (a line break would start another header)."""
+
+
+def check_headers(config: Any) -> None:
+    """What would fail every request, found when the dataset loads (a ``ConfigProblem``, exit 2) instead: a header name
+    HTTP does not allow, a value holding a line break or another control character (a secret pasted with its newline),
+    and credentials both in the URL (``user:password@``, sent as Basic auth) and in an ``Authorization`` header."""
+    for name, value in config.headers.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ConfigProblem(("headers", name), f"'{name}' cannot be an HTTP header name",
+                                "use letters, digits and - only (e.g. X-Api-Key)")
+        bad = _CONTROL.search(str(value))
+        if bad is not None:  # the value is never quoted: it may be a secret
+            what = {"\n": "a line break", "\r": "a carriage return"}.get(bad.group(), "a control character")
+            raise ConfigProblem(("headers", name), f"the value of header '{name}' holds {what} "
+                                                   f"({bad.group()!a}), which no HTTP request can send",
+                                "remove it from the value (a secret read from a file or pasted into CI often ends with "
+                                "a newline)")
     if "@" in urlsplit(config.url).netloc and any(k.lower() == "authorization" for k in config.headers):
         raise ConfigProblem(("headers",), "the url holds credentials (user:password@) and the headers an "
                                           "Authorization: give them one way", "keep one of the two")
