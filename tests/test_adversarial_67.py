@@ -427,3 +427,21 @@ def test_a_stop_marker_the_simulator_writes_its_own_way_ends_the_conversation(
     assert item["stop_reason"] == "user_stop"
     assert [turn["input"] for turn in item["turns"]] == ["Where is my order?"], "the marker is never sent to the agent"
     assert len(simulator_requests(llm_server)) == 2
+
+
+def test_a_header_no_request_can_send_is_a_located_mistake_that_never_shows_the_secret(
+        agents: Callable[[], ScriptedAgent], write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    agent = agents()
+    write("d.yaml", f"""
+        target:
+          http:
+            url: {agent.url}/chat
+            headers: {{Authorization: "Bearer ${{AGENT_TOKEN}}"}}
+        scorers: [{{includes: ok}}]
+        data: [{{id: one, input: hello}}]
+        """)
+    result = cli("run", "d.yaml", env={"AGENT_TOKEN": TOKEN + "\n"})  # a CI secret pasted with its newline
+    assert result.code == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("error: d.yaml:4:30: the value of header 'Authorization' holds a line break "
+                                    "('\\n'), which no HTTP request can send"), result.stderr
+    assert TOKEN not in result.stderr and agent.requests == [] and not (result.cwd / "evalcli.db").exists()
