@@ -445,3 +445,17 @@ def test_a_header_no_request_can_send_is_a_located_mistake_that_never_shows_the_
     assert result.stderr.startswith("error: d.yaml:4:30: the value of header 'Authorization' holds a line break "
                                     "('\\n'), which no HTTP request can send"), result.stderr
     assert TOKEN not in result.stderr and agent.requests == [] and not (result.cwd / "evalcli.db").exists()
+
+
+def test_a_key_given_twice_on_a_jsonl_line_is_a_located_mistake_as_in_yaml(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "scorers: [{scorer: {includes: sunny}, id: sunny}]\ndata_file: logs.jsonl\n")
+    conversation = '[{"role": "user", "content": "q"}, {"role": "assistant", "content": "sunny"}]'
+    write("logs.jsonl", f'{{"id": "a", "messages": {conversation}, "labels": {{"sunny": "pass"}}}}\n'
+                        f'{{"id": "b", "messages": {conversation}, "labels": {{"sunny": "pass", "sunny": "fail"}}}}\n')
+    result = cli("calibrate", "d.yaml")
+    assert result.code == 2, result.stdout + result.stderr
+    line = (result.cwd / "logs.jsonl").read_text().splitlines()[1]
+    column = line.rindex('"sunny"') + 1
+    assert result.stderr.startswith(f"error: logs.jsonl:2:{column}: duplicate key 'sunny'\n"), result.stderr
+    assert not (result.cwd / "evalcli.db").exists()
