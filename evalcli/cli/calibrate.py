@@ -16,7 +16,7 @@ from ..llm import backend_from_env
 from ..records import record
 from ..reports.calibration import render_calibration
 from ..run import Events, RunOptions
-from ..run.calibrate import acalibrate
+from ..run.calibrate import acalibrate, calibrated_specs
 from ..secrets import Redactor
 from ..store import Store
 from ..store.labels import with_stored_labels
@@ -46,10 +46,13 @@ def calibrate_command(request: CalibrateRequest, events: Events, out: Console) -
                          use_cache=request.use_cache, handle_signals=True)
     documents: list[dict[str, Any]] = []
     codes: list[int] = []
+    if not (request.labels_from_db and Path(request.db).exists()):  # else its labels may be in the database
+        for dataset in datasets:  # nothing to calibrate, or an unknown --scorer: exit 2 before any file is made
+            calibrated_specs(dataset, request.scorer_ids)
     store = Store(request.db, redact)
     try:
         if request.labels_from_db:
-            datasets = [with_stored_labels(dataset, store) for dataset in datasets]
+            datasets = [with_stored_labels(dataset, store, events.warning) for dataset in datasets]
         with stdout_for_json(request.json_out == "-") as stdout, asyncio.Runner() as loop:
             for dataset in datasets:
                 calibration = loop.run(acalibrate(dataset, store=store, options=options, scorer_ids=request.scorer_ids,

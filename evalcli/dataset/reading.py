@@ -54,6 +54,9 @@ def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions
                 continue
             try:
                 value = _loads(line)
+            except DuplicateKey as exc:  # as YAML's duplicate keys (docs/yaml.md): never the last one silently kept
+                raise DatasetError([Problem(f"{file}:{number}:{exc.column(line)}", f"duplicate key '{exc.key}'",
+                                            "each key may appear once in a JSON object; remove one of them")]) from None
             except ValueError as exc:
                 raise DatasetError([Problem(f"{file}:{number}:{getattr(exc, 'colno', 1)}",
                                             f"not valid JSON: {getattr(exc, 'msg', exc)}",
@@ -64,21 +67,46 @@ def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions
             yield number, value, Positions(name, values={(): (number, 1)})
 
 
-_SCAN: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
-"""CPython's scanner behind ``json.loads`` (its C one), called directly for a line that is one JSON value."""
+class DuplicateKey(Exception):
+    """A JSON object that gives a key twice (``json.loads`` would keep the last one, silently)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+    def column(self, line: str) -> int:
+        """Where the key is given again (1-based; 1 when it cannot be told)."""
+        import re
+
+        keys = [m.start() for m in re.finditer(re.escape(json.dumps(self.key)) + r"\s*:", line)]  # keys, not values
+        return keys[1] + 1 if len(keys) > 1 else 1
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        raise DuplicateKey(next(key for key, _ in pairs if key in seen or seen.add(key)))  # type: ignore[func-returns-value]
+    return found
+
+
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder(  # type: ignore[attr-defined]
+    object_pairs_hook=_unique).scan_once
+"""CPython's scanner behind ``json.loads`` (its C one), called directly for a line that is one JSON value; every object
+is checked for a key given twice (about 1.5 us a line of a recorded conversation)."""
 
 
 def _loads(line: str) -> Any:
     """``json.loads(line)``: a line that is one value from its first character to its line break is scanned at once;
     any other (leading blanks, a byte-order mark, more after the value, a mistake) is read by ``json.loads`` itself,
-    which words the mistake."""
+    which words the mistake. A key given twice in an object is a ``DuplicateKey``."""
     try:
         value, end = _SCAN(line, 0)
     except (StopIteration, ValueError):
-        return json.loads(line)
+        return json.loads(line, object_pairs_hook=_unique)
     if end == len(line) or line[end:] in _LINE_ENDS:
         return value
-    return json.loads(line)
+    return json.loads(line, object_pairs_hook=_unique)
 
 
 _LINE_ENDS = frozenset({"\n", "\r\n", "\r"})

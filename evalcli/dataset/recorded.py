@@ -41,6 +41,9 @@ def parse_transcript(raw: Any, path: Path, pos: Positions, label: str, key: str,
                                                                    problems)) is not None]
     if len(problems) > before:
         return None
+    _orphan_results(messages, at, pos, label, key, problems)
+    if len(problems) > before:
+        return None
     turns: list[RecordedTurn] = []
     user: str | None = None
     output: list[Message] = []
@@ -61,6 +64,24 @@ def parse_transcript(raw: Any, path: Path, pos: Positions, label: str, key: str,
                                     "record at least the user's message and the agent's answer"))
         return None
     return tuple(turns)
+
+
+def _orphan_results(messages: list[Message], at: Path, pos: Positions, label: str, key: str,
+                    problems: list[Problem]) -> None:
+    """A tool message must answer a call an assistant message before it made (its ``tool_call_id``); one that answers
+    no call is a mistake in the recording (a cut log, a mistyped id), never a tool result silently scored."""
+    called: list[str] = []
+    for n, message in enumerate(messages):
+        if message["role"] == "assistant":
+            called += [str(c["id"]) for c in message.get("tool_calls") or () if isinstance(c, dict) and c.get("id")]
+        elif message["role"] == "tool" and message["tool_call_id"] not in called:
+            answered = message["tool_call_id"]
+            made = f"calls made before it: {', '.join(called)}" if called else "no call was made before it"
+            problems.append(pos.problem((*at, n, "tool_call_id"), f"{label} {key}[{n}]: the tool message answers "
+                                        f"'{answered}', a call no assistant message before it made"
+                                        f"{did_you_mean(answered, called)}",
+                                        "give the id of the assistant's tool call it answers (tool_calls: [{id: ...}]), "
+                                        f"or remove it ({made})"))
 
 
 def _message(raw: Any, at: Path, pos: Positions, label: str, problems: list[Problem]) -> Message | None:
@@ -85,6 +106,13 @@ def _message(raw: Any, at: Path, pos: Positions, label: str, problems: list[Prob
     if role == "tool" and (not isinstance(raw.get("tool_call_id"), str) or not raw["tool_call_id"].strip()):
         problems.append(pos.problem(at, f"{label}: a tool message needs 'tool_call_id' (the id of the assistant's tool "
                                         "call it answers)", "add tool_call_id: the id of that call"))
+        return None
+    if role == "assistant" and not (content is None or isinstance(content, (str, list))):
+        kind = "a mapping" if isinstance(content, dict) else f"{type(content).__name__} {content!r}"
+        problems.append(pos.problem((*at, "content"), f"{label}: an assistant message's 'content' must be its text (or "
+                                                      f"null, or a list of parts), got {kind}",
+                                    "write content: what the assistant said, as text (quote it if it looks like a "
+                                    "number)"))
         return None
     if role == "assistant" and "tool_calls" in raw:
         calls = _tool_calls(raw["tool_calls"], (*at, "tool_calls"), pos, label, problems)
@@ -116,6 +144,11 @@ def _tool_calls(raw: Any, at: Path, pos: Positions, label: str, problems: list[P
         arguments = function.get("arguments", "{}")  # type: ignore[union-attr]
         if isinstance(arguments, dict):
             arguments = json.dumps(arguments, ensure_ascii=False)
+        elif not isinstance(arguments, str):
+            problems.append(pos.problem((*at, n, "function", "arguments"), f"{label}: tool call {n}'s 'arguments' must "
+                                        f"be JSON text or a mapping, got {type(arguments).__name__} {arguments!r}",
+                                        "write arguments: '{\"city\": \"Paris\"}' or arguments: {city: Paris}"))
+            return None
         calls.append({**call, "function": {**function, "arguments": arguments}})  # type: ignore[dict-item]
     return calls
 

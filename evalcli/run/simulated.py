@@ -3,7 +3,8 @@
 The driver sends the opening (if any), then asks the simulator (``simulator``) for each next user
 message, and ends the conversation on the first stop rule that applies:
 
-- ``user_stop``: the simulator's message contains ``###STOP###`` (that message is not sent);
+- ``user_stop``: the simulator's message contains ``###STOP###`` or a look-alike (that message is not sent); before any message
+  was sent, that is the conversation's error (there is nothing to score);
 - ``max_turns``: ``max_turns`` user messages (the opening included) have been answered;
 - ``loop``: the simulator repeats the previous user message (the repeat is not sent);
 - ``error``: the agent or the simulator failed (the conversation's error).
@@ -16,7 +17,7 @@ from __future__ import annotations
 from ..dataset import Simulation
 from ..records import record
 from .play import ConversationFailed, LimitReached, PlayContext, Send, TurnAssertions
-from .simulator import STOP_MARKER, Simulator, agent_words, fenced, simulator_messages
+from .simulator import STOP_MARKER, Simulator, agent_words, fenced, simulator_messages, stops
 
 
 def _same(a: str, b: str) -> bool:
@@ -48,7 +49,12 @@ class SimulatedUser:
                 if context.ready is not None:
                     await context.ready()
                 text = await simulator.next_message(simulator_messages(simulation, said, heard), turn)
-                if STOP_MARKER in text:
+                if stops(text):
+                    if not said:  # nothing was said: an empty conversation is no conversation to score
+                        raise ConversationFailed(f"turn {turn}: the simulated user (model {simulation.model}) stopped "
+                                                 f"({STOP_MARKER}) before its first message, so the agent was never "
+                                                 "asked anything: give the item an 'opening', or a simulator model "
+                                                 "that plays the user", stop_reason="error")
                     return "user_stop"
                 if said and _same(text, said[-1]):
                     return "loop"

@@ -78,6 +78,12 @@ ECHOES = ("You are role-playing a human user", "Your goal in this conversation:"
 """Pieces of the request that a real user's message never contains: a reply holding one copies the request back."""
 
 
+def stops(text: str) -> bool:
+    """Whether a simulator message ends the conversation: it holds the stop marker, or a look-alike a model writes for
+    it (``### stop ###``, ``##STOP##``: the ones neutralised in the agent's words), never to be sent as the user's."""
+    return STOP_MARKER in text or _STOP_LOOKALIKE.search(text) is not None
+
+
 def instructions(character: Simulation) -> str:
     """The simulator's system message."""
     facts = "\n".join(f"- {name}: {value}" for name, value in character.facts) or "(nothing in particular)"

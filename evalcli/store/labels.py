@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sqlite3
+from collections.abc import Callable
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
@@ -173,7 +174,7 @@ def export_labels(store: Store, *, dataset: str | None = None, run_id: str | Non
     return head + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
 
 
-def with_stored_labels(dataset: Dataset, store: Store) -> Dataset:
+def with_stored_labels(dataset: Dataset, store: Store, warn: Callable[[str], None] | None = None) -> Dataset:
     """The dataset with the labels stored for its conversations (by the dataset's stable name and each item's
     identity) added to its own ``labels:``, a stored label winning over the file's; labels of ids that are no longer
     a top-level gate or scorer of the dataset are left out, and so are labels of a conversation whose content changed
@@ -187,4 +188,10 @@ def with_stored_labels(dataset: Dataset, store: Store) -> Dataset:
     items = [replace(item, labels={**item.labels, **{k: score for k, (score, content) in stored.get(item.identity, {}).items()
                                                      if k in known and still(item, content)}})
              for item in dataset.items]
+    stale = [f"{item.id} ({k})" for item in dataset.items for k, (_, content) in stored.get(item.identity, {}).items()
+             if k in known and not still(item, content)]
+    if stale and warn is not None:  # never silently fewer labels than the person made
+        warn(f"{len(stale)} label{'s' if len(stale) > 1 else ''} stored for {dataset.path} left out: "
+             f"{', '.join(stale[:5])}{', ...' if len(stale) > 5 else ''} changed since labelled (the person judged "
+             "other messages); label them again in evalcli view")
     return replace(dataset, items=items)

@@ -30,7 +30,19 @@ from ..records import record
 from ..secrets import Redactor, redact_url
 from .forms import FormContext
 from .openai_format import assistant
-from .remote import Pool, RemoteAdapter, ReplyFailed, parsed, quote, record_usage, target_redactor, tokens
+from .remote import (
+    Pool,
+    RemoteAdapter,
+    ReplyFailed,
+    check_headers,
+    look_up_opener,
+    look_up_request,
+    parsed,
+    quote,
+    record_usage,
+    target_redactor,
+    tokens,
+)
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
@@ -75,11 +87,11 @@ class A2ATarget:
 
 def read_card(config: A2AConfig, headers: dict[str, str], secrets: Redactor) -> dict[str, Any]:
     """The agent card (a blocking read before the run); ``ConfigProblem`` naming the URL when it cannot be read."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    opener = look_up_opener()
     reasons = []
     for path in CARD_PATHS:
         url = card_url(config.url, path)
-        request = urllib.request.Request(url, headers={**headers, "Accept": "application/json"})
+        request = look_up_request(url, {**headers, "Accept": "application/json"})
         try:
             with opener.open(request, timeout=min(10.0, config.timeout)) as response:
                 card = json.loads(response.read().decode("utf-8"))
@@ -129,6 +141,7 @@ class A2AAdapter(RemoteAdapter):
     @classmethod
     def build(cls, config: Any, context: FormContext) -> A2ATarget:
         assert isinstance(config, A2AConfig)
+        check_headers(config)
         headers = {name: str(value) for name, value in config.headers.items()}
         secrets = target_redactor(config)
         card = read_card(config, headers, secrets)

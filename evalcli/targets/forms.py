@@ -84,6 +84,9 @@ def cli_target(text: str) -> str | dict[str, Any]:
         return {"mastra": {"url": url, "agent": agent}}
     if spec.startswith("http:") and not spec.startswith("http://"):
         spec = spec[len("http:"):]
+        if not spec.startswith(("http://", "https://")):  # never read as an import path (http:ftp://x is no module)
+            raise UsageError(f"--target {text}: http:URL takes an http:// or https:// URL",
+                             "write e.g. --target http:http://127.0.0.1:8000/chat")
     if spec.startswith(("http://", "https://")):
         return {"http": {"url": spec}}
     if ":" not in spec:

@@ -15,7 +15,6 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -31,6 +30,7 @@ from .remote import (
     Pool,
     RemoteAdapter,
     ReplyFailed,
+    check_headers,
     parsed,
     quote,
     record_usage,
@@ -152,9 +152,7 @@ class HttpAdapter(RemoteAdapter):
         if config.method == "GET" and "body" in config.model_fields_set:
             raise ConfigProblem(("body",), "a GET request has no body",
                                 "put what the agent needs in the URL (templates allowed), or use POST")
-        if "@" in urlsplit(config.url).netloc and any(k.lower() == "authorization" for k in config.headers):
-            raise ConfigProblem(("headers",), "the url holds credentials (user:password@) and the headers an "
-                                              "Authorization: give them one way", "keep one of the two")
+        check_headers(config)
         response = config.response
         if response.transform is not None:
             try:

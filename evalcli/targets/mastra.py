@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
-import urllib.request
 from typing import Any
 from urllib.parse import quote as quote_path
 
@@ -30,7 +29,19 @@ from ..records import record
 from ..secrets import Redactor, redact_url
 from .forms import FormContext
 from .openai_format import assistant, tool_call, tool_result
-from .remote import Pool, RemoteAdapter, ReplyFailed, parsed, quote, record_usage, target_redactor, tokens
+from .remote import (
+    Pool,
+    RemoteAdapter,
+    ReplyFailed,
+    check_headers,
+    look_up_opener,
+    look_up_request,
+    parsed,
+    quote,
+    record_usage,
+    target_redactor,
+    tokens,
+)
 from .replies import History, TurnReplies
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession
 
@@ -87,9 +98,9 @@ class MastraTarget:
 
 def _get(target: MastraTarget, url: str) -> tuple[int, str]:
     """A blocking GET for the look-ups before a run (no event loop yet); (status, body). Proxies are not used, as
-    for the run's own requests."""
-    request = urllib.request.Request(url, headers={**target.headers, "Accept": "application/json"})
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    for the run's own requests; credentials in the URL (``user:password@``) are sent as Basic auth, as the run's are."""
+    request = look_up_request(url, {**target.headers, "Accept": "application/json"})
+    opener = look_up_opener()
     try:
         with opener.open(request, timeout=min(PROBE_TIMEOUT, target.config.timeout)) as response:
             return int(response.status), response.read().decode("utf-8", errors="replace")
@@ -146,6 +157,7 @@ class MastraAdapter(RemoteAdapter):
     @classmethod
     def build(cls, config: Any, context: FormContext) -> MastraTarget:
         assert isinstance(config, MastraConfig)
+        check_headers(config)
         target = MastraTarget(config, {name: str(value) for name, value in config.headers.items()},
                               target_redactor(config))
         look_up(target)

@@ -14,8 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..llm import BudgetSpent, LLMError
 from ..messages import Message
 from ..records import record
+from .callable import BadReply
 from .forms import FormAdapter, FormContext
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession, fresh_thread
 
@@ -145,11 +147,17 @@ class ModelSession(TurnSession["ModelAdapter"]):
         user: Message = {"role": "user", "content": text}
         settings = self.settings
         turn = len([m for m in self.history if m.get("role") == "user"])
-        response = await self.calls.llm().complete(
-            model=adapter.target.config.model, messages=[*adapter.prefix, *self.history, user], purpose="target",
-            temperature=settings["temperature"], max_tokens=settings["max_tokens"], seed=settings.get("seed"),
-            api_base=settings["api_base"], turn_index=turn)
-        reply = _assistant(response)
+        model = adapter.target.config.model
+        try:
+            response = await self.calls.llm().complete(
+                model=model, messages=[*adapter.prefix, *self.history, user], purpose="target",
+                temperature=settings["temperature"], max_tokens=settings["max_tokens"], seed=settings.get("seed"),
+                api_base=settings["api_base"], turn_index=turn)
+        except BudgetSpent:
+            raise
+        except LLMError as exc:  # the model under test failed: the turn's error names it, not "the target raised"
+            raise BadReply(exc.message) from None
+        reply = _assistant(response, model)
         self.history = [*self.history, user, reply]
         return [reply]
 
@@ -157,12 +165,14 @@ class ModelSession(TurnSession["ModelAdapter"]):
         self.history = []
 
 
-def _assistant(response: dict[str, Any]) -> Message:
+def _assistant(response: dict[str, Any], model: str) -> Message:
     """The assistant message of a chat completion: its text (and any tool calls the model made unasked)."""
     try:
         message = response["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
-        raise ValueError("the model's response has no message") from None
+        message = None
+    if not isinstance(message, dict):
+        raise BadReply(f"model {model} answered no message (its response has no choices[0].message)")
     content = message.get("content")
     reply: Message = {"role": "assistant", "content": content if isinstance(content, str) else None}
     if message.get("tool_calls"):

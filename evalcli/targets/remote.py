@@ -9,22 +9,28 @@ characters, with every secret (``evalcli.secrets``: the target's own and every o
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..records import record
-from ..secrets import Redactor, header_secrets, redact_url, remember, url_secrets
+from ..secrets import Redactor, header_secrets, redact_url, remember, secret_name, url_secrets
 from .callable import BadReply
 from .forms import FormAdapter
-from .session import Thread, caller_thread
+from .session import ConfigProblem, Thread, caller_thread
 from .usage import record_target_call
 
 if TYPE_CHECKING:
+    import urllib.request
+
     import aiohttp
 
 QUOTE_CHARS = 300
 """How much of a reply an error quotes."""
+MAX_REPLY_BYTES = 32 * 1024 * 1024
+"""The largest reply body read (32 MiB): a bigger one, or an endless stream, is the turn's error, not the run's memory."""
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 10
 
@@ -40,6 +46,69 @@ def target_redactor(config: Any) -> Redactor:
     found = RemoteAdapter.secrets(config)
     remember(found)
     return Redactor(found)
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""A header name as HTTP allows it (a token)."""
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""Characters no header value may hold (a line break would start another header)."""
+
+
+def check_headers(config: Any) -> None:
+    """What would fail every request, found when the dataset loads (a ``ConfigProblem``, exit 2) instead: a header name
+    HTTP does not allow, a value holding a line break or another control character (a secret pasted with its newline),
+    and credentials both in the URL (``user:password@``, sent as Basic auth) and in an ``Authorization`` header."""
+    for name, value in config.headers.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ConfigProblem(("headers", name), f"'{name}' cannot be an HTTP header name",
+                                "use letters, digits and - only (e.g. X-Api-Key)")
+        bad = _CONTROL.search(str(value))
+        if bad is not None:  # the value is never quoted: it may be a secret
+            what = {"\n": "a line break", "\r": "a carriage return"}.get(bad.group(), "a control character")
+            raise ConfigProblem(("headers", name), f"the value of header '{name}' holds {what} "
+                                                   f"({bad.group()!a}), which no HTTP request can send",
+                                "remove it from the value (a secret read from a file or pasted into CI often ends with "
+                                "a newline)")
+    if "@" in urlsplit(config.url).netloc and any(k.lower() == "authorization" for k in config.headers):
+        raise ConfigProblem(("headers",), "the url holds credentials (user:password@) and the headers an "
+                                          "Authorization: give them one way", "keep one of the two")
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, parts.hostname, parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+
+
+def look_up_opener() -> urllib.request.OpenerDirector:
+    """The opener of the blocking look-ups before a run (a Mastra agent, an A2A card): no proxies, as for the run's
+    own requests, and no credential carried to another origin by a redirect (as ``redirected`` for the run's)."""
+    import urllib.request
+
+    class CredentialsStay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                             newurl: str) -> urllib.request.Request | None:
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            if new is not None and _origin(new.full_url) != _origin(req.full_url):
+                for name in [name for name in new.headers if secret_name(name)]:
+                    new.remove_header(name)
+            return new
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), CredentialsStay())
+
+
+def look_up_request(url: str, headers: dict[str, str]) -> urllib.request.Request:
+    """A look-up's GET: credentials in the URL (``user:password@``) sent as Basic auth, as the run's requests send
+    them (urllib would take them for part of the host name)."""
+    import urllib.request
+
+    plain = parsed(url)
+    if plain.user is not None:
+        import aiohttp
+
+        url = str(plain.with_user(None))
+        if not any(name.lower() == "authorization" for name in headers):
+            headers = {**headers, "Authorization": aiohttp.BasicAuth(plain.user, plain.password or "").encode()}
+    return urllib.request.Request(url, headers=headers)
 
 
 def quote(text: str, secrets: Redactor) -> str:
@@ -96,11 +165,12 @@ class Pool:
         limit = self._timeouts.get(timeout)
         if limit is None:
             limit = self._timeouts[timeout] = aiohttp.ClientTimeout(total=timeout)
+        first = url if not isinstance(url, str) else parsed(url)
         try:
             for _ in range(MAX_REDIRECTS + 1):
                 async with self.session().request(method, url, headers=headers, data=body, timeout=limit,
                                                   allow_redirects=False) as response:
-                    raw = await response.read()
+                    raw = await _body(response, where)
                     status, reason = response.status, response.reason or ""
                     location = response.headers.get("Location")
                     if status not in REDIRECTS or not location:
@@ -110,7 +180,12 @@ class Pool:
                         raise ReplyFailed(f"{where} answered {status} {reason}, a redirect to "
                                           f"{redact_url(secrets(location))}, which a {method} is not sent to again "
                                           "(give the target's url as the redirect's Location)")
-                    url = response.url.join(parsed(location))  # 307/308 (or a GET): the same method and body
+                    try:
+                        to = response.url.join(parsed(location))
+                    except ValueError as exc:
+                        raise ReplyFailed(f"{where} answered {status} {reason}, a redirect to "
+                                          f"{redact_url(secrets(location))!r}, which is not a URL ({exc})") from None
+                    url, headers = redirected(first, to, headers)
             else:
                 raise ReplyFailed(f"{where} redirected more than {MAX_REDIRECTS} times")
         except TimeoutError:
@@ -128,6 +203,37 @@ class Pool:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+async def _body(response: aiohttp.ClientResponse, where: str) -> bytes:
+    """The reply's body, at most ``MAX_REPLY_BYTES`` of it: more is a ``ReplyFailed`` (docs/targets/http.md)."""
+    status = "" if 200 <= response.status < 300 else f" {response.status} {response.reason or ''}".rstrip()
+    too_big = ReplyFailed(f"{where} answered{status} with a body over {MAX_REPLY_BYTES // 2**20} MiB, more than a reply "
+                          "is read")
+    length = response.content_length
+    if length is not None and length > MAX_REPLY_BYTES:
+        raise too_big
+    if length is not None and "Content-Encoding" not in response.headers:  # a compressed body may grow: counted below
+        return await response.read()
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def redirected(first: Any, to: Any, headers: dict[str, str]) -> tuple[Any, dict[str, str]]:
+    """Where a 307/308 (or a GET's redirect) is followed, with the same method and body, and the headers sent there
+    (docs/targets/http.md): credentials stay with the origin (scheme, host, port) they were given for. To another origin
+    the secret-named headers (``Authorization``, ``Cookie``, ``X-Api-Key``, ...) and the URL's ``user:password`` are not
+    sent, as browsers and HTTP clients do; to the same origin the URL's credentials are sent again."""
+    if (to.scheme, to.host, to.port) != (first.scheme, first.host, first.port):
+        return to.with_user(None), {name: value for name, value in headers.items() if not secret_name(name)}
+    if first.user is not None and to.user is None:
+        to = to.with_user(first.user).with_password(first.password)
+    return to, headers
 
 
 def parsed(url: str) -> Any:
