@@ -47,3 +47,45 @@ def test_two_ids_that_differ_only_in_their_secrets_stay_two_conversations(tmp_pa
     assert "pass/fail over 2 conversations in both runs" in diff.stdout, diff.stdout
     data = (tmp_path / "evalcli.db").read_bytes()
     assert b"acme4242" not in data and b"zeta9191" not in data
+
+
+FLAKY = '''
+import pathlib
+HERE = pathlib.Path(__file__).parent
+
+def agent(input, **kw):
+    (HERE / "plays.log").open("a").write(input + "\\n")
+    if input == "boom":
+        raise RuntimeError("the agent fell over")
+    return "hello " + input
+'''
+
+TWO = """
+target: agent:agent
+gates:
+  - includes: hello
+data:
+  - {id: a, input: hi}
+  - {id: b, input: boom}
+"""
+
+
+def test_a_resume_after_the_agents_code_changed_says_so_naming_the_file(tmp_path: Path) -> None:
+    """`--resume` compared the dataset, its files and the environment, but not the code of the target the dataset
+    names (`target: agent:agent`): an edited agent.py resumed silently, the conversations it played scored under
+    one verdict with those the old code played. The resume now says so, naming the file (docs/identity.md); with the
+    file as it was, it says nothing."""
+    (tmp_path / "agent.py").write_text(FLAKY)
+    (tmp_path / "d.yaml").write_text(TWO)
+    first = run_cli(["run", "d.yaml", "--quiet"], tmp_path)
+    assert first.code == 4, first.stdout + first.stderr
+    run_id = sqlite3.connect(tmp_path / "evalcli.db").execute("SELECT id FROM runs").fetchone()[0]
+    same = run_cli(["run", "d.yaml", "--resume", run_id], tmp_path)
+    assert same.code == 4 and "code changed" not in same.stderr, same.stdout + same.stderr
+    (tmp_path / "agent.py").write_text(FLAKY.replace('if input == "boom"', 'if input == "never"'))
+    resumed = run_cli(["run", "d.yaml", "--resume", run_id], tmp_path)
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert (f"the target's code changed since run {run_id} started: target.source (changed: the content of "
+            "agent.py)") in resumed.stderr, resumed.stderr
+    assert f"--rerun-failed {run_id}" in resumed.stderr, resumed.stderr
+    assert (tmp_path / "plays.log").read_text().split() == ["hi", "boom", "boom", "boom"]

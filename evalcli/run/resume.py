@@ -27,6 +27,10 @@ FLAGS = {"filter": "--filter", "shard": "--shard", "limit": "--limit", "repeat":
          "max_errors": "--max-errors", "only_indexes": "--rerun-failed", "sequential": "--repeat auto",
          "pass_rate": "--pass-rate"}
 """The run options a run keeps (``StoredOptions``), by the command-line flag that sets each."""
+SOURCE = "target.source"
+"""The paths of the target module's file in the resolved configuration (``dataset.target.source_of``): a change is
+said, never refused (fixing the agent a run stopped on and resuming it is what a stopped run's error suggests); a
+run stored before evalcli kept them is compared without them."""
 DEFAULTS: dict[str, Any] = {"filter": None, "shard": None, "limit": None, "repeat": 1, "strict": False,
                             "max_errors": 0, "only_indexes": None, "sequential": False, "pass_rate": 1.0}
 
@@ -68,6 +72,8 @@ def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset
     if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (docs/identity.md)
         tree = dataset.resolved_configuration()
         changes = differences(stored.config, tree)
+        if not any(path.startswith(SOURCE) for path in stored.config):  # kept before the target's code was
+            changes = [change for change in changes if not change.startswith(SOURCE)]
         changes = collapsed(changes, *paths(stored.config, tree)) if changes else []
         return files_named(tapes_named(changes, tree), tree)
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
@@ -141,9 +147,10 @@ def files_named(changes: list[str], tree: Any) -> list[str]:
     return named
 
 
-def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[str, Any], StoredOptions]:
-    """The stored run to continue (its row, its options), or a ``UsageError`` saying why it cannot be: another
-    dataset, a dataset file that changed, or a configuration that changed since it began."""
+def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[str, Any], StoredOptions, list[str]]:
+    """The stored run to continue (its row, its options, and a note when only the target's code changed since it
+    began), or a ``UsageError`` saying why it cannot be: another dataset, a dataset file that changed, or a
+    configuration that changed since it began."""
     row = store.require_run(run_id)
     check_same_dataset(row, dataset, "resume")
     resume = row["id"]
@@ -152,6 +159,8 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
                          "resume it with the target it ran against (--target TARGET when it was given one)")
     stored = store.options(resume)
     changes = configuration_changes(row, stored, dataset)
+    code = [change for change in changes if change.startswith(SOURCE)]  # said, not refused (docs/identity.md)
+    changes = [change for change in changes if not change.startswith(SOURCE)] + (code if changes != code else [])
     if row["dataset_hash"] and row["dataset_hash"] != dataset.hash:
         raise UsageError(f"{dataset.path} changed since run {resume} started: {edited(changes)}; its "
                          "results would not add up", f"run it afresh (evalcli run {dataset.path}) instead of resuming")
@@ -160,7 +169,11 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
                          f"{', '.join(changes)}; resuming would score its conversations two ways under one verdict",
                          f"run it afresh (evalcli run {dataset.path}), or restore the configuration the run began with "
                          "(scorers.yaml, environment variables the dataset reads)")
-    return row, stored
+    notes = [f"the target's code changed since run {resume} started: {', '.join(code)}; the conversations this "
+             "resume plays run the code as it is now, those the run kept ran the code as it was (for one verdict of "
+             f"one code: evalcli run {dataset.path}, or --rerun-failed {resume} for its failed conversations)"
+             ] if code else []
+    return row, stored, notes
 
 
 def unverified_secrets(stored: StoredOptions, run_id: str) -> list[str]:
@@ -202,7 +215,7 @@ def resume_options(store: Store, run_id: str, dataset: Dataset, options: RunOpti
     ``repeat``, ``strict``, ``max_errors``, the items of a re-run). ``given`` holds the options a caller set
     explicitly (by ``RunOptions`` field or ``StoredOptions`` name: ``filter``, ``shard``, ``limit``, ``repeat``,
     ``strict``, ``max_errors``); one that differs from the run's is a ``UsageError``."""
-    row, stored = check_resumable(store, run_id, dataset)
+    row, stored, _ = check_resumable(store, run_id, dataset)  # the note is the run's to say
     return restored(options, row, stored, given)
 
 
