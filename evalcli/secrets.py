@@ -428,3 +428,12 @@ def redactor() -> Redactor:
 def redact_text(text: str) -> str:
     """``text`` with every secret known now replaced (for error texts, the terminal, the cache)."""
     return redactor()(text)
+
+
+def cut(text: str, width: int, more: str = "…") -> str:
+    """``text`` on one line with every secret known now replaced, cut to ``width`` characters (``more`` ending it when
+    it was cut). Redacted first, as it was written: cut first, a secret across the cut left its start, which no
+    redaction finds afterwards (22 of an API key's 24 characters); put on one line first, a secret holding a line
+    break or two spaces (a PEM key, a passphrase) was no longer itself (docs/secrets.md)."""
+    flat = " ".join(redact_text(text).split())
+    return flat if len(flat) <= width else flat[: width - len(more)] + more

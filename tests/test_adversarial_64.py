@@ -4,10 +4,12 @@ files. Each test failed on the build it was written against (c9daa57)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 from tests.conftest import run_cli
+from tests.llm_server import LLMServer, Reply, Request, text
 
 AGENT = '''
 def agent(input, **kw):
@@ -88,4 +90,143 @@ def test_a_resume_after_the_agents_code_changed_says_so_naming_the_file(tmp_path
     assert (f"the target's code changed since run {run_id} started: target.source (changed: the content of "
             "agent.py)") in resumed.stderr, resumed.stderr
     assert f"--rerun-failed {run_id}" in resumed.stderr, resumed.stderr
-    assert (tmp_path / "plays.log").read_text().split() == ["hi", "boom", "boom", "boom"]
+    assert sorted((tmp_path / "plays.log").read_text().split()) == ["boom", "boom", "boom", "hi"]
+
+
+KEY = "zq9-live-KEYabc1234567890"
+"""An API key evalcli sends to the judge's provider (``OPENAI_API_KEY``): a secret (docs/secrets.md)."""
+
+
+def _starts(data: str, secret: str) -> int:
+    """The length of the longest start of ``secret`` (6 characters or more) found in ``data``, 0 when none."""
+    return max((n for n in range(6, len(secret) + 1) if secret[:n].lower() in data.lower()), default=0)
+
+
+def _outputs(folder: Path, done_stdout: str, done_stderr: str) -> dict[str, str]:
+    found = {"stdout": done_stdout, "stderr": done_stderr}
+    for path in folder.iterdir():
+        if path.is_file() and path.suffix in (".json", ".db", ".db-wal", ".html", ".md", ".xml"):
+            found[path.name] = path.read_bytes().decode("latin-1")
+    return found
+
+
+JUDGED = """
+target: agent:agent
+gates:
+  - scorer: {{judge: {{criterion: The assistant was polite., model: openai/judge, api_base: "{url}"}}}}
+    id: polite
+data:
+  - {{id: a, input: hi}}
+"""
+
+
+def test_a_judge_reply_quoted_in_part_never_keeps_the_start_of_a_secret(tmp_path: Path, llm_server: LLMServer,
+                                                                        monkeypatch: object) -> None:
+    """A judge that never gives a readable verdict is quoted in the error, its last reply cut to 200 characters:
+    cut first, then redacted, a key that straddled the cut kept 22 of its 24 characters in the terminal and the
+    JSON. A provider error quoting the key was cut at 500 characters the same way (23 of 24 kept). Both are
+    redacted first now (docs/secrets.md)."""
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "d.yaml").write_text(JUDGED.format(url=llm_server.url))
+    env = {"OPENAI_API_KEY": KEY, "EVALCLI_LLM_RETRIES": "0"}
+    llm_server.responder = lambda request: text("ab " + " ".join([KEY] * 30))  # the cut at 200 falls in a key
+    done = run_cli(["run", "d.yaml", "--json", "r.json", "--no-cache"], tmp_path, env)
+    assert "no readable verdict" in done.stdout, done.stdout + done.stderr
+    leaks = {where: n for where, data in _outputs(tmp_path, done.stdout, done.stderr).items()
+             if (n := _starts(data, KEY))}
+    assert not leaks, leaks
+
+    for pad in (0, 6, 12):  # wherever the cut at 500 falls, it falls in a key for one of these
+        def refused(request: Request, pad: int = pad) -> Reply:
+            return Reply(status=400, body={"error": {"message": "bad key: " + "p" * pad + " " + " ".join([KEY] * 40),
+                                                     "type": "invalid_request_error"}})
+        llm_server.responder = refused
+        done = run_cli(["run", "d.yaml", "--json", f"r{pad}.json", "--no-cache"], tmp_path, env)
+        assert "BadRequestError" in done.stdout, done.stdout + done.stderr
+        leaks = {where: n for where, data in _outputs(tmp_path, done.stdout, done.stderr).items()
+                 if (n := _starts(data, KEY))}
+        assert not leaks, (pad, leaks)
+
+
+LONG_REPLY = '''
+import os
+
+def agent(input, **kw):
+    if input == "pem":
+        return "my key:\\n" + os.environ["SIGNING_KEY"] + "\\nkeep it"
+    return "x" * 140 + " config: " + os.environ["SVC_TOKEN"] + " and more words after it"
+'''
+
+QUOTED = """
+target: agent:agent
+gates:
+  - includes: hello
+data:
+  - {id: long, input: long}
+  - {id: pem, input: pem}
+"""
+
+
+def test_a_reason_quoting_a_reply_never_keeps_part_of_a_secret(tmp_path: Path) -> None:
+    """A gate's reason quotes the agent's reply on one line, cut to 160 characters: a token across the cut kept
+    its start (`config: zz7TOKENv…`), and a secret of several lines (a PEM key in `SIGNING_KEY`) put on one line
+    was no longer the secret, so it was kept whole, in the terminal, the JSON, `show` and the database."""
+    (tmp_path / "agent.py").write_text(LONG_REPLY)
+    (tmp_path / "d.yaml").write_text(QUOTED)
+    token = "zz7TOKENvalue0123456789"
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----"
+    env = {"SVC_TOKEN": token, "SIGNING_KEY": pem}
+    done = run_cli(["run", "d.yaml", "--json", "r.json"], tmp_path, env)
+    assert done.code == 1, done.stdout + done.stderr
+    run_id = json.loads((tmp_path / "r.json").read_text())["run_id"]
+    shown = run_cli(["show", run_id, "long"], tmp_path, env)
+    outputs = _outputs(tmp_path, done.stdout + shown.stdout, done.stderr + shown.stderr)
+    assert not {where: n for where, data in outputs.items() if (n := _starts(data, token))}
+    body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"
+    assert not [where for where, data in outputs.items() if body.lower() in data.lower()]
+
+
+SYSTEM = """
+secrets: [TENANT_KEY]
+target:
+  model: openai/scripted
+  api_base: "{url}"
+  system: "Tenant key {{TENANT}} is private."
+gates:
+  - includes: hello
+data:
+  - {{id: a, input: hi}}
+  - {{id: b, input: boom}}
+"""
+
+
+def test_a_model_target_whose_system_prompt_holds_a_secret_resumes(tmp_path: Path, llm_server: LLMServer) -> None:
+    """A model target is named by its system prompt's first 40 characters, cut before they were redacted: a secret
+    across the cut kept its start in the terminal and `runs.target`, and a secret inside them made the run
+    impossible to resume ("run ... was of target model:... (system='Tenant key [redacted]...'), not
+    model:... (system='Tenant key [redacted]...')", the same text on both sides)."""
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "d.yaml").write_text(SYSTEM.format(url=llm_server.url).replace("{TENANT}", "${TENANT_KEY}"))
+    calls = {"n": 0}
+
+    def answer(request: Request) -> Reply:
+        calls["n"] += 1
+        if "boom" in json.dumps(request.messages[-1]) and calls["n"] < 3:
+            return Reply(status=400, body={"error": {"message": "not now", "type": "invalid_request_error"}})
+        return text("hello")
+
+    llm_server.responder = answer
+    env = {"TENANT_KEY": "tk-88AA77BB66CC55", "EVALCLI_LLM_RETRIES": "0"}
+    first = run_cli(["run", "d.yaml"], tmp_path, env)
+    assert first.code == 4, first.stdout + first.stderr
+    run_id, target = sqlite3.connect(tmp_path / "evalcli.db").execute("SELECT id, target FROM runs").fetchone()
+    assert "Tenant key [redacted]" in target
+    resumed = run_cli(["run", "d.yaml", "--resume", run_id], tmp_path, env)
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+
+    cut = SYSTEM.format(url=llm_server.url).replace("{TENANT}", "x" * 20 + "${TENANT_KEY}")
+    (tmp_path / "d.yaml").write_text(cut)
+    across = run_cli(["run", "d.yaml", "--db", "other.db"], tmp_path, env)
+    stored = sqlite3.connect(tmp_path / "other.db").execute("SELECT target FROM runs").fetchone()[0]
+    for where in (across.stdout, across.stderr, stored):
+        assert _starts(where, env["TENANT_KEY"]) == 0, where

@@ -19,6 +19,7 @@ from ..errors import UsageError
 from ..fingerprint import KEY_VARIABLE, SALT, differences, leaves, paths, unverifiable
 from ..identity import LEGACY, identity_of, pair_by_identity
 from ..results import ItemResult
+from ..secrets import redact_text
 from ..store import Store, StoredOptions
 from ..store.light import stored_items
 from .options import RunOptions, plan_of
@@ -77,7 +78,7 @@ def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset
         changes = collapsed(changes, *paths(stored.config, tree)) if changes else []
         return files_named(tapes_named(changes, tree), tree)
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
-        changes = [] if row["target"] == dataset.target_spec else ["target"]
+        changes = [] if _same_target(row, dataset) else ["target"]
         return changes + ([] if stored.plan == plan_of(dataset) else ["gates, scorers or thresholds"])
     now = dataset.configuration()
     changed = [f"{label} (changed)" for label, digest in stored.config.items() if label in now and now[label] != digest]
@@ -147,6 +148,12 @@ def files_named(changes: list[str], tree: Any) -> list[str]:
     return named
 
 
+def _same_target(row: Mapping[str, Any], dataset: Dataset) -> bool:
+    """Whether a stored run was of the dataset's target: as stored, its secrets redacted (a model target's system
+    prompt holding one was refused as another target, with the same text on both sides of its error)."""
+    return row["target"] in (dataset.target_spec, redact_text(dataset.target_spec))
+
+
 def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[str, Any], StoredOptions, list[str]]:
     """The stored run to continue (its row, its options, and a note when only the target's code changed since it
     began), or a ``UsageError`` saying why it cannot be: another dataset, a dataset file that changed, or a
@@ -154,7 +161,7 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
     row = store.require_run(run_id)
     check_same_dataset(row, dataset, "resume")
     resume = row["id"]
-    if row["target"] != dataset.target_spec:
+    if not _same_target(row, dataset):
         raise UsageError(f"run {resume} was of target {row['target']}, not {dataset.target_spec}",
                          "resume it with the target it ran against (--target TARGET when it was given one)")
     stored = store.options(resume)
