@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import run_cli
 from tests.llm_server import LLMServer, Reply, Request, text
+from tests.pytest_project import pytest_env
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 AGENT = '''
 def agent(input, **kw):
@@ -230,3 +234,45 @@ def test_a_model_target_whose_system_prompt_holds_a_secret_resumes(tmp_path: Pat
     stored = sqlite3.connect(tmp_path / "other.db").execute("SELECT target FROM runs").fetchone()[0]
     for where in (across.stdout, across.stderr, stored):
         assert _starts(where, env["TENANT_KEY"]) == 0, where
+
+
+PYTEST_TENANTS = """
+target: agent:agent
+secrets: [TENANT_A]
+gates:
+  - includes: hello
+data:
+  - {id: "${TENANT_A}-refund", input: "hello there"}
+  - {id: "${TENANT_A}-cancel", input: "bye"}
+"""
+
+ECHO_HELLO = '''
+def agent(input, **kw):
+    return input
+'''
+
+
+def test_pytest_names_a_conversation_whose_id_holds_a_secret_by_its_reference(tmp_path: Path) -> None:
+    """The pytest plugin named each conversation by its id as interpolated: a declared secret in an id
+    (`${TENANT_A}-refund`) was in pytest's own lines (`PASSED d.yaml::acme4242-refund`), its JUnit XML and
+    `.pytest_cache`, which evalcli never redacts. The node is named as its identity holds it
+    (`d.yaml::${TENANT_A}-refund`, docs/pytest.md), and `--lf` and a node id still select it."""
+    (tmp_path / "agent.py").write_text(ECHO_HELLO)
+    (tmp_path / "d.yaml").write_text(PYTEST_TENANTS)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    env = pytest_env(TENANT_A="acme4242")
+
+    def pytest(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "evalcli.pytest_plugin", *args], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+
+    played = pytest("d.yaml", "-v", "-rA", "--junitxml=pytest.xml")
+    assert played.returncode == 1, played.stdout + played.stderr
+    assert "d.yaml::${TENANT_A}-refund PASSED" in played.stdout, played.stdout
+    written = [path for path in tmp_path.rglob("*") if path.is_file() and b"acme4242" in path.read_bytes()
+               and path.suffix != ".yaml" and "__pycache__" not in path.parts]
+    assert "acme4242" not in played.stdout + played.stderr and not written, written
+    again = pytest("d.yaml", "--lf", "-v")
+    assert "d.yaml::${TENANT_A}-cancel FAILED" in again.stdout and "-refund" not in again.stdout, again.stdout
+    one = pytest("d.yaml::${TENANT_A}-refund", "-v")
+    assert one.returncode == 0 and "1 passed" in one.stdout, one.stdout + one.stderr
