@@ -276,3 +276,38 @@ def test_pytest_names_a_conversation_whose_id_holds_a_secret_by_its_reference(tm
     assert "d.yaml::${TENANT_A}-cancel FAILED" in again.stdout and "-refund" not in again.stdout, again.stdout
     one = pytest("d.yaml::${TENANT_A}-refund", "-v")
     assert one.returncode == 0 and "1 passed" in one.stdout, one.stdout + one.stderr
+
+
+TWO_GATES = """
+target: agent:agent
+secrets: [TENANT_A, TENANT_B]
+gates:
+  - includes: "${TENANT_A}"
+  - includes: "${TENANT_B}"
+scorers:
+  - scorer: {includes: "${TENANT_A}"}
+    id: "tenant-${TENANT_A}"
+data:
+  - {id: a, input: "for acme4242 only"}
+"""
+
+
+def test_two_gates_whose_arguments_differ_only_in_their_secrets_keep_two_scores(tmp_path: Path) -> None:
+    """`includes: ${TENANT_A}` and `includes: ${TENANT_B}` were both `includes([redacted])`: the conversation counted
+    1 gate of 2 (`gates 1/1` shown `0/1`), its stored scores kept one of the two (the JSON's `gate_scores` and the
+    database lost the passing one), and a scorer with `id: tenant-${TENANT_A}` showed `-` for its score. An id
+    holds a secret as its variable (`includes(${TENANT_A})`, docs/secrets.md)."""
+    (tmp_path / "agent.py").write_text(ECHO_HELLO)
+    (tmp_path / "d.yaml").write_text(TWO_GATES)
+    env = {"TENANT_A": "acme4242", "TENANT_B": "zeta9191"}
+    done = run_cli(["run", "d.yaml", "--json", "r.json"], tmp_path, env)
+    assert done.code == 1, done.stdout + done.stderr
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["items"][0]["gate_scores"] == {"includes(${TENANT_A})": 1.0, "includes(${TENANT_B})": 0.0}
+    assert result["items"][0]["scores"] == {"tenant-${TENANT_A}": 1.0}
+    stored = sqlite3.connect(tmp_path / "evalcli.db").execute("SELECT gate_scores FROM items").fetchone()[0]
+    assert json.loads(stored) == {"includes(${TENANT_A})": 1.0, "includes(${TENANT_B})": 0.0}
+    assert "1/2" in done.stdout, done.stdout
+    row = next(line for line in done.stdout.splitlines() if line.startswith("│ a "))
+    assert row.split("│")[4].strip() == "1", row  # the tenant-... scorer's score
+    assert "acme4242" not in done.stdout + done.stderr + (tmp_path / "r.json").read_text()
