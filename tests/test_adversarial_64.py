@@ -311,3 +311,46 @@ def test_two_gates_whose_arguments_differ_only_in_their_secrets_keep_two_scores(
     row = next(line for line in done.stdout.splitlines() if line.startswith("│ a "))
     assert row.split("│")[4].strip() == "1", row  # the tenant-... scorer's score
     assert "acme4242" not in done.stdout + done.stderr + (tmp_path / "r.json").read_text()
+
+
+FILTERED = """
+target: agent:agent
+secrets: [TENANT_A]
+gates:
+  - includes: hello
+data:
+  - {id: "${TENANT_A}-one", input: "hello one"}
+  - {id: "${TENANT_A}-two", input: "boom"}
+  - {id: "other-three", input: "hello three"}
+"""
+
+BOOM_UNTIL_FIXED = '''
+import pathlib
+
+def agent(input, **kw):
+    if input == "boom" and not (pathlib.Path(__file__).parent / "fixed").exists():
+        raise RuntimeError("not yet")
+    return "hello" if input == "boom" else input
+'''
+
+
+def test_a_resume_selects_what_a_filter_holding_a_secret_selected(tmp_path: Path) -> None:
+    """A run started with `--filter acme4242` (a declared secret: the tenant in the ids) kept its filter redacted, and
+    `--resume` restored `[redacted]` as the regex, a character class that matched `other-three` too: the resumed run
+    played a conversation its selection never had, silently. The filter is kept with the secret as `${TENANT_A}` and
+    put back (docs/secrets.md); without the variable the resume is refused."""
+    (tmp_path / "agent.py").write_text(BOOM_UNTIL_FIXED)
+    (tmp_path / "d.yaml").write_text(FILTERED)
+    env = {"TENANT_A": "acme4242"}
+    first = run_cli(["run", "d.yaml", "--filter", "acme4242", "--quiet"], tmp_path, env)
+    assert first.code == 4, first.stdout + first.stderr
+    conn = sqlite3.connect(tmp_path / "evalcli.db")
+    run_id, options = conn.execute("SELECT id, options FROM runs").fetchone()
+    assert "acme4242" not in options
+    (tmp_path / "fixed").write_text("")
+    resumed = run_cli(["run", "d.yaml", "--resume", run_id, "--quiet"], tmp_path, env)
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    played = sorted(row[0] for row in conn.execute("SELECT identity FROM items WHERE run_id = ?", (run_id,)))
+    assert played == ["id:${TENANT_A}-one", "id:${TENANT_A}-two"]
+    unset = run_cli(["run", "d.yaml", "--resume", run_id], tmp_path, {"TENANT_A": ""})
+    assert unset.code == 2 and "--filter held the secret ${TENANT_A}" in unset.stderr, unset.stdout + unset.stderr

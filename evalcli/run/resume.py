@@ -19,7 +19,9 @@ from ..errors import UsageError
 from ..fingerprint import KEY_VARIABLE, SALT, differences, leaves, paths, unverifiable
 from ..identity import LEGACY, identity_of, pair_by_identity
 from ..results import ItemResult
-from ..secrets import redact_text
+from ..secret_references import Unresolved
+from ..secret_references import restored as with_values
+from ..secrets import REDACTED, redact_text
 from ..store import Store, StoredOptions
 from ..store.light import stored_items
 from .options import RunOptions, plan_of
@@ -53,7 +55,7 @@ def flag_text(name: str, value: Any) -> str:
 
 
 def _values(options: StoredOptions) -> dict[str, Any]:
-    return {"filter": options.filter, "shard": options.shard, "limit": options.limit, "repeat": options.repeat,
+    return {"filter": stored_filter(options), "shard": options.shard, "limit": options.limit, "repeat": options.repeat,
             "strict": options.strict, "max_errors": options.max_errors, "only_indexes": options.only_indexes,
             "sequential": options.sequential, "pass_rate": options.pass_rate}
 
@@ -66,6 +68,22 @@ def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> N
                          f"cannot {what} it with {dataset.path}",
                          f"name its own dataset: evalcli run {other} --{'resume' if what == 'resume' else 'rerun-failed'} "
                          f"{row['id']}")
+
+
+def stored_filter(options: StoredOptions) -> str | None:
+    """The ``--filter`` a run was started with. One that held a secret is stored redacted, and beside it with each
+    secret as ``${NAME}`` (``filter_written``), whose values are put back here: the redacted one (``[redacted]``, a
+    character class of a regex) selected other conversations than the run's (docs/secrets.md)."""
+    if options.filter_written is None:
+        return options.filter
+    if REDACTED in options.filter_written:
+        raise UsageError(f"the run's --filter held a secret that evalcli keeps by no variable: {options.filter} "
+                         "cannot select its conversations again", "start the run afresh")
+    try:
+        return with_values(options.filter_written)  # type: ignore[no-any-return]
+    except Unresolved as exc:
+        raise UsageError(f"the run's --filter held the secret ${{{exc.args[0]}}}, which has no value now",
+                         f"set {exc.args[0]} as it was when the run started") from None
 
 
 def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset: Dataset) -> list[str]:
@@ -243,7 +261,7 @@ def restored(options: RunOptions, row: Mapping[str, Any], stored: StoredOptions,
             raise UsageError(f"resuming run {row['id']}: {'; '.join(conflicts)}",
                              "leave those flags out: resuming restores the options the run was started with "
                              "(or start a new run)")
-    return replace(options, resume=row["id"], selection=Selection(stored.filter, stored.shard, stored.limit),
+    return replace(options, resume=row["id"], selection=Selection(stored_filter(stored), stored.shard, stored.limit),
                    repeat=stored.repeat, sequential=stored.sequential, pass_rate=stored.pass_rate,
                    strict=stored.strict, max_errors=stored.max_errors,
                    only_indexes=set(stored.only_indexes) if stored.only_indexes else None)
