@@ -55,6 +55,34 @@ def test_two_ids_that_differ_only_in_their_secrets_stay_two_conversations(tmp_pa
     assert b"acme4242" not in data and b"zeta9191" not in data
 
 
+BOOM_B = '''
+def agent(input, **kw):
+    if input == "boom":
+        raise RuntimeError("not now")
+    return "hello " + input
+'''
+
+
+def test_show_finds_each_of_two_conversations_whose_ids_differ_only_in_their_secrets(tmp_path: Path) -> None:
+    """The failing list said `evalcli show RUN '[redacted]-refund'` for a conversation whose id holds a secret, a
+    name two conversations shared: `show` gave whichever came first, and could be given no other name. The list
+    names it as its identity does (`'${TENANT_B}-refund'`), `show` finds it so, and an ambiguous name is refused
+    with the names that are not (docs/identity.md)."""
+    (tmp_path / "agent.py").write_text(BOOM_B)
+    second = '{id: "${TENANT_B}-refund", input: "refund please"}'
+    (tmp_path / "d.yaml").write_text(TENANTS.replace(second, second.replace("refund please", "boom")))
+    env = {"TENANT_A": "acme4242", "TENANT_B": "zeta9191"}
+    done = run_cli(["run", "d.yaml"], tmp_path, env)
+    assert done.code == 4, done.stdout + done.stderr
+    run_id = sqlite3.connect(tmp_path / "evalcli.db").execute("SELECT id FROM runs").fetchone()[0]
+    assert f"evalcli show {run_id} '${{TENANT_B}}-refund'" in done.stdout, done.stdout
+    shown = run_cli(["show", run_id, "${TENANT_B}-refund"], tmp_path, env)
+    assert shown.code == 0 and "(item 1," in shown.stdout and "not now" in shown.stdout, shown.stdout + shown.stderr
+    ambiguous = run_cli(["show", run_id, "[redacted]-refund"], tmp_path, env)
+    assert ambiguous.code == 2, ambiguous.stdout + ambiguous.stderr
+    assert "${TENANT_A}-refund, ${TENANT_B}-refund" in ambiguous.stderr, ambiguous.stderr
+
+
 FLAKY = '''
 import pathlib
 HERE = pathlib.Path(__file__).parent
