@@ -35,13 +35,15 @@ def test_two_ids_that_differ_only_in_their_secrets_stay_two_conversations(tmp_pa
     """Per-tenant ids (`${TENANT_A}-refund`, `${TENANT_B}-refund`, both declared secrets) were both stored with the
     identity `id:[redacted]-refund`: `diff` of two runs of the same dataset paired one with the other and called it
     "changed" (1 changed, 1 only in A, 1 only in B). Their identities hold the secret as its reference
-    (docs/identity.md), so the two runs pair whole, and no secret is stored."""
+    (docs/identity.md), so the two runs pair whole, JUnit has two testcases, and no secret is stored."""
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / "d.yaml").write_text(TENANTS)
     env = {"TENANT_A": "acme4242", "TENANT_B": "zeta9191"}
     for _ in range(2):
-        done = run_cli(["run", "d.yaml", "--quiet"], tmp_path, env)
+        done = run_cli(["run", "d.yaml", "--quiet", "--junit", "r.xml"], tmp_path, env)
         assert done.code == 0, done.stdout + done.stderr
+    junit = (tmp_path / "r.xml").read_text()
+    assert 'name="${TENANT_A}-refund"' in junit and 'name="${TENANT_B}-refund"' in junit, junit  # two testcases
     conn = sqlite3.connect(tmp_path / "evalcli.db")
     first, second = (row[0] for row in conn.execute("SELECT id FROM runs ORDER BY started_at, id"))
     identities = sorted(row[0] for row in conn.execute("SELECT identity FROM items WHERE run_id = ?", (first,)))
