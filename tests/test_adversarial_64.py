@@ -384,3 +384,31 @@ def test_a_resume_selects_what_a_filter_holding_a_secret_selected(tmp_path: Path
     assert played == ["id:${TENANT_A}-one", "id:${TENANT_A}-two"]
     unset = run_cli(["run", "d.yaml", "--resume", run_id], tmp_path, {"TENANT_A": ""})
     assert unset.code == 2 and "--filter held the secret ${TENANT_A}" in unset.stderr, unset.stdout + unset.stderr
+
+
+ESCAPING = '''
+import os
+from xml.sax.saxutils import escape
+
+from markupsafe import escape as jinja_escape
+
+def agent(input, **kw):
+    secret = os.environ["DB_PASSWORD"]
+    if input == "jinja":
+        return "<p>password: " + str(jinja_escape(secret)) + "</p>"
+    return "<pw>" + escape(secret, {"'": "&apos;", '"': "&quot;"}) + "</pw>"
+'''
+
+
+def test_a_secret_html_escaped_as_jinja_or_xml_writes_it_is_redacted(tmp_path: Path) -> None:
+    """A secret holding quotes, escaped as Jinja2/markupsafe writes HTML (`it&#39;s&#34;pw123`) or as XML does
+    (`&apos;`, `&quot;`) in an agent's reply, was stored and reported as it was: only Python's `html.escape` form
+    (`&#x27;`) was known (docs/secrets.md promises HTML-encoded forms)."""
+    (tmp_path / "agent.py").write_text(ESCAPING)
+    (tmp_path / "d.yaml").write_text("target: agent:agent\ngates: [{includes: hello}]\n"
+                                     "data:\n  - {id: jinja, input: jinja}\n  - {id: xml, input: xml}\n")
+    done = run_cli(["run", "d.yaml", "--json", "r.json"], tmp_path, {"DB_PASSWORD": "it\'s\"pw123"})
+    assert done.code == 1, done.stdout + done.stderr
+    outputs = _outputs(tmp_path, done.stdout, done.stderr)
+    assert "[redacted]" in outputs["r.json"]
+    assert not [where for where, data in outputs.items() if "pw123" in data], outputs["r.json"]
