@@ -160,6 +160,13 @@ def identity_of(item: Identified) -> str:
     return item.identity or EXPLICIT + item.id
 
 
+def given_name(item: Identified) -> str:
+    """The name ``evalcli show RUN NAME`` finds a conversation by: its own id as its identity holds it, a secret in it as
+    ``${NAME}`` (two ids that differ only in their secrets are both ``[redacted]-refund`` where they are shown)."""
+    identity = identity_of(item)
+    return identity[len(EXPLICIT):] if identity.startswith(EXPLICIT) else item.id
+
+
 def pair_by_identity(items_a: Sequence[A], items_b: Sequence[B]) -> list[tuple[A | None, B | None]]:
     """Conversations of run A and run B paired by identity: every one of A in A's order (with B's of the same
     identity, or ``None``), then those only B has, in B's order."""

@@ -131,6 +131,7 @@ def tool_errors(messages: list[Message]) -> list[str]:
 
 
 def excerpt(text: str, width: int = 160) -> str:
-    """The text on one line, cut to ``width`` characters, quoted."""
-    flat = " ".join(text.split())
-    return '"' + (flat if len(flat) <= width else flat[: width - 1] + "…") + '"'
+    """The text on one line, its secrets redacted, cut to ``width`` characters, quoted (``secrets.cut``)."""
+    from .secrets import cut
+
+    return '"' + cut(text, width) + '"'

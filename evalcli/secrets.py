@@ -187,11 +187,13 @@ def html_escape(text: str, quote: bool = True) -> str:
 
 
 def encodings(value: str) -> set[str]:
-    """Every way a secret may be written in an output: raw, as JSON and HTML write it, URL-encoded, base64
-    (standard and URL-safe, with and without padding), and base64 inside a longer payload at each of the three byte
-    alignments (``base64_cores``)."""
-    forms = {value, html_escape(value), html_escape(value, quote=False), quote(value, safe=""), quote(value),
-             quote_plus(value)}
+    """Every way a secret may be written in an output: raw, as JSON and HTML (Python's, Jinja2's, XML's) write it,
+    URL-encoded, base64 (standard and URL-safe, with and without padding), and base64 inside a longer payload at each
+    of the three byte alignments (``base64_cores``)."""
+    escaped = html_escape(value, quote=False)
+    forms = {value, html_escape(value), escaped, quote(value, safe=""), quote(value), quote_plus(value),
+             # quotes as Jinja2/markupsafe (``&#34;``, ``&#39;``) and XML (``&quot;``, ``&apos;``) write them
+             escaped.replace('"', "&#34;").replace("'", "&#39;"), escaped.replace('"', "&quot;").replace("'", "&apos;")}
     forms |= {json.dumps(value, ensure_ascii=ascii)[1:-1] for ascii in (True, False)}
     raws = {value.encode("utf-8")}
     if all(ord(c) < 256 for c in value):
@@ -449,3 +451,12 @@ def redactor() -> Redactor:
 def redact_text(text: str) -> str:
     """``text`` with every secret known now replaced (for error texts, the terminal, the cache)."""
     return redactor()(text)
+
+
+def cut(text: str, width: int, more: str = "…") -> str:
+    """``text`` on one line with every secret known now replaced, cut to ``width`` characters (``more`` ending it when
+    it was cut). Redacted first, as it was written: cut first, a secret across the cut left its start, which no
+    redaction finds afterwards (22 of an API key's 24 characters); put on one line first, a secret holding a line
+    break or two spaces (a PEM key, a passphrase) was no longer itself (docs/secrets.md)."""
+    flat = " ".join(redact_text(text).split())
+    return flat if len(flat) <= width else flat[: width - len(more)] + more

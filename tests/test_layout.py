@@ -16,7 +16,7 @@ BASE = {"dbname", "errors", "secrets", "secret_references", "messages", "pattern
         "aggregate", "identity", "fingerprint", "version", "plugins", "lazy", "words", "interpolation", "streams",
         "records", "stored_json"}
 ALLOWED: dict[str, set[str]] = {
-    "dbname": set(), "errors": {"records"}, "secrets": set(), "secret_references": {"secrets"}, "messages": set(),
+    "dbname": set(), "errors": {"records"}, "secrets": set(), "secret_references": {"secrets"}, "messages": {"secrets"},
     "patterns": set(), "thresholds": {"records"}, "passrate": {"thresholds"},
     "results": {"messages", "thresholds", "passrate", "records"}, "aggregate": {"results", "errors", "records"},
     "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors", "records"},

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from ..identity import identities
 from ..scorers import ScorerSpec
-from ..secret_references import References, references, secret_check
+from ..secret_references import References, digestible, references, secret_check
 from ..secrets import redactor
 from .items import Item, _content_digest, _content_digests, _plain_content
 
@@ -90,10 +90,21 @@ def with_identities(items: list[Item]) -> list[Item]:
             now.append(item)
     for item, content in zip(now, _content_digests(now, refs, bears), strict=True):
         object.__setattr__(item, "content", content)
-    # an item that names itself is its id, whatever its content (not read here: that would make its digest now)
-    found = identities((item.id, "") if item.id_given else (None, item.content) for item in items)
+    # an item that names itself is its id, whatever its content (not read here: that would make its digest now); an
+    # id holding a secret is its id with the secret as ``${NAME}`` (docs/identity.md), never ``[redacted]``: two ids
+    # that differ only in their secrets (``${TENANT_A}-refund``, ``${TENANT_B}-refund``) stay two conversations
+    given = [item.id for item in items if item.id_given]
+    secret_ids = bool(given) and bears("\n".join(given))
+    found = identities((_given_id(item.id, refs, bears) if secret_ids else item.id, "") if item.id_given
+                       else (None, item.content) for item in items)
     for item, identity in zip(items, found, strict=True):
         # the items were made by this load and nothing holds them yet: set in place, not copied (``replace`` ran
         # each item's ``__init__`` again, a tenth of loading)
         object.__setattr__(item, "identity", identity)
     return items
+
+
+def _given_id(given: str, refs: References, bears: Callable[[str], bool]) -> str:
+    """An item's own id as its identity holds it: each secret in it as ``${NAME}``, any other redacted
+    (``secret_references.digestible``)."""
+    return digestible(given, bears=bears, refs=refs)  # type: ignore[no-any-return]

@@ -235,7 +235,7 @@ class Dataset:
         return self.target is None or self.target.has_memory  # recorded conversations have no target to recall
 
     target_settings: dict[str, Any] = field(default_factory=dict)
-    """A mapping target's settings as the run uses them, by form (``{"http": {...}}``); ``{}`` for an import path."""
+    """A mapping target's settings as the run uses them, by form (``{"http": {...}}``); an import path's file (``source_of``)."""
     target_given: str | dict[str, Any] | None = None
     """The target ``load_dataset`` was given in place of the file's (``--target``): a worker loads it so again."""
 

@@ -25,6 +25,7 @@ from ..scorers import CalibrationBar, Registry, ScorerSpec, flow_yaml, inline_ya
 from ..scorers import find as find_kind
 from ..scorers.kinds import WRAPPER_KEYS, Kind, no_argument_kinds
 from ..scorers.kinds import names as kind_names
+from ..secret_references import digestible
 from .written import as_written
 from .yamlsrc import Path, Positions, did_you_mean, problems_from_pydantic
 from .yamlvalues import typed
@@ -199,7 +200,14 @@ def parse_definition(raw: Any, path: Path, pos: Positions, problems: list[Proble
                                     f"kinds: {', '.join(kind_names())}", key=True))
         return None
     values = _arguments(kind, arg, at, pos, problems)
-    return None if values is None else (kind.name, values, kind.make_id(values))
+    return None if values is None else (kind.name, values, named(kind.make_id(values)))
+
+
+def named(scorer_id: str) -> str:
+    """A scorer's id with each secret in it as ``${NAME}`` (any other redacted): an id is shown and stored
+    everywhere, so ``includes: ${TENANT_A}`` is ``includes(${TENANT_A})``, never ``includes([redacted])``, which
+    ``includes: ${TENANT_B}`` would share (docs/secrets.md)."""
+    return digestible(scorer_id)  # type: ignore[no-any-return]
 
 
 def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems: list[Problem],
@@ -229,7 +237,7 @@ def parse_ref(raw: Any, path: Path, pos: Positions, registry: Registry, problems
             if not isinstance(raw["id"], str) or not raw["id"].strip():
                 problems.append(pos.problem((*path, "id"), "'id' must be a non-empty string", "write id: my-scorer"))
                 return None
-            spec = replace(spec, id=raw["id"])
+            spec = replace(spec, id=named(raw["id"]))
         threshold = None
         if "threshold" in raw and not gate:
             threshold = _threshold(raw["threshold"], spec.id, (*path, "threshold"), pos, problems)

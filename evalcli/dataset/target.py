@@ -5,6 +5,8 @@ or a mapping (``http``, ``mastra``,
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from dataclasses import field
 from pathlib import Path as FsPath
 from typing import Any
@@ -38,7 +40,8 @@ class ResolvedTarget:
     adapter: Adapter | None
     secrets: set[str] = field(default_factory=set)
     resolved: dict[str, Any] = field(default_factory=dict)
-    """A mapping target's settings as the run uses them (``FormAdapter.resolved``); ``{}`` for an import path."""
+    """A mapping target's settings as the run uses them (``FormAdapter.resolved``); for an import path, its module's
+    file by content (``source_of``)."""
 
 
 def resolve_target(raw: str | dict[str, Any], options: dict[str, Any], pos: Positions, problems: list[Problem],
@@ -46,7 +49,8 @@ def resolve_target(raw: str | dict[str, Any], options: dict[str, Any], pos: Posi
     """The adapter for ``raw`` (inside the dataset's import scope); each mistake is added to ``problems``, located
     at ``at`` in ``pos`` (``None`` adapter then)."""
     if isinstance(raw, str):
-        return ResolvedTarget(raw, _imported(raw, options, pos, problems, at))
+        adapter = _imported(raw, options, pos, problems, at)
+        return ResolvedTarget(raw, adapter, resolved=source_of(raw) if adapter is not None else {})
     name = "target"
     try:
         name = form_of(raw)
@@ -75,6 +79,25 @@ def resolve_target(raw: str | dict[str, Any], options: dict[str, Any], pos: Posi
         problems.append(pos.problem(("target_options",) if "target_options" in exc.message else where, exc.message,
                                     exc.hint))
     return ResolvedTarget(spec, None, secrets)
+
+
+def source_of(spec: str) -> dict[str, str]:
+    """The module an import path names, by content (docs/identity.md#the-resolved-configuration): ``{"source":
+    <sha256 of its file>, "source_file": "pkg/agent.py"}`` (the file's path as the module's name gives it, the same
+    on every machine and shard), so a resume after the agent's code was edited is refused by the file's name. The
+    modules it imports are not read. ``{}`` for a module with no file (built in, a namespace package)."""
+    module = sys.modules.get(spec.partition(":")[0])
+    file = getattr(module, "__file__", None)
+    if module is None or not isinstance(file, str):
+        return {}
+    try:
+        content = FsPath(file).read_bytes()
+    except OSError:
+        return {}
+    parts = module.__name__.split(".")
+    name = "/".join(parts) + "/" + FsPath(file).name if FsPath(file).stem == "__init__" else \
+        "/".join([*parts[:-1], FsPath(file).name])
+    return {"source": hashlib.sha256(content).hexdigest(), "source_file": name}
 
 
 def _imported(spec: str, options: dict[str, Any], pos: Positions, problems: list[Problem], at: Path) -> Adapter | None:

@@ -430,6 +430,5 @@ def _describe(exc: BaseException, timeout: float) -> str:
         from .litellm_backend import describe_error
 
         text = describe_error(exc, timeout)
-    if len(text) > 500:
-        text = text[:500] + "..."
-    return redact(text)
+    text = redact(text)  # before it is cut: a secret across the cut would leave its start (docs/secrets.md)
+    return text[:500] + "..." if len(text) > 500 else text

@@ -30,9 +30,11 @@ VERDICT = "verdict"
 def node_name(item: Item) -> str:
     """A conversation's name under pytest: its id, or for an item without one its identity (``evalcli.identity``: the
     start of its content's digest, ``#2`` for the second identical item), never its position, so ``--lf`` re-plays
-    the conversations that failed wherever they moved (give items an ``id`` for names people read)."""
-    if item.id_given:
-        return item.id
+    the conversations that failed wherever they moved (give items an ``id`` for names people read). An id holding a
+    secret is named with it as ``${NAME}`` (``d.yaml::${TENANT}-refund``), as its identity holds it: pytest writes
+    node ids to the terminal, its JUnit XML and ``.pytest_cache``, none of which evalcli redacts."""
+    if item.id_given:  # as its identity holds it: a secret in it as ``${NAME}`` (pytest prints and caches node ids)
+        return item.identity[len("id:"):] if item.identity.startswith("id:") else item.id
     digest, _, nth = item.identity.partition("#")
     return digest[:10] + (f"#{nth}" if nth else "")
 

@@ -23,6 +23,7 @@ from ..aggregate import unscored_warning
 from ..dataset import Dataset, Item
 from ..dbname import db_option
 from ..evaluate import plan_runs, run_planned
+from ..identity import given_name
 from ..records import record
 from ..reports import (
     conversation_text,
@@ -99,7 +100,7 @@ class Played:
                 head = f"conversation {result.id} missed {len(missed)} gates:\n" + "\n".join(f"  {m}" for m in missed)
             message = f"conversation {result.id}: {one_line(missed[0])}" + (
                 f" (and {plural(len(missed) - 1, 'more gate')})" if len(missed) > 1 else "")
-        show = f"evalcli show {self.run.run_id} {shlex.quote(result.id)}{db_option(self.settings.shown_db)}"
+        show = f"evalcli show {self.run.run_id} {shlex.quote(given_name(result))}{db_option(self.settings.shown_db)}"
         return EvalFailed(f"{head}\n\n{conversation_text(self.run, result, self.width)}\n\n{show}", message)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from ..identity import given_name
 from ..results import ItemResult, Outcome, RunResult
 from .text import budget_words, fmt, gate_rule, repeat_flags, threshold_text, verdict_words
 
@@ -84,7 +85,8 @@ class JUnitSuite:
 
     def item(self, item: ItemResult) -> None:
         suite, classname = self.element, self.classname
-        case = _case(suite, classname, item.id, item.duration_ms / 1000)
+        name = given_name(item)  # as its identity holds it: two ids that differ only in secrets are two testcases
+        case = _case(suite, classname, name, item.duration_ms / 1000)
         if item.stop_reason is not None:
             props = ET.SubElement(case, "properties")
             for key, value in (("form", item.form), ("stop_reason", item.stop_reason), ("turns", str(len(item.turns)))):
@@ -97,7 +99,7 @@ class JUnitSuite:
             _outcomes(case, item.gate_scores, item.scores, item, self.result.pass_rate)
         if item.per_turn and item.status == "ok":
             for turn in item.turns:
-                turn_case = _case(suite, classname, f"{item.id} / turn {turn.index}", turn.duration_ms / 1000)
+                turn_case = _case(suite, classname, f"{name} / turn {turn.index}", turn.duration_ms / 1000)
                 _outcomes(turn_case, turn.gate_scores, turn.scores, item, self.result.pass_rate, turn=True)
 
     def close(self) -> ET.Element:

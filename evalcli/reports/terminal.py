@@ -10,6 +10,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ..dbname import db_option
+from ..identity import given_name
 from ..records import record
 from ..results import ItemResult, RunResult, Summary, fmt
 from .text import (
@@ -193,7 +194,7 @@ class TerminalReport:
         for item in shown:
             self.console.print(Text.assemble(("  ", ""), (item.id, "bold"), f"  {one_line(why_failed(item))}"),
                                soft_wrap=True)
-            self.console.print(Text(f"    evalcli show {self.result.run_id} {_quoted(item.id)}", style="dim"),
+            self.console.print(Text(f"    evalcli show {self.result.run_id} {_quoted(given_name(item))}", style="dim"),
                                soft_wrap=True)
         if count > len(shown):
             self.console.print(f"  ... and {count - len(shown)} more "

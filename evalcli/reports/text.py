@@ -65,8 +65,10 @@ def mark(passed: bool) -> Text:
 
 
 def one_line(text: str, width: int = 1000) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    """The text on one line, its secrets redacted, cut to ``width`` characters (``secrets.cut``)."""
+    from ..secrets import cut
+
+    return cut(text, width)
 
 
 def missed_gates(item: ItemResult) -> list[str]:

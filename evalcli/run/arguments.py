@@ -50,7 +50,9 @@ def check_no_running_loop(function: str, instead: str) -> None:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
+    from ..secrets import redact_text
+
+    text = redact_text(repr(value))  # before it is cut (docs/secrets.md)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -14,6 +14,8 @@ from ..llm import check_cost_budget, check_limit_prices
 from ..passrate import DEFAULT_MAX_PLAYS
 from ..records import record
 from ..results import ItemResult, Plan
+from ..secret_references import bears_secret
+from ..secret_references import stored as with_references
 from ..store import StoredOptions
 
 
@@ -81,9 +83,10 @@ class RunOptions:
         """What the run's row keeps of these options (and of its plan, the dataset's configuration and, sharded, the
         shards that hold a conversation: ``Selection.shards_held``)."""
         selection = self.selection
+        written = None if selection.filter is None or not bears_secret(selection.filter) else with_references(selection.filter)
         return StoredOptions(plan, selection.filter, selection.shard, selection.limit, self.strict, self.max_errors,
                              self.repeat, sorted(self.only_indexes or []) or None, config, self.sequential,
-                             self.pass_rate, shards_held)
+                             self.pass_rate, shards_held, written)
 
 
 def plan_of(dataset: Dataset) -> Plan:

@@ -244,9 +244,9 @@ def _resume(dataset: Dataset, options: RunOptions, store: Store,
     from .resume import check_resumable, option_conflicts, restored, unverified_secrets
 
     assert options.resume is not None
-    row, stored = check_resumable(store, options.resume, dataset)
+    row, stored, code = check_resumable(store, options.resume, dataset)
     refuse_if_playing(store.path, row["id"])
-    unchecked = unverified_secrets(stored, row["id"])
+    unchecked = code + unverified_secrets(stored, row["id"])
     if given is not None:
         return restored(options, row, stored, given), row, unchecked
     conflicts = option_conflicts(stored, options.stored(plan_of(dataset)))

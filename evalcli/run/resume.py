@@ -19,6 +19,9 @@ from ..errors import UsageError
 from ..fingerprint import KEY_VARIABLE, SALT, differences, leaves, paths, unverifiable
 from ..identity import LEGACY, identity_of, pair_by_identity
 from ..results import ItemResult
+from ..secret_references import Unresolved
+from ..secret_references import restored as with_values
+from ..secrets import REDACTED, redact_text
 from ..store import Store, StoredOptions
 from ..store.light import stored_items
 from .options import RunOptions, plan_of
@@ -27,6 +30,10 @@ FLAGS = {"filter": "--filter", "shard": "--shard", "limit": "--limit", "repeat":
          "max_errors": "--max-errors", "only_indexes": "--rerun-failed", "sequential": "--repeat auto",
          "pass_rate": "--pass-rate"}
 """The run options a run keeps (``StoredOptions``), by the command-line flag that sets each."""
+SOURCE = "target.source"
+"""The paths of the target module's file in the resolved configuration (``dataset.target.source_of``): a change is
+said, never refused (fixing the agent a run stopped on and resuming it is what a stopped run's error suggests); a
+run stored before evalcli kept them is compared without them."""
 DEFAULTS: dict[str, Any] = {"filter": None, "shard": None, "limit": None, "repeat": 1, "strict": False,
                             "max_errors": 0, "only_indexes": None, "sequential": False, "pass_rate": 1.0}
 
@@ -48,7 +55,7 @@ def flag_text(name: str, value: Any) -> str:
 
 
 def _values(options: StoredOptions) -> dict[str, Any]:
-    return {"filter": options.filter, "shard": options.shard, "limit": options.limit, "repeat": options.repeat,
+    return {"filter": stored_filter(options), "shard": options.shard, "limit": options.limit, "repeat": options.repeat,
             "strict": options.strict, "max_errors": options.max_errors, "only_indexes": options.only_indexes,
             "sequential": options.sequential, "pass_rate": options.pass_rate}
 
@@ -63,15 +70,33 @@ def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> N
                          f"{row['id']}")
 
 
+def stored_filter(options: StoredOptions) -> str | None:
+    """The ``--filter`` a run was started with. One that held a secret is stored redacted, and beside it with each
+    secret as ``${NAME}`` (``filter_written``), whose values are put back here: the redacted one (``[redacted]``, a
+    character class of a regex) selected other conversations than the run's (docs/secrets.md)."""
+    if options.filter_written is None:
+        return options.filter
+    if REDACTED in options.filter_written:
+        raise UsageError(f"the run's --filter held a secret that evalcli keeps by no variable: {options.filter} "
+                         "cannot select its conversations again", "start the run afresh")
+    try:
+        return with_values(options.filter_written)  # type: ignore[no-any-return]
+    except Unresolved as exc:
+        raise UsageError(f"the run's --filter held the secret ${{{exc.args[0]}}}, which has no value now",
+                         f"set {exc.args[0]} as it was when the run started") from None
+
+
 def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset: Dataset) -> list[str]:
     """What differs between the configuration a run began with and the dataset's now, one label each."""
     if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (docs/identity.md)
         tree = dataset.resolved_configuration()
         changes = differences(stored.config, tree)
+        if not any(path.startswith(SOURCE) for path in stored.config):  # kept before the target's code was
+            changes = [change for change in changes if not change.startswith(SOURCE)]
         changes = collapsed(changes, *paths(stored.config, tree)) if changes else []
         return files_named(tapes_named(changes, tree), tree)
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
-        changes = [] if row["target"] == dataset.target_spec else ["target"]
+        changes = [] if _same_target(row, dataset) else ["target"]
         return changes + ([] if stored.plan == plan_of(dataset) else ["gates, scorers or thresholds"])
     now = dataset.configuration()
     changed = [f"{label} (changed)" for label, digest in stored.config.items() if label in now and now[label] != digest]
@@ -141,17 +166,26 @@ def files_named(changes: list[str], tree: Any) -> list[str]:
     return named
 
 
-def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[str, Any], StoredOptions]:
-    """The stored run to continue (its row, its options), or a ``UsageError`` saying why it cannot be: another
-    dataset, a dataset file that changed, or a configuration that changed since it began."""
+def _same_target(row: Mapping[str, Any], dataset: Dataset) -> bool:
+    """Whether a stored run was of the dataset's target: as stored, its secrets redacted (a model target's system
+    prompt holding one was refused as another target, with the same text on both sides of its error)."""
+    return row["target"] in (dataset.target_spec, redact_text(dataset.target_spec))
+
+
+def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[str, Any], StoredOptions, list[str]]:
+    """The stored run to continue (its row, its options, and a note when only the target's code changed since it
+    began), or a ``UsageError`` saying why it cannot be: another dataset, a dataset file that changed, or a
+    configuration that changed since it began."""
     row = store.require_run(run_id)
     check_same_dataset(row, dataset, "resume")
     resume = row["id"]
-    if row["target"] != dataset.target_spec:
+    if not _same_target(row, dataset):
         raise UsageError(f"run {resume} was of target {row['target']}, not {dataset.target_spec}",
                          "resume it with the target it ran against (--target TARGET when it was given one)")
     stored = store.options(resume)
     changes = configuration_changes(row, stored, dataset)
+    code = [change for change in changes if change.startswith(SOURCE)]  # said, not refused (docs/identity.md)
+    changes = [change for change in changes if not change.startswith(SOURCE)] + (code if changes != code else [])
     if row["dataset_hash"] and row["dataset_hash"] != dataset.hash:
         raise UsageError(f"{dataset.path} changed since run {resume} started: {edited(changes)}; its "
                          "results would not add up", f"run it afresh (evalcli run {dataset.path}) instead of resuming")
@@ -160,7 +194,11 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
                          f"{', '.join(changes)}; resuming would score its conversations two ways under one verdict",
                          f"run it afresh (evalcli run {dataset.path}), or restore the configuration the run began with "
                          "(scorers.yaml, environment variables the dataset reads)")
-    return row, stored
+    notes = [f"the target's code changed since run {resume} started: {', '.join(code)}; the conversations this "
+             "resume plays run the code as it is now, those the run kept ran the code as it was (for one verdict of "
+             f"one code: evalcli run {dataset.path}, or --rerun-failed {resume} for its failed conversations)"
+             ] if code else []
+    return row, stored, notes
 
 
 def unverified_secrets(stored: StoredOptions, run_id: str) -> list[str]:
@@ -202,7 +240,7 @@ def resume_options(store: Store, run_id: str, dataset: Dataset, options: RunOpti
     ``repeat``, ``strict``, ``max_errors``, the items of a re-run). ``given`` holds the options a caller set
     explicitly (by ``RunOptions`` field or ``StoredOptions`` name: ``filter``, ``shard``, ``limit``, ``repeat``,
     ``strict``, ``max_errors``); one that differs from the run's is a ``UsageError``."""
-    row, stored = check_resumable(store, run_id, dataset)
+    row, stored, _ = check_resumable(store, run_id, dataset)  # the note is the run's to say
     return restored(options, row, stored, given)
 
 
@@ -223,7 +261,7 @@ def restored(options: RunOptions, row: Mapping[str, Any], stored: StoredOptions,
             raise UsageError(f"resuming run {row['id']}: {'; '.join(conflicts)}",
                              "leave those flags out: resuming restores the options the run was started with "
                              "(or start a new run)")
-    return replace(options, resume=row["id"], selection=Selection(stored.filter, stored.shard, stored.limit),
+    return replace(options, resume=row["id"], selection=Selection(stored_filter(stored), stored.shard, stored.limit),
                    repeat=stored.repeat, sequential=stored.sequential, pass_rate=stored.pass_rate,
                    strict=stored.strict, max_errors=stored.max_errors,
                    only_indexes=set(stored.only_indexes) if stored.only_indexes else None)

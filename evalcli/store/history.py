@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..aggregate import Aggregator
 from ..errors import StoreError, UsageError
+from ..identity import EXPLICIT
 from ..llm import usage_summary
 from ..records import record
 from ..results import (
@@ -133,9 +134,15 @@ def stored_usage(store: Store, run_id: str, indexes: set[int] | None = None) -> 
 
 
 def find_item(store: Store, run_id: str, key: str) -> ItemResult:
-    """A conversation of a stored run by item id, or else by index, with its plays when it was repeated."""
-    query = "SELECT item_index FROM items WHERE run_id = ? AND item_id = ?"
-    rows = list(store.query(query, [run_id, key]))
+    """A conversation of a stored run by item id (as its identity holds it, a secret in it as ``${NAME}``: ``given_name``;
+    else as stored), or else by index, with its plays when it was repeated."""
+    rows = list(store.query("SELECT item_index FROM items WHERE run_id = ? AND identity = ?", [run_id, EXPLICIT + key]))
+    if not rows:
+        rows = list(store.query("SELECT item_index, identity FROM items WHERE run_id = ? AND item_id = ?", [run_id, key]))
+        if len(rows) > 1:  # ids that differ only in their secrets, each shown [redacted]
+            names = ", ".join(row["identity"][len(EXPLICIT):] for row in rows if row["identity"].startswith(EXPLICIT))
+            raise StoreError(f"{len(rows)} conversations of run {run_id} are shown as '{key}'",
+                             f"name one by its id as the dataset writes it: {names}")
     if not rows and key.isdigit():
         rows = list(store.query("SELECT item_index FROM items WHERE run_id = ? AND item_index = ?", [run_id, int(key)]))
     if not rows:

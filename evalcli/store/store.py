@@ -66,6 +66,10 @@ class StoredOptions:
     shards_held: list[int] | None = None
     """A ``--shard I/N`` run's: the shards (1..N) that hold a conversation of the selection, so ``merge`` tells a
     missing shard from an empty one (docs/ci.md); ``None`` unsharded, or stored before evalcli kept it."""
+    filter_written: str | None = None
+    """A ``--filter`` that holds a secret, with each secret known by its variable as ``${NAME}``
+    (``secret_references.stored``): ``filter`` is redacted, and a resume selects with this one, its values put back
+    (``run.resume.stored_filter``); ``None`` when ``filter`` holds none."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -80,7 +84,8 @@ class StoredOptions:
                    int(data.get("repeat") or 1), list(data["only_indexes"]) if data.get("only_indexes") else None,
                    dict(data["config"]) if isinstance(data.get("config"), dict) else None,
                    bool(data.get("sequential")), float(data.get("pass_rate") or 1.0),
-                   [int(n) for n in data["shards_held"]] if isinstance(data.get("shards_held"), list) else None)
+                   [int(n) for n in data["shards_held"]] if isinstance(data.get("shards_held"), list) else None,
+                   data["filter_written"] if isinstance(data.get("filter_written"), str) else None)
 
 
 def now() -> str:

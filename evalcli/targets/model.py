@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..llm import BudgetSpent, LLMError
 from ..messages import Message
 from ..records import record
+from ..secrets import cut
 from .callable import BadReply
 from .forms import FormAdapter, FormContext
 from .session import Calls, ConfigProblem, ConversationOptions, ItemInfo, Thread, TurnSession, fresh_thread
@@ -106,8 +107,7 @@ class ModelAdapter(FormAdapter):
         if config.system_file is not None:
             extra.append(f"system_file={config.system_file}")
         elif config.system is not None:
-            first = " ".join(config.system.split())
-            extra.append(f"system={first[:40]!r}" if len(first) <= 40 else f"system={first[:39] + '…'!r}")
+            extra.append(f"system={cut(config.system, 40)!r}")  # redacted before it is cut (docs/secrets.md)
         if config.temperature is not None:
             extra.append(f"temperature={config.temperature:g}")
         return f"model:{config.model}" + (f" ({', '.join(extra)})" if extra else "")

@@ -35,6 +35,7 @@ from ...messages import Message
 from ...records import record
 from ...results import JudgeSample, Outcome, reaches_gate
 from ...results import fmt as score_text
+from ...secrets import cut, redact_text
 from .copies import prompt_copy
 
 T = TypeVar("T")
@@ -189,16 +190,17 @@ class JudgeCall(Generic[T]):
                 verdict, copied = self.usable(last_reply, messages)
                 if verdict is not None:
                     return verdict
-                repair = self.repair_prompt if copied is None else COPY_PROMPT.format(copied=json.dumps(copied[:80]))
+                repair = self.repair_prompt if copied is None else COPY_PROMPT.format(copied=json.dumps(
+                    redact_text(copied)[:80]))
                 conversation = [*messages, {"role": "assistant", "content": last_reply or ""},
                                 {"role": "user", "content": repair}]
         except LLMError as exc:
             raise JudgeFailed(f"judge {self.scorer_id}: {exc.message}") from None
         if copied is not None:
             raise JudgeFailed(f"judge {self.scorer_id}: no usable verdict from {self.model} after {PARSE_ATTEMPTS} "
-                              f"attempts: its answer repeated the prompt's own text ({json.dumps(copied[:80])}), "
+                              f"attempts: its answer repeated the prompt's own text ({json.dumps(redact_text(copied)[:80])}), "
                               "not a judgement of this conversation")
-        shown = " ".join((last_reply or "").split())[:200] or "(empty reply)"
+        shown = cut(last_reply or "", 200, more="") or "(empty reply)"  # redacted before it is cut
         raise JudgeFailed(f"judge {self.scorer_id}: no readable verdict from {self.model} after {PARSE_ATTEMPTS} "
                           f"attempts; last reply: {shown}")
 
