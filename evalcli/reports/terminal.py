@@ -332,6 +332,10 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
         text.append("INTERRUPTED ", style="bold red")
         text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}; "
                     f"continue with: {resume_command(result, db_path)}\n")
+    if result.status == "failed":  # read back (show, report): a worker died, sys.exit(), a bug stopped it
+        text.append("FAILED ", style="bold red")
+        text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}: the run stopped on an "
+                    f"error, so its verdict covers only these; continue with: {resume_command(result, db_path)}\n")
     spent = budget_words(result)
     if spent is not None:
         label, _, rest = spent.partition(" after ")

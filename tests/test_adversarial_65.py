@@ -1,0 +1,107 @@
+"""Adversarial try (adv32) of ``--workers``, streamed runs, shards and ``merge`` as users meet them
+(docs/performance.md#workers, docs/ci.md "Sharding and merging", docs/reliability.md): the real CLI, real SQLite
+files, real processes (a worker ended by a segfault, a target calling ``sys.exit()``)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import CliResult
+from tests.reliability_helpers import query
+from tests.test_workers import rows
+
+AGENT = '''
+import ctypes, pathlib, sys
+
+HERE = pathlib.Path(__file__).parent
+
+
+def answer(input, **options):
+    flag = HERE / "crash.flag"
+    if input == "crash" and flag.exists():
+        flag.unlink()
+        if (HERE / "segfault").exists():
+            ctypes.string_at(0)  # the worker playing this conversation dies of SIGSEGV
+        sys.exit(5)
+    return f"answer {input} " + "x" * (len(input) % 4)
+'''
+
+
+def dataset(count: int = 24) -> str:
+    lines = ["target: agent:answer", "concurrency: 2", "gates: [{includes: answer}]",
+             "scorers: [{similarity: answer q3 xx}]", "data:"]
+    lines += [f"  - {{id: c{n}, input: {'crash' if n == 5 else f'q{n}'}}}" for n in range(count)]
+    return "\n".join(lines) + "\n"
+
+
+def run_id(result: CliResult, out: str) -> str:
+    return str(json.loads((result.cwd / out).read_text())["run_id"])
+
+
+def hinted_command(stderr: str) -> list[str]:
+    """The ``evalcli run ... --resume RUN`` command the error's hint says to type, as a shell splits it."""
+    line = next(line for line in stderr.splitlines() if "--resume" in line)
+    return shlex.split(line[line.index("evalcli run"):])[1:]
+
+
+def crash_then_resume(write: Callable[..., Path], cli: Callable[..., CliResult], *args: str,
+                      segfault: bool) -> None:
+    """A run into a database that is not the default one (a CI shard's ``--db shard-2.db``) stops when a
+    conversation ends its process; typing the command its error names plays the rest into that database, and the
+    resumed run stores what one uninterrupted run stores."""
+    write("agent.py", AGENT)
+    write("ds.yaml", dataset())
+    write("crash.flag", "")
+    if segfault:
+        write("segfault", "")
+    stopped = cli("run", "ds.yaml", "--db", "shard-2.db", "-q", *args)
+    assert stopped.code == 70, stopped.stderr
+    hinted = hinted_command(stopped.stderr)
+    assert hinted[hinted.index("--resume") + 2:] == ["--db", "shard-2.db"], stopped.stderr
+    resumed = cli(*hinted, "-q", "--json", "resumed.json")
+    assert resumed.code == 0, resumed.stderr
+    whole = cli("run", "ds.yaml", "--db", "shard-2.db", "-q", "--json", "whole.json")
+    assert whole.code == 0, whole.stderr
+    db = whole.cwd / "shard-2.db"
+    assert rows(db, run_id(resumed, "resumed.json")) == rows(db, run_id(whole, "whole.json"))
+
+
+def test_the_resume_a_dead_worker_names_opens_the_runs_own_database(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """A worker killed by a segfault (a C extension's crash) ends the run with exit 70 and 'play the rest with:
+    evalcli run ds.yaml --resume RUN'; without the run's ``--db`` that command looked in evalcli.db and said there
+    was no such run. It names the database now, as an interrupted run's line does."""
+    crash_then_resume(write, cli, "--workers", "2", segfault=True)
+
+
+def test_the_resume_a_sys_exit_names_opens_the_runs_own_database(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """The same for a target calling ``sys.exit()`` in one process (docs/reliability.md)."""
+    crash_then_resume(write, cli, segfault=False)
+
+
+def test_show_and_report_of_a_run_a_dead_worker_stopped_do_not_call_it_passed(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """A worker died after a few conversations: the run is stored ``failed`` (exit 70) with the conversations that
+    finished, all of which passed. ``show`` printed 'verdict: passed   conversations: 9   errors: 0', the HTML
+    report a green 'passed' badge and nothing said that the rest never played or how to play it, where an
+    interrupted run says 'INTERRUPTED after 9 of 24 conversations; continue with: ...'. Both say it now."""
+    write("agent.py", AGENT)
+    write("ds.yaml", dataset())
+    write("crash.flag", "")
+    write("segfault", "")
+    stopped = cli("run", "ds.yaml", "--db", "runs.db", "-q", "--workers", "2")
+    assert stopped.code == 70, stopped.stderr
+    (run, status, played), = query(stopped.cwd / "runs.db", "SELECT id, status, completed_items FROM runs")
+    assert status == "failed" and played < 24
+    shown = cli("show", run, "--db", "runs.db")
+    assert shown.code == 0, shown.stderr
+    assert f"FAILED after {played} of 24 conversations" in shown.stdout, shown.stdout
+    assert f"evalcli run ds.yaml --resume {run} --db runs.db" in shown.stdout, shown.stdout
+    reported = cli("report", run, "--db", "runs.db", "--html", "report.html")
+    assert reported.code == 0, reported.stderr
+    html = (reported.cwd / "report.html").read_text()
+    assert 'class="verdict v-passed"' not in html and "did not finish" in html
