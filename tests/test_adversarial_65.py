@@ -26,6 +26,8 @@ def answer(input, **options):
         if (HERE / "segfault").exists():
             ctypes.string_at(0)  # the worker playing this conversation dies of SIGSEGV
         sys.exit(5)
+    if input == "boom":
+        raise RuntimeError("the agent fell over")
     return f"answer {input} " + "x" * (len(input) % 4)
 '''
 
@@ -105,3 +107,21 @@ def test_show_and_report_of_a_run_a_dead_worker_stopped_do_not_call_it_passed(
     assert reported.code == 0, reported.stderr
     html = (reported.cwd / "report.html").read_text()
     assert 'class="verdict v-passed"' not in html and "did not finish" in html
+
+
+
+def test_the_show_commands_a_shards_run_names_open_its_database(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """A CI shard run with ``--db shard-2.db`` lists its errored conversations, each with the command that shows
+    it: 'evalcli show RUN c1', which opened evalcli.db and said there was no such run (and so did '... and 3 more
+    (evalcli show RUN -v lists more)'). They name the database now, as the resume and compare hints do."""
+    write("agent.py", AGENT)
+    items = "".join(f"  - {{id: c{n}, input: boom}}\n" for n in range(13))
+    write("ds.yaml", "target: agent:answer\ngates: [{includes: answer}]\ndata:\n" + items)
+    done = cli("run", "ds.yaml", "--db", "shard-2.db", "-q")
+    assert done.code == 4, done.stderr
+    hints = [shlex.split(line.strip()) for line in done.stdout.splitlines() if line.strip().startswith("evalcli show")]
+    assert len(hints) == 10 and all(hint[-2:] == ["--db", "shard-2.db"] for hint in hints), done.stdout
+    shown = cli(*hints[0][1:])
+    assert shown.code == 0 and "the agent fell over" in shown.stdout, shown.stderr
+    assert "evalcli show" in done.stdout and "-v --db shard-2.db lists more" in done.stdout, done.stdout

@@ -128,11 +128,11 @@ class TerminalReport:
         console.print(self._items_table())
         if self.hidden > 0:
             console.print(f"  ... {plural(self.hidden, 'more passing conversation')} (--verbose shows all; "
-                          f"'evalcli show {self.result.run_id} ITEM' shows one)", soft_wrap=True)
+                          f"'evalcli show {self.result.run_id} ITEM{db_option(self.db_path)}' shows one)", soft_wrap=True)
         if self.cut > 0:
             console.print(f"  ... {plural(self.cut, 'more conversation')} ({self.cut_failing} failing) not listed: the "
                           f"table stops at {len(self.rows)} rows (--json - writes every conversation; "
-                          f"'evalcli show {self.result.run_id} ITEM' shows one)", soft_wrap=True)
+                          f"'evalcli show {self.result.run_id} ITEM{db_option(self.db_path)}' shows one)", soft_wrap=True)
         for line in self.gate_errors[:20]:
             console.print(Text.assemble(("  gate error ", "bold yellow"), line), soft_wrap=True)
         for scorer_id, (first, count) in self.scorer_errors.items():
@@ -193,11 +193,11 @@ class TerminalReport:
         for item in shown:
             self.console.print(Text.assemble(("  ", ""), (item.id, "bold"), f"  {one_line(why_failed(item))}"),
                                soft_wrap=True)
-            self.console.print(Text(f"    evalcli show {self.result.run_id} {_quoted(item.id)}", style="dim"),
-                               soft_wrap=True)
+            shown_by = f"evalcli show {self.result.run_id} {_quoted(item.id)}{db_option(self.db_path)}"
+            self.console.print(Text(f"    {shown_by}", style="dim"), soft_wrap=True)
         if count > len(shown):
-            self.console.print(f"  ... and {count - len(shown)} more "
-                               f"(evalcli show {self.result.run_id} -v lists more, --json - every one)", soft_wrap=True)
+            self.console.print(f"  ... and {count - len(shown)} more (evalcli show {self.result.run_id} -v"
+                               f"{db_option(self.db_path)} lists more, --json - every one)", soft_wrap=True)
 
 
 STABILITY_STYLE = {"stable-pass": "green", "flaky": "bold yellow", "stable-fail": "bold red"}
