@@ -5,12 +5,16 @@ files, real processes (a worker ended by a segfault, a target calling ``sys.exit
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import CliResult
-from tests.reliability_helpers import query
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, query
 from tests.test_workers import rows
 
 AGENT = '''
@@ -125,3 +129,53 @@ def test_the_show_commands_a_shards_run_names_open_its_database(
     shown = cli(*hints[0][1:])
     assert shown.code == 0 and "the agent fell over" in shown.stdout, shown.stderr
     assert "evalcli show" in done.stdout and "-v --db shard-2.db lists more" in done.stdout, done.stdout
+
+
+LONG_ANSWERS = '''
+import os, threading, time
+
+lock = threading.Lock()
+calls = 0
+
+
+def answer(input, **options):
+    """Every answer 50 KB long; with SLOW_FIRST set, the first conversation answers once every other one did."""
+    global calls
+    with lock:
+        calls += 1
+    if input == "q0" and os.environ.get("SLOW_FIRST"):
+        while calls < int(os.environ["CONVERSATIONS"]):
+            time.sleep(0.05)
+        time.sleep(1.0)  # the others are scored and folded meanwhile
+    return "answer " + "x" * 50_000
+'''
+
+
+def peak_rss_mb(folder: Path, env: dict[str, str], *args: str) -> float:
+    """Peak resident memory of ``evalcli ARGS`` run to its end in a fresh interpreter (``os.wait4``'s rusage)."""
+    process = subprocess.Popen([sys.executable, "-m", "evalcli", *args], cwd=folder, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    hang = threading.Timer(SUBPROCESS_TIMEOUT, process.kill)
+    hang.start()
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+    finally:
+        hang.cancel()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == 0, process.returncode
+    return usage.ru_maxrss / 1024
+
+
+def test_a_slow_first_conversation_does_not_make_the_run_hold_every_later_one(tmp_path: Path) -> None:
+    """Means are folded in dataset order, so a result that finishes before an earlier conversation waits for it. It
+    waited whole, messages and all: with the first of 1,500 conversations answering last (a slow agent, a retried
+    call, a worker far behind), the run held every other one, 70 MB more here (a 100,000-conversation run held them
+    all: the flat memory of docs/performance.md#memory gone). Only the outcomes folding reads wait now."""
+    count = 1500
+    (tmp_path / "agent.py").write_text(LONG_ANSWERS)
+    (tmp_path / "ds.yaml").write_text("target: agent:answer\nconcurrency: 64\ngates: [{includes: answer}]\ndata:\n"
+                                      + "".join(f"  - {{id: c{n}, input: q{n}}}\n" for n in range(count)))
+    env = cli_env(CONVERSATIONS=str(count))
+    steady = peak_rss_mb(tmp_path, env, "run", "ds.yaml", "--db", "a.db", "-q")
+    slow_first = peak_rss_mb(tmp_path, {**env, "SLOW_FIRST": "1"}, "run", "ds.yaml", "--db", "b.db", "-q")
+    assert slow_first < steady + 20, (steady, slow_first)
