@@ -179,3 +179,21 @@ def test_a_slow_first_conversation_does_not_make_the_run_hold_every_later_one(tm
     steady = peak_rss_mb(tmp_path, env, "run", "ds.yaml", "--db", "a.db", "-q")
     slow_first = peak_rss_mb(tmp_path, {**env, "SLOW_FIRST": "1"}, "run", "ds.yaml", "--db", "b.db", "-q")
     assert slow_first < steady + 20, (steady, slow_first)
+
+
+def test_the_resume_show_prints_is_a_command_a_shell_runs_for_a_dataset_named_with_a_space(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """``show`` of a run that stopped (and the line an interrupted run ends with) says 'continue with: evalcli run
+    my evals.yaml --resume RUN --db 'my runs.db'': the database quoted, the dataset not, so the command pasted
+    into a shell named two datasets, 'my' and 'evals.yaml'. Both are quoted now, and the command plays the rest."""
+    write("agent.py", AGENT)
+    write("my evals.yaml", dataset(8))
+    write("crash.flag", "")
+    stopped = cli("run", "my evals.yaml", "--db", "my runs.db", "-q")
+    assert stopped.code == 70, stopped.stderr
+    (run,), = query(stopped.cwd / "my runs.db", "SELECT id FROM runs")
+    shown = cli("show", run, "--db", "my runs.db")
+    hinted = hinted_command(shown.stdout)
+    assert hinted == ["run", "my evals.yaml", "--resume", run, "--db", "my runs.db"], shown.stdout
+    resumed = cli(*hinted, "-q")
+    assert resumed.code == 0, resumed.stderr

@@ -223,6 +223,7 @@ def _light(item: ItemResult) -> ItemResult:
 
 
 def _quoted(item_id: str) -> str:
+    """An item id or a path as a shell reads it back (quoted only when it must be)."""
     import shlex
 
     return shlex.quote(item_id)
@@ -301,8 +302,7 @@ def verdict_line(result: RunResult) -> Text:
 
 def resume_command(result: RunResult, db_path: str | None) -> str:
     """The command that continues an interrupted run (with its database unless it is the default one)."""
-    return (f"evalcli run {result.dataset_path} --resume {result.run_id}"
-            + db_option(db_path))
+    return f"evalcli run {_quoted(result.dataset_path)} --resume {result.run_id}{db_option(db_path)}"
 
 
 def interrupted_line(run_id: str | None, dataset_path: str, db_path: str | None) -> Text:
@@ -313,7 +313,7 @@ def interrupted_line(run_id: str | None, dataset_path: str, db_path: str | None)
     if run_id is None:
         return text.append("before any run started: nothing was stored")
     return text.append(f"while finishing run {run_id}: it is marked interrupted and keeps what it stored; continue "
-                       f"with: evalcli run {dataset_path} --resume {run_id}{db_option(db_path)}")
+                       f"with: evalcli run {_quoted(dataset_path)} --resume {run_id}{db_option(db_path)}")
 
 
 def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True) -> Text:
