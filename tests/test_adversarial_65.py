@@ -197,3 +197,38 @@ def test_the_resume_show_prints_is_a_command_a_shell_runs_for_a_dataset_named_wi
     assert hinted == ["run", "my evals.yaml", "--resume", run, "--db", "my runs.db"], shown.stdout
     resumed = cli(*hinted, "-q")
     assert resumed.code == 0, resumed.stderr
+
+
+CANCELLING_AGENT = '''
+import asyncio
+
+
+async def answer(input, **options):
+    if input == "cancel":
+        raise asyncio.CancelledError()  # a library's cancel scope that leaked out of the agent
+    return f"answer {input}"
+
+
+def answer_sync(input, **options):
+    if input == "cancel":
+        raise asyncio.CancelledError()
+    return f"answer {input}"
+'''
+
+
+def test_a_target_raising_cancelled_error_is_its_conversations_error_with_or_without_workers(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """An agent that raises ``asyncio.CancelledError`` (a BaseException since Python 3.8) when nothing cancelled it
+    ended the whole run: in one process a traceback, exit 1 and the run stored 'interrupted' though no one interrupted
+    it; in a worker 'internal error in a worker: CancelledError ... a bug in evalcli', exit 70. It is that
+    conversation's error now, as any exception the target raises, and the run the same with or without workers."""
+    write("agent.py", CANCELLING_AGENT)
+    items = "".join(f"  - {{id: c{n}, input: {'cancel' if n == 3 else f'q{n}'}}}\n" for n in range(8))
+    for target in ("agent:answer", "agent:answer_sync"):
+        write("ds.yaml", f"target: {target}\nconcurrency: 2\ngates: [{{includes: answer}}]\ndata:\n{items}")
+        one = cli("run", "ds.yaml", "-q", "--json", "one.json")
+        two = cli("run", "ds.yaml", "-q", "--json", "two.json", "--workers", "2")
+        assert one.code == two.code == 4, (target, one.stderr, two.stderr)
+        assert "c3  error: turn 0: the target raised CancelledError" in one.stdout, one.stdout
+        db = one.cwd / "evalcli.db"
+        assert rows(db, run_id(one, "one.json")) == rows(db, run_id(two, "two.json"))
