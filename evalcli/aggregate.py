@@ -2,7 +2,8 @@
 
 Every mean is a plain left-to-right sum in dataset order (item order, then turn order) divided by the
 count, so a run's figures never depend on which conversation finished first. Results may arrive out
-of order: they wait in a small buffer until every earlier item has been folded in.
+of order: what folding reads of them (their outcomes' scores, not their messages) waits until every earlier item
+has been folded in.
 """
 
 from __future__ import annotations
@@ -108,8 +109,15 @@ class Aggregator:
         return index in self._position
 
     def add(self, result: ItemResult) -> None:
-        """Accept one conversation's result; fold it and any results it was holding back."""
-        self._waiting[self._position[result.index]] = result
+        """Accept one conversation's result; fold it and any results it was holding back. One held back behind an
+        earlier conversation still playing (a slow one, another worker's) keeps only what folding reads, never its
+        messages: a run's memory does not grow with every conversation that finishes meanwhile."""
+        position = self._position[result.index]
+        if position != self._next:
+            self._waiting[position] = _held(result)
+            return
+        self._fold(result)
+        self._next += 1
         while self._next in self._waiting:
             self._fold(self._waiting.pop(self._next))
             self._next += 1
@@ -225,6 +233,20 @@ class Aggregator:
             unscored_gates=[g for g, m in self.gates.items() if not m.count and self.items > self.errors]
             + [g for g, scored in self.turn_gates.items() if not scored],
         )
+
+
+def _held(result: ItemResult) -> ItemResult:
+    """What ``Aggregator._fold`` reads of a conversation: its status, form, repeats and each outcome's score (each
+    turn's too), without its messages, texts, plays, or the outcomes' reasons and usage."""
+    turns = [TurnRecord(t.index, "", [], 0.0, _scores(t.gate_scores), _scores(t.scores), t.thresholds)
+             for t in result.turns] if result.per_turn else []
+    return ItemResult(result.index, "", [], result.form, result.status, None, None, turns,
+                      _scores(result.gate_scores), _scores(result.scores), repeats=result.repeats,
+                      settled=result.settled)
+
+
+def _scores(outcomes: dict[str, Outcome]) -> dict[str, Outcome]:
+    return {key: Outcome(o.score, None, o.not_scorable, o.error, reached=o.reached) for key, o in outcomes.items()}
 
 
 def unscored_warning(summary: Summary) -> str | None:

@@ -468,9 +468,9 @@ class RunResult:
     @property
     def outcome(self) -> str:
         """One word for how the run ended, for badges: ``interrupted``; ``budget`` (a budget ended it before every
-        conversation was played); ``failed`` (a gate missed); ``errors`` (some
-        conversations errored, so a ``passed`` or ``scored`` verdict covers only the others); ``scored``;
-        ``passed``; ``none`` (no verdict and no error)."""
+        conversation was played); ``unfinished`` (status ``failed``: an error stopped it); ``failed`` (a gate
+        missed); ``errors`` (some conversations errored, so a ``passed`` or ``scored`` verdict covers only the
+        others); ``scored``; ``passed``; ``none`` (no verdict and no error)."""
         return run_outcome(self.verdict, bool(self.summary.errors or self.summary.scorer_errors), self.status)
 
     def to_json(self, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -495,6 +495,6 @@ class RunResult:
 
 def run_outcome(verdict: str | None, errored: bool, status: str = "completed") -> str:
     """``RunResult.outcome`` from its parts (``errored``: a conversation or a scorer errored), a stored run's too."""
-    if status in ("interrupted", "budget"):
-        return status
+    if status in ("interrupted", "budget", "failed"):  # failed: an error stopped it (a worker died, sys.exit())
+        return "unfinished" if status == "failed" else status
     return "failed" if verdict == "failed" else "errors" if errored else verdict or "none"

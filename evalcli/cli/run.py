@@ -229,6 +229,11 @@ def run_command(request: RunRequest, events: Events, out: Callable[[], Console])
 
             reporter.out.print(interrupted_line(stop.run_id, stop.dataset, str(request.db)), soft_wrap=True)
             return ExitCode.INTERRUPTED
+        if runs.exit_code == ExitCode.INTERRUPTED:
+            # interrupted during the conversations (the runner's handler took it, not this command's): a second
+            # interrupt as the process exits is held too, or it met the default handler Python's shutdown puts
+            # back and killed the process (by SIGINT, not exit 130)
+            _hold_signals()
     return runs.exit_code
 
 

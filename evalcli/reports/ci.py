@@ -15,7 +15,7 @@ from .text import budget_words, fmt, gate_rule, repeat_flags, threshold_text, ve
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 VERDICT_ICON = {"passed": "✅", "scored": "⚠️", "failed": "❌", None: "➖"}
-OUTCOME_ICON = {"errors": "❌", "interrupted": "⏸️", "budget": "⏸️"}
+OUTCOME_ICON = {"errors": "❌", "interrupted": "⏸️", "budget": "⏸️", "unfinished": "❌"}
 """A run with errored conversations is never shown with a green check, whatever its verdict."""
 
 

@@ -129,11 +129,11 @@ class TerminalReport:
         console.print(self._items_table())
         if self.hidden > 0:
             console.print(f"  ... {plural(self.hidden, 'more passing conversation')} (--verbose shows all; "
-                          f"'evalcli show {self.result.run_id} ITEM' shows one)", soft_wrap=True)
+                          f"'evalcli show {self.result.run_id} ITEM{db_option(self.db_path)}' shows one)", soft_wrap=True)
         if self.cut > 0:
             console.print(f"  ... {plural(self.cut, 'more conversation')} ({self.cut_failing} failing) not listed: the "
                           f"table stops at {len(self.rows)} rows (--json - writes every conversation; "
-                          f"'evalcli show {self.result.run_id} ITEM' shows one)", soft_wrap=True)
+                          f"'evalcli show {self.result.run_id} ITEM{db_option(self.db_path)}' shows one)", soft_wrap=True)
         for line in self.gate_errors[:20]:
             console.print(Text.assemble(("  gate error ", "bold yellow"), line), soft_wrap=True)
         for scorer_id, (first, count) in self.scorer_errors.items():
@@ -194,11 +194,11 @@ class TerminalReport:
         for item in shown:
             self.console.print(Text.assemble(("  ", ""), (item.id, "bold"), f"  {one_line(why_failed(item))}"),
                                soft_wrap=True)
-            self.console.print(Text(f"    evalcli show {self.result.run_id} {_quoted(given_name(item))}", style="dim"),
-                               soft_wrap=True)
+            shown_by = f"evalcli show {self.result.run_id} {_quoted(given_name(item))}{db_option(self.db_path)}"
+            self.console.print(Text(f"    {shown_by}", style="dim"), soft_wrap=True)
         if count > len(shown):
-            self.console.print(f"  ... and {count - len(shown)} more "
-                               f"(evalcli show {self.result.run_id} -v lists more, --json - every one)", soft_wrap=True)
+            self.console.print(f"  ... and {count - len(shown)} more (evalcli show {self.result.run_id} -v"
+                               f"{db_option(self.db_path)} lists more, --json - every one)", soft_wrap=True)
 
 
 STABILITY_STYLE = {"stable-pass": "green", "flaky": "bold yellow", "stable-fail": "bold red"}
@@ -225,6 +225,7 @@ def _light(item: ItemResult) -> ItemResult:
 
 
 def _quoted(item_id: str) -> str:
+    """An item id or a path as a shell reads it back (quoted only when it must be)."""
     import shlex
 
     return shlex.quote(item_id)
@@ -303,8 +304,7 @@ def verdict_line(result: RunResult) -> Text:
 
 def resume_command(result: RunResult, db_path: str | None) -> str:
     """The command that continues an interrupted run (with its database unless it is the default one)."""
-    return (f"evalcli run {result.dataset_path} --resume {result.run_id}"
-            + db_option(db_path))
+    return f"evalcli run {_quoted(result.dataset_path)} --resume {result.run_id}{db_option(db_path)}"
 
 
 def interrupted_line(run_id: str | None, dataset_path: str, db_path: str | None) -> Text:
@@ -315,7 +315,7 @@ def interrupted_line(run_id: str | None, dataset_path: str, db_path: str | None)
     if run_id is None:
         return text.append("before any run started: nothing was stored")
     return text.append(f"while finishing run {run_id}: it is marked interrupted and keeps what it stored; continue "
-                       f"with: evalcli run {dataset_path} --resume {run_id}{db_option(db_path)}")
+                       f"with: evalcli run {_quoted(dataset_path)} --resume {run_id}{db_option(db_path)}")
 
 
 def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True) -> Text:
@@ -334,6 +334,10 @@ def summary_line(result: RunResult, db_path: str | None, *, stored: bool = True)
         text.append("INTERRUPTED ", style="bold red")
         text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}; "
                     f"continue with: {resume_command(result, db_path)}\n")
+    if result.status == "failed":  # read back (show, report): a worker died, sys.exit(), a bug stopped it
+        text.append("FAILED ", style="bold red")
+        text.append(f"after {result.completed} of {plural(result.selected, 'conversation')}: the run stopped on an "
+                    f"error, so its verdict covers only these; continue with: {resume_command(result, db_path)}\n")
     spent = budget_words(result)
     if spent is not None:
         label, _, rest = spent.partition(" after ")

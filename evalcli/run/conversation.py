@@ -249,6 +249,14 @@ class Conversation:
             except (BadReply, TurnRejected) as exc:
                 failed([])
                 raise ConversationFailed(f"turn {index}: {exc}", exc) from None
+            except asyncio.CancelledError as exc:
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise  # evalcli cancelled the turn (an interrupt): not the target's failure
+                # the target's own (a library's cancel scope that leaked, `raise CancelledError`): its error, as any
+                # other exception; it ended the whole run (exit 1 with a traceback, a worker's 'internal error')
+                failed([])
+                raise ConversationFailed(f"turn {index}: the target raised {_described(exc)}", exc) from None
             except Exception as exc:  # noqa: BLE001 - the target's failure is this conversation's error
                 failed([])
                 raise _tool_problem(plan, outside, index, adapter) or ConversationFailed(

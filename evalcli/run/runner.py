@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import signal
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -20,6 +21,7 @@ from typing import Any
 
 from ..aggregate import Aggregator, exit_code, unscored_warning
 from ..dataset import Dataset, Item, load_dataset
+from ..dbname import db_option
 from ..errors import EvalcliError, ExitCode, describe, exit_called
 from ..llm import Budget, UsageSink, import_http_client, uncounted_warning, usage_rows, usage_summary
 from ..otel.capture import refused as capture_refused
@@ -75,6 +77,12 @@ class Runner:
         self.lock: RunLock | None = None
         """The run's lock while this process plays it (``store.run_lock``)."""
         """A new run's row, as the writer thread writes it (``_begin``)."""
+
+    def resume_command(self) -> str:
+        """The command that plays what this run left (its database named unless it is the default one: a shard's
+        ``--db shard-2.db`` run resumed without it would look in ``evalcli.db``)."""
+        return (f"evalcli run {shlex.quote(str(self.dataset.path))} --resume {self.run_id or 'RUN_ID'}"
+                + db_option(self.store.path if self.store is not None else None))
 
     def _context(self) -> RunContext:
         """What the conversations share while they play (the store told the dataset's secrets first)."""
@@ -327,8 +335,7 @@ class Runner:
                 except SystemExit as exc:  # evalcli never exits this way: the target (or a scorer) called sys.exit()
                     raise TargetExited(f"conversation {item.id}: {exit_called(exc)}",
                                        "the conversations finished are stored; remove the sys.exit() call, then play "
-                                       f"the rest with: evalcli run {self.dataset.path} --resume "
-                                       f"{self.run_id or 'RUN_ID'}") from None
+                                       f"the rest with: {self.resume_command()}") from None
                 await context.keep_up()
                 if self.stopping:
                     return

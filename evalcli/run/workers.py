@@ -269,10 +269,8 @@ class WorkerPool:
             error.exit_code = ExitCode(code)
             raise error
         said = "; ".join(_ending(w) for w in failed)
-        run = self.runner.run_id or "RUN_ID"
         raise WorkerFailed(f"{len(failed)} of {len(self.workers)} workers did not finish: {said}; the conversations "
-                           "they finished are stored", f"play the rest with: evalcli run {self.runner.dataset.path} "
-                           f"--resume {run}")
+                           "they finished are stored", f"play the rest with: {self.runner.resume_command()}")
 
 
 def _stopped(worker: _Worker) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import shlex
 from collections.abc import Iterator
 from dataclasses import field
 from pathlib import Path
@@ -122,7 +123,8 @@ def _check_mergeable(picked: list[tuple[Store, dict[str, Any]]]) -> list[str]:
                              "lists them)")
         if row["status"] != "completed":
             raise UsageError(f"{where} is {row['status']}, not completed",
-                             f"finish it first: evalcli run {row['dataset']} --resume {row['id']} --db {store.path}")
+                             f"finish it first: evalcli run {shlex.quote(row['dataset'])} --resume {row['id']} "
+                             f"--db {shlex.quote(store.path)}")
     shards: list[Any] = [_options(row).get("shard") for _, row in picked]
     counts = {s[1] for s in shards if s}
     if len(counts) > 1:

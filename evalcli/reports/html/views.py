@@ -39,7 +39,7 @@ def badge(result: RunResult) -> str:
     """The header's badge: the verdict, and when conversations errored what it covers (``passed · 3 of 4
     errored``), never a plain green ``passed``."""
     words = verdict_words(result)
-    ended = {"interrupted": "interrupted", "budget": "budget spent"}.get(result.outcome)
+    ended = {"interrupted": "interrupted", "budget": "budget spent", "unfinished": "did not finish"}.get(result.outcome)
     return f"{ended} · {words}" if ended else words
 
 
