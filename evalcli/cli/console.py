@@ -28,15 +28,16 @@ _own_stdout: IO[str] | None = None
 
 def make_console(stderr: bool = False) -> Console:
     """A console for stdout or stderr: no markup, no emoji codes (a user's ``auto:x:`` or an agent's ``:smile:`` is
-    printed as written), no highlighting; off a terminal 160 columns and no wrapping."""
-    from rich.console import Console
+    printed as written), no highlighting, no terminal control characters from what it prints (``inert_console``);
+    off a terminal 160 columns and no wrapping."""
+    from ..reports.screen import inert_console
 
     file = _own_stderr if stderr else _own_stdout
-    console = Console(stderr=stderr, file=file, highlight=False, markup=False, emoji=False, soft_wrap=False)
+    console = inert_console(stderr=stderr, file=file, highlight=False, markup=False, emoji=False, soft_wrap=False)
     if not console.is_terminal:
         # a log or a pipe has no width to fit: tables get 160 columns, and lines of text are never wrapped
-        console = Console(stderr=stderr, file=file, highlight=False, markup=False, emoji=False, soft_wrap=False,
-                          width=160)
+        console = inert_console(stderr=stderr, file=file, highlight=False, markup=False, emoji=False, soft_wrap=False,
+                                width=160)
     return console
 
 
