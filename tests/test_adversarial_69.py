@@ -180,3 +180,25 @@ def test_a_terminal_20_columns_wide_still_shows_each_conversations_status_and_ga
     assert "0.5" in gates and "FAIL" in gates, plain  # the gate's figures, beside its folded id
     scores = plain.split("Scores", 1)[1]
     assert re.search(r"│ 0\.5 +│", scores), plain
+
+
+def test_pytest_failure_texts_hold_no_terminal_control_character(tmp_path: Path) -> None:
+    from tests.pytest_project import run_pytest, write_project
+
+    write_project(tmp_path, {"agent.py": HOSTILE_AGENT, "d.yaml": """
+        target: agent:agent
+        gates: [{includes: nothing-like-this}]
+        data:
+          - {id: "turned-\\u202Earound", input: hello}
+          - {id: raises, input: raise}
+        """})
+    result = run_pytest(tmp_path, "d.yaml", "--junitxml=junit.xml")
+    assert result.code == 1, result.out
+    failures = result.out[result.out.index("FAILURES"):result.out.index("short test summary")]
+    # each failure's text; its header is pytest's, of the item's name: the dataset's id as written
+    texts = "\n".join(line for line in failures.splitlines() if not line.startswith("_"))
+    assert not controls(texts), (controls(texts), failures)
+    summary = result.out[result.out.index("short test summary"):]
+    assert "raised RuntimeError: boom [2J[H]8;;" in summary and not controls(summary.replace("turned-\u202e", "")), (
+        controls(summary), summary)
+    assert "$'turned-\\u202earound'" in failures, failures

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 from ..identity import given_name
 from ..results import ItemResult, Outcome, RunResult
-from .screen import inert
+from ..words import inert
 from .text import budget_words, fmt, gate_rule, repeat_flags, threshold_text, verdict_words
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

@@ -10,20 +10,18 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 
-from rich.console import RenderableType
+from rich.console import Console, RenderableType
 
 from ..results import ItemResult, RunResult
-from .screen import inert_console
 from .terminal import aggregate_tables, summary_line
 from .text import gate_rule
 from .transcript import render_item
 
 
 def plain_text(renderables: Iterable[RenderableType], width: int) -> str:
-    """What ``renderables`` print on a terminal ``width`` columns wide, without colour nor terminal control
-    characters (``screen.inert_console``); text is not wrapped."""
+    """What ``renderables`` print on a terminal ``width`` columns wide, without colour; text is not wrapped."""
     buffer = io.StringIO()
-    console = inert_console(file=buffer, width=width, color_system=None, force_terminal=False, highlight=False,
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False, highlight=False,
                       markup=False, emoji=False, soft_wrap=True)
     for renderable in renderables:
         console.print(renderable)

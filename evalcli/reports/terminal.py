@@ -256,8 +256,8 @@ def _light(item: ItemResult) -> ItemResult:
 
 def _quoted(item_id: str) -> str:
     """An item id or a path as a shell reads it back (quoted only when it must be), and as the console prints it: an
-    id holding a control or direction character is written as ``$'...'`` with escapes (``screen.shell_word``)."""
-    from .screen import shell_word
+    id holding a control or direction character is written as ``$'...'`` with escapes (``words.shell_word``)."""
+    from ..words import shell_word
 
     return shell_word(item_id)
 
