@@ -4,9 +4,10 @@ user errors become messages and exit codes."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, TYPE_CHECKING
 
 import typer
@@ -14,9 +15,11 @@ import typer
 from ..errors import EvalcliError, ExitCode, locked_database
 from ..secrets import redact_text
 from ..streams import RedactedStream
+from ..words import CONTROLS, inert
 
 if TYPE_CHECKING:  # rich is imported when something is printed: `evalcli --help` never loads it
     from rich.console import Console
+    from rich.segment import Segment
 
 
 
@@ -28,16 +31,36 @@ _own_stdout: IO[str] | None = None
 
 def make_console(stderr: bool = False) -> Console:
     """A console for stdout or stderr: no markup, no emoji codes (a user's ``auto:x:`` or an agent's ``:smile:`` is
-    printed as written), no highlighting; off a terminal 160 columns and no wrapping."""
-    from rich.console import Console
-
+    printed as written), no highlighting, no terminal control characters from what it prints (``_inert_console``);
+    off a terminal 160 columns and no wrapping."""
     file = _own_stderr if stderr else _own_stdout
-    console = Console(stderr=stderr, file=file, highlight=False, markup=False, emoji=False, soft_wrap=False)
+    console = _inert_console()(stderr=stderr, file=file, highlight=False, markup=False, emoji=False, soft_wrap=False)
     if not console.is_terminal:
         # a log or a pipe has no width to fit: tables get 160 columns, and lines of text are never wrapped
-        console = Console(stderr=stderr, file=file, highlight=False, markup=False, emoji=False, soft_wrap=False,
-                          width=160)
+        console = _inert_console()(stderr=stderr, file=file, highlight=False, markup=False, emoji=False, soft_wrap=False,
+                                width=160)
     return console
+
+
+@functools.cache
+def _inert_console() -> type[Console]:
+    """rich's ``Console``, whose printed text never holds a character of ``words.CONTROLS``
+    (docs/history.md#what-a-terminal-is-sent). rich drops BEL, BS, VT, FF and CR from text, and passes every other
+    control character: an agent's ``ESC [2J`` cleared the screen of whoever ran ``evalcli show``, ``ESC ]52`` wrote
+    their clipboard. They are dropped after rich has laid the text out: each is zero cells wide to rich, so tables
+    keep their alignment. rich's own colours and cursor moves are its control segments, which pass."""
+    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.segment import Segment
+
+    class InertConsole(Console):
+        def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+            for segment in super().render(renderable, options):
+                if segment.control or not CONTROLS.search(segment.text):
+                    yield segment
+                else:
+                    yield Segment(inert(segment.text), segment.style)
+
+    return InertConsole
 
 
 def own_stdout_fd() -> int:

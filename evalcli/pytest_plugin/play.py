@@ -40,6 +40,7 @@ from ..results import ItemResult, RunResult
 from ..run import RunOptions
 from ..secrets import Redactor
 from ..store import Store, load_run
+from ..words import shell_word
 from .session import DatasetSession, EvalFailed
 from .settings import RunLine, Settings
 
@@ -100,7 +101,7 @@ class Played:
                 head = f"conversation {result.id} missed {len(missed)} gates:\n" + "\n".join(f"  {m}" for m in missed)
             message = f"conversation {result.id}: {one_line(missed[0])}" + (
                 f" (and {plural(len(missed) - 1, 'more gate')})" if len(missed) > 1 else "")
-        show = f"evalcli show {self.run.run_id} {shlex.quote(given_name(result))}{db_option(self.settings.shown_db)}"
+        show = f"evalcli show {self.run.run_id} {shell_word(given_name(result))}{db_option(self.settings.shown_db)}"
         return EvalFailed(f"{head}\n\n{conversation_text(self.run, result, self.width)}\n\n{show}", message)
 
 

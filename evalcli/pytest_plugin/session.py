@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..dbname import DEFAULT_DATABASE
+from ..words import inert
 
 if TYPE_CHECKING:
     import asyncio
@@ -30,9 +31,11 @@ LOCKS = "evalcli-pytest"
 
 class EvalFailed(Exception):
     """A conversation or a verdict that failed: ``text`` says why (no traceback: it is not a bug), ``message`` in
-    one line (the short summary's and JUnit's message)."""
+    one line (the short summary's and JUnit's message); neither holds a terminal control character that an agent, a
+    tool or a scorer wrote (docs/history.md#what-a-terminal-is-sent)."""
 
     def __init__(self, text: str, message: str | None = None) -> None:
+        text, message = inert(text), None if message is None else inert(message)
         super().__init__(text)
         self.text = text
         self.message = message or text.splitlines()[0]

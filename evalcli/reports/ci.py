@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 from ..identity import given_name
 from ..results import ItemResult, Outcome, RunResult
+from ..words import inert
 from .text import budget_words, fmt, gate_rule, repeat_flags, threshold_text, verdict_words
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -133,8 +134,25 @@ def junit_document(suites: list[ET.Element]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+_MARKDOWN_ESCAPES = str.maketrans({"|": "\\|", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "\r": " ",
+                                   "\n": " "})
+
+
+def markdown_text(text: str) -> str:
+    """Text an agent, a tool or a scorer wrote, as one line of Markdown that reads as that text: no table cell
+    ended by a ``|``, no line (a heading, a table row) begun by a line break (``\\r`` is one to Markdown), no HTML
+    (a ``<!--`` that hid the rest of the summary, a ``</details>``), no link (``[text](url)``), no terminal control
+    character (docs/ci.md#the-markdown-summary-shows-text-as-written)."""
+    return inert(text.translate(_MARKDOWN_ESCAPES))
+
+
+def _code(text: str) -> str:
+    """``text`` as one Markdown code span on one line, whatever backticks it holds: fenced by a longer run of them
+    (in a span, HTML and links are text already)."""
+    text = inert(text.replace("\r", " ").replace("\n", " "))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 class MarkdownSummary:
@@ -146,14 +164,14 @@ class MarkdownSummary:
 
     def item(self, item: ItemResult) -> None:
         if item.status != "ok":
-            self.problems.append(f"- `{item.id}`: error: {_cell(item.error or '')}")
+            self.problems.append(f"- {_code(item.id)}: error: {markdown_text(item.error or '')}")
             return
         rate = self.result.pass_rate
         missed = _missed(item.gate_scores, item, rate) + [f"turn {t.index} {m}" for t in item.turns
                                                           for m in _missed(t.gate_scores, item, rate, turn=True)]
         if missed:
-            self.problems.append(f"- `{item.id}`{' (simulated, ' + item.stop_reason + ')' if item.stop_reason else ''}: "
-                                 f"{_cell('; '.join(missed))}")
+            self.problems.append(f"- {_code(item.id)}{' (simulated, ' + item.stop_reason + ')' if item.stop_reason else ''}: "
+                                 f"{markdown_text('; '.join(missed))}")
 
     def close(self) -> str:
         result, summary = self.result, self.result.summary
@@ -172,14 +190,14 @@ class MarkdownSummary:
             if rule is not None:  # under repeats a gate's score is its mean, not what decides it
                 lines += [f"Gates: {rule} (`{repeat_flags(result)}`).", ""]
             lines += ["| gate | score | |", "|---|---:|---|"]
-            lines += [f"| {_cell(g.id)} | {fmt(g.score)} | {'✅' if g.passed else '❌'} |" for g in summary.gate_results]
+            lines += [f"| {markdown_text(g.id)} | {fmt(g.score)} | {'✅' if g.passed else '❌'} |" for g in summary.gate_results]
             lines.append("")
         if summary.scores:
             thresholds = {t.id: t for t in summary.threshold_results}
             lines += ["| scorer | mean | threshold | |", "|---|---:|---|---|"]
             for scorer_id, mean in summary.scores.items():
                 t = thresholds.get(scorer_id)
-                lines.append(f"| {_cell(scorer_id)} | {fmt(mean)} | {threshold_text(t.threshold) if t else ''} | "
+                lines.append(f"| {markdown_text(scorer_id)} | {fmt(mean)} | {threshold_text(t.threshold) if t else ''} | "
                              f"{('✅' if t.passed else '❌') if t else ''} |")
             lines.append("")
         if result.stability:
@@ -187,14 +205,14 @@ class MarkdownSummary:
                                                                         in result.stability.items()), ""]
         if result.pass_at_k:
             lines += ["| gate | pass@k | pass^k |", "|---|---:|---:|"]
-            lines += [f"| {_cell(g)} | {fmt(v)} | {fmt(result.pass_all_k.get(g))} |" for g, v in result.pass_at_k.items()]
+            lines += [f"| {markdown_text(g)} | {fmt(v)} | {fmt(result.pass_all_k.get(g))} |" for g, v in result.pass_at_k.items()]
             lines.append("")
         turn_lines = []
         for turn in summary.turn_results:
             parts = [f"{g.id} {fmt(g.score)} {'✅' if g.passed else '❌'}" for g in turn.gate_results]
             parts += [f"{t.id} {fmt(t.average_score)} {'✅' if t.passed else '❌'}" for t in turn.threshold_results]
             if parts:
-                turn_lines.append(f"| {turn.index} | {_cell('; '.join(parts))} |")
+                turn_lines.append(f"| {turn.index} | {markdown_text('; '.join(parts))} |")
         if turn_lines:
             lines += ["| turn | gates and thresholds |", "|---:|---|", *turn_lines, ""]
         problems = self.problems

@@ -12,6 +12,7 @@ from rich.text import Text
 from ..llm import PURPOSES
 from ..results import finite_or_none
 from ..store import Cell, Column, Comparison, PairedStats
+from .ci import markdown_text
 from .paired import stats_markdown, stats_renderable
 from .text import DATASETS_DIFFER, fmt, threshold_text, verdict_style, verdict_words
 
@@ -177,5 +178,5 @@ def compare_markdown(comparison: Comparison) -> str:
     for title, stats in paired_sections(comparison):
         lines += stats_markdown(stats, f"#### {title}") if stats is not None else [f"#### {title}", "",
                                                                                    "no conversation in both runs", ""]
-    lines += [f"- **significant regression**: {line}" for line in comparison.significant()]
+    lines += [f"- **significant regression**: {markdown_text(line)}" for line in comparison.significant()]
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ..results import finite_or_none
 from ..store import Change, RunDiff
+from .ci import markdown_text
 from .paired import stats_markdown, stats_renderable
 from .text import DATASETS_DIFFER, MAX_FAILING, MAX_TABLE, fmt, plural, titled, verdict_style, verdict_words
 
@@ -51,7 +52,7 @@ def render_diff(console: Console, diff: RunDiff, *, verbose: bool = False) -> No
     verdict.append(" -> ")
     verdict.append(verdict_words(diff.b), style=verdict_style(diff.b))
     console.print(verdict, soft_wrap=True)
-    console.print(_items_table(diff, verbose))
+    console.print(_items_table(diff, verbose, console.width))
     if diff.stats is not None:
         console.print(stats_renderable(diff.stats), soft_wrap=True)
     judged = diff.judged_by_significance
@@ -109,8 +110,8 @@ def diff_markdown(diff: RunDiff) -> str:
     lines = [f"### evalcli diff `{diff.a.run_id}` -> `{diff.b.run_id}` ({diff.b.dataset_path})", "",
              f"verdict: {verdict_words(diff.a)} -> {verdict_words(diff.b)}", ""]
     judged = diff.judged_by_significance
-    lines += [f"- {'change' if judged else 'regression'}: {line}" for line in diff.regressions]
-    lines += [f"- **significant regression**: {line}" for line in diff.significant]
+    lines += [f"- {'change' if judged else 'regression'}: {markdown_text(line)}" for line in diff.regressions]
+    lines += [f"- **significant regression**: {markdown_text(line)}" for line in diff.significant]
     if diff.regressions or diff.significant:
         lines.append("")
     if diff.stats is not None:
@@ -119,12 +120,16 @@ def diff_markdown(diff: RunDiff) -> str:
     return "\n".join(lines)
 
 
-def _items_table(diff: RunDiff, verbose: bool) -> RenderableType:
-    """The conversations that changed (all with ``verbose``); only a line when none did: no empty table."""
+def _items_table(diff: RunDiff, verbose: bool, width: int) -> RenderableType:
+    """The conversations that changed (all with ``verbose``); only a line when none did: no empty table. An id is
+    whole on its line when it fits in the console less 20 columns, else folded into half its width: a
+    3,000-character id left A, B and the scores no room."""
     scorer_ids = [c.id for c in diff.scorers]
     table = Table()
     widest = max((len(item.name) for item in diff.items), default=4)
-    table.add_column("item", no_wrap=True, min_width=widest)
+    whole = widest <= width - 20
+    room = widest if whole else max(10, width // 2)
+    table.add_column("item", no_wrap=whole, overflow="fold", min_width=room, max_width=None if whole else room)
     for column in ("A", "B", *scorer_ids):
         table.add_column(column, overflow="fold")
     hidden = cut = 0

@@ -154,18 +154,48 @@ class TerminalReport:
         if self.gate_ids:
             legend.append("gates = passed/scorable top-level gates")
         table = self._conversations(list(self.scorer_ids))
+        numbered = [f"#{n}" for n in range(1, len(self.scorer_ids) + 1)]
         if self.scorer_ids and fits(self.console, table) is False:
-            table = self._conversations([f"#{n}" for n in range(1, len(self.scorer_ids) + 1)])
+            table = self._conversations(numbered)
             legend.insert(0, ", ".join(f"#{n} = {s}" for n, s in enumerate(self.scorer_ids, start=1)))
+        if self._others_width(numbered) + 14 > self.console.width:
+            # a terminal too narrow for the columns at their narrowest (20 columns): a line per conversation, whose
+            # status and gates are read where a table would have squeezed them to nothing
+            return titled("Conversations", self._conversation_lines(numbered), "; ".join(legend))
         return titled("Conversations", table, "; ".join(legend))
+
+    def _names(self, headers: list[str]) -> list[str]:
+        return ["form", "turns", *headers, *(["gates"] if self.gate_ids else []), "status"]
+
+    def _others_width(self, headers: list[str]) -> int:
+        """The columns beside the id at their narrowest: each one's widest cell, its padding and its border."""
+        return sum(3 + max([len(name), *(len(str(row[n])) for row in self.rows)])
+                   for n, name in enumerate(self._names(headers), 1))
+
+    def _conversation_lines(self, headers: list[str]) -> RenderableType:
+        from rich.console import Group
+        from rich.text import Text
+
+        lines = []
+        for row in self.rows:
+            parts: list[str | Text] = [Text(str(row[0]), style="bold")]
+            for name, cell in zip(self._names(headers), row[1:], strict=True):
+                parts += [f"  {name} ", cell if isinstance(cell, Text) else str(cell)]
+            lines.append(Text.assemble(*parts))
+        return Group(*lines)
 
     def _conversations(self, headers: list[str]) -> Table:
         from rich.table import Table
 
         table = Table(show_lines=False)
         widest = max((len(str(row[0])) for row in self.rows), default=4)
-        # an id is never cut: whole when it fits, folded onto a second line when even that cannot be
-        table.add_column("item", no_wrap=True, overflow="fold", min_width=min(widest, max(10, self.console.width - 30)))
+        # an id is never cut: whole on its line when it fits in the console less 20 columns (the other columns fold
+        # around it); a longer one is folded onto more lines, as wide as the other columns leave at their narrowest
+        # (scorers numbered), so a 3,000-character id never takes the room of the status, the gates and the scores
+        whole = widest <= self.console.width - 20
+        others = self._others_width([f"#{n}" for n in range(1, len(headers) + 1)])
+        room = widest if whole else max(10, self.console.width - 4 - others)
+        table.add_column("item", no_wrap=whole, overflow="fold", min_width=room, max_width=None if whole else room)
         table.add_column("form", overflow="fold")
         table.add_column("turns", justify="right", overflow="fold")
         for header in headers:
@@ -225,10 +255,11 @@ def _light(item: ItemResult) -> ItemResult:
 
 
 def _quoted(item_id: str) -> str:
-    """An item id or a path as a shell reads it back (quoted only when it must be)."""
-    import shlex
+    """An item id or a path as a shell reads it back (quoted only when it must be), and as the console prints it: an
+    id holding a control or direction character is written as ``$'...'`` with escapes (``words.shell_word``)."""
+    from ..words import shell_word
 
-    return shlex.quote(item_id)
+    return shell_word(item_id)
 
 
 def aggregate_tables(summary: Summary, turn_misses: dict[tuple[int, str], list[str]] | None = None,
@@ -238,18 +269,19 @@ def aggregate_tables(summary: Summary, turn_misses: dict[tuple[int, str], list[s
 
     tables: list[RenderableType] = []
     if summary.gate_results:
+        # the figures are never squeezed: on a narrow terminal a long id folds beside them (docs/history.md)
         gates = Table()
-        gates.add_column("gate", no_wrap=True)
+        gates.add_column("gate", overflow="fold")
         for column in ("score", ""):
-            gates.add_column(column)
+            gates.add_column(column, no_wrap=True)
         for gate in summary.gate_results:
             gates.add_row(gate.id, fmt(gate.score), mark(gate.passed))
         tables.append(titled(f"Gates ({rule or 'each must average >= 1.0'})", gates))
     if summary.threshold_results or summary.scores:
         scores = Table()
-        scores.add_column("scorer", no_wrap=True)
+        scores.add_column("scorer", overflow="fold")
         for column in ("mean", "threshold", ""):
-            scores.add_column(column)
+            scores.add_column(column, no_wrap=True)
         thresholds = {t.id: t for t in summary.threshold_results}
         for scorer_id, mean in summary.scores.items():
             result = thresholds.get(scorer_id)

@@ -176,7 +176,7 @@ def verdict_style(result: RunResult | Summary) -> str:
     return VERDICT_STYLE.get(summary.verdict or "", "")
 
 
-def titled(title: str, table: Table, note: str = "") -> RenderableType:
+def titled(title: str, table: RenderableType, note: str = "") -> RenderableType:
     """A table with its title above it and its note below it, each a line of text of its own: a narrow table never
     wraps its title mid-phrase (a table's own title is wrapped to the table's width)."""
     from rich.console import Group
