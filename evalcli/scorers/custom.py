@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import math
 from typing import Any
@@ -41,6 +42,9 @@ class PythonScorer(Scorer):
         self.is_async = inspect.iscoroutinefunction(self.fn)
 
     async def score(self, run: ScorerRun) -> Outcome:
+        # its own copy of the run: what it changes (the messages, the turns, ground_truth) no other scorer sees, nor
+        # the next conversation (docs/scorers.md "Custom Python scorers")
+        run = copy.deepcopy(run)
         if self.is_async:
             value = await self.fn(run)
         else:

@@ -1,0 +1,76 @@
+"""Adversarial try 68: checks, the scorer library and custom Python scorers (docs/checks.md, docs/scorers.md),
+broken as users would: the real CLI, real SQLite files. Each test failed on the main this branch started from.
+
+- A custom scorer that changed ``run.output`` (cleared it, rewrote a message) changed what every scorer after it
+  saw: ``includes(hello)`` scored 0 on a conversation that said hello.
+- A custom scorer that called ``sys.exit()`` escaped the event loop: a traceback, the run ``interrupted`` and the
+  exit code the scorer's own (3, which reads as ``--strict``'s "scored"), where docs/reliability.md promises the
+  target's treatment (``failed``, exit 70, the conversation named, a ``--resume`` command).
+- ``Score("0.5")`` scored 0.5 while a bare ``"0.5"`` was refused, and a number that is not a ``float`` or ``int``
+  (``Fraction(1, 2)``, numpy's ``float32``) was refused bare but taken inside ``Score``.
+- A ``scorers.yaml`` entry named like a built-in check (``used_no_tools: {includes: bye}``) silently replaced the
+  check for every dataset beside it that wrote ``- used_no_tools``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import CliResult
+
+AGENT = '''
+import json
+
+def agent(input: str):
+    """Messages written as JSON in the input are the reply; any other input is echoed."""
+    return json.loads(input) if input.startswith("[") else input
+'''
+
+
+def test_a_custom_scorer_that_changes_its_run_changes_nothing_another_scorer_sees(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("meddle.py", '''
+        def clear(run):
+            run.output.clear()
+            return 1.0
+
+        def rewrite(run):
+            for message in run.output:
+                message["content"] = "MUTATED"
+            for turn in run.turns:
+                turn.output.clear()
+            run.ground_truth["city"] = "nowhere"
+            return 1.0
+
+        def reads(run):
+            return 1.0 if run.ground_truth == {"city": "paris"} and run.turns[0].output else 0.0
+    ''')
+    write("d.yaml", '''
+        target: agent:agent
+        gates:
+          - python: meddle:clear
+          - includes: hello
+        scorers:
+          - python: meddle:rewrite
+          - python: meddle:reads
+          - {scorer: {includes: hello}, id: said-hello}
+          - {scorer: {includes: mutated}, id: mutated}
+        data:
+          - id: a
+            input: hello world
+            ground_truth: {city: paris}
+          - id: b
+            input: hello again
+            ground_truth: {city: paris}
+    ''')
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 0, result.stderr
+    out = result.json
+    assert out["verdict"] == "passed"
+    assert out["scores"] == {"python(meddle:rewrite)": 1.0, "python(meddle:reads)": 1.0, "said-hello": 1.0,
+                             "mutated": 0.0}
+    stored = [json.loads(row[0]) for row in result.db().execute("SELECT output FROM turns ORDER BY item_index")]
+    assert [m["content"] for messages in stored for m in messages] == ["hello world", "hello again"]
