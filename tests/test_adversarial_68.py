@@ -74,3 +74,39 @@ def test_a_custom_scorer_that_changes_its_run_changes_nothing_another_scorer_see
                              "mutated": 0.0}
     stored = [json.loads(row[0]) for row in result.db().execute("SELECT output FROM turns ORDER BY item_index")]
     assert [m["content"] for messages in stored for m in messages] == ["hello world", "hello again"]
+
+
+def test_a_custom_scorer_that_calls_sys_exit_stops_the_run_as_a_target_that_does(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("quits.py", '''
+        import sys
+
+        def quits(run):
+            if "bye" in run.output[-1]["content"]:
+                sys.exit(3)
+            return 1.0
+
+        async def quits_async(run):
+            if "bye" in run.output[-1]["content"]:
+                sys.exit(3)
+            return 1.0
+    ''')
+    for name in ("quits", "quits_async"):
+        write(f"{name}.yaml", f'''
+            target: agent:agent
+            concurrency: 1
+            scorers:
+              - python: quits:{name}
+              - includes: hello
+            data:
+              - {{id: first, input: hello}}
+              - {{id: second, input: bye now}}
+        ''')
+        result = cli("run", f"{name}.yaml", "--db", f"{name}.db")
+        assert result.code == 70, result.stderr
+        assert "Traceback" not in result.stderr and "unhandled exception" not in result.stderr, result.stderr
+        assert "conversation second: ended by SystemExit(3)" in result.stderr, result.stderr
+        assert f"--resume" in result.stderr
+        rows = result.db(f"{name}.db").execute("SELECT status FROM runs").fetchall()
+        assert [r[0] for r in rows] == ["failed"]
