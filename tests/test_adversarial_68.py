@@ -110,3 +110,57 @@ def test_a_custom_scorer_that_calls_sys_exit_stops_the_run_as_a_target_that_does
         assert f"--resume" in result.stderr
         rows = result.db(f"{name}.db").execute("SELECT status FROM runs").fetchall()
         assert [r[0] for r in rows] == ["failed"]
+
+
+def test_a_custom_scorer_returns_any_real_number_and_nothing_else_bare_or_in_a_score(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("odd.py", '''
+        from fractions import Fraction
+        from evalcli import Score, not_scorable
+
+        def fraction(run):
+            return Fraction(1, 2)
+
+        def fraction_in_score(run):
+            return Score(Fraction(1, 4), "a quarter")
+
+        def text_in_score(run):
+            return Score("0.5", "a string")
+
+        def none_in_score(run):
+            return Score(None, "nothing")
+
+        def huge(run):
+            return 10 ** 400
+
+        def reason_mapping(run):
+            return Score(0.5, {"why": "a mapping"})
+
+        def not_scorable_number(run):
+            return not_scorable(123)
+    ''')
+    names = ["fraction", "fraction_in_score", "text_in_score", "none_in_score", "huge", "reason_mapping",
+             "not_scorable_number"]
+    write("d.yaml", "target: agent:agent\nscorers:\n" + "".join(f"  - python: odd:{n}\n" for n in names)
+          + "data:\n  - {id: a, input: hello}\n")
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 4, result.stderr
+    out = result.json
+    assert out["scores"] == {"python(odd:fraction)": 0.5, "python(odd:fraction_in_score)": 0.25}
+    errors = {k.removeprefix("python(odd:").removesuffix(")"): v.get("error")
+              for k, v in out["items"][0]["outcomes"]["scorers"].items() if v.get("error")}
+    assert errors == {
+        "text_in_score": "TypeError: scorer python(odd:text_in_score) returned a Score whose score is of type "
+                         "str, not a number; return a float, evalcli.Score(score, reason) or evalcli.not_scorable(reason)",
+        "none_in_score": "TypeError: scorer python(odd:none_in_score) returned a Score whose score is of "
+                         "type NoneType, not a number; return a float, evalcli.Score(score, reason) or "
+                         "evalcli.not_scorable(reason)",
+        "huge": "ValueError: scorer python(odd:huge) returned the score " + "1" + "0" * 39
+                + "...: a score must be a finite number (return evalcli.not_scorable(reason) when there is "
+                "nothing to score)",
+        "reason_mapping": "TypeError: scorer python(odd:reason_mapping) returned a reason of type dict; a "
+                          "reason is a string (or None)",
+        "not_scorable_number": "TypeError: scorer python(odd:not_scorable_number) returned a reason of type "
+                               "int; a reason is a string (or None)",
+    }
