@@ -164,3 +164,32 @@ def test_a_custom_scorer_returns_any_real_number_and_nothing_else_bare_or_in_a_s
         "not_scorable_number": "TypeError: scorer python(odd:not_scorable_number) returned a reason of type "
                                "int; a reason is a string (or None)",
     }
+
+
+def test_a_registered_id_that_names_a_built_in_check_must_be_that_check(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("scorers.yaml", '''
+        scorers:
+          used_no_tools:
+            includes: bye
+          no_tool_errors: no_tool_errors
+          json_output:
+            json_output: {schema: {type: object}}
+    ''')
+    write("d.yaml", '''
+        target: agent:agent
+        gates:
+          - used_no_tools
+          - no_tool_errors
+        data:
+          - {id: a, input: hello}
+    ''')
+    for command in ("validate", "run"):
+        result = cli(command, "d.yaml")
+        assert result.code == 2, result.stdout + result.stderr
+        assert ("scorers.yaml:2:3: 'used_no_tools' is the name of a built-in check, registered here as "
+                "{includes: bye}") in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+        assert result.stderr.count("is the name of a built-in check") == 1, result.stderr  # the same kind, configured, is fine
+    assert not (result.cwd / "evalcli.db").exists()
