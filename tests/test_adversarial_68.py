@@ -193,3 +193,23 @@ def test_a_registered_id_that_names_a_built_in_check_must_be_that_check(
         assert "Traceback" not in result.stderr
         assert result.stderr.count("is the name of a built-in check") == 1, result.stderr  # the same kind, configured, is fine
     assert not (result.cwd / "evalcli.db").exists()
+
+
+def test_json_output_reads_a_fenced_block_written_with_windows_line_endings(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("d.yaml", r'''
+        target: agent:agent
+        scorers:
+          - scorer: {json_output: {schema: {type: object, required: [a]}}}
+            id: object-with-a
+        data:
+          - {id: crlf, input: "```json\r\n{\"a\": 1}\r\n```"}
+          - {id: crlf-bare-fence, input: "```\r\n{\"a\": 2}\r\n```\r\n"}
+          - {id: lf, input: "```json\n{\"a\": 3}\n```"}
+          - {id: two-blocks, input: "```json\r\n{\"a\": 1}\r\n```\r\n```json\r\n{\"a\": 1}\r\n```"}
+    ''')
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 0, result.stderr
+    scores = {item["id"]: item["outcomes"]["scorers"]["object-with-a"]["score"] for item in result.json["items"]}
+    assert scores == {"crlf": 1.0, "crlf-bare-fence": 1.0, "lf": 1.0, "two-blocks": 0.0}

@@ -199,7 +199,8 @@ def tool_f1(run: ScorerRun, a: ToolF1Args) -> Outcome:
                                        + ("" if called else f"; calls: {NO_CALLS}"))
 
 
-_FENCE = re.compile(r"\A```([A-Za-z]*)[ \t]*\n(.*)\n[ \t]*```\Z", re.DOTALL)
+_FENCE = re.compile(r"\A```([A-Za-z]*)[ \t]*\r?\n(.*)\r?\n[ \t]*```\Z", re.DOTALL)
+"""One fenced block, its lines ended by \\n or \\r\\n (docs/checks.md)."""
 
 
 def _reject_constant(name: str) -> Any:
