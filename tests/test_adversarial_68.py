@@ -213,3 +213,28 @@ def test_json_output_reads_a_fenced_block_written_with_windows_line_endings(
     assert result.code == 0, result.stderr
     scores = {item["id"]: item["outcomes"]["scorers"]["object-with-a"]["score"] for item in result.json["items"]}
     assert scores == {"crlf": 1.0, "crlf-bare-fence": 1.0, "lf": 1.0, "two-blocks": 0.0}
+
+
+def test_a_json_output_schema_whose_ref_points_nowhere_is_a_validation_error_at_its_line(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("d.yaml", '''
+        target: agent:agent
+        scorers:
+          - scorer: {json_output: {schema: {$defs: {city: {type: string}}, $ref: "#/$defs/city"}}}
+            id: a-city
+          - scorer: {json_output: {schema: {$ref: "https://example.com/booking.json"}}}
+            id: remote
+          - scorer: {json_output: {schema: {type: object, properties: {to: {$ref: "#/$defs/town"}}}}}
+            id: missing-def
+        data:
+          - {id: a, input: '"Paris"'}
+    ''')
+    for command in ("validate", "run"):
+        result = cli(command, "d.yaml")
+        assert result.code == 2, result.stdout + result.stderr
+        assert "d.yaml:5:36:" in result.stderr and "d.yaml:7:36:" in result.stderr, result.stderr
+        assert "$ref 'https://example.com/booking.json' points nowhere" in result.stderr, result.stderr
+        assert "$ref '#/$defs/town' points nowhere" in result.stderr, result.stderr
+        assert "d.yaml:3:" not in result.stderr and "Traceback" not in result.stderr
+    assert not (result.cwd / "evalcli.db").exists()
