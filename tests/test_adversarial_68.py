@@ -238,3 +238,39 @@ def test_a_json_output_schema_whose_ref_points_nowhere_is_a_validation_error_at_
         assert "$ref '#/$defs/town' points nowhere" in result.stderr, result.stderr
         assert "d.yaml:3:" not in result.stderr and "Traceback" not in result.stderr
     assert not (result.cwd / "evalcli.db").exists()
+
+
+def test_a_score_that_misses_its_bound_by_a_hair_never_reads_as_the_bound_beside_fail(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("said.py", '''
+        def said(run):
+            """The number the agent said."""
+            return float(run.output[-1]["content"])
+    ''')
+    write("d.yaml", '''
+        target: agent:agent
+        gates:
+          - python: said:said
+        scorers:
+          - scorer: {python: said:said}
+            id: hair
+            threshold: 1
+          - scorer: {python: said:said}
+            id: within-tolerance
+            threshold: 0.9999999005
+        data:
+          - id: a
+            turns:
+              - input: "0.9999999"
+                scorers: [{scorer: {python: said:said}, id: turn-hair, threshold: 1}]
+    ''')
+    result = cli("run", "d.yaml", "--strict")
+    assert result.code == 1, result.stderr
+    out = result.stdout + result.stderr
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+    assert ["python(said:said)", "0.9999999", "FAIL"] in rows, out
+    assert ["hair", "0.9999999", ">= 1", "FAIL"] in rows, out
+    assert ["within-tolerance", "1", ">= 1", "pass"] in rows, out
+    assert "FAIL turn-hair=0.9999999 (>= 1)" in out, out
+    assert "gate python(said:said) scored 0.9999999" in out, out

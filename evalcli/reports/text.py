@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..results import ItemResult, RunResult, Summary, fmt, reaches_gate
+from ..results import ItemResult, RunResult, Summary, fmt, fmt_against, reaches_gate
+from ..thresholds import GATE
 from ..words import plural
 
 if TYPE_CHECKING:  # rich is imported where a report is drawn, after the run (docs/performance.md)
@@ -82,7 +83,7 @@ def missed_gates(item: ItemResult) -> list[str]:
                 detail = outcome.error or outcome.reason
                 # over --repeat plays the mean may reach 1 (2.0 and 0.5: 1.25) while a play missed: say so
                 mean = " on average over the plays, missed in a play" if reaches_gate(outcome.score) else ""
-                lines.append(f"{where}gate {gate_id} scored {fmt(outcome.score)}{mean}"
+                lines.append(f"{where}gate {gate_id} scored {fmt_against(outcome.score, GATE)}{mean}"
                              + (f": {detail}" if detail else ""))
     return lines
 
