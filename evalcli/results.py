@@ -57,24 +57,6 @@ def fmt(score: float | None) -> str:
     return f"{score:.3f}".rstrip("0").rstrip(".") if score != int(score) else f"{score:.0f}"
 
 
-def fmt_against(score: float | None, low: Any, high: Any = None) -> str:
-    """``fmt(score)`` beside its bound (a gate's 1, a threshold's ``min``/``max``), with the decimals it takes for the
-    text to be decided as the score is: a gate's 0.9999999 reads ``0.9999999 FAIL``, never ``1 FAIL``; a threshold's
-    0.49999999 against 0.5 reads ``0.49999999`` (docs/scorers.md "Thresholds compare with a tolerance")."""
-    text = fmt(score)
-    if isinstance(low, dict):
-        low, high = low.get("min"), low.get("max")
-    bounds = [b if isinstance(b, (int, float)) and not isinstance(b, bool) else None for b in (low, high)]
-    if score is None or not math.isfinite(score) or bounds == [None, None]:
-        return text
-    decided = within(score, *bounds)
-    for digits in range(4, 18):
-        if within(float(text), *bounds) == decided:
-            return text
-        text = f"{score:.{digits}f}".rstrip("0").rstrip(".")
-    return repr(score)
-
-
 @record(frozen=True)
 class JudgeSample:
     """One of the verdicts a judge asked several times (``samples: N``) or a panel (``models: [...]``) gave."""

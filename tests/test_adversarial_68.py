@@ -107,7 +107,7 @@ def test_a_custom_scorer_that_calls_sys_exit_stops_the_run_as_a_target_that_does
         assert result.code == 70, result.stderr
         assert "Traceback" not in result.stderr and "unhandled exception" not in result.stderr, result.stderr
         assert "conversation second: ended by SystemExit(3)" in result.stderr, result.stderr
-        assert f"--resume" in result.stderr
+        assert "--resume" in result.stderr
         rows = result.db(f"{name}.db").execute("SELECT status FROM runs").fetchall()
         assert [r[0] for r in rows] == ["failed"]
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..dbname import db_option
 from ..identity import given_name
 from ..records import record
-from ..results import ItemResult, RunResult, Summary, fmt, fmt_against
+from ..results import ItemResult, RunResult, Summary, fmt
 from ..thresholds import GATE
 from .text import (
     ERROR,
@@ -22,6 +22,7 @@ from .text import (
     NOT_SCORABLE,
     budget_words,
     fits,
+    fmt_against,
     gate_rule,
     mark,
     one_line,
@@ -254,8 +255,8 @@ def aggregate_tables(summary: Summary, turn_misses: dict[tuple[int, str], list[s
         thresholds = {t.id: t for t in summary.threshold_results}
         for scorer_id, mean in summary.scores.items():
             result = thresholds.get(scorer_id)
-            scores.add_row(scorer_id, fmt_against(mean, result.threshold) if result else fmt(mean), threshold_text(result.threshold) if result else "",
-                           mark(result.passed) if result else "")
+            scores.add_row(scorer_id, fmt_against(mean, result.threshold) if result else fmt(mean),
+                           threshold_text(result.threshold) if result else "", mark(result.passed) if result else "")
         tables.append(titled("Scores (mean over conversations)", scores))
     if summary.turn_results:
         tables.append(_turns_table(summary, turn_misses or {}))

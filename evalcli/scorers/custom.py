@@ -15,7 +15,6 @@ from ..results import Outcome
 from .base import NotScorable, Score, ScorerRun
 from .kinds import BuildContext, Kind, Scorer
 
-
 RETURNS = "return a float, evalcli.Score(score, reason) or evalcli.not_scorable(reason)"
 
 
