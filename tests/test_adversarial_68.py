@@ -274,3 +274,21 @@ def test_a_score_that_misses_its_bound_by_a_hair_never_reads_as_the_bound_beside
     assert ["within-tolerance", "1", ">= 1", "pass"] in rows, out
     assert "FAIL turn-hair=0.9999999 (>= 1)" in out, out
     assert "gate python(said:said) scored 0.9999999" in out, out
+
+
+def test_rubric_weights_that_add_up_past_a_float_are_a_validation_error(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("d.yaml", '''
+        target: agent:agent
+        scorers:
+          - rubric:
+              model: openai/gpt-4o-mini
+              criteria: [{criterion: Names the city, weight: 1.0e+308}, {criterion: Gives a number, weight: 1.0e+308}]
+        data:
+          - {id: a, input: hi}
+    ''')
+    result = cli("validate", "d.yaml")
+    assert result.code == 2, result.stdout + result.stderr
+    assert "d.yaml:5:" in result.stderr and "weights add up to more than a number can hold" in result.stderr, \
+        result.stderr
