@@ -65,7 +65,10 @@ class PythonScorer(Scorer):
     async def score(self, run: ScorerRun) -> Outcome:
         # its own copy of the run: what it changes (the messages, the turns, ground_truth) no other scorer sees, nor
         # the next conversation (docs/scorers.md "Custom Python scorers")
-        run = copy.deepcopy(run)
+        try:
+            run = copy.deepcopy(run)
+        except Exception:  # noqa: BLE001 - a value that cannot be copied (a structured result's object): the run as is
+            pass
         if self.is_async:
             value = await self.fn(run)
         else:
