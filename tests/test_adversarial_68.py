@@ -292,3 +292,29 @@ def test_rubric_weights_that_add_up_past_a_float_are_a_validation_error(
     assert result.code == 2, result.stdout + result.stderr
     assert "d.yaml:5:" in result.stderr and "weights add up to more than a number can hold" in result.stderr, \
         result.stderr
+
+
+def test_equals_and_an_exact_match_show_the_whitespace_they_failed_on(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("d.yaml", r'''
+        target: agent:agent
+        scorers:
+          - {scorer: {equals: {value: Hello, ignore_case: false}}, id: eq}
+          - {scorer: {matches: {pattern: Hello, exact: true}}, id: exact}
+          - {scorer: {includes: x}, id: inc}
+        data:
+          - {id: newline, input: "Hello\n"}
+          - {id: spaces, input: "   \n "}
+          - {id: two, input: "Hello  there"}
+    ''')
+    result = cli("run", "d.yaml", "--json", "-")
+    assert result.code == 0, result.stderr
+    reasons = {item["id"]: {k: v["reason"] for k, v in item["outcomes"]["scorers"].items()}
+               for item in result.json["items"]}
+    assert reasons["newline"]["eq"] == "the text \"Hello\\n\" is not 'Hello'"
+    assert reasons["newline"]["exact"] == '/Hello/ does not match the whole of "Hello\\n"'
+    assert reasons["spaces"] == {"eq": "the text \"   \\n \" is not 'Hello'",
+                                 "exact": '/Hello/ does not match the whole of "   \\n "',
+                                 "inc": "'x' not found in \"   \\n \""}
+    assert reasons["two"]["eq"] == "the text \"Hello  there\" is not 'Hello'"
