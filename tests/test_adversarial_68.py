@@ -10,6 +10,15 @@ broken as users would: the real CLI, real SQLite files. Each test failed on the 
   (``Fraction(1, 2)``, numpy's ``float32``) was refused bare but taken inside ``Score``.
 - A ``scorers.yaml`` entry named like a built-in check (``used_no_tools: {includes: bye}``) silently replaced the
   check for every dataset beside it that wrote ``- used_no_tools``.
+- ``json_output`` scored 0 on a fenced block with Windows line endings (```` ```json\r\n{...}\r\n``` ````).
+- A ``json_output`` schema whose ``$ref`` pointed nowhere (a URL, a missing ``$defs`` entry) validated, then was
+  ``_WrappedReferencingError: Unresolvable`` on every conversation (exit 4) instead of an error at its line.
+- A gate scoring 0.9999999 printed ``1 FAIL``; a mean of 0.49999999 against ``threshold: 0.5`` ``0.5 FAIL``.
+- A rubric whose weights add up past a float (two of ``1.0e+308``) validated, and would score NaN or 0.
+- ``equals: Hello`` on ``"Hello\n"`` said ``the text "hello" is not 'Hello'``: the reason hid the whitespace.
+
+Held up: case folding as documented (lower-cased), invalid regexes at their line, NaN/Infinity not JSON, malformed
+and parallel tool calls, tool errors, not_scorable gates, left-to-right means, registry/inline id conflicts.
 """
 
 from __future__ import annotations
