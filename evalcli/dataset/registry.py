@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path as FsPath
 
 from ..errors import DatasetError, Problem
-from ..scorers import Registry, ScorerSpec
+from ..scorers import Registry, ScorerSpec, inline_yaml
+from ..scorers.kinds import no_argument_kinds
 from ..secrets import remember_named
 from .references import parse_definition
 from .yamlsrc import Path, load_yaml
@@ -52,6 +53,15 @@ def load_registry(path: str | FsPath | None) -> Registry:
             registry.broken.add(str(scorer_id))
             continue
         kind, args, _ = parsed
+        if str(scorer_id) != kind and str(scorer_id) in no_argument_kinds():
+            # a dataset's bare `used_no_tools` is this id or the check: never silently another kind (docs/scorers.md)
+            shown = inline_yaml(ScorerSpec(str(scorer_id), kind, args))
+            registry.problems.append(pos.problem(at, f"'{scorer_id}' is the name of a built-in check, registered here "
+                                                     f"as {shown}: a dataset's '- {scorer_id}' would run this instead "
+                                                     "of the check", "give it an id that names no built-in check "
+                                                                     "(evalcli scorers lists them)", key=True))
+            registry.broken.add(str(scorer_id))
+            continue
         registry.scorers[str(scorer_id)] = ScorerSpec(str(scorer_id), kind, args, registered=True, where=pos.where(at))
     return registry
 

@@ -13,6 +13,7 @@ from ..dbname import db_option
 from ..identity import given_name
 from ..records import record
 from ..results import ItemResult, RunResult, Summary, fmt
+from ..thresholds import GATE
 from .text import (
     ERROR,
     MAX_FAILING,
@@ -21,6 +22,7 @@ from .text import (
     NOT_SCORABLE,
     budget_words,
     fits,
+    fmt_against,
     gate_rule,
     mark,
     one_line,
@@ -275,7 +277,7 @@ def aggregate_tables(summary: Summary, turn_misses: dict[tuple[int, str], list[s
         for column in ("score", ""):
             gates.add_column(column, no_wrap=True)
         for gate in summary.gate_results:
-            gates.add_row(gate.id, fmt(gate.score), mark(gate.passed))
+            gates.add_row(gate.id, fmt_against(gate.score, GATE), mark(gate.passed))
         tables.append(titled(f"Gates ({rule or 'each must average >= 1.0'})", gates))
     if summary.threshold_results or summary.scores:
         scores = Table()
@@ -285,8 +287,8 @@ def aggregate_tables(summary: Summary, turn_misses: dict[tuple[int, str], list[s
         thresholds = {t.id: t for t in summary.threshold_results}
         for scorer_id, mean in summary.scores.items():
             result = thresholds.get(scorer_id)
-            scores.add_row(scorer_id, fmt(mean), threshold_text(result.threshold) if result else "",
-                           mark(result.passed) if result else "")
+            scores.add_row(scorer_id, fmt_against(mean, result.threshold) if result else fmt(mean),
+                           threshold_text(result.threshold) if result else "", mark(result.passed) if result else "")
         tables.append(titled("Scores (mean over conversations)", scores))
     if summary.turn_results:
         tables.append(_turns_table(summary, turn_misses or {}))
@@ -308,11 +310,11 @@ def _turns_table(summary: Summary, turn_misses: dict[tuple[int, str], list[str]]
                 continue
             missed = turn_misses.get((turn.index, g.id), [])
             names = ", ".join(missed[:3]) + (f" +{len(missed) - 3} more" if len(missed) > 3 else "")
-            gates_text.append(f"FAIL {g.id}={fmt(g.score)}" + (f" (failed by {names})" if names else "") + " ",
+            gates_text.append(f"FAIL {g.id}={fmt_against(g.score, GATE)}" + (f" (failed by {names})" if names else "") + " ",
                               style="bold red")
         thresholds_text = Text()
         for t in turn.threshold_results:
-            thresholds_text.append(f"{'' if t.passed else 'FAIL '}{t.id}={fmt(t.average_score)} "
+            thresholds_text.append(f"{'' if t.passed else 'FAIL '}{t.id}={fmt_against(t.average_score, t.threshold)} "
                                    f"({threshold_text(t.threshold)}) ", style="green" if t.passed else "bold red")
         turns.add_row(str(turn.index), gates_text, thresholds_text,
                       " ".join(f"{k}={fmt(v)}" for k, v in turn.scores.items()))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from ..results import ItemResult, RunResult, Summary, fmt, reaches_gate
+from ..thresholds import GATE, within
 from ..words import plural
 
 if TYPE_CHECKING:  # rich is imported where a report is drawn, after the run (docs/performance.md)
@@ -48,6 +50,24 @@ DATASETS_DIFFER = ("the runs are of different dataset contents (their dataset ha
 """The first line of ``diff`` and ``compare`` when the runs' datasets differ (docs/identity.md)."""
 
 
+def fmt_against(score: float | None, low: Any, high: Any = None) -> str:
+    """``fmt(score)`` beside its bound (a gate's 1, a threshold's ``min``/``max``), with the decimals it takes for the
+    text to be decided as the score is: a gate's 0.9999999 reads ``0.9999999 FAIL``, never ``1 FAIL``; a threshold's
+    0.49999999 against 0.5 reads ``0.49999999`` (docs/scorers.md "Thresholds compare with a tolerance")."""
+    text = fmt(score)
+    if isinstance(low, dict):
+        low, high = low.get("min"), low.get("max")
+    bounds = [b if isinstance(b, (int, float)) and not isinstance(b, bool) else None for b in (low, high)]
+    if score is None or not math.isfinite(score) or bounds == [None, None]:
+        return text
+    decided = within(score, *bounds)
+    for digits in range(4, 18):
+        if within(float(text), *bounds) == decided:
+            return text
+        text = f"{score:.{digits}f}".rstrip("0").rstrip(".")
+    return repr(score)
+
+
 def threshold_text(raw: Any) -> str:
     """``>= 0.8`` for a minimum, ``0.3..0.9`` / ``<= 0.9`` for bounds."""
     if isinstance(raw, dict):
@@ -82,7 +102,7 @@ def missed_gates(item: ItemResult) -> list[str]:
                 detail = outcome.error or outcome.reason
                 # over --repeat plays the mean may reach 1 (2.0 and 0.5: 1.25) while a play missed: say so
                 mean = " on average over the plays, missed in a play" if reaches_gate(outcome.score) else ""
-                lines.append(f"{where}gate {gate_id} scored {fmt(outcome.score)}{mean}"
+                lines.append(f"{where}gate {gate_id} scored {fmt_against(outcome.score, GATE)}{mean}"
                              + (f": {detail}" if detail else ""))
     return lines
 

@@ -382,15 +382,22 @@ class Conversation:
         if immediate:
             return _scored_now(specs, scorers, run, gate)
 
+        exited: list[SystemExit] = []
+
         async def score(scorer: Scorer) -> Outcome:
             try:
                 outcome = await scorer.score(run)
                 return _recorded(outcome, gate)
             except Exception as exc:  # noqa: BLE001 - as above
                 return _raised(exc, gate)
+            except SystemExit as exc:  # a scorer called sys.exit(): raised out of a task, it would escape the loop
+                exited.append(exc)
+                return Outcome()
 
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(score(scorer)) for scorer in scorers]
+        if exited:  # raised here, in the conversation's own task: the run stops as for a target's (docs/reliability.md)
+            raise exited[0]
         return {s.id: t.result() for s, t in zip(specs, tasks, strict=True)}
 
 

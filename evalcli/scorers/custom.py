@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import math
+import numbers
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -13,23 +15,43 @@ from ..results import Outcome
 from .base import NotScorable, Score, ScorerRun
 from .kinds import BuildContext, Kind, Scorer
 
+RETURNS = "return a float, evalcli.Score(score, reason) or evalcli.not_scorable(reason)"
+
 
 def to_outcome(value: Any, name: str) -> Outcome:
-    """Accept what a custom scorer may return; anything else, a non-finite score included, is that scorer's error
-    (JSON and SQLite have no infinity or NaN: stored, such a score would read back as another one)."""
+    """Accept what a custom scorer may return: a real number (``int``, ``float``, ``Fraction``, numpy's scalars), a
+    ``Score`` of one, ``not_scorable()``, each reason a string or ``None``. Anything else, a non-finite score included,
+    is that scorer's error (JSON and SQLite have no infinity or NaN: stored, such a score would read back as another
+    one), in words that say what it returned (docs/scorers.md "Custom Python scorers")."""
     if isinstance(value, NotScorable):
-        return Outcome(not_scorable=True, reason=value.reason)
+        return Outcome(not_scorable=True, reason=_reason(value.reason, name))
     if isinstance(value, Score):
-        outcome = Outcome(score=float(value.score), reason=value.reason)
-    elif isinstance(value, (bool, int, float)):
-        outcome = Outcome(score=float(value))
-    else:
-        raise TypeError(f"scorer {name} returned {type(value).__name__}; return a float, evalcli.Score(score, reason) "
-                        "or evalcli.not_scorable(reason)")
-    if outcome.score is not None and not math.isfinite(outcome.score):
-        raise ValueError(f"scorer {name} returned the score {outcome.score}: a score must be a finite number "
+        if not isinstance(value.score, numbers.Real):
+            raise TypeError(f"scorer {name} returned a Score whose score is of type {type(value.score).__name__}, "
+                            f"not a number; {RETURNS}")
+        return Outcome(score=_finite(value.score, name), reason=_reason(value.reason, name))
+    if isinstance(value, numbers.Real):
+        return Outcome(score=_finite(value, name))
+    raise TypeError(f"scorer {name} returned {type(value).__name__}; {RETURNS}")
+
+
+def _finite(value: numbers.Real, name: str) -> float:
+    try:
+        score = float(value)
+    except OverflowError:  # an int beyond any float
+        score = math.inf
+    if not math.isfinite(score):
+        shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:40]}..."
+        raise ValueError(f"scorer {name} returned the score {shown}: a score must be a finite number "
                          "(return evalcli.not_scorable(reason) when there is nothing to score)")
-    return outcome
+    return score
+
+
+def _reason(reason: Any, name: str) -> str | None:
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError(f"scorer {name} returned a reason of type {type(reason).__name__}; a reason is a string "
+                        "(or None)")
+    return reason
 
 
 class PythonScorer(Scorer):
@@ -41,6 +63,12 @@ class PythonScorer(Scorer):
         self.is_async = inspect.iscoroutinefunction(self.fn)
 
     async def score(self, run: ScorerRun) -> Outcome:
+        # its own copy of the run: what it changes (the messages, the turns, ground_truth) no other scorer sees, nor
+        # the next conversation (docs/scorers.md "Custom Python scorers")
+        try:
+            run = copy.deepcopy(run)
+        except Exception:  # noqa: BLE001 - a value that cannot be copied (a structured result's object): the run as is
+            pass
         if self.is_async:
             value = await self.fn(run)
         else:

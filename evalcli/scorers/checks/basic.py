@@ -6,6 +6,7 @@ returns a score with a reason that says what it saw, so a failing gate explains 
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -84,7 +85,22 @@ def _fold(value: str, ignore_case: bool) -> str:
 
 
 def _seen(text: str) -> str:
+    if text and not text.strip():
+        return _verbatim(text)  # on one line it would read "" (docs/checks.md)
     return excerpt(text) if text else "(no assistant text)"
+
+
+def _verbatim(text: str) -> str:
+    """The text quoted with its whitespace written out (``"Hello\\n"``), where a whole-text comparison turned on it:
+    on one line (``excerpt``) ``"Hello\\n"`` reads ``"Hello"``, and ``the text "Hello" is not 'Hello'`` says nothing."""
+    if not text:
+        return "(no assistant text)"
+    if text == text.strip() and not re.search(r"\s{2}|[^\S ]", text):
+        return excerpt(text)
+    from ...secrets import redact_text
+
+    shown = json.dumps(redact_text(text), ensure_ascii=False)[1:-1]  # redacted as written, then escaped (secrets.cut)
+    return f'"{shown}"' if len(shown) <= 160 else f'"{shown[:159]}…"'
 
 
 NO_CALLS = "none (no tool calls were reported)"
@@ -129,7 +145,8 @@ def excludes(run: ScorerRun, a: TextArgs) -> Outcome:
 def equals(run: ScorerRun, a: TextArgs) -> Outcome:
     text = _texts(run, "", a.ignore_case)
     same = text == _fold(a.value, a.ignore_case)
-    return Outcome(score=float(same), reason=f"the text {_seen(text)} {'equals' if same else 'is not'} {a.value!r}")
+    return Outcome(score=float(same), reason=f"the text {_verbatim(text)} "
+                                             f"{'equals' if same else 'is not'} {a.value!r}")
 
 
 def matches(run: ScorerRun, a: MatchesArgs) -> Outcome:
@@ -138,7 +155,7 @@ def matches(run: ScorerRun, a: MatchesArgs) -> Outcome:
     if found is not None:
         return Outcome(score=1.0, reason=f"/{a.pattern}/ matched {excerpt(found.group(0))}")
     where = "the whole of" if a.exact else "anywhere in"
-    return Outcome(score=0.0, reason=f"/{a.pattern}/ does not match {where} {_seen(text)}")
+    return Outcome(score=0.0, reason=f"/{a.pattern}/ does not match {where} {_verbatim(text) if a.exact else _seen(text)}")
 
 
 def similarity(run: ScorerRun, a: SimilarityArgs) -> Outcome:

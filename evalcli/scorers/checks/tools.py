@@ -31,12 +31,52 @@ def valid_schema(value: dict[str, Any] | None) -> dict[str, Any] | None:
     if value is not None:
         import jsonschema  # only for datasets that use a schema: it costs 50 ms to import
 
+        cls = jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator)
         try:
-            jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
+            cls.check_schema(value)
         except jsonschema.SchemaError as exc:
             where = "/".join(map(str, exc.path))
             raise ValueError(f"not a valid JSON Schema: {exc.message}" + (f" (at {where})" if where else "")) from None
+        nowhere = _unresolved_refs(cls(value), value)
+        if nowhere:
+            raise ValueError("not a JSON Schema evalcli can use: " + "; ".join(
+                f"its $ref {ref!r} points nowhere" for ref in nowhere) + " (evalcli never fetches a schema: put "
+                "what it refers to under the schema's $defs)")
     return value
+
+
+def _unresolved_refs(validator: Any, schema: dict[str, Any]) -> list[str]:
+    """The ``$ref`` of a schema that resolve to nothing (another file, a URL, a ``$defs`` entry that is not there):
+    each would be the scorer's error on every conversation, so it is the dataset's, at its line (docs/checks.md).
+    A schema with a nested ``$id`` (refs relative to another base) is left to the validator."""
+    refs: list[str] = []
+    nested_id = False
+
+    def walk(node: Any, root: bool) -> None:
+        nonlocal nested_id
+        if isinstance(node, dict):
+            if not root and any(isinstance(node.get(key), str) for key in ("$id", "id")):
+                nested_id = True
+            for key, item in node.items():
+                if key in ("$ref", "$dynamicRef") and isinstance(item, str):
+                    refs.append(item)
+                else:
+                    walk(item, False)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, False)
+
+    walk(schema, True)
+    resolver = getattr(validator, "_resolver", None)  # jsonschema >= 4.18 (``referencing``); older ones: unchecked
+    if nested_id or resolver is None:
+        return []
+    nowhere = []
+    for ref in dict.fromkeys(refs):
+        try:
+            resolver.lookup(ref)
+        except Exception:  # noqa: BLE001 - referencing's Unresolvable and its kin: nothing there
+            nowhere.append(ref)
+    return nowhere
 
 
 PatternedArgs = Annotated[dict[str, Any], AfterValidator(valid_patterns)]
@@ -199,7 +239,8 @@ def tool_f1(run: ScorerRun, a: ToolF1Args) -> Outcome:
                                        + ("" if called else f"; calls: {NO_CALLS}"))
 
 
-_FENCE = re.compile(r"\A```([A-Za-z]*)[ \t]*\n(.*)\n[ \t]*```\Z", re.DOTALL)
+_FENCE = re.compile(r"\A```([A-Za-z]*)[ \t]*\r?\n(.*)\r?\n[ \t]*```\Z", re.DOTALL)
+"""One fenced block, its lines ended by \\n or \\r\\n (docs/checks.md)."""
 
 
 def _reject_constant(name: str) -> Any:

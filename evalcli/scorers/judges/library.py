@@ -10,6 +10,7 @@ docs/reference/scorers.md
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -19,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    field_validator,
     model_serializer,
 )
 
@@ -88,6 +90,16 @@ class RubricArgs(JudgeArgs):
     api_base: str | None = api_base_field()
     models: list[str] | None = models_field()
     samples: Samples = samples_field()
+
+    @field_validator("criteria")
+    @classmethod
+    def _weights_add_up(cls, criteria: list[Criterion]) -> list[Criterion]:
+        """The score is the satisfied weight over the total: a total past a float's range (two weights of 1.0e+308)
+        would make it 0 or NaN (docs/judges.md)."""
+        if not math.isfinite(sum(c.weight for c in criteria)):
+            raise ValueError("the criteria's weights add up to more than a number can hold: use smaller weights "
+                             "(only their ratios count)")
+        return criteria
 
 
 JUDGE_RUBRIC = Judging("You decide, for each criterion of a rubric, whether what the assistant said meets it.",
