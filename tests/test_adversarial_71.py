@@ -6,6 +6,10 @@ request; the real CLI, real SQLite files. Each test failed on the main this bran
   recorded as an empty assistant message: the call the model made was missing, and ``no_tool_errors`` scored 1.
 - Agents SDK: a model reply calling a tool the agent does not have ends the run (``ModelBehaviorError``); the turn's
   record held no message at all, though the model's reply (and its usage) had come back.
+- Google ADK with a model that reuses call ids (``call_0`` in every reply, as some local servers do): a failed call
+  marked every later result of that id ``is_error``, a successful call included.
+- (xfail) Agents SDK with such a model: the SDK ends the run (``ModelBehaviorError``) on the second reply before its
+  hooks see it: that reply is neither recorded nor counted, though the server answered it with usage.
 - PydanticAI with ``end_strategy="early"``: a tool call the model made beside the final result, which PydanticAI
   never ran, was recorded as a successful result ("Tool not executed - ..."): ``no_tool_errors`` scored 1.
 - PydanticAI: such arguments were recorded as ``{"INVALID_JSON": "..."}``, PydanticAI's own wrapping, never what the
@@ -18,6 +22,8 @@ import json
 import sqlite3
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conftest import CliResult, run_cli
 from tests.framework_agents import KEY, needs
@@ -74,6 +80,13 @@ def langgraph_agent():
 
     return create_agent(ChatOpenAI(model="m", base_url=URL, api_key=KEY, use_responses_api=False, max_retries=0),
                         tools=[tool(lookup)])
+
+
+def google_adk_agent():
+    from google.adk.agents import LlmAgent
+    from google.adk.models.lite_llm import LiteLlm
+
+    return LlmAgent(name="a", model=LiteLlm(model="openai/m", api_base=URL, api_key=KEY), tools=[lookup])
 
 
 agent = globals()[os.environ["FRAMEWORK"] + "_agent"]()
@@ -162,3 +175,33 @@ def test_pydantic_ai_call_skipped_by_an_early_final_result_is_no_success(llm_ser
     assert skipped["tool_call_id"] == "c1" and skipped["is_error"] is True and skipped["skipped"] is True
     assert json.loads(answer["content"]) == {"text": "hi"}
     assert item["scores"]["no_tool_errors"] == 0
+
+
+def reused_ids(first: str) -> list[Reply]:
+    """A model numbering its calls per reply: the failed call and the next one are both ``call_0``."""
+    return [Reply(body=completion(None, tool_calls=[call(first, '{"key": "crash"}', "call_0")])),
+            Reply(body=completion(None, tool_calls=[call("lookup", '{"key": "a"}', "call_0")])), text("done")]
+
+
+@needs("google.adk")
+def test_google_adk_failure_marks_only_its_own_result_when_ids_repeat(llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.push(*reused_ids("nosuch"))
+    done, item = run("google_adk", llm_server, tmp_path)
+    assert done.code == 0, done.stderr
+    assert len(llm_server.requests) == 3 and target_calls(tmp_path) == 3 and tools_ran(tmp_path) == ["a"]
+    results = [m for m in item["turns"][0]["output"] if m["role"] == "tool"]
+    assert [m["name"] for m in results] == ["nosuch", "lookup"]
+    assert results[0]["is_error"] is True
+    assert "is_error" not in results[1] and "value of a" in results[1]["content"]  # the call that succeeded
+
+
+@needs("agents")
+@pytest.mark.xfail(strict=True, reason="the Agents SDK raises on a reused call id before on_llm_end: the reply that "
+                   "reused it reaches no hook, so evalcli neither records it nor counts its usage")
+def test_agents_sdk_reply_reusing_a_call_id_is_recorded_and_counted(llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.push(*reused_ids("lookup"))
+    done, item = run("openai_agents", llm_server, tmp_path)
+    assert done.code == 4 and "reused" in item["error"]
+    assert target_calls(tmp_path) == len(llm_server.requests) == 2
+    calls = [c["function"]["arguments"] for m in item["turns"][0]["output"] for c in m.get("tool_calls") or ()]
+    assert calls == ['{"key": "crash"}', '{"key": "a"}']
