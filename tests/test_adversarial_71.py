@@ -8,6 +8,8 @@ request; the real CLI, real SQLite files. Each test failed on the main this bran
   record held no message at all, though the model's reply (and its usage) had come back.
 - Google ADK with a model that reuses call ids (``call_0`` in every reply, as some local servers do): a failed call
   marked every later result of that id ``is_error``, a successful call included.
+- LlamaIndex with such a model: the second call (same id) was dropped as a repeat of the first, and its result then
+  showed up twice: as a result answering no call, and as an "observed" call of its own.
 - (xfail) Agents SDK with such a model: the SDK ends the run (``ModelBehaviorError``) on the second reply before its
   hooks see it: that reply is neither recorded nor counted, though the server answered it with usage.
 - PydanticAI with ``end_strategy="early"``: a tool call the model made beside the final result, which PydanticAI
@@ -26,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult, run_cli
-from tests.framework_agents import KEY, needs
+from tests.framework_agents import KEY, framework_python, needs
 from tests.llm_server import LLMServer, Reply, completion, text
 
 AGENTS = '''
@@ -89,6 +91,15 @@ def google_adk_agent():
     return LlmAgent(name="a", model=LiteLlm(model="openai/m", api_base=URL, api_key=KEY), tools=[lookup])
 
 
+def llama_index_agent():
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.llms.openai_like import OpenAILike
+
+    llm = OpenAILike(model="m", api_base=URL, api_key=KEY, is_chat_model=True, is_function_calling_model=True,
+                     max_retries=0)
+    return FunctionAgent(tools=[lookup], llm=llm)
+
+
 agent = globals()[os.environ["FRAMEWORK"] + "_agent"]()
 '''
 
@@ -104,12 +115,12 @@ def call(name: str, arguments: str, call_id: str = "c1") -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def run(framework: str, server: LLMServer, folder: Path) -> tuple[CliResult, dict[str, Any]]:
+def run(framework: str, server: LLMServer, folder: Path, python: Path | None = None) -> tuple[CliResult, dict[str, Any]]:
     (folder / "fw_agent.py").write_text(AGENTS)
     (folder / "d.yaml").write_text(DATASET)
     env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY, "FRAMEWORK": framework,
            "OPENAI_AGENTS_DISABLE_TRACING": "1", "NO_PROXY": "127.0.0.1"}
-    done = run_cli(["run", "d.yaml", "--db", "e.db", "--json", "-"], folder, env)
+    done = run_cli(["run", "d.yaml", "--db", "e.db", "--json", "-"], folder, env, python=python)
     [item] = done.json["items"]
     return done, item
 
@@ -193,6 +204,18 @@ def test_google_adk_failure_marks_only_its_own_result_when_ids_repeat(llm_server
     assert [m["name"] for m in results] == ["nosuch", "lookup"]
     assert results[0]["is_error"] is True
     assert "is_error" not in results[1] and "value of a" in results[1]["content"]  # the call that succeeded
+
+
+def test_llama_index_records_each_call_once_when_ids_repeat(llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.push(*reused_ids("nosuch"))
+    done, item = run("llama_index", llm_server, tmp_path, framework_python("llama_index"))
+    assert done.code == 0, done.stderr
+    assert len(llm_server.requests) == 3 and target_calls(tmp_path) == 3 and tools_ran(tmp_path) == ["a"]
+    output = item["turns"][0]["output"]
+    calls = [(c["id"], c["function"]["name"]) for m in output for c in m.get("tool_calls") or ()]
+    assert calls == [("call_0", "nosuch"), ("call_0", "lookup")]  # each call the model made, once
+    assert [(m["name"], bool(m.get("is_error"))) for m in output if m["role"] == "tool"] == [("nosuch", True),
+                                                                                              ("lookup", False)]
 
 
 @needs("agents")
