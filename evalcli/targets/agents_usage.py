@@ -44,8 +44,12 @@ class CountingHooks(RunHooks):
         self.theirs = theirs
         self.turn = turn
         self.config = config
+        self.responses: list[tuple[Any, Any]] = []
+        """Each model call's agent and ``ModelResponse``, in order: what the model said when the run raises before
+        it became a run item (a call of a tool the agent does not have)."""
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        self.responses.append((agent, response))
         usage = getattr(response, "usage", None)
         details = getattr(usage, "input_tokens_details", None)
         record_target_call(model_of(agent, self.config), count(getattr(usage, "input_tokens", 0)),
@@ -137,3 +141,21 @@ def count_nested_runs() -> None:
     if current is None or setter is None or isinstance(current, NestedCounting):
         return
     setter(NestedCounting(current))
+
+
+def unkept_reply(responses: list[tuple[Any, Any]], recorded: set[str]) -> list[tuple[Any, str | None]]:
+    """The output items of the last model reply a run's hooks saw, each with its agent's name, when none of its tool
+    calls is among the ``recorded`` call ids (docs/targets/frameworks.md): the SDK raises on a call of a tool the agent
+    does not have before the reply becomes a run item, yet the model made those calls (each has no result, so it is a
+    failed call). Empty when the reply called no tool or is recorded already."""
+    if not responses:
+        return []
+    agent, response = responses[-1]
+    items = [item.model_dump() if hasattr(item, "model_dump") else item
+             for item in getattr(response, "output", None) or ()]
+    items = [item for item in items if isinstance(item, dict)]
+    calls = {str(item.get("call_id")) for item in items if str(item.get("type") or "").endswith("_call")}
+    if not calls or calls & recorded:
+        return []
+    name = getattr(agent, "name", None)
+    return [(item, name if isinstance(name, str) else None) for item in items]

@@ -155,7 +155,7 @@ class GoogleADKSession:
             self.created = True
         message = types.Content(role="user", parts=[types.Part(text=text)])
         events: list[Any] = []
-        failed: set[Any] = set()
+        failed: list[Any] = []
         token = FAILED.set(failed)
         models = self.adapter.models
         inner = TURN_SESSION.set((self.session_id, lambda agent, usage: record_usage(usage, models.get(agent, ""), turn)))
@@ -237,8 +237,9 @@ def record_usage(usage: Any, model: str, turn: int) -> None:
                        turn_index=turn, cached_tokens=count(usage.cached_content_token_count))
 
 
-def to_openai(events: Iterable[Any], failed: set[Any]) -> list[Message]:
-    """ADK events as OpenAI response messages (the user's own events and partial ones left out)."""
+def to_openai(events: Iterable[Any], failed: list[Any]) -> list[Message]:
+    """ADK events as OpenAI response messages (the user's own events and partial ones left out); each noted failure
+    makes one result of its call id, the first not yet marked, ``is_error`` (taken off ``failed``)."""
     out: list[Message] = []
     for event in events:
         content = getattr(event, "content", None)
@@ -263,7 +264,7 @@ def to_openai(events: Iterable[Any], failed: set[Any]) -> list[Message]:
     return out
 
 
-def with_failed_calls(messages: list[Message], failed: set[Any], cause: BaseException) -> list[Message]:
+def with_failed_calls(messages: list[Message], failed: list[Any], cause: BaseException) -> list[Message]:
     """The messages of a run a tool's exception ended: each failed call left unanswered gets its error as its result
     (ADK ends the run before it makes one)."""
     answered = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
@@ -272,11 +273,14 @@ def with_failed_calls(messages: list[Message], failed: set[Any], cause: BaseExce
                          for c in calls if c["id"] in failed and c["id"] not in answered)]
 
 
-def _result(response: Any, failed: set[Any]) -> Message:
+def _result(response: Any, failed: list[Any]) -> Message:
     value = response.response
     text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
     not_found = isinstance(value, dict) and isinstance(value.get("error"), str) and NOT_FOUND in value["error"]
-    message = tool_result(str(response.id), text, name=str(response.name), is_error=response.id in failed or not_found)
+    noted = response.id in failed
+    if noted:
+        failed.remove(response.id)
+    message = tool_result(str(response.id), text, name=str(response.name), is_error=noted or not_found)
     if response.name == TRANSFER:
         message["handoff"] = True
     return message

@@ -188,15 +188,16 @@ TURN_SESSION: contextvars.ContextVar[tuple[str, Callable[[str, Any], None]] | No
 """The turn being played: its ADK session id, and what records a model call's usage (agent name, usage metadata) made
 on another runner's session inside it (set by the session around each run)."""
 
-FAILED: contextvars.ContextVar[set[Any] | None] = contextvars.ContextVar("evalcli_adk_failed", default=None)
-"""The call ids of the tools that failed in the turn being played: set by the session around each run (ADK runs the
-callbacks in the turn's context)."""
+FAILED: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("evalcli_adk_failed", default=None)
+"""The call ids of the tools that failed in the turn being played, once per failure, in order: set by the session
+around each run (ADK runs the callbacks in the turn's context). A model that reuses call ids (``call_0`` in every
+reply) makes several calls of one id: each failure marks one result."""
 
 
 def note_failed(call_id: Any) -> None:
     found = FAILED.get()
     if found is not None:
-        found.add(call_id)
+        found.append(call_id)
 
 
 def _answered(plan: ToolPlan, call_id: Any) -> bool:

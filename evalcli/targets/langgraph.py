@@ -351,9 +351,28 @@ def to_openai(messages: list[BaseMessage]) -> list[Message]:
         for message in converted if isinstance(converted, list) else [converted]:
             if message.get("role") not in RESPONSE_ROLES:
                 continue
+            if message["role"] == "assistant":
+                invalid = unparsed_calls(original, message)
+                if invalid:
+                    message["tool_calls"] = [*(message.get("tool_calls") or []), *invalid]
             if message["role"] == "assistant" and message.get("tool_calls") and not message.get("content"):
                 message["content"] = None
             if message["role"] == "tool" and getattr(original, "status", None) == "error":
                 message["is_error"] = True
             out.append(message)
+    return out
+
+
+def unparsed_calls(original: BaseMessage, message: Message) -> list[Message]:
+    """The calls of an ``AIMessage`` whose arguments LangChain could not parse (``invalid_tool_calls``: the model
+    wrote arguments that are not JSON), as the model wrote them: the model made them, though no tool ran them."""
+    known = {call.get("id") for call in message.get("tool_calls") or () if isinstance(call, dict)}
+    out: list[Message] = []
+    for call in getattr(original, "invalid_tool_calls", None) or ():
+        call_id = call.get("id")
+        if call_id in known:
+            continue
+        args = call.get("args")
+        out.append({"id": call_id, "type": "function",
+                    "function": {"name": call.get("name") or "", "arguments": args if isinstance(args, str) else ""}})
     return out

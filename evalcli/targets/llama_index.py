@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import json
 import threading
 import warnings
 from collections.abc import Mapping
@@ -219,13 +220,14 @@ def fresh_memory(workflow: Any, history: list[Any]) -> Any:
 
 def to_openai(events: list[Any]) -> list[Message]:
     """The turn's ``AgentOutput`` and ``ToolCallResult`` events as OpenAI messages, in order (the final output repeats
-    the run's tool calls: each call is reported once)."""
+    the run's tool calls: each call is reported once, known by its id, name and arguments, since a model may reuse
+    ids, ``call_0`` in every reply)."""
     out: list[Message] = []
     seen: set[str] = set()
     for event in events:
         if isinstance(event, AgentOutput):
-            fresh = [c for c in event.tool_calls if c.tool_id not in seen]
-            seen.update(c.tool_id for c in fresh)
+            fresh = [c for c in event.tool_calls if _signature(c) not in seen]
+            seen.update(_signature(c) for c in fresh)
             calls = [tool_call(c.tool_id, c.tool_name, c.tool_kwargs) for c in fresh]
             content = event.response.content if event.response is not None else None
             if content or calls:
@@ -238,6 +240,10 @@ def to_openai(events: list[Any]) -> list[Message]:
                 message["handoff"] = True
             out.append(message)
     return out
+
+
+def _signature(call: Any) -> str:
+    return json.dumps([call.tool_id, call.tool_name, jsonable(call.tool_kwargs)], sort_keys=True, default=str)
 
 
 _listening = threading.Lock()

@@ -51,7 +51,7 @@ from ..messages import Message
 from ..results import Guardrail
 from ..tools import MockedToolError, acall, as_text
 from .agents_mcp import ServerHolder, planned_server
-from .agents_usage import Counting, count_nested_runs, counting_hooks, counting_turn
+from .agents_usage import Counting, count_nested_runs, counting_hooks, counting_turn, unkept_reply
 from .framework_mcp import ServerTools, described
 from .graph import walk
 from .openai_format import as_option, assistant, jsonable, keyword_names, tool_call, tool_result
@@ -221,14 +221,16 @@ class OpenAIAgentsSession:
     async def _turn(self, text: str) -> Reply:
         agent = self.adapter.start if self.restart else self.agent
         turn, self.turn = self.turn, self.turn + 1
-        options = {**self.options, "hooks": counting_hooks(self.options.get("hooks"), turn, self.run_config)}
+        hooks = counting_hooks(self.options.get("hooks"), turn, self.run_config)
+        options = {**self.options, "hooks": hooks}
         playing = counting_turn.set(Counting(turn, self.run_config))
         try:
             result = await Runner.run(agent, text, session=self.session, run_config=self.run_config, **options)
         except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
             return await self._tripped(text, exc, agent)
         except Exception as exc:
-            raise TurnFailed(exc, await self._kept(text, exc, agent)) from exc
+            kept = await self._kept(text, exc, agent)
+            raise TurnFailed(exc, kept + self._unkept(kept, hooks.responses)) from exc
         finally:
             counting_turn.reset(playing)
         self.agent = result.last_agent
@@ -276,6 +278,11 @@ class OpenAIAgentsSession:
             saved = []
         starts = [i for i, item in enumerate(saved) if item.get("role") == "user" and item.get("content") == text]
         return self._convert(with_agents(saved[starts[-1] + 1:], getattr(agent, "name", None))) if starts else []
+
+    def _unkept(self, kept: list[Message], responses: list[tuple[Any, Any]]) -> list[Message]:
+        """The model's last reply when the run raised before it became a run item (``agents_usage.unkept_reply``)."""
+        recorded = {str(call.get("id")) for message in kept for call in message.get("tool_calls") or ()}
+        return self._convert(unkept_reply(responses, recorded))
 
     def _convert(self, items: Iterable[tuple[Any, str | None]]) -> list[Message]:
         return to_openai(items, lambda call_id, output: call_id in self.failed or self._failure_text(output))

@@ -38,6 +38,9 @@ OWNED = ("user_prompt", "message_history", "conversation", "conversation_id")
 """Parameters of ``agent.run`` that evalcli sets itself: the prompt and the thread's history."""
 OUTPUT_TOOL = "final_result"
 """PydanticAI's default output tool name (``final_result``, or ``final_result_<Type>`` for unions)."""
+NOT_EXECUTED = "Tool not executed - a final result was already processed."
+"""The stub result PydanticAI writes for a call it did not run (``end_strategy="early"``, a final result in the same
+reply): the tool never ran, so it is no successful result."""
 ERROR_OUTCOMES = frozenset({"failed", "retried", "interrupted"})
 """Tool-return outcomes that are failures: the tool raised or asked for a retry, or never produced a result."""
 
@@ -335,12 +338,27 @@ def _response(parts: Iterable[Any], output_tools: frozenset[str]) -> list[Messag
         if kind == "text" and part.content:
             texts.append(part.content)
         elif kind in ("tool-call", "builtin-tool-call") and not is_output_tool(part.tool_name, output_tools):
-            calls.append(tool_call(part.tool_call_id, part.tool_name, part.args_as_json_str()))
+            calls.append(tool_call(part.tool_call_id, part.tool_name, arguments_of(part)))
         elif kind == "builtin-tool-return":
             results.append(_result(part))
     if not texts and not calls:
         return results
     return [assistant("\n\n".join(texts), calls), *results]
+
+
+def arguments_of(part: Any) -> str:
+    """A call's arguments as JSON text; arguments the model wrote that are not a JSON object are kept as it wrote
+    them (PydanticAI's own rendering wraps them as ``{"INVALID_JSON": ...}``, which the model never sent)."""
+    rendered = str(part.args_as_json_str())
+    raw = part.args
+    if isinstance(raw, str) and raw.strip():
+        try:
+            loaded = json.loads(raw)
+        except ValueError:
+            return raw
+        if not isinstance(loaded, dict):
+            return raw
+    return rendered
 
 
 def _request(parts: Iterable[Any], output_tools: frozenset[str]) -> list[Message]:
@@ -363,7 +381,11 @@ def _result(part: Any) -> Message:
     except TypeError:  # PydanticAI v1: no error wrapping to turn off
         content = part.model_response_str()
     outcome = getattr(part, "outcome", "success")
-    result = tool_result(part.tool_call_id, content, name=part.tool_name, is_error=outcome in ERROR_OUTCOMES)
+    skipped = part.content == NOT_EXECUTED
+    result = tool_result(part.tool_call_id, content, name=part.tool_name,
+                         is_error=outcome in ERROR_OUTCOMES or skipped)
+    if skipped:
+        result["skipped"] = True
     if outcome == "retried":
         result["_retried"] = True
     return result
