@@ -30,7 +30,7 @@ from .items import NO_ENTRIES, Dataset, Item, Limits, Turn
 from .located import FORM_KEYS, RECORDED_KEYS, Located, file_digest
 from .options import item_options, option_warnings, setups
 from .plain import NOT_PLAIN, plain_item
-from .reading import JsonlItems, read_top
+from .reading import JsonlItems, data_file_missing, read_top
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
@@ -341,8 +341,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                                                       "name a JSONL file of items (one a line), relative to the "
                                                       "dataset file, or remove 'data_file'")])
         if not data_path.is_file():
-            raise DatasetError([*problems, pos.problem(("data_file",), f"data file '{top.data_file}' not found",
-                                                      "give a path relative to the dataset file")])
+            raise DatasetError([*problems, pos.problem(("data_file",), *data_file_missing(top.data_file, file))])
         file_digest(data_path, hasher)
         from ..otel.ingest import ingest as ingest_traces  # only a dataset with a data file reads traces
         from ..otel.ingest import is_trace_file

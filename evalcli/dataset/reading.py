@@ -4,6 +4,7 @@ header line and its items, one a line (docs/datasets.md)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path as FsPath
 from typing import Any
@@ -135,3 +136,20 @@ def read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, Iterable[tuple
     except DatasetError as exc:
         raise DatasetError([plain_entry_with_keys(problem, text) for problem in exc.problems]) from None
     return data, pos, used, None
+
+
+def data_file_missing(name: str, dataset: FsPath) -> tuple[str, str]:
+    """The problem and hint of a ``data_file`` that is not a file: where it was looked for, and the path to write when
+    it was written relative to the current directory instead of the dataset's folder (docs/datasets.md)."""
+    looked = dataset.parent / name
+    what = "is a folder, not a file" if looked.is_dir() else "not found"
+    problem = f"data file '{name}' {what} (looked for {looked})"
+    here = FsPath(name)
+    if not here.is_absolute() and here.is_file() and here.resolve() != looked.resolve():
+        try:
+            meant = os.path.relpath(here.resolve(), dataset.parent.resolve())
+        except ValueError:  # another drive (Windows)
+            meant = str(here.resolve())
+        return problem, (f"a data_file is relative to the dataset's folder, not the current directory: "
+                         f"write 'data_file: {FsPath(meant).as_posix()}'")
+    return problem, "give a path relative to the dataset file's folder"
