@@ -1,0 +1,102 @@
+"""Adversarial try 70: a newcomer's first hour, the README followed literally (a fresh clone, a clean environment:
+``make demo``, ``evalcli init``, a first dataset of one's own agent) and the mistakes a newcomer makes, each error
+read for what is wrong, where and what to do (exit 2, no traceback). The real CLI in subprocesses. Each test failed
+on the main this branch started from.
+
+- docs/datasets.md's "Validation" showed ``evalcli validate examples/invalid.yaml`` printing a hint it no longer
+  prints, and three of the four mistakes it says the file has.
+- A target defined only under ``if __name__ == "__main__":`` was "has no attribute ...; check the name after the
+  colon" (the name was right); ``__main__:answer`` listed evalcli's own functions ("it defines: main").
+- A ``data_file`` written relative to the current directory, not the dataset's folder, was "not found" with no word
+  of where it was looked for.
+- A tab in the YAML was pyyaml's "found character '\\t' that cannot start any token" with "check the indentation
+  and quoting on that line".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import REPO, CliResult, run_cli
+
+AGENT = '''
+def answer(input: str) -> str:
+    return "hello"
+'''
+
+
+def dataset(target: str = "agent:answer", data: str = "data:\n  - input: hi\n") -> str:
+    return f"target: {target}\ngates: [{{excludes: error}}]\n{data}"
+
+
+def refused(result: CliResult) -> str:
+    """The error of a refused invocation: exit 2, no traceback, one ``error:`` with its hint."""
+    assert result.code == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and "error:" in result.stderr and "hint:" in result.stderr
+    return result.stderr
+
+
+def test_the_validation_example_of_datasets_md_prints_what_the_page_shows() -> None:
+    page = (REPO / "docs" / "datasets.md").read_text()
+    block = page.split("$ evalcli validate examples/invalid.yaml\n", 1)[1].split("```", 1)[0]
+    result = run_cli(["validate", "examples/invalid.yaml"], REPO)
+    assert result.code == 2
+    shown = result.stderr.splitlines()
+    for line in block.splitlines():
+        if line.endswith(", ..."):
+            assert any(s.startswith(line.removesuffix("...")) for s in shown), line
+        else:
+            assert line in shown, (line, result.stderr)
+    located = [s for s in shown if re.match(r"(error: )?examples/invalid\.yaml:\d+:\d+: ", s)]
+    assert "(`examples/invalid.yaml` has four mistakes)" in page.replace("\n", " ") and len(located) == 4
+    assert len([line for line in block.splitlines() if "examples/invalid.yaml:" in line]) == len(located)
+
+
+def test_a_target_defined_under_if_name_main_is_said_so(write: Callable[..., Path],
+                                                        cli: Callable[..., CliResult]) -> None:
+    write("agent.py", 'import sys\n\nif __name__ == "__main__":\n    def answer(input: str) -> str:\n'
+                      '        return "hi"\n\n    print(answer(sys.argv[1]))\n')
+    write("d.yaml", dataset())
+    error = refused(cli("validate", "d.yaml"))
+    assert "d.yaml:1:9: target 'agent:answer': module 'agent' has no attribute 'answer'" in error
+    assert "'answer' is defined at agent.py:4 inside 'if __name__ == \"__main__\":'" in error
+    assert "define it at the module's top level" in error and "check the name after the colon" not in error
+
+
+def test_a_target_in_main_names_the_program_running_not_evalclis_functions(
+        workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("d.yaml", dataset(target="__main__:answer"))
+    error = refused(cli("run", "d.yaml"))
+    assert "it defines: main" not in error
+    assert "'__main__' is the program running" in error and "not the script that defines your agent" in error
+    assert "my_agent:answer" in error
+    assert not (workdir / "evalcli.db").exists()
+
+
+def test_a_data_file_written_from_the_current_directory_says_where_it_was_looked_for_and_what_to_write(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("data/items.jsonl", '{"id": "a", "input": "hi"}\n')
+    write("evals/d.yaml", dataset(target="agent:answer", data="data_file: data/items.jsonl\n"))
+    error = refused(cli("run", "evals/d.yaml"))
+    assert "evals/d.yaml:3:12: data file 'data/items.jsonl' not found (looked for evals/data/items.jsonl)" in error
+    assert "write 'data_file: ../data/items.jsonl'" in error
+    write("evals/e.yaml", dataset(target="agent:answer", data="data_file: nowhere.jsonl\n"))
+    error = refused(cli("validate", "evals/e.yaml"))
+    assert "data file 'nowhere.jsonl' not found (looked for evals/nowhere.jsonl)" in error
+    assert "relative to the dataset file's folder" in error
+    write("evals/items.jsonl", '{"id": "a", "input": "hi"}\n')
+    write("evals/f.yaml", dataset(target="agent:answer", data="data_file: items.jsonl\n"))
+    assert cli("run", "evals/f.yaml", "--quiet").code == 0
+
+
+def test_a_tab_in_the_yaml_is_named_as_a_tab_with_the_fix(write: Callable[..., Path],
+                                                          cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("d.yaml", "target: agent:answer\ngates:\n\t- excludes: error\ndata:\n  - input: hi\n")
+    error = refused(cli("validate", "d.yaml"))
+    assert "d.yaml:3:1: not valid YAML" in error
+    assert "YAML indents with spaces, never tabs" in error and "check the indentation and quoting" not in error
