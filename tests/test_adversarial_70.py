@@ -9,17 +9,26 @@ on the main this branch started from.
   colon" (the name was right); ``__main__:answer`` listed evalcli's own functions ("it defines: main").
 - A ``data_file`` written relative to the current directory, not the dataset's folder, was "not found" with no word
   of where it was looked for.
+- docs/targets/frameworks.md's offline command ran ``datasets/frameworks/*.yaml``, which holds datasets of extras the
+  page's frameworks do not install (strands, google-adk): one target that does not import refuses the whole
+  command, exit 2, nothing run.
 - A tab in the YAML was pyyaml's "found character '\\t' that cannot start any token" with "check the indentation
   and quoting on that line".
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import signal
+import socket
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import REPO, CliResult, run_cli
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 AGENT = '''
 def answer(input: str) -> str:
@@ -100,3 +109,34 @@ def test_a_tab_in_the_yaml_is_named_as_a_tab_with_the_fix(write: Callable[..., P
     error = refused(cli("validate", "d.yaml"))
     assert "d.yaml:3:1: not valid YAML" in error
     assert "YAML indents with spaces, never tabs" in error and "check the indentation and quoting" not in error
+
+
+def test_the_offline_command_of_frameworks_md_runs_as_written(tmp_path: Path) -> None:
+    page = (REPO / "docs" / "targets" / "frameworks.md").read_text()
+    script = page.split("Offline, a scripted stand-in plays the weather model", 1)[1].split("```sh\n", 1)[1]
+    script = script.split("```", 1)[0]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    script = script.replace("8765", str(port)).replace(
+        " &\n", f" &\nfor _ in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.1; done\n", 1)
+    for name in ("datasets", "examples"):
+        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "scorers.yaml", tmp_path / "scorers.yaml")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"}
+    env.pop("EVALCLI_JUDGE_MODEL", None)
+    stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
+    with stdout.open("w") as out_file, stderr.open("w") as err_file:
+        # files, not pipes: the server the script leaves behind when it fails must not keep the test waiting
+        process = subprocess.Popen(["bash", "-e", "-o", "pipefail", "-c", script], cwd=tmp_path, env=env,
+                                   stdout=out_file, stderr=err_file, stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            code = process.wait(timeout=SUBPROCESS_TIMEOUT)
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)  # the stand-in server, with the script
+            except ProcessLookupError:
+                pass
+    out, err = stdout.read_text(), stderr.read_text()
+    assert code == 0, (out, err)
+    assert out.count("verdict: passed") == 3 and "error:" not in err, (out, err)
