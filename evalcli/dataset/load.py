@@ -1,9 +1,8 @@
 """Loading a dataset file (YAML, or JSONL with a header line) with file:line:col errors.
 
-``load_dataset`` reads and validates everything before anything runs: structure, items, every
-scorer reference, the registry, the target's import and custom scorers' imports. Mistakes that do
-not depend on each other are all found in one pass; it raises one ``DatasetError`` listing every
-problem, or returns a ``Dataset`` the rest of the code trusts.
+``load_dataset`` validates everything before anything runs: structure, items, every scorer reference, the registry, the
+target's import (and the arguments it needs) and custom scorers' imports. Mistakes that do not depend on each other are
+all found in one pass: one ``DatasetError`` lists every problem, or a ``Dataset`` the rest of the code trusts is returned.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from .header import Header, plain_header
 from .imports import ImportScope, resolve_imports
 from .items import NO_ENTRIES, Dataset, Item, Limits, Turn
 from .located import FORM_KEYS, RECORDED_KEYS, Located, file_digest
-from .options import item_options, option_warnings, setups
+from .options import item_options, missing_arguments, option_warnings, setups
 from .plain import NOT_PLAIN, plain_item
 from .reading import JsonlItems, data_file_missing, read_top
 from .recorded import parse_labels, parse_transcript
@@ -386,6 +385,8 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
             resolved = resolve_target(top.target, top.target_options, pos, problems, file.parent)
         imported = resolve_imports(specs, problems)
         items = item_options(items, located, top.target_options, resolved.adapter if resolved else None, problems)
+        problems += missing_arguments(resolved.adapter if resolved else None, top.target_options, items, Positions(
+            f"--target {target_label or target}").problem((), "") if target is not None else pos.problem(("target",), ""))
         imported.update(setups(items, located, top.target_options, problems, pos))
     tools, items = checked_tools(tools, items, located, resolved.adapter if resolved else None, file.parent, pos,
                                   problems)
