@@ -12,6 +12,10 @@ on the main this branch started from.
 - docs/targets/frameworks.md's offline command ran ``datasets/frameworks/*.yaml``, which holds datasets of extras the
   page's frameworks do not install (strands, google-adk): one target that does not import refuses the whole
   command, exit 2, nothing run.
+- A target that needs an argument evalcli never passes (``def answer(input, history)``, ``generate(self, input, *,
+  user_id)``) validated "ok", and the run then errored every conversation with the target's ``TypeError`` (exit 4).
+- A judge whose provider's key is not set was "needs the environment variable OPENAI_API_KEY ..., which is not set",
+  and no word of what to do.
 - A tab in the YAML was pyyaml's "found character '\\t' that cannot start any token" with "check the indentation
   and quoting on that line".
 """
@@ -140,3 +144,34 @@ def test_the_offline_command_of_frameworks_md_runs_as_written(tmp_path: Path) ->
     out, err = stdout.read_text(), stderr.read_text()
     assert code == 0, (out, err)
     assert out.count("verdict: passed") == 3 and "error:" not in err, (out, err)
+
+
+def test_a_target_that_needs_an_argument_evalcli_never_passes_is_refused_before_anything_runs(
+        workdir: Path, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", "def answer(input: str, history: list) -> str:\n    return 'hi'\n\n\n"
+                      "class Bot:\n    def generate(self, input: str, *, user_id: str) -> str:\n        return user_id\n\n\n"
+                      "bot = Bot()\n")
+    write("d.yaml", dataset())
+    error = refused(cli("validate", "d.yaml"))
+    assert "d.yaml:1:9: target 'agent:answer': answer() requires the argument 'history', which evalcli does not pass" in error
+    assert "give 'history' a default in the signature (history=None), or a value in target_options" in error
+    write("e.yaml", dataset(target="agent:bot"))
+    error = refused(cli("run", "e.yaml"))
+    assert "Bot.generate() requires the argument 'user_id'" in error and not (workdir / "evalcli.db").exists()
+    write("f.yaml", "target: agent:bot\ngates: [{includes: u1}]\ndata:\n  - input: hi\n    target_options: {user_id: u1}\n"
+                    "  - input: hello\n    target_options: {user_id: u1}\n")
+    assert cli("run", "f.yaml", "--quiet").code == 0
+    write("g.yaml", "target: agent:bot\ngates: [{includes: u1}]\ndata:\n  - input: hi\n    target_options: {user_id: u1}\n"
+                    "  - input: hello\n")
+    assert "requires the argument 'user_id'" in refused(cli("validate", "g.yaml"))
+
+
+def test_a_judge_whose_key_is_not_set_says_what_to_do(write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("agent.py", AGENT)
+    write("d.yaml", "target: agent:answer\nscorers:\n  - judge: {criterion: It greets., model: openai/gpt-4o-mini}\n"
+                    "data:\n  - input: hi\n")
+    result = cli("validate", "d.yaml", env={"OPENAI_API_KEY": ""})
+    assert result.code == 0, result.stderr
+    assert ("model openai/gpt-4o-mini needs the environment variable OPENAI_API_KEY (the openai API key), which is not "
+            "set: set it (OPENAI_API_KEY=... before the command, or in the CI's secrets), or choose another model"
+            ) in result.stderr
