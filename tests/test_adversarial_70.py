@@ -16,6 +16,9 @@ on the main this branch started from.
   user_id)``) validated "ok", and the run then errored every conversation with the target's ``TypeError`` (exit 4).
 - A judge whose provider's key is not set was "needs the environment variable OPENAI_API_KEY ..., which is not set",
   and no word of what to do.
+- ``evalcli run eval.yml`` beside ``eval.yaml`` was "no such dataset file" with the hint of an example path;
+  ``evalcli run my_agent.py`` (the agent named instead of its dataset) was "not valid YAML: expected '<document
+  start>'".
 - A tab in the YAML was pyyaml's "found character '\\t' that cannot start any token" with "check the indentation
   and quoting on that line".
 """
@@ -175,3 +178,17 @@ def test_a_judge_whose_key_is_not_set_says_what_to_do(write: Callable[..., Path]
     assert ("model openai/gpt-4o-mini needs the environment variable OPENAI_API_KEY (the openai API key), which is not "
             "set: set it (OPENAI_API_KEY=... before the command, or in the CI's secrets), or choose another model"
             ) in result.stderr
+
+
+def test_a_dataset_path_a_newcomer_mistypes_or_the_agents_module_is_said_so(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("my_agent.py", AGENT)
+    write("evals/eval.yaml", dataset(target="my_agent:answer"))
+    error = refused(cli("run", "evals/eval.yml"))
+    assert "evals/eval.yml: no such dataset file (did you mean evals/eval.yaml?)" in error
+    assert "name the file that is there: evals/eval.yaml" in error
+    error = refused(cli("validate", "evals/nothing.yaml"))
+    assert "no such dataset file\n" in error and "did you mean" not in error
+    error = refused(cli("run", "my_agent.py"))
+    assert "my_agent.py: this is a Python file, not a dataset" in error and "'target: my_agent:answer'" in error
+    assert "not valid YAML" not in error

@@ -29,7 +29,7 @@ from .items import NO_ENTRIES, Dataset, Item, Limits, Turn
 from .located import FORM_KEYS, RECORDED_KEYS, Located, file_digest
 from .options import item_options, missing_arguments, option_warnings, setups
 from .plain import NOT_PLAIN, plain_item
-from .reading import JsonlItems, data_file_missing, read_top
+from .reading import JsonlItems, data_file_missing, missing_dataset, read_top
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
@@ -300,7 +300,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         raise DatasetError([Problem(str(path), "this is a directory, not a dataset file",
                                     f"name the YAML files in it, e.g. {FsPath(path) / '*.yaml'}")])
     if not file.is_file():
-        raise DatasetError([Problem(str(path), "no such dataset file", "check the path (e.g. datasets/weather.yaml)")])
+        raise DatasetError([missing_dataset(path)])
     if file.stat().st_size == 0:
         raise DatasetError([Problem(str(path), "the file is empty",
                                     "write 'target: module:attribute', 'scorers:' and 'data:' (see 'evalcli init')")])
