@@ -19,6 +19,8 @@ on the main this branch started from.
 - ``evalcli run eval.yml`` beside ``eval.yaml`` was "no such dataset file" with the hint of an example path;
   ``evalcli run my_agent.py`` (the agent named instead of its dataset) was "not valid YAML: expected '<document
   start>'".
+- ``evalcli compare --help`` said ``--alpha`` exits 1 "when B is worse": compare has no B (its runs are compared with
+  the first).
 - A tab in the YAML was pyyaml's "found character '\\t' that cannot start any token" with "check the indentation
   and quoting on that line".
 """
@@ -192,3 +194,11 @@ def test_a_dataset_path_a_newcomer_mistypes_or_the_agents_module_is_said_so(
     error = refused(cli("run", "my_agent.py"))
     assert "my_agent.py: this is a Python file, not a dataset" in error and "'target: my_agent:answer'" in error
     assert "not valid YAML" not in error
+
+
+def test_compares_help_says_which_run_alpha_compares(workdir: Path) -> None:
+    result = run_cli(["compare", "--help"], workdir, {"COLUMNS": "200"})
+    assert result.code == 0
+    alpha = " ".join(result.stdout.split("--alpha X", 1)[1].split("--detect", 1)[0].split())
+    assert alpha.startswith("Exit 1 only when B is worse than A (with compare: a later run than the first) beyond the "
+                            "noise"), alpha
