@@ -337,7 +337,8 @@ def show(
             show_item(db, run_id, item, json_out, out=out, play=play)
 
 
-AlphaOption = Annotated[Optional[float], typer.Option(metavar="X", help="Exit 1 only when B is worse beyond the "
+AlphaOption = Annotated[Optional[float], typer.Option(metavar="X", help="Exit 1 only when B is worse than A (with "
+                                                                        "compare: a later run than the first) beyond the "
                                                                         "noise: the pass/fail change is significant "
                                                                         "(McNemar p < X, more conversations lost than "
                                                                         "gained) or a gate's 95% interval lies below "

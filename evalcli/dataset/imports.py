@@ -153,13 +153,48 @@ def resolve_import(spec: str, what: str = "target") -> Any:
             names = [n for n in dir(value) if not n.startswith("_") and callable(getattr(value, n, None))]
             meant = did_you_mean(part, names)
             raise TargetError(f"{what} '{spec}': module '{module_name}' has no attribute '{attribute}'{meant}",
-                              "check the name after the colon" + (f"; it defines: {', '.join(names[:8])}"
-                                                                  + (", ..." if len(names) > 8 else "")
-                                                                  if names and not meant else "")) from None
+                              _in_main(module, module_name, part, value is module)
+                              or "check the name after the colon" + (f"; it defines: {', '.join(names[:8])}"
+                                                                     + (", ..." if len(names) > 8 else "")
+                                                                     if names and not meant else "")) from None
         except Exception as exc:  # noqa: BLE001 - a module's own __getattr__ failing is the user's to see
             raise TargetError(f"{what} '{spec}': reading '{part}' from module '{module_name}' raised "
                               f"{type(exc).__name__}: {exc}", "check that name in the module") from None
     return value
+
+
+def _in_main(module: ModuleType, module_name: str, name: str, top: bool) -> str | None:
+    """The hint for a target that a script defines and an import cannot see: one named in ``__main__`` (the program
+    running, which is evalcli, not the user's script), or one defined only under ``if __name__ == "__main__":``,
+    which does not run when evalcli imports the module (docs/targets/python.md)."""
+    if module_name == "__main__":
+        spec = getattr(module, "__spec__", None)
+        running = spec.name if spec is not None else os.path.basename(getattr(module, "__file__", None) or "python")
+        return (f"'__main__' is the program running ({running}), not the script that defines your agent: put the "
+                f"agent in a module beside the dataset (e.g. my_agent.py) and name it by that module: my_agent:{name}")
+    if not top:
+        return None
+    import ast
+
+    file = getattr(module, "__file__", None)
+    try:
+        tree = ast.parse(Path(file).read_text(encoding="utf-8-sig")) if file and file.endswith(".py") else None
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    for block in tree.body if tree is not None else []:
+        test = block.test if isinstance(block, ast.If) else None
+        if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+                and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)):
+            continue
+        for node in ast.walk(block):
+            defined = ([node.name] if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                       else [t.id for t in node.targets if isinstance(t, ast.Name)] if isinstance(node, ast.Assign)
+                       else [])
+            if name in defined:
+                return (f"'{name}' is defined at {os.path.basename(file or '')}:{getattr(node, 'lineno', 0)} inside "
+                        "'if __name__ == \"__main__\":', which does not run when evalcli imports the module: "
+                        "define it at the module's top level")
+    return None
 
 
 def _raised_at(exc: BaseException) -> str:

@@ -1,9 +1,8 @@
 """Loading a dataset file (YAML, or JSONL with a header line) with file:line:col errors.
 
-``load_dataset`` reads and validates everything before anything runs: structure, items, every
-scorer reference, the registry, the target's import and custom scorers' imports. Mistakes that do
-not depend on each other are all found in one pass; it raises one ``DatasetError`` listing every
-problem, or returns a ``Dataset`` the rest of the code trusts.
+``load_dataset`` validates everything before anything runs: structure, items, every scorer reference, the registry, the
+target's import (and the arguments it needs) and custom scorers' imports. Mistakes that do not depend on each other are
+all found in one pass: one ``DatasetError`` lists every problem, or a ``Dataset`` the rest of the code trusts is returned.
 """
 
 from __future__ import annotations
@@ -28,9 +27,9 @@ from .header import Header, plain_header
 from .imports import ImportScope, resolve_imports
 from .items import NO_ENTRIES, Dataset, Item, Limits, Turn
 from .located import FORM_KEYS, RECORDED_KEYS, Located, file_digest
-from .options import item_options, option_warnings, setups
+from .options import item_options, missing_arguments, option_warnings, setups
 from .plain import NOT_PLAIN, plain_item
-from .reading import JsonlItems, read_top
+from .reading import JsonlItems, data_file_missing, missing_dataset, read_top
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
@@ -301,7 +300,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         raise DatasetError([Problem(str(path), "this is a directory, not a dataset file",
                                     f"name the YAML files in it, e.g. {FsPath(path) / '*.yaml'}")])
     if not file.is_file():
-        raise DatasetError([Problem(str(path), "no such dataset file", "check the path (e.g. datasets/weather.yaml)")])
+        raise DatasetError([missing_dataset(path)])
     if file.stat().st_size == 0:
         raise DatasetError([Problem(str(path), "the file is empty",
                                     "write 'target: module:attribute', 'scorers:' and 'data:' (see 'evalcli init')")])
@@ -341,8 +340,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                                                       "name a JSONL file of items (one a line), relative to the "
                                                       "dataset file, or remove 'data_file'")])
         if not data_path.is_file():
-            raise DatasetError([*problems, pos.problem(("data_file",), f"data file '{top.data_file}' not found",
-                                                      "give a path relative to the dataset file")])
+            raise DatasetError([*problems, pos.problem(("data_file",), *data_file_missing(top.data_file, file))])
         file_digest(data_path, hasher)
         from ..otel.ingest import ingest as ingest_traces  # only a dataset with a data file reads traces
         from ..otel.ingest import is_trace_file
@@ -387,6 +385,8 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
             resolved = resolve_target(top.target, top.target_options, pos, problems, file.parent)
         imported = resolve_imports(specs, problems)
         items = item_options(items, located, top.target_options, resolved.adapter if resolved else None, problems)
+        problems += missing_arguments(resolved.adapter if resolved else None, top.target_options, items, Positions(
+            f"--target {target_label or target}").problem((), "") if target is not None else pos.problem(("target",), ""))
         imported.update(setups(items, located, top.target_options, problems, pos))
     tools, items = checked_tools(tools, items, located, resolved.adapter if resolved else None, file.parent, pos,
                                   problems)

@@ -88,6 +88,26 @@ def setups(items: list[Item], located: Located, dataset_options: dict[str, Any],
     return resolved
 
 
+def missing_arguments(adapter: Adapter | None, dataset_options: dict[str, Any], items: list[Item],
+                      where: Problem) -> list[Problem]:
+    """A callable target's parameter that has no default and that no conversation's ``target_options`` gives: every
+    call would raise ``TypeError`` (``where``: the target's place, its message and hint filled in here)."""
+    from ..targets.callable import CallableAdapter, required_arguments
+
+    if not isinstance(adapter, CallableAdapter):
+        return []
+    conversations = [item.target_options if item.target_options is not None else dataset_options for item in items]
+    if not conversations or any("setup" in options for options in conversations):
+        return []  # a setup's options are known only when it runs
+    fn = getattr(adapter.fn, "__qualname__", "the target")
+    missing = [name for name in required_arguments(adapter.obj) if any(name not in o for o in conversations)]
+    return [replace(where, message=f"target '{adapter.spec}': {fn}() requires the argument '{name}', which evalcli "
+                                   "does not pass: it calls the target with the user's message, memory= and the "
+                                   "target_options",
+                    hint=f"give '{name}' a default in the signature ({name}=None), or a value in target_options "
+                         f"(target_options: {{{name}: ...}})") for name in missing]
+
+
 def option_warnings(adapter: Adapter, dataset_options: dict[str, Any], items: list[Item]) -> list[str]:
     """What the adapter warns about the options the selected conversations will run with."""
     own = [(item.target_options, "setup" in item.target_options) for item in items if item.target_options is not None]

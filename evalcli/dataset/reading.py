@@ -4,6 +4,7 @@ header line and its items, one a line (docs/datasets.md)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path as FsPath
 from typing import Any
@@ -115,6 +116,10 @@ _LINE_ENDS = frozenset({"\n", "\r\n", "\r"})
 def read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, Iterable[tuple[Any, Positions, Path]] | None]:
     """The top-level mapping of a dataset file; for ``.jsonl`` files also its items (header line first), read one
     line at a time as they are iterated (``JsonlItems``: never held whole, docs/performance.md#memory)."""
+    if file.suffix in (".py", ".pyw"):  # the agent named where its dataset goes (docs/datasets.md)
+        raise DatasetError([Problem(str(file), "this is a Python file, not a dataset",
+                                    f"name the dataset (a YAML file) whose 'target:' names the agent, e.g. 'target: "
+                                    f"{file.stem}:answer' ('evalcli init' writes a starter, eval.yaml)")])
     if file.suffix == ".jsonl":
         first = next(jsonl_items(file, header=True), None)
         if first is None or not (isinstance(first[1], dict) and HEADER_KEYS & set(first[1])):
@@ -135,3 +140,38 @@ def read_top(file: FsPath) -> tuple[Any, Positions, Interpolated, Iterable[tuple
     except DatasetError as exc:
         raise DatasetError([plain_entry_with_keys(problem, text) for problem in exc.problems]) from None
     return data, pos, used, None
+
+
+def data_file_missing(name: str, dataset: FsPath) -> tuple[str, str]:
+    """The problem and hint of a ``data_file`` that is not a file: where it was looked for, and the path to write when
+    it was written relative to the current directory instead of the dataset's folder (docs/datasets.md)."""
+    looked = dataset.parent / name
+    what = "is a folder, not a file" if looked.is_dir() else "not found"
+    problem = f"data file '{name}' {what} (looked for {looked})"
+    here = FsPath(name)
+    if not here.is_absolute() and here.is_file() and here.resolve() != looked.resolve():
+        try:
+            meant = os.path.relpath(here.resolve(), dataset.parent.resolve())
+        except ValueError:  # another drive (Windows)
+            meant = str(here.resolve())
+        return problem, (f"a data_file is relative to the dataset's folder, not the current directory: "
+                         f"write 'data_file: {FsPath(meant).as_posix()}'")
+    return problem, "give a path relative to the dataset file's folder"
+
+
+def missing_dataset(path: str | FsPath) -> Problem:
+    """A dataset path that is not there, with the dataset file of its folder it probably meant (``eval.yml`` for
+    ``eval.yaml``)."""
+    import difflib
+
+    file = FsPath(path)
+    try:
+        beside = sorted(p.name for p in file.parent.iterdir() if p.suffix in (".yaml", ".yml", ".jsonl") and p.is_file())
+    except OSError:
+        beside = []
+    stems = {FsPath(name).stem: name for name in beside}
+    close = [stems[s] for s in difflib.get_close_matches(file.stem, list(stems), n=1, cutoff=0.8)]
+    if close:
+        return Problem(str(path), f"no such dataset file (did you mean {file.parent / close[0]}?)",
+                       f"name the file that is there: {file.parent / close[0]}")
+    return Problem(str(path), "no such dataset file", "check the path (e.g. datasets/weather.yaml)")

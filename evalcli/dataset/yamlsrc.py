@@ -201,6 +201,8 @@ def _too_deep_problem(where: str) -> Problem:
 _TAG_HINT = "write the value in the form its tag needs, or remove the tag"
 _QUESTION_HINT = ("inside [...] or {...} a '?' ends an unquoted value, as yaml.safe_load reads YAML: quote the value "
                   "('Is it sunny?'), or write the item in block style (input: Is it sunny?)")
+_TAB_HINT = ("a tab is there: YAML indents with spaces, never tabs, and keeps a tab in a value only inside quotes: "
+             "replace it with spaces, or quote the value (an editor's 'convert indentation to spaces' fixes every line)")
 _HINTS = {
     "found unhashable key": "a mapping key must be a plain value (a string or a number), not a list or a mapping",
     "could not determine a constructor": "remove the tag, or use one of YAML's own (!!str, !!int, !!set...)",
@@ -209,6 +211,8 @@ _HINTS = {
     "expected a scalar node": _TAG_HINT, "expected a sequence": _TAG_HINT, "expected a mapping": _TAG_HINT,
     "expected a single mapping item": _TAG_HINT,
     "expected ',' or '}', but got '?'": _QUESTION_HINT, "expected ',' or ']', but got '?'": _QUESTION_HINT,
+    "found character '\\t'": _TAB_HINT,
+    "found a tab character": _TAB_HINT,
 }
 """Hints for safe_load's errors about what a node is, by how their message starts (the first that matches)."""
 

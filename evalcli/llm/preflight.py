@@ -63,7 +63,8 @@ def model_problem(model: str, env: Mapping[str, str] | None = None) -> str | Non
     provider = provider_of(model)
     key = PROVIDER_KEYS.get(provider or "")
     if key and not source.get(key):
-        return f"model {model} needs the environment variable {key} (the {provider} API key), which is not set"
+        return (f"model {model} needs the environment variable {key} (the {provider} API key), which is not set: "
+                f"set it ({key}=... before the command, or in the CI's secrets), or choose another model")
     return None
 
 

@@ -264,6 +264,20 @@ def accepted_keywords(fn: Callable[..., Any]) -> set[str] | None:
     return {p.name for p in parameters if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)}
 
 
+def required_arguments(obj: Any) -> list[str]:
+    """What a callable target cannot be called without but evalcli passes only when ``target_options`` names it: each
+    parameter with no default but the first (the user's message), ``memory`` and ``*args``/``**kwargs``."""
+    fn = target_function(obj)
+    try:
+        parameters = list(inspect.signature(fn).parameters.values()) if fn is not None else []
+    except (TypeError, ValueError):
+        return []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    first = next((p.name for p in parameters if p.kind in positional), None)
+    return [p.name for p in parameters if p.default is inspect.Parameter.empty and p.name not in (first, "memory")
+            and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+
+
 def option_names(fn: Callable[..., Any]) -> set[str] | None:
     """The options a target declares (its keywords but the input and ``memory``); ``None`` with ``**kwargs``."""
     accepts = accepted_keywords(fn)
