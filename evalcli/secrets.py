@@ -414,9 +414,10 @@ def _encoder(options: dict[str, Any]) -> Callable[[Any], str]:
 
 
 def finite_json(value: Any) -> Any:
-    """``value`` with every NaN and infinity (in mappings, lists and tuples) as ``None``: what evalcli writes as JSON
-    (stored rows, ``--json``, the view's API) is JSON, which has neither (docs/reference/json.md); ``JSON.parse``,
-    ``jq`` and SQLite's ``json_extract`` refuse the ``NaN`` that Python writes by default."""
+    """``value`` with every NaN and infinity (in mappings, lists and tuples) as ``None``, for what ``Redactor.dumps``
+    writes (``--json``, ``show --json``, ``diff``/``compare --json``, the view's API, redacted rows): JSON has neither
+    (docs/reference/json.md), and ``JSON.parse`` and ``jq`` refuse the ``NaN`` Python writes by default. Rows stored
+    as they were made (``stored_json.dumps``) keep Python's ``NaN``; they are read back by Python."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
