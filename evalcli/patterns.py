@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any, Literal
 
+from .regex_time import search
+
 CompareMode = Literal["partial", "exact"]
 
 
@@ -38,7 +40,7 @@ def values_match(expected: Any, actual: Any, mode: CompareMode = "exact") -> boo
     """Whether ``actual`` matches ``expected`` (the dataset's side, the only one where ``"/.../"`` is a pattern)
     under ``mode``."""
     if is_pattern(expected):
-        return re.search(expected[1:-1], _text(actual)) is not None
+        return search(expected[1:-1], _text(actual)) is not None
     if isinstance(expected, bool) or isinstance(actual, bool):
         return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
     if _is_number(expected) or _is_number(actual):

@@ -14,10 +14,10 @@ from tests.conftest import REPO
 PACKAGE = REPO / "evalcli"
 BASE = {"dbname", "errors", "secrets", "secret_references", "messages", "patterns", "thresholds", "passrate", "results",
         "aggregate", "identity", "fingerprint", "version", "plugins", "lazy", "words", "interpolation", "streams",
-        "records", "stored_json"}
+        "records", "stored_json", "regex_time"}
 ALLOWED: dict[str, set[str]] = {
     "dbname": set(), "errors": {"records"}, "secrets": set(), "secret_references": {"secrets"}, "messages": {"secrets"},
-    "patterns": set(), "thresholds": {"records"}, "passrate": {"thresholds"},
+    "patterns": {"regex_time"}, "regex_time": set(), "thresholds": {"records"}, "passrate": {"thresholds"},
     "results": {"messages", "thresholds", "passrate", "records"}, "aggregate": {"results", "errors", "records"},
     "identity": {"secret_references"}, "fingerprint": {"secret_references"}, "version": set(), "plugins": {"errors", "records"},
     "lazy": set(), "words": set(), "interpolation": set(), "streams": {"secrets"}, "records": set(),

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...messages import assistant_texts, excerpt, tool_errors
+from ...regex_time import search
 from ...results import Outcome
 from ..base import ScorerRun
 from ..kinds import BuildContext, Kind, Scorer
@@ -151,7 +152,7 @@ def equals(run: ScorerRun, a: TextArgs) -> Outcome:
 
 def matches(run: ScorerRun, a: MatchesArgs) -> Outcome:
     text = _texts(run, "", False)
-    found = re.fullmatch(a.pattern, text) if a.exact else re.search(a.pattern, text)
+    found = search(a.pattern, text, whole=a.exact)  # a pattern that backtracks without end is stopped
     if found is not None:
         return Outcome(score=1.0, reason=f"/{a.pattern}/ matched {excerpt(found.group(0))}")
     where = "the whole of" if a.exact else "anywhere in"
