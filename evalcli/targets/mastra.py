@@ -258,6 +258,8 @@ class MastraSession(TurnSession["MastraAdapter"]):
 def from_model_messages(messages: list[Any]) -> list[Message]:
     """AI SDK model messages (a turn's ``response.messages``) as OpenAI-format response messages."""
     out: list[Message] = []
+    unnamed: list[str] = []  # the ids given to calls that came without one, in order (docs/targets/mastra.md)
+    answered = 0
     for message in messages:
         if not isinstance(message, dict):
             continue
@@ -265,7 +267,8 @@ def from_model_messages(messages: list[Any]) -> list[Message]:
         parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         if role == "assistant":
             texts = [str(p.get("text") or "") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
-            calls = [tool_call(str(p.get("toolCallId")), str(p.get("toolName")), p.get("input", p.get("args")))
+            calls = [tool_call(_call_id(p.get("toolCallId"), unnamed), str(p.get("toolName")),
+                               p.get("input", p.get("args")))
                      for p in parts if isinstance(p, dict) and p.get("type") == "tool-call"]
             if any(texts) or calls:
                 out.append(assistant("\n\n".join(t for t in texts if t), calls))
@@ -273,9 +276,25 @@ def from_model_messages(messages: list[Any]) -> list[Message]:
             for part in parts:
                 if isinstance(part, dict) and part.get("type") == "tool-result":
                     content_text, failed = _output(part)
-                    out.append(tool_result(str(part.get("toolCallId")), content_text, name=part.get("toolName"),
-                                           is_error=failed))
+                    call_id = part.get("toolCallId")
+                    if call_id is None or call_id == "":  # paired with the calls without an id, in order
+                        call_id = unnamed[answered] if answered < len(unnamed) else f"{NO_ID}result-{answered + 1}"
+                        answered += 1
+                    out.append(tool_result(str(call_id), content_text, name=part.get("toolName"), is_error=failed))
     return out
+
+
+NO_ID = "no-id-"
+"""The prefix of the ids given to a reply's tool calls and results that came without a ``toolCallId``."""
+
+
+def _call_id(given: Any, unnamed: list[str]) -> str:
+    """A call's ``toolCallId`` as text; a call without one gets ``no-id-call-N`` (N from 1 in the reply), never the
+    text ``None`` that every such call would share."""
+    if given is not None and given != "":
+        return str(given)
+    unnamed.append(f"{NO_ID}call-{len(unnamed) + 1}")
+    return unnamed[-1]
 
 
 def _output(part: dict[str, Any]) -> tuple[Any, bool]:
