@@ -24,6 +24,7 @@ from ..version import __version__
 from .distinct import Distinct, distinct_specs
 from .imports import ImportScope
 from .slots import MadeOnRead
+from .target import sources_of
 
 NO_ENTRIES: dict[str, Any] = {}
 """The ``metadata`` and ``labels`` of every item that has none: one mapping, never written to (an item is frozen, and
@@ -243,14 +244,13 @@ class Dataset:
         """Everything the run uses, as one tree (docs/identity.md): evalcli's version, the target (its settings after
         interpolation and with the files they name read), its options, every gate and scorer as resolved (from
         ``scorers.yaml`` too: kind, arguments with judges' models, samples and temperature, threshold), the default
-        judge model, and per conversation its content as resolved (own ``target_options``, simulated user, turns'
-        gates and scorers, ``tools:`` mocks and ``limits``). ``--resume`` compares its leaves (``configuration_fingerprint``).
+        judge model, the files of the custom scorers' modules (``sources_of``), and per conversation its content as
+        resolved (own ``target_options``, simulated user, turns' gates and scorers, ``tools:`` mocks and ``limits``).
         ``streamed``: the conversations' trees are made one at a time as ``fingerprint`` reads them (``ItemTrees``)."""
-        return {
-            "evalcli": __version__, "judge_model": default_judge_model(),
+        return {"evalcli": __version__, "judge_model": default_judge_model(),
             "target": {"spec": self.target_spec, **self.target_settings}, "target_options": self.target_options,
             "gates": _specs(self.gates), "scorers": _specs(self.scorers),
-            "tools": _tools(self.tools), "unmocked": self.unmocked,
+            "tools": _tools(self.tools), "unmocked": self.unmocked, **sources_of(self.imported, self.scope),
             "data": ItemTrees(lambda: map(self._item_tree, self.items, repeat(references())), len(self.items))
             if streamed else [self._item_tree(item) for item in self.items],
         }

@@ -81,12 +81,14 @@ def resolve_target(raw: str | dict[str, Any], options: dict[str, Any], pos: Posi
     return ResolvedTarget(spec, None, secrets)
 
 
-def source_of(spec: str) -> dict[str, str]:
+def source_of(spec: str, modules: dict[str, Any] | None = None) -> dict[str, str]:
     """The module an import path names, by content (docs/identity.md#the-resolved-configuration): ``{"source":
     <sha256 of its file>, "source_file": "pkg/agent.py"}`` (the file's path as the module's name gives it, the same
     on every machine and shard), so a resume after the agent's code was edited is refused by the file's name. The
-    modules it imports are not read. ``{}`` for a module with no file (built in, a namespace package)."""
-    module = sys.modules.get(spec.partition(":")[0])
+    modules it imports are not read. ``{}`` for a module with no file (built in, a namespace package). ``modules``: a
+    dataset's own (``ImportScope.modules``), looked in first: its module is there when the scope is not entered."""
+    name = spec.partition(":")[0]
+    module = (modules or {}).get(name) or sys.modules.get(name)
     file = getattr(module, "__file__", None)
     if module is None or not isinstance(file, str):
         return {}
@@ -98,6 +100,21 @@ def source_of(spec: str) -> dict[str, str]:
     name = "/".join(parts) + "/" + FsPath(file).name if FsPath(file).stem == "__init__" else \
         "/".join([*parts[:-1], FsPath(file).name])
     return {"source": hashlib.sha256(content).hexdigest(), "source_file": name}
+
+
+CODE = "code"
+"""The key of the resolved configuration under which the modules of custom scorers and ``setup`` functions count by
+their files (``sources_of``)."""
+
+
+def sources_of(imported: dict[str, Any], scope: Any = None) -> dict[str, Any]:
+    """``{"code": {import path: source_of(path)}}`` for the import paths a dataset named besides its target (custom
+    scorers, ``setup``) whose module has a file; ``{}`` when none has (a run stored before kept none: nothing to
+    compare). A resume says an edit of one, as of the target's module (docs/identity.md). ``scope``: the dataset's
+    ``ImportScope``, whose modules are out of ``sys.modules`` while it is not entered."""
+    modules = getattr(scope, "modules", None)
+    found = {path: source for path in sorted(imported) if (source := source_of(path, modules))}
+    return {CODE: found} if found else {}
 
 
 def _imported(spec: str, options: dict[str, Any], pos: Positions, problems: list[Problem], at: Path) -> Adapter | None:

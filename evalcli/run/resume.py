@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..dataset import Dataset, Item, Selection
+from ..dataset.target import CODE as dataset_code
 from ..errors import UsageError
 from ..fingerprint import KEY_VARIABLE, SALT, differences, leaves, paths, unverifiable
 from ..identity import LEGACY, identity_of, pair_by_identity
@@ -34,6 +35,9 @@ SOURCE = "target.source"
 """The paths of the target module's file in the resolved configuration (``dataset.target.source_of``): a change is
 said, never refused (fixing the agent a run stopped on and resuming it is what a stopped run's error suggests); a
 run stored before evalcli kept them is compared without them."""
+CODE = f"{dataset_code}."
+"""The paths of the files of the modules a dataset imports besides its target (custom scorers, ``setup``:
+``dataset.target.sources_of``): said as ``SOURCE`` is, and compared only with a run that kept them."""
 DEFAULTS: dict[str, Any] = {"filter": None, "shard": None, "limit": None, "repeat": 1, "strict": False,
                             "max_errors": 0, "only_indexes": None, "sequential": False, "pass_rate": 1.0}
 
@@ -91,8 +95,9 @@ def configuration_changes(row: Mapping[str, Any], stored: StoredOptions, dataset
     if stored.config is not None and SALT in stored.config:  # the resolved configuration's fingerprint (docs/identity.md)
         tree = dataset.resolved_configuration()
         changes = differences(stored.config, tree)
-        if not any(path.startswith(SOURCE) for path in stored.config):  # kept before the target's code was
-            changes = [change for change in changes if not change.startswith(SOURCE)]
+        for kept in (SOURCE, CODE):  # a run stored before evalcli kept the code's files is compared without them
+            if not any(path.startswith(kept) for path in stored.config):
+                changes = [change for change in changes if not change.startswith(kept)]
         changes = collapsed(changes, *paths(stored.config, tree)) if changes else []
         return files_named(tapes_named(changes, tree), tree)
     if stored.config is None:  # a run stored before evalcli kept its configuration: compare what it kept
@@ -184,8 +189,8 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
                          "resume it with the target it ran against (--target TARGET when it was given one)")
     stored = store.options(resume)
     changes = configuration_changes(row, stored, dataset)
-    code = [change for change in changes if change.startswith(SOURCE)]  # said, not refused (docs/identity.md)
-    changes = [change for change in changes if not change.startswith(SOURCE)] + (code if changes != code else [])
+    code = [change for change in changes if change.startswith((SOURCE, CODE))]  # said, not refused (docs/identity.md)
+    changes = [change for change in changes if not change.startswith((SOURCE, CODE))] + (code if changes != code else [])
     if row["dataset_hash"] and row["dataset_hash"] != dataset.hash:
         raise UsageError(f"{dataset.path} changed since run {resume} started: {edited(changes)}; its "
                          "results would not add up", f"run it afresh (evalcli run {dataset.path}) instead of resuming")
@@ -194,7 +199,10 @@ def check_resumable(store: Store, run_id: str, dataset: Dataset) -> tuple[dict[s
                          f"{', '.join(changes)}; resuming would score its conversations two ways under one verdict",
                          f"run it afresh (evalcli run {dataset.path}), or restore the configuration the run began with "
                          "(scorers.yaml, environment variables the dataset reads)")
-    notes = [f"the target's code changed since run {resume} started: {', '.join(code)}; the conversations this "
+    whose = "the target's" if all(c.startswith(SOURCE) for c in code) else \
+        "the custom scorers' (or setup's)" if not any(c.startswith(SOURCE) for c in code) else \
+        "the target's and the custom scorers' (or setup's)"
+    notes = [f"{whose} code changed since run {resume} started: {', '.join(code)}; the conversations this "
              "resume plays run the code as it is now, those the run kept ran the code as it was (for one verdict of "
              f"one code: evalcli run {dataset.path}, or --rerun-failed {resume} for its failed conversations)"
              ] if code else []

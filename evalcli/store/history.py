@@ -138,7 +138,8 @@ def find_item(store: Store, run_id: str, key: str) -> ItemResult:
     else as stored), or else by index, with its plays when it was repeated."""
     rows = list(store.query("SELECT item_index FROM items WHERE run_id = ? AND identity = ?", [run_id, EXPLICIT + key]))
     if not rows:
-        rows = list(store.query("SELECT item_index, identity FROM items WHERE run_id = ? AND item_id = ?", [run_id, key]))
+        rows = list(store.query("SELECT item_index, identity FROM items WHERE run_id = ? AND item_id = ? "
+                                "ORDER BY item_index", [run_id, key]))  # named in the dataset's order
         if len(rows) > 1:  # ids that differ only in their secrets, each shown [redacted]
             names = ", ".join(row["identity"][len(EXPLICIT):] for row in rows if row["identity"].startswith(EXPLICIT))
             raise StoreError(f"{len(rows)} conversations of run {run_id} are shown as '{key}'",
