@@ -97,7 +97,7 @@ its square (a 10 MB reply took 17 s of CPU to show). The rest is counted; ``show
 
 
 def shown(text: str) -> str:
-    """``text``, or its first ``SHOWN`` characters and how many more there are (docs/cli.md "show")."""
+    """``text``, or its first ``SHOWN`` characters and how many more there are (docs/reference/cli.md)."""
     if len(text) <= SHOWN:
         return text
     return f"{text[:SHOWN]}\n[{len(text) - SHOWN:,} more characters: evalcli show RUN ITEM --json - has the whole text]"
