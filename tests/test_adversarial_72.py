@@ -7,13 +7,16 @@ and to ``--otel-file``), runs appended to one ``--otel-file`` and read back. Eac
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from google.protobuf.json_format import MessageToJson
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -23,7 +26,7 @@ from opentelemetry.trace import Status, StatusCode, Tracer
 
 from tests.conftest import REPO, CliResult, run_cli
 from tests.reliability_helpers import SUBPROCESS_TIMEOUT
-from tests.test_adversarial_57 import Receiver
+from tests.test_adversarial_57 import SECRET, Receiver, _handle, export, never_printed
 from tests.test_adversarial_57 import receiver as receiver
 
 
@@ -335,3 +338,55 @@ def test_runs_appended_to_one_otel_file_read_back_are_each_conversation_once(app
         "a": ["Paris"], "b": ["Oslo"]}
     assert done.stderr.count("are in several runs evalcli exported to this file") == 1, done.stderr
     assert "2 conversation(s) (a, b) are in several runs" in done.stderr
+
+
+async def _busy(state: Receiver, request: web.Request) -> web.StreamResponse:
+    """A receiver starting up or shedding load: ``busy-once`` answers the first request 503, ``busy`` every one 429
+    (each with ``Retry-After: 0``); then as the first round's receiver."""
+    if state.mode == "busy" or (state.mode == "busy-once" and not state.requests):
+        await request.read()
+        state.requests.append({"method": request.method, "path": request.path, "headers": dict(request.headers),
+                               "spans": []})
+        return web.Response(status=429 if state.mode == "busy" else 503, headers={"Retry-After": "0"})
+    return await _handle(state, request)
+
+
+@pytest.fixture
+def busy_receiver() -> Iterator[Receiver]:
+    state = Receiver(mode="busy-once")
+    loop = asyncio.new_event_loop()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", lambda request: _busy(state, request))
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    state.port = int(runner.addresses[0][1])
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(SUBPROCESS_TIMEOUT)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(SUBPROCESS_TIMEOUT)
+        loop.close()
+
+
+def test_a_receiver_busy_for_a_moment_gets_the_run_sent_again(busy_receiver: Receiver, tmp_path: Path) -> None:
+    done = export(tmp_path, f"http://127.0.0.1:{busy_receiver.port}")
+    assert done.code == 0, done.stderr
+    never_printed(done)
+    # before: "refused the run's spans: HTTP 503 Service Unavailable" and the spans lost, though OTLP/HTTP says a
+    # 503 (429, 502, 504) is to be retried with backoff, as the OpenTelemetry SDKs do
+    assert "not exported" not in done.stderr, done.stderr
+    assert [len(r["spans"]) for r in busy_receiver.requests] == [0, 3]
+    assert {k.lower(): v for k, v in busy_receiver.requests[1]["headers"].items()}["x-api-key"] == SECRET
+
+    busy_receiver.mode, busy_receiver.requests = "busy", []
+    (tmp_path / "again").mkdir()
+    done = export(tmp_path / "again", f"http://127.0.0.1:{busy_receiver.port}")
+    assert done.code == 0, done.stderr
+    assert len(busy_receiver.requests) == 4  # sent 4 times in all, then said once
+    assert done.stderr.count("was not exported") == 1, done.stderr
+    assert "refused the run's spans: HTTP 429 Too Many Requests (4 times)" in done.stderr

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -35,6 +36,21 @@ DEFAULT_TIMEOUT_MS = 10000
 
 class SendFailed(EvalcliError):
     """The receiver did not take the run's spans (unreachable, an HTTP error, no answer in time)."""
+
+
+class Busy(SendFailed):
+    """The receiver answered 429, 502, 503 or 504: OTLP's transient answers, sent again after a pause."""
+
+    retry_after: float | None = None
+    """The pause the receiver asked for (its ``Retry-After`` in seconds), if it did."""
+
+
+RETRYABLE = frozenset({429, 502, 503, 504})
+"""The HTTP answers OTLP/HTTP says to retry, with exponential backoff (and the receiver's ``Retry-After``)."""
+ATTEMPTS = 4
+"""How often one request is sent to a receiver that keeps answering one of ``RETRYABLE``."""
+BACKOFF_S = 0.5
+"""The first pause before a request is sent again (doubled each time, a ``Retry-After`` of up to 5 s instead)."""
 
 
 def traces_url(option: str | None, env: dict[str, str] | None = None) -> str | None:
@@ -96,12 +112,12 @@ def protobuf(request: dict[str, Any]) -> bytes:
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     except ImportError:
         raise UsageError("--otel-endpoint needs opentelemetry-proto", "pip install 'evalcli[otel]'") from None
-    for resource in request["resourceSpans"]:
-        for scope in resource["scopeSpans"]:
-            for span in scope["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+    request = {"resourceSpans": [  # copies: the request is left as it is (it may be sent again, docs/otel.md)
+        {**resource, "scopeSpans": [{**scope, "spans": [
+            {**span, **{key: base64.b64encode(bytes.fromhex(span[key])).decode()
+                        for key in ("traceId", "spanId", "parentSpanId") if key in span}}
+            for span in scope["spans"]]} for scope in resource["scopeSpans"]]}
+        for resource in request["resourceSpans"]]}
     message = ParseDict(request, ExportTraceServiceRequest())
     return bytes(message.SerializeToString())
 
@@ -145,7 +161,7 @@ def post(url: str, request: dict[str, Any]) -> None:
     rejected = 0
     for n, batch in enumerate(batches):
         try:
-            rejected += _post(url, batch)
+            rejected += _sent(url, batch)
         except SendFailed as failed:
             if n == 0:
                 raise
@@ -188,6 +204,21 @@ def _request(batch: Batch) -> dict[str, Any]:
     return {"resourceSpans": list(resources.values())}
 
 
+def _sent(url: str, request: dict[str, Any]) -> int:
+    """``_post``, sent again after a pause while the receiver answers one of OTLP's transient answers (a collector
+    starting, a proxy shedding load), ``ATTEMPTS`` times in all."""
+    pause = BACKOFF_S
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return _post(url, request)
+        except Busy as busy:
+            if attempt == ATTEMPTS:
+                raise SendFailed(f"{busy.message} ({ATTEMPTS} times)", busy.hint) from None
+            time.sleep(min(busy.retry_after, 5.0) if busy.retry_after is not None else pause)
+            pause *= 2
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def _post(url: str, request: dict[str, Any]) -> int:
     """Send one request; how many spans the receiver said it rejected. The whole exchange is bounded by the timeout
     (a receiver answering a byte at a time is cut off too); a redirect is not followed (it would resend the headers
@@ -222,11 +253,15 @@ def _post(url: str, request: dict[str, Any]) -> int:
                              f"to {redact_url(str(location or '(no Location)'))}: the run's spans were not sent there",
                              "give the URL it redirects to as --otel-endpoint (evalcli follows no redirect: it would "
                              "send the headers elsewhere, or drop the spans)")
-        raise SendFailed(f"--otel-endpoint {shown} refused the run's spans: HTTP {error.code} {_phrase(error.code)}",
+        failed = SendFailed if error.code not in RETRYABLE else Busy
+        refused = failed(f"--otel-endpoint {shown} refused the run's spans: HTTP {error.code} {_phrase(error.code)}",
                          f"a request holds at most {BATCH_SPANS} spans, and one of them is larger than the receiver "
                          "takes: raise its limit (the OpenTelemetry collector's max_request_body_size)"
                          if error.code == 413 else "check the URL (an OTLP/HTTP receiver takes POST /v1/traces) and "
                          "the headers in OTEL_EXPORTER_OTLP_HEADERS")
+        if isinstance(refused, Busy) and error.headers is not None:
+            refused.retry_after = _seconds(error.headers.get("Retry-After"))
+        raise refused
     if isinstance(error, (urllib.error.URLError, OSError, http.client.HTTPException)):
         raise SendFailed(f"--otel-endpoint {shown} cannot be reached: {getattr(error, 'reason', error)}",
                          "start the receiver, or check the URL")
@@ -279,6 +314,14 @@ def _rejected(content_type: str, answer: bytes) -> int:
         return int(response.partial_success.rejected_spans)
     except Exception:  # noqa: BLE001 - an answer that is not OTLP (a proxy's page): taken, nothing says otherwise
         return 0
+
+
+def _seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` of seconds (an HTTP date is not waited for: the backoff stands)."""
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
 
 
 def _phrase(code: int) -> str:
