@@ -390,3 +390,24 @@ def test_a_receiver_busy_for_a_moment_gets_the_run_sent_again(busy_receiver: Rec
     assert len(busy_receiver.requests) == 4  # sent 4 times in all, then said once
     assert done.stderr.count("was not exported") == 1, done.stderr
     assert "refused the run's spans: HTTP 429 Too Many Requests (4 times)" in done.stderr
+
+
+def test_an_endpoint_without_its_scheme_is_refused_naming_where_it_came_from_never_its_password(
+        tmp_path: Path) -> None:
+    (tmp_path / "d.yaml").write_text("gates: [{includes: hi}]\ndata: [{id: a, transcript: [{role: user, content: x},"
+                                     " {role: assistant, content: hi}]}]\n")
+    password = "pw-72-endpoint-secret-0123456789"
+    for args, env, said in (
+            (["--otel-endpoint", f"bob:{password}@collector:4318"], {},
+             "--otel-endpoint [redacted]@collector:4318 is not an http(s) URL with a host"),
+            (["--otel-endpoint", "-"], {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"bob:{password}@collector:4318/v1/traces"},
+             "--otel-endpoint -: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=[redacted]@collector:4318/v1/traces is not"),
+            (["--otel-endpoint", "-"], {"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"},
+             "--otel-endpoint -: OTEL_EXPORTER_OTLP_ENDPOINT=localhost:4318 is not an http(s) URL with a host")):
+        done = run_cli(["run", "d.yaml", "--db", "e.db", *args], tmp_path, env, timeout=SUBPROCESS_TIMEOUT)
+        assert done.code == 2, done.stderr
+        # before: the password printed whole (a URL's userinfo written without its scheme was not redacted), and
+        # "--otel-endpoint localhost:4318/v1/traces", a URL the user never wrote, named for the variable's value
+        assert password not in done.stdout + done.stderr
+        assert said in done.stderr, done.stderr
+        assert not (tmp_path / "e.db").exists()

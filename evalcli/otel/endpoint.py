@@ -122,17 +122,36 @@ def protobuf(request: dict[str, Any]) -> bytes:
     return bytes(message.SerializeToString())
 
 
-def check(url: str, env: dict[str, str] | None = None) -> None:
+def endpoint_variable(env: dict[str, str] | None = None) -> str:
+    """The variable ``--otel-endpoint -`` takes the URL from (``traces_url``)."""
+    env = dict(os.environ) if env is None else env
+    return "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") else \
+        "OTEL_EXPORTER_OTLP_ENDPOINT"
+
+
+def check(url: str, env: dict[str, str] | None = None, *, from_env: bool = False) -> None:
     """Refuse, before the run, an endpoint that cannot work: not an http(s) URL with a host, a timeout that is not
-    a positive number of milliseconds, or a header HTTP cannot carry."""
+    a positive number of milliseconds, or a header HTTP cannot carry. ``from_env``: the URL is the environment's
+    (``--otel-endpoint -``), and the message names the variable and its value, not a URL the user never wrote."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--otel-endpoint {redact_url(url)} is not an http(s) URL with a host",
+        if from_env:
+            name = endpoint_variable(env)
+            value = (dict(os.environ) if env is None else env).get(name, "")
+            raise UsageError(f"--otel-endpoint -: {name}={_not_a_url(value)} is not an http(s) URL with a host",
+                             f"set {name} to the OTLP/HTTP receiver's URL, e.g. http://localhost:4318")
+        raise UsageError(f"--otel-endpoint {_not_a_url(url)} is not an http(s) URL with a host",
                          "give the OTLP/HTTP receiver's URL, e.g. --otel-endpoint http://localhost:4318")
     timeout_seconds(env)
     check_headers(env)
     if importlib.util.find_spec("opentelemetry.proto") is None or importlib.util.find_spec("google.protobuf") is None:
         raise UsageError("--otel-endpoint needs opentelemetry-proto", "pip install 'evalcli[otel]'")
+
+
+def _not_a_url(value: str) -> str:
+    """A value that is not an http(s) URL, as printed: what comes before an ``@`` with no ``/`` before it is a URL's
+    userinfo written without its scheme (``user:password@host:4318``), redacted as a URL's is (docs/secrets.md)."""
+    return re.sub(r"^[^/@]*@", "[redacted]@", redact_url(value))
 
 
 def timeout_seconds(env: dict[str, str] | None = None) -> float:
