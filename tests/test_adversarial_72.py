@@ -411,3 +411,18 @@ def test_an_endpoint_without_its_scheme_is_refused_naming_where_it_came_from_nev
         assert password not in done.stdout + done.stderr
         assert said in done.stderr, done.stderr
         assert not (tmp_path / "e.db").exists()
+
+
+def test_a_run_appended_to_a_file_whose_last_line_has_no_line_break_is_a_line_of_its_own(app: dict[str, str],
+                                                                                        tmp_path: Path) -> None:
+    earlier = otlp_line(recorded_spans(lambda tracer: weather_run(tracer, "earlier")))
+    (tmp_path / "runs.jsonl").write_text(earlier)  # written by hand, or by a tool that ends no line with a break
+    (tmp_path / "d.yaml").write_text("target: weatherapp:ask\ngates: [{called_tool: get_weather}]\n"
+                                     "data: [{id: a, input: Paris}]\n")
+    done = run_cli(["run", "d.yaml", "--db", "e.db", "--otel-file", "runs.jsonl"], tmp_path, app,
+                   timeout=SUBPROCESS_TIMEOUT)
+    assert done.code == 0, done.stderr
+    lines = (tmp_path / "runs.jsonl").read_text().splitlines()
+    # before: one line holding two JSON documents, which the collector, jq and every JSON Lines reader refuse
+    assert len(lines) == 2 and lines[0] == earlier
+    assert [sorted(strict_json(line)) for line in lines] == [["resourceSpans"], ["resourceSpans"]]
