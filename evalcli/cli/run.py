@@ -252,7 +252,7 @@ def _exporter(request: RunRequest, plans: Plans) -> Exporter | None:
         if url is None:
             raise UsageError("--otel-endpoint -: OTEL_EXPORTER_OTLP_ENDPOINT is not set",
                              "give the receiver's URL, e.g. --otel-endpoint http://localhost:6006")
-        check_endpoint(url)
+        check_endpoint(url, from_env=request.otel_endpoint == "-")
     if request.otel_file is not None and str(request.otel_file) == "-":  # never a file named "-" in the folder
         raise UsageError("--otel-file -: the run's spans are written to a file, not to stdout (it carries the report)",
                          "give a file path, e.g. --otel-file run.otlp.jsonl, or send them with --otel-endpoint URL")

@@ -327,7 +327,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     scorers = parse_list(top.scorers, ("scorers",), pos, registry, problems, gate=False)
     hasher = file_digest(file)
     raw_items: Iterable[tuple[Any, Positions, Path]] = []
-    trace_warnings: list[str] = []
+    ingested: Any = None
     if listed is not None:
         raw_items = listed
     elif top.data_file is not None:
@@ -347,7 +347,6 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
 
         if is_trace_file(data_path):  # OpenTelemetry traces, read as recorded conversations (docs/otel.md)
             ingested = ingest_traces(data_path)
-            trace_warnings = ingested.warnings
             raw_items = ((value, Positions(str(data_path), values={(): (line, 1)}), ())
                          for line, value in ingested.conversations)
         else:
@@ -359,9 +358,9 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
         items, located = _items(raw_items, registry, known, problems, lines=top.data_file is None)
     except DatasetError as exc:  # a line that is not JSON: said with every problem found before it
         raise DatasetError(redacted([*problems, *exc.problems], secret_values)) from None
-    if not located and "data" not in bad_keys:
-        problems.append(pos.problem(("data",), "'data' is empty: there is nothing to run",
-                                    "add at least one item, e.g. '- input: What is the weather?'"))
+    if not located and "data" not in bad_keys:  # a trace file says why it holds none (docs/otel.md)
+        problems.append(ingested.no_conversation() if ingested else pos.problem(("data",), "'data' is empty: there "
+                        "is nothing to run", "add at least one item, e.g. '- input: What is the weather?'"))
     has_turn_assertions = any(t.gates or t.scorers for i in items for t in i.turns or ())
     if located and not gates and not scorers and not has_turn_assertions and not problems:
         empty = next((key for key in ("scorers", "gates") if key in data), None)  # written, but with no entry
@@ -391,7 +390,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     tools, items = checked_tools(tools, items, located, resolved.adapter if resolved else None, file.parent, pos,
                                   problems)
     recorded = bool(located) and located.recorded
-    if not top.target and target is None and not recorded and "target" not in bad_keys:
+    if not top.target and target is None and not recorded and "target" not in bad_keys and ingested is None:
         problems.append(pos.problem(("target",), "'target' is empty" if "target" in data else "dataset needs 'target'",
                                     "write 'target: module:attribute' (or a mapping with 'a2a', 'http', 'mastra' or 'model'; "
                                     "only a dataset whose items are all recorded transcripts may leave it out)"))
@@ -410,7 +409,7 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
                       target_has_memory=top.target_has_memory, tools=tools, unmocked=unmocked or "live",
                       target_settings=resolved.resolved if resolved is not None else {},
                       limits=limits_of(top.limits, top.on_limit) if top.limits or top.on_limit else None,
-                      warnings=trace_warnings + ([f"{path}: {w}" for w in (
+                      warnings=(ingested.warnings if ingested else []) + ([f"{path}: {w}" for w in (
                           *option_warnings(adapter, top.target_options, items),
                           *tool_warnings(adapter, specs, tools, items))]
                           if adapter is not None else []))

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -35,6 +36,21 @@ DEFAULT_TIMEOUT_MS = 10000
 
 class SendFailed(EvalcliError):
     """The receiver did not take the run's spans (unreachable, an HTTP error, no answer in time)."""
+
+
+class Busy(SendFailed):
+    """The receiver answered 429, 502, 503 or 504: OTLP's transient answers, sent again after a pause."""
+
+    retry_after: float | None = None
+    """The pause the receiver asked for (its ``Retry-After`` in seconds), if it did."""
+
+
+RETRYABLE = frozenset({429, 502, 503, 504})
+"""The HTTP answers OTLP/HTTP says to retry, with exponential backoff (and the receiver's ``Retry-After``)."""
+ATTEMPTS = 4
+"""How often one request is sent to a receiver that keeps answering one of ``RETRYABLE``."""
+BACKOFF_S = 0.5
+"""The first pause before a request is sent again (doubled each time, a ``Retry-After`` of up to 5 s instead)."""
 
 
 def traces_url(option: str | None, env: dict[str, str] | None = None) -> str | None:
@@ -96,27 +112,46 @@ def protobuf(request: dict[str, Any]) -> bytes:
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     except ImportError:
         raise UsageError("--otel-endpoint needs opentelemetry-proto", "pip install 'evalcli[otel]'") from None
-    for resource in request["resourceSpans"]:
-        for scope in resource["scopeSpans"]:
-            for span in scope["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+    request = {"resourceSpans": [  # copies: the request is left as it is (it may be sent again, docs/otel.md)
+        {**resource, "scopeSpans": [{**scope, "spans": [
+            {**span, **{key: base64.b64encode(bytes.fromhex(span[key])).decode()
+                        for key in ("traceId", "spanId", "parentSpanId") if key in span}}
+            for span in scope["spans"]]} for scope in resource["scopeSpans"]]}
+        for resource in request["resourceSpans"]]}
     message = ParseDict(request, ExportTraceServiceRequest())
     return bytes(message.SerializeToString())
 
 
-def check(url: str, env: dict[str, str] | None = None) -> None:
+def endpoint_variable(env: dict[str, str] | None = None) -> str:
+    """The variable ``--otel-endpoint -`` takes the URL from (``traces_url``)."""
+    env = dict(os.environ) if env is None else env
+    return "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") else \
+        "OTEL_EXPORTER_OTLP_ENDPOINT"
+
+
+def check(url: str, env: dict[str, str] | None = None, *, from_env: bool = False) -> None:
     """Refuse, before the run, an endpoint that cannot work: not an http(s) URL with a host, a timeout that is not
-    a positive number of milliseconds, or a header HTTP cannot carry."""
+    a positive number of milliseconds, or a header HTTP cannot carry. ``from_env``: the URL is the environment's
+    (``--otel-endpoint -``), and the message names the variable and its value, not a URL the user never wrote."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--otel-endpoint {redact_url(url)} is not an http(s) URL with a host",
+        if from_env:
+            name = endpoint_variable(env)
+            value = (dict(os.environ) if env is None else env).get(name, "")
+            raise UsageError(f"--otel-endpoint -: {name}={_not_a_url(value)} is not an http(s) URL with a host",
+                             f"set {name} to the OTLP/HTTP receiver's URL, e.g. http://localhost:4318")
+        raise UsageError(f"--otel-endpoint {_not_a_url(url)} is not an http(s) URL with a host",
                          "give the OTLP/HTTP receiver's URL, e.g. --otel-endpoint http://localhost:4318")
     timeout_seconds(env)
     check_headers(env)
     if importlib.util.find_spec("opentelemetry.proto") is None or importlib.util.find_spec("google.protobuf") is None:
         raise UsageError("--otel-endpoint needs opentelemetry-proto", "pip install 'evalcli[otel]'")
+
+
+def _not_a_url(value: str) -> str:
+    """A value that is not an http(s) URL, as printed: what comes before an ``@`` with no ``/`` before it is a URL's
+    userinfo written without its scheme (``user:password@host:4318``), redacted as a URL's is (docs/secrets.md)."""
+    return re.sub(r"^[^/@]*@", "[redacted]@", redact_url(value))
 
 
 def timeout_seconds(env: dict[str, str] | None = None) -> float:
@@ -145,7 +180,7 @@ def post(url: str, request: dict[str, Any]) -> None:
     rejected = 0
     for n, batch in enumerate(batches):
         try:
-            rejected += _post(url, batch)
+            rejected += _sent(url, batch)
         except SendFailed as failed:
             if n == 0:
                 raise
@@ -188,6 +223,21 @@ def _request(batch: Batch) -> dict[str, Any]:
     return {"resourceSpans": list(resources.values())}
 
 
+def _sent(url: str, request: dict[str, Any]) -> int:
+    """``_post``, sent again after a pause while the receiver answers one of OTLP's transient answers (a collector
+    starting, a proxy shedding load), ``ATTEMPTS`` times in all."""
+    pause = BACKOFF_S
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return _post(url, request)
+        except Busy as busy:
+            if attempt == ATTEMPTS:
+                raise SendFailed(f"{busy.message} ({ATTEMPTS} times)", busy.hint) from None
+            time.sleep(min(busy.retry_after, 5.0) if busy.retry_after is not None else pause)
+            pause *= 2
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def _post(url: str, request: dict[str, Any]) -> int:
     """Send one request; how many spans the receiver said it rejected. The whole exchange is bounded by the timeout
     (a receiver answering a byte at a time is cut off too); a redirect is not followed (it would resend the headers
@@ -222,11 +272,15 @@ def _post(url: str, request: dict[str, Any]) -> int:
                              f"to {redact_url(str(location or '(no Location)'))}: the run's spans were not sent there",
                              "give the URL it redirects to as --otel-endpoint (evalcli follows no redirect: it would "
                              "send the headers elsewhere, or drop the spans)")
-        raise SendFailed(f"--otel-endpoint {shown} refused the run's spans: HTTP {error.code} {_phrase(error.code)}",
+        failed = SendFailed if error.code not in RETRYABLE else Busy
+        refused = failed(f"--otel-endpoint {shown} refused the run's spans: HTTP {error.code} {_phrase(error.code)}",
                          f"a request holds at most {BATCH_SPANS} spans, and one of them is larger than the receiver "
                          "takes: raise its limit (the OpenTelemetry collector's max_request_body_size)"
                          if error.code == 413 else "check the URL (an OTLP/HTTP receiver takes POST /v1/traces) and "
                          "the headers in OTEL_EXPORTER_OTLP_HEADERS")
+        if isinstance(refused, Busy) and error.headers is not None:
+            refused.retry_after = _seconds(error.headers.get("Retry-After"))
+        raise refused
     if isinstance(error, (urllib.error.URLError, OSError, http.client.HTTPException)):
         raise SendFailed(f"--otel-endpoint {shown} cannot be reached: {getattr(error, 'reason', error)}",
                          "start the receiver, or check the URL")
@@ -279,6 +333,14 @@ def _rejected(content_type: str, answer: bytes) -> int:
         return int(response.partial_success.rejected_spans)
     except Exception:  # noqa: BLE001 - an answer that is not OTLP (a proxy's page): taken, nothing says otherwise
         return 0
+
+
+def _seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` of seconds (an HTTP date is not waited for: the backoff stands)."""
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
 
 
 def _phrase(code: int) -> str:

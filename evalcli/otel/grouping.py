@@ -39,6 +39,9 @@ class Turn:
     packed: str
     """The turn's response messages (assistant and tool), as JSON text."""
     warning: str | None
+    trace: str = ""
+    exported: str = ""
+    """Where its root is (``FILE:LINE``) when it is one of evalcli's own turn spans (a file evalcli exported)."""
 
 
 class Reopened(Exception):
@@ -84,8 +87,29 @@ class Grouper:
         for turn in sorted(self.turns, key=lambda t: (t.start_ns, t.seq)):
             grouped.setdefault(turn.key, []).append(turn)
         self.turns = []
+        replaced: list[tuple[str, str]] = []
+        for key, turns in grouped.items():
+            grouped[key] = _last_export(turns)
+            if len(grouped[key]) < len(turns):
+                replaced.append((key, grouped[key][0].exported))
         warnings = [t.warning for turns in grouped.values() for t in turns if t.warning]
+        if replaced:  # one warning for them all: a file of two runs of 1,000 conversations says it once
+            names = ", ".join(key for key, _ in replaced[:5]) + (f" and {len(replaced) - 5} more"
+                                                                  if len(replaced) > 5 else "")
+            warnings.insert(0, f"{replaced[0][1]}: {len(replaced)} conversation(s) ({names}) are in several runs "
+                               "evalcli exported to this file: each is read from the last run that holds it (the "
+                               "earlier runs' turns of it are left out)")
         return warnings, _made(grouped)
+
+
+def _last_export(turns: list[Turn]) -> list[Turn]:
+    """A conversation evalcli exported in several runs' traces (runs appended to one ``--otel-file``, a run exported
+    again when resumed) is the last run's, never their turns one after another (the caller warns)."""
+    traces = {t.trace for t in turns}
+    if len(traces) < 2 or not all(t.exported for t in turns):
+        return turns
+    last = max(traces, key=lambda trace: max(t.seq for t in turns if t.trace == trace))
+    return [t for t in turns if t.trace == last]
 
 
 def _made(grouped: dict[str, list[Turn]]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -125,9 +149,35 @@ def _turns(spans: list[tuple[int, Span]]) -> Iterator[Turn]:
     for n, root in roots:
         tree = _subtree(root, children) if root.span_id not in calls else [
             root, *(s for call in calls[root.span_id] for s in _subtree(call, children))]
-        key = next((text for k in CONVERSATION_KEYS for s in tree if (text := attribute_text(s.attributes, k))),
-                   root.trace_id)
-        yield _turn(n, root, tree, key)
+        parts = _by_conversation(root, tree, children) if root.span_id not in calls else [(root, tree)]
+        for top, part in parts:
+            key = next((text for k in CONVERSATION_KEYS for s in part if (text := attribute_text(s.attributes, k))),
+                       root.trace_id)
+            yield _turn(n, top, part, key)
+
+
+def _conversation_of(span: Span) -> str | None:
+    return next((text for k in CONVERSATION_KEYS if (text := attribute_text(span.attributes, k))), None)
+
+
+def _by_conversation(root: Span, tree: list[Span], children: dict[str, list[Span]]) -> list[tuple[Span, list[Span]]]:
+    """A root's spans as turns: one, unless they name several conversations (a batch job's span around the agent runs
+    of several sessions): then each topmost span that names one is a turn of its conversation, with the spans under
+    it (docs/otel.md)."""
+    if len({found for span in tree if (found := _conversation_of(span)) is not None}) < 2:
+        return [(root, tree)]
+    tops: list[Span] = []
+    todo, seen = [root], {id(root)}
+    while todo:
+        span = todo.pop()
+        if _conversation_of(span) is not None:
+            tops.append(span)
+            continue
+        for child in children.get(span.span_id, ()):
+            if id(child) not in seen:
+                seen.add(id(child))
+                todo.append(child)
+    return [(top, _subtree(top, children)) for top in sorted(tops, key=lambda s: s.start_ns)]
 
 
 MISSING_PARENT = "evalcli.missing_parent"
@@ -160,7 +210,8 @@ def _turn(seq: int, root: Span, tree: list[Span], key: str) -> Turn:
         missing = f"no user message found for this turn; recorded as '{NO_USER}'"
         warning = f"{warning}; {missing}" if warning else f"{root.where}: span {root.span_id}: {missing}"
     packed = json.dumps(_valid(messages), ensure_ascii=False) if messages or user is not None else ""
-    return Turn(root.start_ns, seq, key, int(line) if line.isdigit() else None, user, packed, warning)
+    return Turn(root.start_ns, seq, key, int(line) if line.isdigit() else None, user, packed, warning, root.trace_id,
+                root.where if EVALCLI_TURN in root.attributes else "")
 
 
 def _subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:

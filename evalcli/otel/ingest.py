@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import DatasetError, Problem, lone_surrogate, not_utf8
 from ..records import record
@@ -35,6 +35,17 @@ class Ingested:
 
     conversations: Iterable[tuple[int, dict[str, Any]]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    spans: int = 0
+    """How many spans were read."""
+    path: Path | None = None
+
+    def no_conversation(self) -> Problem:
+        """What is wrong with a trace file none of whose spans makes a conversation (docs/otel.md): said as that,
+        never as a dataset with no items and no target."""
+        return Problem(str(self.path), f"the trace file holds no conversation: none of its {self.spans} span(s) is a model "
+                       "call, a tool call or an agent run with an input or output evalcli reads",
+                       "docs/otel.md ('What is read from a span') lists what is read; a file of other spans (HTTP "
+                       "requests, database queries) has nothing to score")
 
 
 def is_trace_file(path: Path) -> bool:
@@ -85,7 +96,7 @@ def ingest(path: Path) -> Ingested:
 
 
 def _ingest(path: Path, *, streamed: bool) -> Ingested:
-    found = Ingested()
+    found = Ingested(path=path)
     grouper = Grouper()
     for span in _spans(path, found.warnings, grouper if streamed else None):
         grouper.add(span)
@@ -94,6 +105,7 @@ def _ingest(path: Path, *, streamed: bool) -> Ingested:
         more = f"\n  ... and {len(found.warnings) - 5} more" if len(found.warnings) > 5 else ""
         raise DatasetError([Problem(str(path), f"the trace file has no span evalcli can read{why}{more}",
                                     "export OTLP JSON (the collector's file exporter), or a Jaeger or Phoenix export")])
+    found.spans = grouper.spans
     warnings, found.conversations = grouper.conversations()
     found.warnings.extend(warnings)
     return found
@@ -112,19 +124,48 @@ def _spans(path: Path, warnings: list[str], grouper: Grouper | None) -> Iterator
         return
     text = path.read_text(encoding="utf-8-sig")
     stripped = text.lstrip()
+    several = False
     try:
         document = json.loads(text)
     except ValueError as whole:
         if not stripped.startswith("{"):
             raise DatasetError([Problem(f"{path}:1:1", "not a trace file: it is not JSON",
                                         "export OTLP JSON, or a Jaeger or Phoenix JSON export")]) from None
-        raise DatasetError([Problem(f"{path}:{getattr(whole, 'lineno', 1)}:{getattr(whole, 'colno', 1)}",
-                                    f"not valid JSON: {getattr(whole, 'msg', whole)}",
-                                    "the file is one JSON document cut short or edited by hand: export it "
-                                    "again")]) from None
+        document = _documents(path, text) if getattr(whole, "msg", "") == "Extra data" else None
+        if document is None:
+            _not_json(path, whole)
+        several = True
     _refuse_lone_surrogate(path, text, 1)
     located_document = located(text, path, document) if "\n" in text.strip() else (document, one_line(path, 1))
-    yield from _readable(*located_document, warnings)
+    for one in document if several else [document]:  # several documents: each read as a document of its own
+        yield from _readable(one, located_document[1], warnings)
+
+
+def _not_json(path: Path, error: ValueError) -> NoReturn:
+    raise DatasetError([Problem(f"{path}:{getattr(error, 'lineno', 1)}:{getattr(error, 'colno', 1)}",
+                                f"not valid JSON: {getattr(error, 'msg', error)}",
+                                "the file is one JSON document cut short or edited by hand: export it again")]) from None
+
+
+def _documents(path: Path, text: str) -> list[Any] | None:
+    """The JSON documents of a file that writes several one after another, each over several lines (the Python
+    SDK's console exporter writing to a file, ``MessageToJson`` requests appended): a list of them, or ``None`` when
+    one of them is not a JSON object (the file is then not JSON: the caller says where it breaks)."""
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    at = 0
+    while True:
+        while at < len(text) and text[at] in " \t\r\n":
+            at += 1
+        if at == len(text):
+            return found
+        if text[at] != "{":
+            return None
+        try:
+            document, at = decoder.raw_decode(text, at)
+        except ValueError as broken:  # a later document cut short: located where it breaks
+            _not_json(path, broken)
+        found.append(document)
 
 
 def _readable(document: Any, locate: Locate, warnings: list[str]) -> Iterator[Span]:
@@ -273,7 +314,10 @@ def _phoenix(raw: Any, locate: Locate) -> Span | Unreadable:
         attributes = _flatten(raw.get("attributes") or {})
         events = [SpanEvent(str(e.get("name", "")), _ns(e.get("timestamp")), _flatten(e.get("attributes") or {}))
                   for e in raw.get("events") or ()]
-        error = str(raw.get("status_message") or "") if raw.get("status_code") == "ERROR" else None
+        status = raw.get("status") if isinstance(raw.get("status"), dict) else {}  # the Python SDK's own JSON
+        error = None
+        if raw.get("status_code") == "ERROR" or status.get("status_code") == "ERROR":
+            error = str(raw.get("status_message") or status.get("description") or "")
         trace_id, span_id = hex_id(context["trace_id"], 16), hex_id(context["span_id"], 8)
         if trace_id is None or span_id is None:
             return Unreadable(f"span {context.get('span_id')}: no valid trace_id and span_id", locate(raw))

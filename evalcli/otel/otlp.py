@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -72,16 +73,18 @@ def _span(raw: Any, where: str) -> Span:
 
 
 def hex_id(value: Any, size: int) -> str | None:
-    """An OTLP id as lower-case hex of ``size`` bytes (from hex or base64), or ``None`` when it is neither."""
+    """An OTLP id as lower-case hex of ``size`` bytes (from hex, ``0x``-prefixed hex or base64), or ``None`` when it
+    is none of them."""
     if not isinstance(value, str) or not value:
         return None
-    if len(value) == size * 2:
-        try:
-            int(value, 16)
-            return value.lower()
-        except ValueError:
-            pass
-    try:
+    for text in (value, value[2:] if value[:2] in ("0x", "0X") else ""):  # 0x: the Python SDK's JSON (``to_json``)
+        if len(text) == size * 2:
+            try:
+                int(text, 16)
+                return text.lower()
+            except ValueError:
+                pass
+    try:  # (a base64 id may begin with 0x too)
         raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         return None
@@ -96,9 +99,12 @@ def decode_attributes(raw: Any) -> dict[str, Any]:
 def decode_value(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
-    for key in ("stringValue", "boolValue", "doubleValue"):
+    for key in ("stringValue", "boolValue"):
         if key in value:
             return value[key]
+    if "doubleValue" in value:  # "NaN", "Infinity", "-Infinity": proto3's JSON form of the floats JSON has not
+        found = value["doubleValue"]
+        return float(found) if isinstance(found, str) else found  # a ValueError: a located warning
     if "intValue" in value:
         return int(value["intValue"])  # a ValueError: the span (or resource) is a located warning
     if "arrayValue" in value:
@@ -124,13 +130,16 @@ def encode_value(value: Any) -> dict[str, Any]:
         return {"boolValue": value}
     if isinstance(value, int):
         return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
+    if isinstance(value, float):  # NaN and the infinities as proto3's JSON writes them: JSON has no such number
+        return {"doubleValue": value if math.isfinite(value) else _NON_FINITE[str(value)]}
     if isinstance(value, list | tuple):
         return {"arrayValue": {"values": [encode_value(v) for v in value]}}
     if isinstance(value, dict):
         return {"kvlistValue": {"values": encode_attributes(value)}}
     return {"stringValue": "" if value is None else str(value)}
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 def encode_attributes(attributes: dict[str, Any]) -> list[dict[str, Any]]:

@@ -85,6 +85,8 @@ def _genai_model(span: Span, messages: bool = True) -> ModelCall:
     if "gen_ai.input.messages" in a or "gen_ai.output.messages" in a:
         call.input = genai_messages(attribute_json(a, "gen_ai.input.messages"))
         call.output = genai_messages(attribute_json(a, "gen_ai.output.messages"))
+    elif _flattened(a, "gen_ai.prompt.") or _flattened(a, "gen_ai.completion."):  # OpenLLMetry's own form
+        call.input, call.output = _flat_messages(a, "gen_ai.prompt"), _flat_messages(a, "gen_ai.completion")
     elif "gcp.vertex.agent.llm_request" in a:
         request = attribute_json(a, "gcp.vertex.agent.llm_request")
         response = attribute_json(a, "gcp.vertex.agent.llm_response")
@@ -320,8 +322,15 @@ def _function(call: dict[str, Any]) -> dict[str, Any]:
     return function if isinstance(function, dict) else {}
 
 
+def _flattened(attributes: dict[str, Any], head: str) -> bool:
+    """Whether the span holds flattened messages under ``head`` (``gen_ai.prompt.0.content``)."""
+    return any(key.startswith(head) and key[len(head):len(head) + 1].isdigit() for key in attributes)
+
+
 def _flat_messages(attributes: dict[str, Any], prefix: str) -> list[Message]:
-    """OpenInference's flattened messages (``llm.input_messages.0.message.role``) as OpenAI-format messages."""
+    """Flattened messages as OpenAI-format messages: OpenInference's (``llm.input_messages.0.message.role``,
+    ``...tool_calls.0.tool_call.function.name``) and OpenLLMetry's (``gen_ai.prompt.0.role``,
+    ``gen_ai.completion.0.tool_calls.0.name``)."""
     found: dict[int, dict[str, Any]] = {}
     head = prefix + "."
     for key, value in attributes.items():
@@ -343,7 +352,8 @@ def _flat_messages(attributes: dict[str, Any], prefix: str) -> list[Message]:
                 if index.isdigit():
                     calls.setdefault(int(index), {})[rest.removeprefix("tool_call.")] = value
         if calls:
-            message["tool_calls"] = [_call(c.get("id"), c.get("function.name"), c.get("function.arguments"))
+            message["tool_calls"] = [_call(c.get("id"), c.get("function.name", c.get("name")),
+                                           c.get("function.arguments", c.get("arguments")))
                                      for _, c in sorted(calls.items())]
         if fields.get("tool_call_id") is not None:
             message["tool_call_id"] = fields["tool_call_id"]

@@ -40,7 +40,9 @@ class TurnSpans:
                 read_by_id[span.span_id] = found
         seen_calls: set[str] = set()
         for span_id, found in read_by_id.items():
-            if _inside_same_kind(span_id, found, parents, read_by_id):
+            outer = _outermost_same_kind(span_id, found, parents, read_by_id)
+            if outer is not None:  # the same call described twice: what only the inner span says is the call's
+                _fill(outer, found)
                 continue
             if isinstance(found, ModelCall):
                 turn.models.append(found)
@@ -118,13 +120,32 @@ def tool_result(use: ToolUse, call_id: str) -> Message:
     return message
 
 
-def _inside_same_kind(span_id: str, found: ModelCall | ToolUse, parents: dict[str, str | None],
-                      read_by_id: dict[str, ModelCall | ToolUse]) -> bool:
+def _outermost_same_kind(span_id: str, found: ModelCall | ToolUse, parents: dict[str, str | None],
+                         read_by_id: dict[str, ModelCall | ToolUse]) -> ModelCall | ToolUse | None:
+    """The outermost call of the same kind the span is nested in (the one that counts), or ``None``."""
     parent = parents.get(span_id)
     hops = 0
+    outermost = None
     while parent is not None and hops < 64:
         outer = read_by_id.get(parent)
         if outer is not None and type(outer) is type(found):
-            return True
+            outermost = outer
         parent, hops = parents.get(parent), hops + 1
-    return False
+    return outermost
+
+
+def _fill(outer: ModelCall | ToolUse, inner: ModelCall | ToolUse) -> None:
+    """What the outer span of a call left out and the inner one says (a tool's result only the MCP client's span under
+    the framework's holds, the tokens only the GenAI ``chat`` span under an OpenInference ``LLM`` span holds)."""
+    if isinstance(outer, ToolUse) and isinstance(inner, ToolUse):
+        if outer.result is None and outer.error is None:
+            outer.result, outer.error = inner.result, inner.error
+        outer.arguments = outer.arguments or inner.arguments
+        outer.call_id = outer.call_id or inner.call_id
+    elif isinstance(outer, ModelCall) and isinstance(inner, ModelCall):
+        outer.model = outer.model or inner.model
+        if not (outer.prompt_tokens or outer.completion_tokens):
+            outer.prompt_tokens, outer.completion_tokens = inner.prompt_tokens, inner.completion_tokens
+            outer.cached_tokens = outer.cached_tokens or inner.cached_tokens
+        outer.input = outer.input or inner.input
+        outer.output = outer.output or inner.output

@@ -59,7 +59,7 @@ class Exporter:
         if self.file is not None:
             try:
                 with self.file.open("a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(request, ensure_ascii=False) + "\n")
+                    handle.write(_line_start(self.file) + json.dumps(request, ensure_ascii=False) + "\n")
             except OSError as exc:
                 failed.append(f"--otel-file {self.file} could not be written: {exc.strerror or exc}\n"
                               "  hint: check the folder exists, its permissions and the disk")
@@ -73,6 +73,20 @@ class Exporter:
         if failed:
             raise ExportFailed(run.run_id, failed)
         return spans
+
+
+def _line_start(path: Path) -> str:
+    """A line break when the file does not end with one (a file written by hand, or by a tool that ends its last
+    line without one): the run's request is always a line of its own (docs/otel.md)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return ""
+            handle.seek(-1, os.SEEK_END)
+            return "" if handle.read(1) == b"\n" else "\n"
+    except OSError:
+        return ""
 
 
 def run_spans(run: RunResult, dataset_path: str, items: list[ItemResult]) -> list[Span]:
