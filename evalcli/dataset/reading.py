@@ -175,3 +175,17 @@ def missing_dataset(path: str | FsPath) -> Problem:
         return Problem(str(path), f"no such dataset file (did you mean {file.parent / close[0]}?)",
                        f"name the file that is there: {file.parent / close[0]}")
     return Problem(str(path), "no such dataset file", "check the path (e.g. datasets/weather.yaml)")
+
+
+def no_item(file: FsPath, data_file: str | None, jsonl: bool, pos: Positions) -> Problem:
+    """A dataset with no item, said where the items were to be: its ``data``, the ``data_file`` it names (an empty
+    export) or, in a ``.jsonl`` dataset, the lines after its header (docs/datasets.md#validation)."""
+    line = '{"input": "What is the weather?"}'
+    if jsonl:
+        return Problem(f"{file}:2:1", f"{file.name} has no item after its header line: there is nothing to run",
+                       f"write one item a line after the header, e.g. {line}")
+    if data_file is not None:
+        return pos.problem(("data_file",), f"the data_file {data_file} holds no item: there is nothing to run",
+                           f"write one item a line in it, e.g. {line}")
+    return pos.problem(("data",), "'data' is empty: there is nothing to run",
+                       "add at least one item, e.g. '- input: What is the weather?'")

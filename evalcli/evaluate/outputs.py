@@ -134,6 +134,7 @@ def check_outputs(files: Sequence[tuple[str, Path]], db: tuple[str, Path] | None
     """Every output path of a command, checked before anything runs or is written: ``files`` are (option, path) of
     the reports, ``db`` the database (created when missing, its folder must exist). One ``UsageError`` names every
     path that cannot be used, each missing folder in the hint once."""
+    check_apart(files)
     problems = [problem for problem in ([database_problem(*db)] if db else []) if problem is not None]
     problems += [problem for what, path in files if (problem := file_problem(path, what)) is not None]
     if not problems:
@@ -148,6 +149,19 @@ def check_outputs(files: Sequence[tuple[str, Path]], db: tuple[str, Path] | None
         raise UsageError(problems[0].message, hints[0])
     raise UsageError(f"{len(problems)} output paths cannot be used:\n" + "\n".join(f"  {p.message}" for p in problems),
                      "; ".join(hints))
+
+
+def check_apart(files: Sequence[tuple[str, Path]]) -> None:
+    """No two reports of one command go to one file (``--json out.json --junit out.json``): the one written last
+    would replace the other, silently (docs/reference/cli.md#notes). A special file (``/dev/null``) may take several."""
+    seen: dict[Path, tuple[str, Path]] = {}
+    for what, path in files:
+        if path.exists() and not path.is_file():
+            continue
+        other = seen.setdefault(path.resolve(), (what, path))
+        if other != (what, path):
+            raise UsageError(f"{what} {path} is the file {other[0]} {other[1]} writes too: one report would write "
+                             "over the other", "give each report its own path, e.g. --json out.json --junit out.xml")
 
 
 def database_problem(what: str, db: Path) -> PathProblem | None:
