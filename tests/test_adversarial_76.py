@@ -100,3 +100,18 @@ def test_no_help_is_redacted(cli: Callable[..., CliResult]) -> None:
         result = cli(*command, "--help")
         assert result.code == 0, (command, result.stderr)
         assert "[redacted]" not in result.stdout, (command, result.stdout)
+
+
+@pytest.mark.parametrize(("name", "text", "said"), [
+    ("items.csv", 'input,id\n"Is it sunny, today?",a\n', "not as CSV"),
+    ("items.yaml", "- input: Is it sunny?\n- input: And tomorrow?\n", "under 'data:'"),
+    ("items.json", '[{"input": "Is it sunny?"}, {"input": "And tomorrow?"}]\n', "JSON array"),
+    ("items.json", '[\n  {"input": "Is it sunny?"}\n]\n', "one JSON document over several lines"),
+])
+def test_a_data_file_in_another_format_is_said_to_be_one(
+        name: str, text: str, said: str, write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", f"target: agents:echo\ngates: [{{excludes: error}}]\ndata_file: {name}\n")
+    write(name, text)
+    for command in ("validate", "run") if name.endswith(".csv") else ("validate",):  # one loader: run says the same
+        err = refused(cli(command, "d.yaml"))
+        assert f"{name}:1:" in err and said in err and "JSON Lines" in err, err
