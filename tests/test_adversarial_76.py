@@ -9,6 +9,10 @@ started from.
 - ``--json out.json --junit out.json`` (two reports given one path) exited 0: the JUnit file overwrote the JSON.
 - ``run --resume RUN_ID --db typo.db`` created ``typo.db`` (an empty database) and then said "no run 'RUN_ID' in
   typo.db", where every other command reading runs says the database does not exist and creates nothing.
+- ``includes: ${GREETING}`` with GREETING set to the empty text in CI (or ``includes: ''``, ``matches: ''``) was a
+  gate every conversation passes, silently; ``excludes: ''`` one every conversation fails.
+- A ``data_file`` that is CSV or YAML, or a ``.json`` export of one array of items, was "not valid JSON: Expecting
+  value" / "item 0 must be a mapping ... write '- input: your question'", never that items are read as JSON Lines.
 - ``evalcli view --help`` printed "?token=[redacted] a cookie": its own help passed through the redactor, which read
   "token=," as a secret.
 """
@@ -115,3 +119,27 @@ def test_a_data_file_in_another_format_is_said_to_be_one(
     for command in ("validate", "run") if name.endswith(".csv") else ("validate",):  # one loader: run says the same
         err = refused(cli(command, "d.yaml"))
         assert f"{name}:1:" in err and said in err and "JSON Lines" in err, err
+
+
+@pytest.mark.parametrize("gate", ["{includes: '${GREETING}'}", "{excludes: {value: ''}}", "{matches: ''}"])
+def test_a_check_looking_for_the_empty_text_is_refused(
+        gate: str, write: Callable[..., Path], cli: Callable[..., CliResult], workdir: Path) -> None:
+    write("d.yaml", f"target: agents:recorder\ngates: [{gate}]\ndata:\n  - input: hi\n")
+    err = refused(cli("run", "d.yaml", env={"GREETING": ""}))
+    assert "d.yaml:2:" in err and "empty text" in err, err
+    assert not (workdir / "calls.jsonl").exists() and not (workdir / "evalcli.db").exists()
+
+
+def test_equals_the_empty_text_and_matches_an_empty_reply_still_validate(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    write("d.yaml", "target: agents:echo\ngates: [{equals: ''}, {matches: {pattern: '^$'}}]\ndata:\n  - input: hi\n")
+    result = cli("validate", "d.yaml")
+    assert result.code == 0, result.stderr
+
+
+def test_diff_refuses_two_reports_on_one_path(write: Callable[..., Path], cli: Callable[..., CliResult],
+                                              workdir: Path) -> None:
+    write("d.yaml", "target: agents:echo\ngates: [{excludes: error}]\ndata:\n  - input: hi\n")
+    assert cli("run", "d.yaml", "-q").code == 0
+    err = refused(cli("diff", "latest", "latest", "--json", "same.out", "--markdown", "same.out"))
+    assert "--json" in err and "--markdown" in err and not (workdir / "same.out").exists(), err

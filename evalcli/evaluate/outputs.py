@@ -134,7 +134,6 @@ def check_outputs(files: Sequence[tuple[str, Path]], db: tuple[str, Path] | None
     """Every output path of a command, checked before anything runs or is written: ``files`` are (option, path) of
     the reports, ``db`` the database (created when missing, its folder must exist). One ``UsageError`` names every
     path that cannot be used, each missing folder in the hint once."""
-    check_apart(files)
     problems = [problem for problem in ([database_problem(*db)] if db else []) if problem is not None]
     problems += [problem for what, path in files if (problem := file_problem(path, what)) is not None]
     if not problems:
@@ -239,8 +238,9 @@ class Outputs:
             return (None,) * len(runs) if value is None else tuple(per_run(value, runs))
 
         outputs = cls(paths(json), paths(junit), paths(markdown), paths(html), tuple(tape_names(runs)), step_summary)
-        check_outputs([(what, path) for what, chosen in outputs.named() for path in chosen if path is not None],
-                      db=("--db", db) if db is not None else None)
+        files = [(what, path) for what, chosen in outputs.named() for path in chosen if path is not None]
+        check_outputs(files, db=("--db", db) if db is not None else None)
+        check_apart(files)
         return outputs
 
     def named(self) -> list[tuple[str, tuple[Path | None, ...]]]:
