@@ -12,7 +12,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 
 from ..errors import DatasetError
-from ..evaluate import check_outputs, open_for_writing
+from ..evaluate import check_apart, check_outputs, open_for_writing
 from ..records import record
 from ..reports import (
     JsonReport,
@@ -152,7 +152,9 @@ def diff_command(db: Path, run_a: str, run_b: str, tolerance: float, verbose: bo
                  json_out: str | None = None, markdown: Path | None = None) -> int:
     """``evalcli diff``: print the comparison with its paired statistics (and write it as JSON and Markdown);
     return its exit code (1 when B is worse than A; with ``alpha``, only beyond the noise)."""
-    check_outputs(output_paths(json_out, markdown))
+    files = output_paths(json_out, markdown)
+    check_outputs(files)
+    check_apart(files)
     store = open_existing(db)
     try:
         diff = diff_runs(store, run_a, run_b, tolerance, allow_different=allow_different, statistics=True,
@@ -226,7 +228,9 @@ def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Consol
     from ..reports import compare_json, compare_markdown, render_comparison
     from ..store import compare_runs
 
-    check_outputs([*([("--html", html)] if html is not None else []), *output_paths(json_out, markdown)])
+    files = [*([("--html", html)] if html is not None else []), *output_paths(json_out, markdown)]
+    check_outputs(files)
+    check_apart(files)
     store = open_existing(db)
     try:
         comparison = compare_runs(store, run_ids, allow_different=allow_different, statistics=True, alpha=alpha,

@@ -22,8 +22,9 @@ def view(
     host: Annotated[str, typer.Option(metavar="HOST", help="Address to listen on; other than loopback it needs "
                                                            "--token.")] = "127.0.0.1",
     token: Annotated[Optional[str], typer.Option(metavar="TOKEN", envvar="EVALCLI_VIEW_TOKEN",
-                                                 help="Every request must carry it (?token=, a cookie, or "
-                                                      "'Authorization: Bearer'); needed with --host.")] = None,
+                                                 help="Every request must carry it (the URL's token query "
+                                                      "parameter, a cookie, or 'Authorization: Bearer'); needed "
+                                                      "with --host.")] = None,
     reviewer: Annotated[Optional[str], typer.Option(metavar="NAME", help="Who the labels made here are by (default: "
                                                                          "your login name).")] = None,
     debug: DebugOption = False,

@@ -29,7 +29,7 @@ from .items import NO_ENTRIES, Dataset, Item, Limits, Turn
 from .located import FORM_KEYS, RECORDED_KEYS, Located, file_digest
 from .options import item_options, missing_arguments, option_warnings, setups
 from .plain import NOT_PLAIN, plain_item
-from .reading import JsonlItems, data_file_missing, missing_dataset, read_top
+from .reading import JsonlItems, data_file_missing, missing_dataset, no_item, read_top
 from .recorded import parse_labels, parse_transcript
 from .references import parse_list, registration_conflicts
 from .registry import find_registry, load_registry
@@ -197,9 +197,10 @@ def _turn(turn: Any, t: int, at: Path, label: str, pos: Positions, registry: Reg
                                     "keep one: 'input' is a message (it resumes a pending interrupt as it is), "
                                     "'resume' any value", key=True))
         return None
-    if "resume" in turn and turn["resume"] is None:
-        problems.append(pos.problem((*at, "resume"), f"{label}: turn {t}: 'resume' needs a value",
-                                    "write e.g. 'resume: yes' or 'resume: {approved: true}'"))
+    empty = next((key for key in ("input", "resume") if key in turn and turn[key] is None), None)
+    if empty is not None:  # `- input:` with its text forgotten: refused, never sent as the text "null"
+        problems.append(pos.problem((*at, empty), f"{label}: turn {t}: '{empty}' needs a value", "write e.g. " + (
+            "'- input: What about tomorrow?'" if empty == "input" else "'resume: yes' or 'resume: {approved: true}'")))
         return None
     if "resume" in turn and t == 0:
         problems.append(pos.problem((*at, "resume"), f"{label}: turn 0 cannot resume: no earlier turn can have "
@@ -359,8 +360,8 @@ def _load_dataset(path: str | FsPath, scorers_path: str | None, target: str | di
     except DatasetError as exc:  # a line that is not JSON: said with every problem found before it
         raise DatasetError(redacted([*problems, *exc.problems], secret_values)) from None
     if not located and "data" not in bad_keys:  # a trace file says why it holds none (docs/otel.md)
-        problems.append(ingested.no_conversation() if ingested else pos.problem(("data",), "'data' is empty: there "
-                        "is nothing to run", "add at least one item, e.g. '- input: What is the weather?'"))
+        problems.append(ingested.no_conversation() if ingested else no_item(file, top.data_file, listed is not None,
+                                                                            pos))
     has_turn_assertions = any(t.gates or t.scorers for i in items for t in i.turns or ())
     if located and not gates and not scorers and not has_turn_assertions and not problems:
         empty = next((key for key in ("scorers", "gates") if key in data), None)  # written, but with no entry

@@ -27,7 +27,12 @@ class JsonlItems:
 
     def __iter__(self) -> Iterator[tuple[Any, Positions, Path]]:
         try:  # ``jsonl_items``, one generator fewer a line
-            for _, value, pos in _jsonl_lines(self.file, self.after):
+            for number, value, pos in _jsonl_lines(self.file, self.after):
+                if isinstance(value, list) and self.file.suffix.lower() == ".json":  # an export of one array
+                    raise DatasetError([Problem(f"{self.file}:{number}:1", "this line is a JSON array: items are "
+                                                "read one a line (JSON Lines), not as one array of items",
+                                                f"write each item on a line of its own, e.g. jq -c '.[]' {self.file} "
+                                                f"> {self.file.with_suffix('.jsonl').name}")])
                 yield value, pos, ()
         except UnicodeDecodeError:
             raise DatasetError([not_utf8(self.file)]) from None
@@ -59,13 +64,35 @@ def _jsonl_lines(file: FsPath, after: int) -> Iterator[tuple[int, Any, Positions
                 raise DatasetError([Problem(f"{file}:{number}:{exc.column(line)}", f"duplicate key '{exc.key}'",
                                             "each key may appear once in a JSON object; remove one of them")]) from None
             except ValueError as exc:
-                raise DatasetError([Problem(f"{file}:{number}:{getattr(exc, 'colno', 1)}",
-                                            f"not valid JSON: {getattr(exc, 'msg', exc)}",
-                                            "each line must be one JSON object")]) from None
+                raise DatasetError([_not_json(file, number, exc)]) from None
             surrogate = lone_surrogate(file, line, number) if "\\u" in line else None  # its own first test
             if surrogate is not None:
                 raise DatasetError([surrogate])
             yield number, value, Positions(name, values={(): (number, 1)})
+
+
+NOT_JSONL = {".csv": "CSV", ".tsv": "TSV", ".yaml": "YAML", ".yml": "YAML"}
+"""Files named as another format, said to be one when they are not JSON Lines (docs/datasets.md)."""
+
+
+def _not_json(file: FsPath, number: int, exc: ValueError) -> Problem:
+    """A line that is not JSON; in a file named ``.csv`` or ``.yaml``, that items are read as JSON Lines only."""
+    where = f"{file}:{number}:{getattr(exc, 'colno', 1)}"
+    kind = NOT_JSONL.get(file.suffix.lower())
+    if kind == "YAML":
+        return Problem(where, "not valid JSON: items in a file are read as JSON Lines (one JSON object a line), "
+                              "not as YAML", "move the items under 'data:' in the dataset itself, or write them one "
+                                             'JSON object a line, e.g. {"input": "What is the weather?"}')
+    if file.suffix.lower() == ".json" and number == 1:  # a pretty-printed array of items
+        return Problem(where, f"not valid JSON: {getattr(exc, 'msg', exc)}: items in a file are read as JSON Lines "
+                              "(one JSON object a line), not as one JSON document over several lines",
+                       f"write each item on a line of its own (an array of items: jq -c '.[]' {file} > "
+                       f"{file.with_suffix('.jsonl').name})")
+    if kind is not None:
+        return Problem(where, f"not valid JSON: items in a file are read as JSON Lines (one JSON object a line), "
+                              f"not as {kind}", 'write one JSON object a line, e.g. {"id": "a", "input": "What is '
+                                                'the weather?"} (Python: csv.DictReader, then json.dumps each row)')
+    return Problem(where, f"not valid JSON: {getattr(exc, 'msg', exc)}", "each line must be one JSON object")
 
 
 class DuplicateKey(Exception):
@@ -175,3 +202,17 @@ def missing_dataset(path: str | FsPath) -> Problem:
         return Problem(str(path), f"no such dataset file (did you mean {file.parent / close[0]}?)",
                        f"name the file that is there: {file.parent / close[0]}")
     return Problem(str(path), "no such dataset file", "check the path (e.g. datasets/weather.yaml)")
+
+
+def no_item(file: FsPath, data_file: str | None, jsonl: bool, pos: Positions) -> Problem:
+    """A dataset with no item, said where the items were to be: its ``data``, the ``data_file`` it names (an empty
+    export) or, in a ``.jsonl`` dataset, the lines after its header (docs/datasets.md#validation)."""
+    line = '{"input": "What is the weather?"}'
+    if jsonl:
+        return Problem(f"{file}:2:1", f"{file.name} has no item after its header line: there is nothing to run",
+                       f"write one item a line after the header, e.g. {line}")
+    if data_file is not None:
+        return pos.problem(("data_file",), f"the data_file {data_file} holds no item: there is nothing to run",
+                           f"write one item a line in it, e.g. {line}")
+    return pos.problem(("data",), "'data' is empty: there is nothing to run",
+                       "add at least one item, e.g. '- input: What is the weather?'")

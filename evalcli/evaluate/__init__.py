@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 from .outputs import (
     Outputs,
+    check_apart,
     check_not_read,
     check_outputs,
     check_tapes,
@@ -35,6 +36,6 @@ __getattr__ = lazy_exports(__name__, {
     ".runs": ("Reporter", "Runs", "RunsInterrupted", "arun_planned", "run_planned"),
 })
 
-__all__ = ["DatasetSource", "Outputs", "Plans", "Reporter", "Runs", "RunsInterrupted", "arun_planned", "check_combination",
-           "check_not_read", "check_outputs", "check_tapes", "database_problem", "file_problem", "load_datasets",
-           "open_for_writing", "per_run", "plan_runs", "run_names", "run_planned", "tape_names"]
+__all__ = ["DatasetSource", "Outputs", "Plans", "Reporter", "Runs", "RunsInterrupted", "arun_planned", "check_apart",
+           "check_combination", "check_not_read", "check_outputs", "check_tapes", "database_problem", "file_problem",
+           "load_datasets", "open_for_writing", "per_run", "plan_runs", "run_names", "run_planned", "tape_names"]

@@ -150,6 +150,19 @@ def check_outputs(files: Sequence[tuple[str, Path]], db: tuple[str, Path] | None
                      "; ".join(hints))
 
 
+def check_apart(files: Sequence[tuple[str, Path]]) -> None:
+    """No two reports of one command go to one file (``--json out.json --junit out.json``): the one written last
+    would replace the other, silently (docs/reference/cli.md#notes). A special file (``/dev/null``) may take several."""
+    seen: dict[Path, tuple[str, Path]] = {}
+    for what, path in files:
+        if path.exists() and not path.is_file():
+            continue
+        other = seen.setdefault(path.resolve(), (what, path))
+        if other != (what, path):
+            raise UsageError(f"{what} {path} is the file {other[0]} {other[1]} writes too: one report would write "
+                             "over the other", "give each report its own path, e.g. --json out.json --junit out.xml")
+
+
 def database_problem(what: str, db: Path) -> PathProblem | None:
     """Why the database ``db`` (``--db``, ``--out``) cannot be opened or created there, or ``None``."""
     if str(db) == ":memory:":  # SQLite's name for a database of one connection: the run's writer has its own
@@ -225,8 +238,9 @@ class Outputs:
             return (None,) * len(runs) if value is None else tuple(per_run(value, runs))
 
         outputs = cls(paths(json), paths(junit), paths(markdown), paths(html), tuple(tape_names(runs)), step_summary)
-        check_outputs([(what, path) for what, chosen in outputs.named() for path in chosen if path is not None],
-                      db=("--db", db) if db is not None else None)
+        files = [(what, path) for what, chosen in outputs.named() for path in chosen if path is not None]
+        check_outputs(files, db=("--db", db) if db is not None else None)
+        check_apart(files)
         return outputs
 
     def named(self) -> list[tuple[str, tuple[Path | None, ...]]]:

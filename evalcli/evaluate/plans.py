@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dataset import Dataset, DatasetSource, load_datasets
-from ..errors import UsageError
+from ..errors import StoreError, UsageError
 from ..records import record
 from ..run import RunOptions, RunPlan, check_options, llm_settings, plan_run
 from ..run.arguments import check_datasets, check_store, check_targets, listed
@@ -94,6 +94,7 @@ def plan_runs(datasets: Sequence[DatasetSource], options: RunOptions | None = No
     calibrated = any(spec.calibrated is not None for dataset, _ in loaded for spec in dataset.distinct_specs())
     if history is None and database is not None and (options.resume or options.rerun_failed or calibrated):
         # a resume or re-run reads the stored run, a calibrated gate its judge's calibrations; nothing is written here
+        check_resumable(database, options)
         history = Store(database)
     try:
         runs = tuple(plan_run(dataset, replace(options, tape_name=outputs.tapes[n] or options.tape_name), history,
@@ -105,6 +106,16 @@ def plan_runs(datasets: Sequence[DatasetSource], options: RunOptions | None = No
     if reasons and not any(plan.items for plan in runs):
         raise UsageError(reasons[0], "loosen --filter or --limit; nothing was run or stored")
     return Plans(runs, outputs, database, tuple(targets))
+
+
+def check_resumable(database: Path, options: RunOptions) -> None:
+    """A resume or a re-run reads a run stored in ``database``: one that does not exist is said so (a typo in
+    ``--db``), and never created empty as a new run's would be (docs/reference/cli.md#notes)."""
+    flag, run_id = ("--resume", options.resume) if options.resume else ("--rerun-failed", options.rerun_failed)
+    if run_id and not database.is_file():
+        raise StoreError(f"{flag} {run_id}: no database at {database}: it does not exist",
+                         "pass --db PATH of the file the run is stored in (default: ./evalcli.db); "
+                         "'evalcli runs --db PATH' lists its runs")
 
 
 def _path(source: DatasetSource) -> Path:

@@ -34,6 +34,22 @@ class TextArgs(CheckArgs):
     ignore_case: bool = Field(default=True, description="Lower-case both sides before comparing.")
 
 
+EMPTY = ("the empty text is in every response: the check would give every conversation the same score (a ${VAR} "
+         "set to the empty text leaves it so); write the text to look for")
+"""Why ``includes: ''``, ``excludes: ''`` and ``matches: ''`` are refused (docs/checks.md): a gate that always passes."""
+
+
+class FindArgs(TextArgs):
+    """``includes`` / ``excludes``: the text to look for is never empty (``equals: ''``, an empty reply, is fine)."""
+
+    @field_validator("value")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value:
+            raise ValueError(EMPTY)
+        return value
+
+
 class MatchesArgs(CheckArgs):
     pattern: str = Field(description="A Python regular expression.")
     exact: bool = Field(default=False, description="Require the whole text to match (re.fullmatch).")
@@ -41,6 +57,8 @@ class MatchesArgs(CheckArgs):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, pattern: str) -> str:
+        if not pattern:  # it matches every text (``exact: true`` with '' would be an empty reply: '^$' says so)
+            raise ValueError(EMPTY.replace("text to look for", "pattern (^$ for an empty reply)"))
         try:
             re.compile(pattern)
         except re.error as exc:
@@ -261,8 +279,8 @@ def check(name: str, args: type[CheckArgs], main: str | None, fn: Callable[[Scor
 
 
 KINDS = (
-    check("includes", TextArgs, "value", includes, "1 if the text contains value", "includes: Brooklyn"),
-    check("excludes", TextArgs, "value", excludes, "1 if the text does not contain value", "excludes: error"),
+    check("includes", FindArgs, "value", includes, "1 if the text contains value", "includes: Brooklyn"),
+    check("excludes", FindArgs, "value", excludes, "1 if the text does not contain value", "excludes: error"),
     check("equals", TextArgs, "value", equals, "1 if the text equals value exactly (no trimming)", "equals: Hello!"),
     check("matches", MatchesArgs, "pattern", matches, "1 if the regex matches anywhere (with exact: the whole text)",
           r"matches: '\d+°F'"),
