@@ -10,6 +10,7 @@ once (``Connections``), and closes it when the turn ends.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import math
@@ -114,8 +115,9 @@ class McpTool:
 
 
 @contextlib.asynccontextmanager
-async def session(server: McpServer) -> AsyncIterator[Any]:
-    """An initialized ``mcp.ClientSession`` with the server."""
+async def session(server: McpServer, printed: Printed | None = None) -> AsyncIterator[Any]:
+    """An initialized ``mcp.ClientSession`` with the server. ``printed``: a stdio server's stderr goes through it (and
+    on to this process's stderr, as every server's does), so its last lines can say why it did not start."""
     from mcp import ClientSession
 
     async with contextlib.AsyncExitStack() as stack:
@@ -132,7 +134,8 @@ async def session(server: McpServer) -> AsyncIterator[Any]:
 
             params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]),
                                            env={**os.environ, **(server.env or {})}, cwd=server.cwd)
-            streams = await stack.enter_async_context(stdio_client(params, errlog=_errlog()))
+            errlog = _errlog() if printed is None else await stack.enter_async_context(printed)
+            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         read, write = streams[0], streams[1]
         client_session = await stack.enter_async_context(ClientSession(read, write))
         await client_session.initialize()
@@ -156,13 +159,47 @@ def _errlog() -> TextIO:
         return _ERRLOG[0]
 
 
-def _relay(reader: TextIO) -> None:
+def _relay(reader: TextIO, kept: collections.deque[str] | None = None) -> None:
     for line in reader:
+        if kept is not None and line.strip():
+            kept.append(line.strip())
         try:
             sys.stderr.write(line)
             sys.stderr.flush()
         except (OSError, ValueError):  # a closed stderr at the end of the process
-            return
+            if kept is None:
+                return
+
+
+class Printed:
+    """A stdio server's stderr while it is listed: relayed to this process's stderr like every server's (``_errlog``),
+    its last lines kept, so a server that exits at start (``fatal: WEATHER_DB is not set``, exit 1) is named with what
+    it said, not only with the client's "Connection closed" (docs/hermetic.md, "MCP tools"). A pipe of its own: the
+    shared one cannot tell servers apart."""
+
+    LINES = 5
+
+    def __init__(self) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=self.LINES)
+        self._thread: threading.Thread | None = None
+
+    async def __aenter__(self) -> TextIO:
+        read, write = os.pipe()
+        reader = os.fdopen(read, "r", encoding="utf-8", errors="replace")
+        self._thread = threading.Thread(target=_relay, args=(reader, self.lines), name="evalcli-mcp-stderr",
+                                        daemon=True)
+        self._thread.start()
+        self._writer = os.fdopen(write, "w", encoding="utf-8")
+        return self._writer
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._writer.close()  # the server is gone (stdio_client ended it): the relay reads to the end
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 2)
+
+    def said(self) -> str:
+        """What it printed last, for an error (``""``: nothing)."""
+        return f" (it printed: {' | '.join(self.lines)})" if self.lines else ""
 
 
 def start_timeout() -> float:
@@ -193,10 +230,22 @@ async def list_servers(servers: Sequence[McpServer]) -> list[list[McpTool]]:
     return [result for result in results if not isinstance(result, BaseException)]
 
 
+class _NotListed(Exception):
+    """A server that did not list its tools (``error``), and what it printed (``said``)."""
+
+    def __init__(self, error: BaseException, said: str) -> None:
+        super().__init__(str(error))
+        self.error, self.said = error, said
+
+
 async def _listed(server: McpServer, deadline: float) -> list[McpTool]:
-    async with asyncio.timeout_at(deadline):
-        async with session(server) as opened:
-            listed = await opened.list_tools()
+    printed = Printed() if server.url is None else None
+    try:
+        async with asyncio.timeout_at(deadline):
+            async with session(server, printed) as opened:
+                listed = await opened.list_tools()
+    except Exception as exc:
+        raise _NotListed(exc, printed.said() if printed is not None else "") from exc
     return [McpTool(t.name, t.description or "", dict(t.input_schema or {}), server) for t in listed.tools]
 
 
@@ -233,6 +282,8 @@ def list_servers_now(servers: Sequence[McpServer]) -> list[list[McpTool]]:
 
 
 def _reason(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, _NotListed):
+        return _reason(exc.error, timeout) + exc.said
     inner = getattr(exc, "exceptions", None)
     if inner:
         return _reason(inner[0], timeout)

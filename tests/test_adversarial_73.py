@@ -5,9 +5,11 @@ runs in subprocesses, real loopback servers. The first round is tests/test_adver
 
 from __future__ import annotations
 
+import http.server
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.reliability_helpers import SUBPROCESS_TIMEOUT
+from tests.framework_agents import needs
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, run_cli
 
 A2A_TOKEN = "a2a-tok-SECRET-0123456789abcdef"
 
@@ -140,3 +143,107 @@ def test_an_a2a_sdk_agent_as_its_defaults_make_it(a2a_server: str, blocking: str
     error = {item["id"]: item["error"] for item in result.json["items"]}["fails"]
     assert " failed: upstream refused [redacted]" in error, error
     assert "SECRET" not in result.stdout + result.stderr
+
+
+DYING_SERVER = '''
+import os
+import sys
+
+print(f"fatal: cannot open the forecast db with key={os.environ['WEATHER_API_KEY']}; set WEATHER_DB", file=sys.stderr,
+      flush=True)
+sys.exit(1)
+'''
+
+DYING_AGENT = f'''
+import os
+import evalcli
+
+agent = evalcli.Agent(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"],
+                      mcp=[{{"command": [{sys.executable!r}, "dying_server.py"], "name": "wx",
+                             "env": {{"WEATHER_API_KEY": "wk-DYINGSECRET-0123456789abcdef"}}}}])
+'''
+
+
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_an_mcp_server_that_exits_at_start_is_named_with_what_it_said(quiet: list[str], write: Callable[..., Path],
+                                                                      cli: Callable[..., CliResult],
+                                                                      workdir: Path) -> None:
+    """A stdio server that exits with code 1 at start, its reason on stderr (a missing setting): the validation error
+    said only the MCP client's "MCPError: Connection closed", and with -q (or in a CI log read from the error up) the
+    reason was nowhere. The error quotes the server's last lines (redacted: its key is a secret of every output), and
+    nothing is written (exit 2, no --json file)."""
+    (workdir / "dying_server.py").write_text(DYING_SERVER)
+    (workdir / "dying_agent.py").write_text(DYING_AGENT)
+    write("d.yaml", "target: dying_agent:agent\ndata:\n  - {id: london, input: \"What is the weather in London?\"}\n")
+    result = cli("run", "d.yaml", *quiet, "--json", "out.json", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert result.code == 2, result.stderr
+    assert "d.yaml:1:9: the MCP server" in result.stderr and "did not start or list its tools" in result.stderr
+    assert "(it printed: fatal: cannot open the forecast db with key=[redacted]; set WEATHER_DB)" in result.stderr
+    assert "DYINGSECRET" not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (workdir / "out.json").exists()
+
+
+SDK_AGENT = """
+import os
+from agents import Agent, OpenAIChatCompletionsModel, function_tool
+from openai import AsyncOpenAI
+
+
+@function_tool
+def get_weather(city: str) -> str:
+    \"\"\"Get the weather for a city.\"\"\"
+    return f"{city}: windy, 61°F"
+
+
+client = AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ["OPENAI_API_KEY"])
+agent = Agent(name="weather", instructions="Answer with the forecast.", tools=[get_weather],
+              model=OpenAIChatCompletionsModel(model="scripted", openai_client=client))
+"""
+"""An Agents SDK app as its README writes one: tracing left as the SDK sets it (on, exported to OpenAI)."""
+
+
+@pytest.fixture
+def outside() -> Iterator[tuple[str, list[str]]]:
+    """A loopback proxy standing for everything off the machine: the URL, and every request it saw (it answers 502)."""
+    seen: list[str] = []
+
+    class Outside(http.server.BaseHTTPRequestHandler):
+        def _any(self) -> None:
+            seen.append(f"{self.command} {self.path}")
+            self.send_response(502)
+            self.end_headers()
+
+        do_GET = do_POST = do_PUT = do_CONNECT = _any
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Outside)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@needs("agents")
+def test_a_hermetic_run_of_an_agents_sdk_app_sends_no_trace_to_openai(write: Callable[..., Path], workdir: Path,
+                                                                      agent_env: dict[str, str],
+                                                                      outside: tuple[str, list[str]]) -> None:
+    """The Agents SDK exports every run's trace to api.openai.com unless the app turns tracing off. A --hermetic run
+    of such an app (its model and every tool call on the machine) still sent each conversation's trace, its inputs
+    and tool results, to OpenAI with the app's key (three attempts: `CONNECT api.openai.com:443`), and printed
+    "[non-fatal] Tracing request failed" offline. Under --hermetic the turns run with tracing off."""
+    (workdir / "agents.py").unlink()  # the workdir's sample targets would shadow the SDK's package
+    (workdir / "sdk_agent.py").write_text(SDK_AGENT)
+    write("d.yaml", "target: sdk_agent:agent\ntools:\n  get_weather: {returns: \"snowy, 1°F\"}\n"
+                    "data:\n  - {id: london, input: \"What is the weather in London?\"}\nscorers:\n  - includes: \"1°F\"\n")
+    proxy, seen = outside
+    env = {key: value for key, value in cli_env(**agent_env).items() if key != "OPENAI_AGENTS_DISABLE_TRACING"}
+    env.update({name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")})
+    done = run_cli(["run", "d.yaml", "--hermetic", "--json", "-"], workdir, env)
+    assert done.returncode == 0, done.stderr
+    assert seen == []
+    assert "Tracing request failed" not in done.stdout + done.stderr

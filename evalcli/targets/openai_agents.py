@@ -23,6 +23,9 @@ guardrail, keeps what the agent had produced (an output guardrail's: the answer 
 goes on, as an app that catches ``InputGuardrailTripwireTriggered`` does. A ``setup`` may yield the app's own
 session object as ``session``: the conversation runs on it (and the setup, not evalcli, closes it).
 
+Under ``--hermetic`` a turn runs with ``RunConfig.tracing_disabled``: the SDK exports every run's trace to OpenAI
+by default, and a hermetic run sends nothing off the machine (docs/hermetic.md).
+
 Every model call is counted as the target's usage, named after the agent that made it, the calls of the runs a
 guardrail or a tool starts inside the turn included (``agents_usage``).
 """
@@ -50,6 +53,7 @@ from agents import (
 from ..messages import Message
 from ..results import Guardrail
 from ..tools import MockedToolError, acall, as_text
+from ..tools.plan import current_plan
 from .agents_mcp import ServerHolder, planned_server
 from .agents_usage import Counting, count_nested_runs, counting_hooks, counting_turn, unkept_reply
 from .framework_mcp import ServerTools, described
@@ -224,8 +228,12 @@ class OpenAIAgentsSession:
         hooks = counting_hooks(self.options.get("hooks"), turn, self.run_config)
         options = {**self.options, "hooks": hooks}
         playing = counting_turn.set(Counting(turn, self.run_config))
+        plan = current_plan()
+        config = self.run_config
+        if plan is not None and plan.hermetic and not config.tracing_disabled:
+            config = dataclasses.replace(config, tracing_disabled=True)  # the SDK would export the turn to OpenAI
         try:
-            result = await Runner.run(agent, text, session=self.session, run_config=self.run_config, **options)
+            result = await Runner.run(agent, text, session=self.session, run_config=config, **options)
         except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
             return await self._tripped(text, exc, agent)
         except Exception as exc:
