@@ -49,6 +49,8 @@ class McpServer:
     env: Mapping[str, str] | None = None
     cwd: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    prefix: str = ""
+    """Offered to the model as ``PREFIX_NAME`` (two servers listing a tool of one name: docs/hermetic.md)."""
 
     @property
     def where(self) -> str:
@@ -79,13 +81,23 @@ def mcp_server(raw: Any) -> McpServer:
     return server
 
 
+STDIO_KEYS = ("command", "args", "env", "cwd", "name", "prefix")
+HTTP_KEYS = ("url", "headers", "name", "prefix")
+
+
 def _parsed_server(raw: Any) -> McpServer:
     if not isinstance(raw, Mapping) or ("command" in raw) == ("url" in raw):
         raise ValueError(f"an mcp server is {{command: ...}} (stdio) or {{url: ...}} (streamable HTTP), not {raw!r}")
+    known = HTTP_KEYS if "url" in raw else STDIO_KEYS
+    unknown = [str(key) for key in raw if key not in known]
+    if unknown:  # a misspelt `env` or `headers` would otherwise start the server without them, silently
+        raise ValueError(f"an mcp server has no key {unknown[0]!r}: a {'url' if 'url' in raw else 'command'} server "
+                         f"takes {', '.join(known)}")
+    prefix = str(raw.get("prefix") or "")
     if "url" in raw:
         url = str(raw["url"])
         return McpServer(str(raw.get("name") or urlsplit(url).hostname or url), url=url,
-                         headers={str(k): str(v) for k, v in (raw.get("headers") or {}).items()})
+                         headers={str(k): str(v) for k, v in (raw.get("headers") or {}).items()}, prefix=prefix)
     command = raw["command"]
     words = tuple(shlex.split(command) if isinstance(command, str) else map(str, command))
     words += tuple(map(str, raw.get("args") or ()))
@@ -95,17 +107,19 @@ def _parsed_server(raw: Any) -> McpServer:
     env = raw.get("env")
     return McpServer(str(raw.get("name") or default), words,
                      env=None if env is None else {str(k): str(v) for k, v in env.items()},
-                     cwd=None if raw.get("cwd") is None else str(raw["cwd"]))
+                     cwd=None if raw.get("cwd") is None else str(raw["cwd"]), prefix=prefix)
 
 
 @record(frozen=True)
 class McpTool:
-    """A tool an MCP server lists: its name, description and input schema, and its server."""
+    """A tool an MCP server lists: its name (as the model sees it: with its server's prefix), description and input
+    schema, its server, and its name on the server (``remote``, when a prefix makes them differ)."""
 
     name: str
     description: str
     schema: dict[str, Any]
     server: McpServer
+    remote: str = ""
 
     def openai_schema(self) -> dict[str, Any]:
         function: dict[str, Any] = {"name": self.name, "parameters": self.schema or {"type": "object", "properties": {}}}
@@ -246,7 +260,8 @@ async def _listed(server: McpServer, deadline: float) -> list[McpTool]:
                 listed = await opened.list_tools()
     except Exception as exc:
         raise _NotListed(exc, printed.said() if printed is not None else "") from exc
-    return [McpTool(t.name, t.description or "", dict(t.input_schema or {}), server) for t in listed.tools]
+    return [McpTool(f"{server.prefix}_{t.name}" if server.prefix else t.name, t.description or "",
+                    dict(t.input_schema or {}), server, t.name) for t in listed.tools]
 
 
 def _not_listed(failed: Sequence[tuple[McpServer, BaseException]], timeout: float) -> McpError:
@@ -354,7 +369,7 @@ class Connections:
         async with self.lock:
             if id(tool.server) not in self.open:
                 self.open[id(tool.server)] = await self._opened(tool.server)
-        result = await self.open[id(tool.server)].call_tool(tool.name, arguments)
+        result = await self.open[id(tool.server)].call_tool(tool.remote or tool.name, arguments)
         value, failed = result_value(result)
         if failed:
             raise McpToolFailed(value if isinstance(value, str) else json.dumps(value))

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult
+from tests.conftest import REPO, CliResult
 from tests.framework_agents import needs
+from tests.llm_server import LLMServer, Reply, Request
 from tests.reliability_helpers import SUBPROCESS_TIMEOUT, cli_env, run_cli
 
 A2A_TOKEN = "a2a-tok-SECRET-0123456789abcdef"
@@ -247,3 +248,59 @@ def test_a_hermetic_run_of_an_agents_sdk_app_sends_no_trace_to_openai(write: Cal
     assert done.returncode == 0, done.stderr
     assert seen == []
     assert "Tracing request failed" not in done.stdout + done.stderr
+
+
+TWINS = f"""
+import os
+import evalcli
+
+SERVER = {{"command": [{sys.executable!r}, "-m", "examples.mcp_weather_server"], "cwd": {str(REPO)!r},
+          "env": {{**os.environ, "WEATHER_MCP_LOG": os.path.abspath("mcp.log")}}}}
+clash = evalcli.Agent(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"],
+                      mcp=[{{**SERVER, "name": "live"}}, {{**SERVER, "name": "local"}}])
+twins = evalcli.Agent(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"],
+                      mcp=[{{**SERVER, "name": "live", "prefix": "wx"}}, {{**SERVER, "name": "local"}}])
+"""
+
+
+def calls_wx_get_weather(request: Request) -> Reply:
+    """A model that calls ``wx_get_weather`` for London, then says what the tool said."""
+    from examples.frameworks.scripted_model import completion
+
+    messages = request.body["messages"]
+    if messages[-1]["role"] == "tool":
+        return Reply(body=completion({"role": "assistant", "content": f"It said: {messages[-1]['content']}"}, "m"))
+    call = {"id": "c1", "type": "function", "function": {"name": "wx_get_weather", "arguments": '{"city": "London"}'}}
+    return Reply(body=completion({"role": "assistant", "content": None, "tool_calls": [call]}, "m"))
+
+
+def test_two_mcp_servers_listing_one_tool_name_can_be_told_apart(write: Callable[..., Path],
+                                                                 cli: Callable[..., CliResult], workdir: Path,
+                                                                 agent_env: dict[str, str],
+                                                                 llm_server: LLMServer) -> None:
+    """Two MCP servers of an evalcli.Agent that both list `get_weather` (two search servers, a server and its staging
+    twin) were refused with "two tools are named 'get_weather' (<one server> lists one)", hint "rename one of them":
+    neither server was named as the other, and an MCP server's tools cannot be renamed from the agent, so such an
+    agent could not be evaluated at all. The error names both servers, and `prefix` (as PydanticAI's and ADK's
+    prefixed toolsets, docs/hermetic.md) offers one server's tools as `wx_NAME`, called on the server by their own
+    name. A key an mcp entry does not have (`evn` for `env`) was ignored: the server started without it."""
+    (workdir / "twins.py").write_text(TWINS)
+    write("clash.yaml", "target: twins:clash\ndata:\n  - {id: london, input: \"What is the weather in London?\"}\n"
+                         "scorers:\n  - includes: windy\n")
+    clash = cli("validate", "clash.yaml", env=agent_env)
+    assert clash.code == 2, clash.stderr
+    assert "two tools are named 'get_weather'" in clash.stderr and clash.stderr.count("examples.mcp_weather_server") == 2
+    assert '"prefix": "wx"' in clash.stderr
+    llm_server.responder = calls_wx_get_weather
+    write("d.yaml", "target: twins:twins\ntools:\n  get_weather: {returns: never}\ndata:\n"
+                    "  - {id: london, input: \"What is the weather in London?\"}\nscorers:\n  - includes: windy\n")
+    result = cli("run", "d.yaml", "--json", "-", env=agent_env)
+    assert result.code == 0, result.stderr
+    said = [m["content"] for turn in result.json["items"][0]["turns"] for m in turn["output"] if m["role"] == "assistant"]
+    assert said[-1].startswith("It said: ") and '"city": "London"' in said[-1] and "windy" in said[-1], said
+    assert (workdir / "mcp.log").read_text() == "get_weather London today\n"  # the server's own name for it
+    (workdir / "typo.py").write_text(TWINS.replace('"env":', '"evn":'))
+    write("t.yaml", "target: typo:twins\ndata:\n  - {id: london, input: \"What is the weather in London?\"}\n"
+                     "scorers:\n  - includes: windy\n")
+    typo = cli("validate", "t.yaml", env=agent_env)
+    assert typo.code == 2 and "an mcp server has no key 'evn'" in typo.stderr, typo.stderr
