@@ -21,10 +21,8 @@ A ``final_output`` that is not text is the turn's ``structured`` result.
 A tripped input or output guardrail is an outcome of the turn, not an error (docs/targets/index.md): the turn records the
 guardrail, keeps what the agent had produced (an output guardrail's: the answer it stopped) and the conversation
 goes on, as an app that catches ``InputGuardrailTripwireTriggered`` does. A ``setup`` may yield the app's own
-session object as ``session``: the conversation runs on it (and the setup, not evalcli, closes it).
-
-Under ``--hermetic`` a turn runs with ``RunConfig.tracing_disabled``: the SDK exports every run's trace to OpenAI
-by default, and a hermetic run sends nothing off the machine (docs/hermetic.md).
+session object as ``session``: the conversation runs on it (and the setup, not evalcli, closes it). Under
+``--hermetic`` a turn runs with ``RunConfig.tracing_disabled``: the SDK would export its trace to OpenAI.
 
 Every model call is counted as the target's usage, named after the agent that made it, the calls of the runs a
 guardrail or a tool starts inside the turn included (``agents_usage``).
@@ -228,10 +226,9 @@ class OpenAIAgentsSession:
         hooks = counting_hooks(self.options.get("hooks"), turn, self.run_config)
         options = {**self.options, "hooks": hooks}
         playing = counting_turn.set(Counting(turn, self.run_config))
-        plan = current_plan()
         config = self.run_config
-        if plan is not None and plan.hermetic and not config.tracing_disabled:
-            config = dataclasses.replace(config, tracing_disabled=True)  # the SDK would export the turn to OpenAI
+        if (plan := current_plan()) is not None and plan.hermetic:  # the SDK would export the turn to OpenAI
+            config = dataclasses.replace(config, tracing_disabled=True)
         try:
             result = await Runner.run(agent, text, session=self.session, run_config=config, **options)
         except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
