@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from .errors import EvalcliError, ExitCode
 from .records import record
-from .secrets import environment_secrets, header_secrets, remember, url_secrets
+from .secrets import environment_secrets, header_secrets, remember, secret_name, url_secrets
 
 START_TIMEOUT = 60.0
 """Seconds an agent's servers have, together, to start and list their tools, unless ``EVALCLI_MCP_TIMEOUT`` says."""
@@ -58,15 +58,33 @@ class McpServer:
 
 
 def remember_secrets(*, url: str | None = None, headers: Mapping[str, Any] | None = None,
-                     env: Mapping[str, Any] | None = None) -> None:
+                     env: Mapping[str, Any] | None = None, args: Sequence[Any] = ()) -> None:
     """Make the secrets an MCP server's configuration holds secrets of every output of this process (docs/secrets.md):
     its secret-named headers' values (``Authorization: Bearer X``), its URL's credentials, and the values of its
     secret-named environment variables (``WEATHER_API_KEY``, as long as a key: the environment's own rule), however
     the agent's code got them (a file, a vault), so a tool that echoes one never puts it in a tape, the database or a
-    report (docs/hermetic.md, "MCP tools")."""
-    found = header_secrets(headers or {}) | (url_secrets(url) if url else set())
+    report (docs/hermetic.md, "MCP tools"); and the values of a stdio command's secret-named options (``--api-key
+    X``, ``--token=X``), which its errors would otherwise print with the command."""
+    found = header_secrets(headers or {}) | (url_secrets(url) if url else set()) | argument_secrets(args)
     found |= environment_secrets({str(k): str(v) for k, v in (env or {}).items() if v is not None})
     remember(found)
+
+
+def argument_secrets(words: Sequence[Any]) -> set[str]:
+    """The values of a command's options named like a secret (``secret_name``): ``--api-key X``, ``--token=X``."""
+    found: set[str] = set()
+    words = [str(word) for word in words]
+    for i, word in enumerate(words):
+        if not word.startswith("-"):
+            continue
+        name, equals, value = word.lstrip("-").partition("=")
+        if not secret_name(name):
+            continue
+        if equals:
+            found.add(value)
+        elif i + 1 < len(words) and not words[i + 1].startswith("-"):
+            found.add(words[i + 1])
+    return {value for value in found if value}
 
 
 def mcp_server(raw: Any) -> McpServer:
@@ -74,10 +92,10 @@ def mcp_server(raw: Any) -> McpServer:
     name}`` (the name defaults to the command's script or module, or the URL's host). Its secrets are remembered
     (``remember_secrets``)."""
     if isinstance(raw, McpServer):
-        remember_secrets(url=raw.url, headers=raw.headers, env=raw.env)
+        remember_secrets(url=raw.url, headers=raw.headers, env=raw.env, args=raw.command)
         return raw
     server = _parsed_server(raw)
-    remember_secrets(url=server.url, headers=server.headers, env=server.env)
+    remember_secrets(url=server.url, headers=server.headers, env=server.env, args=server.command)
     return server
 
 

@@ -160,7 +160,8 @@ import os
 import evalcli
 
 agent = evalcli.Agent(model="openai/scripted", api_base=os.environ["OPENAI_BASE_URL"],
-                      mcp=[{{"command": [{sys.executable!r}, "dying_server.py"], "name": "wx",
+                      mcp=[{{"command": [{sys.executable!r}, "dying_server.py", "--api-key", open("key.txt").read().strip(),
+                                         "--auth-token=vault-TOKENSECRET-0123456789"], "name": "wx",
                              "env": {{"WEATHER_API_KEY": "wk-DYINGSECRET-0123456789abcdef"}}}}])
 '''
 
@@ -172,8 +173,10 @@ def test_an_mcp_server_that_exits_at_start_is_named_with_what_it_said(quiet: lis
     """A stdio server that exits with code 1 at start, its reason on stderr (a missing setting): the validation error
     said only the MCP client's "MCPError: Connection closed", and with -q (or in a CI log read from the error up) the
     reason was nowhere. The error quotes the server's last lines (redacted: its key is a secret of every output), and
-    nothing is written (exit 2, no --json file)."""
+    nothing is written (exit 2, no --json file). A key given on the server's command line (`--api-key KEY`, read from
+    a vault file) was printed with the command in that error: a secret-named option's value is a secret too."""
     (workdir / "dying_server.py").write_text(DYING_SERVER)
+    (workdir / "key.txt").write_text("vault-ARGSECRET-0123456789\n")
     (workdir / "dying_agent.py").write_text(DYING_AGENT)
     write("d.yaml", "target: dying_agent:agent\ndata:\n  - {id: london, input: \"What is the weather in London?\"}\n")
     result = cli("run", "d.yaml", *quiet, "--json", "out.json", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
@@ -181,6 +184,8 @@ def test_an_mcp_server_that_exits_at_start_is_named_with_what_it_said(quiet: lis
     assert "d.yaml:1:9: the MCP server" in result.stderr and "did not start or list its tools" in result.stderr
     assert "(it printed: fatal: cannot open the forecast db with key=[redacted]; set WEATHER_DB)" in result.stderr
     assert "DYINGSECRET" not in result.stdout + result.stderr
+    assert "dying_server.py --api-key [redacted] --auth-token=[redacted]'" in result.stderr
+    assert "ARGSECRET" not in result.stderr and "TOKENSECRET" not in result.stderr
     assert "Traceback" not in result.stderr
     assert not (workdir / "out.json").exists()
 
