@@ -166,8 +166,7 @@ agent = evalcli.Agent(model="openai/scripted", api_base=os.environ["OPENAI_BASE_
 '''
 
 
-@pytest.mark.parametrize("quiet", [[], ["-q"]])
-def test_an_mcp_server_that_exits_at_start_is_named_with_what_it_said(quiet: list[str], write: Callable[..., Path],
+def test_an_mcp_server_that_exits_at_start_is_named_with_what_it_said(write: Callable[..., Path],
                                                                       cli: Callable[..., CliResult],
                                                                       workdir: Path) -> None:
     """A stdio server that exits with code 1 at start, its reason on stderr (a missing setting): the validation error
@@ -179,7 +178,7 @@ def test_an_mcp_server_that_exits_at_start_is_named_with_what_it_said(quiet: lis
     (workdir / "key.txt").write_text("vault-ARGSECRET-0123456789\n")
     (workdir / "dying_agent.py").write_text(DYING_AGENT)
     write("d.yaml", "target: dying_agent:agent\ndata:\n  - {id: london, input: \"What is the weather in London?\"}\n")
-    result = cli("run", "d.yaml", *quiet, "--json", "out.json", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    result = cli("run", "d.yaml", "-q", "--json", "out.json", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     assert result.code == 2, result.stderr
     assert "d.yaml:1:9: the MCP server" in result.stderr and "did not start or list its tools" in result.stderr
     assert "(it printed: fatal: cannot open the forecast db with key=[redacted]; set WEATHER_DB)" in result.stderr
