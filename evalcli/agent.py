@@ -218,8 +218,11 @@ class Agent:
                 for server, tools in zip(self.mcp, list_servers_now(self.mcp), strict=True):
                     for tool in tools:
                         if tool.name in self.tools or tool.name in found:
-                            raise AgentError(f"agent {self.name}: two tools are named {tool.name!r} ({server.where} "
-                                             "lists one)", "rename one of them")
+                            other = found[tool.name].server.where if tool.name in found else "the agent's own tools"
+                            raise AgentError(f"agent {self.name}: two tools are named {tool.name!r}: {other} and "
+                                             f"{server.where} list one each; their calls cannot be told apart",
+                                             "give one MCP server a prefix ({..., \"prefix\": \"wx\"}: its tools are "
+                                             "offered as wx_NAME), or rename the function tool")
                         found[tool.name] = tool
                 self._mcp_tools = found
             return self._mcp_tools

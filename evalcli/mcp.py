@@ -10,6 +10,7 @@ once (``Connections``), and closes it when the turn ends.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import math
@@ -25,7 +26,7 @@ from urllib.parse import urlsplit
 
 from .errors import EvalcliError, ExitCode
 from .records import record
-from .secrets import environment_secrets, header_secrets, remember, url_secrets
+from .secrets import environment_secrets, header_secrets, remember, secret_name, url_secrets
 
 START_TIMEOUT = 60.0
 """Seconds an agent's servers have, together, to start and list their tools, unless ``EVALCLI_MCP_TIMEOUT`` says."""
@@ -48,6 +49,8 @@ class McpServer:
     env: Mapping[str, str] | None = None
     cwd: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    prefix: str = ""
+    """Offered to the model as ``PREFIX_NAME`` (two servers listing a tool of one name: docs/hermetic.md)."""
 
     @property
     def where(self) -> str:
@@ -55,15 +58,33 @@ class McpServer:
 
 
 def remember_secrets(*, url: str | None = None, headers: Mapping[str, Any] | None = None,
-                     env: Mapping[str, Any] | None = None) -> None:
+                     env: Mapping[str, Any] | None = None, args: Sequence[Any] = ()) -> None:
     """Make the secrets an MCP server's configuration holds secrets of every output of this process (docs/secrets.md):
     its secret-named headers' values (``Authorization: Bearer X``), its URL's credentials, and the values of its
     secret-named environment variables (``WEATHER_API_KEY``, as long as a key: the environment's own rule), however
     the agent's code got them (a file, a vault), so a tool that echoes one never puts it in a tape, the database or a
-    report (docs/hermetic.md, "MCP tools")."""
-    found = header_secrets(headers or {}) | (url_secrets(url) if url else set())
+    report (docs/hermetic.md, "MCP tools"); and the values of a stdio command's secret-named options (``--api-key
+    X``, ``--token=X``), which its errors would otherwise print with the command."""
+    found = header_secrets(headers or {}) | (url_secrets(url) if url else set()) | argument_secrets(args)
     found |= environment_secrets({str(k): str(v) for k, v in (env or {}).items() if v is not None})
     remember(found)
+
+
+def argument_secrets(words: Sequence[Any]) -> set[str]:
+    """The values of a command's options named like a secret (``secret_name``): ``--api-key X``, ``--token=X``."""
+    found: set[str] = set()
+    words = [str(word) for word in words]
+    for i, word in enumerate(words):
+        if not word.startswith("-"):
+            continue
+        name, equals, value = word.lstrip("-").partition("=")
+        if not secret_name(name):
+            continue
+        if equals:
+            found.add(value)
+        elif i + 1 < len(words) and not words[i + 1].startswith("-"):
+            found.add(words[i + 1])
+    return {value for value in found if value}
 
 
 def mcp_server(raw: Any) -> McpServer:
@@ -71,20 +92,30 @@ def mcp_server(raw: Any) -> McpServer:
     name}`` (the name defaults to the command's script or module, or the URL's host). Its secrets are remembered
     (``remember_secrets``)."""
     if isinstance(raw, McpServer):
-        remember_secrets(url=raw.url, headers=raw.headers, env=raw.env)
+        remember_secrets(url=raw.url, headers=raw.headers, env=raw.env, args=raw.command)
         return raw
     server = _parsed_server(raw)
-    remember_secrets(url=server.url, headers=server.headers, env=server.env)
+    remember_secrets(url=server.url, headers=server.headers, env=server.env, args=server.command)
     return server
+
+
+STDIO_KEYS = ("command", "args", "env", "cwd", "name", "prefix")
+HTTP_KEYS = ("url", "headers", "name", "prefix")
 
 
 def _parsed_server(raw: Any) -> McpServer:
     if not isinstance(raw, Mapping) or ("command" in raw) == ("url" in raw):
         raise ValueError(f"an mcp server is {{command: ...}} (stdio) or {{url: ...}} (streamable HTTP), not {raw!r}")
+    known = HTTP_KEYS if "url" in raw else STDIO_KEYS
+    unknown = [str(key) for key in raw if key not in known]
+    if unknown:  # a misspelt `env` or `headers` would otherwise start the server without them, silently
+        raise ValueError(f"an mcp server has no key {unknown[0]!r}: a {'url' if 'url' in raw else 'command'} server "
+                         f"takes {', '.join(known)}")
+    prefix = str(raw.get("prefix") or "")
     if "url" in raw:
         url = str(raw["url"])
         return McpServer(str(raw.get("name") or urlsplit(url).hostname or url), url=url,
-                         headers={str(k): str(v) for k, v in (raw.get("headers") or {}).items()})
+                         headers={str(k): str(v) for k, v in (raw.get("headers") or {}).items()}, prefix=prefix)
     command = raw["command"]
     words = tuple(shlex.split(command) if isinstance(command, str) else map(str, command))
     words += tuple(map(str, raw.get("args") or ()))
@@ -94,17 +125,19 @@ def _parsed_server(raw: Any) -> McpServer:
     env = raw.get("env")
     return McpServer(str(raw.get("name") or default), words,
                      env=None if env is None else {str(k): str(v) for k, v in env.items()},
-                     cwd=None if raw.get("cwd") is None else str(raw["cwd"]))
+                     cwd=None if raw.get("cwd") is None else str(raw["cwd"]), prefix=prefix)
 
 
 @record(frozen=True)
 class McpTool:
-    """A tool an MCP server lists: its name, description and input schema, and its server."""
+    """A tool an MCP server lists: its name (as the model sees it: with its server's prefix), description and input
+    schema, its server, and its name on the server (``remote``, when a prefix makes them differ)."""
 
     name: str
     description: str
     schema: dict[str, Any]
     server: McpServer
+    remote: str = ""
 
     def openai_schema(self) -> dict[str, Any]:
         function: dict[str, Any] = {"name": self.name, "parameters": self.schema or {"type": "object", "properties": {}}}
@@ -114,8 +147,9 @@ class McpTool:
 
 
 @contextlib.asynccontextmanager
-async def session(server: McpServer) -> AsyncIterator[Any]:
-    """An initialized ``mcp.ClientSession`` with the server."""
+async def session(server: McpServer, printed: Printed | None = None) -> AsyncIterator[Any]:
+    """An initialized ``mcp.ClientSession`` with the server. ``printed``: a stdio server's stderr goes through it (and
+    on to this process's stderr, as every server's does), so its last lines can say why it did not start."""
     from mcp import ClientSession
 
     async with contextlib.AsyncExitStack() as stack:
@@ -132,7 +166,8 @@ async def session(server: McpServer) -> AsyncIterator[Any]:
 
             params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]),
                                            env={**os.environ, **(server.env or {})}, cwd=server.cwd)
-            streams = await stack.enter_async_context(stdio_client(params, errlog=_errlog()))
+            errlog = _errlog() if printed is None else await stack.enter_async_context(printed)
+            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         read, write = streams[0], streams[1]
         client_session = await stack.enter_async_context(ClientSession(read, write))
         await client_session.initialize()
@@ -156,13 +191,47 @@ def _errlog() -> TextIO:
         return _ERRLOG[0]
 
 
-def _relay(reader: TextIO) -> None:
+def _relay(reader: TextIO, kept: collections.deque[str] | None = None) -> None:
     for line in reader:
+        if kept is not None and line.strip():
+            kept.append(line.strip())
         try:
             sys.stderr.write(line)
             sys.stderr.flush()
         except (OSError, ValueError):  # a closed stderr at the end of the process
-            return
+            if kept is None:
+                return
+
+
+class Printed:
+    """A stdio server's stderr while it is listed: relayed to this process's stderr like every server's (``_errlog``),
+    its last lines kept, so a server that exits at start (``fatal: WEATHER_DB is not set``, exit 1) is named with what
+    it said, not only with the client's "Connection closed" (docs/hermetic.md, "MCP tools"). A pipe of its own: the
+    shared one cannot tell servers apart."""
+
+    LINES = 5
+
+    def __init__(self) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=self.LINES)
+        self._thread: threading.Thread | None = None
+
+    async def __aenter__(self) -> TextIO:
+        read, write = os.pipe()
+        reader = os.fdopen(read, "r", encoding="utf-8", errors="replace")
+        self._thread = threading.Thread(target=_relay, args=(reader, self.lines), name="evalcli-mcp-stderr",
+                                        daemon=True)
+        self._thread.start()
+        self._writer = os.fdopen(write, "w", encoding="utf-8")
+        return self._writer
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._writer.close()  # the server is gone (stdio_client ended it): the relay reads to the end
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 2)
+
+    def said(self) -> str:
+        """What it printed last, for an error (``""``: nothing)."""
+        return f" (it printed: {' | '.join(self.lines)})" if self.lines else ""
 
 
 def start_timeout() -> float:
@@ -193,11 +262,24 @@ async def list_servers(servers: Sequence[McpServer]) -> list[list[McpTool]]:
     return [result for result in results if not isinstance(result, BaseException)]
 
 
+class _NotListed(Exception):
+    """A server that did not list its tools (``error``), and what it printed (``said``)."""
+
+    def __init__(self, error: BaseException, said: str) -> None:
+        super().__init__(str(error))
+        self.error, self.said = error, said
+
+
 async def _listed(server: McpServer, deadline: float) -> list[McpTool]:
-    async with asyncio.timeout_at(deadline):
-        async with session(server) as opened:
-            listed = await opened.list_tools()
-    return [McpTool(t.name, t.description or "", dict(t.input_schema or {}), server) for t in listed.tools]
+    printed = Printed() if server.url is None else None
+    try:
+        async with asyncio.timeout_at(deadline):
+            async with session(server, printed) as opened:
+                listed = await opened.list_tools()
+    except Exception as exc:
+        raise _NotListed(exc, printed.said() if printed is not None else "") from exc
+    return [McpTool(f"{server.prefix}_{t.name}" if server.prefix else t.name, t.description or "",
+                    dict(t.input_schema or {}), server, t.name) for t in listed.tools]
 
 
 def _not_listed(failed: Sequence[tuple[McpServer, BaseException]], timeout: float) -> McpError:
@@ -233,6 +315,8 @@ def list_servers_now(servers: Sequence[McpServer]) -> list[list[McpTool]]:
 
 
 def _reason(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, _NotListed):
+        return _reason(exc.error, timeout) + exc.said
     inner = getattr(exc, "exceptions", None)
     if inner:
         return _reason(inner[0], timeout)
@@ -303,7 +387,7 @@ class Connections:
         async with self.lock:
             if id(tool.server) not in self.open:
                 self.open[id(tool.server)] = await self._opened(tool.server)
-        result = await self.open[id(tool.server)].call_tool(tool.name, arguments)
+        result = await self.open[id(tool.server)].call_tool(tool.remote or tool.name, arguments)
         value, failed = result_value(result)
         if failed:
             raise McpToolFailed(value if isinstance(value, str) else json.dumps(value))

@@ -94,10 +94,10 @@ def _remember_secrets(server: Any) -> None:
     from ..mcp import remember_secrets
 
     params = getattr(server, "params", None)
-    url, headers, env = (params.get(key) if isinstance(params, dict) else getattr(params, key, None)
-                         for key in ("url", "headers", "env"))
+    url, headers, env, args = (params.get(key) if isinstance(params, dict) else getattr(params, key, None)
+                               for key in ("url", "headers", "env", "args"))
     remember_secrets(url=url if isinstance(url, str) else None, headers=headers if isinstance(headers, dict) else None,
-                     env=env if isinstance(env, dict) else None)
+                     env=env if isinstance(env, dict) else None, args=args if isinstance(args, list | tuple) else ())
 
 
 def _recorded(value: Any) -> Any:

@@ -21,7 +21,8 @@ A ``final_output`` that is not text is the turn's ``structured`` result.
 A tripped input or output guardrail is an outcome of the turn, not an error (docs/targets/index.md): the turn records the
 guardrail, keeps what the agent had produced (an output guardrail's: the answer it stopped) and the conversation
 goes on, as an app that catches ``InputGuardrailTripwireTriggered`` does. A ``setup`` may yield the app's own
-session object as ``session``: the conversation runs on it (and the setup, not evalcli, closes it).
+session object as ``session``: the conversation runs on it (and the setup, not evalcli, closes it). Under
+``--hermetic`` a turn runs with ``RunConfig.tracing_disabled``: the SDK would export its trace to OpenAI.
 
 Every model call is counted as the target's usage, named after the agent that made it, the calls of the runs a
 guardrail or a tool starts inside the turn included (``agents_usage``).
@@ -50,6 +51,7 @@ from agents import (
 from ..messages import Message
 from ..results import Guardrail
 from ..tools import MockedToolError, acall, as_text
+from ..tools.plan import current_plan
 from .agents_mcp import ServerHolder, planned_server
 from .agents_usage import Counting, count_nested_runs, counting_hooks, counting_turn, unkept_reply
 from .framework_mcp import ServerTools, described
@@ -224,8 +226,11 @@ class OpenAIAgentsSession:
         hooks = counting_hooks(self.options.get("hooks"), turn, self.run_config)
         options = {**self.options, "hooks": hooks}
         playing = counting_turn.set(Counting(turn, self.run_config))
+        config = self.run_config
+        if (plan := current_plan()) is not None and plan.hermetic:  # the SDK would export the turn to OpenAI
+            config = dataclasses.replace(config, tracing_disabled=True)
         try:
-            result = await Runner.run(agent, text, session=self.session, run_config=self.run_config, **options)
+            result = await Runner.run(agent, text, session=self.session, run_config=config, **options)
         except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
             return await self._tripped(text, exc, agent)
         except Exception as exc:
