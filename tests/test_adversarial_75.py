@@ -1,0 +1,225 @@
+"""Trying to break ``evalcli view`` and the reports a second time, as their users would (docs/view.md,
+docs/html-report.md, docs/ci.md): databases made by real ``evalcli run``s of a callable in a temp folder, the real
+CLI's server in a process of its own, real HTTP to loopback. A conversation a limit stopped, a run whose process was
+killed mid-run, and the JSON API's answers to addresses and queries it does not know."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli_base_env, run_cli
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
+from tests.view_helpers import ViewServer, view_server
+
+AGENT = '''
+def agent(input, **kw):
+    if "boom" in input:
+        raise RuntimeError("kaboom")
+    if "bad" in input:
+        return "nope"
+    return "hello " + input
+'''
+DATASET = """
+target: agent:agent
+target_has_memory: true
+gates:
+  - scorer: {includes: hello}
+    id: says-hello
+scorers:
+  - scorer: {includes: there}
+    id: says-there
+    threshold: 0.3
+data:
+  - {id: a, input: hi there}
+  - {id: b, input: bad}
+  - {id: c, input: boom}
+  - id: e
+    turns: [{input: x there}, {input: y}, {input: z}]
+    limits: {turns: 1}
+  - {id: f, input: hello again}
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One run of every kind of conversation: passed (a, f), failed a gate (b), errored (c), limited (e)."""
+    folder = tmp_path_factory.mktemp("adv75")
+    (folder / "agent.py").write_text(AGENT)
+    (folder / "d.yaml").write_text(DATASET)
+    result = run_cli(["run", "d.yaml", "--json", "out.json", "--junit", "junit.xml", "--markdown", "summary.md",
+                      "--html", "run.html"], folder)
+    assert result.code == 1, result.stderr
+    (folder / "terminal.txt").write_text(result.stdout)
+    assert run_cli(["report", "latest", "--html", "report.html"], folder).code == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def view(project: Path) -> Iterator[ViewServer]:
+    with view_server(project / "evalcli.db") as served:
+        yield served
+
+
+def _run_id(db: Path) -> str:
+    with sqlite3.connect(db) as conn:
+        return str(conn.execute("SELECT id FROM runs ORDER BY id DESC").fetchone()[0])
+
+
+def _text(page: str) -> str:
+    """What a reader of an HTML page sees, without its script and style."""
+    page = re.sub(r"<(script|style)\b.*?</\1>", "", page, flags=re.S)
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+def test_a_limited_conversation_reads_limited_in_every_report_and_the_view(project: Path, view: ViewServer) -> None:
+    """docs/budgets.md: a limited conversation is shown as ``limited``, never as ``error`` (the word for a target or
+    scorer that failed), though it counts as errored. ``show`` and the JSON said ``limited``; the HTML report's list,
+    the view's list and transcript said ``error``, and the terminal's, Markdown's and the view's "why" said ``error:
+    limited by turns ...``. The counts stay those of the errored (the filters, the verdict's words)."""
+    data = json.loads((project / "out.json").read_text())
+    assert {i["id"]: i["status"] for i in data["items"]} == {"a": "ok", "b": "ok", "c": "error", "e": "limited",
+                                                             "f": "ok"}
+    words = "failed on 3 of 5 conversations; 2 errored"
+    assert data["summary"]["errors"] == 2 and data["verdict"] == "failed"
+    for name in ("run.html", "report.html"):  # the report the run wrote and the one of the stored run: the same
+        page = (project / name).read_text()
+        row = re.search(r'<tr class="conv"[^>]*data-status="error"[^>]*>.*?</tr>', page[page.index(">e<") - 600:],
+                        flags=re.S)
+        assert row is not None, name
+        cells = _text(row.group(0))
+        assert " limited " in f" {cells} " and "error" not in cells.replace("errored", ""), (name, cells)
+        text = _text(page)
+        assert words in text and "5: 2 passed , 1 failed , 2 errored" in text, name
+        assert "errored (2)" in text, name  # the filter still counts it with the errored
+    assert "e  limited by turns after 1 turn(s)" in (project / "terminal.txt").read_text()
+    assert "- `e`: limited by turns after 1 turn(s)" in (project / "summary.md").read_text()
+    assert words in (project / "summary.md").read_text() and words in (project / "junit.xml").read_text()
+    run = _run_id(project / "evalcli.db")
+    status, body = view.get(f"/api/runs/{run}/conversations")
+    assert status == 200 and body["total"] == 5
+    rows = {r["id"]: (r["status"], r["why"]) for r in body["rows"]}
+    assert rows["e"][0] == "limited" and rows["e"][1].startswith("limited by turns"), rows
+    assert rows["c"] == ("error", "error: turn 0: the target raised RuntimeError: kaboom"), rows
+    assert [r["id"] for r in body["rows"]] == ["c", "e", "b", "a", "f"]  # failures first: errored and limited first
+    status, body = view.get(f"/api/runs/{run}/conversations?status=error")
+    assert sorted(r["id"] for r in body["rows"]) == ["c", "e"]
+    status, body = view.get(f"/api/runs/{run}/conversations/3")
+    assert status == 200 and body["transcript"]["status"] == "limited" and body["transcript"]["stop"] == "turns"
+    status, body = view.get(f"/api/runs/{run}/progress")
+    assert (body["stored"], body["passed"], body["errors"], body["selected"]) == (5, 2, 2, 5)
+    show = run_cli(["show", run, "--json", "-"], project)
+    assert json.loads(show.stdout)["summary"] == data["summary"]
+
+
+def _killed_mid_run(folder: Path) -> str:
+    """A run whose process was killed (SIGKILL) after 2 of its 6 conversations were stored: its row stays
+    ``running`` (docs/reliability.md)."""
+    (folder / "agent.py").write_text("import time\ndef agent(input, **kw):\n    time.sleep(0.4)\n"
+                                     "    return 'hello ' + input\n")
+    (folder / "d.yaml").write_text(DATASET.split("data:")[0] + "data:\n"
+                                   + "".join(f"  - {{id: c{i}, input: x{i}}}\n" for i in range(6)))
+    running = subprocess.Popen([sys.executable, "-m", "evalcli", "run", "d.yaml", "--concurrency", "1"], cwd=folder,
+                               env=cli_base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + SUBPROCESS_TIMEOUT
+        while time.monotonic() < deadline and running.poll() is None:
+            try:
+                with sqlite3.connect(folder / "evalcli.db") as conn:
+                    if conn.execute("SELECT COUNT(*) FROM items").fetchone()[0] >= 2:
+                        break
+            except sqlite3.OperationalError:
+                pass  # not made yet
+            time.sleep(0.05)
+        running.send_signal(signal.SIGKILL)
+    finally:
+        running.wait(SUBPROCESS_TIMEOUT)
+    with sqlite3.connect(folder / "evalcli.db") as conn:
+        run_id, status = conn.execute("SELECT id, status FROM runs").fetchone()
+        stored = conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+    assert status == "running" and 2 <= stored < 6, (status, stored)
+    return str(run_id)
+
+
+def test_the_report_and_the_json_of_a_run_not_finished_say_so(tmp_path: Path) -> None:
+    """``show`` of a run still playing (or whose process was killed) says ``NOT FINISHED`` and ``no exit code yet``
+    (docs/reliability.md). Its HTML report said ``(running, exit code 0)`` under a plain ``scored`` badge, as if it
+    had ended well; its JSON (``show --json``) said ``selected`` = the conversations stored so far, ``not_played: 0``,
+    when the run selected 6 (``runs.selected``, written when it began)."""
+    run = _killed_mid_run(tmp_path)
+    shown = run_cli(["show", run], tmp_path)
+    assert "NOT FINISHED" in shown.stdout and "no exit code yet" in shown.stdout
+    result = json.loads(run_cli(["show", run, "--json", "-"], tmp_path).stdout)
+    stored = result["summary"]["total_items"]
+    assert result["status"] == "running"
+    assert result["conversations"] == {"selected": 6, "played": stored, "not_played": 6 - stored}, result
+    assert run_cli(["report", run, "--html", "r.html"], tmp_path).code == 0
+    text = _text((tmp_path / "r.html").read_text())
+    assert "exit code 0" not in text and "no exit code yet" in text, text[:600]
+    assert f"not finished: {stored} of 6 conversations stored so far" in text, text[:600]
+    assert re.search(r"evalcli report d\.yaml not finished · scored", text), text[:300]
+
+
+def _raw(view: ViewServer, path: str, method: str = "GET", body: bytes | None = None) -> tuple[int, str, str]:
+    """(status, content type, body) of a request, whatever its status."""
+    request = urllib.request.Request(view.url.rstrip("/") + path, data=body, method=method,
+                                     headers={"Content-Type": "application/json"} if body is not None else {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers.get_content_type(), response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get_content_type(), exc.read().decode()
+
+
+@pytest.mark.parametrize("query", ["page=abc", "size=abc", "page=0", "page=-1", "size=0", "size=-5", "page=1.5",
+                                   "page=%C2%B2"])
+@pytest.mark.parametrize("where", ["/api/runs", "/api/runs/RUN/conversations"])
+def test_a_page_or_size_that_is_not_a_whole_number_from_1_is_a_json_400(project: Path, view: ViewServer, query: str,
+                                                                       where: str) -> None:
+    """``size=abc`` was answered ``400 text/plain`` (the page's script, which reads ``{error}``, showed "Bad
+    Request"), and ``page=-1`` or ``page=0`` a 200 saying ``"page": -1`` over the first page's rows."""
+    path = where.replace("RUN", _run_id(project / "evalcli.db"))
+    status, kind, body = _raw(view, f"{path}?{query}")
+    assert (status, kind) == (400, "application/json"), (status, kind, body)
+    name = query.split("=")[0]
+    assert f"{name} must be a whole number from 1" in json.loads(body)["error"], body
+    status, kind, body = _raw(view, f"{path}?page=1&size=2")
+    assert (status, kind) == (200, "application/json") and json.loads(body)["page"] == 1
+
+
+@pytest.mark.parametrize(("method", "path", "code"), [
+    ("GET", "/api/nothing", 404), ("GET", "/api/runs/RUN/conversations/0/extra", 404),
+    ("POST", "/api/runs", 405), ("DELETE", "/api/runs/RUN", 405)])
+def test_an_api_address_or_method_it_does_not_answer_is_json(project: Path, view: ViewServer, method: str, path: str,
+                                                               code: int) -> None:
+    """Every API answer is JSON ``{error, hint}`` (docs/view.md): an unknown address or method was ``text/plain``
+    ``404: Not Found``, which a script reading the API cannot parse."""
+    status, kind, body = _raw(view, path.replace("RUN", _run_id(project / "evalcli.db")), method)
+    assert (status, kind) == (code, "application/json"), (status, kind, body)
+    assert json.loads(body)["error"], body
+    status, kind, body = _raw(view, "/nothing-here")  # the page's own addresses are not the API: left as they were
+    assert status == 404
+
+
+def test_comparing_a_conversation_neither_run_has_is_a_404(project: Path, view: ViewServer) -> None:
+    """``/api/compare/A/B/conversation?identity=nope`` answered 200 with two nulls (as if both runs had left it
+    out), and without ``identity`` the same: an unknown conversation is a 404 as an unknown run or index is."""
+    run = _run_id(project / "evalcli.db")
+    status, body = view.get(f"/api/compare/{run}/{run}/conversation?identity=id:nope")
+    assert status == 404 and "id:nope" in body["error"], (status, body)
+    status, body = view.get(f"/api/compare/{run}/{run}/conversation")
+    assert status == 400 and "identity" in body["error"], (status, body)
+    status, body = view.get(f"/api/compare/{run}/{run}/conversation?identity=id:e")
+    assert status == 200 and body["a"]["status"] == "limited" and body["first_difference"] is None, body
