@@ -183,20 +183,26 @@ def _raw(view: ViewServer, path: str, method: str = "GET", body: bytes | None = 
         return exc.code, exc.headers.get_content_type(), exc.read().decode()
 
 
-@pytest.mark.parametrize("query", ["page=abc", "size=abc", "page=0", "page=-1", "size=0", "size=-5", "page=1.5",
-                                   "page=%C2%B2"])
+@pytest.mark.parametrize("query", ["page=abc", "size=abc", "page=1.5", "page=%C2%B2", "size=1e3"])
 @pytest.mark.parametrize("where", ["/api/runs", "/api/runs/RUN/conversations"])
-def test_a_page_or_size_that_is_not_a_whole_number_from_1_is_a_json_400(project: Path, view: ViewServer, query: str,
-                                                                       where: str) -> None:
-    """``size=abc`` was answered ``400 text/plain`` (the page's script, which reads ``{error}``, showed "Bad
-    Request"), and ``page=-1`` or ``page=0`` a 200 saying ``"page": -1`` over the first page's rows."""
+def test_a_page_or_size_that_is_not_a_whole_number_is_a_json_400(project: Path, view: ViewServer, query: str,
+                                                                  where: str) -> None:
+    """``size=abc`` was answered ``400 text/plain`` "size must be a whole number" (the page's script, which reads
+    ``{error}`` from JSON, showed "Bad Request"): the API's errors are JSON."""
     path = where.replace("RUN", _run_id(project / "evalcli.db"))
     status, kind, body = _raw(view, f"{path}?{query}")
     assert (status, kind) == (400, "application/json"), (status, kind, body)
-    name = query.split("=")[0]
-    assert f"{name} must be a whole number from 1" in json.loads(body)["error"], body
-    status, kind, body = _raw(view, f"{path}?page=1&size=2")
-    assert (status, kind) == (200, "application/json") and json.loads(body)["page"] == 1
+    assert f"{query.split('=')[0]} must be a whole number" in json.loads(body)["error"], body
+
+
+@pytest.mark.parametrize("page", ["0", "-1", "-99999999999999999999"])
+def test_a_page_before_the_first_answers_the_page_it_served(project: Path, view: ViewServer, page: str) -> None:
+    """``page=-1`` served the first page's rows and said ``"page": -1`` (the page's pager then read "page -1 of
+    1"): the answer names the page served."""
+    run = _run_id(project / "evalcli.db")
+    for path in ("/api/runs", f"/api/runs/{run}/conversations"):
+        status, body = view.get(f"{path}?page={page}&size=2")
+        assert status == 200 and body["page"] == 1, (path, body)
 
 
 @pytest.mark.parametrize(("method", "path", "code"), [
@@ -223,3 +229,28 @@ def test_comparing_a_conversation_neither_run_has_is_a_404(project: Path, view: 
     assert status == 400 and "identity" in body["error"], (status, body)
     status, body = view.get(f"/api/compare/{run}/{run}/conversation?identity=id:e")
     assert status == 200 and body["a"]["status"] == "limited" and body["first_difference"] is None, body
+
+
+@pytest.mark.parametrize("command", [
+    ["report", "latest", "--html", "evalcli.db"], ["show", "latest", "--json", "./evalcli.db"],
+    ["show", "latest", "0", "--json", "evalcli.db"], ["diff", "latest", "latest", "--json", "evalcli.db"],
+    ["diff", "latest", "latest", "--markdown", "evalcli.db"], ["compare", "latest", "latest", "--html", "evalcli.db"],
+    ["compare", "latest", "latest", "--json", "evalcli.db"], ["compare", "latest", "latest", "--markdown", "evalcli.db"],
+    ["labels", "export", "--out", "evalcli.db"]])
+def test_a_report_over_the_database_it_reads_is_refused_and_the_database_kept(project: Path, tmp_path: Path,
+                                                                              command: list[str]) -> None:
+    """docs/ci.md: no path a command writes may be a file it reads. ``report latest --html evalcli.db`` answered
+    ``wrote evalcli.db`` over every stored run (and ``show``, ``diff``, ``compare`` and ``labels export`` the same
+    with their ``--json``, ``--markdown``, ``--html`` or ``--out``): exit 2 now, the database as it was."""
+    import shutil
+
+    with sqlite3.connect(project / "evalcli.db") as source, sqlite3.connect(tmp_path / "evalcli.db") as copy:
+        source.backup(copy)
+    shutil.copy(project / "d.yaml", tmp_path / "d.yaml")
+    before = (tmp_path / "evalcli.db").read_bytes()
+    result = run_cli(command, tmp_path)
+    assert result.code == 2, (result.code, result.stdout, result.stderr)
+    assert "is the database this command reads" in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert (tmp_path / "evalcli.db").read_bytes() == before
+    with sqlite3.connect(tmp_path / "evalcli.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM items").fetchone()[0] == 5

@@ -103,14 +103,15 @@ class View:
 
 
 def _int(request: web.Request, name: str, default: int) -> int:
-    """``page`` or ``size``: a whole number from 1 (docs/view.md), else a 400 (``0`` or ``-1`` answered the first page
-    as page ``-1``)."""
+    """``page`` or ``size``: a whole number (ASCII digits, maybe a minus), else a 400; brought within 1 and its largest
+    (docs/view.md), and so answered: ``page=-1`` served the first page and said ``"page": -1``."""
     raw = request.query.get(name)
     if not raw:
         return default
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
-        raise web.HTTPBadRequest(text=f"{name} must be a whole number from 1, not '{raw}'")
-    return min(int(raw), MAX_PAGE if name == "page" else MAX_PAGE_SIZE)
+    digits = raw.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):
+        raise web.HTTPBadRequest(text=f"{name} must be a whole number, not '{raw}'")
+    return min(max(int(raw), 1), MAX_PAGE if name == "page" else MAX_PAGE_SIZE)
 
 
 MAX_INDEX = 2**63 - 1
