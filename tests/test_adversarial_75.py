@@ -254,3 +254,45 @@ def test_a_report_over_the_database_it_reads_is_refused_and_the_database_kept(pr
     assert (tmp_path / "evalcli.db").read_bytes() == before
     with sqlite3.connect(tmp_path / "evalcli.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM items").fetchone()[0] == 5
+
+
+WIDE = "() => [document.documentElement.scrollWidth, innerWidth]"
+
+
+def test_a_very_long_id_and_reply_leave_the_layout_whole_and_nothing_runs(tmp_path: Path) -> None:
+    """In a real browser: an id of 3,000 characters without a space made the view's list 26,000 px wide (status,
+    scores and review out of sight on every row) and the HTML report's opened transcript 21,000 px (its ``evalcli
+    show RUN ID`` line). Markup, RTL overrides and zero-width characters in ids and replies stay text: no dialog."""
+    from tests.browser import chromium, chromium_missing, open_report
+    from tests.view_helpers import open_view
+
+    if chromium_missing() is not None:
+        pytest.skip(chromium_missing() or "")
+    (tmp_path / "agent.py").write_text("def agent(input, **kw):\n    return 'hello ' + input + ' ' + 'W' * 4000 + "
+                                       "' <img src=x onerror=alert(1)><script>alert(2)</script> \\u202eevil\\u202c'\n")
+    (tmp_path / "d.yaml").write_text(json.dumps({
+        "target": "agent:agent", "gates": [{"scorer": {"includes": "hello"}, "id": "g"}],
+        "data": [{"id": "L" * 3000, "input": "long id"}, {"id": "\u202eredi\u202c-\u05e9\u05dc\u05d5\u05dd", "input": "rtl"},
+                 {"id": "zero\u200bwidth\u2060x", "input": "zw"}, {"id": "<img src=x onerror=alert(3)>",
+                                                                    "input": "<script>alert(4)</script>"}]}))
+    assert run_cli(["run", "d.yaml", "--quiet", "--html", "r.html"], tmp_path).code == 0
+    run = _run_id(tmp_path / "evalcli.db")
+    dialogs: list[str] = []
+    with chromium() as browser:
+        with open_report(browser, tmp_path / "r.html") as report:
+            report.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            for n in range(4):
+                report.page.click(f"#c-{n} button.open")
+            width, viewport = report.page.evaluate(WIDE)
+            assert width <= viewport, ("report", width, viewport)
+            assert report.errors == []
+        with view_server(tmp_path / "evalcli.db") as served, open_view(browser, served.url, f"#/run/{run}") as page:
+            page.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            width, viewport = page.page.evaluate(WIDE)
+            assert width <= viewport, ("the run's list", width, viewport)
+            for n in range(4):
+                page.goto(f"#/run/{run}/c/{n}")
+                width, viewport = page.page.evaluate(WIDE)
+                assert width <= viewport, (n, width, viewport)
+            assert page.errors == [] and page.foreign() == []
+    assert dialogs == []
