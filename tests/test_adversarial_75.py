@@ -124,9 +124,9 @@ def test_a_limited_conversation_reads_limited_in_every_report_and_the_view(proje
     assert json.loads(show.stdout)["summary"] == data["summary"]
 
 
-def _killed_mid_run(folder: Path) -> str:
+def _killed_mid_run(folder: Path, how: signal.Signals = signal.SIGKILL) -> str:
     """A run whose process was killed (SIGKILL) after 2 of its 6 conversations were stored: its row stays
-    ``running`` (docs/reliability.md)."""
+    ``running`` (docs/reliability.md); or interrupted (SIGINT): ``interrupted``."""
     (folder / "agent.py").write_text("import time\ndef agent(input, **kw):\n    time.sleep(0.4)\n"
                                      "    return 'hello ' + input\n")
     (folder / "d.yaml").write_text(DATASET.split("data:")[0] + "data:\n"
@@ -143,13 +143,13 @@ def _killed_mid_run(folder: Path) -> str:
             except sqlite3.OperationalError:
                 pass  # not made yet
             time.sleep(0.05)
-        running.send_signal(signal.SIGKILL)
+        running.send_signal(how)
     finally:
         running.wait(SUBPROCESS_TIMEOUT)
     with sqlite3.connect(folder / "evalcli.db") as conn:
         run_id, status = conn.execute("SELECT id, status FROM runs").fetchone()
         stored = conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
-    assert status == "running" and 2 <= stored < 6, (status, stored)
+    assert status == ("running" if how == signal.SIGKILL else "interrupted") and 2 <= stored < 6, (status, stored)
     return str(run_id)
 
 
@@ -170,6 +170,16 @@ def test_the_report_and_the_json_of_a_run_not_finished_say_so(tmp_path: Path) ->
     assert "exit code 0" not in text and "no exit code yet" in text, text[:600]
     assert f"not finished: {stored} of 6 conversations stored so far" in text, text[:600]
     assert re.search(r"evalcli report d\.yaml not finished · scored", text), text[:300]
+
+
+def test_the_report_of_an_interrupted_run_says_how_far_it_got_and_how_to_go_on(tmp_path: Path) -> None:
+    """The terminal and ``show`` say ``INTERRUPTED after 3 of 6 conversations; continue with: ... --resume RUN``; the
+    HTML report of that run said only ``(interrupted, exit code 130)`` and ``conversations 3``, as if it had 3."""
+    run = _killed_mid_run(tmp_path, signal.SIGINT)
+    stored = json.loads(run_cli(["show", run, "--json", "-"], tmp_path).stdout)["summary"]["total_items"]
+    assert run_cli(["report", run, "--html", "r.html"], tmp_path).code == 0
+    text = _text((tmp_path / "r.html").read_text())
+    assert f"interrupted after {stored} of 6 conversations; continue with --resume {run}" in text, text[:600]
 
 
 def _raw(view: ViewServer, path: str, method: str = "GET", body: bytes | None = None) -> tuple[int, str, str]:
