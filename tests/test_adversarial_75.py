@@ -229,6 +229,17 @@ def test_an_api_address_or_method_it_does_not_answer_is_json(project: Path, view
     assert status == 404
 
 
+def test_the_api_without_its_token_is_a_json_401(project: Path) -> None:
+    """With ``--token``, an API request without it was answered ``text/plain``: a script gets JSON as from any other
+    refusal (the page itself still gets the text)."""
+    with view_server(project / "evalcli.db", "--host", "127.0.0.1", "--token", "s3cr3t") as served:
+        status, kind, body = _raw(served, "/api/runs")
+        assert (status, kind) == (401, "application/json") and "token" in json.loads(body)["error"], body
+        status, kind, body = _raw(served, "/")
+        assert (status, kind) == (401, "text/plain")
+        assert "s3cr3t" not in "".join(served.output)
+
+
 def test_comparing_a_conversation_neither_run_has_is_a_404(project: Path, view: ViewServer) -> None:
     """``/api/compare/A/B/conversation?identity=nope`` answered 200 with two nulls (as if both runs had left it
     out), and without ``identity`` the same: an unknown conversation is a 404 as an unknown run or index is."""

@@ -234,6 +234,13 @@ def bearer(header: str) -> str:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
+def refused(request: web.Request, status: int, text: str) -> web.Response:
+    """A request without the token: JSON ``{error, hint}`` to the API (docs/view.md), text to a page."""
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": text, "hint": ""}, status=status)
+    return web.Response(status=status, text=text)
+
+
 def guard(view: View) -> Middleware:
     """The token on every request when one is set; on loopback without one, only requests naming a loopback host."""
     token = view.settings.token
@@ -244,8 +251,8 @@ def guard(view: View) -> Middleware:
             given = (request.query.get("token") or request.cookies.get(TOKEN_COOKIE)
                      or bearer(request.headers.get("Authorization", "")))
             if not hmac.compare_digest(given.encode(), token.encode()):
-                return web.Response(status=401, text="evalcli view: this server needs its token: open it with "
-                                                     "?token=TOKEN (the --token it was started with)")
+                return refused(request, 401, "evalcli view: this server needs its token: open it with ?token=TOKEN "
+                                             "(the --token it was started with)")
         elif not loopback(host_name(request.host or "")):
             return web.Response(status=403, text="evalcli view answers only requests to 127.0.0.1 or localhost")
         try:
