@@ -317,3 +317,27 @@ def test_a_very_long_id_and_reply_leave_the_layout_whole_and_nothing_runs(tmp_pa
                 assert width <= viewport, (n, width, viewport)
             assert page.errors == [] and page.foreign() == []
     assert dialogs == []
+
+
+def test_labels_of_two_ids_alike_once_redacted_export_each_as_the_dataset_names_it(tmp_path: Path) -> None:
+    """Two ids that differ only in their secrets (``u-${TENANT_A}``, ``u-${TENANT_B}``) are two conversations
+    (docs/identity.md); labelled in the view, ``labels export`` wrote both as ``id: u-[redacted]`` under a header
+    that says to copy each into "the dataset item with that id": which one is which? Each is now named as the
+    dataset writes it, and no secret is written."""
+    env = {"TENANT_A": "acmecorp77", "TENANT_B": "globexinc88"}
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "d.yaml").write_text(DATASET.split("data:")[0].replace("target_has_memory: true\n", "secrets: [TENANT_A, "
+                                     "TENANT_B]\n") + 'data:\n  - {id: "u-${TENANT_A}", input: hi}\n'
+                                     '  - {id: "u-${TENANT_B}", input: bad}\n')
+    assert run_cli(["run", "d.yaml", "--quiet"], tmp_path, env).code == 1
+    run = _run_id(tmp_path / "evalcli.db")
+    with view_server(tmp_path / "evalcli.db", env=env) as served:
+        assert served.post(f"/api/runs/{run}/conversations/0/labels", {"value": "pass"})[0] == 200
+        assert served.post(f"/api/runs/{run}/conversations/1/labels", {"value": "fail"})[0] == 200
+    result = run_cli(["labels", "export"], tmp_path, env)
+    assert result.code == 0, result.stderr
+    import yaml
+
+    entries = yaml.safe_load(result.stdout)["labels"][0]["conversations"]
+    assert [(e["id"], e["review"]) for e in entries] == [("u-${TENANT_A}", "pass"), ("u-${TENANT_B}", "fail")], entries
+    assert "acmecorp77" not in result.stdout and "globexinc88" not in result.stdout
