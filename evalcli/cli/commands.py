@@ -100,7 +100,7 @@ def _provenance(entry: Entry) -> dict[str, Any]:
 def show_run(db: Path, run_id: str, json_out: str | None, verbose: bool, out: Console) -> None:
     """``evalcli show RUN``: the stored run as the table ``evalcli run`` prints, and optionally its JSON; with
     ``--json -`` the JSON alone, on stdout, and nothing on stderr (docs/history.md)."""
-    check_outputs([("--json", Path(json_out))] if json_out and json_out != "-" else [])
+    check_outputs([("--json", Path(json_out))] if json_out and json_out != "-" else [], reads=db)
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
@@ -126,7 +126,7 @@ def show_run(db: Path, run_id: str, json_out: str | None, verbose: bool, out: Co
 def show_item(db: Path, run_id: str, key: str, json_out: str | None, out: Console, play: int | None = None) -> None:
     """``evalcli show RUN ITEM``: one conversation turn by turn, with every gate's and scorer's reason (every play of
     a ``--repeat`` run, failing ones first; only play ``play`` when given)."""
-    check_outputs([("--json", Path(json_out))] if json_out and json_out != "-" else [])
+    check_outputs([("--json", Path(json_out))] if json_out and json_out != "-" else [], reads=db)
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
@@ -153,7 +153,7 @@ def diff_command(db: Path, run_a: str, run_b: str, tolerance: float, verbose: bo
     """``evalcli diff``: print the comparison with its paired statistics (and write it as JSON and Markdown);
     return its exit code (1 when B is worse than A; with ``alpha``, only beyond the noise)."""
     files = output_paths(json_out, markdown)
-    check_outputs(files)
+    check_outputs(files, reads=db)
     check_apart(files)
     store = open_existing(db)
     try:
@@ -203,7 +203,7 @@ class Written:
 def report_command(db: Path, run_id: str, html: Path, baseline: str | None = None, tolerance: float = 0.0, *,
                    allow_different: bool = False) -> Written:
     """``evalcli report``: read the stored run (read-only) and write its HTML report to ``html``."""
-    check_outputs([("--html", html)])
+    check_outputs([("--html", html)], reads=db)
     store = open_existing(db)
     try:
         run = load_run(store, run_id)
@@ -229,7 +229,7 @@ def compare_command(db: Path, run_ids: list[str], html: Path | None, out: Consol
     from ..store import compare_runs
 
     files = [*([("--html", html)] if html is not None else []), *output_paths(json_out, markdown)]
-    check_outputs(files)
+    check_outputs(files, reads=db)
     check_apart(files)
     store = open_existing(db)
     try:

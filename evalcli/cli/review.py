@@ -76,9 +76,11 @@ def labels_export(
     """Write every conversation's newest labels as YAML: per dataset and conversation its id, identity,
     labels: {SCORER_ID: pass|fail|score}, its own review and who labelled it when, with the note."""
     with user_errors(debug):
+        from ..evaluate import check_outputs
         from ..store import open_existing
         from ..store.labels import export_labels
 
+        check_outputs([("--out", out)] if out is not None else [], reads=db)
         store = open_existing(db)
         try:
             text = export_labels(store, dataset=dataset, run_id=store.require_run(run_id)["id"] if run_id else None)

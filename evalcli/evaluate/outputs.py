@@ -130,10 +130,18 @@ class PathProblem:
     folder: Path | None = None
 
 
-def check_outputs(files: Sequence[tuple[str, Path]], db: tuple[str, Path] | None = None) -> None:
+def check_outputs(files: Sequence[tuple[str, Path]], db: tuple[str, Path] | None = None,
+                  reads: Path | None = None) -> None:
     """Every output path of a command, checked before anything runs or is written: ``files`` are (option, path) of
     the reports, ``db`` the database (created when missing, its folder must exist). One ``UsageError`` names every
-    path that cannot be used, each missing folder in the hint once."""
+    path that cannot be used, each missing folder in the hint once. ``reads``: the database a command that only
+    reads it (``show``, ``report``, ``diff``, ``compare``, ``labels export``) was given; no report may be it
+    (``report RUN --html evalcli.db`` wrote the page over every stored run: docs/ci.md)."""
+    if reads is not None:
+        for what, path in files:
+            if _same_file(path, reads):
+                raise UsageError(f"{what} {path} is the database this command reads (--db {reads}): writing it "
+                                 "would destroy every run stored there", f"give {what} another path")
     problems = [problem for problem in ([database_problem(*db)] if db else []) if problem is not None]
     problems += [problem for what, path in files if (problem := file_problem(path, what)) is not None]
     if not problems:

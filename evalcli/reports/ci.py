@@ -164,7 +164,8 @@ class MarkdownSummary:
 
     def item(self, item: ItemResult) -> None:
         if item.status != "ok":
-            self.problems.append(f"- {_code(item.id)}: error: {markdown_text(item.error or '')}")
+            said = "" if item.status == "limited" and item.error else "error: "  # "limited by ...": docs/budgets.md
+            self.problems.append(f"- {_code(item.id)}: {said}{markdown_text(item.error or '')}")
             return
         rate = self.result.pass_rate
         missed = _missed(item.gate_scores, item, rate) + [f"turn {t.index} {m}" for t in item.turns

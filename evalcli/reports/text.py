@@ -108,7 +108,11 @@ def missed_gates(item: ItemResult) -> list[str]:
 
 
 def why_failed(item: ItemResult) -> str:
-    """The first reason a conversation failed: its error, or its first missed gate (with the gate's reason)."""
+    """The first reason a conversation failed: its error, or its first missed gate (with the gate's reason). A
+    conversation a limit or a spent budget stopped says ``limited by ...`` (its error's own words), never ``error:``
+    (docs/budgets.md)."""
+    if item.status == "limited" and item.error:
+        return item.error
     if item.status != "ok":
         return f"error: {item.error or 'unknown error'}"
     missed = missed_gates(item)

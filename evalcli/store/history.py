@@ -103,9 +103,11 @@ def load_run(store: Store, run_id: str) -> StoredRun:
         summary = aggregate(plan, list(store.load_items(row["id"])))
     usage = usage_summary(stored_usage(store, row["id"]))
     completed = row["completed_items"] or summary.total_items
+    # what it selected: kept with the aggregate when it ended, written when it began (a run still playing)
+    selected = max(completed, int(stored.get("selected") or row.get("selected") or row["total_items"] or 0))
     result = RunResult(row["id"], row.get("dataset_path") or row["dataset"], row["target"], summary, row["status"],
                        row["exit_code"] if row["exit_code"] is not None else 0, None, usage,
-                       completed=completed, selected=max(completed, int(stored.get("selected") or row["total_items"] or 0)),
+                       completed=completed, selected=selected,
                        dataset_name=row["dataset"], repeat=int(stored.get("repeat") or 1),
                        repeat_auto=bool(stored.get("repeat_auto")), pass_rate=float(stored.get("pass_rate") or 1.0),
                        plays=int(stored.get("plays") or 0),

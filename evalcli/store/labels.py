@@ -21,9 +21,9 @@ import yaml
 
 from ..dataset import Dataset
 from ..errors import StoreError, UsageError
-from ..identity import changed
+from ..identity import EXPLICIT, changed
 from ..records import record
-from ..secrets import Redactor
+from ..secrets import REDACTED, Redactor
 from .connection import connect, run
 from .store import Store, now
 
@@ -158,7 +158,11 @@ def export_labels(store: Store, *, dataset: str | None = None, run_id: str | Non
     rows = latest_labels(store, dataset=dataset, run_id=run_id)
     by_dataset: dict[str, dict[str, dict[str, Any]]] = {}
     for row in rows:
-        entry = by_dataset.setdefault(row["dataset"], {}).setdefault(row["identity"], {"id": row["item_id"],
+        # an id holding a secret is stored as shown, ``u-[redacted]``, the same for ``u-${TENANT_A}`` and
+        # ``u-${TENANT_B}``: exported as the dataset writes it, from its identity (docs/identity.md), so each names its item
+        shown = row["item_id"]
+        item_id = row["identity"][len(EXPLICIT):] if REDACTED in shown and row["identity"].startswith(EXPLICIT) else shown
+        entry = by_dataset.setdefault(row["dataset"], {}).setdefault(row["identity"], {"id": item_id,
                                                                                        "identity": row["identity"]})
         value = label_text(row["score"])
         if row["scorer_id"] == CONVERSATION:

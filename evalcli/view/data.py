@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import StoreError, UsageError
 from ..identity import identity_of
 from ..messages import message_text
-from ..reports.html.conversation import failing_gates, status_of, transcript
+from ..reports.html.conversation import failing_gates, status_word, transcript
 from ..reports.paired import detectable_line, figure_rows, pass_fail_line, status_line
 from ..reports.text import fmt, one_line, why_failed
 from ..results import ItemResult, TurnRecord
@@ -86,7 +86,7 @@ def run_summary(store: Store, run_id: str) -> dict[str, Any]:
 
 def conversation_row(item: ItemResult, cost: float, labels: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """One line of a run's conversation list."""
-    status = status_of(item)
+    status = status_word(item)
     scores = {key: {"score": _finite(o.score), "text": fmt(o.score) if o.score is not None else "-",
                     "not_scorable": o.not_scorable, "error": bool(o.error), "missed": o.missed_gate}
               for key, o in item.gate_scores.items()}
@@ -180,8 +180,8 @@ def comparison(store: Store, run_a: str, run_b: str) -> dict[str, Any]:
         changed = identity_of(either) in only_a & only_b
         name = names[identity_of(either)] + (" (changed)" if changed else "")
         pairs.append({"identity": identity_of(either), "name": name, "changed": changed,
-                      "a": None if item_a is None else {"index": item_a.index, "status": status_of(item_a)},
-                      "b": None if item_b is None else {"index": item_b.index, "status": status_of(item_b)},
+                      "a": None if item_a is None else {"index": item_a.index, "status": status_word(item_a)},
+                      "b": None if item_b is None else {"index": item_b.index, "status": status_word(item_b)},
                       "first_difference": first_difference(item_a, item_b) if item_a and item_b else None})
     text = None
     if stats is not None:
@@ -203,7 +203,12 @@ def compared_conversation(store: Store, run_a: str, run_b: str, identity: str) -
         rows = list(store.query("SELECT item_index FROM items WHERE run_id = ? AND identity = ?", [run_id, identity]))
         return item_at(store, run_id, rows[0]["item_index"]) if rows else None
 
+    if not identity:
+        raise UsageError("which conversation? give ?identity=ID", "an identity as /api/compare/A/B lists it")
     item_a, item_b = side(run_a), side(run_b)
+    if item_a is None and item_b is None:  # a 404, as for an unknown run or index (was a 200 of two nulls)
+        raise StoreError(f"neither run has a conversation of identity '{identity}'",
+                         "an identity as /api/compare/A/B lists it")
     return {"identity": identity, "a": None if item_a is None else transcript(item_a),
             "b": None if item_b is None else transcript(item_b),
             "first_difference": first_difference(item_a, item_b) if item_a and item_b else None}

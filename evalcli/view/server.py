@@ -26,7 +26,7 @@ from ..errors import EvalcliError, StoreError, UsageError
 from ..records import record
 from ..secrets import Redactor
 from ..store import Store
-from ..store.browse import PAGE_SIZE, ConversationQuery, RunFilter, progress
+from ..store.browse import MAX_PAGE, MAX_PAGE_SIZE, PAGE_SIZE, ConversationQuery, RunFilter, progress
 from ..store.connection import write_back
 from ..store.labels import DatabaseBusy, NewLabel, add_label, label_value
 from . import data
@@ -103,11 +103,15 @@ class View:
 
 
 def _int(request: web.Request, name: str, default: int) -> int:
+    """``page`` or ``size``: a whole number (ASCII digits, maybe a minus), else a 400; brought within 1 and its largest
+    (docs/view.md), and so answered: ``page=-1`` served the first page and said ``"page": -1``."""
     raw = request.query.get(name)
-    try:
-        return int(raw) if raw else default
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"{name} must be a whole number") from None
+    if not raw:
+        return default
+    digits = raw.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):
+        raise web.HTTPBadRequest(text=f"{name} must be a whole number, not '{raw}'")
+    return min(max(int(raw), 1), MAX_PAGE if name == "page" else MAX_PAGE_SIZE)
 
 
 MAX_INDEX = 2**63 - 1
@@ -230,6 +234,13 @@ def bearer(header: str) -> str:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
+def refused(request: web.Request, status: int, text: str) -> web.Response:
+    """A request without the token: JSON ``{error, hint}`` to the API (docs/view.md), text to a page."""
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": text, "hint": ""}, status=status)
+    return web.Response(status=status, text=text)
+
+
 def guard(view: View) -> Middleware:
     """The token on every request when one is set; on loopback without one, only requests naming a loopback host."""
     token = view.settings.token
@@ -240,11 +251,16 @@ def guard(view: View) -> Middleware:
             given = (request.query.get("token") or request.cookies.get(TOKEN_COOKIE)
                      or bearer(request.headers.get("Authorization", "")))
             if not hmac.compare_digest(given.encode(), token.encode()):
-                return web.Response(status=401, text="evalcli view: this server needs its token: open it with "
-                                                     "?token=TOKEN (the --token it was started with)")
+                return refused(request, 401, "evalcli view: this server needs its token: open it with ?token=TOKEN "
+                                             "(the --token it was started with)")
         elif not loopback(host_name(request.host or "")):
             return web.Response(status=403, text="evalcli view answers only requests to 127.0.0.1 or localhost")
-        response = await handler(request)
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:  # the API answers JSON, its errors too (docs/view.md: The JSON API)
+            if exc.status < 400 or not request.path.startswith("/api/"):
+                raise
+            response = view.json(api_error(request, exc), status=exc.status)
         response.headers["Cache-Control"] = "no-store"
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Content-Security-Policy"] = ("default-src 'self'; img-src 'self' data:; "
@@ -252,6 +268,17 @@ def guard(view: View) -> Middleware:
         return response
 
     return middleware
+
+
+def api_error(request: web.Request, exc: web.HTTPException) -> dict[str, str]:
+    """``{error, hint}`` of an API request aiohttp or a handler refused: no such address (404), another method (405),
+    a body that is not JSON (415), a page that is not a number (400)."""
+    default = f"{exc.status}: {exc.reason}"
+    if exc.status == 404 and exc.text == default:
+        return {"error": f"no API address {request.path}", "hint": "the addresses are listed in docs/view.md (The JSON API)"}
+    if exc.status == 405:
+        return {"error": f"{request.method} is not answered at {request.path}", "hint": "GET reads; only labels are POSTed"}
+    return {"error": exc.text if exc.text and exc.text != default else exc.reason, "hint": ""}
 
 
 class QuietClientErrors(logging.Filter):

@@ -17,7 +17,7 @@ from ...version import __version__
 from ..compare import cell_text, changed_line, cost_text, paired_sections, seconds_text, usage_rows
 from ..paired import HEADERS, detectable_line, figure_rows, pass_fail_line, status_line
 from ..text import DATASETS_DIFFER, threshold_text, verdict_words
-from .conversation import status_of, transcript
+from .conversation import status_word, transcript
 from .page import asset, environment
 
 
@@ -38,7 +38,7 @@ def comparison_page(comparison: Comparison, redact: Redactor | None = None) -> s
     for key, results in zip(comparison.identities, comparison.items, strict=True):
         conversations.append({
             "name": comparison.names[key], "anchor": anchors[key], "differs": key in differing,
-            "statuses": [status_of(r) if r is not None else "missing" for r in results],
+            "statuses": [status_word(r) if r is not None else "missing" for r in results],
             "transcripts": [transcript(r) if r is not None else None for r in results],
         })
     data: dict[str, Any] = redact.value({

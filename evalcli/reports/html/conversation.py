@@ -29,6 +29,13 @@ def status_of(item: ItemResult) -> str:
     return "passed" if item.passed else "failed"
 
 
+def status_word(item: ItemResult) -> str:
+    """How the conversation's status reads: ``status_of``'s word, but ``limited`` for one a limit or a spent budget
+    stopped (docs/budgets.md: never called an error, though it counts with the errored ones in filters, counts and
+    the failures-first order, which read ``status_of``)."""
+    return "limited" if item.status == "limited" else status_of(item)
+
+
 def failing_gates(item: ItemResult) -> list[str]:
     """Labels of the gates this conversation missed: ``id`` at the top level, ``turn N: id`` per turn (as ``diff``)."""
     if item.status != "ok":
@@ -61,6 +68,8 @@ class Row:
     why: str
     input: str
     scores: list[ScoreCell]
+    word: str = ""
+    """The status as it reads (``status_word``): ``limited`` where ``status`` is ``error``."""
     plays: str = ""
     """Under repeats, its stability and passing plays (``flaky 3/6``), as the terminal's status column shows them."""
 
@@ -71,7 +80,7 @@ def row(position: int, item: ItemResult, scorer_ids: list[str]) -> Row:
     first = one_line(item.turns[0].input, INPUT_WIDTH) if item.turns else ""
     return Row(position, item.index, item.id, list(item.tags), item.form, len(item.turns), status,
                failing_gates(item), one_line(why_failed(item)) if status != "passed" else "", first,
-               [_cell(item, scorer_id) for scorer_id in scorer_ids], plays_words(item))
+               [_cell(item, scorer_id) for scorer_id in scorer_ids], status_word(item), plays_words(item))
 
 
 def _cell(item: ItemResult, scorer_id: str) -> ScoreCell:
@@ -145,7 +154,7 @@ def transcript(item: ItemResult) -> dict[str, Any]:
     """The conversation as data for the page's script (see the module docstring)."""
     names: dict[Any, str] = {}
     return {
-        "id": item.id, "index": item.index, "form": item.form, "status": status_of(item),
+        "id": item.id, "index": item.index, "form": item.form, "status": status_word(item),
         "thread": item.thread_id, "resource": item.resource_id, "stop": item.stop_reason,
         "metadata": structured_text(item.metadata) if item.metadata else None,
         "turns": [{"index": t.index, "input": t.input, "simulated": t.simulated, "resumed": t.resume is not None,

@@ -31,8 +31,26 @@ def header(result: RunResult, row: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": result.run_id, "dataset": result.dataset_path, "dataset_id": result.dataset_name or row.get("dataset"),
             "target": result.target, "git_commit": row.get("git_commit"), "started": (started + " UTC") if started else "-",
             "duration": duration(row.get("started_at"), row.get("finished_at")), "status": row.get("status") or result.status,
-            "verdict": result.verdict, "exit_code": result.exit_code, "outcome": result.outcome,
-            "badge": badge(result), "budget": budget_words(result)}
+            "verdict": result.verdict, "outcome": result.outcome, "badge": badge(result), "budget": budget_words(result),
+            # a run still playing (or whose process was killed) has no exit code yet, as ``show`` says
+            "exit_code": None if result.status == "running" else result.exit_code,
+            "not_finished": not_finished(result)}
+
+
+def not_finished(result: RunResult) -> str | None:
+    """What the header says of a run that did not play every conversation it selected, as ``show`` does: still
+    playing (or killed), interrupted, or stopped by an error; ``None`` for a run that ended (a spent budget says its
+    own words: ``budget_words``)."""
+    resume = f"--resume {result.run_id}"
+    if result.status == "running":
+        return (f"not finished: {result.completed} of {result.selected} conversations stored so far (the run is still "
+                f"playing, or its process was killed; continue a killed one with {resume})")
+    if result.status == "interrupted":
+        return f"interrupted after {result.completed} of {result.selected} conversations; continue with {resume}"
+    if result.status == "failed":
+        return (f"stopped by an error after {result.completed} of {result.selected} conversations, so its verdict "
+                f"covers only these; continue with {resume}")
+    return None
 
 
 def badge(result: RunResult) -> str:
@@ -40,6 +58,8 @@ def badge(result: RunResult) -> str:
     errored``), never a plain green ``passed``."""
     words = verdict_words(result)
     ended = {"interrupted": "interrupted", "budget": "budget spent", "unfinished": "did not finish"}.get(result.outcome)
+    if result.status == "running":  # the verdict of the conversations stored so far, never a final one
+        ended = "not finished"
     return f"{ended} · {words}" if ended else words
 
 
