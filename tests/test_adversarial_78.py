@@ -275,3 +275,50 @@ def test_two_packages_whose_adapters_recognise_one_agent_are_named_in_a_warning(
                       "1.0) recognises it too; name the one you mean with 'target_options: {adapter: alpha}'"]
     ran = run_cli(["run", "e.yaml", "--db", "x.db", "--json", "-"], tmp_path)
     assert json.loads(ran.stdout)["items"][0]["turns"][0]["output"][0]["content"] == "zeta ran it"
+
+
+VALIDATING = '''
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from evalcli.results import Outcome
+from evalcli.scorers import Kind
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n: int = Field(ge=1)
+
+    @field_validator("n")
+    @classmethod
+    def taken(cls, value):
+        if value == 3:
+            raise KeyError("three is taken")  # not a ValueError: pydantic lets it through
+        if value == 5:
+            raise ValueError("five is too many")
+        return value
+
+class Scores:
+    async def score(self, run):
+        return Outcome(score=1.0, reason="ok")
+
+def default_id(values):
+    if values["n"] == 9:
+        raise RuntimeError("no id for nine")
+    return f"val({values['n']})"
+
+KIND = Kind(name="val", args=Args, main="n", build=lambda a, c: Scores(), summary="validating", default_id=default_id)
+'''
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    (3, "error: the entry point 'val = valkind:KIND' (group evalcli.scorers) of the package valkind 1.0 could not "
+        "read the scorer val: 3 (d.yaml:3:10): KeyError: 'three is taken'"),
+    (9, "error: the entry point 'val = valkind:KIND' (group evalcli.scorers) of the package valkind 1.0 could not "
+        "read the scorer val: 9 (d.yaml:3:10): RuntimeError: no id for nine"),
+])
+def test_a_package_kind_whose_arguments_cannot_be_read_is_that_packages_error(tmp_path: Path, value: int,
+                                                                               said: str) -> None:
+    # was (3 and 9): "internal error: KeyError: 'three is taken' ... this is a bug in evalcli" (exit 70)
+    installed(tmp_path, "valkind", {"evalcli.scorers": {"val": "valkind:KIND"}}, {"valkind/__init__.py": VALIDATING})
+    (tmp_path / "d.yaml").write_text(f"target: {WEATHER}\ngates:\n  - val: {value}\ndata:\n  - id: a\n    input: hi\n")
+    done = run_cli(["validate", "d.yaml"], tmp_path)
+    assert done.returncode == 2 and done.stderr.splitlines()[0] == said, done.stderr
+    assert "Traceback" not in done.stderr
