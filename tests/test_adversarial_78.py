@@ -322,3 +322,19 @@ def test_a_package_kind_whose_arguments_cannot_be_read_is_that_packages_error(tm
     done = run_cli(["validate", "d.yaml"], tmp_path)
     assert done.returncode == 2 and done.stderr.splitlines()[0] == said, done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.timing
+def test_show_prints_a_message_of_megabytes_in_time_that_grows_with_its_length(tmp_path: Path) -> None:
+    # was: rich wraps one Text in time that grows with the square of its length: 'evalcli show' took 18 s on a
+    # message of 8 MB (six minutes on 20 MB); printed in pieces, it takes about as long as printing 8 MB does
+    import time
+
+    (tmp_path / "agent.py").write_text("def big(input, **options):\n    return 'x' * 8_000_000\n")
+    (tmp_path / "d.yaml").write_text("target: agent:big\ngates: [{includes: x}]\ndata:\n  - {id: a, input: hi}\n")
+    assert run_cli(["run", "d.yaml", "--db", "b.db"], tmp_path).returncode == 0
+    started = time.monotonic()
+    shown = run_cli(["show", "latest", "a", "--db", "b.db"], tmp_path)
+    took = time.monotonic() - started
+    assert shown.returncode == 0 and shown.stdout.count("x") >= 8_000_000, shown.stderr
+    assert took < 9, f"evalcli show took {took:.1f} s"
