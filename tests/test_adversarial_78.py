@@ -180,7 +180,7 @@ from evalcli.run import arun_evals
 
 async def main():
     try:
-        result = await asyncio.wait_for(arun_evals("h.yaml"), 6)
+        result = await asyncio.wait_for(arun_evals("h.yaml"), 4)
     except TimeoutError:
         print("the run never ended")
         return
