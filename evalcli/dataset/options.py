@@ -113,4 +113,9 @@ def option_warnings(adapter: Adapter, dataset_options: dict[str, Any], items: li
     own = [(item.target_options, "setup" in item.target_options) for item in items if item.target_options is not None]
     shared = len(items) - len(own)
     conversations = own + [(dataset_options, "setup" in dataset_options)] * shared
-    return adapter.warnings(conversations) if conversations else []
+    # two installed packages whose adapters recognise one agent: the first runs it, and the user hears of the other
+    # (installing a package used to change which adapter ran an agent, silently: docs/extending.md)
+    also = [f"target '{adapter.spec}': the {adapter.name} adapter runs it, and {', '.join(adapter.also_recognised)} "
+            f"recognise{'s' if len(adapter.also_recognised) == 1 else ''} it too; name the one you mean with "
+            f"'target_options: {{adapter: {adapter.name}}}'"] if adapter.also_recognised else []
+    return also + (adapter.warnings(conversations) if conversations else [])

@@ -17,13 +17,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import Problem
+from ..errors import Problem, describe
 from ..plugins import built
 from ..records import record
 from ..results import Threshold
 from ..scorers import CalibrationBar, Registry, ScorerSpec, flow_yaml, inline_yaml
 from ..scorers import find as find_kind
-from ..scorers.kinds import WRAPPER_KEYS, Kind, no_argument_kinds
+from ..scorers.kinds import WRAPPER_KEYS, Kind, no_argument_kinds, origin
 from ..scorers.kinds import names as kind_names
 from ..secret_references import digestible
 from .written import as_written
@@ -199,8 +199,17 @@ def parse_definition(raw: Any, path: Path, pos: Positions, problems: list[Proble
         problems.append(pos.problem(at, f"unknown scorer kind '{name}'{did_you_mean(str(name), kind_names())}",
                                     f"kinds: {', '.join(kind_names())}", key=True))
         return None
-    values = _arguments(kind, arg, at, pos, problems)
-    return None if values is None else (kind.name, values, named(kind.make_id(values)))
+    try:
+        values = _arguments(kind, arg, at, pos, problems)
+        return None if values is None else (kind.name, values, named(kind.make_id(values)))
+    except Exception as exc:
+        entry = origin(kind)
+        if entry.builtin:
+            raise
+        # a package's arguments model (a validator raising other than ValueError), `prepare` or `default_id` that
+        # raises is that package's mistake, as its `build` is: not "a bug in evalcli" (docs/extending.md)
+        raise entry.error(f"could not read the scorer {kind.name}: {json.dumps(arg, default=str)} "
+                          f"({pos.where(at)}): {describe(exc)}") from None
 
 
 def named(scorer_id: str) -> str:

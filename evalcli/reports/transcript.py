@@ -178,7 +178,34 @@ def render_item(run: RunResult, item: ItemResult) -> RenderableType:
 
 
 def _conversation_parts(item: ItemResult) -> list[RenderableType]:
-    """One play's turns, its whole-conversation outcomes and its error."""
+    """One play's turns, its whole-conversation outcomes and its error; a text of more than ``LONG`` characters
+    printed by ``Pieces``."""
+    return [Pieces(part) if isinstance(part, Text) and len(part) > LONG else part for part in _parts(item)]
+
+
+LONG = 20_000
+"""A text longer than this many characters is printed by ``Pieces``."""
+
+
+class Pieces:
+    """A long text (a message of megabytes) printed piece by piece: rich wraps one ``Text`` in a time that grows with
+    the square of its length (``show`` took 18 s on a message of 8 MB, six minutes on one of 20 MB). Each line longer
+    than 256 screen lines is cut into pieces of 256 screen lines' characters, each wrapped on its own: the same
+    lines, but that a piece starts a new screen line (docs/html-report.md "Transcripts")."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        step = max(1, options.max_width) * 256
+        for line in self.text.split("\n", allow_blank=True):
+            if len(line) <= step:
+                yield line
+            else:
+                yield from line.divide(range(step, len(line), step))
+
+
+def _parts(item: ItemResult) -> list[RenderableType]:
     from rich.panel import Panel  # rich's panels and rules: imported by the reports that show a transcript
     from rich.rule import Rule
 

@@ -23,7 +23,7 @@ from .notices import memory_warning
 from .options import RunOptions, check_budgets, check_pass_rate, plan_of
 from .tooling import check_hermetic
 from .trust import check_calibrated
-from .worker_checks import check_worker_run, check_workers
+from .worker_checks import MAX_WORKERS, check_worker_run
 
 
 @record(frozen=True)
@@ -168,7 +168,12 @@ def check_options(options: RunOptions) -> None:
     check_budget_amounts(options.max_cost, "--max-cost")
     check_budget_amounts(options.max_tokens, "--max-tokens")
     check_pass_rate(options.pass_rate)
-    check_workers(options.workers)
+    workers = options.workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        # as the other numbers: a caller's RunOptions, not the flag (was '--workers 2: ...' for workers='2')
+        raise UsageError(f"RunOptions(workers={workers!r}): --workers takes a whole number from 1 to {MAX_WORKERS}",
+                         f"give workers a whole number from 1 to {MAX_WORKERS} (evalcli.run.worker_checks.usable_cores()"
+                         " is what --workers auto uses)")
     if options.sequential and options.repeat < 2:
         raise UsageError(f"--repeat auto:{options.repeat}: at most {options.repeat} play leaves nothing to decide",
                          "write --repeat auto (at most 10 plays) or --repeat auto:MAX with MAX of 2 or more")

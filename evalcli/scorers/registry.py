@@ -7,8 +7,12 @@ path. Parsing references and reading ``scorers.yaml`` is the dataset's job (``ev
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 import json
+import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -242,8 +246,39 @@ class Awaited(Scorer):
         self.kind = kind
 
     async def score(self, run: ScorerRun) -> Outcome:
+        # its own copy of the run, as a custom Python scorer's: what it changes (the messages, the turns,
+        # ground_truth) its sibling scorers never see (docs/extending.md)
+        try:
+            run = copy.deepcopy(run)
+        except Exception:  # noqa: BLE001 - a value that cannot be copied (a structured result's object): the run as is
+            pass
         outcome = await self.scorer.score(run)
         if not isinstance(outcome, Outcome):  # was "AttributeError: 'float' object has no attribute 'reason'"
             raise TypeError(f"the scorer kind {self.kind}'s score() returned {type(outcome).__name__}, not an "
                             "evalcli.results.Outcome (return Outcome(score=..., reason=...))")
-        return outcome
+        return self.checked(outcome)
+
+    def checked(self, outcome: Outcome) -> Outcome:
+        """The outcome with its score a finite float, as every report and the store read it: a score that is not a
+        number (text, ``None`` without ``not_scorable``: a run that ended with 'internal error', or a gate missed for
+        no reason given) or is not finite (``nan``, ``inf``: stored as ``null``, no error said why) is the scorer's
+        error; ``True``/``False`` are 1.0/0.0 (docs/scorers.md "A score must be a finite number")."""
+        if outcome.reason is not None and not isinstance(outcome.reason, str):
+            raise TypeError(f"the scorer kind {self.kind}'s score() returned an Outcome whose reason is "
+                            f"{type(outcome.reason).__name__}, not a string (or None)")
+        if outcome.error is not None or outcome.not_scorable:
+            return outcome
+        score = outcome.score
+        if not isinstance(score, numbers.Real):
+            raise TypeError(f"the scorer kind {self.kind}'s score() returned an Outcome whose score is "
+                            f"{type(score).__name__}, not a number (return Outcome(score=..., reason=...), or "
+                            "Outcome(not_scorable=True, reason=...) when there is nothing to score)")
+        try:
+            value = float(score)
+        except OverflowError:  # an int beyond any float
+            value = math.inf
+        if not math.isfinite(value):
+            raise ValueError(f"the scorer kind {self.kind}'s score() returned the score {str(score)[:40]}: a score "
+                             "must be a finite number (Outcome(not_scorable=True, reason=...) when there is nothing "
+                             "to score)")
+        return outcome if type(score) is float else dataclasses.replace(outcome, score=value)

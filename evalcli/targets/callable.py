@@ -321,3 +321,29 @@ def normalise(reply: Any) -> list[Message]:
             result.append(message)
     return result
 
+
+def adapter_name(adapter: Adapter | None) -> str:
+    """An adapter's name, as errors about what its sessions returned say it."""
+    return str(getattr(adapter, "name", None) or type(adapter).__name__)
+
+
+def checked_reply(reply: Any, adapter: str) -> Reply:
+    """A session's answer as the protocol has it (docs/extending.md "The adapter protocol"): a ``Reply`` whose messages
+    are message dicts with a ``role``, else a ``BadReply``, the conversation's error. A package's adapter returning a
+    plain list was an internal error that ended the run; a message that was not a dict was stored, then broke the
+    scorers and ``evalcli show``."""
+    if not isinstance(reply, Reply):
+        raise BadReply(f"the adapter {adapter}'s session.send() returned {type(reply).__name__}, not an "
+                       "evalcli.targets.Reply (return Reply(messages))")
+    messages = reply.messages
+    if not isinstance(messages, (list, tuple)):
+        raise BadReply(f"the adapter {adapter}'s Reply holds messages of type "
+                       f"{type(messages).__name__}, not a list of message dicts")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise BadReply(f"response message {i} from the adapter {adapter} is "
+                           f"{type(message).__name__}, not a message dict with a 'role' (OpenAI chat format)")
+        if not isinstance(message.get("role"), str):
+            raise BadReply(f"response message {i} from the adapter {adapter} has no 'role' (a message "
+                           "dict in OpenAI chat format has one: 'assistant' or 'tool')")
+    return reply

@@ -188,7 +188,24 @@ def make_adapter(spec: str, obj: Any, options: dict[str, Any]) -> Adapter:
     problems = cls.option_problems(obj, options)
     if problems:
         raise TargetError(f"target_options for {spec}: {'; '.join(problems)}", options_hint(problems))
-    return cls(spec, obj, options)
+    adapter = cls(spec, obj, options)
+    if not forced:  # another package's adapter that recognises it too: named in a warning, never silently passed over
+        adapter.also_recognised = _also_recognising(obj, name)
+    return adapter
+
+
+def _also_recognising(obj: Any, chosen: str) -> tuple[str, ...]:
+    """The adapters other than ``chosen`` that recognise ``obj``, each with the package that declares it."""
+    found = []
+    for name, declared_as in declared().items():
+        if name == chosen or declared_as.declaration.mapping:
+            continue
+        try:
+            if declared_as.declaration.recognised(obj):
+                found.append(f"{name} ({declared_as.entry.origin})")
+        except Exception:  # noqa: BLE001 - a package's confirms() that fails on it: it does not claim it
+            continue
+    return tuple(found)
 
 
 def extra_hint(missing_module: str | None) -> str | None:

@@ -251,6 +251,9 @@ class Adapter(ABC):
     """Whether an error result evalcli's plan did not answer comes from a tool that ran. Not for a framework agent:
     every tool it runs passes through the plan, so such a result is the framework refusing a call it could not run
     (an unknown tool, arguments that do not fit), and nothing ran (docs/hermetic.md)."""
+    also_recognised: tuple[str, ...] = ()
+    """The other adapters that recognise the agent object, as ``evalcli.adapters`` entry points declare them: a
+    validation warning names them, since the first one runs it (docs/extending.md "Recognising an agent object")."""
     plan_sent: bool = False
     """Whether each turn sends the conversation's tool plan to a service that answers from it (``{{ tools }}``): a
     tool result it says came from a ``mock`` or ``replay`` is taken at its word (docs/hermetic.md)."""
