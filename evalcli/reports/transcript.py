@@ -64,14 +64,14 @@ def message_lines(output: list[Message], names: dict[Any, str] | None = None) ->
         if role == "assistant":
             text = message_text(message)
             if text.strip():
-                lines.append(Text.assemble((assistant_label(message) + ": ", "bold green"), shown(text)))
+                lines.append(Text.assemble((assistant_label(message) + ": ", "bold green"), text))
             for call in message.get("tool_calls") or ():
                 function = call.get("function") or {}
                 name = str(function.get("name"))
                 names[call.get("id")] = name
                 lines.append(Text.assemble(("  tool call ", "bold cyan"), (name, "cyan"),
                                            (f"  (id {call.get('id')})", "dim")))
-                lines.append(Text(_indent(shown(pretty_arguments(function.get("arguments"))), 4)))
+                lines.append(Text(_indent(pretty_arguments(function.get("arguments")), 4)))
         elif role == "tool":
             call_id = message.get("tool_call_id")
             error = is_error_result(message)
@@ -86,21 +86,8 @@ def message_lines(output: list[Message], names: dict[Any, str] | None = None) ->
             note = retry_note(message)
             if note:
                 lines.append(Text(f"    {note}", style="yellow"))
-            lines.append(Text(_indent(shown(pretty_arguments(message_text(message))), 4), style="red" if error else ""))
+            lines.append(Text(_indent(pretty_arguments(message_text(message)), 4), style="red" if error else ""))
     return lines
-
-
-SHOWN = 100_000
-"""How many characters of one text (a message, a tool call's arguments or result, a structured result) a transcript
-shows: a page of a long answer is read, ten megabytes are not, and rich lays out a long text in time that grows with
-its square (a 10 MB reply took 17 s of CPU to show). The rest is counted; ``show RUN ITEM --json -`` has it all."""
-
-
-def shown(text: str) -> str:
-    """``text``, or its first ``SHOWN`` characters and how many more there are (docs/reference/cli.md)."""
-    if len(text) <= SHOWN:
-        return text
-    return f"{text[:SHOWN]}\n[{len(text) - SHOWN:,} more characters: evalcli show RUN ITEM --json - has the whole text]"
 
 
 def _indent(text: str, spaces: int) -> str:
@@ -213,11 +200,11 @@ def _parts(item: ItemResult) -> list[RenderableType]:
     names: dict[Any, str] = {}
     for turn in item.turns:
         parts.append(Rule(f"turn {turn.index}", align="left"))
-        parts.append(Text.assemble((user_label(turn) + ": ", "bold magenta"), shown(turn.input)))
+        parts.append(Text.assemble((user_label(turn) + ": ", "bold magenta"), turn.input))
         parts.extend(message_lines(turn.output, names))
         if turn.structured is not None:
             parts.append(Text("  structured output", style="bold yellow"))
-            parts.append(Text(_indent(shown(structured_text(turn.structured)), 4)))
+            parts.append(Text(_indent(structured_text(turn.structured), 4)))
         if turn.output_retries:
             parts.append(Text(f"  output retries: {turn.output_retries} (the output was rejected and asked for again)",
                               style="yellow"))
