@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..llm import BudgetSpent, LLMError
+from ..llm import BudgetSpent, LLMError, reply_refusal
 from ..messages import Message
 from ..records import record
 from ..secrets import cut
@@ -166,7 +166,8 @@ class ModelSession(TurnSession["ModelAdapter"]):
 
 
 def _assistant(response: dict[str, Any], model: str) -> Message:
-    """The assistant message of a chat completion: its text (and any tool calls the model made unasked)."""
+    """The assistant message of a chat completion: its text, or the words of its refusal (OpenAI's ``refusal``, sent
+    with no content), and any tool calls the model made unasked."""
     try:
         message = response["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
@@ -174,6 +175,8 @@ def _assistant(response: dict[str, Any], model: str) -> Message:
     if not isinstance(message, dict):
         raise BadReply(f"model {model} answered no message (its response has no choices[0].message)")
     content = message.get("content")
+    if not (isinstance(content, str) and content.strip()):  # a refusal's words come in their own field, no content
+        content = reply_refusal(response) or content
     reply: Message = {"role": "assistant", "content": content if isinstance(content, str) else None}
     if message.get("tool_calls"):
         reply["tool_calls"] = message["tool_calls"]
