@@ -35,7 +35,7 @@ def body(message: dict[str, Any], usage: Any = None) -> Reply:
     return Reply(body=answer)
 
 
-def said(content: str | None, **extra: Any) -> Reply:
+def said(content: Any, **extra: Any) -> Reply:
     return body({"role": "assistant", "content": content, **extra},
                 {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
 
@@ -165,3 +165,30 @@ def test_usage_a_provider_reports_oddly_counts_what_it_can_and_never_fails_the_c
     assert [outcome(done, f"c{i}").get("score") for i in range(4)] == [1.0] * 4
     usage = json.loads((workdir / "r.json").read_text())["usage"]
     assert (usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]) == (4, 12, 7)
+
+
+def test_content_sent_as_a_list_of_text_parts_is_the_replys_text(llm_server: LLMServer, workdir: Path,
+                                                                  write: Callable[..., Path],
+                                                                  cli: Callable[..., CliResult]) -> None:
+    """Some OpenAI-compatible servers send a message's ``content`` as a list of parts (``[{"type": "text", "text":
+    ...}]``): a model target's turn was recorded with no text (its ``includes`` gate failing on an answer that held
+    the word), and a judge's verdict sent so was "(empty reply)" three times, then an error. A thinking part is not
+    text."""
+    def parts(request: Request) -> Reply:
+        if "You said" in json.dumps(request.messages):  # the judge
+            return said([{"type": "thinking", "thinking": '{"satisfied": false}'},
+                         {"type": "text", "text": '{"reasoning": "Turn 1 repeats the user\'s words.", '},
+                         {"type": "text", "text": '"satisfied": true}'}])
+        return said([{"type": "text", "text": "Sunny and 18C "}, {"type": "text", "text": "in Paris."}])
+
+    llm_server.responder = parts
+    write("m.yaml", f"target: {{model: openai/m, api_base: '{llm_server.url}'}}\ngates: [{{includes: Sunny}}]\n"
+                    "data:\n  - {id: c0, input: Weather in Paris}\n")
+    target = cli("run", "m.yaml", "--json", "m.json", env=ENV)
+    assert target.code == 0, target.stdout
+    turn = json.loads((workdir / "m.json").read_text())["items"][0]["turns"][0]
+    assert turn["output"] == [{"role": "assistant", "content": "Sunny and 18C in Paris."}]
+    write("d.yaml", judged(llm_server.url, "hi"))
+    done = cli("run", "d.yaml", "--json", "r.json", env=ENV)
+    assert done.code == 0 and outcome(done)["score"] == 1.0, outcome(done)
+    assert len(llm_server.requests) == 2

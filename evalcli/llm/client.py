@@ -54,12 +54,24 @@ def import_litellm() -> Any:
 
 
 def reply_text(response: dict[str, Any]) -> str | None:
-    """The text content of the first choice of a chat-completion response."""
+    """The text content of the first choice of a chat-completion response (``content_text``)."""
     try:
         content = response["choices"][0]["message"].get("content")
     except (KeyError, IndexError, TypeError, AttributeError):
         return None
-    return content if isinstance(content, str) else None
+    return content_text(content)
+
+
+def content_text(content: Any) -> str | None:
+    """A message's text: its ``content`` string, or its text parts joined when a server sends content as a list of
+    parts (``[{"type": "text", "text": ...}]``, as some OpenAI-compatible servers do); ``None`` when it has none."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [part["text"] for part in content if isinstance(part, dict) and part.get("type") in ("text", None)
+                 and isinstance(part.get("text"), str)]
+        return "".join(texts) if texts else None
+    return None
 
 
 def reply_refusal(response: dict[str, Any]) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..llm import BudgetSpent, LLMError, reply_refusal
+from ..llm import BudgetSpent, LLMError, content_text, reply_refusal
 from ..messages import Message
 from ..records import record
 from ..secrets import cut
@@ -174,7 +174,7 @@ def _assistant(response: dict[str, Any], model: str) -> Message:
         message = None
     if not isinstance(message, dict):
         raise BadReply(f"model {model} answered no message (its response has no choices[0].message)")
-    content = message.get("content")
+    content = content_text(message.get("content"))
     if not (isinstance(content, str) and content.strip()):  # a refusal's words come in their own field, no content
         content = reply_refusal(response) or content
     reply: Message = {"role": "assistant", "content": content if isinstance(content, str) else None}
