@@ -192,3 +192,25 @@ def test_content_sent_as_a_list_of_text_parts_is_the_replys_text(llm_server: LLM
     done = cli("run", "d.yaml", "--json", "r.json", env=ENV)
     assert done.code == 0 and outcome(done)["score"] == 1.0, outcome(done)
     assert len(llm_server.requests) == 2
+
+
+def test_an_api_base_without_its_scheme_is_refused_where_it_is_written(workdir: Path, write: Callable[..., Path],
+                                                                       cli: Callable[..., CliResult]) -> None:
+    """``api_base: localhost:8000/v1`` (the scheme forgotten) passed ``evalcli validate``; the run then played every
+    conversation and failed each judge call (``NonHttpUrlClientError: localhost:8000/v1/chat/completions``), exit 4.
+    It is bad input: exit 2 where it is written, before anything runs or is stored; a blank one (an unset
+    ``${JUDGE_API_BASE:-}``) still leaves the provider's variables to decide."""
+    write("d.yaml", "target: agents:echo\nscorers:\n  - judge: {criterion: The assistant echoed., model: openai/j, "
+                    "api_base: 'localhost:8000/v1'}\ndata:\n  - {id: c0, input: hi}\n")
+    done = cli("run", "d.yaml", "--json", "r.json", env=ENV)
+    assert done.code == 2, done.stdout
+    assert "d.yaml:3:" in done.stderr and "api_base must be an http:// or https:// URL, got 'localhost:8000/v1': " \
+        "write http://localhost:8000/v1" in done.stderr, done.stderr
+    assert not (workdir / "r.json").exists() and not (workdir / "evalcli.db").exists()
+    write("m.yaml", "target: {model: openai/m, api_base: '127.0.0.1:1/v1'}\ngates: [{includes: x}]\n"
+                    "data:\n  - {id: c0, input: hi}\n")
+    model = cli("validate", "m.yaml", env=ENV)
+    assert model.code == 2 and "m.yaml:1:" in model.stderr and "write http://127.0.0.1:1/v1" in model.stderr
+    write("b.yaml", "target: agents:echo\nscorers:\n  - judge: {criterion: The assistant echoed., model: openai/j, "
+                    "api_base: '${JUDGE_API_BASE:-}'}\ndata:\n  - {id: c0, input: hi}\n")
+    assert cli("validate", "b.yaml", env=ENV).code == 0

@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from ...errors import base_url
 from ...llm import LOCAL_JUDGE_MODEL, LLMClient, UsageSink, default_judge_model
 from ...llm.fence import (
     CONVERSATION_END,
@@ -146,6 +147,11 @@ class JudgeArgs(BaseModel):
             raise ValueError(f"samples must be an odd number from 1 to {MAX_SAMPLES} (a majority needs an odd count), "
                              f"got {count!r}")
         return value
+
+    @field_validator("api_base", check_fields=False)
+    @classmethod
+    def _api_base_url(cls, value: str | None) -> str | None:
+        return base_url(value)  # type: ignore[no-any-return]
 
     @field_validator("models", check_fields=False)
     @classmethod
