@@ -15,7 +15,10 @@ from typing import Any
 from tests.conftest import CliResult
 from tests.llm_server import LLMServer, Reply, Request, status, verdict
 
-ENV = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1", "EVALCLI_LLM_RETRIES": "0"}
+ENV = {"OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789", "NO_PROXY": "127.0.0.1", "EVALCLI_LLM_RETRIES": "0",
+       "EVALCLI_LLM_BACKEND": "auto"}
+"""evalcli's own Chat Completions path (docs/models.md): litellm refuses content in parts and usage that is not an
+object itself."""
 JUDGE = "judge(The assistant echoed the user.)"
 
 

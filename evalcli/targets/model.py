@@ -12,10 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..errors import base_url
-from ..llm import BudgetSpent, LLMError, content_text, reply_refusal
+from ..llm import ApiBase, BudgetSpent, LLMError, content_text, reply_refusal
 from ..messages import Message
 from ..records import record
 from ..secrets import cut
@@ -37,13 +36,8 @@ class ModelConfig(BaseModel):
                                                               "dataset).")
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
     max_tokens: int | None = Field(default=None, ge=1, description="Longest answer, in tokens.")
-    api_base: str | None = Field(default=None, min_length=1, description="The provider's base URL (e.g. a local "
+    api_base: ApiBase = Field(default=None, min_length=1, description="The provider's base URL (e.g. a local "
                                                                          "OpenAI-compatible server).")
-
-    @field_validator("api_base")
-    @classmethod
-    def _api_base_url(cls, value: str | None) -> str | None:
-        return base_url(value)  # type: ignore[no-any-return]
 
     @model_validator(mode="after")
     def one_system(self) -> ModelConfig:

@@ -27,8 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from ...errors import base_url
-from ...llm import LOCAL_JUDGE_MODEL, LLMClient, UsageSink, default_judge_model
+from ...llm import LOCAL_JUDGE_MODEL, ApiBase, LLMClient, UsageSink, default_judge_model
 from ...llm.fence import (
     CONVERSATION_END,
     CONVERSATION_START,
@@ -148,11 +147,6 @@ class JudgeArgs(BaseModel):
                              f"got {count!r}")
         return value
 
-    @field_validator("api_base", check_fields=False)
-    @classmethod
-    def _api_base_url(cls, value: str | None) -> str | None:
-        return base_url(value)  # type: ignore[no-any-return]
-
     @field_validator("models", check_fields=False)
     @classmethod
     def _odd_panel(cls, value: list[str] | None) -> list[str] | None:
@@ -216,7 +210,7 @@ class PlainJudgeArgs(JudgeArgs):
     """The arguments of a judge that takes nothing but its model."""
 
     model: str = model_field()
-    api_base: str | None = api_base_field()
+    api_base: ApiBase = api_base_field()
     models: list[str] | None = models_field()
     samples: Samples = samples_field()
 
