@@ -294,6 +294,17 @@ class PluginError(EvalcliError):
     loaded, it is not what its group takes, or its name is taken. The message names the package and the entry point."""
 
 
+def base_url(value: Any) -> Any:
+    """A check for a model's ``api_base`` (docs/models.md): an http:// or https:// URL. ``localhost:8000/v1``, the
+    scheme forgotten, was taken, then every call failed at run time, each conversation's error (``None`` and a blank
+    value, as ``${JUDGE_API_BASE:-}`` gives, pass: the provider's environment variables decide then)."""
+    if isinstance(value, str) and value.strip() and not value.strip().lower().startswith(("http://", "https://")):
+        shown = value.strip()
+        hint = f": write http://{shown}" if shown and "://" not in shown else ""
+        raise ValueError(f"api_base must be an http:// or https:// URL, got {shown!r}{hint}")
+    return value
+
+
 def not_blank(message: str) -> Callable[[Any], Any]:
     """A check for a pydantic ``AfterValidator``: a string that is empty or only white space is a mistake, and
     ``message`` says what to write instead (``None``, for an optional field, passes)."""

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from .cache import ResponseCache
     from .capabilities import supports_json_mode, supports_json_schema
     from .catalog import price_of
-    from .client import BudgetSpent, LLMClient, LLMError, import_litellm, provider_messages, reply_text
+    from .client import BudgetSpent, LLMClient, LLMError, content_text, import_litellm, provider_messages, reply_refusal, reply_text
+    from .fields import ApiBase
     from .local_model import pending as local_model_pending
     from .local_model import preload as load_local_model
     from .preflight import LOCAL_JUDGE_MODEL, check_settings, default_judge_model, model_problem, settings_problems
@@ -35,7 +36,9 @@ _exports = lazy_exports(__name__, {
     ".cache": ("ResponseCache",),
     ".capabilities": ("supports_json_mode", "supports_json_schema"),
     ".catalog": ("price_of",),
-    ".client": ("BudgetSpent", "LLMClient", "LLMError", "import_litellm", "provider_messages", "reply_text"),
+    ".fields": ("ApiBase",),
+    ".client": ("BudgetSpent", "LLMClient", "LLMError", "content_text", "import_litellm", "provider_messages", "reply_refusal",
+                "reply_text"),
     ".preflight": ("LOCAL_JUDGE_MODEL", "check_settings", "default_judge_model", "model_problem", "settings_problems"),
     ".settings": ("LLMSettings", "backend_from_env", "import_http_client"),
     ".usage": ("CallRecord", "UsageSink", "current_usage", "uncounted_warning", "usage_rows", "usage_summary"),
@@ -52,10 +55,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "LOCAL_JUDGE_MODEL", "PURPOSES", "Budget", "BudgetSpent", "CallRecord", "LLMClient", "LLMError",
+    "LOCAL_JUDGE_MODEL", "PURPOSES", "ApiBase", "Budget", "BudgetSpent", "CallRecord", "LLMClient", "LLMError",
     "LLMSettings", "ResponseCache", "UsageSink", "backend_from_env", "check_cost_budget", "check_limit_prices",
-    "check_settings", "current_usage",
+    "check_settings", "content_text", "current_usage",
     "default_judge_model", "dollars", "import_http_client", "import_litellm", "load_local_model", "local_model_pending",
-    "model_problem", "parse_budget", "price_of", "provider_messages", "purpose_group", "reply_text", "settings_problems",
+    "model_problem", "parse_budget", "price_of", "provider_messages", "purpose_group", "reply_refusal", "reply_text",
+    "settings_problems",
     "supports_json_mode", "supports_json_schema", "uncounted_warning", "usage_rows", "usage_summary",
 ]

@@ -67,16 +67,20 @@ class ResponseCache:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The cached response, counting the hit, with its secrets' values back; ``None`` when absent, when one of
-        its secrets has no value now, or when the database is too busy to say."""
+        its secrets has no value now, when the database is too busy to say, or when the entry cannot be read (cut
+        short or damaged: a miss, so the model is asked again and its reply replaces the entry; docs/models.md)."""
         try:
             with self._lock:
                 row = (self._fresh[key],) if key in self._fresh else \
                     self._conn.execute("SELECT response FROM llm_cache WHERE key = ?", (key,)).fetchone()
-        except sqlite3.OperationalError:
+        except sqlite3.DatabaseError:  # busy (OperationalError), or a damaged page of the table
             return None
         if row is None:
             return None
-        value = json.loads(row[0])
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError):
+            return None
         if isinstance(value, dict) and REFERENCES in value:
             try:
                 value = restored(value[REFERENCES])

@@ -54,12 +54,33 @@ def import_litellm() -> Any:
 
 
 def reply_text(response: dict[str, Any]) -> str | None:
-    """The text content of the first choice of a chat-completion response."""
+    """The text content of the first choice of a chat-completion response (``content_text``)."""
     try:
         content = response["choices"][0]["message"].get("content")
     except (KeyError, IndexError, TypeError, AttributeError):
         return None
-    return content if isinstance(content, str) else None
+    return content_text(content)
+
+
+def content_text(content: Any) -> str | None:
+    """A message's text: its ``content`` string, or its text parts joined when a server sends content as a list of
+    parts (``[{"type": "text", "text": ...}]``, as some OpenAI-compatible servers do); ``None`` when it has none."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [part["text"] for part in content if isinstance(part, dict) and part.get("type") in ("text", None)
+                 and isinstance(part.get("text"), str)]
+        return "".join(texts) if texts else None
+    return None
+
+
+def reply_refusal(response: dict[str, Any]) -> str | None:
+    """The words of a refusal (OpenAI's ``message.refusal``, sent with no content), when the first choice is one."""
+    try:
+        refusal = response["choices"][0]["message"].get("refusal")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return refusal if isinstance(refusal, str) and refusal.strip() else None
 
 
 def provider_messages(messages: list[Message]) -> list[Message]:
@@ -93,8 +114,20 @@ def _retryable(exc: BaseException) -> bool:
 
 
 def _usage(response: dict[str, Any]) -> tuple[int, int]:
-    usage = response.get("usage") or {}
-    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    """The prompt and completion tokens the provider reported: ``usage`` is its report, read leniently (a server that
+    sends it in another shape, or a count that is not a whole number of tokens, counts 0: the call's answer stands)."""
+    usage = response.get("usage")
+    if not isinstance(usage, dict):
+        return 0, 0
+    return _token_count(usage.get("prompt_tokens")), _token_count(usage.get("completion_tokens"))
+
+
+def _token_count(value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 class LLMClient:
@@ -256,6 +289,8 @@ class LLMClient:
         failures = attempt = 0
         waited = 0.0
         last: BaseException | None = None
+        too_long: float | None = None
+        """A ``Retry-After`` longer than the call's timeout: the call ends at once, saying so."""
         while True:
             attempt += 1
             await self._wait_for_model(model)
@@ -282,6 +317,7 @@ class LLMClient:
                     # whatever the retry count: a run whose calls met 429s and then succeeded has no errors
                     pause = self._rate_pause(exc, attempt)
                     if waited + pause > self.settings.timeout:
+                        too_long = pause if pause > self.settings.timeout else None
                         break
                     waited += max(pause, 0.05)  # a Retry-After of 0, again and again, still ends
                     # every call to this model waits until then: the provider said when it may resume
@@ -291,15 +327,23 @@ class LLMClient:
                 failures += 1
                 if not _retryable(exc) or failures > self.settings.retries:
                     break
+                # a server error's Retry-After is bounded by the call's timeout as a 429's is (docs/models.md): a 503
+                # asking for an hour would otherwise hold the run that long, on every retry
+                asked = retry_after(exc)
+                if asked is not None and asked > self.settings.timeout:
+                    too_long = asked
+                    break
                 delay = self._backoff(exc, failures)
             finally:
                 if slots is not None and ticket is not None:
                     slots.release(ticket, outcome)
             await asyncio.sleep(delay)
         assert last is not None
+        note = "" if too_long is None else (f" (it asked to retry after {too_long:g} s, longer than the call's timeout "
+                                            f"({self.settings.timeout:g} s))")
         raise LLMError(
             f"model {model} failed after {attempt} attempt{'s' if attempt != 1 else ''}: "
-            f"{_describe(last, self.settings.timeout)}",
+            f"{_describe(last, self.settings.timeout)}{note}",
             "check the model name, the provider's API key variable and base URL; "
             "EVALCLI_LLM_RETRIES and EVALCLI_LLM_TIMEOUT tune retries and timeouts",
         ) from None

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..llm import BudgetSpent, LLMError
+from ..llm import ApiBase, BudgetSpent, LLMError, content_text, reply_refusal
 from ..messages import Message
 from ..records import record
 from ..secrets import cut
@@ -36,7 +36,7 @@ class ModelConfig(BaseModel):
                                                               "dataset).")
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
     max_tokens: int | None = Field(default=None, ge=1, description="Longest answer, in tokens.")
-    api_base: str | None = Field(default=None, min_length=1, description="The provider's base URL (e.g. a local "
+    api_base: ApiBase = Field(default=None, min_length=1, description="The provider's base URL (e.g. a local "
                                                                          "OpenAI-compatible server).")
 
     @model_validator(mode="after")
@@ -166,14 +166,17 @@ class ModelSession(TurnSession["ModelAdapter"]):
 
 
 def _assistant(response: dict[str, Any], model: str) -> Message:
-    """The assistant message of a chat completion: its text (and any tool calls the model made unasked)."""
+    """The assistant message of a chat completion: its text, or the words of its refusal (OpenAI's ``refusal``, sent
+    with no content), and any tool calls the model made unasked."""
     try:
         message = response["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
         message = None
     if not isinstance(message, dict):
         raise BadReply(f"model {model} answered no message (its response has no choices[0].message)")
-    content = message.get("content")
+    content = content_text(message.get("content"))
+    if not (isinstance(content, str) and content.strip()):  # a refusal's words come in their own field, no content
+        content = reply_refusal(response) or content
     reply: Message = {"role": "assistant", "content": content if isinstance(content, str) else None}
     if message.get("tool_calls"):
         reply["tool_calls"] = message["tool_calls"]

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...errors import not_blank
-from ...llm import LLMClient, UsageSink
+from ...llm import ApiBase, LLMClient, UsageSink
 from ...llm.fence import MARKER_REMOVED, TRANSCRIPT_END, TRANSCRIPT_START, neutralise
 from ...messages import Message, assistant_texts
 from ...results import Outcome
@@ -88,7 +88,7 @@ class JudgeArgs(kit.JudgeArgs):
         "criterion must not be empty: write the plain-English criterion to grade against"))] = Field(
         description="The plain-English criterion the whole conversation must meet.")
     scale: float = Field(default=1, description="The score of a satisfied verdict (an unsatisfied one scores 0).")
-    api_base: str | None = api_base_field()
+    api_base: ApiBase = api_base_field()
     models: list[str] | None = models_field()
     samples: Samples = samples_field()
 

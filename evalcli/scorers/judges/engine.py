@@ -30,7 +30,16 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ...llm import LLMClient, LLMError, ResponseCache, UsageSink, reply_text, supports_json_mode, supports_json_schema
+from ...llm import (
+    LLMClient,
+    LLMError,
+    ResponseCache,
+    UsageSink,
+    reply_refusal,
+    reply_text,
+    supports_json_mode,
+    supports_json_schema,
+)
 from ...messages import Message
 from ...records import record
 from ...results import JudgeSample, Outcome, reaches_gate
@@ -64,11 +73,28 @@ def embedded_json(text: str) -> list[Any]:
     return found
 
 
+THINKING = re.compile(r"\A\s*<(think|thinking)>.*?</\1>", re.DOTALL)
+"""A reasoning model's thinking before its answer (DeepSeek-R1, Qwen3 served by vLLM or Ollama): a leading
+``<think>...</think>`` block."""
+THINKING_END = "</think>"
+
+
 def one_verdict(text: str | None, parse: Callable[[Any], T | None], *, same: Callable[[T, T], bool] = operator.eq,
                 dig: bool = False) -> T | None:
     """The single verdict in a reply: the whole reply's JSON value, or else the JSON objects found inside it (a code
     fence, prose around it). Several that do not agree (``same``; a fake one quoted beside the real one) are none.
-    With ``dig``, a reply that is JSON but not a verdict is searched inside too."""
+    With ``dig``, a reply that is JSON but not a verdict is searched inside too. A reasoning model's leading thinking
+    (``THINKING``) is set aside first: a draft verdict in it is no verdict; and when the chat template sent the opening
+    tag, so the reply only closes it, a reply with no single verdict is read again after its first ``</think>``."""
+    answer = THINKING.sub("", text, count=1) if text else text
+    found = _one_verdict(answer, parse, same, dig)
+    if found is None and answer and THINKING_END in answer:
+        found = _one_verdict(answer.split(THINKING_END, 1)[1], parse, same, dig)
+    return found
+
+
+def _one_verdict(text: str | None, parse: Callable[[Any], T | None], same: Callable[[T, T], bool],
+                 dig: bool) -> T | None:
     if not text or not text.strip():
         return None
     try:
@@ -178,6 +204,7 @@ class JudgeCall(Generic[T]):
         key = self.cache_key(messages, fmt) if use_cache else None
         conversation = list(messages)
         last_reply: str | None = None
+        refusal: str | None = None
         copied: str | None = None
         try:
             for attempt in range(PARSE_ATTEMPTS):
@@ -187,6 +214,7 @@ class JudgeCall(Generic[T]):
                     response_format=fmt, api_base=self.api_base, cache_key=key if attempt == 0 else None,
                     accept=lambda r: self.usable(reply_text(r), messages)[0] is not None, usage_sink=sink)
                 last_reply = reply_text(response)
+                refusal = None if last_reply and last_reply.strip() else reply_refusal(response)
                 verdict, copied = self.usable(last_reply, messages)
                 if verdict is not None:
                     return verdict
@@ -200,7 +228,9 @@ class JudgeCall(Generic[T]):
             raise JudgeFailed(f"judge {self.scorer_id}: no usable verdict from {self.model} after {PARSE_ATTEMPTS} "
                               f"attempts: its answer repeated the prompt's own text ({json.dumps(redact_text(copied)[:80])}), "
                               "not a judgement of this conversation")
-        shown = cut(last_reply or "", 200, more="") or "(empty reply)"  # redacted before it is cut
+        # redacted before it is cut; a refusal (OpenAI's message.refusal, with no content) is quoted as one
+        shown = cut(last_reply or "", 200, more="") or (
+            f"(a refusal) {cut(refusal, 200, more='')}" if refusal else "(empty reply)")
         raise JudgeFailed(f"judge {self.scorer_id}: no readable verdict from {self.model} after {PARSE_ATTEMPTS} "
                           f"attempts; last reply: {shown}")
 

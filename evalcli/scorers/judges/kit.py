@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from ...llm import LOCAL_JUDGE_MODEL, LLMClient, UsageSink, default_judge_model
+from ...llm import LOCAL_JUDGE_MODEL, ApiBase, LLMClient, UsageSink, default_judge_model
 from ...llm.fence import (
     CONVERSATION_END,
     CONVERSATION_START,
@@ -210,7 +210,7 @@ class PlainJudgeArgs(JudgeArgs):
     """The arguments of a judge that takes nothing but its model."""
 
     model: str = model_field()
-    api_base: str | None = api_base_field()
+    api_base: ApiBase = api_base_field()
     models: list[str] | None = models_field()
     samples: Samples = samples_field()
 

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from ...errors import not_blank
+from ...llm import ApiBase
 from ...llm.fence import TRANSCRIPT_END, TRANSCRIPT_START, fence, neutralise_labels
 from ...messages import assistant_texts
 from ...results import Outcome
@@ -87,7 +88,7 @@ class RubricArgs(JudgeArgs):
     criteria: list[RubricCriterion] = Field(min_length=1, description="Criteria: plain strings (weight 1) or "
                                                                       "{criterion, weight, required}.")
     model: str = model_field()
-    api_base: str | None = api_base_field()
+    api_base: ApiBase = api_base_field()
     models: list[str] | None = models_field()
     samples: Samples = samples_field()
 
@@ -142,7 +143,7 @@ class RoleArgs(JudgeArgs):
     role: Annotated[str, AfterValidator(not_blank("role must not be empty: describe the role the assistant must keep"))] = Field(
         min_length=1, description="The role the assistant must keep, in plain English.")
     model: str = model_field()
-    api_base: str | None = api_base_field()
+    api_base: ApiBase = api_base_field()
     models: list[str] | None = models_field()
     samples: Samples = samples_field()
 
@@ -192,7 +193,7 @@ class FactualityArgs(JudgeArgs):
         "reference must not be empty: write the reference answer, or leave it out to use ground_truth"))] = Field(
         default=None, description="The reference answer (default: the item's ground_truth).")
     model: str = model_field()
-    api_base: str | None = api_base_field()
+    api_base: ApiBase = api_base_field()
     models: list[str] | None = models_field()
     samples: Samples = samples_field()
 
