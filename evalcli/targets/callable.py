@@ -327,6 +327,20 @@ def adapter_name(adapter: Adapter | None) -> str:
     return str(getattr(adapter, "name", None) or type(adapter).__name__)
 
 
+OWN = "evalcli."
+"""The package of evalcli's own adapters, whose replies are made right as they are made (``normalise``): only another
+package's adapter has its answers checked (``package_reply``), so a turn of a built-in target pays nothing for it."""
+
+
+async def package_reply(sending: Any, adapter: Adapter | None) -> Reply:
+    """A package adapter's ``session.send(...)`` awaited and checked (``checked_reply``): one that is not awaitable (a
+    ``def send``) is a ``BadReply`` naming the fix, not "the target raised TypeError"."""
+    if not inspect.isawaitable(sending):
+        raise BadReply(f"the adapter {adapter_name(adapter)}'s session.send() returned {type(sending).__name__}, not "
+                       "an awaitable: write it 'async def send(self, text)' (docs/extending.md)")
+    return checked_reply(await sending, adapter_name(adapter))
+
+
 def checked_reply(reply: Any, adapter: str) -> Reply:
     """A session's answer as the protocol has it (docs/extending.md "The adapter protocol"): a ``Reply`` whose messages
     are message dicts with a ``role``, else a ``BadReply``, the conversation's error. A package's adapter returning a
