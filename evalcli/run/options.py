@@ -86,7 +86,7 @@ class RunOptions:
         written = None if selection.filter is None or not bears_secret(selection.filter) else with_references(selection.filter)
         return StoredOptions(plan, selection.filter, selection.shard, selection.limit, self.strict, self.max_errors,
                              self.repeat, sorted(self.only_indexes or []) or None, config, self.sequential,
-                             self.pass_rate, shards_held, written)
+                             self.pass_rate, shards_held, written, self.hermetic)
 
 
 def plan_of(dataset: Dataset) -> Plan:

@@ -70,6 +70,9 @@ class StoredOptions:
     """A ``--filter`` that holds a secret, with each secret known by its variable as ``${NAME}``
     (``secret_references.stored``): ``filter`` is redacted, and a resume selects with this one, its values put back
     (``run.resume.stored_filter``); ``None`` when ``filter`` holds none."""
+    hermetic: bool = False
+    """``--hermetic``: a resume restores it, so the conversations it plays run no tool live either (docs/hermetic.md);
+    ``False`` for runs stored before evalcli kept it."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -85,7 +88,8 @@ class StoredOptions:
                    dict(data["config"]) if isinstance(data.get("config"), dict) else None,
                    bool(data.get("sequential")), float(data.get("pass_rate") or 1.0),
                    [int(n) for n in data["shards_held"]] if isinstance(data.get("shards_held"), list) else None,
-                   data["filter_written"] if isinstance(data.get("filter_written"), str) else None)
+                   data["filter_written"] if isinstance(data.get("filter_written"), str) else None,
+                   bool(data.get("hermetic")))
 
 
 def now() -> str:

@@ -1,0 +1,91 @@
+"""Adversarial try (adv44, second round) of "nothing silently wrong" (docs/hermetic.md, docs/budgets.md,
+docs/scorers.md#thresholds-compare-with-a-tolerance, docs/history.md): the real CLI in subprocesses, real SQLite files,
+real loopback servers. Each test failed on the main this branch started from."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from tests.conftest import CliResult, run_cli
+
+TOOLS_AGENT = '''
+import os, pathlib, signal
+
+import evalcli
+
+HERE = pathlib.Path(__file__).parent
+
+
+@evalcli.tool
+def lookup(query: str) -> dict:
+    """Look something up (the live service: each call is a line in LIVE)."""
+    with (HERE / "LIVE").open("a") as out:
+        out.write("lookup " + query + "\\n")
+    return {"answer": query.upper()}
+
+
+@evalcli.tool
+def other(query: str) -> dict:
+    """Another live service, which no mock answers."""
+    with (HERE / "LIVE").open("a") as out:
+        out.write("other " + query + "\\n")
+    return {"answer": query}
+
+
+def agent(input, **kw):
+    """Asks lookup (mocked), and other (not mocked) on d and e; Ctrl-C at c in the first invocation."""
+    answer = lookup(query=input)["answer"]
+    if input in ("d", "e"):
+        other(query=input)
+    if input == "c" and not (HERE / "interrupted").exists():
+        (HERE / "interrupted").write_text("yes")
+        os.kill(os.getpid(), signal.SIGINT)
+    return "done " + answer
+'''
+
+HERMETIC_DATASET = """
+target: adv77_tools:agent
+concurrency: 1
+tools:
+  lookup: {returns: {answer: MOCKED}}
+gates:
+  - includes: done
+data:
+  - {id: a, input: a}
+  - {id: b, input: b}
+  - {id: c, input: c}
+  - {id: d, input: d}
+  - {id: e, input: e}
+"""
+
+
+def resume_id(result: CliResult) -> str:
+    """The run id an interrupted run's line names (``continue with: evalcli run D --resume ID``)."""
+    return (result.stdout + result.stderr).split("--resume ", 1)[1].split()[0]
+
+
+def test_a_hermetic_run_resumed_as_its_interrupt_says_runs_no_tool_live(tmp_path: Path) -> None:
+    """Before: `--hermetic` was not one of the options a run keeps, so the `continue with: evalcli run d.yaml --resume
+    RUN` an interrupt prints played the rest live: e's unmocked `other` ran against the live service and the run,
+    one verdict, passed with live calls in it."""
+    (tmp_path / "adv77_tools.py").write_text(TOOLS_AGENT)
+    (tmp_path / "d.yaml").write_text(textwrap.dedent(HERMETIC_DATASET).lstrip())
+    first = run_cli(["run", "d.yaml", "--hermetic", "-q"], tmp_path)
+    assert first.code == 130, first.stdout + first.stderr
+    run = resume_id(first)
+    resumed = run_cli(["run", "d.yaml", "--resume", run, "--json", "-", "-q"], tmp_path)
+    assert not (tmp_path / "LIVE").exists(), (tmp_path / "LIVE").read_text()
+    assert resumed.code == 4, resumed.stderr
+    errors = {item["id"]: item["error"] for item in resumed.json["items"] if item["error"]}
+    assert set(errors) == {"d", "e"}
+    assert '--hermetic: the tool call other({"query":"e"}) has no mock' in errors["e"]
+    # a run started without --hermetic is not resumed with it: one run would hold live and hermetic conversations
+    (tmp_path / "interrupted").unlink()
+    live = run_cli(["run", "d.yaml", "--db", "live.db", "-q"], tmp_path)
+    assert live.code == 130, live.stdout + live.stderr
+    refused = run_cli(["run", "d.yaml", "--db", "live.db", "--resume", resume_id(live), "--hermetic"], tmp_path)
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert "--hermetic (the run has no --hermetic)" in refused.stderr
+    assert "Traceback" not in refused.stderr
