@@ -4,8 +4,8 @@ real loopback servers. Each test failed on the main this branch started from."""
 
 from __future__ import annotations
 
-import json
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import CliResult, run_cli
@@ -89,3 +89,26 @@ def test_a_hermetic_run_resumed_as_its_interrupt_says_runs_no_tool_live(tmp_path
     assert refused.code == 2, refused.stdout + refused.stderr
     assert "--hermetic (the run has no --hermetic)" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_compare_markdown_says_the_verdict_and_the_conversations_that_differ_as_the_terminal_does(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """Before: `compare --markdown` (the PR comment) wrote run A's verdict as a bare `passed` though a conversation
+    errored in it (the terminal and HTML: `passed on 2 of 3 conversations; 1 errored`), had no conversations or errors
+    row, and named no conversation: the one that went from errored to passed was nowhere in it."""
+    write("flaky.py", "import os\n\ndef agent(input, **kw):\n    if os.environ.get('BOOM') and input == 'x':\n"
+                      "        raise ValueError('kaboom')\n    return 'good ' + input\n")
+    write("d.yaml", "target: flaky:agent\ngates:\n  - includes: good\ndata:\n  - {id: first, input: x}\n"
+                    "  - {id: second, input: y}\n  - input: 'no id | here'\n")
+    a = cli("run", "d.yaml", "--json", "-", "-q", env={"BOOM": "1"})
+    assert a.code == 4, a.stderr
+    b = cli("run", "d.yaml", "--json", "-", "-q")
+    assert b.code == 0, b.stderr
+    done = cli("compare", a.json["run_id"], b.json["run_id"], "--markdown", "c.md")
+    assert done.code == 0, done.stderr
+    markdown = (done.cwd / "c.md").read_text()
+    assert "| verdict | passed on 2 of 3 conversations; 1 errored | passed |" in markdown
+    assert "| conversations | 3 | 3 |" in markdown and "| errors | 1 | 0 |" in markdown
+    assert "#### Conversations whose gates differ" in markdown
+    assert "| first | status | error | ok |" in markdown
+    assert "second" not in markdown and "no id" not in markdown  # neither differs
