@@ -4,6 +4,7 @@ real loopback servers. Each test failed on the main this branch started from."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -112,3 +113,26 @@ def test_compare_markdown_says_the_verdict_and_the_conversations_that_differ_as_
     assert "#### Conversations whose gates differ" in markdown
     assert "| first | status | error | ok |" in markdown
     assert "second" not in markdown and "no id" not in markdown  # neither differs
+
+
+def test_a_recording_run_resumed_as_its_interrupt_says_keeps_recording_into_its_tape(tmp_path: Path) -> None:
+    """Before: the `continue with: evalcli run d.yaml --resume RUN` an interrupt prints recorded nothing, so the tape
+    silently lacked every conversation the resume played (d and e here), though the run was one run. The run keeps its
+    folder, so the resume records there, from any working directory."""
+    (tmp_path / "adv77_tools.py").write_text(TOOLS_AGENT)
+    (tmp_path / "d.yaml").write_text(textwrap.dedent(HERMETIC_DATASET).replace("tools:\n  lookup: {returns: "
+                                                                              "{answer: MOCKED}}\n", "").lstrip())
+    first = run_cli(["run", "d.yaml", "--record-tools", "tapes", "-q"], tmp_path)
+    assert first.code == 130, first.stdout + first.stderr
+    tape = tmp_path / "tapes" / "d.tape.jsonl"
+    recorded = [json.loads(line)["identity"] for line in tape.read_text().splitlines()]
+    assert recorded[:3] == ["id:a", "id:b", "id:c"] and "id:e" not in recorded, recorded
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    resumed = run_cli(["run", "../d.yaml", "--resume", resume_id(first), "--db", "../evalcli.db", "-q"], elsewhere)
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    lines = [json.loads(line) for line in tape.read_text().splitlines()]
+    assert [(line["identity"], line["tool"]) for line in lines] == [
+        ("id:a", "lookup"), ("id:b", "lookup"), ("id:c", "lookup"), ("id:d", "lookup"), ("id:d", "other"),
+        ("id:e", "lookup"), ("id:e", "other")]
+    assert not (elsewhere / "tapes").exists()

@@ -3,7 +3,8 @@
 A resumed run must add up to the run it continues: the same dataset (by name and content), the same
 configuration (the target and its options, every gate and scorer as resolved from the dataset and
 ``scorers.yaml``, the simulated users' models) and the same run options (selection, ``--repeat``,
-``--strict``, ``--max-errors``, ``--hermetic``), which a resume restores. Anything else is refused, naming what differs
+``--strict``, ``--max-errors``, ``--hermetic``), which a resume restores, as it restores the ``--record-tools``
+folder a resume names none of. Anything else is refused, naming what differs
 (exit 2): never a run scored two ways under one verdict. A re-run of failures is a new run, but of the
 same dataset: the failures of another dataset's run are refused too.
 """
@@ -262,6 +263,8 @@ def restored(options: RunOptions, row: Mapping[str, Any], stored: StoredOptions,
             raise UsageError(f"resuming run {row['id']}: {'; '.join(conflicts)}",
                              "leave those flags out: resuming restores the options the run was started with "
                              "(or start a new run)")
+    if options.record_tools is None and stored.record_tools is not None:  # the tape the run began (docs/hermetic.md)
+        options = replace(options, record_tools=stored.record_tools, tape_name=stored.tape_name)
     return replace(options, resume=row["id"], selection=Selection(stored_filter(stored), stored.shard, stored.limit),
                    repeat=stored.repeat, sequential=stored.sequential, pass_rate=stored.pass_rate,
                    strict=stored.strict, max_errors=stored.max_errors, hermetic=stored.hermetic,

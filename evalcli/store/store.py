@@ -73,6 +73,11 @@ class StoredOptions:
     hermetic: bool = False
     """``--hermetic``: a resume restores it, so the conversations it plays run no tool live either (docs/hermetic.md);
     ``False`` for runs stored before evalcli kept it."""
+    record_tools: str | None = None
+    """``--record-tools DIR`` as an absolute path: a resume given none records there too, so the tape is what one
+    uninterrupted run would have recorded (docs/hermetic.md, "Tapes"); ``None`` for runs stored before evalcli kept it."""
+    tape_name: str | None = None
+    """The name the command gave the run's tape in ``record_tools`` (``None``: its dataset's stem)."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -89,7 +94,9 @@ class StoredOptions:
                    bool(data.get("sequential")), float(data.get("pass_rate") or 1.0),
                    [int(n) for n in data["shards_held"]] if isinstance(data.get("shards_held"), list) else None,
                    data["filter_written"] if isinstance(data.get("filter_written"), str) else None,
-                   bool(data.get("hermetic")))
+                   bool(data.get("hermetic")),
+                   data["record_tools"] if isinstance(data.get("record_tools"), str) else None,
+                   data["tape_name"] if isinstance(data.get("tape_name"), str) else None)
 
 
 def now() -> str:
