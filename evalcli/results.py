@@ -408,9 +408,14 @@ class Summary:
     scorer_errors: dict[str, int] = field(default_factory=dict)
     """Per scorer id, how many times it errored on a conversation that did not (or on one of its turns): each left
     out of that scorer's mean and counted as an error for the exit code (docs/scorers.md, "A scorer that fails")."""
+    limited: int = 0
+    """How many of ``errors`` are conversations a limit or a spent budget stopped (``limited``), which every report
+    words as limited, never errored (docs/budgets.md); they count as errored for the exit code."""
 
     def to_json(self) -> dict[str, Any]:
-        failed = {"scorer_errors": self.scorer_errors} if self.scorer_errors else {}
+        failed: dict[str, Any] = {"scorer_errors": self.scorer_errors} if self.scorer_errors else {}
+        if self.limited:
+            failed["limited"] = self.limited
         return {
             "verdict": self.verdict,
             "scores": {k: finite_or_none(v) for k, v in self.scores.items()},

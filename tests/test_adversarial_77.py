@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import CliResult, run_cli
+from tests.llm_server import LLMServer, Reply, Request, completion
 
 TOOLS_AGENT = '''
 import os, pathlib, signal
@@ -136,3 +137,42 @@ def test_a_recording_run_resumed_as_its_interrupt_says_keeps_recording_into_its_
         ("id:a", "lookup"), ("id:b", "lookup"), ("id:c", "lookup"), ("id:d", "lookup"), ("id:d", "other"),
         ("id:e", "lookup"), ("id:e", "other")]
     assert not (elsewhere / "tapes").exists()
+
+
+def answer(request: Request) -> Reply:
+    """Every call 100 tokens in and 10 out."""
+    return Reply(body=completion(f"ok: {request.messages[-1]['content']}", prompt_tokens=100, completion_tokens=10))
+
+
+def test_a_conversation_a_budget_stopped_is_limited_in_the_verdict_and_every_list_never_errored(
+        write: Callable[..., Path], cli: Callable[..., CliResult], llm_server: LLMServer) -> None:
+    """Before: the table said `limited`, but the verdict line said `1 of 4 conversations errored`, the list under it
+    `c3  error: limited by the budget ...` (under -q, `Errored conversations (1):`), the Markdown `- c3: error: ...` and the HTML
+    report's list `error` (docs/budgets.md: never `error`, the word for a target or scorer that failed)."""
+    llm_server.responder = answer
+    write("d.yaml", f"target:\n  model: openai/target-m\n  api_base: {llm_server.url}\nconcurrency: 1\n"
+                    "gates:\n  - includes: ok\ndata:\n" + "".join(f"  - {{id: c{i}, input: q{i}}}\n" for i in range(8)))
+    done = cli("run", "d.yaml", "--json", "-", "--markdown", "s.md", "--html", "r.html", "--max-tokens", "target=300")
+    assert done.code == 5, done.stderr
+    assert len(llm_server.requests) == 3
+    assert done.json["summary"]["errors"] == 1 and done.json["summary"]["limited"] == 1
+    assert "verdict: passed on 3 of 4 conversations; 1 limited (exit 5)" in done.stderr
+    assert "Failing conversations (1):\n  c3  limited by the budget after 0 turn(s): the target token budget of 300 " \
+        "is spent (330 tokens)" in done.stderr
+    assert "errored" not in done.stderr and "error:" not in done.stderr
+    markdown = (done.cwd / "s.md").read_text()
+    assert "**passed on 3 of 4 conversations; 1 limited**" in markdown and "0 errors · 1 limited" in markdown
+    assert "- `c3`: limited by the budget after 0 turn(s)" in markdown and "error:" not in markdown
+    page = (done.cwd / "r.html").read_text()
+    assert ">limited</td>" in page.replace(" ", "") and "passed on 3 of 4 conversations; 1 limited" in page
+    shown = cli("show", done.json["run_id"])
+    assert "verdict: passed on 3 of 4 conversations; 1 limited (exit 5)" in shown.stdout + shown.stderr
+    # a conversation that errored beside one a conversation limit stopped: each counted as what it is
+    write("mixed.yaml", "target: agents:boom\ngates:\n  - includes: fine\ndata:\n  - {id: a, input: hi}\n"
+                        "  - {id: b, input: boom}\n  - {id: c, limits: {turns: 1}, inputs: [one, two]}\n")
+    mixed = cli("run", "mixed.yaml", "-q")
+    assert mixed.code == 4, mixed.stderr
+    assert "verdict: passed on 1 of 3 conversations; 1 errored, 1 limited (exit 4)" in mixed.stdout
+    assert "Errored or limited conversations (2):\n  b  error: turn 0: the target raised ValueError: kaboom" \
+        in mixed.stdout
+    assert "  c  limited by turns after 1 turn(s)" in mixed.stdout

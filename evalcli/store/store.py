@@ -446,8 +446,8 @@ class Store:
                           [limit]))
 
     def load_items(self, run_id: str, *, errors_only: bool = False, light: bool = False) -> Iterator[ItemResult]:
-        """The stored conversations of a run (only those that errored, with ``errors_only``), in dataset order, with
-        their turns and outcomes.
+        """The stored conversations of a run (only those that errored or were limited, with ``errors_only``), in
+        dataset order, with their turns and outcomes.
 
         Streamed: items and turns are read side by side (both ordered by item index), so reading back
         a large run holds one conversation at a time, never the whole run.

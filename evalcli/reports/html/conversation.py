@@ -63,6 +63,9 @@ class Row:
     scores: list[ScoreCell]
     plays: str = ""
     """Under repeats, its stability and passing plays (``flaky 3/6``), as the terminal's status column shows them."""
+    shown: str = ""
+    """The status as the list shows it when it is not ``status`` (the filter's): ``limited`` for a conversation a
+    limit or a budget stopped, filtered with the errored (docs/budgets.md)."""
 
 
 def row(position: int, item: ItemResult, scorer_ids: list[str]) -> Row:
@@ -71,7 +74,8 @@ def row(position: int, item: ItemResult, scorer_ids: list[str]) -> Row:
     first = one_line(item.turns[0].input, INPUT_WIDTH) if item.turns else ""
     return Row(position, item.index, item.id, list(item.tags), item.form, len(item.turns), status,
                failing_gates(item), one_line(why_failed(item)) if status != "passed" else "", first,
-               [_cell(item, scorer_id) for scorer_id in scorer_ids], plays_words(item))
+               [_cell(item, scorer_id) for scorer_id in scorer_ids], plays_words(item),
+               "limited" if item.status == "limited" else "")
 
 
 def _cell(item: ItemResult, scorer_id: str) -> ScoreCell:
