@@ -176,3 +176,28 @@ def test_a_conversation_a_budget_stopped_is_limited_in_the_verdict_and_every_lis
     assert "Errored or limited conversations (2):\n  b  error: turn 0: the target raised ValueError: kaboom" \
         in mixed.stdout
     assert "  c  limited by turns after 1 turn(s)" in mixed.stdout
+
+
+def test_the_views_runs_list_shows_a_run_that_errored_as_errored_as_evalcli_runs_does(
+        write: Callable[..., Path], cli: Callable[..., CliResult]) -> None:
+    """Before: `evalcli runs` said `errored` for a run whose conversation (or scorer) errored, but `evalcli view`'s runs
+    list and the run's header showed its bare verdict, a green `passed` (docs/history.md: never `passed`)."""
+    from tests.view_helpers import view_server
+
+    write("d.yaml", "target: agents:boom\ngates:\n  - includes: fine\ndata:\n  - {id: a, input: hi}\n"
+                    "  - {id: b, input: boom}\n")
+    errored = cli("run", "d.yaml", "--json", "-", "-q")
+    assert errored.code == 4 and errored.json["verdict"] == "passed"
+    write("ok.yaml", "target: agents:boom\ngates:\n  - includes: fine\ndata:\n  - {id: a, input: hi}\n")
+    clean = cli("run", "ok.yaml", "--json", "-", "-q")
+    assert clean.code == 0
+    assert "errored" in cli("runs").stdout
+    with view_server(errored.cwd / "evalcli.db") as server:
+        status, page = server.get("/api/runs")
+        assert status == 200, page
+        shown = {run["id"]: (run["verdict"], run["shown"]) for run in page["runs"]}
+        assert shown == {errored.json["run_id"]: ("passed", "errored"), clean.json["run_id"]: ("passed", None)}
+        status, run = server.get(f"/api/runs/{errored.json['run_id']}")
+        assert status == 200 and run["shown"] == "errored"
+        status, script = server.get("/static/view.js")
+    assert status == 200 and "statusBadge(run.shown || run.verdict || run.status)" in script
