@@ -5,12 +5,16 @@ real loopback servers. Each test failed on the main this branch started from."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import CliResult, run_cli
 from tests.llm_server import LLMServer, Reply, Request, completion
+from tests.pytest_project import pytest_env
+from tests.reliability_helpers import SUBPROCESS_TIMEOUT
 
 TOOLS_AGENT = '''
 import os, pathlib, signal
@@ -201,3 +205,19 @@ def test_the_views_runs_list_shows_a_run_that_errored_as_errored_as_evalcli_runs
         assert status == 200 and run["shown"] == "errored"
         status, script = server.get("/static/view.js")
     assert status == 200 and "statusBadge(run.shown || run.verdict || run.status)" in script
+
+
+def test_pytest_counts_a_limited_conversation_as_limited_and_says_what_stopped_it(workdir: Path) -> None:
+    """Before: pytest's summary said `1 of 3 conversations errored ... 2 errored` and the limited conversation's item
+    `conversation c errored: limited by turns ...`, though no target or scorer failed on it (docs/pytest.md)."""
+    (workdir / "mixed.yaml").write_text("target: agents:boom\ngates:\n  - includes: fine\ndata:\n  - {id: a, input: hi}\n"
+                                        "  - {id: b, input: boom}\n  - {id: c, limits: {turns: 1}, inputs: [one, two]}\n")
+    (workdir / "pytest.ini").write_text("[pytest]\n")
+    played = subprocess.run([sys.executable, "-m", "pytest", "-p", "evalcli.pytest_plugin", "mixed.yaml", "-rA",
+                             "-p", "no:cacheprovider"], cwd=workdir, env=pytest_env(), capture_output=True, text=True,
+                            timeout=SUBPROCESS_TIMEOUT)
+    assert played.returncode == 1, played.stdout + played.stderr
+    assert ("verdict passed on 1 of 3 conversations; 1 errored, 1 limited (3 conversations: 0 failed, 1 errored, "
+            "1 limited)") in played.stdout
+    assert "FAILED mixed.yaml::c - conversation c: limited by turns after 1 turn(s)" in played.stdout
+    assert "FAILED mixed.yaml::b - conversation b errored: turn 0" in played.stdout
