@@ -101,6 +101,7 @@ class Aggregator:
         """Per-turn gate ids met so far, and whether any conversation's turn scored it."""
         self.items = 0
         self.errors = 0
+        self.limited = 0
         self.scorer_errors: dict[str, int] = {}
         """Per scorer id, the conversations (or turns) where it errored: left out of its mean, never not-scorable."""
 
@@ -134,6 +135,7 @@ class Aggregator:
         self.items += 1
         if result.status != "ok":
             self.errors += 1
+            self.limited += result.status == "limited"
             return
         # the order of not-scorable counts follows Mastra: top-level gates, per-turn ones, then scorers
         self._fold_top(result.gate_scores, self.gates, self.not_scorable_early, {})
@@ -228,6 +230,7 @@ class Aggregator:
         return Summary(
             scores={s: self.scores[s].value for s in self.scored},
             total_items=self.items, errors=self.errors, not_scorable=not_scorable, scorer_errors=dict(self.scorer_errors),
+            limited=self.limited,
             gate_results=gate_results, threshold_results=threshold_results, turn_results=turn_results,
             verdict=verdict(gate_results, threshold_results, turn_results),
             unscored_gates=[g for g, m in self.gates.items() if not m.count and self.items > self.errors]

@@ -408,18 +408,18 @@ class Summary:
     scorer_errors: dict[str, int] = field(default_factory=dict)
     """Per scorer id, how many times it errored on a conversation that did not (or on one of its turns): each left
     out of that scorer's mean and counted as an error for the exit code (docs/scorers.md, "A scorer that fails")."""
+    limited: int = 0
+    """How many of ``errors`` a limit or a spent budget stopped: worded limited, never errored (docs/budgets.md)."""
 
     def to_json(self) -> dict[str, Any]:
-        failed = {"scorer_errors": self.scorer_errors} if self.scorer_errors else {}
-        return {
-            "verdict": self.verdict,
-            "scores": {k: finite_or_none(v) for k, v in self.scores.items()},
-            "summary": {"total_items": self.total_items, "errors": self.errors, "not_scorable": self.not_scorable,
-                        **failed},
-            "gate_results": [g.to_json() for g in self.gate_results],
-            "threshold_results": [t.to_json() for t in self.threshold_results],
-            "turn_results": [t.to_json() for t in self.turn_results],
-        }
+        failed = {**({"scorer_errors": self.scorer_errors} if self.scorer_errors else {}),
+                  **({"limited": self.limited} if self.limited else {})}
+        return {"verdict": self.verdict, "scores": {k: finite_or_none(v) for k, v in self.scores.items()},
+                "summary": {"total_items": self.total_items, "errors": self.errors, "not_scorable": self.not_scorable,
+                            **failed},
+                "gate_results": [g.to_json() for g in self.gate_results],
+                "threshold_results": [t.to_json() for t in self.threshold_results],
+                "turn_results": [t.to_json() for t in self.turn_results]}
 
 
 @record

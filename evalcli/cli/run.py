@@ -124,7 +124,8 @@ def run_options(request: RunRequest) -> tuple[RunOptions, dict[str, Any]]:
     given = {"filter": request.filter, "shard": selection.shard, "limit": request.limit,
              "repeat": repeat if request.repeat is not None else None,
              "sequential": sequential if request.repeat is not None else None, "pass_rate": request.pass_rate,
-             "strict": True if request.strict else None, "max_errors": request.max_errors}
+             "strict": True if request.strict else None, "max_errors": request.max_errors,
+             "hermetic": True if request.hermetic else None}
     return options, {name: value for name, value in given.items() if value is not None}
 
 

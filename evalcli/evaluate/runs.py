@@ -210,7 +210,7 @@ class _Session:
         """The run's conversations in dataset order: read back from the store, else as the run kept them."""
         if self.store is not None:
             return self.store.load_items(result.run_id, errors_only=errors_only)
-        return iter([item for item in result.items or [] if not errors_only or item.status == "error"])
+        return iter([item for item in result.items or [] if not errors_only or item.status != "ok"])
 
     def _comparisons(self, results: list[RunResult]) -> tuple[Comparison, ...]:
         """After runs of several targets: per dataset, its runs side by side (docs/targets/index.md)."""

@@ -91,7 +91,9 @@ class Played:
                          f"verdict {words}: " + ", ".join(missed))
 
     def _conversation_failure(self, result: ItemResult) -> EvalFailed:
-        if result.status != "ok":
+        if result.status == "limited":  # a limit or a budget stopped it: its error says which (docs/budgets.md)
+            head = message = f"conversation {result.id}: {one_line(result.error or 'limited')}"
+        elif result.status != "ok":
             head = message = f"conversation {result.id} errored: {one_line(result.error or 'unknown error')}"
         else:
             missed = missed_gates(result)
@@ -116,8 +118,8 @@ def play(plugin: DatasetSession, file: pytest.File, dataset: Dataset, indexes: s
     items = played.items.values()
     plugin.runs.append(RunLine(dataset.path, played.run.run_id, verdict_words(played.run), len(played.items),
                                sum(1 for i in items if i.status == "ok" and not i.passed),
-                               sum(1 for i in items if i.status != "ok"), played.run.status,
-                               plugin.settings.shown_db, warnings))
+                               sum(1 for i in items if i.status not in ("ok", "limited")), played.run.status,
+                               plugin.settings.shown_db, warnings, sum(1 for i in items if i.status == "limited")))
     return played
 
 

@@ -139,6 +139,7 @@ class DatasetPlugin(DatasetSession):
             terminalreporter.write_line(
                 f"{line.dataset}: run {line.run_id}{status}, verdict {line.verdict} "
                 f"({line.conversations} conversation{'s' if line.conversations != 1 else ''}: "
-                f"{line.failed} failed, {line.errors} errored); evalcli show {line.run_id} ITEM{db_option(line.db)}")
+                f"{line.failed} failed, {line.errors} errored{f', {line.limited} limited' if line.limited else ''}); "
+                f"evalcli show {line.run_id} ITEM{db_option(line.db)}")
             for warning in line.warnings:
                 terminalreporter.write_line(f"  warning: {warning}")

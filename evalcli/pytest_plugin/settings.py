@@ -35,3 +35,5 @@ class RunLine:
     status: str
     db: str
     warnings: list[str] = field(default_factory=list)
+    limited: int = 0
+    """Conversations a limit or a spent budget stopped: counted apart from ``errors`` (docs/budgets.md)."""

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from ..identity import given_name
 from ..results import ItemResult, Outcome, RunResult
 from ..words import inert
-from .text import budget_words, fmt, gate_rule, repeat_flags, threshold_text, verdict_words
+from .text import budget_words, fmt, gate_rule, repeat_flags, threshold_text, verdict_words, why_failed
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 VERDICT_ICON = {"passed": "✅", "scored": "⚠️", "failed": "❌", None: "➖"}
@@ -164,8 +164,7 @@ class MarkdownSummary:
 
     def item(self, item: ItemResult) -> None:
         if item.status != "ok":
-            said = "" if item.status == "limited" and item.error else "error: "  # "limited by ...": docs/budgets.md
-            self.problems.append(f"- {_code(item.id)}: {said}{markdown_text(item.error or '')}")
+            self.problems.append(f"- {_code(item.id)}: {markdown_text(why_failed(item))}")
             return
         rate = self.result.pass_rate
         missed = _missed(item.gate_scores, item, rate) + [f"turn {t.index} {m}" for t in item.turns
@@ -180,7 +179,9 @@ class MarkdownSummary:
         lines = [f"### {icon} evalcli `{result.dataset_path}`: **{verdict_words(result)}**",
                  "",
                  f"Run `{result.run_id}` · target `{result.target}` · {summary.total_items} conversations · "
-                 f"{summary.errors} errors" + (f" · status **{result.status}**" if result.status != "completed" else ""),
+                 f"{summary.errors - summary.limited} errors"
+                 + (f" · {summary.limited} limited" if summary.limited else "")
+                 + (f" · status **{result.status}**" if result.status != "completed" else ""),
                  ""]
         spent = budget_words(result)
         if spent is not None:

@@ -165,16 +165,36 @@ def compare_json(comparison: Comparison) -> dict[str, Any]:
 
 
 def compare_markdown(comparison: Comparison) -> str:
-    """``evalcli compare --markdown``: the figures per run, then each later run's paired statistics."""
+    """``evalcli compare --markdown``: what the terminal prints (docs/history.md#comparing-runs): the figures per run
+    (the verdict in the words every report uses, the conversations and errors), the conversations whose gates differ,
+    named by id or content, then each later run's paired statistics."""
     columns = comparison.columns
-    lines = [f"### evalcli compare: {len(columns)} runs of `{comparison.dataset}`", "",
-             "| | " + " | ".join(f"{c.label} `{c.run.run_id}`" for c in columns) + " |",
-             "|---|" + "---:|" * len(columns)]
+    lines = [f"### evalcli compare: {len(columns)} runs of `{comparison.dataset}`", ""]
+    if comparison.datasets_differ:
+        lines += [markdown_text(DATASETS_DIFFER), ""]
+    lines += ["| | " + " | ".join(f"{c.label} `{c.run.run_id}`" for c in columns) + " |",
+              "|---|" + "---:|" * len(columns)]
     for row in comparison.rows:
         cells = [cell_text(cell, row.role).plain for cell in row.cells]
-        lines.append(f"| {row.role} {row.id} | " + " | ".join(cells).replace("\n", " ") + " |")
-    lines.append("| verdict | " + " | ".join(c.run.verdict or "none" for c in columns) + " |")
+        lines.append(f"| {row.role} {markdown_text(row.id)} | " + " | ".join(cells).replace("\n", " ") + " |")
+    lines.append("| verdict | " + " | ".join(markdown_text(verdict_words(c.run)) for c in columns) + " |")
+    lines.append("| conversations | " + " | ".join(str(c.run.summary.total_items) for c in columns) + " |")
+    lines.append("| errors | " + " | ".join(str(c.run.summary.errors) for c in columns) + " |")
     lines.append("")
+    if comparison.changed:
+        lines += [markdown_text(changed_line(comparison)), ""]
+    if comparison.differences:
+        lines += ["#### Conversations whose gates differ", "",
+                  "| item | gate | " + " | ".join(f"`{c.run.run_id[:10]}`" for c in columns) + " |",
+                  "|---|---|" + ":---:|" * len(columns)]
+        lines += [f"| {markdown_text(d.name)} | {markdown_text(d.gate)} | " + " | ".join(d.states) + " |"
+                  for d in comparison.differences[:MAX_DIFFERENCES]]
+        hidden = len(comparison.differences) - MAX_DIFFERENCES
+        lines += ["", f"{hidden} more not shown (evalcli compare ... --html PATH shows every conversation)"] \
+            if hidden > 0 else []
+        lines.append("")
+    else:
+        lines += ["No conversation's gates differ between these runs.", ""]
     for title, stats in paired_sections(comparison):
         lines += stats_markdown(stats, f"#### {title}") if stats is not None else [f"#### {title}", "",
                                                                                    "no conversation in both runs", ""]

@@ -219,7 +219,9 @@ class TerminalReport:
             if not shown:
                 return
             count = self.result.summary.errors
-            self.console.print(Text(f"Errored conversations ({count}):", style="bold red"), soft_wrap=True)
+            kinds = {"limited" if item.status == "limited" else "errored" for item in shown}
+            title = "Limited" if kinds == {"limited"} else "Errored or limited" if len(kinds) > 1 else "Errored"
+            self.console.print(Text(f"{title} conversations ({count}):", style="bold red"), soft_wrap=True)
         else:
             shown, count = self.failing, self.failing_count
             self.console.print(Text(f"Failing conversations ({count}):", style="bold red"), soft_wrap=True)

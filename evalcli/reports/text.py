@@ -108,11 +108,11 @@ def missed_gates(item: ItemResult) -> list[str]:
 
 
 def why_failed(item: ItemResult) -> str:
-    """The first reason a conversation failed: its error, or its first missed gate (with the gate's reason). A
-    conversation a limit or a spent budget stopped says ``limited by ...`` (its error's own words), never ``error:``
+    """The first reason a conversation failed: its error, or its first missed gate (with the gate's reason). A limited
+    conversation's is what stopped it (``limited by the budget after 0 turn(s): ...``), never called an error
     (docs/budgets.md)."""
-    if item.status == "limited" and item.error:
-        return item.error
+    if item.status == "limited":
+        return item.error or "limited"
     if item.status != "ok":
         return f"error: {item.error or 'unknown error'}"
     missed = missed_gates(item)
@@ -120,8 +120,10 @@ def why_failed(item: ItemResult) -> str:
 
 
 def verdict_words(result: RunResult | Summary) -> str:
-    """The verdict as words, saying what it covers when conversations errored: ``passed``, ``passed on 1 of 4
-    conversations; 3 errored``, ``none (no gate or threshold results); 3 of 4 conversations errored``; and the
+    """The verdict as words, saying what it covers when conversations errored (or were limited: a limit or a spent
+    budget stopped them, docs/budgets.md): ``passed``, ``passed on 1 of 4 conversations; 3 errored``, ``passed on 6
+    of 8 conversations; 1 errored, 1 limited``, ``none (no gate or threshold results); 3 of 4 conversations
+    errored``; and the
     scorers that errored on conversations that did not: ``passed; 1 scorer error: grounded``."""
     summary = result if isinstance(result, Summary) else result.summary
     failing = scorer_errors_words(summary.scorer_errors)
@@ -129,10 +131,15 @@ def verdict_words(result: RunResult | Summary) -> str:
         words: str = summary.verdict or "none (no gate or threshold results)"
         return f"{words}; {failing}" if failing else words
     total = plural(summary.total_items, "conversation")
+    errored = summary.errors - summary.limited  # a limit or a budget stopped the others: limited, never errored
+    stopped = ", ".join([*([f"{errored} errored"] if errored else []), *([f"{summary.limited} limited"]
+                                                                       if summary.limited else [])])
     if summary.verdict:
-        words = f"{summary.verdict} on {summary.total_items - summary.errors} of {total}; {summary.errors} errored"
+        words = f"{summary.verdict} on {summary.total_items - summary.errors} of {total}; {stopped}"
+    elif errored and summary.limited:
+        words = f"none (no gate or threshold results); {summary.errors} of {total} errored or limited ({stopped})"
     else:
-        words = f"none (no gate or threshold results); {summary.errors} of {total} errored"
+        words = f"none (no gate or threshold results); {summary.errors} of {total} {stopped.split(' ', 1)[1]}"
     return f"{words}; {failing}" if failing else words
 
 

@@ -7,6 +7,7 @@ import re
 import signal
 from collections.abc import Callable, Iterator
 from dataclasses import field
+from pathlib import Path
 
 from ..dataset import Dataset, Selection, model_uses
 from ..errors import UsageError
@@ -86,7 +87,8 @@ class RunOptions:
         written = None if selection.filter is None or not bears_secret(selection.filter) else with_references(selection.filter)
         return StoredOptions(plan, selection.filter, selection.shard, selection.limit, self.strict, self.max_errors,
                              self.repeat, sorted(self.only_indexes or []) or None, config, self.sequential,
-                             self.pass_rate, shards_held, written)
+                             self.pass_rate, shards_held, written, self.hermetic,
+                             str(Path(self.record_tools).absolute()) if self.record_tools else None, self.tape_name)
 
 
 def plan_of(dataset: Dataset) -> Plan:

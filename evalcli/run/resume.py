@@ -3,7 +3,8 @@
 A resumed run must add up to the run it continues: the same dataset (by name and content), the same
 configuration (the target and its options, every gate and scorer as resolved from the dataset and
 ``scorers.yaml``, the simulated users' models) and the same run options (selection, ``--repeat``,
-``--strict``, ``--max-errors``), which a resume restores. Anything else is refused, naming what differs
+``--strict``, ``--max-errors``, ``--hermetic``), which a resume restores, as it restores the ``--record-tools``
+folder a resume names none of. Anything else is refused, naming what differs
 (exit 2): never a run scored two ways under one verdict. A re-run of failures is a new run, but of the
 same dataset: the failures of another dataset's run are refused too.
 """
@@ -29,7 +30,7 @@ from .options import RunOptions, plan_of
 
 FLAGS = {"filter": "--filter", "shard": "--shard", "limit": "--limit", "repeat": "--repeat", "strict": "--strict",
          "max_errors": "--max-errors", "only_indexes": "--rerun-failed", "sequential": "--repeat auto",
-         "pass_rate": "--pass-rate"}
+         "pass_rate": "--pass-rate", "hermetic": "--hermetic"}
 """The run options a run keeps (``StoredOptions``), by the command-line flag that sets each."""
 SOURCE = "target.source"
 """The paths of the target module's file in the resolved configuration (``dataset.target.source_of``): a change is
@@ -39,7 +40,8 @@ CODE = f"{dataset_code}."
 """The paths of the files of the modules a dataset imports besides its target (custom scorers, ``setup``:
 ``dataset.target.sources_of``): said as ``SOURCE`` is, and compared only with a run that kept them."""
 DEFAULTS: dict[str, Any] = {"filter": None, "shard": None, "limit": None, "repeat": 1, "strict": False,
-                            "max_errors": 0, "only_indexes": None, "sequential": False, "pass_rate": 1.0}
+                            "max_errors": 0, "only_indexes": None, "sequential": False, "pass_rate": 1.0,
+                            "hermetic": False}
 
 
 def flag_text(name: str, value: Any) -> str:
@@ -47,7 +49,7 @@ def flag_text(name: str, value: Any) -> str:
     flag = FLAGS[name]
     if value == DEFAULTS[name]:
         return f"no {flag}"
-    if name in ("strict", "sequential"):
+    if name in ("strict", "sequential", "hermetic"):
         return flag
     if name == "shard":
         return f"{flag} {value[0]}/{value[1]}"
@@ -61,7 +63,7 @@ def flag_text(name: str, value: Any) -> str:
 def _values(options: StoredOptions) -> dict[str, Any]:
     return {"filter": stored_filter(options), "shard": options.shard, "limit": options.limit, "repeat": options.repeat,
             "strict": options.strict, "max_errors": options.max_errors, "only_indexes": options.only_indexes,
-            "sequential": options.sequential, "pass_rate": options.pass_rate}
+            "sequential": options.sequential, "pass_rate": options.pass_rate, "hermetic": options.hermetic}
 
 
 def check_same_dataset(row: Mapping[str, Any], dataset: Dataset, what: str) -> None:
@@ -269,9 +271,11 @@ def restored(options: RunOptions, row: Mapping[str, Any], stored: StoredOptions,
             raise UsageError(f"resuming run {row['id']}: {'; '.join(conflicts)}",
                              "leave those flags out: resuming restores the options the run was started with "
                              "(or start a new run)")
+    if options.record_tools is None and stored.record_tools is not None:  # the tape the run began (docs/hermetic.md)
+        options = replace(options, record_tools=stored.record_tools, tape_name=stored.tape_name)
     return replace(options, resume=row["id"], selection=Selection(stored_filter(stored), stored.shard, stored.limit),
                    repeat=stored.repeat, sequential=stored.sequential, pass_rate=stored.pass_rate,
-                   strict=stored.strict, max_errors=stored.max_errors,
+                   strict=stored.strict, max_errors=stored.max_errors, hermetic=stored.hermetic,
                    only_indexes=set(stored.only_indexes) if stored.only_indexes else None)
 
 

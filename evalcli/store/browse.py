@@ -7,12 +7,13 @@ page's conversations, through ``stored_items``: a run of 100,000 conversations a
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from ..errors import UsageError
 from ..records import record
-from ..results import ItemResult
+from ..results import ItemResult, run_outcome
 from .light import stored_items
 from .store import Store
 
@@ -89,15 +90,20 @@ class RunFilter:
 
 def list_runs(store: Store, where: RunFilter, page: int = 1, size: int = PAGE_SIZE) -> tuple[int, list[dict[str, Any]]]:
     """(how many runs match, the rows of page ``page``), newest first; a run still going counts its conversations
-    stored so far as ``completed_items``."""
+    stored so far as ``completed_items``; ``shown`` is ``errored`` for a run whose verdict covers only part of it (a
+    conversation or a scorer errored: docs/history.md), as ``evalcli runs`` shows it."""
     clause, params = where.where()
     total = next(store.query(f"SELECT COUNT(*) AS n FROM runs{clause}", params))["n"]
     limit, offset = page_bounds(page, size)
     rows = list(store.query(
         "SELECT id, dataset, dataset_path, target, started_at, finished_at, status, verdict, exit_code, total_items, "
         "CASE WHEN status = 'running' THEN (SELECT COUNT(*) FROM items WHERE items.run_id = runs.id) "
-        "ELSE completed_items END AS completed_items, errors, cost, llm_calls, scores "
+        "ELSE completed_items END AS completed_items, errors, cost, llm_calls, scores, summary "
         f"FROM runs{clause} ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?", [*params, limit, offset]))
+    for row in rows:  # shown as evalcli runs shows it: errored, never passed, when a conversation or scorer errored
+        counts = json.loads(row.pop("summary") or "{}")
+        errored = run_outcome(row["verdict"], bool(row["errors"] or counts.get("scorer_errors"))) == "errors"
+        row["shown"] = "errored" if errored and row["status"] != "running" else None
     return total, rows
 
 

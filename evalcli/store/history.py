@@ -64,7 +64,7 @@ def summary_from_json(data: dict[str, Any]) -> Summary:
         turn_results=[TurnResult(t["index"], gates(t["gate_results"]), thresholds(t["threshold_results"]),
                                  {k: _float(v) for k, v in t["scores"].items()}) for t in data["turn_results"]],
         verdict=data["verdict"], unscored_gates=list(data.get("unscored_gates") or []),
-        scorer_errors=dict(counts.get("scorer_errors") or {}),
+        scorer_errors=dict(counts.get("scorer_errors") or {}), limited=int(counts.get("limited") or 0),
     )
 
 

@@ -44,7 +44,7 @@ def stored_items(conn: Any, run_id: str, *, errors_only: bool = False, index: in
         where = f" AND item_index IN ({', '.join('?' for _ in indexes)})"
         params: list[Any] = [run_id, *indexes]
     else:
-        where = (" AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status = 'error')"
+        where = (" AND item_index IN (SELECT item_index FROM items WHERE run_id = ? AND status != 'ok')"
                  if errors_only else "")
         params = [run_id, run_id] if errors_only else [run_id]
     turn_rows = rows(conn, f"{turns_from(conn, light)} WHERE run_id = ?{where} ORDER BY item_index, turn_index", params)

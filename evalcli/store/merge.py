@@ -270,11 +270,13 @@ def _check_same_configuration(first_store: Store, first: dict[str, Any], store: 
 
 def rules(options: dict[str, Any]) -> str:
     """What else a shard was run with (its ``options``, ``_options``) that the merged run takes from one of them: the
-    conversations it selects (``--filter``, ``--limit``) and the exit code its verdict gives (``--strict``,
-    ``--max-errors``), as the flags that set them (docs/ci.md, merging shards)."""
+    conversations it selects (``--filter``, ``--limit``), the exit code its verdict gives (``--strict``,
+    ``--max-errors``) and whether any tool ran live (``--hermetic``), as the flags that set them (docs/ci.md, merging
+    shards)."""
     words = [f"--filter {options['filter']}"] if options.get("filter") else []
     words += [f"--limit {options['limit']}"] if options.get("limit") is not None else []
     words += ["--strict"] if options.get("strict") else []
+    words += ["--hermetic"] if options.get("hermetic") else []
     return " ".join([*words, f"--max-errors {int(options.get('max_errors') or 0)}"])
 
 
@@ -285,8 +287,8 @@ def _check_same_rules(first_store: Store, first: dict[str, Any], store: Store, r
     if theirs != ours:
         raise UsageError(f"run {row['id']} in {store.path} was run with {theirs}, but run {first['id']} in "
                          f"{first_store.path} with {ours}: the merged run cannot keep both",
-                         "run every shard with the same --filter, --limit, --strict and --max-errors, then merge "
-                         "them")
+                         "run every shard with the same --filter, --limit, --strict, --max-errors and --hermetic, then "
+                         "merge them")
 
 
 def merge_databases(sources: list[Path], out: Path, run_ids: list[str] | None = None) -> list[MergeResult]:

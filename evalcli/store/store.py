@@ -70,6 +70,14 @@ class StoredOptions:
     """A ``--filter`` that holds a secret, with each secret known by its variable as ``${NAME}``
     (``secret_references.stored``): ``filter`` is redacted, and a resume selects with this one, its values put back
     (``run.resume.stored_filter``); ``None`` when ``filter`` holds none."""
+    hermetic: bool = False
+    """``--hermetic``: a resume restores it, so the conversations it plays run no tool live either (docs/hermetic.md);
+    ``False`` for runs stored before evalcli kept it."""
+    record_tools: str | None = None
+    """``--record-tools DIR`` as an absolute path: a resume given none records there too, so the tape is what one
+    uninterrupted run would have recorded (docs/hermetic.md, "Tapes"); ``None`` for runs stored before evalcli kept it."""
+    tape_name: str | None = None
+    """The name the command gave the run's tape in ``record_tools`` (``None``: its dataset's stem)."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -85,7 +93,10 @@ class StoredOptions:
                    dict(data["config"]) if isinstance(data.get("config"), dict) else None,
                    bool(data.get("sequential")), float(data.get("pass_rate") or 1.0),
                    [int(n) for n in data["shards_held"]] if isinstance(data.get("shards_held"), list) else None,
-                   data["filter_written"] if isinstance(data.get("filter_written"), str) else None)
+                   data["filter_written"] if isinstance(data.get("filter_written"), str) else None,
+                   bool(data.get("hermetic")),
+                   data["record_tools"] if isinstance(data.get("record_tools"), str) else None,
+                   data["tape_name"] if isinstance(data.get("tape_name"), str) else None)
 
 
 def now() -> str:
@@ -435,8 +446,8 @@ class Store:
                           [limit]))
 
     def load_items(self, run_id: str, *, errors_only: bool = False, light: bool = False) -> Iterator[ItemResult]:
-        """The stored conversations of a run (only those that errored, with ``errors_only``), in dataset order, with
-        their turns and outcomes.
+        """The stored conversations of a run (only those that errored or were limited, with ``errors_only``), in
+        dataset order, with their turns and outcomes.
 
         Streamed: items and turns are read side by side (both ordered by item index), so reading back
         a large run holds one conversation at a time, never the whole run.

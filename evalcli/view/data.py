@@ -78,8 +78,9 @@ def run_summary(store: Store, run_id: str) -> dict[str, Any]:
     stored = load_run(store, run_id)
     data = stored.result.to_json(items=[])
     data.pop("items")
-    return {**data, "row": {k: stored.row[k] for k in ("started_at", "finished_at", "git_commit", "cost", "llm_calls",
-                                                       "dataset_path", "exit_code")},
+    return {**data, "shown": "errored" if stored.result.outcome == "errors" else None,
+            "row": {k: stored.row[k] for k in ("started_at", "finished_at", "git_commit", "cost", "llm_calls",
+                                               "dataset_path", "exit_code")},
             "gate_ids": stored.plan.gate_ids, "scorer_ids": stored.plan.scorer_ids,
             "thresholds": stored.plan.thresholds, "progress": progress(store, stored.result.run_id)}
 

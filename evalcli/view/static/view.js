@@ -97,7 +97,7 @@ async function showRuns(params) {
     el("td", {}, el("a", { href: `#/run/${run.id}` }, run.id)),
     el("td", {}, run.started_at ? run.started_at.replace("T", " ").slice(0, 19) : ""),
     el("td", {}, run.dataset), el("td", {}, run.target),
-    el("td", {}, statusBadge(run.verdict || run.status)),
+    el("td", {}, statusBadge(run.shown || run.verdict || run.status)),
     el("td", {}, `${run.completed_items}` + (run.status === "running" ? " so far" : "")),
     el("td", {}, run.errors), el("td", {}, money(run.cost)),
     el("td", {}, Object.entries(JSON.parse(run.scores || "{}")).map(([k, v]) => `${k} ${fmt(v)}`).join(", "))));
@@ -116,7 +116,7 @@ function runHeader(run) {
   const stability = run.summary.stability ? Object.entries(run.summary.stability).map(([k, v]) => `${v} ${k}`).join(", ") : "-";
   return el("div", { class: "summary", id: "run-summary" },
     ...[["dataset", run.dataset], ["target", run.target],
-      ["verdict", p.status === "running" ? `running: ${p.stored} stored` : (run.verdict || run.status)],
+      ["verdict", p.status === "running" ? `running: ${p.stored} stored` : (run.shown || run.verdict || run.status)],
       ["conversations", `${p.stored} (${p.passed} passed, ${p.errors} errored)`], ["scores", scores],
       ["stability", stability], ["cost", money(run.row.cost)], ["started", (run.row.started_at || "").slice(0, 19)]]
       .map(([k, v]) => el("div", { "data-key": k }, el("b", {}, k), v)));
