@@ -31,3 +31,13 @@ def shell_word(text: str) -> str:
 def plural(count: int, word: str, many: str | None = None) -> str:
     """``1 conversation``, ``2 conversations``."""
     return f"{count} {word if count == 1 else many or word + 's'}"
+
+
+def stored_run_word(outcome: str, errors: int, limited: int, scorer_errors: bool) -> str | None:
+    """How a stored run's verdict reads in a list of runs (``evalcli runs``, the view) when it covers only part of the
+    run (``outcome``: ``results.run_outcome``, ``errors`` when a conversation or a scorer errored): ``limited`` when
+    every conversation it left out was stopped by a limit or a budget (never called an error: docs/budgets.md),
+    else ``errored`` (docs/history.md); ``None`` for any other outcome (the verdict reads as it is)."""
+    if outcome != "errors":
+        return None
+    return "limited" if limited and limited >= errors and not scorer_errors else "errored"

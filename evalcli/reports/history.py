@@ -13,6 +13,7 @@ from rich.text import Text
 from ..records import record
 from ..results import run_outcome
 from ..store import MergeResult, Store
+from ..words import stored_run_word
 from .text import VERDICT_STYLE, fmt, verdict_style, verdict_words
 
 
@@ -66,13 +67,24 @@ def _verdict(row: dict[str, Any]) -> Text:
     ``passed`` covers only part of it: docs/history.md)."""
     counts = json.loads(row.get("summary") or "{}")
     outcome = run_outcome(row["verdict"], bool(row["errors"] or counts.get("scorer_errors")))
-    if outcome == "errors":
-        return Text("errored", style="bold yellow")
+    word = stored_run_word(outcome, row["errors"] or 0, _limited(row), bool(counts.get("scorer_errors")))
+    if word is not None:
+        return Text(word, style="bold yellow")
     return Text(row["verdict"] or "-", style=VERDICT_STYLE.get(row["verdict"] or "", ""))
 
 
+def _limited(row: dict[str, Any]) -> int:
+    """How many of the run's errored conversations a limit or a budget stopped (its summary's ``limited``)."""
+    return int(json.loads(row.get("summary") or "{}").get("limited") or 0)
+
+
 def _items(row: dict[str, Any]) -> str:
-    return f"{row['total_items']}" + (f" ({row['errors']} err)" if row["errors"] else "")
+    """``12``, ``12 (1 err)``, ``12 (1 limited)``, ``12 (1 err, 1 limited)``: a limited conversation is never called an
+    error (docs/budgets.md)."""
+    limited = _limited(row)
+    errors = (row["errors"] or 0) - limited
+    said = [*([f"{errors} err"] if errors > 0 else []), *([f"{limited} limited"] if limited else [])]
+    return f"{row['total_items']}" + (f" ({', '.join(said)})" if said else "")
 
 
 def _dataset(row: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import UsageError
 from ..records import record
 from ..results import ItemResult, run_outcome
+from ..words import stored_run_word
 from .light import stored_items
 from .store import Store
 
@@ -102,8 +103,10 @@ def list_runs(store: Store, where: RunFilter, page: int = 1, size: int = PAGE_SI
         f"FROM runs{clause} ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?", [*params, limit, offset]))
     for row in rows:  # shown as evalcli runs shows it: errored, never passed, when a conversation or scorer errored
         counts = json.loads(row.pop("summary") or "{}")
-        errored = run_outcome(row["verdict"], bool(row["errors"] or counts.get("scorer_errors"))) == "errors"
-        row["shown"] = "errored" if errored and row["status"] != "running" else None
+        outcome = run_outcome(row["verdict"], bool(row["errors"] or counts.get("scorer_errors")))
+        word = stored_run_word(outcome, row["errors"] or 0, int(counts.get("limited") or 0),
+                               bool(counts.get("scorer_errors")))
+        row["shown"] = word if row["status"] != "running" else None
     return total, rows
 
 
