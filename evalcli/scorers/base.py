@@ -7,6 +7,9 @@ that one method, so the runner treats them alike.
 
 from __future__ import annotations
 
+import copy
+import math
+import numbers
 from typing import Any
 
 from ..messages import Message, tool_names
@@ -113,3 +116,28 @@ class NotScorable:
 def not_scorable(reason: str | None = None) -> NotScorable:
     """Mark a run as not scorable (it is counted in ``summary.not_scorable``, not averaged)."""
     return NotScorable(reason)
+
+
+def own_copy(run: ScorerRun) -> ScorerRun:
+    """The run as a scorer evalcli did not write gets it: its own deep copy, so what it changes (the messages, the
+    turns, ``ground_truth``) no other scorer sees, nor the next conversation (docs/scorers.md "Custom Python
+    scorers", docs/extending.md); the run as is when a value in it cannot be copied (a structured result's object)."""
+    try:
+        return copy.deepcopy(run)
+    except Exception:  # noqa: BLE001 - any failure to copy leaves the run as it is
+        return run
+
+
+def finite_score(value: numbers.Real, who: str, instead: str) -> float:
+    """``value`` as a float, or a ``ValueError`` when it is not finite (``nan``, ``inf``, an int beyond any float):
+    JSON and SQLite have no infinity or NaN, so stored, such a score would read back as another one (docs/scorers.md).
+    ``who`` returned it (``scorer polite``); ``instead`` is what to return when there is nothing to score."""
+    try:
+        score = float(value)
+    except OverflowError:  # an int beyond any float
+        score = math.inf
+    if not math.isfinite(score):
+        shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:40]}..."
+        raise ValueError(f"{who} returned the score {shown}: a score must be a finite number ({instead} when there is "
+                         "nothing to score)")
+    return score

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import inspect
-import math
 import numbers
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..results import Outcome
-from .base import NotScorable, Score, ScorerRun
+from .base import NotScorable, Score, ScorerRun, finite_score, own_copy
 from .kinds import BuildContext, Kind, Scorer
 
 RETURNS = "return a float, evalcli.Score(score, reason) or evalcli.not_scorable(reason)"
@@ -36,15 +34,7 @@ def to_outcome(value: Any, name: str) -> Outcome:
 
 
 def _finite(value: numbers.Real, name: str) -> float:
-    try:
-        score = float(value)
-    except OverflowError:  # an int beyond any float
-        score = math.inf
-    if not math.isfinite(score):
-        shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:40]}..."
-        raise ValueError(f"scorer {name} returned the score {shown}: a score must be a finite number "
-                         "(return evalcli.not_scorable(reason) when there is nothing to score)")
-    return score
+    return finite_score(value, f"scorer {name}", "return evalcli.not_scorable(reason)")
 
 
 def _reason(reason: Any, name: str) -> str | None:
@@ -63,12 +53,7 @@ class PythonScorer(Scorer):
         self.is_async = inspect.iscoroutinefunction(self.fn)
 
     async def score(self, run: ScorerRun) -> Outcome:
-        # its own copy of the run: what it changes (the messages, the turns, ground_truth) no other scorer sees, nor
-        # the next conversation (docs/scorers.md "Custom Python scorers")
-        try:
-            run = copy.deepcopy(run)
-        except Exception:  # noqa: BLE001 - a value that cannot be copied (a structured result's object): the run as is
-            pass
+        run = own_copy(run)  # what it changes, no other scorer sees (docs/scorers.md "Custom Python scorers")
         if self.is_async:
             value = await self.fn(run)
         else:

@@ -7,11 +7,9 @@ path. Parsing references and reading ``scorers.yaml`` is the dataset's job (``ev
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import json
-import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import field
@@ -21,7 +19,7 @@ from ..errors import EvalcliError, Problem, describe
 from ..records import record
 from ..results import Outcome, Threshold
 from ..secret_references import References, digestible, references
-from .base import ScorerRun
+from .base import ScorerRun, finite_score, own_copy
 from .kinds import BuildContext, Scorer, origin
 from .kinds import find as find_kind
 
@@ -246,13 +244,7 @@ class Awaited(Scorer):
         self.kind = kind
 
     async def score(self, run: ScorerRun) -> Outcome:
-        # its own copy of the run, as a custom Python scorer's: what it changes (the messages, the turns,
-        # ground_truth) its sibling scorers never see (docs/extending.md)
-        try:
-            run = copy.deepcopy(run)
-        except Exception:  # noqa: BLE001 - a value that cannot be copied (a structured result's object): the run as is
-            pass
-        outcome = await self.scorer.score(run)
+        outcome = await self.scorer.score(own_copy(run))  # as a custom Python scorer's (docs/extending.md)
         if not isinstance(outcome, Outcome):  # was "AttributeError: 'float' object has no attribute 'reason'"
             raise TypeError(f"the scorer kind {self.kind}'s score() returned {type(outcome).__name__}, not an "
                             "evalcli.results.Outcome (return Outcome(score=..., reason=...))")
@@ -273,12 +265,5 @@ class Awaited(Scorer):
             raise TypeError(f"the scorer kind {self.kind}'s score() returned an Outcome whose score is "
                             f"{type(score).__name__}, not a number (return Outcome(score=..., reason=...), or "
                             "Outcome(not_scorable=True, reason=...) when there is nothing to score)")
-        try:
-            value = float(score)
-        except OverflowError:  # an int beyond any float
-            value = math.inf
-        if not math.isfinite(value):
-            raise ValueError(f"the scorer kind {self.kind}'s score() returned the score {str(score)[:40]}: a score "
-                             "must be a finite number (Outcome(not_scorable=True, reason=...) when there is nothing "
-                             "to score)")
+        value = finite_score(score, f"the scorer kind {self.kind}'s score()", "Outcome(not_scorable=True, reason=...)")
         return outcome if type(score) is float else dataclasses.replace(outcome, score=value)
